@@ -1,0 +1,24 @@
+//! `dsh completions`: shell completion scripts.
+
+use anyhow::Result;
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+use crate::cli::ctx::Ctx;
+use crate::cli::exit::Status;
+
+/// Print a completion script for a shell (the committed ones live in
+/// `completions/`).
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Run it.
+pub fn run(_ctx: &mut Ctx, args: &CompletionsArgs) -> Result<Status> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "dsh", &mut std::io::stdout());
+    Ok(Status::Ok)
+}

@@ -1,0 +1,200 @@
+//! `dsh events`: the human transcript of the raw log.
+
+use std::collections::HashSet;
+use std::io::Write;
+
+use anyhow::Result;
+use dsh::event::{Event, Kind, SurfaceOp};
+use dsh::json::Value;
+use dsh::log::Folded;
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview, truncate};
+use crate::cli::exit::Status;
+
+/// Show the raw log as a transcript: the append-origin message events in log
+/// order, marking those the surface no longer shows, with replacements
+/// (checkpoints, pruned results) as annotations.
+///
+/// With --json: one JSON object per line (JSON Lines):
+/// `{"seq","line","type","turn","origin":"append"|"replace"|"log",
+/// "onSurface","synthetic","event","schema_version"}`.
+#[derive(Debug, clap::Args)]
+pub struct EventsArgs {
+    /// The log.
+    #[arg(value_name = "LOG")]
+    pub log: String,
+    /// Only events of these types (a trailing `/` matches a family, e.g. `tool/`).
+    #[arg(long = "type", short = 't', value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// Only events of this turn.
+    #[arg(long, value_name = "N")]
+    pub turn: Option<u64>,
+    /// Show every event, log-only ones (chunks, steps, headers…) included.
+    #[arg(long, short)]
+    pub all: bool,
+    /// Cut previews to this many characters.
+    #[arg(long, default_value_t = 100, value_name = "CHARS")]
+    pub width: usize,
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
+    // Pass 1: which nodes are still on the surface at the end.
+    let first = ctx.load(&args.log)?;
+    let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
+    drop(first);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut turn: Option<u64> = None;
+    let mut werr: Option<std::io::Error> = None;
+    let mut shown = 0u64;
+    let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
+        if werr.is_some() {
+            return;
+        }
+        if ev.kind == Kind::TurnStart {
+            turn = ev.turn().map(|t| t as u64);
+        }
+        let ev_turn = turn.or_else(|| ev.turn().map(|t| t as u64));
+        let name = ev.type_name().into_owned();
+        let origin = match folded.applied.map(|a| a.op) {
+            Some(SurfaceOp::Append) => "append",
+            Some(SurfaceOp::Replace(_)) => "replace",
+            None => "log",
+        };
+        let wanted_type = args.types.is_empty()
+            || args.types.iter().any(|t| {
+                if t.ends_with('/') {
+                    name.starts_with(t.as_str())
+                } else {
+                    &name == t
+                }
+            });
+        let wanted_turn = args.turn.is_none_or(|t| ev_turn == Some(t));
+        let is_message = ev.kind.is_surface();
+        let shown_by_default = is_message
+            || matches!(
+                ev.kind,
+                Kind::CompactionStart
+                    | Kind::CompactionEnd
+                    | Kind::CompactionPrune
+                    | Kind::CompactionSummary
+                    | Kind::TurnStart
+                    | Kind::TurnEnd
+            );
+        if !(wanted_type && wanted_turn && (args.all || !args.types.is_empty() || shown_by_default))
+        {
+            if ev.kind == Kind::TurnEnd {
+                turn = None;
+            }
+            return;
+        }
+        shown += 1;
+        let on_surface = current.contains(&ev.seq);
+        let res = if ctx.json {
+            let v = Value::obj()
+                .with("seq", ev.seq.into())
+                .with(
+                    "line",
+                    if ev.line > 0 {
+                        Value::from(ev.line)
+                    } else {
+                        Value::Null
+                    },
+                )
+                .with("type", name.as_str().into())
+                .with("turn", ev_turn.map(Value::from).unwrap_or(Value::Null))
+                .with("origin", origin.into())
+                .with("onSurface", on_surface.into())
+                .with("synthetic", folded.synthetic.into())
+                .with("event", ev.value.to_owned_value())
+                .with("schema_version", SCHEMA_VERSION.into());
+            let mut s = v.to_json();
+            s.push('\n');
+            out.write_all(s.as_bytes())
+        } else {
+            let mark = if folded.synthetic {
+                "synthetic"
+            } else if ev.kind.is_surface() && !on_surface {
+                "shadowed"
+            } else {
+                ""
+            };
+            let detail = describe(ev, folded, args.width);
+            let t = ev_turn
+                .map(|t| format!("t{t}"))
+                .unwrap_or_else(|| "-".into());
+            let line = match origin {
+                "replace" => format!(
+                    "{:>7}  {:<4} ⟲ {:<20} {:<9} {}\n",
+                    ev.seq, t, name, mark, detail
+                ),
+                _ => format!(
+                    "{:>7}  {:<4}   {:<20} {:<9} {}\n",
+                    ev.seq, t, name, mark, detail
+                ),
+            };
+            out.write_all(line.as_bytes())
+        };
+        if let Err(e) = res {
+            werr = Some(e);
+        }
+        if ev.kind == Kind::TurnEnd {
+            turn = None;
+        }
+    };
+    let opts = ctx.load_options();
+    let src = ctx.resolve(&args.log)?;
+    dsh::log::load(&src, &opts, &mut obs)?;
+    if let Some(e) = werr {
+        return Err(e.into());
+    }
+    if !ctx.json {
+        writeln!(out, "{shown} event(s) shown")?;
+    }
+    out.flush()?;
+    Ok(Status::Ok)
+}
+
+fn describe(ev: &Event<'_>, folded: &Folded<'_>, width: usize) -> String {
+    let d = ev.data();
+    match ev.kind {
+        Kind::UserMessage | Kind::AssistantMessage | Kind::ToolResult => {
+            let mut s = preview(ev.message(), width);
+            if let Some(a) = folded.applied
+                && !a.shadowed.is_empty()
+            {
+                let seqs: Vec<String> = a.shadowed.iter().map(|n| n.seq.to_string()).collect();
+                s = format!("replaces [{}]: {s}", seqs.join(", "));
+            }
+            s
+        }
+        Kind::TurnEnd => d
+            .get("reason")
+            .and_then(|r| r.get("kind"))
+            .and_then(|k| k.as_str())
+            .map(|k| k.into_owned())
+            .unwrap_or_default(),
+        Kind::CompactionStart | Kind::CompactionEnd => {
+            let id = d
+                .get("compactionId")
+                .map(|i| i.to_json())
+                .unwrap_or_default();
+            let err = d
+                .get("error")
+                .map(|e| format!(" error: {}", e.to_json()))
+                .unwrap_or_default();
+            truncate(&format!("{id}{err}"), width)
+        }
+        Kind::CompactionSummary | Kind::CompactionPrune => format!(
+            "shadows {} ({} tokens)",
+            d.get("shadowedSeqs")
+                .map(|s| s.to_json())
+                .unwrap_or_default(),
+            d.get("shadowedTokenCount")
+                .map(|s| s.to_json())
+                .unwrap_or_default()
+        ),
+        _ => truncate(&d.to_json(), width),
+    }
+}

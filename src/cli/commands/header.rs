@@ -1,0 +1,153 @@
+//! `dsh header`: the folded request header and the latest context.
+
+use anyhow::Result;
+use dsh::json::Value;
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::exit::Status;
+use crate::cli::render;
+
+/// Show the folded request header (config, tools, adapterDefaults, system
+/// prompt) and the latest route / context window.
+///
+/// With --json: `{"header", "headerSeq", "headerEvents": [{"seq","reason"}],
+/// "context", "contextSeq", "session": {…header line…}, "schema_version"}`.
+#[derive(Debug, clap::Args)]
+pub struct HeaderArgs {
+    /// The log.
+    #[arg(value_name = "LOG")]
+    pub log: String,
+}
+
+fn opt(v: Option<u64>) -> Value<'static> {
+    v.map(Value::from).unwrap_or(Value::Null)
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
+    let log = ctx.load(&args.log)?;
+    let h = &log.headers;
+    if ctx.json {
+        let events: Vec<Value<'static>> = h
+            .events
+            .iter()
+            .map(|e| {
+                let mut v = Value::obj().with("seq", e.seq.into());
+                if let Some(r) = &e.reason {
+                    v = v.with("reason", r.as_str().into());
+                }
+                v
+            })
+            .collect();
+        let v = Value::obj()
+            .with("header", h.header.clone().unwrap_or(Value::Null))
+            .with("headerSeq", opt(h.header_seq))
+            .with("headerEvents", Value::Arr(events))
+            .with("context", h.context.clone().unwrap_or(Value::Null))
+            .with("contextSeq", opt(h.context_seq))
+            .with("session", log.header.value.clone())
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+        return Ok(Status::Ok);
+    }
+    let mut t = render::table(&["field", "value"]);
+    t.add_row(vec!["session id".to_string(), log.header.id.clone()]);
+    if let Some(c) = &log.header.cwd {
+        t.add_row(vec!["cwd".to_string(), c.clone()]);
+    }
+    match &h.header {
+        None => {
+            t.add_row(vec![
+                "request header".to_string(),
+                "none logged".to_string(),
+            ]);
+        }
+        Some(hd) => {
+            if let Some(cfg) = hd.get("config").and_then(|c| c.as_obj()) {
+                for (k, v) in cfg {
+                    let val = match v {
+                        Value::Str(s) => s.to_lossy().into_owned(),
+                        other => other.to_json(),
+                    };
+                    t.add_row(vec![format!("config.{}", k.to_lossy()), val]);
+                }
+            }
+            if let Some(ad) = hd.get("adapterDefaults") {
+                t.add_row(vec!["adapterDefaults".to_string(), ad.to_json()]);
+            }
+            let sys = hd.get("system").and_then(|s| s.as_jstr());
+            t.add_row(vec![
+                "system prompt".to_string(),
+                match sys {
+                    Some(s) => format!(
+                        "{} chars (UTF-16), {} tokens",
+                        s.len16(),
+                        dsh::meter::estimate::system_tokens(hd.get("system"))
+                    ),
+                    None => "none".to_string(),
+                },
+            ]);
+            let tools: Vec<String> = hd
+                .get("tools")
+                .and_then(|t| t.as_arr())
+                .map(|a| {
+                    a.iter()
+                        .map(|t| {
+                            t.get("name")
+                                .and_then(|n| n.as_str())
+                                .unwrap_or_default()
+                                .into_owned()
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            t.add_row(vec![
+                format!(
+                    "tools ({}, {} tokens)",
+                    tools.len(),
+                    dsh::meter::estimate::tools_tokens(hd.get("tools"))
+                ),
+                tools.join(", "),
+            ]);
+            t.add_row(vec![
+                "header seq".to_string(),
+                format!("{:?}", h.header_seq.unwrap_or(0)),
+            ]);
+        }
+    }
+    let reasons: Vec<String> = h
+        .events
+        .iter()
+        .map(|e| format!("{}@{}", e.reason.clone().unwrap_or_default(), e.seq))
+        .collect();
+    t.add_row(vec!["header events".to_string(), reasons.join(", ")]);
+    match &h.context {
+        Some(c) => {
+            let p = c
+                .get("provider")
+                .and_then(|p| p.as_str())
+                .unwrap_or_default()
+                .into_owned();
+            let m = c
+                .get("model")
+                .and_then(|p| p.as_str())
+                .unwrap_or_default()
+                .into_owned();
+            t.add_row(vec!["route".to_string(), format!("{p}/{m}")]);
+            t.add_row(vec![
+                "context window".to_string(),
+                c.get("contextWindow")
+                    .map(|w| w.to_json())
+                    .unwrap_or_else(|| "unknown".into()),
+            ]);
+        }
+        None => {
+            t.add_row(vec![
+                "context".to_string(),
+                "no request/context logged".to_string(),
+            ]);
+        }
+    }
+    println!("{t}");
+    Ok(Status::Ok)
+}

@@ -1,0 +1,144 @@
+//! `dsh messages`: the derived model-visible messages.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use crate::cli::ctx::{Ctx, truncate};
+use crate::cli::exit::Status;
+
+/// Show the messages the model sees (deriveMessages), in surface order.
+///
+/// With --json: a JSON array of the messages exactly as stored (`id`, `role`,
+/// `source`, `content`), byte for byte what the reference's
+/// `JSON.stringify(session.deriveMessages())` prints.
+#[derive(Debug, clap::Args)]
+pub struct MessagesArgs {
+    /// The log.
+    #[arg(value_name = "LOG")]
+    pub log: String,
+    /// Also print the folded system prompt first (readable view only).
+    #[arg(long)]
+    pub system: bool,
+    /// Cut each text block to this many characters in the readable view (0: no limit).
+    #[arg(long, default_value_t = 2000, value_name = "CHARS")]
+    pub width: usize,
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
+    let log = ctx.load(&args.log)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    if ctx.json {
+        dsh::derive::write_messages_json(&log, &mut out)?;
+        out.flush()?;
+        return Ok(Status::Ok);
+    }
+    let cut = |s: &str| {
+        if args.width == 0 {
+            s.to_string()
+        } else {
+            truncate(s, args.width)
+        }
+    };
+    if args.system
+        && let Some(sys) = log
+            .headers
+            .header
+            .as_ref()
+            .and_then(|h| h.get("system"))
+            .and_then(|s| s.as_jstr())
+    {
+        writeln!(out, "── system ──\n{}\n", cut(&sys.to_lossy()))?;
+    }
+    let mut n = 0usize;
+    let mut werr = None;
+    dsh::derive::for_each_message(&log, &mut |ev, m| {
+        n += 1;
+        let role = m
+            .get("role")
+            .and_then(|r| r.as_str())
+            .unwrap_or_default()
+            .into_owned();
+        let kind = m
+            .get("source")
+            .and_then(|s| s.get("kind"))
+            .and_then(|k| k.as_str())
+            .unwrap_or_default()
+            .into_owned();
+        let mut s = format!("── {role} · seq {} · {} ──\n", ev.seq, kind);
+        if let Some(blocks) = m.get("content").and_then(|c| c.as_arr()) {
+            for b in blocks {
+                render_block(b, &mut s, "", &cut);
+            }
+        }
+        s.push('\n');
+        if let Err(e) = out.write_all(s.as_bytes()) {
+            werr = Some(e);
+        }
+        Ok(())
+    })?;
+    if let Some(e) = werr {
+        return Err(e.into());
+    }
+    writeln!(out, "{n} message(s)")?;
+    out.flush()?;
+    Ok(Status::Ok)
+}
+
+fn render_block(b: &dsh::Value<'_>, s: &mut String, indent: &str, cut: &dyn Fn(&str) -> String) {
+    let ty = b
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default()
+        .into_owned();
+    let text = |k: &str| {
+        b.get(k)
+            .and_then(|t| t.as_jstr())
+            .map(|t| t.to_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    match ty.as_str() {
+        "text" => s.push_str(&format!("{indent}{}\n", cut(&text("text")))),
+        "reasoning" => s.push_str(&format!("{indent}(thinking) {}\n", cut(&text("text")))),
+        "tool-call" => s.push_str(&format!(
+            "{indent}→ call {} {} {}\n",
+            text("id"),
+            text("name"),
+            cut(&text("arguments"))
+        )),
+        "tool-result" => {
+            let err = if b.get("isError").is_some_and(|e| e.is_true()) {
+                " (error)"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                "{indent}← result for {}{err}\n",
+                text("toolCallId")
+            ));
+            if let Some(inner) = b.get("content").and_then(|c| c.as_arr()) {
+                let ind = format!("{indent}  ");
+                for x in inner {
+                    render_block(x, s, &ind, cut);
+                }
+            }
+        }
+        "image" => {
+            let a = b.get("attachment");
+            let name = a
+                .and_then(|a| a.get("name"))
+                .and_then(|n| n.as_str())
+                .unwrap_or_default()
+                .into_owned();
+            let mt = a
+                .and_then(|a| a.get("mediaType"))
+                .and_then(|n| n.as_str())
+                .unwrap_or_default()
+                .into_owned();
+            s.push_str(&format!("{indent}[image {name} {mt}]\n"));
+        }
+        other => s.push_str(&format!("{indent}[{other} block]\n")),
+    }
+}

@@ -1,0 +1,7 @@
+//! One file per command.
+
+pub mod completions;
+pub mod events;
+pub mod header;
+pub mod messages;
+pub mod surface;

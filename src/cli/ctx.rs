@@ -1,0 +1,204 @@
+//! What every command shares: output mode, streams, the DSH home, loading with
+//! error reporting.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use dsh::LoadError;
+use dsh::json::{OwnedValue, Value};
+use dsh::log::{LoadOptions, LoadedLog, LogSource, Observer};
+
+use super::exit::Status;
+
+/// Version of every `--json` shape dsh prints; bumped on a breaking change.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Shared command context.
+pub struct Ctx {
+    /// Print JSON instead of tables.
+    pub json: bool,
+    /// Accept documented tolerances.
+    pub lenient: bool,
+    /// Suppress warnings on stderr.
+    pub quiet: bool,
+    /// `$DSH_HOME` (default `~/.dsh`).
+    pub home: Option<PathBuf>,
+    /// Whether stderr is a terminal (progress bars only then).
+    pub stderr_tty: bool,
+}
+
+impl Ctx {
+    /// Build from global flags.
+    pub fn new(json: bool, lenient: bool, quiet: bool, home: Option<PathBuf>) -> Ctx {
+        let home = home.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".dsh")));
+        Ctx {
+            json,
+            lenient,
+            quiet,
+            home,
+            stderr_tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// Resolve one log argument.
+    pub fn resolve(&self, arg: &str) -> Result<LogSource, LoadError> {
+        dsh::log::source::resolve(arg, self.home.as_deref())
+    }
+
+    /// Resolve arguments that may each name many logs.
+    pub fn resolve_many(&self, args: &[String]) -> Result<Vec<LogSource>, LoadError> {
+        let mut out = Vec::new();
+        for a in args {
+            out.extend(dsh::log::source::resolve_many(a, self.home.as_deref())?);
+        }
+        Ok(out)
+    }
+
+    /// Load options from the global flags.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            lenient: self.lenient,
+            ..LoadOptions::default()
+        }
+    }
+
+    /// Resolve and load one log, with an observer.
+    pub fn load_with(
+        &self,
+        arg: &str,
+        opts: &LoadOptions,
+        observer: &mut dyn Observer,
+    ) -> Result<LoadedLog, LoadError> {
+        let src = self.resolve(arg)?;
+        let log = dsh::log::load(&src, opts, observer)?;
+        self.warn_all(&log);
+        Ok(log)
+    }
+
+    /// Resolve and load one log.
+    pub fn load(&self, arg: &str) -> Result<LoadedLog, LoadError> {
+        self.load_with(arg, &self.load_options(), &mut |_: &dsh::Event<'_>,
+                                                        _: &dsh::log::Folded<
+            '_,
+        >| {})
+    }
+
+    /// Print a log's warnings on stderr (unless quiet).
+    pub fn warn_all(&self, log: &LoadedLog) {
+        if self.quiet {
+            return;
+        }
+        for w in &log.warnings {
+            eprintln!("dsh: warning: {}: {w}", log.source.display());
+        }
+    }
+
+    /// A warning line on stderr.
+    pub fn warn(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("dsh: warning: {msg}");
+        }
+    }
+
+    /// Print a JSON document on stdout (compact, one line).
+    pub fn print_json(&self, v: &OwnedValue) -> std::io::Result<()> {
+        let mut s = v.to_json();
+        s.push('\n');
+        let mut out = std::io::stdout().lock();
+        out.write_all(s.as_bytes())?;
+        out.flush()
+    }
+
+    /// Report a refused log: `{"error": …}` on stdout with `--json`, one line
+    /// on stderr always.
+    pub fn report_load_error(&self, e: &LoadError) -> Status {
+        eprintln!("dsh: error: {e}");
+        if self.json {
+            let _ = self.print_json(&load_error_json(e));
+        }
+        match e.kind {
+            dsh::LoadErrorKind::NotFound if false => Status::Usage,
+            _ => Status::InvalidLog,
+        }
+    }
+}
+
+/// The `{"error": …}` object for a refused log.
+pub fn load_error_json(e: &LoadError) -> OwnedValue {
+    let kind = match e.kind {
+        dsh::LoadErrorKind::Io => "io",
+        dsh::LoadErrorKind::Corrupt => "corrupt",
+        dsh::LoadErrorKind::Unsupported => "unsupported",
+        dsh::LoadErrorKind::Invalid => "invalid",
+        dsh::LoadErrorKind::NotFound => "not-found",
+        _ => "other",
+    };
+    let mut v = Value::obj()
+        .with("error", e.message().into())
+        .with("kind", kind.into())
+        .with("stage", "load".into());
+    if let Some(f) = &e.file {
+        v = v.with("file", f.display().to_string().into());
+    }
+    if let Some(l) = e.at.line {
+        v = v.with("line", l.into());
+    }
+    if let Some(s) = e.at.seq {
+        v = v.with("seq", s.into());
+    }
+    v.with("schema_version", SCHEMA_VERSION.into())
+}
+
+/// One-line preview of a message for tables.
+pub fn preview(msg: Option<&Value<'_>>, width: usize) -> String {
+    let Some(m) = msg else {
+        return String::new();
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(blocks) = m.get("content").and_then(|c| c.as_arr()) {
+        for b in blocks {
+            parts.push(block_preview(b));
+        }
+    }
+    let s = parts.join(" ");
+    truncate(&s.split_whitespace().collect::<Vec<_>>().join(" "), width)
+}
+
+fn block_preview(b: &Value<'_>) -> String {
+    let ty = b
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default()
+        .into_owned();
+    let text = |k: &str| {
+        b.get(k)
+            .and_then(|t| t.as_jstr())
+            .map(|t| t.to_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    match ty.as_str() {
+        "text" => text("text"),
+        "reasoning" => format!("(thinking) {}", text("text")),
+        "tool-call" => format!("→ {}({})", text("name"), text("arguments")),
+        "tool-result" => {
+            let inner: Vec<String> = b
+                .get("content")
+                .and_then(|c| c.as_arr())
+                .map(|a| a.iter().map(block_preview).collect())
+                .unwrap_or_default();
+            format!("← {}", inner.join(" "))
+        }
+        "image" => "[image]".to_string(),
+        other => format!("[{other}]"),
+    }
+}
+
+/// Cut a string to `width` characters with an ellipsis.
+pub fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

@@ -1,0 +1,107 @@
+//! The command line: global flags, the command enum and the one dispatch.
+
+pub mod commands;
+pub mod ctx;
+pub mod exit;
+pub mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use ctx::Ctx;
+use exit::Status;
+
+/// Offline tool for DeepSeek Harness (DSH) session logs.
+///
+/// Reads the append-only JSONL event logs a DSH agent records, derives the
+/// surface the model sees, prices it, prunes and compacts it, and audits it,
+/// exactly as the reference implementation does, without the harness running.
+///
+/// A LOG argument is a file (plain `.jsonl` or `.jsonl.zstd`), `-` for
+/// standard input, a session directory, or a session id / working directory
+/// looked up under `$DSH_HOME/sessions`.
+///
+/// Exit status: 0 ok, 1 findings, 2 usage, 3 invalid or unreadable log,
+/// 4 log busy (compaction lock or writer lock), 5 provider failure, 70 internal.
+#[derive(Debug, Parser)]
+#[command(name = "dsh", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Print machine-readable JSON (stable, documented shapes) instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Accept documented tolerances (e.g. a header without delegationDepth),
+    /// reporting each as a warning. Off by default: without it dsh accepts and
+    /// refuses exactly the logs the reference does.
+    #[arg(long, global = true)]
+    pub lenient: bool,
+    /// Do not print warnings on stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// DSH home directory for session ids and cwds (default `~/.dsh`).
+    #[arg(long, global = true, env = "DSH_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the current surface: the ordered nodes the model sees.
+    Surface(commands::surface::SurfaceArgs),
+    /// Show the derived model-visible messages (deriveMessages).
+    #[command(alias = "derive")]
+    Messages(commands::messages::MessagesArgs),
+    /// Show the folded request header and the latest route / context window.
+    Header(commands::header::HeaderArgs),
+    /// Show the human transcript of the raw log (append-origin events).
+    Events(commands::events::EventsArgs),
+    /// Print shell completions.
+    Completions(commands::completions::CompletionsArgs),
+}
+
+/// Parse, run, and turn the outcome into an exit code.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Status::Usage.code()
+            } else {
+                0
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, cli.home.clone());
+    let result = match &cli.command {
+        Command::Surface(a) => commands::surface::run(&mut ctx, a),
+        Command::Messages(a) => commands::messages::run(&mut ctx, a),
+        Command::Header(a) => commands::header::run(&mut ctx, a),
+        Command::Events(a) => commands::events::run(&mut ctx, a),
+        Command::Completions(a) => commands::completions::run(&mut ctx, a),
+    };
+    match result {
+        Ok(status) => ExitCode::from(status.code()),
+        Err(err) => {
+            let status = exit::status_for(&err);
+            if status == Status::Ok {
+                return ExitCode::SUCCESS; // broken pipe: the reader went away
+            }
+            if let Some(le) = err.chain().find_map(|c| c.downcast_ref::<dsh::LoadError>()) {
+                return ExitCode::from(ctx.report_load_error(le).code());
+            }
+            eprintln!("dsh: error: {err:#}");
+            if ctx.json {
+                let v = dsh::Value::obj()
+                    .with("error", format!("{err:#}").into())
+                    .with("schema_version", ctx::SCHEMA_VERSION.into());
+                let _ = ctx.print_json(&v);
+            }
+            ExitCode::from(status.code())
+        }
+    }
+}

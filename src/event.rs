@@ -1,0 +1,257 @@
+//! The event envelope and the event vocabulary.
+//!
+//! An event is kept as the JSON object it was read from (so it can be written
+//! back byte-exact, §17) plus the few facts every stage needs: its [`Kind`],
+//! `seq` and where it came from in the file.
+
+use crate::json::{OwnedValue, Value};
+
+/// Event types a reader must interpret; every other known type is
+/// [`Kind::Other`], unknown types are [`Kind::Unknown`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum Kind {
+    UserMessage,
+    AssistantMessage,
+    ToolResult,
+    AssistantChunk,
+    ToolCall,
+    TurnStart,
+    TurnEnd,
+    StepStart,
+    StepEnd,
+    RequestHeader,
+    RequestContext,
+    SessionEndSeed,
+    CompactionStart,
+    CompactionSummary,
+    CompactionEnd,
+    CompactionPrune,
+    CommandRun,
+    CommandDone,
+    TodoWrite,
+    /// Another type of the rc.8 vocabulary (plugin events).
+    Other,
+    /// Not in the rc.8 vocabulary.
+    Unknown,
+}
+
+/// The 48 event types rc.8 knows (session-log §5.1).
+pub const KNOWN_TYPES: [&str; 48] = [
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "assistant/chunk",
+    "assistant/message",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "permission/preset",
+    "plan/mode",
+    "request/context",
+    "request/header",
+    "sandbox/mode",
+    "schedule/change",
+    "session/end-seed",
+    "session/title",
+    "session/title-llm-request",
+    "step/end",
+    "step/start",
+    "subagent/descriptor",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "todo/write",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/call",
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    "tool/result",
+    "turn/end",
+    "turn/start",
+    "user/message",
+    "web/deepseek-search-llm-request",
+];
+
+impl Kind {
+    /// Classify a type name.
+    pub fn of(name: &str) -> Kind {
+        match name {
+            "user/message" => Kind::UserMessage,
+            "assistant/message" => Kind::AssistantMessage,
+            "tool/result" => Kind::ToolResult,
+            "assistant/chunk" => Kind::AssistantChunk,
+            "tool/call" => Kind::ToolCall,
+            "turn/start" => Kind::TurnStart,
+            "turn/end" => Kind::TurnEnd,
+            "step/start" => Kind::StepStart,
+            "step/end" => Kind::StepEnd,
+            "request/header" => Kind::RequestHeader,
+            "request/context" => Kind::RequestContext,
+            "session/end-seed" => Kind::SessionEndSeed,
+            "compaction/start" => Kind::CompactionStart,
+            "compaction/summary" => Kind::CompactionSummary,
+            "compaction/end" => Kind::CompactionEnd,
+            "compaction/prune" => Kind::CompactionPrune,
+            "command/run" => Kind::CommandRun,
+            "command/done" => Kind::CommandDone,
+            "todo/write" => Kind::TodoWrite,
+            n if KNOWN_TYPES.binary_search(&n).is_ok() => Kind::Other,
+            _ => Kind::Unknown,
+        }
+    }
+
+    /// Whether events of this type are surface nodes (G0: user, assistant,
+    /// tool result).
+    pub fn is_surface(self) -> bool {
+        matches!(
+            self,
+            Kind::UserMessage | Kind::AssistantMessage | Kind::ToolResult
+        )
+    }
+}
+
+/// One decoded event: the envelope object and what was learnt reading it.
+#[derive(Debug, Clone)]
+pub struct Event<'a> {
+    /// The type, classified.
+    pub kind: Kind,
+    /// The event's seq (equal to its index in the log).
+    pub seq: u64,
+    /// 1-based physical line it was read from (0 for synthetic closers).
+    pub line: u64,
+    /// The whole envelope object.
+    pub value: Value<'a>,
+}
+
+/// An event that outlives its line.
+pub type OwnedEvent = Event<'static>;
+
+/// A replace operation (position span named by endpoint seqs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplaceOp {
+    /// Seq of the start node.
+    pub start: u64,
+    /// Seq of the end node.
+    pub end: u64,
+}
+
+/// The parsed `surfaceOp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SurfaceOp {
+    /// `"append"`
+    Append,
+    /// `{op:"replace",start,end}`
+    Replace(ReplaceOp),
+}
+
+impl<'a> Event<'a> {
+    /// The `type` string.
+    pub fn type_name(&self) -> std::borrow::Cow<'_, str> {
+        self.value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+    }
+
+    /// The `data` member (`null` when absent).
+    pub fn data(&self) -> &Value<'a> {
+        static NULL: Value<'static> = Value::Null;
+        self.value.get("data").unwrap_or(&NULL)
+    }
+
+    /// The `time` member.
+    pub fn time(&self) -> f64 {
+        self.value
+            .get("time")
+            .and_then(|t| t.as_f64())
+            .unwrap_or(0.0)
+    }
+
+    /// The parsed surface op, when valid (G0 spelling).
+    pub fn surface_op(&self) -> Option<SurfaceOp> {
+        parse_surface_op(self.value.get("surfaceOp")?)
+    }
+
+    /// `sourceEventSeqs` as counts (invalid members skipped).
+    pub fn sources(&self) -> Option<Vec<u64>> {
+        let a = self.value.get("sourceEventSeqs")?.as_arr()?;
+        Some(a.iter().filter_map(|v| v.as_count()).collect())
+    }
+
+    /// The message this event carries, if it is a message event: `data` for
+    /// `user/message`, `data.message` for assistant and tool results.
+    pub fn message(&self) -> Option<&Value<'a>> {
+        match self.kind {
+            Kind::UserMessage => Some(self.data()),
+            Kind::AssistantMessage | Kind::ToolResult => self.data().get("message"),
+            _ => None,
+        }
+    }
+
+    /// `data.turn` as a number.
+    pub fn turn(&self) -> Option<f64> {
+        self.data().get("turn").and_then(|v| v.as_f64())
+    }
+
+    /// `data.step` as a number.
+    pub fn step(&self) -> Option<f64> {
+        self.data().get("step").and_then(|v| v.as_f64())
+    }
+
+    /// Deep copy.
+    pub fn into_owned(self) -> OwnedEvent {
+        Event {
+            kind: self.kind,
+            seq: self.seq,
+            line: self.line,
+            value: self.value.into_owned(),
+        }
+    }
+
+    /// A deep copy that keeps `self`.
+    pub fn to_owned_event(&self) -> OwnedEvent {
+        self.clone().into_owned()
+    }
+}
+
+/// Parse a G0 `surfaceOp` value; `None` when it is not one of the exact shapes.
+pub fn parse_surface_op(v: &Value<'_>) -> Option<SurfaceOp> {
+    match v {
+        Value::Str(s) if s.eq_str("append") => Some(SurfaceOp::Append),
+        Value::Obj(o) if o.len() == 3 => {
+            if !v.get("op")?.is_str("replace") {
+                return None;
+            }
+            let start = v.get("start")?.as_count()?;
+            let end = v.get("end")?.as_count()?;
+            Some(SurfaceOp::Replace(ReplaceOp { start, end }))
+        }
+        _ => None,
+    }
+}
+
+/// Build an owned event from parts (used for synthetic events).
+pub fn owned_event(kind: Kind, seq: u64, value: OwnedValue) -> OwnedEvent {
+    Event {
+        kind,
+        seq,
+        line: 0,
+        value,
+    }
+}

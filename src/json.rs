@@ -1,0 +1,1041 @@
+//! JSON values exactly as the reference (JavaScript) sees them.
+//!
+//! The reference parses every line with `JSON.parse` and writes with
+//! `JSON.stringify`, so a byte-exact reader needs three things `serde_json`
+//! does not give: object key order kept with duplicate keys resolved "last
+//! value wins at the first position", strings that may hold unpaired UTF-16
+//! surrogates (`"\ud800"` is legal JSON and legal JavaScript), and numbers
+//! printed with ECMAScript `Number::toString` (`1.0` → `1`, `-0` → `0`,
+//! `1e21` → `1e+21`).
+//!
+//! [`Value`] borrows from the line it was parsed from: a string without escapes
+//! is a slice of the input, so most of a 100 MB log is never copied. Call
+//! [`Value::into_owned`] to keep a value past its line.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// A JSON string. Either decoded UTF-8 text, or the escaped source text of a
+/// string that had backslash escapes (decoded on demand, because it may hold
+/// lone surrogates that no Rust `str` can).
+#[derive(Clone, Debug)]
+pub struct JStr<'a> {
+    raw: Cow<'a, [u8]>,
+    /// `raw` is JSON-escaped source text (between the quotes) rather than text.
+    escaped: bool,
+}
+
+/// A parsed JSON value; objects keep their key order.
+#[derive(Clone, Debug)]
+pub enum Value<'a> {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool(bool),
+    /// Every JSON number is an IEEE double, as in JavaScript.
+    Num(f64),
+    /// A string.
+    Str(JStr<'a>),
+    /// An array.
+    Arr(Vec<Value<'a>>),
+    /// An object, in source key order (duplicates already resolved).
+    Obj(Vec<(JStr<'a>, Value<'a>)>),
+}
+
+/// An owned value, kept beyond the line it came from.
+pub type OwnedValue = Value<'static>;
+
+/// Why a text is not JSON. Positions are byte offsets within the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} at byte {at}")]
+pub struct ParseError {
+    /// What was wrong.
+    pub what: &'static str,
+    /// Byte offset in the parsed text.
+    pub at: usize,
+}
+
+/// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
+pub const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+impl<'a> JStr<'a> {
+    /// A string from text.
+    pub fn from_text(s: impl Into<Cow<'a, str>>) -> Self {
+        let raw = match s.into() {
+            Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
+            Cow::Owned(o) => Cow::Owned(o.into_bytes()),
+        };
+        JStr {
+            raw,
+            escaped: false,
+        }
+    }
+
+    /// A string from UTF-16 code units (any, including lone surrogates).
+    pub fn from_units(units: &[u16]) -> JStr<'static> {
+        match String::from_utf16(units) {
+            Ok(s) => JStr::from_text(s),
+            Err(_) => {
+                let mut raw = String::with_capacity(units.len() + 8);
+                write_escaped_units(&mut raw, units);
+                JStr {
+                    raw: Cow::Owned(raw.into_bytes()),
+                    escaped: true,
+                }
+            }
+        }
+    }
+
+    /// The text, when it has no lone surrogate.
+    pub fn as_str(&self) -> Option<Cow<'_, str>> {
+        if !self.escaped {
+            // SAFETY: unescaped strings are built only from valid UTF-8.
+            return Some(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(&self.raw)
+            }));
+        }
+        String::from_utf16(&self.units()).ok().map(Cow::Owned)
+    }
+
+    /// The text, with any lone surrogate replaced by U+FFFD (for display).
+    pub fn to_lossy(&self) -> Cow<'_, str> {
+        if !self.escaped {
+            return self.as_str().unwrap();
+        }
+        Cow::Owned(String::from_utf16_lossy(&self.units()))
+    }
+
+    /// Whether the string equals `s`.
+    pub fn eq_str(&self, s: &str) -> bool {
+        if !self.escaped {
+            return &*self.raw == s.as_bytes();
+        }
+        self.units().iter().copied().eq(s.encode_utf16())
+    }
+
+    /// The UTF-16 code units (JavaScript's view of the string).
+    pub fn units(&self) -> Vec<u16> {
+        if !self.escaped {
+            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
+            return s.encode_utf16().collect();
+        }
+        let mut out = Vec::with_capacity(self.raw.len());
+        decode_escaped(&self.raw, &mut |u| out.push(u));
+        out
+    }
+
+    /// Length in UTF-16 code units (JavaScript `String.length`).
+    pub fn len16(&self) -> usize {
+        if !self.escaped {
+            return utf16_len_of_utf8(&self.raw);
+        }
+        let mut n = 0usize;
+        decode_escaped(&self.raw, &mut |_| n += 1);
+        n
+    }
+
+    /// The code points (`Array.from(s)`): a lone surrogate is one code point.
+    pub fn code_points(&self) -> Vec<u32> {
+        if !self.escaped {
+            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
+            return s.chars().map(|c| c as u32).collect();
+        }
+        units_to_code_points(&self.units())
+    }
+
+    /// Number of code points.
+    pub fn count_code_points(&self) -> usize {
+        if !self.escaped {
+            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
+            return s.chars().count();
+        }
+        units_to_code_points(&self.units()).len()
+    }
+
+    /// Whether the string is empty.
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+
+    /// Copy into an owned string.
+    pub fn into_owned(self) -> JStr<'static> {
+        JStr {
+            raw: Cow::Owned(self.raw.into_owned()),
+            escaped: self.escaped,
+        }
+    }
+
+    /// Compare by UTF-16 code units (JavaScript `<` on strings / `Array#sort`).
+    pub fn cmp_units(&self, other: &JStr<'_>) -> std::cmp::Ordering {
+        if !self.escaped && !other.escaped && self.raw.is_ascii() && other.raw.is_ascii() {
+            return self.raw.cmp(&other.raw);
+        }
+        self.units().cmp(&other.units())
+    }
+
+    fn same(&self, other: &JStr<'_>) -> bool {
+        if !self.escaped && !other.escaped {
+            return self.raw == other.raw;
+        }
+        self.units() == other.units()
+    }
+
+    /// Append the JSON form (with quotes, JavaScript escaping) to `out`.
+    pub fn write_json(&self, out: &mut String) {
+        out.push('"');
+        if !self.escaped {
+            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
+            write_escaped_str(out, s);
+        } else {
+            write_escaped_units(out, &self.units());
+        }
+        out.push('"');
+    }
+}
+
+impl PartialEq for JStr<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.same(other)
+    }
+}
+
+impl From<&'static str> for JStr<'static> {
+    fn from(s: &'static str) -> Self {
+        JStr::from_text(s)
+    }
+}
+
+impl From<String> for JStr<'static> {
+    fn from(s: String) -> Self {
+        JStr::from_text(s)
+    }
+}
+
+/// Convert UTF-16 units to code points the way `Array.from` iterates.
+pub fn units_to_code_points(units: &[u16]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(units.len());
+    let mut i = 0;
+    while i < units.len() {
+        let u = units[i];
+        if (0xD800..0xDC00).contains(&u)
+            && i + 1 < units.len()
+            && (0xDC00..0xE000).contains(&units[i + 1])
+        {
+            let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((units[i + 1] as u32) - 0xDC00);
+            out.push(c);
+            i += 2;
+        } else {
+            out.push(u as u32);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Build a string from code points (lone surrogates allowed).
+pub fn string_from_code_points(cps: &[u32]) -> JStr<'static> {
+    if cps.iter().all(|&c| !(0xD800..0xE000).contains(&c)) {
+        let s: String = cps.iter().filter_map(|&c| char::from_u32(c)).collect();
+        return JStr::from_text(s);
+    }
+    let mut units = Vec::with_capacity(cps.len());
+    for &c in cps {
+        if c >= 0x10000 {
+            let c = c - 0x10000;
+            units.push(0xD800 + (c >> 10) as u16);
+            units.push(0xDC00 + (c & 0x3FF) as u16);
+        } else {
+            units.push(c as u16);
+        }
+    }
+    JStr::from_units(&units)
+}
+
+fn utf16_len_of_utf8(b: &[u8]) -> usize {
+    // Every byte that starts a character counts 1; 4-byte sequences count 2.
+    let mut n = 0usize;
+    for &x in b {
+        n += ((x & 0xC0) != 0x80) as usize + (x >= 0xF0) as usize;
+    }
+    n
+}
+
+fn hex4(b: &[u8]) -> u16 {
+    let mut v = 0u16;
+    for &c in &b[..4] {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => c - b'A' + 10,
+        };
+        v = v * 16 + d as u16;
+    }
+    v
+}
+
+/// Decode validated escaped source text into UTF-16 units.
+fn decode_escaped(raw: &[u8], f: &mut dyn FnMut(u16)) {
+    let mut i = 0;
+    while i < raw.len() {
+        let c = raw[i];
+        if c == b'\\' {
+            let e = raw[i + 1];
+            i += 2;
+            let u = match e {
+                b'"' => 0x22,
+                b'\\' => 0x5C,
+                b'/' => 0x2F,
+                b'b' => 0x08,
+                b'f' => 0x0C,
+                b'n' => 0x0A,
+                b'r' => 0x0D,
+                b't' => 0x09,
+                _ => {
+                    let v = hex4(&raw[i..]);
+                    i += 4;
+                    v
+                }
+            };
+            f(u);
+        } else {
+            // One UTF-8 character.
+            let len = utf8_len(c);
+            let s = unsafe { std::str::from_utf8_unchecked(&raw[i..i + len]) };
+            let ch = s.chars().next().unwrap();
+            let mut buf = [0u16; 2];
+            for u in ch.encode_utf16(&mut buf) {
+                f(*u);
+            }
+            i += len;
+        }
+    }
+}
+
+fn utf8_len(c: u8) -> usize {
+    if c < 0x80 {
+        1
+    } else if c < 0xE0 {
+        2
+    } else if c < 0xF0 {
+        3
+    } else {
+        4
+    }
+}
+
+fn write_escaped_str(out: &mut String, s: &str) {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
+        out.push_str(&s[start..i]);
+        push_escape(out, b as u16);
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+}
+
+fn push_escape(out: &mut String, u: u16) {
+    match u {
+        0x22 => out.push_str("\\\""),
+        0x5C => out.push_str("\\\\"),
+        0x08 => out.push_str("\\b"),
+        0x0C => out.push_str("\\f"),
+        0x0A => out.push_str("\\n"),
+        0x0D => out.push_str("\\r"),
+        0x09 => out.push_str("\\t"),
+        _ => {
+            let _ = write!(out, "\\u{:04x}", u);
+        }
+    }
+}
+
+fn write_escaped_units(out: &mut String, units: &[u16]) {
+    let mut i = 0;
+    while i < units.len() {
+        let u = units[i];
+        if (0xD800..0xDC00).contains(&u)
+            && i + 1 < units.len()
+            && (0xDC00..0xE000).contains(&units[i + 1])
+        {
+            let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((units[i + 1] as u32) - 0xDC00);
+            out.push(char::from_u32(c).unwrap());
+            i += 2;
+            continue;
+        }
+        if (0xD800..0xE000).contains(&u) {
+            let _ = write!(out, "\\u{:04x}", u);
+        } else if u < 0x20 || u == 0x22 || u == 0x5C {
+            push_escape(out, u);
+        } else {
+            out.push(char::from_u32(u as u32).unwrap());
+        }
+        i += 1;
+    }
+}
+
+/// Format a number as ECMAScript `Number::toString` does.
+pub fn js_number(n: f64, out: &mut String) {
+    if !n.is_finite() {
+        out.push_str("null");
+        return;
+    }
+    if n == 0.0 {
+        out.push('0');
+        return;
+    }
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        let _ = write!(out, "{}", n as i64);
+        return;
+    }
+    let mut buf = ryu_js::Buffer::new();
+    out.push_str(buf.format_finite(n));
+}
+
+impl<'a> Value<'a> {
+    /// Parse one complete JSON text (surrounding whitespace allowed).
+    pub fn parse(text: &'a [u8]) -> Result<Value<'a>, ParseError> {
+        let mut p = Parser { b: text, i: 0 };
+        p.ws();
+        let v = p.value(0)?;
+        p.ws();
+        if p.i != p.b.len() {
+            return Err(p.err("unexpected text after the JSON value"));
+        }
+        Ok(v)
+    }
+
+    /// Deep copy into an owned value.
+    pub fn into_owned(self) -> OwnedValue {
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(b),
+            Value::Num(n) => Value::Num(n),
+            Value::Str(s) => Value::Str(s.into_owned()),
+            Value::Arr(a) => Value::Arr(a.into_iter().map(Value::into_owned).collect()),
+            Value::Obj(o) => Value::Obj(
+                o.into_iter()
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Deep copy into an owned value without consuming.
+    pub fn to_owned_value(&self) -> OwnedValue {
+        self.clone().into_owned()
+    }
+
+    /// A string value from text.
+    pub fn str(s: impl Into<Cow<'a, str>>) -> Value<'a> {
+        Value::Str(JStr::from_text(s))
+    }
+
+    /// Object member by key (JavaScript `obj[key]` on an own key).
+    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+        match self {
+            Value::Obj(o) => o.iter().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Mutable object member by key.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value<'a>> {
+        match self {
+            Value::Obj(o) => o.iter_mut().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Whether the object has `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Set `key`: replace in place if present, else append (JavaScript assignment).
+    pub fn set(&mut self, key: &str, v: Value<'a>) {
+        if let Value::Obj(o) = self {
+            if let Some(slot) = o.iter_mut().find(|(k, _)| k.eq_str(key)) {
+                slot.1 = v;
+            } else {
+                o.push((JStr::from_text(key.to_string()), v));
+            }
+        }
+    }
+
+    /// Remove `key` from an object.
+    pub fn remove(&mut self, key: &str) -> Option<Value<'a>> {
+        if let Value::Obj(o) = self {
+            if let Some(i) = o.iter().position(|(k, _)| k.eq_str(key)) {
+                return Some(o.remove(i).1);
+            }
+        }
+        None
+    }
+
+    /// The object's members.
+    pub fn as_obj(&self) -> Option<&Vec<(JStr<'a>, Value<'a>)>> {
+        match self {
+            Value::Obj(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The array's items.
+    pub fn as_arr(&self) -> Option<&Vec<Value<'a>>> {
+        match self {
+            Value::Arr(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The string.
+    pub fn as_jstr(&self) -> Option<&JStr<'a>> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The string as text (None for non-strings or lone surrogates).
+    pub fn as_str(&self) -> Option<Cow<'_, str>> {
+        self.as_jstr().and_then(|s| s.as_str())
+    }
+
+    /// Whether this is a string equal to `s`.
+    pub fn is_str(&self, s: &str) -> bool {
+        matches!(self, Value::Str(j) if j.eq_str(s))
+    }
+
+    /// Whether this is a non-empty string.
+    pub fn is_nonempty_str(&self) -> bool {
+        matches!(self, Value::Str(j) if !j.is_empty())
+    }
+
+    /// The number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// `Number.isSafeInteger`.
+    pub fn is_safe_int(&self) -> bool {
+        matches!(self, Value::Num(n) if n.fract() == 0.0 && n.abs() <= MAX_SAFE)
+    }
+
+    /// A count: a safe integer ≥ 0 (`-0` counts as 0).
+    pub fn as_count(&self) -> Option<u64> {
+        match self {
+            Value::Num(n) if n.fract() == 0.0 && *n >= 0.0 && *n <= MAX_SAFE => Some(*n as u64),
+            Value::Num(n) if *n == 0.0 => Some(0),
+            _ => None,
+        }
+    }
+
+    /// A safe integer.
+    pub fn as_safe_int(&self) -> Option<i64> {
+        match self {
+            Value::Num(n) if n.fract() == 0.0 && n.abs() <= MAX_SAFE => Some(*n as i64),
+            _ => None,
+        }
+    }
+
+    /// Whether this is an object.
+    pub fn is_obj(&self) -> bool {
+        matches!(self, Value::Obj(_))
+    }
+
+    /// Whether this is an array.
+    pub fn is_arr(&self) -> bool {
+        matches!(self, Value::Arr(_))
+    }
+
+    /// JavaScript truthiness of `value === true`.
+    pub fn is_true(&self) -> bool {
+        matches!(self, Value::Bool(true))
+    }
+
+    /// `JSON.stringify(value)`.
+    pub fn to_json(&self) -> String {
+        let mut s = String::new();
+        self.write_json(&mut s);
+        s
+    }
+
+    /// Append `JSON.stringify(value)` to `out`.
+    pub fn write_json(&self, out: &mut String) {
+        match self {
+            Value::Null => out.push_str("null"),
+            Value::Bool(true) => out.push_str("true"),
+            Value::Bool(false) => out.push_str("false"),
+            Value::Num(n) => js_number(*n, out),
+            Value::Str(s) => s.write_json(out),
+            Value::Arr(a) => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write_json(out);
+                }
+                out.push(']');
+            }
+            Value::Obj(o) => {
+                out.push('{');
+                for (i, (k, v)) in o.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    k.write_json(out);
+                    out.push(':');
+                    v.write_json(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    /// UTF-16 length of `JSON.stringify(value)`.
+    pub fn json_len16(&self) -> usize {
+        let s = self.to_json();
+        utf16_len_of_utf8(s.as_bytes())
+    }
+
+    /// The oracle's canonical form: keys sorted by UTF-16 code units,
+    /// two-space indentation, no trailing newline.
+    pub fn to_canonical_pretty(&self) -> String {
+        let mut s = String::new();
+        self.write_pretty(&mut s, 0, true);
+        s
+    }
+
+    /// Pretty JSON with 2-space indentation (`JSON.stringify(v, null, 2)`),
+    /// keys sorted when `sort` is set.
+    pub fn write_pretty(&self, out: &mut String, depth: usize, sort: bool) {
+        match self {
+            Value::Arr(a) if !a.is_empty() => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, depth + 1);
+                    v.write_pretty(out, depth + 1, sort);
+                }
+                newline(out, depth);
+                out.push(']');
+            }
+            Value::Obj(o) if !o.is_empty() => {
+                let mut items: Vec<&(JStr, Value)> = o.iter().collect();
+                if sort {
+                    items.sort_by(|a, b| a.0.cmp_units(&b.0));
+                }
+                out.push('{');
+                for (i, (k, v)) in items.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, depth + 1);
+                    k.write_json(out);
+                    out.push_str(": ");
+                    v.write_pretty(out, depth + 1, sort);
+                }
+                newline(out, depth);
+                out.push('}');
+            }
+            other => other.write_json(out),
+        }
+    }
+
+    /// Structural equality: objects compare by key set, ignoring order.
+    pub fn deep_eq(&self, other: &Value<'_>) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Num(a), Value::Num(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => a.same(b),
+            (Value::Arr(a), Value::Arr(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.deep_eq(y))
+            }
+            (Value::Obj(a), Value::Obj(b)) => {
+                a.len() == b.len()
+                    && a.iter().all(|(k, v)| {
+                        b.iter()
+                            .find(|(k2, _)| k2.same(k))
+                            .is_some_and(|(_, v2)| v.deep_eq(v2))
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// An empty object.
+    pub fn obj() -> Value<'a> {
+        Value::Obj(Vec::new())
+    }
+
+    /// Builder: append a member (no duplicate check).
+    pub fn with(mut self, key: &str, v: Value<'a>) -> Value<'a> {
+        if let Value::Obj(o) = &mut self {
+            o.push((JStr::from_text(key.to_string()), v));
+        }
+        self
+    }
+}
+
+fn newline(out: &mut String, depth: usize) {
+    out.push('\n');
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+impl From<f64> for Value<'static> {
+    fn from(n: f64) -> Self {
+        Value::Num(n)
+    }
+}
+impl From<u64> for Value<'static> {
+    fn from(n: u64) -> Self {
+        Value::Num(n as f64)
+    }
+}
+impl From<i64> for Value<'static> {
+    fn from(n: i64) -> Self {
+        Value::Num(n as f64)
+    }
+}
+impl From<usize> for Value<'static> {
+    fn from(n: usize) -> Self {
+        Value::Num(n as f64)
+    }
+}
+impl From<bool> for Value<'static> {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+impl From<&str> for Value<'static> {
+    fn from(s: &str) -> Self {
+        Value::Str(JStr::from_text(s.to_string()))
+    }
+}
+impl From<String> for Value<'static> {
+    fn from(s: String) -> Self {
+        Value::Str(JStr::from_text(s))
+    }
+}
+impl<T: Into<Value<'static>>> From<Vec<T>> for Value<'static> {
+    fn from(v: Vec<T>) -> Self {
+        Value::Arr(v.into_iter().map(Into::into).collect())
+    }
+}
+impl<T: Into<Value<'static>>> From<Option<T>> for Value<'static> {
+    fn from(v: Option<T>) -> Self {
+        v.map(Into::into).unwrap_or(Value::Null)
+    }
+}
+
+const MAX_DEPTH: usize = 512;
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, what: &'static str) -> ParseError {
+        ParseError { what, at: self.i }
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b' ' | b'\t' | b'\n' | b'\r' => self.i += 1,
+                _ => break,
+            }
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("nesting too deep"));
+        }
+        let Some(&c) = self.b.get(self.i) else {
+            return Err(self.err("unexpected end of JSON input"));
+        };
+        match c {
+            b'{' => self.object(depth),
+            b'[' => self.array(depth),
+            b'"' => Ok(Value::Str(self.string()?)),
+            b't' => self.lit(b"true", Value::Bool(true)),
+            b'f' => self.lit(b"false", Value::Bool(false)),
+            b'n' => self.lit(b"null", Value::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(self.err("unexpected character")),
+        }
+    }
+
+    fn lit(&mut self, word: &[u8], v: Value<'a>) -> Result<Value<'a>, ParseError> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(self.err("unexpected token"))
+        }
+    }
+
+    fn number(&mut self) -> Result<Value<'a>, ParseError> {
+        let start = self.i;
+        let b = self.b;
+        let mut i = self.i;
+        let neg = b[i] == b'-';
+        if neg {
+            i += 1;
+        }
+        let int_start = i;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            _ => {
+                self.i = i;
+                return Err(self.err("no number after minus sign"));
+            }
+        }
+        let int_end = i;
+        let mut simple = true;
+        if b.get(i) == Some(&b'.') {
+            simple = false;
+            i += 1;
+            let d = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i == d {
+                self.i = i;
+                return Err(self.err("unterminated fractional number"));
+            }
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            simple = false;
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let d = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i == d {
+                self.i = i;
+                return Err(self.err("exponent part is missing a number"));
+            }
+        }
+        self.i = i;
+        if simple && int_end - int_start <= 15 {
+            let mut v: u64 = 0;
+            for &d in &b[int_start..int_end] {
+                v = v * 10 + (d - b'0') as u64;
+            }
+            let f = v as f64;
+            return Ok(Value::Num(if neg { -f } else { f }));
+        }
+        let s = unsafe { std::str::from_utf8_unchecked(&b[start..i]) };
+        Ok(Value::Num(s.parse::<f64>().unwrap_or(f64::NAN)))
+    }
+
+    fn string(&mut self) -> Result<JStr<'a>, ParseError> {
+        self.i += 1; // opening quote
+        let start = self.i;
+        let b = self.b;
+        let mut escaped = false;
+        loop {
+            // Fast scan to the next byte that needs attention.
+            let rest = &b[self.i..];
+            let Some(off) = memchr::memchr3(b'"', b'\\', b'\n', rest)
+                .or_else(|| (!rest.is_empty()).then_some(rest.len()))
+            else {
+                return Err(self.err("unterminated string"));
+            };
+            // Control characters are not allowed raw inside strings.
+            if rest[..off].iter().any(|&c| c < 0x20) {
+                let k = rest[..off].iter().position(|&c| c < 0x20).unwrap();
+                self.i += k;
+                return Err(self.err("bad control character in string literal"));
+            }
+            self.i += off;
+            match b.get(self.i) {
+                None => return Err(self.err("unterminated string")),
+                Some(b'"') => {
+                    let raw = &b[start..self.i];
+                    self.i += 1;
+                    return Ok(JStr {
+                        raw: Cow::Borrowed(raw),
+                        escaped,
+                    });
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    let e = b.get(self.i + 1).copied();
+                    match e {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 2,
+                        Some(b'u') => {
+                            let h = b.get(self.i + 2..self.i + 6);
+                            if h.is_none_or(|h| !h.iter().all(|c| c.is_ascii_hexdigit())) {
+                                self.i += 2;
+                                return Err(self.err("bad Unicode escape"));
+                            }
+                            self.i += 6;
+                        }
+                        _ => {
+                            self.i += 1;
+                            return Err(self.err("bad escaped character"));
+                        }
+                    }
+                }
+                Some(_) => return Err(self.err("bad control character in string literal")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        self.i += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.b.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(Value::Arr(items));
+        }
+        loop {
+            self.ws();
+            items.push(self.value(depth + 1)?);
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Arr(items));
+                }
+                _ => return Err(self.err("expected ',' or ']' after array element")),
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        self.i += 1;
+        let mut members: Vec<(JStr<'a>, Value<'a>)> = Vec::new();
+        self.ws();
+        if self.b.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::Obj(members));
+        }
+        loop {
+            self.ws();
+            if self.b.get(self.i) != Some(&b'"') {
+                return Err(self.err("expected a property name in double quotes"));
+            }
+            let k = self.string()?;
+            self.ws();
+            if self.b.get(self.i) != Some(&b':') {
+                return Err(self.err("expected ':' after property name"));
+            }
+            self.i += 1;
+            self.ws();
+            let v = self.value(depth + 1)?;
+            // Duplicate keys: the last value wins, at the first key's position.
+            if let Some(slot) = members.iter_mut().find(|(k2, _)| k2.same(&k)) {
+                slot.1 = v;
+            } else {
+                members.push((k, v));
+            }
+            self.ws();
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Obj(members));
+                }
+                _ => return Err(self.err("expected ',' or '}' after property value")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(s: &str) -> String {
+        Value::parse(s.as_bytes()).unwrap().to_json()
+    }
+
+    #[test]
+    fn numbers_print_like_javascript() {
+        assert_eq!(
+            rt("[1.0,-0,1e21,0.000001,1e-7,12345678901234567890,1.5]"),
+            "[1,0,1e+21,0.000001,1e-7,12345678901234567000,1.5]"
+        );
+    }
+
+    #[test]
+    fn strings_keep_lone_surrogates_and_escape_like_javascript() {
+        let v = Value::parse(br#""\ud83d\ude80 \u0000 \u007f \u2028 \ud800 \/""#).unwrap();
+        assert_eq!(
+            v.to_json(),
+            "\"\u{1F680} \\u0000 \u{7f} \u{2028} \\ud800 /\""
+        );
+        let s = v.as_jstr().unwrap();
+        assert_eq!(s.len16(), 2 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1);
+        assert!(s.as_str().is_none());
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins_at_first_position() {
+        assert_eq!(rt(r#"{"a":1,"b":2,"a":3}"#), r#"{"a":3,"b":2}"#);
+        assert_eq!(rt(r#"{"a":1,"\u0061":3}"#), r#"{"a":3}"#);
+    }
+
+    #[test]
+    fn rejects_what_json_parse_rejects() {
+        for bad in [
+            "",
+            "{",
+            "[1,]",
+            "{\"a\" 1}",
+            "01",
+            "1.",
+            "\"\t\"",
+            "nul",
+            "{}x",
+            "\"\\x\"",
+        ] {
+            assert!(Value::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+        assert!(Value::parse(b" {} \r").is_ok());
+    }
+
+    #[test]
+    fn utf16_lengths() {
+        let v = Value::parse("\"a\u{1F642}é\"".as_bytes()).unwrap();
+        assert_eq!(v.as_jstr().unwrap().len16(), 4);
+        assert_eq!(v.as_jstr().unwrap().count_code_points(), 3);
+    }
+
+    #[test]
+    fn canonical_pretty_sorts_keys() {
+        let v = Value::parse(br#"{"b":[1,{}],"a":[]}"#).unwrap();
+        assert_eq!(
+            v.to_canonical_pretty(),
+            "{\n  \"a\": [],\n  \"b\": [\n    1,\n    {}\n  ]\n}"
+        );
+    }
+}

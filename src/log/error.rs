@@ -1,0 +1,140 @@
+//! Why a log could not be read, and where.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where in a log a problem sits: 1-based physical line and, when known, the
+/// event seq.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Location {
+    /// 1-based line in the (decompressed) file; the header is line 1.
+    pub line: Option<u64>,
+    /// Event seq, when the problem belongs to one event.
+    pub seq: Option<u64>,
+}
+
+impl Location {
+    /// A location naming a line and maybe a seq.
+    pub fn new(line: Option<u64>, seq: Option<u64>) -> Self {
+        Location { line, seq }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.seq) {
+            (Some(l), Some(s)) => write!(f, "line {l}, seq {s}"),
+            (Some(l), None) => write!(f, "line {l}"),
+            (None, Some(s)) => write!(f, "seq {s}"),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// The class of a refusal. Each class is a stable part of the interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadErrorKind {
+    /// The file could not be read (missing, permission, not a file).
+    Io,
+    /// The bytes are damaged: bad header, unparsable committed line, seq gap
+    /// before a committed `turn/end`, bad Zstandard frame.
+    Corrupt,
+    /// Written by a harness this reader does not implement (format version,
+    /// unknown required event type).
+    Unsupported,
+    /// Well-formed lines that break a validation rule (envelope, message
+    /// shape, request header, surface fold R1–R16, retired shapes).
+    Invalid,
+    /// A session directory or id that holds no session log.
+    NotFound,
+}
+
+/// Why a log was refused. The reference refuses exactly the same logs.
+#[derive(Debug, Clone)]
+pub struct LoadError {
+    /// What class of problem.
+    pub kind: LoadErrorKind,
+    /// One sentence, in the reference's words where it has any.
+    pub message: String,
+    /// Where.
+    pub at: Location,
+    /// The file, when one is involved.
+    pub file: Option<PathBuf>,
+}
+
+impl LoadError {
+    /// A new error without a location.
+    pub fn new(kind: LoadErrorKind, message: impl Into<String>) -> Self {
+        LoadError {
+            kind,
+            message: message.into(),
+            at: Location::default(),
+            file: None,
+        }
+    }
+
+    /// Attach a location.
+    pub fn at(mut self, at: Location) -> Self {
+        self.at = at;
+        self
+    }
+
+    /// Attach a line.
+    pub fn line(mut self, line: u64) -> Self {
+        self.at.line = Some(line);
+        self
+    }
+
+    /// Attach a seq.
+    pub fn seq(mut self, seq: u64) -> Self {
+        self.at.seq = Some(seq);
+        self
+    }
+
+    /// Attach the file.
+    pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
+        if self.file.is_none() {
+            self.file = Some(file.into());
+        }
+        self
+    }
+
+    /// Shorthand for [`LoadErrorKind::Corrupt`].
+    pub fn corrupt(msg: impl Into<String>) -> Self {
+        Self::new(LoadErrorKind::Corrupt, msg)
+    }
+
+    /// Shorthand for [`LoadErrorKind::Invalid`].
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        Self::new(LoadErrorKind::Invalid, msg)
+    }
+
+    /// Shorthand for [`LoadErrorKind::Unsupported`].
+    pub fn unsupported(msg: impl Into<String>) -> Self {
+        Self::new(LoadErrorKind::Unsupported, msg)
+    }
+
+    /// The bare message (what `--json` prints as `error`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{}", file.display())?;
+            if self.at.line.is_some() || self.at.seq.is_some() {
+                write!(f, ":")?;
+            }
+            write!(f, " ")?;
+        }
+        if self.at.line.is_some() || self.at.seq.is_some() {
+            write!(f, "{}: ", self.at)?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for LoadError {}

@@ -1,0 +1,166 @@
+//! The header line and the version gate (session-log §3.4).
+
+use crate::json::{OwnedValue, Value};
+
+use super::error::LoadError;
+
+/// The validated session header line.
+#[derive(Debug, Clone)]
+pub struct SessionHeader {
+    /// The header object as read (unknown keys kept for display only).
+    pub value: OwnedValue,
+    /// Format generation.
+    pub version: u64,
+    /// Session id.
+    pub id: String,
+    /// Creation time, ms since the epoch.
+    pub created_at: i64,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Parent session id (fork / subagent lineage).
+    pub parent_session: Option<String>,
+    /// Number of inherited events (fork seed).
+    pub seed_length: Option<u64>,
+    /// 0 for top-level sessions.
+    pub delegation_depth: u64,
+    /// `"subagent"` when created as a subagent child.
+    pub origin: Option<String>,
+    /// Agent preset.
+    pub agent_preset: Option<String>,
+}
+
+/// Highest format generation this reader decodes (G0 and, separately, G3).
+pub const SUPPORTED_VERSIONS: [u64; 2] = [0, 3];
+
+fn not_header() -> LoadError {
+    LoadError::corrupt("corrupt session log: first line is not a session header").line(1)
+}
+
+fn is_neg_zero(v: &Value<'_>) -> bool {
+    matches!(v, Value::Num(n) if *n == 0.0 && n.is_sign_negative())
+}
+
+/// Parse and check the header line. `lenient` defaults a missing
+/// `delegationDepth` to 0; the returned warnings say so.
+pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<String>), LoadError> {
+    let text = String::from_utf8_lossy(line);
+    let v = Value::parse(text.as_bytes()).map_err(|_| {
+        LoadError::corrupt("corrupt session log: header line is not valid JSON").line(1)
+    })?;
+    let mut warnings = Vec::new();
+    // Version gate before shape checks.
+    if let Some(Value::Num(ver)) = v.get("version")
+        && v.is_obj()
+        && *ver != 0.0
+    {
+        let id = v
+            .get("id")
+            .and_then(|i| i.as_str())
+            .unwrap_or_default()
+            .into_owned();
+        let supported = *ver == 3.0;
+        if !supported {
+            let ver_s = crate::json::Value::Num(*ver).to_json();
+            let msg = if *ver > 0.0 {
+                format!(
+                    "session \"{id}\" uses log format v{ver_s}, but this harness reads only v0: the log was written by a newer harness — upgrade the harness to open it"
+                )
+            } else {
+                format!(
+                    "session \"{id}\" uses log format v{ver_s}, which is older than supported (v0)"
+                )
+            };
+            return Err(LoadError::unsupported(msg).line(1));
+        }
+    }
+    if !v.is_obj() || !v.get("type").is_some_and(|t| t.is_str("session")) {
+        return Err(not_header());
+    }
+    let version = match v.get("version") {
+        Some(Value::Num(n)) => *n,
+        _ => return Err(not_header()),
+    };
+    let id = match v.get("id") {
+        Some(Value::Str(s)) => s.to_lossy().into_owned(),
+        _ => return Err(not_header()),
+    };
+    let created = v.get("createdAt").ok_or_else(not_header)?;
+    if is_neg_zero(created) {
+        return Err(not_header());
+    }
+    let created_at = created
+        .as_safe_int()
+        .filter(|n| *n >= 0)
+        .ok_or_else(not_header)?;
+    let delegation_depth = match v.get("delegationDepth") {
+        Some(d) if !is_neg_zero(d) => d.as_count().ok_or_else(not_header)?,
+        Some(_) => return Err(not_header()),
+        None if lenient => {
+            warnings.push("header has no delegationDepth; assumed 0 (--lenient)".to_string());
+            0
+        }
+        None => return Err(not_header()),
+    };
+    let origin = match v.get("origin") {
+        None => None,
+        Some(o) if o.is_str("subagent") => Some("subagent".to_string()),
+        Some(_) => return Err(not_header()),
+    };
+    let agent_preset = match v.get("agentPreset") {
+        None => None,
+        Some(Value::Str(s)) => Some(s.to_lossy().into_owned()),
+        Some(_) => return Err(not_header()),
+    };
+    if v.has("sandboxMode") || v.has("approvalPolicy") {
+        return Err(
+            LoadError::corrupt("session header uses retired policy baseline fields").line(1),
+        );
+    }
+    // Construction-time checks.
+    let fail = |m: String| {
+        Err(LoadError::invalid(format!(
+            "stored session \"{id}\" failed validation: Error: {m}"
+        ))
+        .line(1))
+    };
+    let cwd = match v.get("cwd") {
+        None => None,
+        Some(Value::Str(s)) => {
+            let c = s.to_lossy().into_owned();
+            if !c.starts_with('/') {
+                return fail(format!(
+                    "session header cwd must be an absolute path, got \"{c}\""
+                ));
+            }
+            Some(c)
+        }
+        Some(_) => return fail("session header cwd must be a string".into()),
+    };
+    let parent_session = match v.get("parentSession") {
+        None => None,
+        Some(Value::Str(s)) => Some(s.to_lossy().into_owned()),
+        Some(_) => return fail("session header parentSession must be a string".into()),
+    };
+    let seed_length = match v.get("seedLength") {
+        None => None,
+        Some(s) => match s.as_count() {
+            Some(n) => Some(n),
+            None => return fail("session header seedLength must be a count".into()),
+        },
+    };
+    Ok((
+        SessionHeader {
+            value: v.to_owned_value(),
+            version: version as u64,
+            id,
+            created_at,
+            cwd,
+            parent_session,
+            seed_length,
+            delegation_depth,
+            origin,
+            agent_preset,
+        },
+        warnings,
+    ))
+}

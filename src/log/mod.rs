@@ -1,0 +1,498 @@
+//! Reading a session log: bytes → lines → records → validated events, folded
+//! into a [`Surface`] as they stream past (session-log §16).
+//!
+//! The loader holds one line at a time. Every event is validated in the
+//! reference's order, then handed to the caller's observer with what the
+//! surface fold did with it, so measuring, auditing and listing need no second
+//! pass and no copy of the log. What outlives the pass is small: the surface
+//! nodes (each pointing back at its line), the request-header snapshots, the
+//! closers of an open tail, and counters.
+
+pub mod error;
+pub mod header;
+pub mod legacy;
+pub mod packed;
+pub mod reader;
+pub mod repair;
+pub mod source;
+pub mod validate;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
+
+pub use error::{LoadError, LoadErrorKind, Location};
+pub use header::SessionHeader;
+pub use reader::{Container, TornTail};
+pub use source::LogSource;
+
+use crate::event::{Event, Kind, OwnedEvent};
+use crate::json::{OwnedValue, Value};
+use crate::request_header::HeaderFold;
+use crate::surface::{Applied, NodeBody, Surface, check_local, node_facts};
+
+/// How to read.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Accept the documented tolerances (missing header `delegationDepth`),
+    /// reporting each as a warning.
+    pub lenient: bool,
+    /// Stop after the event with this seq (the log as it stood then); no
+    /// closers are added to such a prefix.
+    pub upto: Option<u64>,
+    /// Keep every surface node's event in memory instead of re-reading its
+    /// line on demand.
+    pub keep_nodes: bool,
+}
+
+/// What the fold did with one event, for observers.
+pub struct Folded<'s> {
+    /// For surface events: the op, the node's price and the shadowed nodes.
+    pub applied: Option<&'s Applied>,
+    /// The surface after the event.
+    pub surface: &'s Surface,
+    /// The event is a synthetic crash-repair closer, not in the file.
+    pub synthetic: bool,
+}
+
+/// Sees every validated event, in order, after it was folded.
+pub trait Observer {
+    /// One event.
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>);
+}
+
+impl<F: FnMut(&Event<'_>, &Folded<'_>)> Observer for F {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        self(ev, folded)
+    }
+}
+
+/// Lines dropped after a damaged line that no committed `turn/end` follows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedRegion {
+    /// First dropped line.
+    pub line: u64,
+    /// Why the region ends the committed prefix.
+    pub reason: String,
+    /// How many complete lines were dropped.
+    pub lines: u64,
+}
+
+/// A loaded log: everything but the events themselves.
+#[derive(Debug)]
+pub struct LoadedLog {
+    /// Where it came from.
+    pub source: LogSource,
+    /// Plain or Zstandard.
+    pub container: Container,
+    /// The header line.
+    pub header: SessionHeader,
+    /// The folded surface (closers included).
+    pub surface: Surface,
+    /// Events read from the file (after upgrades, torn tail dropped).
+    pub stored_events: u64,
+    /// Synthetic closers for an open final turn (in memory only).
+    pub closers: Vec<OwnedEvent>,
+    /// The request-header fold.
+    pub headers: HeaderFold,
+    /// Event-type histogram (stored + closers).
+    pub event_types: BTreeMap<String, u64>,
+    /// Fragment after the last complete line.
+    pub torn: Option<TornTail>,
+    /// Complete lines dropped as a torn tail (plain mode).
+    pub dropped: Option<DroppedRegion>,
+    /// Events whose stored shape was upgraded in memory (§12).
+    pub upgraded: u64,
+    /// Tolerances used and other notes.
+    pub warnings: Vec<String>,
+    /// The last `session/end-seed` seq.
+    pub last_end_seed: Option<u64>,
+    /// Whether the last event (closers included) is a `session/end-seed`.
+    pub ends_with_end_seed: bool,
+    /// Time of the last event (closers included).
+    pub last_time: f64,
+    /// Logical byte length of the committed prefix.
+    pub committed_len: u64,
+    /// Whether `upto` cut the log short.
+    pub truncated_at: Option<u64>,
+}
+
+impl LoadedLog {
+    /// Total events: stored plus closers.
+    pub fn event_count(&self) -> u64 {
+        self.stored_events + self.closers.len() as u64
+    }
+
+    /// Read the events of the given surface nodes again (by seq, any order),
+    /// returning them in the order asked.
+    pub fn node_events(&self, seqs: &[u64]) -> Result<Vec<OwnedEvent>, LoadError> {
+        let mut file: Option<std::fs::File> = None;
+        let mut out = Vec::with_capacity(seqs.len());
+        for &seq in seqs {
+            let node = self
+                .surface
+                .nodes
+                .iter()
+                .find(|n| n.seq == seq)
+                .ok_or_else(|| LoadError::invalid(format!("seq {seq} is not a surface node")))?;
+            out.push(self.read_body(&node.body, seq, &mut file)?);
+        }
+        Ok(out)
+    }
+
+    /// Re-read one node body.
+    pub fn read_body(
+        &self,
+        body: &NodeBody,
+        seq: u64,
+        file: &mut Option<std::fs::File>,
+    ) -> Result<OwnedEvent, LoadError> {
+        match body {
+            NodeBody::Owned(ev) => Ok((**ev).clone()),
+            NodeBody::Span { offset, len } => {
+                let path = self
+                    .source
+                    .path()
+                    .ok_or_else(|| LoadError::new(LoadErrorKind::Io, "node span without a file"))?;
+                if file.is_none() {
+                    *file = Some(std::fs::File::open(path).map_err(|e| {
+                        LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
+                    })?);
+                }
+                let f = file.as_mut().unwrap();
+                let mut buf = vec![0u8; *len as usize];
+                f.seek(SeekFrom::Start(*offset))
+                    .and_then(|_| f.read_exact(&mut buf))
+                    .map_err(|e| {
+                        LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
+                    })?;
+                let text = String::from_utf8_lossy(&buf).into_owned();
+                let v = Value::parse(text.as_bytes())
+                    .map_err(|_| {
+                        LoadError::corrupt("the log changed while it was being read").seq(seq)
+                    })?
+                    .into_owned();
+                let kind = Kind::of(&v.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+                Ok(Event {
+                    kind,
+                    seq,
+                    line: 0,
+                    value: v,
+                })
+            }
+        }
+    }
+}
+
+fn failed_validation(id: &str, index: u64, msg: &str) -> LoadError {
+    LoadError::invalid(format!(
+        "stored session \"{id}\" failed validation: Error: invalid seed event at index {index}: {msg}"
+    ))
+    .seq(index)
+}
+
+/// Load a log, streaming every validated event to `observer`.
+pub fn load(
+    source: &LogSource,
+    opts: &LoadOptions,
+    observer: &mut dyn Observer,
+) -> Result<LoadedLog, LoadError> {
+    load_inner(source, opts, observer).map_err(|e| e.file(source.display()))
+}
+
+struct Pipeline<'o> {
+    id: String,
+    opts: LoadOptions,
+    span_bodies: bool,
+    surface: Surface,
+    headers: HeaderFold,
+    repair: repair::RepairTracker,
+    event_types: BTreeMap<String, u64>,
+    upgraded: u64,
+    last_end_seed: Option<u64>,
+    last_kind: Option<Kind>,
+    last_time: f64,
+    observer: &'o mut dyn Observer,
+}
+
+impl Pipeline<'_> {
+    /// Steps 4–10 of §16 for one event.
+    fn process(
+        &mut self,
+        mut ev: Event<'_>,
+        span: Option<(u64, u32)>,
+        synthetic: bool,
+    ) -> Result<(), LoadError> {
+        let at = |e: LoadError, ev: &Event<'_>| {
+            let e = e.seq(ev.seq);
+            if ev.line > 0 { e.line(ev.line) } else { e }
+        };
+        let mut upgraded = false;
+        if !synthetic {
+            legacy::check_retired(&ev, &self.id)?;
+            let surface = &self.surface;
+            let lookup = |seq: u64| -> Option<String> {
+                surface
+                    .nodes
+                    .iter()
+                    .find(|n| n.seq == seq)
+                    .and_then(|n| n.msg_id.as_deref().map(str::to_string))
+            };
+            if legacy::upgrade(&mut ev, &self.id, &lookup)? {
+                self.upgraded += 1;
+                upgraded = true;
+            }
+        }
+        if let Err(m) = validate::check_message_shape(&ev) {
+            return Err(at(failed_validation(&self.id, ev.seq, &m), &ev));
+        }
+        if ev.kind == Kind::Unknown && !ev.value.get("ignorable").is_some_and(|i| i.is_true()) {
+            let e = LoadError::unsupported(format!(
+                "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
+                self.id,
+                ev.type_name(),
+                ev.seq
+            ));
+            return Err(at(e, &ev));
+        }
+        if let Err(m) = validate::check_envelope(&ev) {
+            return Err(at(failed_validation(&self.id, ev.seq, &m), &ev));
+        }
+        if let Err(m) = validate::check_request_header(&ev) {
+            let e = LoadError::invalid(format!(
+                "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
+                self.id, ev.seq
+            ));
+            return Err(at(e, &ev));
+        }
+        let op = check_local(&ev)
+            .map_err(|e| at(failed_validation(&self.id, ev.seq, &e.message), &ev))?;
+        let applied = match op {
+            None => None,
+            Some(op) => {
+                let facts = node_facts(&ev);
+                let upgraded_or_synthetic = synthetic || upgraded || span.is_none();
+                let body = match span {
+                    Some((offset, len)) if self.span_bodies && !upgraded_or_synthetic => {
+                        NodeBody::Span { offset, len }
+                    }
+                    _ => NodeBody::Owned(Arc::new(ev.to_owned_event())),
+                };
+                let applied = self
+                    .surface
+                    .apply(&ev, op, facts, body)
+                    .map_err(|e| at(failed_validation(&self.id, ev.seq, &e.message), &ev))?;
+                Some(applied)
+            }
+        };
+        if !synthetic {
+            self.repair.observe(&ev);
+        }
+        self.headers.observe(&ev);
+        if ev.kind == Kind::SessionEndSeed {
+            self.last_end_seed = Some(ev.seq);
+        }
+        *self
+            .event_types
+            .entry(ev.type_name().into_owned())
+            .or_insert(0) += 1;
+        self.last_kind = Some(ev.kind);
+        self.last_time = ev.time();
+        let folded = Folded {
+            applied: applied.as_ref(),
+            surface: &self.surface,
+            synthetic,
+        };
+        self.observer.event(&ev, &folded);
+        Ok(())
+    }
+}
+
+fn load_inner(
+    source: &LogSource,
+    opts: &LoadOptions,
+    observer: &mut dyn Observer,
+) -> Result<LoadedLog, LoadError> {
+    let (mut reader, header_line) = reader::LineReader::open(source)?;
+    let (header, mut warnings) = header::parse_header(&header_line, opts.lenient)?;
+    if header.version == 3 {
+        return Err(LoadError::unsupported(
+            "this is a generation-3 log; read it with the generation-3 decoder",
+        ));
+    }
+    let container = reader.container();
+    let span_bodies =
+        !opts.keep_nodes && container == Container::Plain && matches!(source, LogSource::File(_));
+    let mut p = Pipeline {
+        id: header.id.clone(),
+        opts: opts.clone(),
+        span_bodies,
+        surface: Surface::default(),
+        headers: HeaderFold::default(),
+        repair: repair::RepairTracker::default(),
+        event_types: BTreeMap::new(),
+        upgraded: 0,
+        last_end_seed: None,
+        last_kind: None,
+        last_time: 0.0,
+        observer,
+    };
+    let mut expected: u64 = 0;
+    let mut issue: Option<(u64, String)> = None;
+    let mut dropped_lines = 0u64;
+    let mut committed_len = reader.logical_offset();
+    let mut truncated_at = None;
+    while let Some(line) = reader.next_line()? {
+        let no = line.no;
+        let strict = line.strict;
+        let offset = line.offset;
+        let len = line.bytes.len();
+        let text: std::borrow::Cow<'_, str> = String::from_utf8_lossy(line.bytes);
+        let parsed = Value::parse(text.as_bytes());
+        // Decode the storage record into events (rows expand to chunks).
+        let records: Result<Vec<Value<'_>>, String> = match parsed {
+            Err(_) => Err(format!("unparsable committed event at line {no}")),
+            Ok(v) if packed::is_row(&v) => {
+                packed::expand(&v).map_err(|_| format!("unparsable committed event at line {no}"))
+            }
+            Ok(v) => Ok(vec![v]),
+        };
+        if truncated_at.is_some() {
+            continue;
+        }
+        let records = match records {
+            Err(why) => {
+                if strict {
+                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                }
+                if issue.is_none() {
+                    issue = Some((no, why));
+                }
+                dropped_lines += 1;
+                continue;
+            }
+            Ok(r) => r,
+        };
+        if let Some((_, why)) = &issue {
+            if records
+                .iter()
+                .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
+            {
+                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            }
+            dropped_lines += 1;
+            continue;
+        }
+        // The seq rule: the whole line is dropped at the first mismatch.
+        let mut gap = None;
+        for (k, r) in records.iter().enumerate() {
+            let want = expected + k as u64;
+            if r.get("seq").and_then(|s| s.as_f64()) != Some(want as f64) {
+                let got = r
+                    .get("seq")
+                    .map(|s| s.to_json())
+                    .unwrap_or_else(|| "undefined".into());
+                gap = Some(format!(
+                    "seq gap in committed region at line {no} (expected {want}, got {got})"
+                ));
+                break;
+            }
+        }
+        if let Some(why) = gap {
+            if strict {
+                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            }
+            if records
+                .iter()
+                .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
+            {
+                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            }
+            issue = Some((no, why));
+            dropped_lines += 1;
+            continue;
+        }
+        // Rows expand to chunks, never to surface events, so a single record is a line.
+        let single = records.len() == 1;
+        for r in records {
+            if let Some(limit) = opts.upto
+                && expected > limit
+            {
+                truncated_at = Some(limit);
+                break;
+            }
+            let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+            let ev = Event {
+                kind,
+                seq: expected,
+                line: no,
+                value: r,
+            };
+            let span = single.then_some((offset, len as u32));
+            p.process(ev, span, false)?;
+            expected += 1;
+        }
+        if truncated_at.is_none() {
+            committed_len = offset + len as u64 + 1;
+        }
+    }
+    let stored_events = expected.min(opts.upto.map_or(u64::MAX, |u| u + 1));
+    let closers = if truncated_at.is_none() && opts.upto.is_none_or(|u| u >= expected) {
+        p.repair.closers()
+    } else {
+        Vec::new()
+    };
+    for c in &closers {
+        p.process(c.clone(), None, true)?;
+    }
+    if let Some((line, reason)) = &issue {
+        warnings.push(format!(
+            "dropped {dropped_lines} line(s) from line {line} on as a torn tail: {reason}"
+        ));
+    }
+    let torn = reader.torn_tail();
+    if let Some(t) = torn {
+        warnings.push(format!(
+            "ignored a torn final line ({} byte(s) without a newline at byte {})",
+            t.len, t.offset
+        ));
+    }
+    if !closers.is_empty() {
+        warnings.push(format!(
+            "the last turn is open: {} synthetic closer(s) computed in memory",
+            closers.len()
+        ));
+    }
+    if p.upgraded > 0 {
+        warnings.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
+    }
+    let ends_with_end_seed = p.last_kind == Some(Kind::SessionEndSeed);
+    Ok(LoadedLog {
+        source: source.clone(),
+        container,
+        header,
+        surface: p.surface,
+        stored_events,
+        closers,
+        headers: p.headers,
+        event_types: p.event_types,
+        torn,
+        dropped: issue.map(|(line, reason)| DroppedRegion {
+            line,
+            reason,
+            lines: dropped_lines,
+        }),
+        upgraded: p.upgraded,
+        warnings,
+        last_end_seed: p.last_end_seed,
+        ends_with_end_seed,
+        last_time: p.last_time,
+        committed_len,
+        truncated_at,
+    })
+}
+
+/// An owned JSON value for an event, as written in a log line.
+pub fn event_line(ev: &OwnedValue) -> String {
+    ev.to_json()
+}

@@ -1,0 +1,154 @@
+//! Packed chunk rows: one storage line standing for a run of consecutive
+//! `assistant/chunk` delta events (session-log §3.5).
+
+use crate::json::{JStr, MAX_SAFE, Value};
+
+/// The three row tags and the chunk type each expands to.
+pub fn row_chunk_type(tag: &str) -> Option<&'static str> {
+    match tag {
+        "text-chunks" => Some("text-delta"),
+        "reasoning-chunks" => Some("reasoning-delta"),
+        "tool-call-chunks" => Some("tool-call-delta"),
+        _ => None,
+    }
+}
+
+/// Whether a parsed line is a packed row (by its `type` tag).
+pub fn is_row(v: &Value<'_>) -> bool {
+    v.get("type")
+        .and_then(|t| t.as_str())
+        .is_some_and(|t| row_chunk_type(&t).is_some())
+}
+
+fn k(s: &'static str) -> JStr<'static> {
+    JStr::from_text(s)
+}
+
+/// Expand a packed row into its chunk events, or say why it is malformed.
+pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
+    let obj = row.as_obj().ok_or("row is not an object")?;
+    let tag = row
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or_default()
+        .into_owned();
+    let chunk_type = row_chunk_type(&tag).ok_or("not a row")?;
+    let tool = tag == "tool-call-chunks";
+    if obj.len() != 4 || !["type", "seq0", "time0", "data"].iter().all(|k| row.has(k)) {
+        return Err("packed row envelope must have exactly type, seq0, time0, data".into());
+    }
+    let seq0 = row
+        .get("seq0")
+        .and_then(|v| v.as_count())
+        .ok_or("seq0 is not a count")?;
+    let time0 = row
+        .get("time0")
+        .and_then(|v| v.as_safe_int())
+        .ok_or("time0 is not a safe integer")?;
+    let data = row
+        .get("data")
+        .filter(|d| d.is_obj())
+        .ok_or("data is not an object")?;
+    let dobj = data.as_obj().unwrap();
+    let payload_key = if tool { "args" } else { "texts" };
+    let mut allowed: Vec<&str> = vec!["turn", "step", "index", "dt", payload_key];
+    if tool {
+        allowed.push("id");
+        allowed.push("name");
+    }
+    for (key, _) in dobj {
+        if !allowed.iter().any(|a| key.eq_str(a)) {
+            return Err(format!("unexpected data key {:?}", key.to_lossy()));
+        }
+    }
+    let required: &[&str] = if tool {
+        &["turn", "step", "index", "dt", "args", "id"]
+    } else {
+        &["turn", "step", "index", "dt", "texts"]
+    };
+    for r in required {
+        if !data.has(r) {
+            return Err(format!("missing data.{r}"));
+        }
+    }
+    let turn = data.get("turn").unwrap();
+    let step = data.get("step").unwrap();
+    let index = data.get("index").unwrap();
+    for (n, v) in [("turn", turn), ("step", step), ("index", index)] {
+        if !matches!(v, Value::Num(_)) {
+            return Err(format!("data.{n} is not a number"));
+        }
+    }
+    let payload = data
+        .get(payload_key)
+        .and_then(|p| p.as_arr())
+        .ok_or(format!("data.{payload_key} is not an array"))?;
+    if payload.is_empty() || !payload.iter().all(|p| matches!(p, Value::Str(_))) {
+        return Err(format!(
+            "data.{payload_key} must be a non-empty array of strings"
+        ));
+    }
+    let dt = data
+        .get("dt")
+        .and_then(|d| d.as_arr())
+        .ok_or("data.dt is not an array")?;
+    if dt.len() != payload.len() - 1 || !dt.iter().all(|d| d.is_safe_int()) {
+        return Err(format!(
+            "data.dt must hold {} safe integers (payload has {})",
+            payload.len() - 1,
+            payload.len()
+        ));
+    }
+    let (id, name) = if tool {
+        let id = data
+            .get("id")
+            .filter(|v| matches!(v, Value::Str(_)))
+            .ok_or("data.id is not a string")?;
+        let name = match data.get("name") {
+            None => None,
+            Some(n @ Value::Str(_)) => Some(n),
+            Some(_) => return Err("data.name is not a string".into()),
+        };
+        (Some(id), name)
+    } else {
+        (None, None)
+    };
+    if (seq0 + payload.len() as u64 - 1) as f64 > MAX_SAFE {
+        return Err("seq range is not safe".into());
+    }
+    let mut out = Vec::with_capacity(payload.len());
+    let mut t = time0;
+    for (i, p) in payload.iter().enumerate() {
+        if i > 0 {
+            t += dt[i - 1].as_safe_int().unwrap();
+            if (t as f64).abs() > MAX_SAFE {
+                return Err("running time is not a safe integer".into());
+            }
+        }
+        let mut chunk = vec![
+            (k("type"), Value::Str(k(chunk_type))),
+            (k("index"), index.clone()),
+        ];
+        if tool {
+            chunk.push((k("id"), id.unwrap().clone()));
+            if let Some(n) = name {
+                chunk.push((k("name"), n.clone()));
+            }
+            chunk.push((k("argumentsDelta"), p.clone()));
+        } else {
+            chunk.push((k("text"), p.clone()));
+        }
+        let data = Value::Obj(vec![
+            (k("turn"), turn.clone()),
+            (k("step"), step.clone()),
+            (k("chunk"), Value::Obj(chunk)),
+        ]);
+        out.push(Value::Obj(vec![
+            (k("type"), Value::Str(k("assistant/chunk"))),
+            (k("seq"), Value::Num((seq0 + i as u64) as f64)),
+            (k("time"), Value::Num(t as f64)),
+            (k("data"), data),
+        ]));
+    }
+    Ok(out)
+}

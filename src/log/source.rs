@@ -1,0 +1,256 @@
+//! Where a log comes from: a file, standard input, a session directory, or a
+//! session id / working directory looked up under a DSH home (session-log §3.1).
+//!
+//! The home directory is passed in by the caller; the library never reads the
+//! environment.
+
+use std::path::{Path, PathBuf};
+
+use super::error::{LoadError, LoadErrorKind};
+
+/// A resolved log to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogSource {
+    /// A file on disk (plain JSONL or a Zstandard artifact, told apart by its
+    /// magic bytes).
+    File(PathBuf),
+    /// Standard input.
+    Stdin,
+}
+
+impl LogSource {
+    /// A display name: the path, or `-`.
+    pub fn display(&self) -> String {
+        match self {
+            LogSource::File(p) => p.display().to_string(),
+            LogSource::Stdin => "-".to_string(),
+        }
+    }
+
+    /// The path, for files.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            LogSource::File(p) => Some(p),
+            LogSource::Stdin => None,
+        }
+    }
+}
+
+/// File names a session directory may hold, in the order they are preferred.
+pub const SESSION_FILES: [&str; 2] = ["session.jsonl.zstd", "session.jsonl"];
+
+/// Escape a session id into its directory name: every UTF-16 code unit outside
+/// `[A-Za-z0-9._-]`, and `~` itself, becomes `~XXXX`; `.` and `..` are escaped
+/// whole.
+pub fn session_dir_name(id: &str) -> String {
+    if id == "." {
+        return "~002E".into();
+    }
+    if id == ".." {
+        return "~002E~002E".into();
+    }
+    let mut out = String::new();
+    for u in id.encode_utf16() {
+        let c = char::from_u32(u as u32);
+        match c {
+            Some(c) if c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-' => out.push(c),
+            _ => out.push_str(&format!("~{u:04X}")),
+        }
+    }
+    out
+}
+
+/// The project directory name for a cwd (`--<readable-cwd>--`), or `_no-cwd`.
+pub fn project_dir_name(cwd: Option<&str>) -> String {
+    let Some(cwd) = cwd else {
+        return "_no-cwd".into();
+    };
+    let mut s = String::new();
+    let mut last_sep = false;
+    for ch in cwd.chars() {
+        if ch == '/' || ch == '\\' || ch == ':' {
+            if !last_sep {
+                s.push('-');
+            }
+            last_sep = true;
+        } else {
+            last_sep = false;
+            s.push(ch);
+        }
+    }
+    let s = s.trim_start_matches('-');
+    let mut out = String::new();
+    if s.is_empty() {
+        out.push_str("root");
+    }
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' || ch == '-' {
+            out.push(ch);
+        } else {
+            let mut buf = [0u16; 2];
+            for u in ch.encode_utf16(&mut buf) {
+                out.push_str(&format!("~{:04X}", u));
+            }
+        }
+    }
+    let truncated: String = out.chars().take(251).collect();
+    format!("--{truncated}--")
+}
+
+/// The session log file inside a session directory, if any.
+pub fn session_file_in(dir: &Path) -> Option<PathBuf> {
+    SESSION_FILES
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| p.is_file())
+}
+
+/// Every session log under `root`: a session directory, a project directory,
+/// a `sessions` root or a DSH home. Sorted by path.
+pub fn discover(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    walk(root, 0, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > 4 {
+        return;
+    }
+    if let Some(f) = session_file_in(dir) {
+        out.push(f);
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in rd.flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            walk(&p, depth + 1, out);
+        } else if depth == 0 && is_log_name(&p) {
+            out.push(p);
+        }
+    }
+}
+
+fn is_log_name(p: &Path) -> bool {
+    let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    n.ends_with(".jsonl") || n.ends_with(".jsonl.zstd") || n.ends_with(".jsonl.zst")
+}
+
+/// Resolve one command-line argument naming one log.
+///
+/// `-` is standard input; an existing file is itself; a directory must be a
+/// session directory (or hold exactly one session); anything else is looked
+/// up under `home/sessions` as a session id, or as a working directory whose
+/// newest session is taken.
+pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
+    if arg == "-" {
+        return Ok(LogSource::Stdin);
+    }
+    let p = Path::new(arg);
+    if p.is_file() {
+        return Ok(LogSource::File(p.to_path_buf()));
+    }
+    if p.is_dir() {
+        if let Some(f) = session_file_in(p) {
+            return Ok(LogSource::File(f));
+        }
+        let found = discover(p);
+        return match found.len() {
+            1 => Ok(LogSource::File(found.into_iter().next().unwrap())),
+            0 => Err(LoadError::new(
+                LoadErrorKind::NotFound,
+                format!(
+                    "directory {} holds no session log (expected session.jsonl or session.jsonl.zstd)",
+                    p.display()
+                ),
+            )),
+            n => Err(LoadError::new(
+                LoadErrorKind::NotFound,
+                format!(
+                    "directory {} holds {n} session logs; name one of them (commands that take many logs accept the directory)",
+                    p.display()
+                ),
+            )),
+        };
+    }
+    if let Some(home) = home {
+        let sessions = home.join("sessions");
+        // As a session id: <sessions>/<project>/<escaped-id>/session.jsonl[.zstd].
+        let dir_name = session_dir_name(arg);
+        if let Ok(rd) = std::fs::read_dir(&sessions) {
+            for project in rd.flatten() {
+                let d = project.path().join(&dir_name);
+                if let Some(f) = session_file_in(&d) {
+                    return Ok(LogSource::File(f));
+                }
+            }
+        }
+        // As a working directory: the newest session of that project.
+        if arg.starts_with('/') {
+            let proj = sessions.join(project_dir_name(Some(arg)));
+            let mut found: Vec<(std::time::SystemTime, PathBuf)> = discover(&proj)
+                .into_iter()
+                .map(|f| {
+                    let t = std::fs::metadata(&f)
+                        .and_then(|m| m.modified())
+                        .unwrap_or(std::time::UNIX_EPOCH);
+                    (t, f)
+                })
+                .collect();
+            found.sort();
+            if let Some((_, f)) = found.pop() {
+                return Ok(LogSource::File(f));
+            }
+        }
+        return Err(LoadError::new(
+            LoadErrorKind::NotFound,
+            format!(
+                "{arg}: no such file, and no session with that id or cwd under {}",
+                sessions.display()
+            ),
+        ));
+    }
+    Err(LoadError::new(
+        LoadErrorKind::NotFound,
+        format!("{arg}: no such file or directory"),
+    ))
+}
+
+/// Resolve an argument that may name many logs (a directory tree or a home).
+pub fn resolve_many(arg: &str, home: Option<&Path>) -> Result<Vec<LogSource>, LoadError> {
+    let p = Path::new(arg);
+    if arg != "-" && p.is_dir() && session_file_in(p).is_none() {
+        let found = discover(p);
+        if found.is_empty() {
+            return Err(LoadError::new(
+                LoadErrorKind::NotFound,
+                format!("directory {} holds no session log", p.display()),
+            ));
+        }
+        return Ok(found.into_iter().map(LogSource::File).collect());
+    }
+    resolve(arg, home).map(|s| vec![s])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_like_the_backend() {
+        assert_eq!(session_dir_name("abc-1.2_x"), "abc-1.2_x");
+        assert_eq!(session_dir_name("a/b~"), "a~002Fb~007E");
+        assert_eq!(session_dir_name(".."), "~002E~002E");
+        assert_eq!(
+            project_dir_name(Some("/home/u/my proj")),
+            "--home-u-my~0020proj--"
+        );
+        assert_eq!(project_dir_name(Some("/")), "--root--");
+        assert_eq!(project_dir_name(None), "_no-cwd");
+    }
+}

@@ -1,0 +1,3 @@
+//! The token meter: DSH's own pressure figure (compaction §1).
+
+pub mod estimate;

@@ -1,0 +1,391 @@
+//! The surface: the ordered nodes the model sees, folded from the log.
+//!
+//! The log keeps everything; the surface forgets. Most surface events append
+//! their own seq. A replacement names a start node and an end node that are
+//! both still current, removes that inclusive run and puts its own seq where
+//! the start node stood. Endpoints are found by membership, never by comparing
+//! seqs: after the first replacement the list is no longer sorted by seq.
+//! Checks run before an event changes anything, so a [`SurfaceError`] shows the
+//! surface as it was. Spec: session-log §7 (rules R1–R16).
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp};
+use crate::json::Value;
+
+/// Where a node's event can be found again.
+#[derive(Debug, Clone)]
+pub enum NodeBody {
+    /// A line of the (plain, seekable) log file: re-read on demand, so the
+    /// surface costs memory per node, not per byte.
+    Span {
+        /// Byte offset of the line.
+        offset: u64,
+        /// Length of the line without its `\n`.
+        len: u32,
+    },
+    /// Kept in memory: synthetic closers, upgraded legacy events, and every
+    /// node of a log that cannot be re-read (stdin, Zstandard).
+    Owned(Arc<OwnedEvent>),
+}
+
+/// One surface node.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The event's seq.
+    pub seq: u64,
+    /// `user/message`, `assistant/message` or `tool/result`.
+    pub kind: Kind,
+    /// Heuristic price of its derived message (0 when it derives none).
+    pub tokens: u64,
+    /// Whether it derives a message (an empty assistant message does not).
+    pub derives: bool,
+    /// The message id.
+    pub msg_id: Option<Box<str>>,
+    /// For tool results: the call id.
+    pub call_id: Option<Box<str>>,
+    /// For assistant messages: the tool-call ids it requests, in order.
+    pub tool_calls: Vec<Box<str>>,
+    /// Fingerprint of a tool result's data with the nested content blanked (R16).
+    rewrite_key: u64,
+    /// Where to find the event again.
+    pub body: NodeBody,
+}
+
+/// One replace op as applied (`foldSurface(...).replacements`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    /// The replacing event.
+    pub seq: u64,
+    /// Start node seq.
+    pub start: u64,
+    /// End node seq.
+    pub end: u64,
+    /// Nodes removed, in surface order.
+    pub shadowed: Vec<u64>,
+}
+
+/// A rule of session-log §7.4 that an event broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SurfaceError {
+    /// `R1` … `R16`.
+    pub rule: &'static str,
+    /// What was wrong, in the reference's words where it has them.
+    pub message: String,
+}
+
+/// What applying one surface event did.
+#[derive(Debug)]
+pub struct Applied {
+    /// The op.
+    pub op: SurfaceOp,
+    /// The new node's price.
+    pub tokens: u64,
+    /// Position the node landed at.
+    pub position: usize,
+    /// Nodes removed (empty for append).
+    pub shadowed: Vec<Node>,
+}
+
+/// The folded surface.
+#[derive(Debug, Default, Clone)]
+pub struct Surface {
+    /// Current nodes in model-visible order.
+    pub nodes: Vec<Node>,
+    /// Accepted replaces so far.
+    pub replace_generation: u64,
+    /// Every replace in log order.
+    pub replacements: Vec<Replacement>,
+    /// Sum of node prices.
+    pub tokens: u64,
+}
+
+fn err(rule: &'static str, message: impl Into<String>) -> SurfaceError {
+    SurfaceError {
+        rule,
+        message: message.into(),
+    }
+}
+
+/// Event-local rules R1–R4.
+pub fn check_local(ev: &Event<'_>) -> Result<Option<SurfaceOp>, SurfaceError> {
+    let has_op = ev.value.has("surfaceOp");
+    let has_src = ev.value.has("sourceEventSeqs");
+    if !ev.kind.is_surface() {
+        if has_op {
+            return Err(err(
+                "R1",
+                format!(
+                    "{} is not a surface event type and cannot carry surfaceOp",
+                    ev.type_name()
+                ),
+            ));
+        }
+        if has_src {
+            return Err(err(
+                "R2",
+                format!(
+                    "{} is not a surface event type and cannot carry sourceEventSeqs",
+                    ev.type_name()
+                ),
+            ));
+        }
+        return Ok(None);
+    }
+    let Some(raw) = ev.value.get("surfaceOp") else {
+        return Err(err("R3", format!("{} requires surfaceOp", ev.type_name())));
+    };
+    match crate::event::parse_surface_op(raw) {
+        Some(op) => Ok(Some(op)),
+        None => Err(err("R4", format!("invalid surfaceOp {}", raw.to_json()))),
+    }
+}
+
+/// Source rules R5–R9 (R6's exception: `[]` on assistant messages).
+pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
+    let Some(raw) = ev.value.get("sourceEventSeqs") else {
+        return Ok(None);
+    };
+    let Some(arr) = raw.as_arr() else {
+        return Err(err("R5", "sourceEventSeqs must be an array"));
+    };
+    if arr.is_empty() && ev.kind != Kind::AssistantMessage {
+        return Err(err("R6", "sourceEventSeqs must not be empty"));
+    }
+    let mut out = Vec::with_capacity(arr.len());
+    let mut seen = std::collections::HashSet::new();
+    for v in arr {
+        let Some(n) = v.as_count() else {
+            return Err(err(
+                "R7",
+                format!("sourceEventSeqs member {} is not a count", v.to_json()),
+            ));
+        };
+        if !seen.insert(n) {
+            return Err(err("R8", format!("sourceEventSeqs repeats seq {n}")));
+        }
+        if n >= ev.seq {
+            return Err(err(
+                "R9",
+                format!(
+                    "sourceEventSeqs member {n} is not earlier than seq {}",
+                    ev.seq
+                ),
+            ));
+        }
+        out.push(n);
+    }
+    Ok(Some(out))
+}
+
+/// Fingerprint a tool result's `data` with the nested result content blanked,
+/// key order ignored (R16).
+fn rewrite_key(data: &Value<'_>) -> u64 {
+    let mut d = data.clone();
+    if let Some(msg) = d.get_mut("message")
+        && let Some(Value::Arr(content)) = msg.get_mut("content")
+        && let Some(first) = content.first_mut()
+        && first.has("content")
+    {
+        first.set("content", Value::str("\u{0}placeholder"));
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    d.to_canonical_pretty().hash(&mut h);
+    h.finish()
+}
+
+/// Facts about a surface event's message, computed once when it joins.
+pub struct NodeFacts {
+    /// Price.
+    pub tokens: u64,
+    /// Derives a message.
+    pub derives: bool,
+    /// Message id.
+    pub msg_id: Option<Box<str>>,
+    /// Tool result call id.
+    pub call_id: Option<Box<str>>,
+    /// Requested tool-call ids.
+    pub tool_calls: Vec<Box<str>>,
+}
+
+/// Compute [`NodeFacts`] for a surface event.
+pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
+    let msg = ev.message();
+    let derives = project(ev).is_some();
+    let tokens = match project(ev) {
+        Some(m) => crate::meter::estimate::price_message(m),
+        None => 0,
+    };
+    let msg_id = msg
+        .and_then(|m| m.get("id"))
+        .and_then(|i| i.as_jstr())
+        .map(|s| s.to_lossy().into());
+    let call_id = if ev.kind == Kind::ToolResult {
+        msg.and_then(|m| m.get("source"))
+            .and_then(|s| s.get("callId"))
+            .and_then(|c| c.as_jstr())
+            .map(|s| s.to_lossy().into())
+    } else {
+        None
+    };
+    let mut tool_calls = Vec::new();
+    if ev.kind == Kind::AssistantMessage
+        && let Some(blocks) = msg.and_then(|m| m.get("content")).and_then(|c| c.as_arr())
+    {
+        for b in blocks {
+            if b.get("type").is_some_and(|t| t.is_str("tool-call"))
+                && let Some(id) = b.get("id").and_then(|i| i.as_jstr())
+            {
+                tool_calls.push(id.to_lossy().into());
+            }
+        }
+    }
+    NodeFacts {
+        tokens,
+        derives,
+        msg_id,
+        call_id,
+        tool_calls,
+    }
+}
+
+/// The message an event projects to (session-log §8.1).
+pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
+    match ev.kind {
+        Kind::UserMessage => Some(ev.data()),
+        Kind::AssistantMessage => {
+            let m = ev.data().get("message")?;
+            match m.get("content").and_then(|c| c.as_arr()) {
+                Some(a) if !a.is_empty() => Some(m),
+                _ => None,
+            }
+        }
+        Kind::ToolResult => ev.data().get("message"),
+        _ => None,
+    }
+}
+
+impl Surface {
+    /// Position of a node by seq (membership lookup).
+    pub fn position(&self, seq: u64) -> Option<usize> {
+        self.nodes.iter().rposition(|n| n.seq == seq)
+    }
+
+    /// The current node seqs.
+    pub fn seqs(&self) -> Vec<u64> {
+        self.nodes.iter().map(|n| n.seq).collect()
+    }
+
+    /// Apply one surface event (rules R5–R16), or refuse it leaving the
+    /// surface untouched.
+    pub fn apply(
+        &mut self,
+        ev: &Event<'_>,
+        op: SurfaceOp,
+        facts: NodeFacts,
+        body: NodeBody,
+    ) -> Result<Applied, SurfaceError> {
+        let sources = check_sources(ev)?;
+        let rewrite = if ev.kind == Kind::ToolResult {
+            rewrite_key(ev.data())
+        } else {
+            0
+        };
+        let node = Node {
+            seq: ev.seq,
+            kind: ev.kind,
+            tokens: facts.tokens,
+            derives: facts.derives,
+            msg_id: facts.msg_id,
+            call_id: facts.call_id,
+            tool_calls: facts.tool_calls,
+            rewrite_key: rewrite,
+            body,
+        };
+        match op {
+            SurfaceOp::Append => {
+                self.tokens += node.tokens;
+                self.nodes.push(node);
+                Ok(Applied {
+                    op,
+                    tokens: facts.tokens,
+                    position: self.nodes.len() - 1,
+                    shadowed: Vec::new(),
+                })
+            }
+            SurfaceOp::Replace(ReplaceOp { start, end }) => {
+                let Some(si) = self.position(start) else {
+                    return Err(err(
+                        "R10",
+                        format!("surface replace: start seq {start} not found in surface"),
+                    ));
+                };
+                let Some(ei) = self.position(end) else {
+                    return Err(err(
+                        "R11",
+                        format!("surface replace: end seq {end} not found in surface"),
+                    ));
+                };
+                if si > ei {
+                    return Err(err(
+                        "R12",
+                        format!(
+                            "surface replace: start seq {start} is after end seq {end} in surface"
+                        ),
+                    ));
+                }
+                let cited = sources.unwrap_or_default();
+                for n in &self.nodes[si..=ei] {
+                    if !cited.contains(&n.seq) {
+                        return Err(err(
+                            "R13",
+                            format!(
+                                "surface replace must cite shadowed seq {} in sourceEventSeqs",
+                                n.seq
+                            ),
+                        ));
+                    }
+                }
+                if ev.kind == Kind::ToolResult {
+                    if si != ei {
+                        return Err(err(
+                            "R14",
+                            "tool/result surface replacement must shadow exactly one node",
+                        ));
+                    }
+                    let target = &self.nodes[si];
+                    if target.kind != Kind::ToolResult {
+                        return Err(err(
+                            "R15",
+                            "tool/result surface replacement must shadow a tool/result",
+                        ));
+                    }
+                    if target.rewrite_key != rewrite {
+                        return Err(err(
+                            "R16",
+                            "tool/result surface replacement may change only content",
+                        ));
+                    }
+                }
+                let tokens = node.tokens;
+                let shadowed: Vec<Node> = self.nodes.splice(si..=ei, [node]).collect();
+                let removed: u64 = shadowed.iter().map(|n| n.tokens).sum();
+                self.tokens = self.tokens + tokens - removed;
+                self.replace_generation += 1;
+                self.replacements.push(Replacement {
+                    seq: ev.seq,
+                    start,
+                    end,
+                    shadowed: shadowed.iter().map(|n| n.seq).collect(),
+                });
+                Ok(Applied {
+                    op,
+                    tokens,
+                    position: si,
+                    shadowed,
+                })
+            }
+        }
+    }
+}

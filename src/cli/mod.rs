@@ -3,6 +3,7 @@
 pub mod commands;
 pub mod ctx;
 pub mod exit;
+pub mod many;
 pub mod render;
 
 use std::path::PathBuf;

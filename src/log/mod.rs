@@ -123,6 +123,35 @@ impl LoadedLog {
         self.stored_events + self.closers.len() as u64
     }
 
+    /// Whether the reference's seeded Session appends a `session/end-seed`
+    /// marker to this log in memory (it does unless the log, closers
+    /// included, already ends with one). An offline reader never writes it;
+    /// a writer starting a new lifecycle does (first in its batch).
+    pub fn end_seed_appended(&self) -> bool {
+        !self.ends_with_end_seed
+    }
+
+    /// The reference session's length: events, closers and the in-memory
+    /// end-seed marker (`measure.logRevision`, `prune.baseSeq`).
+    pub fn session_length(&self) -> u64 {
+        self.event_count() + self.end_seed_appended() as u64
+    }
+
+    /// The `session/end-seed` event the reference appends in memory (time
+    /// pinned to the last event's time), if it appends one.
+    pub fn end_seed_event(&self) -> Option<OwnedEvent> {
+        if !self.end_seed_appended() {
+            return None;
+        }
+        let seq = self.event_count();
+        let v = Value::obj()
+            .with("type", "session/end-seed".into())
+            .with("seq", seq.into())
+            .with("time", self.last_time.into())
+            .with("data", Value::obj());
+        Some(crate::event::owned_event(Kind::SessionEndSeed, seq, v))
+    }
+
     /// Read the events of the given surface nodes again (by seq, any order),
     /// returning them in the order asked.
     pub fn node_events(&self, seqs: &[u64]) -> Result<Vec<OwnedEvent>, LoadError> {

@@ -1,0 +1,58 @@
+//! Running one job over many logs: in parallel, with a progress bar on a
+//! terminal, and without letting one bad file stop the rest.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dsh::LogSource;
+
+use super::ctx::Ctx;
+use super::render;
+
+/// Run `job` on every source, `jobs` at a time (0: one per core), and return
+/// the results in input order. A progress bar is drawn on stderr only when it
+/// is a terminal and there is more than one log.
+pub fn run_many<T: Send, E: Send>(
+    ctx: &Ctx,
+    sources: &[LogSource],
+    jobs: usize,
+    what: &str,
+    job: &(dyn Fn(&LogSource) -> Result<T, E> + Sync),
+) -> Vec<Result<T, E>> {
+    let n = sources.len();
+    let workers = if jobs == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        jobs
+    }
+    .min(n.max(1));
+    let bar = render::progress(ctx.stderr_tty && !ctx.quiet, n as u64, what);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<T, E>>>> = Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= n {
+                        break;
+                    }
+                    let r = job(&sources[i]);
+                    results.lock().unwrap()[i] = Some(r);
+                    if let Some(b) = &bar {
+                        b.inc(1);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
+}

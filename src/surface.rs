@@ -254,7 +254,7 @@ pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
 pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
     match ev.kind {
         Kind::UserMessage => Some(ev.data()),
-        Kind::AssistantMessage => {
+        Kind::AssistantMessage | Kind::SystemMessage => {
             let m = ev.data().get("message")?;
             match m.get("content").and_then(|c| c.as_arr()) {
                 Some(a) if !a.is_empty() => Some(m),

@@ -115,6 +115,8 @@ pub struct LoadedLog {
     pub committed_len: u64,
     /// Whether `upto` cut the log short.
     pub truncated_at: Option<u64>,
+    /// Generation 3 only: replaces plus image offloads applied.
+    pub content_generation: Option<u64>,
 }
 
 impl LoadedLog {
@@ -231,7 +233,6 @@ pub fn load(
 
 struct Pipeline<'o> {
     id: String,
-    opts: LoadOptions,
     span_bodies: bool,
     surface: Surface,
     headers: HeaderFold,
@@ -345,16 +346,14 @@ fn load_inner(
     let (mut reader, header_line) = reader::LineReader::open(source)?;
     let (header, mut warnings) = header::parse_header(&header_line, opts.lenient)?;
     if header.version == 3 {
-        return Err(LoadError::unsupported(
-            "this is a generation-3 log; read it with the generation-3 decoder",
-        ));
+        // A separate decoder: no G0 rule runs on a G3 log (§14.2).
+        return crate::g3::load(source, reader, header, warnings, opts, observer);
     }
     let container = reader.container();
     let span_bodies =
         !opts.keep_nodes && container == Container::Plain && matches!(source, LogSource::File(_));
     let mut p = Pipeline {
         id: header.id.clone(),
-        opts: opts.clone(),
         span_bodies,
         surface: Surface::default(),
         headers: HeaderFold::default(),
@@ -518,6 +517,7 @@ fn load_inner(
         last_time: p.last_time,
         committed_len,
         truncated_at,
+        content_generation: None,
     })
 }
 

@@ -54,6 +54,13 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             .with("replaceGeneration", s.replace_generation.into())
             .with("replacements", Value::Arr(reps))
             .with("positions", Value::Arr(positions))
+            .with("version", log.header.version.into())
+            .with(
+                "contentGeneration",
+                log.content_generation
+                    .map(Value::from)
+                    .unwrap_or(Value::Null),
+            )
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
         return Ok(Status::Ok);
@@ -100,6 +107,7 @@ pub fn kind_name(k: dsh::Kind) -> &'static str {
         dsh::Kind::UserMessage => "user/message",
         dsh::Kind::AssistantMessage => "assistant/message",
         dsh::Kind::ToolResult => "tool/result",
+        dsh::Kind::SystemMessage => "system/message",
         _ => "other",
     }
 }

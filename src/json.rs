@@ -106,11 +106,22 @@ impl<'a> JStr<'a> {
     }
 
     /// Whether the string equals `s`.
+    #[inline]
     pub fn eq_str(&self, s: &str) -> bool {
         if !self.escaped {
-            return &*self.raw == s.as_bytes();
+            let a: &[u8] = &self.raw;
+            let b = s.as_bytes();
+            return a.len() == b.len() && (a.is_empty() || a[0] == b[0]) && a == b;
         }
-        self.units().iter().copied().eq(s.encode_utf16())
+        self.escaped_units().eq(s.encode_utf16())
+    }
+
+    fn escaped_units(&self) -> EscapedUnits<'_> {
+        EscapedUnits {
+            raw: &self.raw,
+            i: 0,
+            pending: None,
+        }
     }
 
     /// The UTF-16 code units (JavaScript's view of the string).
@@ -129,9 +140,7 @@ impl<'a> JStr<'a> {
         if !self.escaped {
             return utf16_len_of_utf8(&self.raw);
         }
-        let mut n = 0usize;
-        decode_escaped(&self.raw, &mut |_| n += 1);
-        n
+        escaped_len16(&self.raw)
     }
 
     /// The code points (`Array.from(s)`): a lone surrogate is one code point.
@@ -174,10 +183,15 @@ impl<'a> JStr<'a> {
     }
 
     fn same(&self, other: &JStr<'_>) -> bool {
-        if !self.escaped && !other.escaped {
-            return self.raw == other.raw;
+        match (self.escaped, other.escaped) {
+            (false, false) => self.raw == other.raw,
+            (true, true) => self.escaped_units().eq(other.escaped_units()),
+            (true, false) => {
+                let s = unsafe { std::str::from_utf8_unchecked(&other.raw) };
+                self.escaped_units().eq(s.encode_utf16())
+            }
+            (false, true) => other.same(self),
         }
-        self.units() == other.units()
     }
 
     /// Append the JSON form (with quotes, JavaScript escaping) to `out`.
@@ -271,6 +285,75 @@ fn hex4(b: &[u8]) -> u16 {
         v = v * 16 + d as u16;
     }
     v
+}
+
+/// Lazily decodes validated escaped source text into UTF-16 units.
+struct EscapedUnits<'r> {
+    raw: &'r [u8],
+    i: usize,
+    pending: Option<u16>,
+}
+
+impl Iterator for EscapedUnits<'_> {
+    type Item = u16;
+    #[inline]
+    fn next(&mut self) -> Option<u16> {
+        if let Some(p) = self.pending.take() {
+            return Some(p);
+        }
+        let raw = self.raw;
+        let c = *raw.get(self.i)?;
+        if c < 0x80 && c != b'\\' {
+            self.i += 1;
+            return Some(c as u16);
+        }
+        if c == b'\\' {
+            let e = raw[self.i + 1];
+            self.i += 2;
+            return Some(match e {
+                b'"' => 0x22,
+                b'\\' => 0x5C,
+                b'/' => 0x2F,
+                b'b' => 0x08,
+                b'f' => 0x0C,
+                b'n' => 0x0A,
+                b'r' => 0x0D,
+                b't' => 0x09,
+                _ => {
+                    let v = hex4(&raw[self.i..]);
+                    self.i += 4;
+                    v
+                }
+            });
+        }
+        let len = utf8_len(c);
+        let s = unsafe { std::str::from_utf8_unchecked(&raw[self.i..self.i + len]) };
+        self.i += len;
+        let ch = s.chars().next().unwrap();
+        let mut buf = [0u16; 2];
+        let enc = ch.encode_utf16(&mut buf);
+        if enc.len() == 2 {
+            self.pending = Some(enc[1]);
+        }
+        Some(enc[0])
+    }
+}
+
+/// Count UTF-16 units of validated escaped source text.
+fn escaped_len16(raw: &[u8]) -> usize {
+    let mut n = 0usize;
+    let mut i = 0;
+    while i < raw.len() {
+        let c = raw[i];
+        if c == b'\\' {
+            i += if raw[i + 1] == b'u' { 6 } else { 2 };
+            n += 1;
+        } else {
+            n += ((c & 0xC0) != 0x80) as usize + (c >= 0xF0) as usize;
+            i += 1;
+        }
+    }
+    n
 }
 
 /// Decode validated escaped source text into UTF-16 units.

@@ -153,7 +153,7 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
     if arr.is_empty() && ev.kind != Kind::AssistantMessage {
         return Err(err("R6", "sourceEventSeqs must not be empty"));
     }
-    let mut out = Vec::with_capacity(arr.len());
+    let out = Vec::with_capacity(arr.len());
     let mut seen = std::collections::HashSet::new();
     for v in arr {
         let Some(n) = v.as_count() else {
@@ -174,7 +174,6 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
                 ),
             ));
         }
-        out.push(n);
     }
     Ok(Some(out))
 }

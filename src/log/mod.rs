@@ -375,7 +375,12 @@ fn load_inner(
         let strict = line.strict;
         let offset = line.offset;
         let len = line.bytes.len();
-        let text: std::borrow::Cow<'_, str> = String::from_utf8_lossy(line.bytes);
+        // Node reads text as UTF-8 with replacement characters; valid lines
+        // (nearly all) are borrowed as they are.
+        let text: std::borrow::Cow<'_, str> = match std::str::from_utf8(line.bytes) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(line.bytes),
+        };
         let parsed = Value::parse(text.as_bytes());
         // Decode the storage record into events (rows expand to chunks).
         let records: Result<Vec<Value<'_>>, String> = match parsed {

@@ -111,7 +111,8 @@ impl<'a> JStr<'a> {
         if !self.escaped {
             let a: &[u8] = &self.raw;
             let b = s.as_bytes();
-            return a.len() == b.len() && (a.is_empty() || a[0] == b[0]) && a == b;
+            // Keys are short: a byte loop beats a memcmp call.
+            return a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y);
         }
         self.escaped_units().eq(s.encode_utf16())
     }

@@ -21,3 +21,8 @@ fn main() -> std::process::ExitCode {
     }));
     cli::run()
 }
+
+// The loader parses on one thread and folds on another; mimalloc frees
+// across threads without the lock traffic of the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

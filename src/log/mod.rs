@@ -12,6 +12,7 @@ pub mod error;
 pub mod header;
 pub mod legacy;
 pub mod packed;
+pub mod parse;
 pub mod reader;
 pub mod repair;
 pub mod source;
@@ -370,105 +371,116 @@ fn load_inner(
     let mut dropped_lines = 0u64;
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
-    while let Some(line) = reader.next_line()? {
-        let no = line.no;
-        let strict = line.strict;
-        let offset = line.offset;
-        let len = line.bytes.len();
-        // Node reads text as UTF-8 with replacement characters; valid lines
-        // (nearly all) are borrowed as they are.
-        let text: std::borrow::Cow<'_, str> = match std::str::from_utf8(line.bytes) {
-            Ok(s) => std::borrow::Cow::Borrowed(s),
-            Err(_) => String::from_utf8_lossy(line.bytes),
-        };
-        let parsed = Value::parse(text.as_bytes());
-        // Decode the storage record into events (rows expand to chunks).
-        let records: Result<Vec<Value<'_>>, String> = match parsed {
-            Err(_) => Err(format!("unparsable committed event at line {no}")),
-            Ok(v) if packed::is_row(&v) => {
-                packed::expand(&v).map_err(|_| format!("unparsable committed event at line {no}"))
+    let (rx, parser) = parse::spawn(reader);
+    let mut batch_err = None;
+    for msg in rx.iter() {
+        let mut batch = match msg {
+            parse::Msg::Lines(b) => b,
+            parse::Msg::Error(e) => {
+                batch_err = Some(e);
+                break;
             }
-            Ok(v) => Ok(vec![v]),
         };
-        if truncated_at.is_some() {
-            continue;
-        }
-        let records = match records {
-            Err(why) => {
-                if strict {
-                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+        for line in batch.lines().drain(..) {
+            let no = line.no;
+            let strict = line.strict;
+            let offset = line.offset;
+            let len = line.len as usize;
+            // Decode the storage record into events (rows expand to chunks).
+            let records: Result<Vec<Value<'_>>, String> = match line.value {
+                None => Err(format!("unparsable committed event at line {no}")),
+                Some(v) if packed::is_row(&v) => packed::expand(&v)
+                    .map_err(|_| format!("unparsable committed event at line {no}")),
+                Some(v) => Ok(vec![v]),
+            };
+            if truncated_at.is_some() {
+                continue;
+            }
+            let records = match records {
+                Err(why) => {
+                    if strict {
+                        return Err(
+                            LoadError::corrupt(format!("corrupt session log: {why}")).line(no)
+                        );
+                    }
+                    if issue.is_none() {
+                        issue = Some((no, why));
+                    }
+                    dropped_lines += 1;
+                    continue;
                 }
-                if issue.is_none() {
-                    issue = Some((no, why));
+                Ok(r) => r,
+            };
+            if let Some((_, why)) = &issue {
+                if records
+                    .iter()
+                    .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
+                {
+                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
                 }
                 dropped_lines += 1;
                 continue;
             }
-            Ok(r) => r,
-        };
-        if let Some((_, why)) = &issue {
-            if records
-                .iter()
-                .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
-            {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            // The seq rule: the whole line is dropped at the first mismatch.
+            let mut gap = None;
+            for (k, r) in records.iter().enumerate() {
+                let want = expected + k as u64;
+                if r.get("seq").and_then(|s| s.as_f64()) != Some(want as f64) {
+                    let got = r
+                        .get("seq")
+                        .map(|s| s.to_json())
+                        .unwrap_or_else(|| "undefined".into());
+                    gap = Some(format!(
+                        "seq gap in committed region at line {no} (expected {want}, got {got})"
+                    ));
+                    break;
+                }
             }
-            dropped_lines += 1;
-            continue;
-        }
-        // The seq rule: the whole line is dropped at the first mismatch.
-        let mut gap = None;
-        for (k, r) in records.iter().enumerate() {
-            let want = expected + k as u64;
-            if r.get("seq").and_then(|s| s.as_f64()) != Some(want as f64) {
-                let got = r
-                    .get("seq")
-                    .map(|s| s.to_json())
-                    .unwrap_or_else(|| "undefined".into());
-                gap = Some(format!(
-                    "seq gap in committed region at line {no} (expected {want}, got {got})"
-                ));
-                break;
+            if let Some(why) = gap {
+                if strict {
+                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                }
+                if records
+                    .iter()
+                    .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
+                {
+                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                }
+                issue = Some((no, why));
+                dropped_lines += 1;
+                continue;
             }
-        }
-        if let Some(why) = gap {
-            if strict {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            // Rows expand to chunks, never to surface events, so a single record is a line.
+            let single = records.len() == 1;
+            for r in records {
+                if let Some(limit) = opts.upto
+                    && expected > limit
+                {
+                    truncated_at = Some(limit);
+                    break;
+                }
+                let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+                let ev = Event {
+                    kind,
+                    seq: expected,
+                    line: no,
+                    value: r,
+                };
+                let span = single.then_some((offset, len as u32));
+                p.process(ev, span, false)?;
+                expected += 1;
             }
-            if records
-                .iter()
-                .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
-            {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            if truncated_at.is_none() {
+                committed_len = offset + len as u64 + 1;
             }
-            issue = Some((no, why));
-            dropped_lines += 1;
-            continue;
-        }
-        // Rows expand to chunks, never to surface events, so a single record is a line.
-        let single = records.len() == 1;
-        for r in records {
-            if let Some(limit) = opts.upto
-                && expected > limit
-            {
-                truncated_at = Some(limit);
-                break;
-            }
-            let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
-            let ev = Event {
-                kind,
-                seq: expected,
-                line: no,
-                value: r,
-            };
-            let span = single.then_some((offset, len as u32));
-            p.process(ev, span, false)?;
-            expected += 1;
-        }
-        if truncated_at.is_none() {
-            committed_len = offset + len as u64 + 1;
         }
     }
+    if let Some(e) = batch_err {
+        return Err(e);
+    }
+    let reader = parser
+        .join()
+        .map_err(|_| LoadError::new(LoadErrorKind::Io, "the parsing thread failed"))?;
     let stored_events = expected.min(opts.upto.map_or(u64::MAX, |u| u + 1));
     let closers = if truncated_at.is_none() && opts.upto.is_none_or(|u| u >= expected) {
         p.repair.closers()

@@ -406,7 +406,7 @@ pub(crate) fn load(
         let v = match parsed {
             Err(_) => {
                 if issue.is_none() {
-                    issue = Some((no, format!("unparsable committed event at line {no}")));
+                    issue = Some((no, format!("unparsable committed event at line {}", no - 1)));
                 }
                 dropped += 1;
                 continue;
@@ -414,9 +414,9 @@ pub(crate) fn load(
             Ok(v) => v,
         };
         let is_turn_end = v.get("type").is_some_and(|t| t.is_str("turn/end"));
-        if let Some((_, why)) = &issue {
+        if let Some((bad, why)) = &issue {
             if is_turn_end {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(*bad));
             }
             dropped += 1;
             continue;
@@ -427,7 +427,8 @@ pub(crate) fn load(
                 .map(|s| s.to_json())
                 .unwrap_or_else(|| "undefined".into());
             let why = format!(
-                "seq gap in committed region at line {no} (expected {expected}, got {got})"
+                "seq gap in committed region at line {} (expected {expected}, got {got})",
+                no - 1
             );
             if is_turn_end || line.strict {
                 return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
@@ -462,7 +463,7 @@ pub(crate) fn load(
         let mut t = tracker.clone();
         process(c.clone(), true, &mut surface, &mut headers, &mut t)?;
     }
-    drop(process);
+    let _ = process;
     if let Some((line, why)) = &issue {
         warnings.push(format!(
             "dropped {dropped} line(s) from line {line} on as a torn tail: {why}"

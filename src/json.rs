@@ -551,10 +551,10 @@ impl<'a> Value<'a> {
 
     /// Remove `key` from an object.
     pub fn remove(&mut self, key: &str) -> Option<Value<'a>> {
-        if let Value::Obj(o) = self {
-            if let Some(i) = o.iter().position(|(k, _)| k.eq_str(key)) {
-                return Some(o.remove(i).1);
-            }
+        if let Value::Obj(o) = self
+            && let Some(i) = o.iter().position(|(k, _)| k.eq_str(key))
+        {
+            return Some(o.remove(i).1);
         }
         None
     }

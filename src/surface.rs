@@ -272,6 +272,26 @@ pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
 }
 
 impl Surface {
+    /// The oracle's `surface` shape: `{"nodes": [seq…], "replaceGeneration",
+    /// "replacements": [{"seq","start","end","shadowedSeqs"}]}`.
+    pub fn to_json(&self) -> crate::json::OwnedValue {
+        let reps: Vec<Value<'static>> = self
+            .replacements
+            .iter()
+            .map(|r| {
+                Value::obj()
+                    .with("seq", r.seq.into())
+                    .with("start", r.start.into())
+                    .with("end", r.end.into())
+                    .with("shadowedSeqs", r.shadowed.clone().into())
+            })
+            .collect();
+        Value::obj()
+            .with("nodes", self.seqs().into())
+            .with("replaceGeneration", self.replace_generation.into())
+            .with("replacements", Value::Arr(reps))
+    }
+
     /// Position of a node by seq (membership lookup).
     pub fn position(&self, seq: u64) -> Option<usize> {
         self.nodes.iter().rposition(|n| n.seq == seq)

@@ -291,7 +291,7 @@ pub fn upgrade(
             if d.has("callId") && d.has("content") && d.has("isError") && !d.has("message") {
                 let m = match ev.surface_op() {
                     Some(crate::event::SurfaceOp::Replace(op)) => message_id_of(op.start)
-                        .map(|s| Value::from(s))
+                        .map(Value::from)
                         .unwrap_or_else(|| id(ev.seq)),
                     _ => id(ev.seq),
                 };

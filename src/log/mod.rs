@@ -344,8 +344,19 @@ fn load_inner(
     opts: &LoadOptions,
     observer: &mut dyn Observer,
 ) -> Result<LoadedLog, LoadError> {
-    let (mut reader, header_line) = reader::LineReader::open(source)?;
-    let (header, mut warnings) = header::parse_header(&header_line, opts.lenient)?;
+    let (reader, header_line) = reader::LineReader::open(source)?;
+    // The reference names the raw log in its "unsupported" refusals.
+    let raw_note = |e: LoadError| -> LoadError {
+        if e.kind == LoadErrorKind::Unsupported {
+            let mut e = e;
+            e.message = format!("{} (raw log: {})", e.message, source.display());
+            e
+        } else {
+            e
+        }
+    };
+    let (header, mut warnings) =
+        header::parse_header(&header_line, opts.lenient).map_err(raw_note)?;
     if header.version == 3 {
         // A separate decoder: no G0 rule runs on a G3 log (§14.2).
         return crate::g3::load(source, reader, header, warnings, opts, observer);
@@ -388,9 +399,9 @@ fn load_inner(
             let len = line.len as usize;
             // Decode the storage record into events (rows expand to chunks).
             let records: Result<Vec<Value<'_>>, String> = match line.value {
-                None => Err(format!("unparsable committed event at line {no}")),
+                None => Err(format!("unparsable committed event at line {}", no - 1)),
                 Some(v) if packed::is_row(&v) => packed::expand(&v)
-                    .map_err(|_| format!("unparsable committed event at line {no}")),
+                    .map_err(|_| format!("unparsable committed event at line {}", no - 1)),
                 Some(v) => Ok(vec![v]),
             };
             if truncated_at.is_some() {
@@ -411,12 +422,14 @@ fn load_inner(
                 }
                 Ok(r) => r,
             };
-            if let Some((_, why)) = &issue {
+            if let Some((bad, why)) = &issue {
                 if records
                     .iter()
                     .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
                 {
-                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                    return Err(
+                        LoadError::corrupt(format!("corrupt session log: {why}")).line(*bad)
+                    );
                 }
                 dropped_lines += 1;
                 continue;
@@ -431,7 +444,8 @@ fn load_inner(
                         .map(|s| s.to_json())
                         .unwrap_or_else(|| "undefined".into());
                     gap = Some(format!(
-                        "seq gap in committed region at line {no} (expected {want}, got {got})"
+                        "seq gap in committed region at line {} (expected {want}, got {got})",
+                        no - 1
                     ));
                     break;
                 }
@@ -467,7 +481,7 @@ fn load_inner(
                     value: r,
                 };
                 let span = single.then_some((offset, len as u32));
-                p.process(ev, span, false)?;
+                p.process(ev, span, false).map_err(raw_note)?;
                 expected += 1;
             }
             if truncated_at.is_none() {

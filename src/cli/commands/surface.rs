@@ -38,21 +38,8 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
                     .with("derives", n.derives.into())
             })
             .collect();
-        let reps: Vec<Value<'static>> = s
-            .replacements
-            .iter()
-            .map(|r| {
-                Value::obj()
-                    .with("seq", r.seq.into())
-                    .with("start", r.start.into())
-                    .with("end", r.end.into())
-                    .with("shadowedSeqs", r.shadowed.clone().into())
-            })
-            .collect();
-        let v = Value::obj()
-            .with("nodes", s.seqs().into())
-            .with("replaceGeneration", s.replace_generation.into())
-            .with("replacements", Value::Arr(reps))
+        let v = s
+            .to_json()
             .with("positions", Value::Arr(positions))
             .with("version", log.header.version.into())
             .with(

@@ -202,7 +202,7 @@ impl<'a> JStr<'a> {
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             write_escaped_str(out, s);
         } else {
-            write_escaped_units(out, &self.units());
+            write_reescaped(out, &self.raw);
         }
         out.push('"');
     }
@@ -434,6 +434,64 @@ fn push_escape(out: &mut String, u: u16) {
             let _ = write!(out, "\\u{:04x}", u);
         }
     }
+}
+
+/// Re-escape validated JSON-escaped source text the way `JSON.stringify`
+/// writes the decoded string, without decoding it into a buffer first: most
+/// escapes (`\n`, `\"` …) are already in JavaScript's form.
+fn write_reescaped(out: &mut String, raw: &[u8]) {
+    let mut i = 0;
+    let mut run = 0;
+    let flush = |out: &mut String, from: usize, to: usize| {
+        out.push_str(unsafe { std::str::from_utf8_unchecked(&raw[from..to]) });
+    };
+    while i < raw.len() {
+        if raw[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        flush(out, run, i);
+        let e = raw[i + 1];
+        match e {
+            b'/' => {
+                out.push('/');
+                i += 2;
+            }
+            b'u' => {
+                let u = hex4(&raw[i + 2..]);
+                i += 6;
+                if (0xD800..0xDC00).contains(&u)
+                    && raw.len() >= i + 6
+                    && raw[i] == b'\\'
+                    && raw[i + 1] == b'u'
+                    && raw[i + 2..i + 6].iter().all(|c| c.is_ascii_hexdigit())
+                {
+                    let lo = hex4(&raw[i + 2..]);
+                    if (0xDC00..0xE000).contains(&lo) {
+                        let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((lo as u32) - 0xDC00);
+                        out.push(char::from_u32(c).unwrap());
+                        i += 6;
+                        run = i;
+                        continue;
+                    }
+                }
+                if (0xD800..0xE000).contains(&u) {
+                    let _ = write!(out, "\\u{:04x}", u);
+                } else if u < 0x20 || u == 0x22 || u == 0x5C {
+                    push_escape(out, u);
+                } else {
+                    out.push(char::from_u32(u as u32).unwrap());
+                }
+            }
+            _ => {
+                // \" \\ \b \f \n \r \t: JavaScript writes them the same way.
+                flush(out, i, i + 2);
+                i += 2;
+            }
+        }
+        run = i;
+    }
+    flush(out, run, raw.len());
 }
 
 fn write_escaped_units(out: &mut String, units: &[u16]) {
@@ -1105,6 +1163,20 @@ mod tests {
             assert!(Value::parse(bad.as_bytes()).is_err(), "{bad}");
         }
         assert!(Value::parse(b" {} \r").is_ok());
+    }
+
+    #[test]
+    fn reescaping_matches_decode_then_escape() {
+        let src =
+            r#""a\/b \u00e9 \u0001 \n \" \\ \ud83d\ude80 \ud800x \udc00 \u2028 \u005c \u0022 \t""#;
+        let v = Value::parse(src.as_bytes()).unwrap();
+        let s = v.as_jstr().unwrap();
+        let mut direct = String::new();
+        s.write_json(&mut direct);
+        let mut via_units = String::from("\"");
+        write_escaped_units(&mut via_units, &s.units());
+        via_units.push('"');
+        assert_eq!(direct, via_units);
     }
 
     #[test]

@@ -198,7 +198,10 @@ impl LoadedLog {
                     .map_err(|e| {
                         LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
                     })?;
-                let text = String::from_utf8_lossy(&buf).into_owned();
+                let text = match String::from_utf8(buf) {
+                    Ok(s) => s,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                };
                 let v = Value::parse(text.as_bytes())
                     .map_err(|_| {
                         LoadError::corrupt("the log changed while it was being read").seq(seq)

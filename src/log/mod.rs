@@ -250,13 +250,13 @@ struct Pipeline<'o> {
 }
 
 impl Pipeline<'_> {
-    /// Steps 4–10 of §16 for one event.
-    fn process(
+    /// Steps 4–10 of §16 for one event; gives the event back.
+    fn process<'a>(
         &mut self,
-        mut ev: Event<'_>,
+        mut ev: Event<'a>,
         span: Option<(u64, u32)>,
         synthetic: bool,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Event<'a>, LoadError> {
         let at = |e: LoadError, ev: &Event<'_>| {
             let e = e.seq(ev.seq);
             if ev.line > 0 { e.line(ev.line) } else { e }
@@ -338,7 +338,7 @@ impl Pipeline<'_> {
             synthetic,
         };
         self.observer.event(&ev, &folded);
-        Ok(())
+        Ok(ev)
     }
 }
 
@@ -385,7 +385,7 @@ fn load_inner(
     let mut dropped_lines = 0u64;
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
-    let (rx, parser) = parse::spawn(reader);
+    let (rx, recycle, parser) = parse::spawn(reader);
     let mut batch_err = None;
     for msg in rx.iter() {
         let mut batch = match msg {
@@ -395,17 +395,27 @@ fn load_inner(
                 break;
             }
         };
-        for line in batch.lines().drain(..) {
+        for line in batch.lines().iter_mut() {
             let no = line.no;
             let strict = line.strict;
             let offset = line.offset;
             let len = line.len as usize;
             // Decode the storage record into events (rows expand to chunks).
-            let records: Result<Vec<Value<'_>>, String> = match line.value {
+            // Values parsed by the parsing thread go back into the batch, so
+            // that thread frees what it allocated.
+            let mut plain_line = false;
+            let records: Result<Vec<Value<'_>>, String> = match line.value.take() {
                 None => Err(format!("unparsable committed event at line {}", no - 1)),
-                Some(v) if packed::is_row(&v) => packed::expand(&v)
-                    .map_err(|_| format!("unparsable committed event at line {}", no - 1)),
-                Some(v) => Ok(vec![v]),
+                Some(v) if packed::is_row(&v) => {
+                    let r = packed::expand(&v)
+                        .map_err(|_| format!("unparsable committed event at line {}", no - 1));
+                    line.value = Some(v);
+                    r
+                }
+                Some(v) => {
+                    plain_line = true;
+                    Ok(vec![v])
+                }
             };
             if truncated_at.is_some() {
                 continue;
@@ -484,13 +494,17 @@ fn load_inner(
                     value: r,
                 };
                 let span = single.then_some((offset, len as u32));
-                p.process(ev, span, false).map_err(raw_note)?;
+                let back = p.process(ev, span, false).map_err(raw_note)?;
+                if plain_line {
+                    line.value = Some(back.value);
+                }
                 expected += 1;
             }
             if truncated_at.is_none() {
                 committed_len = offset + len as u64 + 1;
             }
         }
+        recycle.send(batch);
     }
     if let Some(e) = batch_err {
         return Err(e);

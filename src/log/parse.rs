@@ -6,7 +6,7 @@
 //! reachable through [`Batch::lines`], and the buffers they point into are
 //! heap allocations owned by the same batch that never move or change.
 
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
 use crate::json::Value;
@@ -51,21 +51,36 @@ pub enum Msg {
     Error(LoadError),
 }
 
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 64 << 10;
+
+/// Hands finished batches back to the parsing thread, which frees them: the
+/// memory goes back to the allocator arena it came from without contention.
+pub struct Recycler(Sender<Batch>);
+
+impl Recycler {
+    /// Give a batch back (dropped here if the parsing thread is gone).
+    pub fn send(&self, batch: Batch) {
+        let _ = self.0.send(batch);
+    }
+}
 
 /// Start parsing `reader` on a new thread. The handle returns the reader at
 /// the end (for its torn-tail report).
-pub fn spawn(mut reader: LineReader) -> (Receiver<Msg>, JoinHandle<LineReader>) {
+pub fn spawn(mut reader: LineReader) -> (Receiver<Msg>, Recycler, JoinHandle<LineReader>) {
     let (tx, rx) = sync_channel::<Msg>(2);
+    let (rtx, rrx) = channel::<Batch>();
     let handle = std::thread::spawn(move || {
-        run(&mut reader, &tx);
+        run(&mut reader, &tx, &rrx);
         reader
     });
-    (rx, handle)
+    (rx, Recycler(rtx), handle)
 }
 
-fn run(reader: &mut LineReader, tx: &SyncSender<Msg>) {
+fn run(reader: &mut LineReader, tx: &SyncSender<Msg>, recycled: &Receiver<Batch>) {
     loop {
+        while let Ok(old) = recycled.try_recv() {
+            drop(old);
+        }
         let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
         let mut spans: Vec<(u64, u64, usize, usize, bool)> = Vec::new();
         let mut done = false;

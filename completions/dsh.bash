@@ -28,6 +28,9 @@ _dsh() {
             dsh,help)
                 cmd="dsh__subcmd__help"
                 ;;
+            dsh,load)
+                cmd="dsh__subcmd__load"
+                ;;
             dsh,messages)
                 cmd="dsh__subcmd__messages"
                 ;;
@@ -46,6 +49,9 @@ _dsh() {
             dsh__subcmd__help,help)
                 cmd="dsh__subcmd__help__subcmd__help"
                 ;;
+            dsh__subcmd__help,load)
+                cmd="dsh__subcmd__help__subcmd__load"
+                ;;
             dsh__subcmd__help,messages)
                 cmd="dsh__subcmd__help__subcmd__messages"
                 ;;
@@ -59,7 +65,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events completions help"
+            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events load completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -147,7 +153,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header events completions help"
+            opts="surface messages header events load completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -216,6 +222,20 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__help__subcmd__load)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__help__subcmd__messages)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -237,6 +257,24 @@ _dsh() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__load)
+            opts="-q -h -V --json --lenient --quiet --home --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

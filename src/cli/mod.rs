@@ -62,6 +62,8 @@ pub enum Command {
     Header(commands::header::HeaderArgs),
     /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
+    /// Show what reading produced: header, event counts, closers, tolerances.
+    Load(commands::load::LoadArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -86,6 +88,7 @@ pub fn run() -> ExitCode {
         Command::Messages(a) => commands::messages::run(&mut ctx, a),
         Command::Header(a) => commands::header::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
+        Command::Load(a) => commands::load::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

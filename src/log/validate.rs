@@ -4,16 +4,6 @@
 use crate::event::{Event, Kind};
 use crate::json::Value;
 
-const ENVELOPE_KEYS: [&str; 7] = [
-    "type",
-    "seq",
-    "time",
-    "data",
-    "surfaceOp",
-    "sourceEventSeqs",
-    "ignorable",
-];
-
 /// What one pass over an envelope learnt.
 #[derive(Debug, Clone, Copy)]
 pub struct Envelope {

@@ -25,6 +25,10 @@ pub fn for_each_message(
 }
 
 /// Write `deriveMessages()` as a compact JSON array, streaming.
+///
+/// A message whose line is exactly what `JSON.stringify` writes is copied
+/// from the file as it is; any other is parsed and re-serialised. Both give
+/// the same bytes.
 pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Result<(), LoadError> {
     let io = |e: std::io::Error| {
         LoadError::new(crate::log::LoadErrorKind::Io, format!("cannot write: {e}"))
@@ -32,15 +36,34 @@ pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Res
     out.write_all(b"[").map_err(io)?;
     let mut first = true;
     let mut buf = String::new();
-    for_each_message(log, &mut |_, m| {
-        buf.clear();
+    let mut line = Vec::new();
+    let mut file = None;
+    for node in &log.surface.nodes {
+        if !node.derives {
+            continue;
+        }
         if !first {
-            buf.push(',');
+            out.write_all(b",").map_err(io)?;
         }
         first = false;
-        m.write_json(&mut buf);
-        out.write_all(buf.as_bytes()).map_err(io)
-    })?;
+        if node.canonical_line && log.read_span(&node.body, &mut file, &mut line)? {
+            let path: &[&str] = if node.kind == crate::event::Kind::UserMessage {
+                &["data"]
+            } else {
+                &["data", "message"]
+            };
+            if let Some((a, b)) = crate::json::member_span(&line, path) {
+                out.write_all(&line[a..b]).map_err(io)?;
+                continue;
+            }
+        }
+        let ev = log.read_body(&node.body, node.seq, &mut file)?;
+        if let Some(m) = project(&ev) {
+            buf.clear();
+            m.write_json(&mut buf);
+            out.write_all(buf.as_bytes()).map_err(io)?;
+        }
+    }
     out.write_all(b"]\n").map_err(io)?;
     Ok(())
 }

@@ -547,14 +547,26 @@ pub fn js_number(n: f64, out: &mut String) {
 impl<'a> Value<'a> {
     /// Parse one complete JSON text (surrounding whitespace allowed).
     pub fn parse(text: &'a [u8]) -> Result<Value<'a>, ParseError> {
-        let mut p = Parser { b: text, i: 0 };
+        Self::parse_canonical(text).map(|(v, _)| v)
+    }
+
+    /// Parse, and tell whether the text is exactly what `JSON.stringify`
+    /// writes for the value (no whitespace, JavaScript's escapes and number
+    /// spelling, no duplicate keys). For such a text any member's bytes can
+    /// be copied instead of re-serialised.
+    pub fn parse_canonical(text: &'a [u8]) -> Result<(Value<'a>, bool), ParseError> {
+        let mut p = Parser {
+            b: text,
+            i: 0,
+            canonical: true,
+        };
         p.ws();
         let v = p.value(0)?;
         p.ws();
         if p.i != p.b.len() {
             return Err(p.err("unexpected text after the JSON value"));
         }
-        Ok(v)
+        Ok((v, p.canonical))
     }
 
     /// Deep copy into an owned value.
@@ -892,9 +904,56 @@ impl<T: Into<Value<'static>>> From<Option<T>> for Value<'static> {
 
 const MAX_DEPTH: usize = 512;
 
+/// Byte range of the value reached by following object keys `path` from the
+/// top of a valid JSON text, without building values (e.g. `["data",
+/// "message"]`). Keys are compared as raw (unescaped) source text.
+pub fn member_span(text: &[u8], path: &[&str]) -> Option<(usize, usize)> {
+    let mut p = Parser {
+        b: text,
+        i: 0,
+        canonical: true,
+    };
+    let mut start = 0;
+    let mut end = text.len();
+    for key in path {
+        p.i = start;
+        p.ws();
+        if p.b.get(p.i) != Some(&b'{') {
+            return None;
+        }
+        p.i += 1;
+        let mut found = None;
+        loop {
+            p.ws();
+            if p.b.get(p.i) != Some(&b'"') {
+                break;
+            }
+            let k = p.string().ok()?;
+            p.ws();
+            p.i += 1; // ':'
+            p.ws();
+            let vs = p.i;
+            p.skip_value(0).ok()?;
+            if !k.escaped && &*k.raw == key.as_bytes() {
+                found = Some((vs, p.i)); // the last one wins, as in parsing
+            }
+            p.ws();
+            if p.b.get(p.i) == Some(&b',') {
+                p.i += 1;
+            } else {
+                break;
+            }
+        }
+        (start, end) = found?;
+    }
+    Some((start, end))
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
+    /// Nothing seen so far that `JSON.stringify` would write differently.
+    canonical: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -906,7 +965,10 @@ impl<'a> Parser<'a> {
     fn ws(&mut self) {
         while self.i < self.b.len() {
             match self.b[self.i] {
-                b' ' | b'\t' | b'\n' | b'\r' => self.i += 1,
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    self.i += 1;
+                    self.canonical = false;
+                }
                 _ => break,
             }
         }
@@ -928,6 +990,34 @@ impl<'a> Parser<'a> {
             b'n' => self.lit(b"null", Value::Null),
             b'-' | b'0'..=b'9' => self.number(),
             _ => Err(self.err("unexpected character")),
+        }
+    }
+
+    /// Skip one value without building it.
+    fn skip_value(&mut self, depth: usize) -> Result<(), ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("nesting too deep"));
+        }
+        match self.b.get(self.i) {
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b'{') | Some(b'[') => {
+                let close = if self.b[self.i] == b'{' { b'}' } else { b']' };
+                self.i += 1;
+                loop {
+                    self.ws();
+                    match self.b.get(self.i) {
+                        Some(c) if *c == close => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        Some(b',') | Some(b':') => self.i += 1,
+                        Some(_) => self.skip_value(depth + 1)?,
+                        None => return Err(self.err("unexpected end of JSON input")),
+                    }
+                }
+            }
+            Some(_) => self.value(depth).map(|_| ()),
+            None => Err(self.err("unexpected end of JSON input")),
         }
     }
 
@@ -996,11 +1086,22 @@ impl<'a> Parser<'a> {
             for &d in &b[int_start..int_end] {
                 v = v * 10 + (d - b'0') as u64;
             }
+            if neg && v == 0 {
+                self.canonical = false; // -0 prints as 0
+            }
             let f = v as f64;
             return Ok(Value::Num(if neg { -f } else { f }));
         }
         let s = unsafe { std::str::from_utf8_unchecked(&b[start..i]) };
-        Ok(Value::Num(s.parse::<f64>().unwrap_or(f64::NAN)))
+        let f = s.parse::<f64>().unwrap_or(f64::NAN);
+        if self.canonical {
+            let mut js = String::new();
+            js_number(f, &mut js);
+            if js != s {
+                self.canonical = false;
+            }
+        }
+        Ok(Value::Num(f))
     }
 
     fn string(&mut self) -> Result<JStr<'a>, ParseError> {
@@ -1037,12 +1138,19 @@ impl<'a> Parser<'a> {
                     escaped = true;
                     let e = b.get(self.i + 1).copied();
                     match e {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 2,
+                        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 2,
+                        Some(b'/') => {
+                            self.canonical = false;
+                            self.i += 2
+                        }
                         Some(b'u') => {
                             let h = b.get(self.i + 2..self.i + 6);
                             if h.is_none_or(|h| !h.iter().all(|c| c.is_ascii_hexdigit())) {
                                 self.i += 2;
                                 return Err(self.err("bad Unicode escape"));
+                            }
+                            if self.canonical && !self.canonical_u_escape() {
+                                self.canonical = false;
                             }
                             self.i += 6;
                         }
@@ -1055,6 +1163,32 @@ impl<'a> Parser<'a> {
                 Some(_) => return Err(self.err("bad control character in string literal")),
             }
         }
+    }
+
+    /// Whether the `\\uXXXX` escape at `self.i` is how `JSON.stringify`
+    /// writes that unit: lower-case hex, and only for control characters
+    /// without a short escape or for a lone surrogate.
+    fn canonical_u_escape(&self) -> bool {
+        let h = &self.b[self.i + 2..self.i + 6];
+        if h.iter().any(|c| c.is_ascii_uppercase()) {
+            return false;
+        }
+        let u = hex4(h);
+        if u < 0x20 {
+            return !matches!(u, 0x08 | 0x09 | 0x0A | 0x0C | 0x0D);
+        }
+        if (0xD800..0xDC00).contains(&u) {
+            // A high surrogate followed by a low one is a pair: written literally.
+            let next = self.b.get(self.i + 6..self.i + 12);
+            return !next.is_some_and(|n| {
+                n[0] == b'\\'
+                    && n[1] == b'u'
+                    && n[2..].iter().all(|c| c.is_ascii_hexdigit())
+                    && (0xDC00..0xE000).contains(&hex4(&n[2..]))
+            });
+        }
+        // A lone low surrogate stays escaped; anything else is written literally.
+        (0xDC00..0xE000).contains(&u)
     }
 
     fn array(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
@@ -1104,6 +1238,7 @@ impl<'a> Parser<'a> {
             // Duplicate keys: the last value wins, at the first key's position.
             if let Some(slot) = members.iter_mut().find(|(k2, _)| k2.same(&k)) {
                 slot.1 = v;
+                self.canonical = false;
             } else {
                 members.push((k, v));
             }
@@ -1200,6 +1335,41 @@ mod tests {
         assert_eq!(v.as_jstr().unwrap().len16(), s.encode_utf16().count());
         let plain = JStr::from_text(s.clone());
         assert_eq!(plain.len16(), s.encode_utf16().count());
+    }
+
+    #[test]
+    fn canonical_texts_are_recognised() {
+        for (s, want) in [
+            (r#"{"a":[1,"x\n\u0001"],"b":1.5}"#, true),
+            (r#"{"a": 1}"#, false),
+            (r#"{"a":1.0}"#, false),
+            (r#"{"a":-0}"#, false),
+            (r#"{"a":"\/"}"#, false),
+            (r#"{"a":"\u00e9"}"#, false),
+            (r#"{"a":"\u001F"}"#, false),
+            (r#"{"a":"\ud800"}"#, true),
+            (r#"{"a":"\ud83d\ude80"}"#, false),
+            (r#"{"a":1,"a":2}"#, false),
+            (r#"{"a":1e21}"#, false),
+            (r#"{"a":1e+21}"#, true),
+        ] {
+            let (v, c) = Value::parse_canonical(s.as_bytes()).unwrap();
+            assert_eq!(c, want, "{s}");
+            if c {
+                assert_eq!(v.to_json(), s);
+            }
+        }
+    }
+
+    #[test]
+    fn member_spans() {
+        let s =
+            br#"{"type":"x","data":{"turn":1,"message":{"id":"m","content":[{"a":"}"}]}},"seq":3}"#;
+        let (a, b) = member_span(s, &["data", "message"]).unwrap();
+        assert_eq!(&s[a..b], br#"{"id":"m","content":[{"a":"}"}]}"#);
+        let (a, b) = member_span(s, &["seq"]).unwrap();
+        assert_eq!(&s[a..b], b"3");
+        assert!(member_span(s, &["nope"]).is_none());
     }
 
     #[test]

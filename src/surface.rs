@@ -51,6 +51,9 @@ pub struct Node {
     rewrite_key: u64,
     /// Where to find the event again.
     pub body: NodeBody,
+    /// The node's line is exactly what `JSON.stringify` writes, so its
+    /// message can be copied from the file instead of re-serialised.
+    pub canonical_line: bool,
 }
 
 /// One replace op as applied (`foldSurface(...).replacements`).
@@ -338,6 +341,7 @@ impl Surface {
             tool_calls: facts.tool_calls,
             rewrite_key: rewrite,
             body,
+            canonical_line: false,
         };
         match op {
             SurfaceOp::Append => {

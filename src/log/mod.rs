@@ -172,6 +172,34 @@ impl LoadedLog {
         Ok(out)
     }
 
+    /// The raw bytes of a node's line, when it is a span of a plain file.
+    pub fn read_span(
+        &self,
+        body: &NodeBody,
+        file: &mut Option<std::fs::File>,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, LoadError> {
+        let NodeBody::Span { offset, len } = body else {
+            return Ok(false);
+        };
+        let Some(path) = self.source.path() else {
+            return Ok(false);
+        };
+        if file.is_none() {
+            *file = Some(std::fs::File::open(path).map_err(|e| {
+                LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
+            })?);
+        }
+        let f = file.as_mut().unwrap();
+        buf.resize(*len as usize, 0);
+        f.seek(SeekFrom::Start(*offset))
+            .and_then(|_| f.read_exact(buf))
+            .map_err(|e| {
+                LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
+            })?;
+        Ok(true)
+    }
+
     /// Re-read one node body.
     pub fn read_body(
         &self,
@@ -254,7 +282,7 @@ impl Pipeline<'_> {
     fn process<'a>(
         &mut self,
         mut ev: Event<'a>,
-        span: Option<(u64, u32)>,
+        span: Option<(u64, u32, bool)>,
         synthetic: bool,
     ) -> Result<Event<'a>, LoadError> {
         let at = |e: LoadError, ev: &Event<'_>| {
@@ -307,8 +335,10 @@ impl Pipeline<'_> {
             Some(op) => {
                 let facts = node_facts(&ev);
                 let upgraded_or_synthetic = synthetic || upgraded || span.is_none();
+                let mut canonical = false;
                 let body = match span {
-                    Some((offset, len)) if self.span_bodies && !upgraded_or_synthetic => {
+                    Some((offset, len, c)) if self.span_bodies && !upgraded_or_synthetic => {
+                        canonical = c;
                         NodeBody::Span { offset, len }
                     }
                     _ => NodeBody::Owned(Arc::new(ev.to_owned_event())),
@@ -317,6 +347,9 @@ impl Pipeline<'_> {
                     .surface
                     .apply(&ev, op, facts, body)
                     .map_err(|e| at(failed_validation(&self.id, ev.seq, &e.message), &ev))?;
+                if canonical {
+                    self.surface.nodes[applied.position].canonical_line = true;
+                }
                 Some(applied)
             }
         };
@@ -410,6 +443,7 @@ fn load_inner(
             // Values parsed by the parsing thread go back into the batch, so
             // that thread frees what it allocated.
             let mut plain_line = false;
+            let canonical = line.canonical;
             let records: Result<Vec<Value<'_>>, String> = match line.value.take() {
                 None => Err(format!("unparsable committed event at line {}", no - 1)),
                 Some(v) if packed::is_row(&v) => {
@@ -499,7 +533,7 @@ fn load_inner(
                     line: no,
                     value: r,
                 };
-                let span = single.then_some((offset, len as u32));
+                let span = single.then_some((offset, len as u32, canonical));
                 let back = p.process(ev, span, false).map_err(raw_note)?;
                 if plain_line {
                     line.value = Some(back.value);

@@ -26,6 +26,8 @@ pub struct ParsedLine {
     pub strict: bool,
     /// The JSON value, or `None` when the line is not JSON.
     pub value: Option<Value<'static>>,
+    /// The line is exactly what `JSON.stringify` writes for its value.
+    pub canonical: bool,
 }
 
 /// A run of parsed lines and the bytes their values borrow.
@@ -123,12 +125,17 @@ fn run(reader: &mut LineReader, tx: &SyncSender<Msg>, recycled: &Receiver<Batch>
                     r
                 }
             };
+            let (value, canonical) = match Value::parse_canonical(src) {
+                Ok((v, c)) => (Some(v), c && src.len() == bytes.len()),
+                Err(_) => (None, false),
+            };
             lines.push(ParsedLine {
                 no,
                 offset,
                 len: len as u32,
                 strict,
-                value: Value::parse(src).ok(),
+                value,
+                canonical,
             });
         }
         let batch = Batch {

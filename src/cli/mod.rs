@@ -59,6 +59,8 @@ pub enum Command {
     Header(commands::header::HeaderArgs),
     /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
+    /// Audit logs against every check of the compaction spec (all violations).
+    Verify(commands::verify::VerifyArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -83,6 +85,7 @@ pub fn run() -> ExitCode {
         Command::Messages(a) => commands::messages::run(&mut ctx, a),
         Command::Header(a) => commands::header::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
+        Command::Verify(a) => commands::verify::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

@@ -5,3 +5,4 @@ pub mod events;
 pub mod header;
 pub mod messages;
 pub mod surface;
+pub mod verify;

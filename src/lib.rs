@@ -16,6 +16,7 @@
 
 pub mod derive;
 pub mod event;
+pub mod g3;
 pub mod json;
 pub mod log;
 pub mod meter;

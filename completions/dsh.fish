@@ -83,6 +83,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home dir
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l deny-warnings -d 'Warnings count as violations (exit 1)'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l exit-zero -d 'Exit 0 even when violations are found (refused logs still exit 3), for report-only CI steps and comparisons with the reference, whose verification succeeds with a list of violations'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l list-checks -d 'Print every check (id, severity, spec section, reference package, what it requires) and exit'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s q -l quiet -d 'Do not print warnings on stderr'

@@ -64,7 +64,6 @@ pub enum Command {
     Events(commands::events::EventsArgs),
     /// Show what reading produced: header, event counts, closers, tolerances.
     Load(commands::load::LoadArgs),
-    /// Audit logs against every check of the compaction spec (all violations).
     Verify(commands::verify::VerifyArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),

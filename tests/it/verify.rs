@@ -1136,3 +1136,31 @@ fn cli_all_audits_the_home_and_usage_errors_exit_2() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn cli_lists_every_check() {
+    let out = dsh()
+        .args(["verify", "--list-checks", "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: J = serde_json::from_slice(&out).unwrap();
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), CheckId::ALL.len());
+    let sess3 = checks.iter().find(|c| c["check"] == "V-SESS-3").unwrap();
+    assert_eq!(sess3["severity"], "error");
+    assert_eq!(sess3["package"], "@deepseek-ai/dsh-session");
+    let prv5 = checks.iter().find(|c| c["check"] == "V-PRV-5").unwrap();
+    assert_eq!(prv5["severity"], "warning");
+    assert_eq!(prv5["package"], J::Null);
+    let out = dsh()
+        .args(["verify", "--list-checks"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8(out).unwrap().contains("V-CMP-7"));
+}

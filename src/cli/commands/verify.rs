@@ -12,10 +12,13 @@ use dsh::verify::{CheckId, Finding, REFERENCE_COMPANIONS, Report, Severity, Verd
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
+use crate::cli::render;
 
-/// Audit session logs: every check of the compaction spec's §7 checklist,
-/// reporting all violations (not just the first), each with a stable check
-/// id, a severity, the file, seq and line, and one sentence.
+/// Audit logs against every check of the compaction spec (all violations).
+///
+/// Runs every check of the compaction spec's §7 checklist and reports all
+/// violations (not just the first), each with a stable check id, a severity,
+/// the file, seq and line, and one sentence.
 ///
 /// Checks: V-LOG-1…3 and V-ENV-1…4, V-SURF-1…5 (load boundary: the log is
 /// refused), V-SESS-1…6 (turn/step enclosure, tool call/result pairing),
@@ -30,6 +33,8 @@ use crate::cli::many::run_many;
 ///
 /// Exit status: 0 clean, 1 violations (errors; with --deny-warnings also
 /// warnings), 3 a log is unreadable or refused, 2 usage.
+///
+/// `--list-checks` prints the full list with what each check requires.
 ///
 /// With --json, one log prints `{"file", "verdict", "checked", "violations",
 /// "findings": [{"check","severity","section","package"?,"file","seq","line",
@@ -63,6 +68,10 @@ pub struct VerifyArgs {
     /// Logs checked at once (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
     pub jobs: usize,
+    /// Print every check (id, severity, spec section, reference package,
+    /// what it requires) and exit.
+    #[arg(long)]
+    pub list_checks: bool,
 }
 
 /// Output format.
@@ -96,6 +105,10 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         (true, _) => Format::Json,
         (false, f) => f,
     };
+    if args.list_checks {
+        list_checks(ctx, format)?;
+        return Ok(Status::Ok);
+    }
     let mut inputs = args.logs.clone();
     if args.all {
         let Some(home) = &ctx.home else {
@@ -168,6 +181,39 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         Format::Human => print_out(&human(&reports, args.deny_warnings))?,
     }
     Ok(status)
+}
+
+/// `--list-checks`.
+fn list_checks(ctx: &Ctx, format: Format) -> Result<()> {
+    if format == Format::Json {
+        let checks: Vec<OwnedValue> = CheckId::ALL
+            .iter()
+            .map(|c| {
+                Value::obj()
+                    .with("check", c.as_str().into())
+                    .with("severity", c.severity().as_str().into())
+                    .with("section", c.section().into())
+                    .with("package", c.package().map(|p| p.to_string()).into())
+                    .with("title", c.title().into())
+            })
+            .collect();
+        let v = Value::obj()
+            .with("checks", Value::Arr(checks))
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+        return Ok(());
+    }
+    let mut t = render::table(&["check", "severity", "section", "requires"]);
+    for c in CheckId::ALL {
+        t.add_row(vec![
+            c.as_str().to_string(),
+            c.severity().to_string(),
+            c.section().to_string(),
+            c.title().to_string(),
+        ]);
+    }
+    print_out(&format!("{t}\n"))?;
+    Ok(())
 }
 
 fn print_out(s: &str) -> std::io::Result<()> {

@@ -268,8 +268,19 @@ pub fn string_from_code_points(cps: &[u32]) -> JStr<'static> {
 
 fn utf16_len_of_utf8(b: &[u8]) -> usize {
     // Every byte that starts a character counts 1; 4-byte sequences count 2.
+    // ASCII blocks (most text) count one per byte.
     let mut n = 0usize;
-    for &x in b {
+    let mut chunks = b.chunks_exact(32);
+    for c in &mut chunks {
+        if c.is_ascii() {
+            n += 32;
+        } else {
+            for &x in c {
+                n += ((x & 0xC0) != 0x80) as usize + (x >= 0xF0) as usize;
+            }
+        }
+    }
+    for &x in chunks.remainder() {
         n += ((x & 0xC0) != 0x80) as usize + (x >= 0xF0) as usize;
     }
     n
@@ -344,17 +355,14 @@ impl Iterator for EscapedUnits<'_> {
 fn escaped_len16(raw: &[u8]) -> usize {
     let mut n = 0usize;
     let mut i = 0;
-    while i < raw.len() {
-        let c = raw[i];
-        if c == b'\\' {
-            i += if raw[i + 1] == b'u' { 6 } else { 2 };
-            n += 1;
-        } else {
-            n += ((c & 0xC0) != 0x80) as usize + (c >= 0xF0) as usize;
-            i += 1;
-        }
+    while let Some(off) = memchr::memchr(b'\\', &raw[i..]) {
+        n += utf16_len_of_utf8(&raw[i..i + off]);
+        i += off;
+        // One escape is one UTF-16 unit, whatever its spelling.
+        i += if raw[i + 1] == b'u' { 6 } else { 2 };
+        n += 1;
     }
-    n
+    n + utf16_len_of_utf8(&raw[i..])
 }
 
 /// Decode validated escaped source text into UTF-16 units.
@@ -1177,6 +1185,21 @@ mod tests {
         write_escaped_units(&mut via_units, &s.units());
         via_units.push('"');
         assert_eq!(direct, via_units);
+    }
+
+    #[test]
+    fn utf16_length_of_long_mixed_text() {
+        let piece = "plain ascii text, ";
+        let mixed = "é中🙂\n\"";
+        let mut s = String::new();
+        for i in 0..200 {
+            s.push_str(if i % 7 == 0 { mixed } else { piece });
+        }
+        let json = Value::str(s.clone()).to_json();
+        let v = Value::parse(json.as_bytes()).unwrap();
+        assert_eq!(v.as_jstr().unwrap().len16(), s.encode_utf16().count());
+        let plain = JStr::from_text(s.clone());
+        assert_eq!(plain.len16(), s.encode_utf16().count());
     }
 
     #[test]

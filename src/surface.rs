@@ -110,8 +110,19 @@ fn err(rule: &'static str, message: impl Into<String>) -> SurfaceError {
 
 /// Event-local rules R1–R4.
 pub fn check_local(ev: &Event<'_>) -> Result<Option<SurfaceOp>, SurfaceError> {
-    let has_op = ev.value.has("surfaceOp");
-    let has_src = ev.value.has("sourceEventSeqs");
+    check_local_with(
+        ev,
+        ev.value.has("surfaceOp"),
+        ev.value.has("sourceEventSeqs"),
+    )
+}
+
+/// [`check_local`] when the envelope was already scanned.
+pub fn check_local_with(
+    ev: &Event<'_>,
+    has_op: bool,
+    has_src: bool,
+) -> Result<Option<SurfaceOp>, SurfaceError> {
     if !ev.kind.is_surface() {
         if has_op {
             return Err(err(

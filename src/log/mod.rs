@@ -30,7 +30,7 @@ pub use source::LogSource;
 use crate::event::{Event, Kind, OwnedEvent};
 use crate::json::{OwnedValue, Value};
 use crate::request_header::HeaderFold;
-use crate::surface::{Applied, NodeBody, Surface, check_local, node_facts};
+use crate::surface::{Applied, NodeBody, Surface, check_local_with, node_facts};
 
 /// How to read.
 #[derive(Debug, Clone, Default)]
@@ -289,9 +289,10 @@ impl Pipeline<'_> {
             ));
             return Err(at(e, &ev));
         }
-        if let Err(m) = validate::check_envelope(&ev) {
-            return Err(at(failed_validation(&self.id, ev.seq, &m), &ev));
-        }
+        let env = match validate::scan_envelope(&ev) {
+            Ok(env) => env,
+            Err(m) => return Err(at(failed_validation(&self.id, ev.seq, &m), &ev)),
+        };
         if let Err(m) = validate::check_request_header(&ev) {
             let e = LoadError::invalid(format!(
                 "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
@@ -299,7 +300,7 @@ impl Pipeline<'_> {
             ));
             return Err(at(e, &ev));
         }
-        let op = check_local(&ev)
+        let op = check_local_with(&ev, env.has_op, env.has_sources)
             .map_err(|e| at(failed_validation(&self.id, ev.seq, &e.message), &ev))?;
         let applied = match op {
             None => None,
@@ -320,18 +321,23 @@ impl Pipeline<'_> {
             }
         };
         if !synthetic {
-            self.repair.observe(&ev);
+            self.repair.observe_at(&ev, env.time);
         }
-        self.headers.observe(&ev);
+        if matches!(ev.kind, Kind::RequestHeader | Kind::RequestContext) {
+            self.headers.observe(&ev);
+        }
         if ev.kind == Kind::SessionEndSeed {
             self.last_end_seed = Some(ev.seq);
         }
-        *self
-            .event_types
-            .entry(ev.type_name().into_owned())
-            .or_insert(0) += 1;
+        let name = ev.type_name();
+        match self.event_types.get_mut(&*name) {
+            Some(n) => *n += 1,
+            None => {
+                self.event_types.insert(name.into_owned(), 1);
+            }
+        }
         self.last_kind = Some(ev.kind);
-        self.last_time = ev.time();
+        self.last_time = env.time;
         let folded = Folded {
             applied: applied.as_ref(),
             surface: &self.surface,

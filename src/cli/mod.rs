@@ -64,6 +64,7 @@ pub enum Command {
     Events(commands::events::EventsArgs),
     /// Show what reading produced: header, event counts, closers, tolerances.
     Load(commands::load::LoadArgs),
+    // Its help (with the check list and JSON shapes) is VerifyArgs' doc comment.
     Verify(commands::verify::VerifyArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),

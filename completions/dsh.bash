@@ -37,6 +37,9 @@ _dsh() {
             dsh,surface)
                 cmd="dsh__subcmd__surface"
                 ;;
+            dsh,verify)
+                cmd="dsh__subcmd__verify"
+                ;;
             dsh__subcmd__help,completions)
                 cmd="dsh__subcmd__help__subcmd__completions"
                 ;;
@@ -58,6 +61,9 @@ _dsh() {
             dsh__subcmd__help,surface)
                 cmd="dsh__subcmd__help__subcmd__surface"
                 ;;
+            dsh__subcmd__help,verify)
+                cmd="dsh__subcmd__help__subcmd__verify"
+                ;;
             *)
                 ;;
         esac
@@ -65,7 +71,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events load completions help"
+            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events load verify completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,7 +159,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header events load completions help"
+            opts="surface messages header events load verify completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -264,6 +270,20 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__load)
             opts="-q -h -V --json --lenient --quiet --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -311,6 +331,36 @@ _dsh() {
                 return 0
             fi
             case "${prev}" in
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__verify)
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --json --lenient --quiet --home --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "human json github" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --home)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -22,6 +22,7 @@ pub mod log;
 pub mod meter;
 pub mod request_header;
 pub mod surface;
+pub mod verify;
 
 pub use event::{Event, Kind, OwnedEvent};
 pub use json::{OwnedValue, Value};

@@ -64,6 +64,8 @@ pub enum Command {
     Events(commands::events::EventsArgs),
     /// Show what reading produced: header, event counts, closers, tolerances.
     Load(commands::load::LoadArgs),
+    // Its help (with the check list and JSON shapes) is VerifyArgs' doc comment.
+    Verify(commands::verify::VerifyArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -89,6 +91,7 @@ pub fn run() -> ExitCode {
         Command::Header(a) => commands::header::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
         Command::Load(a) => commands::load::run(&mut ctx, a),
+        Command::Verify(a) => commands::verify::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

@@ -7,3 +7,4 @@ mod completions;
 mod conformance;
 mod foundation;
 mod g3;
+mod verify;

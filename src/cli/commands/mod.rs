@@ -6,3 +6,4 @@ pub mod header;
 pub mod load;
 pub mod messages;
 pub mod surface;
+pub mod verify;

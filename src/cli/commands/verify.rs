@@ -1,0 +1,487 @@
+//! `dsh verify`: audit logs against every check of compaction spec §7.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use dsh::LogSource;
+use dsh::json::{OwnedValue, Value};
+use dsh::verify::{CheckId, Finding, REFERENCE_COMPANIONS, Report, Severity, Verdict};
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::many::run_many;
+use crate::cli::render;
+
+/// Audit logs against every check of the compaction spec (all violations).
+///
+/// Runs every check of the compaction spec's §7 checklist and reports all
+/// violations (not just the first), each with a stable check id, a severity,
+/// the file, seq and line, and one sentence.
+///
+/// Checks: V-LOG-1…3 and V-ENV-1…4, V-SURF-1…5 (load boundary: the log is
+/// refused), V-SESS-1…6 (turn/step enclosure, tool call/result pairing),
+/// V-CMP-1…7 (compaction brackets), V-CMD-1…3 (command pairing), all errors;
+/// V-PRV-1…13 (provenance the reference writers guarantee), warnings. Error
+/// checks are exactly those the reference enforces, so a log has violations
+/// for dsh exactly when it has them for the reference.
+///
+/// LOG may be a file, `-`, a session directory or id, or a directory tree
+/// (every session under it); `--all` audits every session under $DSH_HOME.
+/// Logs are checked in parallel; a bad file is reported and the rest go on.
+///
+/// Exit status: 0 clean, 1 violations (errors; with --deny-warnings also
+/// warnings), 3 a log is unreadable or refused, 2 usage.
+///
+/// `--list-checks` prints the full list with what each check requires.
+///
+/// With --json, one log prints `{"file", "verdict", "checked", "violations",
+/// "findings": [{"check","severity","section","package"?,"file","seq","line",
+/// "synthetic","message"}], "counts": {"error","warning"}, "events",
+/// "closers", "endSeedAppended", "loadWarnings", "schema_version"}`, where
+/// `checked`/`violations` are the reference's shape (its first violation per
+/// invariant package); a refused log prints `{"error", "kind", "stage",
+/// "file", "line"?, "seq"?, "verdict": "refused", "findings", …}`. Several
+/// logs print `{"files": [those], "summary": {"files","clean","violations",
+/// "refused","errors","warnings"}, "verdict", "schema_version"}`.
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Logs to audit.
+    #[arg(value_name = "LOG")]
+    pub logs: Vec<String>,
+    /// Audit every session under $DSH_HOME.
+    #[arg(long)]
+    pub all: bool,
+    /// Output: a grouped report, JSON (same as --json), or GitHub workflow
+    /// annotations (`::error file=…,line=…::…`).
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Warnings count as violations (exit 1).
+    #[arg(long)]
+    pub deny_warnings: bool,
+    /// Exit 0 even when violations are found (refused logs still exit 3),
+    /// for report-only CI steps and comparisons with the reference, whose
+    /// verification succeeds with a list of violations.
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// Logs checked at once (0: one per core).
+    #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
+    pub jobs: usize,
+    /// Print every check (id, severity, spec section, reference package,
+    /// what it requires) and exit.
+    #[arg(long)]
+    pub list_checks: bool,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Grouped, readable report.
+    Human,
+    /// One JSON document.
+    Json,
+    /// GitHub Actions workflow commands.
+    Github,
+}
+
+/// What to audit: each entry is a log, or an argument that did not resolve.
+enum Target {
+    Log(LogSource),
+    Unresolved(String, dsh::LoadError),
+}
+
+fn is_tree(arg: &str) -> bool {
+    let p = Path::new(arg);
+    arg != "-" && p.is_dir() && dsh::log::source::session_file_in(p).is_none()
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
+    let format = match (ctx.json, args.format) {
+        (true, Format::Github) => {
+            return Err(UsageError("--json and --format github exclude each other".into()).into());
+        }
+        (true, _) => Format::Json,
+        (false, f) => f,
+    };
+    if args.list_checks {
+        list_checks(ctx, format)?;
+        return Ok(Status::Ok);
+    }
+    let mut inputs = args.logs.clone();
+    if args.all {
+        let Some(home) = &ctx.home else {
+            return Err(UsageError("--all needs $DSH_HOME (or --home)".into()).into());
+        };
+        inputs.push(home.display().to_string());
+    }
+    if inputs.is_empty() {
+        return Err(UsageError("name at least one LOG, or pass --all".into()).into());
+    }
+    let single = inputs.len() == 1 && !args.all && !is_tree(&inputs[0]);
+    let mut targets = Vec::new();
+    for arg in &inputs {
+        match dsh::log::source::resolve_many(arg, ctx.home.as_deref()) {
+            Ok(found) => targets.extend(found.into_iter().map(Target::Log)),
+            Err(e) => targets.push(Target::Unresolved(arg.clone(), e)),
+        }
+    }
+    let sources: Vec<LogSource> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::Log(s) => Some(s.clone()),
+            Target::Unresolved(..) => None,
+        })
+        .collect();
+    let opts = ctx.load_options();
+    let job = |s: &LogSource| -> Result<Report, std::convert::Infallible> {
+        Ok(dsh::verify::verify(s, &opts))
+    };
+    let mut checked = run_many(ctx, &sources, args.jobs, "verifying", &job).into_iter();
+    let reports: Vec<Report> = targets
+        .into_iter()
+        .map(|t| match t {
+            Target::Log(_) => match checked.next() {
+                Some(Ok(r)) => r,
+                Some(Err(never)) => match never {},
+                None => unreachable!("one report per source"),
+            },
+            Target::Unresolved(arg, e) => Report::refused(arg, e),
+        })
+        .collect();
+
+    let mut status = Status::Ok;
+    for r in &reports {
+        status = status.worst(match r.verdict(args.deny_warnings) {
+            Verdict::Clean => Status::Ok,
+            Verdict::Violations if args.exit_zero => Status::Ok,
+            Verdict::Violations => Status::Findings,
+            Verdict::Refused => Status::InvalidLog,
+        });
+    }
+    if !ctx.quiet && format != Format::Json {
+        for r in &reports {
+            for n in &r.notes {
+                eprintln!("dsh: warning: {}: {n}", r.file);
+            }
+        }
+    }
+    match format {
+        Format::Json => {
+            let v = if single {
+                report_json(&reports[0], args.deny_warnings)
+                    .with("schema_version", SCHEMA_VERSION.into())
+            } else {
+                many_json(&reports, args.deny_warnings)
+            };
+            ctx.print_json(&v)?;
+        }
+        Format::Github => print_out(&github(&reports, args.deny_warnings))?,
+        Format::Human => print_out(&human(&reports, args.deny_warnings))?,
+    }
+    Ok(status)
+}
+
+/// `--list-checks`.
+fn list_checks(ctx: &Ctx, format: Format) -> Result<()> {
+    if format == Format::Json {
+        let checks: Vec<OwnedValue> = CheckId::ALL
+            .iter()
+            .map(|c| {
+                Value::obj()
+                    .with("check", c.as_str().into())
+                    .with("severity", c.severity().as_str().into())
+                    .with("section", c.section().into())
+                    .with("package", c.package().map(|p| p.to_string()).into())
+                    .with("title", c.title().into())
+            })
+            .collect();
+        let v = Value::obj()
+            .with("checks", Value::Arr(checks))
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+        return Ok(());
+    }
+    let mut t = render::table(&["check", "severity", "section", "requires"]);
+    for c in CheckId::ALL {
+        t.add_row(vec![
+            c.as_str().to_string(),
+            c.severity().to_string(),
+            c.section().to_string(),
+            c.title().to_string(),
+        ]);
+    }
+    print_out(&format!("{t}\n"))?;
+    Ok(())
+}
+
+fn print_out(s: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())?;
+    out.flush()
+}
+
+fn opt(v: Option<u64>) -> OwnedValue {
+    v.map(Value::from).unwrap_or(Value::Null)
+}
+
+fn finding_json(f: &Finding) -> OwnedValue {
+    let mut v = Value::obj()
+        .with("check", f.check.as_str().into())
+        .with("severity", f.severity.as_str().into())
+        .with("section", f.check.section().into());
+    if let Some(p) = f.check.package() {
+        v = v.with("package", p.into());
+    }
+    v.with("file", f.file.as_str().into())
+        .with("seq", opt(f.seq))
+        .with("line", opt(f.line))
+        .with("synthetic", f.synthetic.into())
+        .with("message", f.message.as_str().into())
+}
+
+/// One log's document (without `schema_version`).
+fn report_json(r: &Report, deny_warnings: bool) -> OwnedValue {
+    let findings: Vec<OwnedValue> = r.findings.iter().map(finding_json).collect();
+    let counts = Value::obj()
+        .with("error", r.count(Severity::Error).into())
+        .with("warning", r.count(Severity::Warning).into());
+    let verdict = r.verdict(deny_warnings).as_str();
+    if let Some(e) = &r.refusal {
+        let mut v = load_error_json(e);
+        v.remove("schema_version");
+        if v.get("file").is_none() {
+            v = v.with("file", r.file.as_str().into());
+        }
+        return v
+            .with("verdict", verdict.into())
+            .with("findings", Value::Arr(findings))
+            .with("counts", counts);
+    }
+    let violations: Vec<OwnedValue> = r
+        .reference_violations()
+        .into_iter()
+        .map(|rv| {
+            Value::obj()
+                .with("package", rv.package.into())
+                .with("message", rv.message.into())
+        })
+        .collect();
+    let notes: Vec<OwnedValue> = r.notes.iter().map(|n| n.as_str().into()).collect();
+    Value::obj()
+        .with("file", r.file.as_str().into())
+        .with("verdict", verdict.into())
+        .with("checked", REFERENCE_COMPANIONS.to_vec().into())
+        .with("violations", Value::Arr(violations))
+        .with("findings", Value::Arr(findings))
+        .with("counts", counts)
+        .with("events", r.events.into())
+        .with("closers", r.closers.into())
+        .with("endSeedAppended", r.end_seed_appended.into())
+        .with("loadWarnings", Value::Arr(notes))
+}
+
+#[derive(Default)]
+struct Totals {
+    clean: usize,
+    violations: usize,
+    refused: usize,
+    errors: usize,
+    warnings: usize,
+}
+
+fn totals(reports: &[Report], deny_warnings: bool) -> Totals {
+    let mut t = Totals::default();
+    for r in reports {
+        match r.verdict(deny_warnings) {
+            Verdict::Clean => t.clean += 1,
+            Verdict::Violations => t.violations += 1,
+            Verdict::Refused => t.refused += 1,
+        }
+        t.errors += r.count(Severity::Error);
+        t.warnings += r.count(Severity::Warning);
+    }
+    t
+}
+
+fn overall(t: &Totals) -> Verdict {
+    if t.refused > 0 {
+        Verdict::Refused
+    } else if t.violations > 0 {
+        Verdict::Violations
+    } else {
+        Verdict::Clean
+    }
+}
+
+fn many_json(reports: &[Report], deny_warnings: bool) -> OwnedValue {
+    let files: Vec<OwnedValue> = reports
+        .iter()
+        .map(|r| report_json(r, deny_warnings))
+        .collect();
+    let t = totals(reports, deny_warnings);
+    let summary = Value::obj()
+        .with("files", reports.len().into())
+        .with("clean", t.clean.into())
+        .with("violations", t.violations.into())
+        .with("refused", t.refused.into())
+        .with("errors", t.errors.into())
+        .with("warnings", t.warnings.into());
+    Value::obj()
+        .with("files", Value::Arr(files))
+        .with("summary", summary)
+        .with("verdict", overall(&t).as_str().into())
+        .with("schema_version", SCHEMA_VERSION.into())
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn location(f: &Finding) -> String {
+    let mut s = String::new();
+    if let Some(seq) = f.seq {
+        let _ = write!(s, "seq {seq}");
+    }
+    match f.line {
+        Some(l) if s.is_empty() => {
+            let _ = write!(s, "line {l}");
+        }
+        Some(l) => {
+            let _ = write!(s, " (line {l})");
+        }
+        None if f.synthetic => s.push_str(" (in memory, not in the file)"),
+        None => {}
+    }
+    s
+}
+
+/// The readable report: per file, findings grouped by check.
+fn human(reports: &[Report], deny_warnings: bool) -> String {
+    let mut out = String::new();
+    for r in reports {
+        let verdict = r.verdict(deny_warnings);
+        match verdict {
+            Verdict::Refused => {
+                let _ = writeln!(out, "{}: refused", r.file);
+            }
+            _ if r.findings.is_empty() => {
+                let _ = writeln!(out, "{}: clean ({} events)", r.file, r.events);
+                continue;
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "{}: {}, {} ({} events){}",
+                    r.file,
+                    plural(r.count(Severity::Error), "error"),
+                    plural(r.count(Severity::Warning), "warning"),
+                    r.events,
+                    if verdict == Verdict::Clean {
+                        ": clean"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+        let mut groups: BTreeMap<CheckId, Vec<&Finding>> = BTreeMap::new();
+        for f in &r.findings {
+            groups.entry(f.check).or_default().push(f);
+        }
+        for (check, fs) in groups {
+            let section = match check.section() {
+                "" => String::new(),
+                s => format!(", {s}"),
+            };
+            let _ = writeln!(
+                out,
+                "  {check} ({}{section}): {}",
+                check.severity(),
+                check.title()
+            );
+            for f in fs {
+                let loc = location(f);
+                if loc.is_empty() {
+                    let _ = writeln!(out, "    {}", f.message);
+                } else {
+                    let _ = writeln!(out, "    {loc}: {}", f.message);
+                }
+            }
+        }
+    }
+    if reports.len() > 1 {
+        let t = totals(reports, deny_warnings);
+        let _ = writeln!(
+            out,
+            "\n{}: {} clean, {} with violations, {} refused ({}, {})",
+            plural(reports.len(), "log"),
+            t.clean,
+            t.violations,
+            t.refused,
+            plural(t.errors, "error"),
+            plural(t.warnings, "warning")
+        );
+    }
+    out
+}
+
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// GitHub Actions workflow commands, one per finding, then a summary line.
+fn github(reports: &[Report], deny_warnings: bool) -> String {
+    let mut out = String::new();
+    for r in reports {
+        for f in &r.findings {
+            let level = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning if deny_warnings => "error",
+                Severity::Warning => "warning",
+            };
+            let mut props = Vec::new();
+            if f.file != "-" {
+                props.push(format!("file={}", escape_property(&f.file)));
+            }
+            if let Some(l) = f.line {
+                props.push(format!("line={l}"));
+            }
+            props.push(format!("title={}", escape_property(f.check.as_str())));
+            let loc = match f.seq {
+                Some(s) => format!("seq {s}: "),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "::{level} {}::{}",
+                props.join(","),
+                escape_data(&format!("{} {loc}{}", f.check, f.message))
+            );
+        }
+    }
+    let t = totals(reports, deny_warnings);
+    let _ = writeln!(
+        out,
+        "dsh verify: {}: {} clean, {} with violations, {} refused ({}, {})",
+        plural(reports.len(), "log"),
+        t.clean,
+        t.violations,
+        t.refused,
+        plural(t.errors, "error"),
+        plural(t.warnings, "warning")
+    );
+    out
+}

@@ -1,0 +1,139 @@
+//! §7.1 / §7.2: the load-boundary checks are the loader's refusals. The loader
+//! stops at the first; this maps its refusal to the check it broke.
+
+use super::CheckId;
+use crate::log::{LoadError, LoadErrorKind};
+
+/// The check a loader refusal corresponds to.
+pub fn classify_refusal(e: &LoadError) -> CheckId {
+    let m = e.message.as_str();
+    match e.kind {
+        LoadErrorKind::Io | LoadErrorKind::NotFound => return CheckId::Log1,
+        LoadErrorKind::Unsupported => return CheckId::Log3,
+        _ => {}
+    }
+    if m.contains("seq gap") || m.contains("is not contiguous") {
+        return CheckId::Surf1;
+    }
+    if m.contains("unsupported legacy") {
+        return CheckId::Env2;
+    }
+    if m.contains("seed request/header at index") {
+        return CheckId::Env3;
+    }
+    // Per-event validation: "... invalid seed event at index N: <why>".
+    if let Some((_, why)) = m.split_once("invalid seed event at index ")
+        && let Some((_, why)) = why.split_once(": ")
+    {
+        return classify_event_rule(why);
+    }
+    CheckId::Log2
+}
+
+/// The check for one per-event validation message.
+fn classify_event_rule(why: &str) -> CheckId {
+    const ENVELOPE: [&str; 7] = [
+        "event is not an object",
+        "unknown envelope key",
+        "event type must",
+        "event seq must",
+        "event time must",
+        "event data is missing",
+        "ignorable must",
+    ];
+    if ENVELOPE.iter().any(|p| why.contains(p)) {
+        return CheckId::Env1;
+    }
+    if why.contains("tool/result surface replacement") {
+        return CheckId::Surf5;
+    }
+    if why.contains("surface replace") {
+        return CheckId::Surf4;
+    }
+    if why.contains("cannot carry")
+        || why.contains("requires surfaceOp")
+        || why.contains("invalid surfaceOp")
+    {
+        return CheckId::Surf2;
+    }
+    if why.contains("sourceEventSeqs") {
+        return CheckId::Surf3;
+    }
+    if why.contains("message") || why.contains("source") || why.contains("block") {
+        return CheckId::Env4;
+    }
+    CheckId::Log2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(why: &str) -> CheckId {
+        classify_refusal(&LoadError::invalid(format!(
+            "stored session \"s\" failed validation: Error: invalid seed event at index 4: {why}"
+        )))
+    }
+
+    #[test]
+    fn maps_every_loader_rule() {
+        assert_eq!(
+            invalid("event has unknown envelope key \"x\""),
+            CheckId::Env1
+        );
+        assert_eq!(invalid("event time must be a safe integer"), CheckId::Env1);
+        assert_eq!(
+            invalid("user/message message id must be a non-empty string"),
+            CheckId::Env4
+        );
+        assert_eq!(
+            invalid("tool/result source must be {kind:\"tool\", callId}"),
+            CheckId::Env4
+        );
+        assert_eq!(
+            invalid("compaction/start is not a surface event type and cannot carry surfaceOp"),
+            CheckId::Surf2
+        );
+        assert_eq!(invalid("user/message requires surfaceOp"), CheckId::Surf2);
+        assert_eq!(invalid("invalid surfaceOp {\"op\":\"x\"}"), CheckId::Surf2);
+        assert_eq!(invalid("sourceEventSeqs repeats seq 3"), CheckId::Surf3);
+        assert_eq!(
+            invalid("sourceEventSeqs member 9 is not earlier than seq 4"),
+            CheckId::Surf3
+        );
+        assert_eq!(
+            invalid("surface replace: end seq 12 not found in surface"),
+            CheckId::Surf4
+        );
+        assert_eq!(
+            invalid("surface replace must cite shadowed seq 2 in sourceEventSeqs"),
+            CheckId::Surf4
+        );
+        assert_eq!(
+            invalid("tool/result surface replacement may change only content"),
+            CheckId::Surf5
+        );
+        let gap = LoadError::corrupt(
+            "corrupt session log: seq gap in committed region at line 15 (expected 14, got 15)",
+        );
+        assert_eq!(classify_refusal(&gap), CheckId::Surf1);
+        let header = LoadError::corrupt("corrupt session log: first line is not a session header");
+        assert_eq!(classify_refusal(&header), CheckId::Log2);
+        let legacy = LoadError::invalid(
+            "stored session \"s\" failed validation: Error: session \"s\" contains unsupported legacy request/header-delta event at seq 3",
+        );
+        assert_eq!(classify_refusal(&legacy), CheckId::Env2);
+        let ad = LoadError::invalid(
+            "stored session \"s\" failed validation: Error: seed request/header at index 3 has invalid adapterDefaults",
+        );
+        assert_eq!(classify_refusal(&ad), CheckId::Env3);
+        assert_eq!(
+            classify_refusal(&LoadError::unsupported("uses log format v1")),
+            CheckId::Log3
+        );
+        assert_eq!(
+            classify_refusal(&LoadError::new(LoadErrorKind::Io, "cannot open")),
+            CheckId::Log1
+        );
+    }
+}

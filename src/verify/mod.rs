@@ -1,0 +1,325 @@
+//! `dsh verify`: audit a session log against every rule of compaction spec §7
+//! (plus the reference's command-pairing companion), reporting **all**
+//! violations, each with a stable [`CheckId`], a [`Severity`], the file, seq,
+//! line and one sentence.
+//!
+//! The checks run as an [`Observer`] over the loader's single streaming pass,
+//! so memory follows the surface and the open brackets, not the log. After
+//! the pass, [`Verifier::finish`] feeds the `session/end-seed` marker the
+//! reference's seeded session appends in memory (it makes an unmatched
+//! `compaction/start` stale, which changes compaction-invariant outcomes) and
+//! runs the end-of-log checks.
+//!
+//! A log the loader refuses is *refused*: its single finding is the refusal,
+//! mapped to the load-boundary check it broke (§7.1, §7.2; the loader stops at
+//! the first).
+//!
+//! Where the reference companions (`dsh-session`, `dsh-compaction`,
+//! `dsh-commands`) stop at their first violation, the verifier records the
+//! violation and carries on with the state the companion's transition would
+//! have produced, so later violations are found too; the first error per
+//! package is exactly the reference's ([`Report::reference_violations`]).
+//! The companions' own wording is kept for those checks.
+//!
+//! The verdict rule is documented on [`check`]: error-severity findings are
+//! violations, warnings are not (unless denied).
+//!
+//! Not covered here: the token-meter replay checks of §7.5 (V-MTR-*), which
+//! need the meter, and the content half of V-PRV-10 (re-running the pruner),
+//! which needs the pruner.
+
+pub mod check;
+mod commands;
+mod compaction;
+pub mod js;
+mod load;
+mod provenance;
+mod session;
+
+use std::collections::HashSet;
+
+pub use check::{CheckId, REFERENCE_COMPANIONS, Severity};
+pub use load::classify_refusal;
+
+use crate::event::Event;
+use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
+
+/// One violated rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Which check.
+    pub check: CheckId,
+    /// Its severity (the check's).
+    pub severity: Severity,
+    /// The log, as given (`-` for standard input).
+    pub file: String,
+    /// The event's seq, when the finding belongs to one.
+    pub seq: Option<u64>,
+    /// The 1-based physical line of that event (the header is line 1); none
+    /// for events not in the file (crash closers, the end-seed marker).
+    pub line: Option<u64>,
+    /// The event is not in the file: a crash-repair closer or the in-memory
+    /// `session/end-seed` marker.
+    pub synthetic: bool,
+    /// One sentence; the reference's wording where it has one.
+    pub message: String,
+    order: u64,
+}
+
+/// A log's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// No finding that counts.
+    Clean,
+    /// At least one finding that counts.
+    Violations,
+    /// The loader refused the log (or it could not be read).
+    Refused,
+}
+
+impl Verdict {
+    /// `clean`, `violations` or `refused`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Clean => "clean",
+            Verdict::Violations => "violations",
+            Verdict::Refused => "refused",
+        }
+    }
+}
+
+/// One entry of the reference's `violations` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferenceViolation {
+    /// The companion package.
+    pub package: &'static str,
+    /// `invariant violated by "<package>": <message>`.
+    pub message: String,
+}
+
+/// Everything `dsh verify` learnt about one log.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The log, as given.
+    pub file: String,
+    /// Every finding, in log order (seq, then the order the checks ran).
+    pub findings: Vec<Finding>,
+    /// Why the loader refused the log, when it did.
+    pub refusal: Option<LoadError>,
+    /// Events checked: stored events plus crash closers (0 when refused).
+    pub events: u64,
+    /// How many of those were synthetic closers.
+    pub closers: u64,
+    /// Whether the in-memory `session/end-seed` marker was checked too.
+    pub end_seed_appended: bool,
+    /// The loader's notes on an accepted log (torn tail, closers, upgrades,
+    /// tolerances).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// A refused log.
+    pub fn refused(file: impl Into<String>, e: LoadError) -> Report {
+        let file = file.into();
+        let finding = Finding {
+            check: classify_refusal(&e),
+            severity: Severity::Error,
+            file: file.clone(),
+            seq: e.at.seq,
+            line: e.at.line,
+            synthetic: false,
+            message: e.message.clone(),
+            order: 0,
+        };
+        Report {
+            file,
+            findings: vec![finding],
+            refusal: Some(e),
+            events: 0,
+            closers: 0,
+            end_seed_appended: false,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The verdict. Errors always count; warnings count with `deny_warnings`.
+    pub fn verdict(&self, deny_warnings: bool) -> Verdict {
+        if self.refusal.is_some() {
+            return Verdict::Refused;
+        }
+        let counts = |f: &Finding| deny_warnings || f.severity == Severity::Error;
+        if self.findings.iter().any(counts) {
+            Verdict::Violations
+        } else {
+            Verdict::Clean
+        }
+    }
+
+    /// How many findings have this severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count()
+    }
+
+    /// What the reference's verification reports for this (loaded) log: the
+    /// first violation of each invariant companion, in companion order.
+    pub fn reference_violations(&self) -> Vec<ReferenceViolation> {
+        let mut out = Vec::new();
+        for pkg in REFERENCE_COMPANIONS {
+            if let Some(f) = self
+                .findings
+                .iter()
+                .find(|f| f.check.package() == Some(pkg))
+            {
+                out.push(ReferenceViolation {
+                    package: pkg,
+                    message: format!("invariant violated by \"{pkg}\": {}", f.message),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Where the current event sits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At {
+    pub seq: u64,
+    pub line: Option<u64>,
+    pub synthetic: bool,
+}
+
+impl At {
+    fn of(ev: &Event<'_>, synthetic: bool) -> At {
+        At {
+            seq: ev.seq,
+            line: (ev.line > 0).then_some(ev.line),
+            synthetic,
+        }
+    }
+}
+
+/// Collects findings in emission order.
+pub(crate) struct Sink {
+    file: String,
+    findings: Vec<Finding>,
+    next: u64,
+}
+
+impl Sink {
+    /// A finding for `at`, not yet recorded (for deferred findings).
+    pub fn make(&mut self, check: CheckId, at: At, message: impl Into<String>) -> Finding {
+        self.next += 1;
+        Finding {
+            check,
+            severity: check.severity(),
+            file: self.file.clone(),
+            seq: Some(at.seq),
+            line: at.line,
+            synthetic: at.synthetic,
+            message: message.into(),
+            order: self.next,
+        }
+    }
+
+    /// Record a finding for `at`.
+    pub fn emit(&mut self, check: CheckId, at: At, message: impl Into<String>) {
+        let f = self.make(check, at, message);
+        self.push(f);
+    }
+
+    /// Record a finding made earlier. An identical finding for the same
+    /// event is recorded once.
+    pub fn push(&mut self, f: Finding) {
+        let dup = self
+            .findings
+            .iter()
+            .rev()
+            .take_while(|g| g.seq == f.seq)
+            .any(|g| g.check == f.check && g.message == f.message);
+        if !dup {
+            self.findings.push(f);
+        }
+    }
+}
+
+/// The streaming auditor: feed it to [`crate::log::load`], then call
+/// [`Verifier::finish`] with the loaded log.
+pub struct Verifier {
+    sink: Sink,
+    session: session::SessionTrace,
+    compaction: compaction::CompactionTrace,
+    commands: commands::CommandTrace,
+    provenance: provenance::Provenance,
+}
+
+impl Verifier {
+    /// A verifier whose findings name `file`.
+    pub fn new(file: impl Into<String>) -> Verifier {
+        Verifier {
+            sink: Sink {
+                file: file.into(),
+                findings: Vec::new(),
+                next: 0,
+            },
+            session: session::SessionTrace::default(),
+            compaction: compaction::CompactionTrace::default(),
+            commands: commands::CommandTrace::default(),
+            provenance: provenance::Provenance::default(),
+        }
+    }
+
+    fn check_event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        let at = At::of(ev, folded.synthetic);
+        self.session.observe(ev, at, &mut self.sink);
+        self.compaction.observe(ev, at, &mut self.sink);
+        self.commands.observe(ev, at, &mut self.sink);
+        self.provenance.observe(ev, folded, at, &mut self.sink);
+    }
+
+    /// Check the end-seed marker the reference appends in memory, run the
+    /// end-of-log checks and return the report.
+    pub fn finish(mut self, log: &LoadedLog) -> Report {
+        if let Some(marker) = log.end_seed_event() {
+            let folded = Folded {
+                applied: None,
+                surface: &log.surface,
+                synthetic: true,
+            };
+            self.check_event(&marker, &folded);
+        }
+        self.compaction.finish(&mut self.sink);
+        self.provenance.finish(&mut self.sink);
+        let mut findings = self.sink.findings;
+        findings.sort_by_key(|f| (f.seq.unwrap_or(u64::MAX), f.order));
+        let mut seen = HashSet::new();
+        findings.retain(|f| seen.insert((f.seq, f.check, f.message.clone())));
+        Report {
+            file: self.sink.file,
+            findings,
+            refusal: None,
+            events: log.event_count(),
+            closers: log.closers.len() as u64,
+            end_seed_appended: log.end_seed_appended(),
+            notes: log.warnings.clone(),
+        }
+    }
+}
+
+impl Observer for Verifier {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        self.check_event(ev, folded);
+    }
+}
+
+/// Load and audit one log. Never fails: a refusal is a [`Verdict::Refused`]
+/// report.
+pub fn verify(source: &LogSource, opts: &LoadOptions) -> Report {
+    let mut v = Verifier::new(source.display());
+    match crate::log::load(source, opts, &mut v) {
+        Ok(log) => v.finish(&log),
+        Err(e) => Report::refused(source.display(), e),
+    }
+}

@@ -19,6 +19,7 @@ pub mod event;
 pub mod json;
 pub mod log;
 pub mod meter;
+pub mod provider;
 pub mod request_header;
 pub mod surface;
 

@@ -20,6 +20,7 @@ pub mod json;
 pub mod log;
 pub mod meter;
 pub mod provider;
+pub mod range;
 pub mod request_header;
 pub mod surface;
 

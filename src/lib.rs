@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod compact;
 pub mod derive;
 pub mod event;
 pub mod json;

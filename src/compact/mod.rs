@@ -261,10 +261,21 @@ struct Run<'s, 'e, 'a> {
     report: Report,
 }
 
-type Step<T> = Result<T, (FailureKind, String, Option<String>, Option<ProviderError>)>;
+/// An internal failure: class, message, code, provider error.
+type StepErr = Box<(FailureKind, String, Option<String>, Option<ProviderError>)>;
+type Step<T> = Result<T, StepErr>;
 
 fn fail<T>(kind: FailureKind, message: impl Into<String>) -> Step<T> {
-    Err((kind, message.into(), None, None))
+    Err(Box::new((kind, message.into(), None, None)))
+}
+
+fn provider_failure(e: ProviderError) -> StepErr {
+    Box::new((
+        FailureKind::Summary,
+        e.message.clone(),
+        Some(e.code.clone()),
+        Some(e),
+    ))
 }
 
 impl Run<'_, '_, '_> {
@@ -325,7 +336,7 @@ impl Run<'_, '_, '_> {
 
     fn select(&self, retain: u64) -> Step<Selection> {
         range::select_range(&self.session.surface.nodes, retain)
-            .map_err(|e| (FailureKind::Corrupt, e.0, None, None))
+            .map_err(|e| Box::new((FailureKind::Corrupt, e.0, None, None)))
     }
 
     fn busy_check(&self) -> Step<()> {
@@ -395,8 +406,7 @@ impl Run<'_, '_, '_> {
         if self.opts.dry_run {
             self.report.brackets.push(br);
             if let Err(e) = wire {
-                let code = e.code.clone();
-                return Err((FailureKind::Summary, e.message.clone(), Some(code), Some(e)));
+                return Err(provider_failure(e));
             }
             return Ok(());
         }
@@ -430,24 +440,15 @@ impl Run<'_, '_, '_> {
 
         // Summarise. Nothing is written while the model works.
         let outcome: Step<summary::Summary> = match wire {
-            Err(e) => Err((
-                FailureKind::Summary,
-                e.message.clone(),
-                Some(e.code.clone()),
-                Some(e),
-            )),
+            Err(e) => Err(provider_failure(e)),
             Ok(_) => match self.env.summarizer.complete(&req, self.env.progress) {
-                Err(e) => Err((
-                    FailureKind::Summary,
-                    e.message.clone(),
-                    Some(e.code.clone()),
-                    Some(e),
-                )),
+                Err(e) => Err(provider_failure(e)),
                 Ok(c) => {
                     self.report.brackets[bi].attempts = c.attempts;
                     self.report.brackets[bi].usage = c.usage.clone();
-                    summary::process_reply(c)
-                        .map_err(|e| (FailureKind::Summary, e.message, Some(e.code), None))
+                    summary::process_reply(c).map_err(|e| {
+                        Box::new((FailureKind::Summary, e.message, Some(e.code), None))
+                    })
                 }
             },
         };
@@ -458,12 +459,12 @@ impl Run<'_, '_, '_> {
             let framed = summary::framed_price(&content);
             self.report.brackets[bi].checkpoint_tokens = Some(framed);
             if let Some(msg) = summary::shrink_violation(framed, shadowed_tokens) {
-                return Err((
+                return Err(Box::new((
                     FailureKind::Summary,
                     msg,
                     Some("SUMMARY_NOT_SMALLER".into()),
                     None,
-                ));
+                )));
             }
             self.commit(
                 bi,
@@ -476,7 +477,8 @@ impl Run<'_, '_, '_> {
                 content,
             )
         });
-        if let Err((kind, message, code, provider)) = committed {
+        if let Err(failure) = committed {
+            let (kind, message, code, provider) = *failure;
             // Close the bracket with the error; the surface is unchanged.
             let _ = self.sync();
             let end_seq = self.session.next_seq;
@@ -496,18 +498,19 @@ impl Run<'_, '_, '_> {
             self.report.brackets[bi].error = Some(message.clone());
             match self.write(vec![end]) {
                 Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
-                Err((_, werr, _, _)) => {
-                    return Err((
+                Err(werr) => {
+                    let werr = werr.1;
+                    return Err(Box::new((
                         FailureKind::Commit,
                         format!(
                             "{message}; and the bracket could not be closed ({werr}): the compaction lock stays held"
                         ),
                         code,
                         provider,
-                    ));
+                    )));
                 }
             }
-            return Err((kind, message, code, provider));
+            return Err(Box::new((kind, message, code, provider)));
         }
         Ok(())
     }
@@ -807,12 +810,15 @@ pub fn run(
             });
             Ok(report)
         }
-        Err((kind, message, code, provider)) => Err(Box::new(Failure {
-            kind,
-            message,
-            code,
-            provider,
-            report: Box::new(report),
-        })),
+        Err(failure) => {
+            let (kind, message, code, provider) = *failure;
+            Err(Box::new(Failure {
+                kind,
+                message,
+                code,
+                provider,
+                report: Box::new(report),
+            }))
+        }
     }
 }

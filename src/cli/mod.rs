@@ -59,6 +59,8 @@ pub enum Command {
     Header(commands::header::HeaderArgs),
     /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
+    /// Summarise old history through a model and commit the compaction bracket.
+    Compact(commands::compact::CompactArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -83,6 +85,7 @@ pub fn run() -> ExitCode {
         Command::Messages(a) => commands::messages::run(&mut ctx, a),
         Command::Header(a) => commands::header::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
+        Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

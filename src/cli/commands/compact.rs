@@ -96,6 +96,12 @@ pub struct CompactArgs {
     /// Retries after HTTP 429 / 5xx / connection failures.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub retries: u32,
+    /// Release a held compaction lock left by a crashed compaction: append
+    /// what a resuming harness writes (crash-repair closers of an open turn,
+    /// then `session/end-seed`), which turns the orphaned `compaction/start`
+    /// into stale crash evidence. Compacts nothing.
+    #[arg(long, conflicts_with_all = ["dry_run", "route"])]
+    pub release_lock: bool,
     /// First retry delay in seconds (doubles per retry).
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub retry_delay: f64,
@@ -397,6 +403,62 @@ fn failure_status(f: &Failure) -> Status {
     }
 }
 
+fn release_lock(ctx: &Ctx, session: &Session) -> anyhow::Result<Status> {
+    let start_seq = match session.lock() {
+        compact::LockState::Busy { start_seq } => start_seq,
+        other => {
+            let state = match other {
+                compact::LockState::Stale { .. } => "stale",
+                _ => "free",
+            };
+            if ctx.json {
+                ctx.print_json(
+                    &Value::obj()
+                        .with("released", false.into())
+                        .with("lock", state.into())
+                        .with("schema_version", SCHEMA_VERSION.into()),
+                )?;
+            } else {
+                println!("the compaction lock is not held ({state}); nothing written");
+            }
+            return Ok(Status::Ok);
+        }
+    };
+    let log = session.loaded().expect("loaded from a file");
+    let mut events = log.closers.clone();
+    let seq = log.event_count();
+    let v = Value::obj()
+        .with("type", "session/end-seed".into())
+        .with("seq", seq.into())
+        .with("time", now_ms().into())
+        .with("data", Value::obj());
+    events.push(dsh::event::owned_event(dsh::Kind::SessionEndSeed, seq, v));
+    let mut sink = FileSink::open(log).map_err(|e| StatusError {
+        status: Status::Busy,
+        message: e.to_string(),
+    })?;
+    compact::Sink::append(&mut sink, &events).map_err(|e| StatusError {
+        status: Status::Internal,
+        message: e.to_string(),
+    })?;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    if ctx.json {
+        ctx.print_json(
+            &Value::obj()
+                .with("released", true.into())
+                .with("orphanStartSeq", start_seq.into())
+                .with("appendedSeqs", seqs.into())
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+    } else {
+        println!(
+            "released the compaction lock held by compaction/start seq {start_seq}: appended {} event(s) ending with session/end-seed seq {seq}",
+            events.len()
+        );
+    }
+    Ok(Status::Ok)
+}
+
 /// Run `dsh compact`.
 pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     let mut src = ctx.resolve(&args.log)?;
@@ -417,6 +479,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     let mut session = Session::load(&src, &ctx.load_options(), None)?;
     if let Some(log) = session.loaded() {
         ctx.warn_all(log);
+    }
+    if args.release_lock {
+        return release_lock(ctx, &session);
     }
     let routed = session.headers.route();
     let target = match &args.route {
@@ -568,7 +633,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                     args.api_key_env
                 )),
                 (_, FailureKind::Busy) => Some(
-                    "a compaction/start has no compaction/end: run `dsh locks` on the log; if the compacting process is gone, release the lock (this appends a session/end-seed, as a resumed harness does)".into(),
+                    "a compaction/start has no compaction/end (see `dsh locks`); if the compacting process is gone, run `dsh compact --release-lock LOG` (appends session/end-seed, as a resumed harness does)".into(),
                 ),
                 _ => None,
             };

@@ -1,0 +1,2 @@
+mod compact;
+mod support;

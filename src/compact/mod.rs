@@ -16,6 +16,8 @@
 //! after the start closes the bracket with `compaction/end{error}` and leaves
 //! the surface as it was.
 
+pub mod anchor;
+pub mod pruning;
 pub mod session;
 pub mod sink;
 pub mod summary;

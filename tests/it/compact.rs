@@ -588,3 +588,153 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
     drop(server);
     server2.join();
 }
+
+fn shared() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/examples");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: ../shared/spec/examples is absent");
+        None
+    }
+}
+
+/// Drop `time`, the compaction ids and the checkpoint message id.
+fn normalized(line: &str) -> String {
+    let mut v = dsh::json::Value::parse(line.as_bytes())
+        .unwrap()
+        .into_owned();
+    v.remove("time");
+    if let Some(d) = v.get_mut("data") {
+        if d.has("compactionId") {
+            d.set("compactionId", "ID".into());
+        }
+        if d.get("source").is_some_and(|s| s.has("compactionId")) {
+            d.get_mut("source")
+                .unwrap()
+                .set("compactionId", "ID".into());
+            d.set("id", "MSG".into());
+        }
+    }
+    v.to_json()
+}
+
+#[test]
+fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.jsonl");
+    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let expected = std::fs::read_to_string(ex.join("compact-pressure.appended.jsonl")).unwrap();
+    let summary_text = expected
+        .lines()
+        .map(|l| serde_json::from_str::<J>(l).unwrap())
+        .find(|e| e["type"] == "compaction/summary")
+        .unwrap()["data"]["summary"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(&summary_text))]);
+    let r = compact(&log, &server.base, &["-q"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["mode"], json!("pressure"));
+    assert_eq!(r.json["tokensBefore"], json!(5429));
+    assert_eq!(r.json["tokensAfterPrune"], json!(3719));
+    assert_eq!(r.json["tokensAfter"], json!(1547));
+    assert_eq!(r.json["thresholdTokens"], json!(3200));
+    assert_eq!(r.json["retainTokens"], json!(640));
+    assert_eq!(r.json["brackets"][0]["checkpointTokens"], json!(207));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let ours: Vec<String> = text.lines().skip(35).map(normalized).collect();
+    let theirs: Vec<String> = expected.lines().map(normalized).collect();
+    assert_eq!(ours.len(), 6);
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "appended event {i} differs");
+    }
+    assert_eq!(surface_nodes(&log), json!([38, 30, 32]));
+    // The captured request body, byte for byte.
+    let req = &server.join()[0];
+    let captured = std::fs::read(ex.join("compact-pressure.summarizer-request.json")).unwrap();
+    let want = dsh::json::Value::parse(&captured).unwrap();
+    assert_eq!(
+        String::from_utf8(req.body.clone()).unwrap(),
+        want.get("body").unwrap().to_json()
+    );
+    assert_eq!(req.path, want.get("path").unwrap().as_str().unwrap());
+    for h in [
+        "content-type",
+        "accept",
+        "x-deepseek-harness-session-id",
+        "x-deepseek-harness-compact",
+    ] {
+        assert_eq!(
+            req.header(h),
+            want.get("headers")
+                .unwrap()
+                .get(h)
+                .unwrap()
+                .as_str()
+                .as_deref(),
+            "{h}"
+        );
+    }
+}
+
+#[test]
+fn overflow_mode_prunes_and_reports_retry_authorization() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.jsonl");
+    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    // A 27-character summary (§11 variant): checkpoint 109, total 1449.
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(
+        "## Checkpoint\n- short note.",
+    ))]);
+    let r = compact(&log, &server.base, &["-q", "--mode", "overflow"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["mode"], json!("overflow"));
+    assert_eq!(
+        r.json["brackets"][0]["shadowedSeqs"],
+        json!([2, 10, 35, 20, 22])
+    );
+    assert_eq!(r.json["brackets"][0]["checkpointTokens"], json!(109));
+    assert_eq!(r.json["tokensAfter"], json!(1449));
+    assert_eq!(r.json["retryAuthorized"], json!(true));
+    server.join();
+}
+
+#[test]
+fn pressure_below_threshold_writes_nothing() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.jsonl");
+    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let bytes = std::fs::read(&log).unwrap();
+    // cw 8000: threshold 6400 > 5429; cw 4700: pruning alone suffices.
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &["-q", "--context-window", "8000"],
+    );
+    assert_eq!(
+        (r.code, r.json["outcome"].clone()),
+        (0, json!("below-threshold"))
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &["-q", "--context-window", "4700"],
+    );
+    assert_eq!(
+        (r.code, r.json["outcome"].clone()),
+        (0, json!("pruned-below-threshold"))
+    );
+    let all = lines(&log);
+    assert_eq!(all.len(), 36);
+    assert_eq!(all[34]["type"], json!("compaction/prune"));
+    assert_eq!(
+        all[35]["surfaceOp"],
+        json!({"op":"replace","start":12,"end":12})
+    );
+}

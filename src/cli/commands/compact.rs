@@ -7,6 +7,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
+use dsh::compact::anchor::AnchorMeter;
+use dsh::compact::pruning::ToolResultPruner;
 use dsh::compact::sink::FileSink;
 use dsh::compact::{
     self, BracketReport, Env, Failure, FailureKind, Mode, Options, Outcome, Report, Session,
@@ -476,7 +478,8 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             src = dsh::log::LogSource::File(out.clone());
         }
     }
-    let mut session = Session::load(&src, &ctx.load_options(), None)?;
+    let meter: Box<dyn compact::PressureMeter> = Box::new(AnchorMeter::default());
+    let mut session = Session::load(&src, &ctx.load_options(), Some(meter))?;
     if let Some(log) = session.loaded() {
         ctx.warn_all(log);
     }
@@ -590,9 +593,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     };
     let mut ids = uuid;
     let clock = now_ms;
+    let pruner = ToolResultPruner::default();
     let mut env = Env {
         summarizer: &summarizer,
-        pruner: None,
+        pruner: Some(&pruner),
         clock: &clock,
         ids: &mut ids,
         progress: &mut progress,

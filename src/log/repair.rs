@@ -32,7 +32,24 @@ fn key_eq(a: &Value<'_>, b: &Value<'_>) -> bool {
 impl RepairTracker {
     /// Observe the next event.
     pub fn observe(&mut self, ev: &Event<'_>) {
-        self.last = Some((ev.seq, ev.time()));
+        self.observe_at(ev, ev.time());
+    }
+
+    /// [`observe`](Self::observe) when the event's time is already known.
+    pub fn observe_at(&mut self, ev: &Event<'_>, time: f64) {
+        self.last = Some((ev.seq, time));
+        if !matches!(
+            ev.kind,
+            Kind::TurnStart
+                | Kind::TurnEnd
+                | Kind::StepStart
+                | Kind::StepEnd
+                | Kind::AssistantMessage
+                | Kind::ToolCall
+                | Kind::ToolResult
+        ) {
+            return;
+        }
         let d = ev.data();
         match ev.kind {
             Kind::TurnStart => {

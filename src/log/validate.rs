@@ -4,48 +4,68 @@
 use crate::event::{Event, Kind};
 use crate::json::Value;
 
-/// Envelope keys G0 allows.
-const ENVELOPE_KEYS: [&str; 7] = [
-    "type",
-    "seq",
-    "time",
-    "data",
-    "surfaceOp",
-    "sourceEventSeqs",
-    "ignorable",
-];
+/// What one pass over an envelope learnt.
+#[derive(Debug, Clone, Copy)]
+pub struct Envelope {
+    /// `time`.
+    pub time: f64,
+    /// Has `surfaceOp`.
+    pub has_op: bool,
+    /// Has `sourceEventSeqs`.
+    pub has_sources: bool,
+}
 
-/// Check the envelope; the message says what is wrong.
-pub fn check_envelope(ev: &Event<'_>) -> Result<(), String> {
+/// Check the envelope in one pass over its keys; the message says what is wrong.
+pub fn scan_envelope(ev: &Event<'_>) -> Result<Envelope, String> {
     let Some(obj) = ev.value.as_obj() else {
         return Err("event is not an object".into());
     };
-    for (k, _) in obj {
-        if !ENVELOPE_KEYS.iter().any(|a| k.eq_str(a)) {
+    let (mut ty, mut seq, mut time, mut data) = (None, None, None, false);
+    let (mut has_op, mut has_sources) = (false, false);
+    for (k, v) in obj {
+        let Some(key) = k.as_str() else {
             return Err(format!(
                 "event has unknown envelope key \"{}\"",
                 k.to_lossy()
             ));
+        };
+        match &*key {
+            "type" => ty = Some(v),
+            "seq" => seq = Some(v),
+            "time" => time = Some(v),
+            "data" => data = true,
+            "surfaceOp" => has_op = true,
+            "sourceEventSeqs" => has_sources = true,
+            "ignorable" => {
+                if !v.is_true() {
+                    return Err("event ignorable must be exactly true".into());
+                }
+            }
+            other => return Err(format!("event has unknown envelope key \"{other}\"")),
         }
     }
-    if !matches!(ev.value.get("type"), Some(Value::Str(_))) {
+    if !matches!(ty, Some(Value::Str(_))) {
         return Err("event type must be a string".into());
     }
-    if ev.value.get("seq").and_then(|s| s.as_count()).is_none() {
+    if seq.and_then(|s| s.as_count()).is_none() {
         return Err("event seq must be a non-negative safe integer".into());
     }
-    if !ev.value.get("time").is_some_and(|t| t.is_safe_int()) {
+    let Some(time) = time.filter(|t| t.is_safe_int()).and_then(|t| t.as_f64()) else {
         return Err("event time must be a safe integer".into());
-    }
-    if !ev.value.has("data") {
+    };
+    if !data {
         return Err("event data is missing".into());
     }
-    if let Some(i) = ev.value.get("ignorable")
-        && !i.is_true()
-    {
-        return Err("event ignorable must be exactly true".into());
-    }
-    Ok(())
+    Ok(Envelope {
+        time,
+        has_op,
+        has_sources,
+    })
+}
+
+/// Check the envelope; the message says what is wrong.
+pub fn check_envelope(ev: &Event<'_>) -> Result<(), String> {
+    scan_envelope(ev).map(|_| ())
 }
 
 fn nonempty_str(v: Option<&Value<'_>>) -> bool {
@@ -83,15 +103,14 @@ pub fn check_message_shape(ev: &Event<'_>) -> Result<(), String> {
         return Err(format!("{what} message content must be an array"));
     };
     match ev.kind {
-        Kind::AssistantMessage => {
+        Kind::AssistantMessage
             if !source.get("kind").is_some_and(|k| k.is_str("model"))
                 || !nonempty_str(source.get("provider"))
-                || !nonempty_str(source.get("model"))
-            {
-                return Err(
-                    "assistant/message source must be {kind:\"model\", provider, model}".into(),
-                );
-            }
+                || !nonempty_str(source.get("model")) =>
+        {
+            return Err(
+                "assistant/message source must be {kind:\"model\", provider, model}".into(),
+            );
         }
         Kind::ToolResult => {
             if !source.get("kind").is_some_and(|k| k.is_str("tool"))

@@ -6,7 +6,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use serde_json::{Value as J, json};
 
-use crate::support::{Reply, Server, anthropic_sse, deepseek_sse};
+use crate::provider::{Reply, Server, anthropic_sse, deepseek_sse};
 
 const KEY: &str = "sk-test-SECRET-9f8e7d";
 const SUMMARY: &str = "## Primary Request and Intent\n- Explain the build.\n\n## Key Technical Concepts\n- cargo\n\n## Files and Code\n- (none)\n\n## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- (none)\n\n## Current Work\n- Explaining.\n\n## Next Step\n- (none)\n\n## Critical Context\n- (none)";
@@ -168,10 +168,7 @@ fn manual_compaction_commits_the_bracket_deepseek() {
     assert_eq!(r.json["mode"], json!("manual"));
     assert_eq!(r.json["outcome"], json!("compacted"));
     let b = &r.json["brackets"][0];
-    assert_eq!(
-        b["shadowedTokenCount"].as_u64().unwrap() > b["checkpointTokens"].as_u64().unwrap(),
-        true
-    );
+    assert!(b["shadowedTokenCount"].as_u64().unwrap() > b["checkpointTokens"].as_u64().unwrap());
     assert_eq!(
         b["usage"],
         json!({"inputTokens":172,"outputTokens":140,"cacheReadTokens":3328,"reasoningTokens":6})
@@ -265,7 +262,7 @@ fn fault(
     extra: &[&str],
     error: &str,
     code: i32,
-) -> Vec<crate::support::Captured> {
+) -> Vec<crate::provider::Captured> {
     let dir = tempfile::tempdir().unwrap();
     let log = write_log(dir.path(), "s.jsonl", &closed_log());
     let before = surface_nodes(&log);

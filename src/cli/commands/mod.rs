@@ -4,5 +4,6 @@ pub mod compact;
 pub mod completions;
 pub mod events;
 pub mod header;
+pub mod load;
 pub mod messages;
 pub mod surface;

@@ -1,4 +1,4 @@
-//! A loopback HTTP server that replays scripted provider replies (DeepSeek
+//! The loopback provider for the compaction tests: a loopback HTTP server that replays scripted provider replies (DeepSeek
 //! chat-completions SSE, Anthropic Messages SSE, errors, stalls, cut
 //! streams) and records the requests it received. Bounded: it serves the
 //! scripted replies, one connection each, and stops by itself (at the latest

@@ -1,0 +1,119 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_dsh_global_optspecs
+    string join \n json lenient q/quiet home= h/help V/version
+end
+
+function __fish_dsh_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_dsh_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_dsh_using_subcommand
+    set -l cmd (__fish_dsh_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c dsh -n "__fish_dsh_needs_command" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_needs_command" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_needs_command" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_needs_command" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_needs_command" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "messages" -d 'Show the derived model-visible messages (deriveMessages)'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l width -d 'Cut each text block to this many characters in the readable view (0: no limit)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l system -d 'Also print the folded system prompt first (readable view only)'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l request -d 'Show the request projection: offloaded images (generation 3) become the placeholder text the model receives instead of the stored block'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -s t -l type -d 'Only events of these types (a trailing `/` matches a family, e.g. `tool/`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l turn -d 'Only events of this turn' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l width -d 'Cut previews to this many characters' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand events" -s a -l all -d 'Show every event, log-only ones (chunks, steps, headers…) included'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l route -d 'Summarisation target `PROVIDER/MODEL` (default: the route of the latest request/header)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l mode -d 'Semantics for a log with an open turn (ignored otherwise: manual)' -r -f -a "auto\t'Manual without an open turn, pressure with one'
+pressure\t'Threshold, prune, retain budget, retries'
+overflow\t'Prune, retain 0, one bracket'"
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l out -d 'Write to a copy of the log at FILE (must not exist) instead of the log' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l kind -d 'Wire protocol of the route' -r -f -a "deepseek\t'DeepSeek chat completions'
+anthropic\t'Anthropic-compatible Messages'"
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l base-url -d 'Base URL (default `$DEEPSEEK_BASE_URL`, else `https://api.deepseek.com`, plus `/anthropic` for `--kind anthropic`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l api-key-env -d 'Environment variable holding the API key' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l reasoning-effort -d 'Reasoning effort for the summary call (`off`, `low`, `high`, `max`; default `high`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l context-window -d 'Context window of the routed target (default: the latest matching request/context, else 1000000 for deepseek-official)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l threshold-ratio -d '`thresholdRatio`' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retain-ratio -d '`retainRatio` (mutually exclusive with --retain-tokens)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retain-tokens -d '`retainTokens`: absolute recent-tail budget' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-tokens -d '`maxTokens`: the summary generation cap' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l compaction-retries -d '`compactionRetries`: extra pressure attempts' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l source-command-id -d '`sourceCommandId` to record (manual compaction)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l timeout -d 'Stream idle timeout in seconds' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retries -d 'Retries after HTTP 429 / 5xx / connection failures' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retry-delay -d 'First retry delay in seconds (doubles per retry)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l release-lock -d 'Release a held compaction lock left by a crashed compaction: append what a resuming harness writes (crash-repair closers of an open turn, then `session/end-seed`), which turns the orphaned `compaction/start` into stale crash evidence. Compacts nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "messages" -d 'Show the derived model-visible messages (deriveMessages)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load compact completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

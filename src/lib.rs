@@ -14,12 +14,15 @@
 
 #![warn(missing_docs)]
 
+pub mod compact;
 pub mod derive;
 pub mod event;
 pub mod g3;
 pub mod json;
 pub mod log;
 pub mod meter;
+pub mod provider;
+pub mod range;
 pub mod request_header;
 pub mod surface;
 pub mod verify;

@@ -66,6 +66,8 @@ pub enum Command {
     Load(commands::load::LoadArgs),
     // Its help (with the check list and JSON shapes) is VerifyArgs' doc comment.
     Verify(commands::verify::VerifyArgs),
+    /// Summarise old history through a model and commit the compaction bracket.
+    Compact(commands::compact::CompactArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -92,6 +94,7 @@ pub fn run() -> ExitCode {
         Command::Events(a) => commands::events::run(&mut ctx, a),
         Command::Load(a) => commands::load::run(&mut ctx, a),
         Command::Verify(a) => commands::verify::run(&mut ctx, a),
+        Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

@@ -3,8 +3,10 @@
 mod support;
 
 mod bad_input;
+mod compact;
 mod completions;
 mod conformance;
 mod foundation;
 mod g3;
 mod verify;
+mod provider;

@@ -1,0 +1,826 @@
+//! Compaction: summarise an old head span of the surface through a model and
+//! commit the bracket (compaction §2, §4, §5, §6, §13).
+//!
+//! Three semantics, chosen by the log's tail (§13):
+//!
+//! * **manual** (no open turn): owner `null`, retain 0, selected-span
+//!   stability, no pruning, one bracket;
+//! * **pressure** (open turn, default): threshold check, prune and
+//!   re-measure, retain budget, up to `compactionRetries + 1` brackets;
+//! * **overflow** (open turn): prune, retain 0, one maximal bracket; a retry
+//!   of the failed request is authorised only if `replaceGeneration` advanced.
+//!
+//! A bracket is `compaction/start` (written before the model is called, so a
+//! crash leaves evidence), then `compaction/summary`, the checkpoint
+//! `user/message` replacing the span, and `compaction/end`. Every failure
+//! after the start closes the bracket with `compaction/end{error}` and leaves
+//! the surface as it was.
+
+pub mod anchor;
+pub mod pruning;
+pub mod session;
+pub mod sink;
+pub mod summary;
+
+use crate::event::{Kind, OwnedEvent, owned_event};
+use crate::json::{OwnedValue, Value};
+use crate::provider::{Progress, ProviderError, Summarizer, Usage, WireRequest};
+use crate::range::{self, Decline, Region, Selection};
+
+pub use session::{LockState, MemorySink, PressureMeter, Session, Sink, SinkError};
+pub use summary::{COMPACTION_INSTRUCTION, PREAMBLE};
+
+/// Which semantics to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Manual when no turn is open, otherwise pressure.
+    Auto,
+    /// `compactNow` (§2.7).
+    Manual,
+    /// `compactIfNeeded("pressure")` (§2.5).
+    Pressure,
+    /// `compactIfNeeded("context-overflow")` (§2.6).
+    Overflow,
+}
+
+impl Mode {
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Auto => "auto",
+            Mode::Manual => "manual",
+            Mode::Pressure => "pressure",
+            Mode::Overflow => "overflow",
+        }
+    }
+}
+
+/// What to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Semantics.
+    pub mode: Mode,
+    /// Pressure: `thresholdTokens` for the routed target (required there).
+    pub threshold_tokens: Option<u64>,
+    /// Pressure: the recent-tail budget (`retainTokens`).
+    pub retain_tokens: u64,
+    /// Pressure: extra attempts while still above threshold.
+    pub compaction_retries: u64,
+    /// The summary generation cap (`maxTokens`).
+    pub max_tokens: u64,
+    /// The summarisation route `(provider, model)`.
+    pub target: (String, String),
+    /// `sourceCommandId`, written only when given.
+    pub source_command_id: Option<String>,
+    /// Compute everything, write nothing, call no one.
+    pub dry_run: bool,
+}
+
+/// Produces the prune pairs of one pass (compaction §3.3).
+pub trait Pruner {
+    /// The `compaction/prune` + replacement `tool/result` events of one pass
+    /// over the current surface, numbered from `session.next_seq`, stamped
+    /// `time`.
+    fn prune_pass(&self, session: &Session, time: f64) -> Result<Vec<OwnedEvent>, String>;
+}
+
+/// Where the engine gets time, ids and reports progress.
+pub struct Env<'a> {
+    /// The summariser for the target route.
+    pub summarizer: &'a dyn Summarizer,
+    /// The pruner (pressure and overflow).
+    pub pruner: Option<&'a dyn Pruner>,
+    /// Epoch milliseconds.
+    pub clock: &'a dyn Fn() -> f64,
+    /// Fresh UUID v4 strings.
+    pub ids: &'a mut dyn FnMut() -> String,
+    /// Progress of the model call.
+    pub progress: &'a mut dyn FnMut(&Progress),
+}
+
+/// One bracket, as written (or as it would be, in a dry run).
+#[derive(Debug, Clone)]
+pub struct BracketReport {
+    /// `compactionId` (empty in a dry run).
+    pub compaction_id: String,
+    /// Owner: the open turn, or `None` for a standalone bracket.
+    pub turn: Option<f64>,
+    /// `shadowedRange`.
+    pub start: u64,
+    /// `shadowedRange.end`.
+    pub end: u64,
+    /// `shadowedSeqs`.
+    pub shadowed_seqs: Vec<u64>,
+    /// `shadowedTokenCount`.
+    pub shadowed_tokens: u64,
+    /// Seq of `compaction/start`.
+    pub start_seq: Option<u64>,
+    /// Seq of `compaction/summary`.
+    pub summary_seq: Option<u64>,
+    /// Seq of the checkpoint.
+    pub checkpoint_seq: Option<u64>,
+    /// Seq of `compaction/end`.
+    pub end_seq: Option<u64>,
+    /// Price of the checkpoint.
+    pub checkpoint_tokens: Option<u64>,
+    /// Provider usage of the summary call.
+    pub usage: Option<Usage>,
+    /// HTTP attempts.
+    pub attempts: u32,
+    /// The error recorded in `compaction/end`.
+    pub error: Option<String>,
+    /// The request (always built; shown by `--dry-run`).
+    pub request: Option<WireRequest>,
+}
+
+/// How a run ended without failing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// At least one checkpoint committed.
+    Compacted,
+    /// Pressure: below threshold, nothing written.
+    BelowThreshold,
+    /// Pressure: pruning alone brought it below threshold.
+    PrunedBelowThreshold,
+    /// Selection returned `null`.
+    Declined(Decline),
+    /// Dry run: nothing written.
+    DryRun,
+}
+
+/// What a run did. Also carried by a [`Failure`]: a failed run may have
+/// written prune pairs and closed brackets.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The semantics that ran.
+    pub mode: Mode,
+    /// The open turn (the owner of automatic brackets).
+    pub open_turn: Option<f64>,
+    /// `measure().totalTokens` before anything was written (pressure and
+    /// whenever a meter is attached).
+    pub tokens_before: Option<u64>,
+    /// After pruning.
+    pub tokens_after_prune: Option<u64>,
+    /// At the end.
+    pub tokens_after: Option<u64>,
+    /// Surface price before / after.
+    pub surface_before: u64,
+    /// Surface price at the end.
+    pub surface_after: u64,
+    /// `replaceGeneration` before.
+    pub generation_before: u64,
+    /// `replaceGeneration` at the end.
+    pub generation_after: u64,
+    /// Prune pairs: `(original seq, replacement seq)`.
+    pub pruned: Vec<(u64, u64)>,
+    /// Brackets, in order.
+    pub brackets: Vec<BracketReport>,
+    /// Events appended (or that a dry run would append before the model call).
+    pub appended: Vec<OwnedEvent>,
+    /// How it ended (when it did not fail).
+    pub outcome: Option<Outcome>,
+}
+
+impl Report {
+    /// Overflow: whether the failed request may be retried (§2.6).
+    pub fn retry_authorized(&self) -> bool {
+        self.generation_after > self.generation_before
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// A live compaction lock (nothing written).
+    Busy,
+    /// The mode does not fit the log (open turn / no open turn).
+    Mode,
+    /// Missing capacity, no summarisation target, bad budgets.
+    Config,
+    /// Summariser, reply or shrink failure (bracket closed with the error).
+    Summary,
+    /// The surface changed during summarisation (bracket closed).
+    Changed,
+    /// A write failed.
+    Commit,
+    /// Pressure: attempts exhausted while still above threshold.
+    StillAboveThreshold,
+    /// The surface is corrupt (tool pairing) or a replay rule failed.
+    Corrupt,
+}
+
+/// A failed run, with what it wrote.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Class.
+    pub kind: FailureKind,
+    /// The message (the text recorded in `compaction/end.error` for
+    /// bracket failures).
+    pub message: String,
+    /// The DSH error code, when there is one (`CONTEXT_WINDOW_EXCEEDED`, …).
+    pub code: Option<String>,
+    /// The provider failure, when the model call failed.
+    pub provider: Option<ProviderError>,
+    /// What was written before and while failing.
+    pub report: Box<Report>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// The busy message (§5.1).
+pub const BUSY: &str =
+    "compaction: compaction already in progress; the session compaction lock is already active";
+
+/// The "no target" message (§5.6).
+pub const NO_TARGET: &str = "no provider/model available for summarization: set both BasicCompactionConfig summarization fields, route one request, or set both AgentOptions fields";
+
+fn envelope(ty: &str, seq: u64, time: f64, data: OwnedValue) -> OwnedValue {
+    Value::obj()
+        .with("type", ty.into())
+        .with("seq", seq.into())
+        .with("time", time.into())
+        .with("data", data)
+}
+
+fn turn_value(turn: Option<f64>) -> OwnedValue {
+    match turn {
+        Some(t) => Value::Num(t),
+        None => Value::Null,
+    }
+}
+
+struct Run<'s, 'e, 'a> {
+    session: &'s mut Session,
+    sink: &'s mut dyn Sink,
+    env: &'e mut Env<'a>,
+    opts: &'s Options,
+    report: Report,
+}
+
+/// An internal failure: class, message, code, provider error.
+type StepErr = Box<(FailureKind, String, Option<String>, Option<ProviderError>)>;
+type Step<T> = Result<T, StepErr>;
+
+fn fail<T>(kind: FailureKind, message: impl Into<String>) -> Step<T> {
+    Err(Box::new((kind, message.into(), None, None)))
+}
+
+fn provider_failure(e: ProviderError) -> StepErr {
+    Box::new((
+        FailureKind::Summary,
+        e.message.clone(),
+        Some(e.code.clone()),
+        Some(e),
+    ))
+}
+
+impl Run<'_, '_, '_> {
+    fn write(&mut self, events: Vec<OwnedEvent>) -> Step<()> {
+        if let Err(e) = self.sink.append(&events) {
+            return fail(
+                FailureKind::Commit,
+                format!("cannot append to the log: {e}"),
+            );
+        }
+        for ev in events {
+            if let Err(e) = self.session.fold(&ev) {
+                return fail(FailureKind::Corrupt, e);
+            }
+            self.report.appended.push(ev);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Step<()> {
+        let foreign = match self.sink.sync() {
+            Ok(f) => f,
+            Err(e) => return fail(FailureKind::Commit, format!("cannot re-read the log: {e}")),
+        };
+        for ev in foreign {
+            if let Err(e) = self.session.fold(&ev) {
+                return fail(FailureKind::Corrupt, e);
+            }
+        }
+        Ok(())
+    }
+
+    fn prune(&mut self) -> Step<()> {
+        let Some(pruner) = self.env.pruner else {
+            return Ok(());
+        };
+        let events = match pruner.prune_pass(self.session, (self.env.clock)()) {
+            Ok(e) => e,
+            Err(e) => return fail(FailureKind::Corrupt, e),
+        };
+        for pair in events.chunks(2) {
+            if let [p, r] = pair {
+                let orig = p
+                    .data()
+                    .get("shadowedSeqs")
+                    .and_then(|s| s.as_arr())
+                    .and_then(|a| a.first())
+                    .and_then(|s| s.as_count())
+                    .unwrap_or(0);
+                self.report.pruned.push((orig, r.seq));
+            }
+        }
+        if !events.is_empty() {
+            self.write(events)?;
+        }
+        Ok(())
+    }
+
+    fn select(&self, retain: u64) -> Step<Selection> {
+        range::select_range(&self.session.surface.nodes, retain)
+            .map_err(|e| Box::new((FailureKind::Corrupt, e.0, None, None)))
+    }
+
+    fn busy_check(&self) -> Step<()> {
+        if let LockState::Busy { .. } = self.session.lock() {
+            return fail(FailureKind::Busy, BUSY);
+        }
+        Ok(())
+    }
+
+    /// One bracket over `region` (§5). `owner` is the open turn for automatic
+    /// brackets, `None` for manual ones.
+    fn bracket(&mut self, region: Region, owner: Option<f64>) -> Step<()> {
+        let nodes = &self.session.surface.nodes;
+        let region = match range::validate_region(nodes, region.start, region.end) {
+            Ok(r) => r,
+            Err(e) => return fail(FailureKind::Corrupt, e.0),
+        };
+        let shadowed = region.seqs(nodes);
+        let shadowed_tokens = region.tokens(nodes);
+        let before: Vec<(u64, u64)> = nodes.iter().map(|n| (n.seq, n.tokens)).collect();
+        self.busy_check()?;
+        match (owner, self.session.open_turn()) {
+            (Some(_), None) => {
+                return fail(
+                    FailureKind::Mode,
+                    "compactRegion: no open turn \u{2014} automatic compaction events must be enclosed in a turn",
+                );
+            }
+            (None, Some(_)) => {
+                return fail(
+                    FailureKind::Mode,
+                    "manual compaction: the session already has an open turn",
+                );
+            }
+            _ => {}
+        }
+        let messages = match self.session.messages(&shadowed) {
+            Ok(m) => m,
+            Err(e) => return fail(FailureKind::Corrupt, e),
+        };
+        let model = self.opts.target.1.clone();
+        let req = summary::build_request(
+            self.session.headers.header.as_ref(),
+            messages,
+            &model,
+            self.opts.max_tokens,
+            &self.session.id,
+        );
+        let wire = self.env.summarizer.wire_request(&req);
+        let mut br = BracketReport {
+            compaction_id: String::new(),
+            turn: owner,
+            start: region.start,
+            end: region.end,
+            shadowed_seqs: shadowed.clone(),
+            shadowed_tokens,
+            start_seq: None,
+            summary_seq: None,
+            checkpoint_seq: None,
+            end_seq: None,
+            checkpoint_tokens: None,
+            usage: None,
+            attempts: 0,
+            error: None,
+            request: wire.as_ref().ok().cloned(),
+        };
+        if self.opts.dry_run {
+            self.report.brackets.push(br);
+            if let Err(e) = wire {
+                return Err(provider_failure(e));
+            }
+            return Ok(());
+        }
+        let cid = (self.env.ids)();
+        br.compaction_id = cid.clone();
+        let ids_data = |extra: Vec<(&str, OwnedValue)>| {
+            let mut d = Value::obj().with("compactionId", cid.clone().into());
+            if let Some(s) = &self.opts.source_command_id {
+                d = d.with("sourceCommandId", s.clone().into());
+            }
+            for (k, v) in extra {
+                d = d.with(k, v);
+            }
+            d
+        };
+        let start_seq = self.session.next_seq;
+        let start = owned_event(
+            Kind::CompactionStart,
+            start_seq,
+            envelope(
+                "compaction/start",
+                start_seq,
+                (self.env.clock)(),
+                ids_data(vec![("turn", turn_value(owner))]),
+            ),
+        );
+        br.start_seq = Some(start_seq);
+        self.report.brackets.push(br);
+        let bi = self.report.brackets.len() - 1;
+        self.write(vec![start])?;
+
+        // Summarise. Nothing is written while the model works.
+        let outcome: Step<summary::Summary> = match wire {
+            Err(e) => Err(provider_failure(e)),
+            Ok(_) => match self.env.summarizer.complete(&req, self.env.progress) {
+                Err(e) => Err(provider_failure(e)),
+                Ok(c) => {
+                    self.report.brackets[bi].attempts = c.attempts;
+                    self.report.brackets[bi].usage = c.usage.clone();
+                    summary::process_reply(c).map_err(|e| {
+                        Box::new((FailureKind::Summary, e.message, Some(e.code), None))
+                    })
+                }
+            },
+        };
+        let committed = outcome.and_then(|s| {
+            self.sync()?;
+            self.stability(&region, &shadowed, &before, owner)?;
+            let content = summary::checkpoint_content(&s.summary);
+            let framed = summary::framed_price(&content);
+            self.report.brackets[bi].checkpoint_tokens = Some(framed);
+            if let Some(msg) = summary::shrink_violation(framed, shadowed_tokens) {
+                return Err(Box::new((
+                    FailureKind::Summary,
+                    msg,
+                    Some("SUMMARY_NOT_SMALLER".into()),
+                    None,
+                )));
+            }
+            self.commit(
+                bi,
+                &cid,
+                owner,
+                region,
+                &shadowed,
+                shadowed_tokens,
+                s,
+                content,
+            )
+        });
+        if let Err(failure) = committed {
+            let (kind, message, code, provider) = *failure;
+            // Close the bracket with the error; the surface is unchanged.
+            let _ = self.sync();
+            let end_seq = self.session.next_seq;
+            let end = owned_event(
+                Kind::CompactionEnd,
+                end_seq,
+                envelope(
+                    "compaction/end",
+                    end_seq,
+                    (self.env.clock)(),
+                    ids_data(vec![
+                        ("turn", turn_value(owner)),
+                        ("error", message.clone().into()),
+                    ]),
+                ),
+            );
+            self.report.brackets[bi].error = Some(message.clone());
+            match self.write(vec![end]) {
+                Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
+                Err(werr) => {
+                    let werr = werr.1;
+                    return Err(Box::new((
+                        FailureKind::Commit,
+                        format!(
+                            "{message}; and the bracket could not be closed ({werr}): the compaction lock stays held"
+                        ),
+                        code,
+                        provider,
+                    )));
+                }
+            }
+            return Err(Box::new((kind, message, code, provider)));
+        }
+        Ok(())
+    }
+
+    fn stability(
+        &self,
+        region: &Region,
+        shadowed: &[u64],
+        before: &[(u64, u64)],
+        owner: Option<f64>,
+    ) -> Step<()> {
+        let nodes = &self.session.surface.nodes;
+        if owner.is_some() {
+            let now: Vec<(u64, u64)> = nodes.iter().map(|n| (n.seq, n.tokens)).collect();
+            if now != before {
+                return fail(
+                    FailureKind::Changed,
+                    "compaction: session surface changed during summarization",
+                );
+            }
+            return Ok(());
+        }
+        let Ok(r) = range::validate_region(nodes, region.start, region.end) else {
+            return fail(
+                FailureKind::Changed,
+                "compaction: the selected span is no longer a valid replacement target",
+            );
+        };
+        if r.seqs(nodes) != shadowed {
+            return fail(
+                FailureKind::Changed,
+                "compaction: the selected span changed during summarization",
+            );
+        }
+        let prices_now: Vec<u64> = r.nodes(nodes).iter().map(|n| n.tokens).collect();
+        let prices_then: Vec<u64> = before
+            .iter()
+            .filter(|(s, _)| shadowed.contains(s))
+            .map(|x| x.1)
+            .collect();
+        if prices_now != prices_then {
+            return fail(
+                FailureKind::Changed,
+                "compaction: the selected span was rewritten during summarization",
+            );
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &mut self,
+        bi: usize,
+        cid: &str,
+        owner: Option<f64>,
+        region: Region,
+        shadowed: &[u64],
+        shadowed_tokens: u64,
+        s: summary::Summary,
+        content: Vec<OwnedValue>,
+    ) -> Step<()> {
+        let (provider, model) = self.opts.target.clone();
+        let scid = self.opts.source_command_id.clone();
+        let with_ids = |mut d: OwnedValue| {
+            d = d.with("compactionId", cid.to_string().into());
+            if let Some(s) = &scid {
+                d = d.with("sourceCommandId", s.clone().into());
+            }
+            d
+        };
+        let start_seq = self.report.brackets[bi].start_seq.unwrap_or(0);
+        let summary_seq = self.session.next_seq;
+        let mut data = with_ids(Value::obj())
+            .with("summary", Value::Arr(s.summary.clone()))
+            .with("rawOutput", Value::Arr(s.raw_output))
+            .with("llmStreamCall", true.into())
+            .with(
+                "shadowedRange",
+                Value::obj()
+                    .with("start", region.start.into())
+                    .with("end", region.end.into()),
+            )
+            .with("shadowedSeqs", shadowed.to_vec().into())
+            .with("shadowedTokenCount", shadowed_tokens.into())
+            .with("provider", provider.into())
+            .with("model", model.into())
+            .with("maxTokens", self.opts.max_tokens.into());
+        if let Some(u) = &s.usage {
+            data = data.with("usage", u.to_value());
+        }
+        let time = (self.env.clock)();
+        let summary_ev = owned_event(
+            Kind::CompactionSummary,
+            summary_seq,
+            envelope("compaction/summary", summary_seq, time, data),
+        );
+        let cp_seq = summary_seq + 1;
+        let mut source = Value::obj()
+            .with("kind", "plugin".into())
+            .with("plugin", "compact".into());
+        source = with_ids(source);
+        let mut sources = vec![start_seq, summary_seq];
+        sources.extend_from_slice(shadowed);
+        let cp = envelope(
+            "user/message",
+            cp_seq,
+            (self.env.clock)(),
+            Value::obj()
+                .with("content", Value::Arr(content))
+                .with("source", source)
+                .with("role", "user".into())
+                .with("id", (self.env.ids)().into()),
+        )
+        .with("sourceEventSeqs", sources.into())
+        .with(
+            "surfaceOp",
+            Value::obj()
+                .with("op", "replace".into())
+                .with("start", region.start.into())
+                .with("end", region.end.into()),
+        );
+        let checkpoint = owned_event(Kind::UserMessage, cp_seq, cp);
+        let end_seq = cp_seq + 1;
+        let end = owned_event(
+            Kind::CompactionEnd,
+            end_seq,
+            envelope(
+                "compaction/end",
+                end_seq,
+                (self.env.clock)(),
+                with_ids(Value::obj()).with("turn", turn_value(owner)),
+            ),
+        );
+        self.write(vec![summary_ev, checkpoint, end])?;
+        let b = &mut self.report.brackets[bi];
+        b.summary_seq = Some(summary_seq);
+        b.checkpoint_seq = Some(cp_seq);
+        b.end_seq = Some(end_seq);
+        Ok(())
+    }
+
+    fn manual(&mut self) -> Step<Outcome> {
+        match self.select(0)? {
+            Selection::Declined(d) => Ok(Outcome::Declined(d)),
+            Selection::Range(r) => {
+                self.bracket(r, None)?;
+                Ok(self.done())
+            }
+        }
+    }
+
+    fn done(&self) -> Outcome {
+        if self.opts.dry_run {
+            Outcome::DryRun
+        } else {
+            Outcome::Compacted
+        }
+    }
+
+    fn total(&self) -> Option<u64> {
+        self.session.total_tokens()
+    }
+
+    fn pressure(&mut self, turn: f64) -> Step<Outcome> {
+        let Some(threshold) = self.opts.threshold_tokens else {
+            return fail(
+                FailureKind::Config,
+                "pressure compaction needs the routed target's threshold (configure contextWindow)",
+            );
+        };
+        let Some(m0) = self.total() else {
+            return fail(
+                FailureKind::Config,
+                "pressure compaction needs the token meter",
+            );
+        };
+        self.busy_check()?;
+        if m0 < threshold {
+            return Ok(Outcome::BelowThreshold);
+        }
+        self.prune()?;
+        let m1 = self.total().unwrap_or(m0);
+        self.report.tokens_after_prune = Some(m1);
+        if m1 < threshold {
+            return Ok(if self.report.pruned.is_empty() {
+                Outcome::BelowThreshold
+            } else {
+                Outcome::PrunedBelowThreshold
+            });
+        }
+        let attempts = self.opts.compaction_retries + 1;
+        let mut total = m1;
+        for attempt in 0..attempts {
+            match self.select(self.opts.retain_tokens)? {
+                Selection::Declined(d) if attempt == 0 => return Ok(Outcome::Declined(d)),
+                Selection::Declined(_) => break,
+                Selection::Range(r) => self.bracket(r, Some(turn))?,
+            }
+            if self.opts.dry_run {
+                return Ok(Outcome::DryRun);
+            }
+            total = self.total().unwrap_or(total);
+            if total < threshold {
+                return Ok(Outcome::Compacted);
+            }
+        }
+        fail(
+            FailureKind::StillAboveThreshold,
+            format!(
+                "compaction still above threshold after {attempts} compaction attempts ({total} estimated tokens >= threshold {threshold})"
+            ),
+        )
+    }
+
+    fn overflow(&mut self, turn: f64) -> Step<Outcome> {
+        self.busy_check()?;
+        self.prune()?;
+        self.report.tokens_after_prune = self.total();
+        match self.select(0)? {
+            Selection::Declined(d) => Ok(Outcome::Declined(d)),
+            Selection::Range(r) => {
+                self.bracket(r, Some(turn))?;
+                Ok(self.done())
+            }
+        }
+    }
+}
+
+/// Run one compaction over `session`, appending through `sink`.
+///
+/// A dry run uses an in-memory sink internally: prune pairs are computed and
+/// folded so the selection is the one a real run would make, then it stops
+/// before `compaction/start`.
+pub fn run(
+    session: &mut Session,
+    sink: &mut dyn Sink,
+    env: &mut Env<'_>,
+    opts: &Options,
+) -> Result<Report, Box<Failure>> {
+    let mut memory = MemorySink::default();
+    let sink: &mut dyn Sink = if opts.dry_run { &mut memory } else { sink };
+    let open_turn = session.open_turn();
+    let mode = match (opts.mode, open_turn) {
+        (Mode::Auto, None) => Mode::Manual,
+        (Mode::Auto, Some(_)) => Mode::Pressure,
+        (m, _) => m,
+    };
+    let report = Report {
+        mode,
+        open_turn,
+        tokens_before: session.total_tokens(),
+        tokens_after_prune: None,
+        tokens_after: None,
+        surface_before: session.surface.tokens,
+        surface_after: session.surface.tokens,
+        generation_before: session.surface.replace_generation,
+        generation_after: session.surface.replace_generation,
+        pruned: Vec::new(),
+        brackets: Vec::new(),
+        appended: Vec::new(),
+        outcome: None,
+    };
+    let mut r = Run {
+        session,
+        sink,
+        env,
+        opts,
+        report,
+    };
+    let result = match (mode, open_turn) {
+        (Mode::Manual, Some(_)) => fail(
+            FailureKind::Mode,
+            "manual compaction: the session already has an open turn",
+        ),
+        (Mode::Pressure | Mode::Overflow, None) => fail(
+            FailureKind::Mode,
+            "compactRegion: no open turn \u{2014} automatic compaction events must be enclosed in a turn",
+        ),
+        (Mode::Manual, None) => r.busy_check().and_then(|_| r.manual()),
+        (Mode::Pressure, Some(t)) => r.pressure(t),
+        (Mode::Overflow, Some(t)) => r.overflow(t),
+        (Mode::Auto, _) => unreachable!("resolved above"),
+    };
+    let mut report = r.report;
+    report.tokens_after = r.session.total_tokens();
+    report.surface_after = r.session.surface.tokens;
+    report.generation_after = r.session.surface.replace_generation;
+    match result {
+        Ok(outcome) => {
+            report.outcome = Some(if opts.dry_run {
+                match outcome {
+                    Outcome::Compacted => Outcome::DryRun,
+                    o => o,
+                }
+            } else {
+                outcome
+            });
+            Ok(report)
+        }
+        Err(failure) => {
+            let (kind, message, code, provider) = *failure;
+            Err(Box::new(Failure {
+                kind,
+                message,
+                code,
+                provider,
+                report: Box::new(report),
+            }))
+        }
+    }
+}

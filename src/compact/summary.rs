@@ -1,0 +1,278 @@
+//! The summariser input (compaction §6.1), the reply rules (§6.2) and the
+//! checkpoint framing with its shrink check (§5.3).
+
+use crate::json::{JStr, OwnedValue, Value};
+use crate::meter::estimate::price_message;
+use crate::provider::{Completion, CompletionRequest, Finish, Usage, has_image};
+
+/// `COMPACTION_INSTRUCTION` **[CONST]**: 1802 UTF-16 units, no trailing newline.
+pub const COMPACTION_INSTRUCTION: &str = include_str!("instruction.txt");
+
+/// The checkpoint preamble **[CONST]** (300 UTF-16 units).
+pub const PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.";
+
+/// Opening tag **[CONST]**.
+pub const OPEN_TAG: &str = "<compacted-summary>";
+/// Closing tag **[CONST]**.
+pub const CLOSE_TAG: &str = "</compacted-summary>";
+
+/// The final user message of every summariser request.
+pub fn instruction_message() -> OwnedValue {
+    Value::obj()
+        .with("role", "user".into())
+        .with(
+            "content",
+            Value::Arr(vec![
+                Value::obj()
+                    .with("type", "text".into())
+                    .with("text", COMPACTION_INSTRUCTION.into()),
+            ]),
+        )
+        .with(
+            "source",
+            Value::obj()
+                .with("kind", "plugin".into())
+                .with("plugin", "dsh-compaction-basic".into()),
+        )
+}
+
+/// Build the request: system and tools from the latest canonical header,
+/// the shadowed messages (already derived, in surface order), then the
+/// instruction.
+pub fn build_request(
+    header: Option<&Value<'_>>,
+    shadowed_messages: Vec<OwnedValue>,
+    model: &str,
+    max_tokens: u64,
+    session_id: &str,
+) -> CompletionRequest {
+    let mut messages = shadowed_messages;
+    messages.push(instruction_message());
+    CompletionRequest {
+        model: model.to_string(),
+        system: header
+            .and_then(|h| h.get("system"))
+            .filter(|s| s.is_nonempty_str())
+            .map(|s| s.to_owned_value()),
+        tools: header
+            .and_then(|h| h.get("tools"))
+            .filter(|t| t.as_arr().is_some_and(|a| !a.is_empty()))
+            .map(|t| t.to_owned_value()),
+        messages,
+        max_tokens,
+        session_id: session_id.to_string(),
+        compaction: true,
+    }
+}
+
+/// A reply rejected by §6.2, with the text `compaction/end.error` records.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct SummaryError {
+    /// DSH code (`MAX_TOKENS`, `UNSUPPORTED_CONTENT`, the finish failure's
+    /// code, or `EMPTY_SUMMARY`).
+    pub code: String,
+    /// The message.
+    pub message: String,
+}
+
+/// What a successful reply gives the bracket.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// The text blocks, in order (`compaction/summary.summary`).
+    pub summary: Vec<OwnedValue>,
+    /// Every assembled block (`rawOutput`).
+    pub raw_output: Vec<OwnedValue>,
+    /// The provider usage.
+    pub usage: Option<Usage>,
+}
+
+/// JavaScript `String.prototype.trim() !== ""` (WhiteSpace and
+/// LineTerminator, U+FEFF included).
+pub fn js_has_non_whitespace(s: &JStr<'_>) -> bool {
+    s.units().iter().any(|&u| {
+        !matches!(
+            u,
+            0x09 | 0x0A | 0x0B | 0x0C | 0x0D | 0x20 | 0xA0 | 0x1680 | 0x2000
+                ..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000 | 0xFEFF
+        )
+    })
+}
+
+/// §6.2: map the finish, refuse images, split summary from raw output,
+/// require some text.
+pub fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
+    match &c.finish {
+        Finish::Error { message, code } => {
+            return Err(SummaryError {
+                code: code.clone(),
+                message: message.clone(),
+            });
+        }
+        Finish::Aborted => {
+            return Err(SummaryError {
+                code: "ABORTED".into(),
+                message: "summarization was aborted".into(),
+            });
+        }
+        Finish::MaxTokens => {
+            return Err(SummaryError {
+                code: "MAX_TOKENS".into(),
+                message: "summarization truncated at the token cap (incomplete checkpoint)".into(),
+            });
+        }
+        Finish::Stop | Finish::ToolCalls => {}
+    }
+    if has_image(&c.blocks) {
+        return Err(SummaryError {
+            code: "UNSUPPORTED_CONTENT".into(),
+            message: "compaction summary cannot contain image output".into(),
+        });
+    }
+    let summary: Vec<OwnedValue> = c
+        .blocks
+        .iter()
+        .filter(|b| b.get("type").is_some_and(|t| t.is_str("text")))
+        .cloned()
+        .collect();
+    let has_text = summary.iter().any(|b| {
+        b.get("text")
+            .and_then(|t| t.as_jstr())
+            .is_some_and(js_has_non_whitespace)
+    });
+    if !has_text {
+        return Err(SummaryError {
+            code: "EMPTY_SUMMARY".into(),
+            message: "summarization produced no text summary content".into(),
+        });
+    }
+    Ok(Summary {
+        summary,
+        raw_output: c.blocks,
+        usage: c.usage,
+    })
+}
+
+/// The checkpoint `content`: preamble + open tag, the summary blocks, the
+/// close tag.
+pub fn checkpoint_content(summary: &[OwnedValue]) -> Vec<OwnedValue> {
+    let mut out = Vec::with_capacity(summary.len() + 2);
+    out.push(
+        Value::obj()
+            .with("type", "text".into())
+            .with("text", format!("{PREAMBLE}\n\n{OPEN_TAG}").into()),
+    );
+    out.extend(summary.iter().cloned());
+    out.push(
+        Value::obj()
+            .with("type", "text".into())
+            .with("text", CLOSE_TAG.into()),
+    );
+    out
+}
+
+/// The heuristic price of the framed checkpoint message.
+pub fn framed_price(content: &[OwnedValue]) -> u64 {
+    price_message(&Value::obj().with("content", Value::Arr(content.to_vec())))
+}
+
+/// The shrink check **[CONST]** message, or `None` when the checkpoint is
+/// smaller than its source.
+pub fn shrink_violation(framed: u64, shadowed_tokens: u64) -> Option<String> {
+    (framed >= shadowed_tokens).then(|| {
+        format!(
+            "summary is not smaller than the shadowed content ({framed} estimated framed tokens >= {shadowed_tokens})"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> OwnedValue {
+        Value::obj()
+            .with("type", "text".into())
+            .with("text", s.to_string().into())
+    }
+
+    fn completion(blocks: Vec<OwnedValue>, finish: Finish) -> Completion {
+        Completion {
+            blocks,
+            finish,
+            usage: None,
+            request_id: None,
+            attempts: 1,
+        }
+    }
+
+    #[test]
+    fn constants() {
+        assert_eq!(PREAMBLE.encode_utf16().count(), 300);
+        assert_eq!(COMPACTION_INSTRUCTION.encode_utf16().count(), 1802);
+        assert!(COMPACTION_INSTRUCTION.contains("for an empty section \u{2014} never drop"));
+        let framing = checkpoint_content(&[]);
+        assert_eq!(
+            framing[0].get("text").unwrap().as_jstr().unwrap().len16(),
+            321
+        );
+        // framing alone costs 98; one tiny block makes 103.
+        assert_eq!(framed_price(&framing), 98);
+        assert_eq!(framed_price(&checkpoint_content(&[text("ab")])), 103);
+    }
+
+    #[test]
+    fn shrink_messages() {
+        assert_eq!(
+            shrink_violation(3102, 2379).unwrap(),
+            "summary is not smaller than the shadowed content (3102 estimated framed tokens >= 2379)"
+        );
+        assert!(shrink_violation(202, 202).is_some());
+        assert!(shrink_violation(207, 2379).is_none());
+    }
+
+    #[test]
+    fn reply_rules() {
+        let reasoning = Value::obj()
+            .with("type", "reasoning".into())
+            .with("text", "r".into());
+        let call = Value::obj()
+            .with("type", "tool-call".into())
+            .with("id", "c".into())
+            .with("name", "n".into())
+            .with("arguments", "{}".into());
+        let s = process_reply(completion(
+            vec![reasoning.clone(), text("sum"), call.clone()],
+            Finish::ToolCalls,
+        ))
+        .unwrap();
+        assert_eq!(s.summary.len(), 1);
+        assert_eq!(s.raw_output.len(), 3);
+        let e = process_reply(completion(
+            vec![reasoning.clone(), text(" \u{feff}\n")],
+            Finish::Stop,
+        ))
+        .unwrap_err();
+        assert_eq!(e.message, "summarization produced no text summary content");
+        let e = process_reply(completion(vec![text("x")], Finish::MaxTokens)).unwrap_err();
+        assert_eq!(
+            (e.code.as_str(), e.message.as_str()),
+            (
+                "MAX_TOKENS",
+                "summarization truncated at the token cap (incomplete checkpoint)"
+            )
+        );
+        let img = Value::obj().with("type", "image".into());
+        let e = process_reply(completion(vec![text("x"), img], Finish::Stop)).unwrap_err();
+        assert_eq!(e.message, "compaction summary cannot contain image output");
+        let e = process_reply(completion(
+            vec![text("x")],
+            Finish::Error {
+                message: "model stopped: content_filter".into(),
+                code: "CONTENT_FILTER".into(),
+            },
+        ))
+        .unwrap_err();
+        assert_eq!(e.code, "CONTENT_FILTER");
+    }
+}

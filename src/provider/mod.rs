@@ -1,0 +1,450 @@
+//! Model providers for the summariser call (compaction §6.3–§6.7).
+//!
+//! A [`Summarizer`] takes one provider-neutral [`CompletionRequest`] (system,
+//! tools, DSH messages, generation cap) and returns the assembled reply
+//! ([`Completion`]): content blocks in the order the stream opened them, the
+//! finish reason and the provider usage in DSH's disjoint form. Two wire
+//! protocols are spoken, both streaming over Server-Sent Events:
+//!
+//! * DeepSeek chat completions ([`deepseek`]), exactly as the rc.8 adapter
+//!   speaks it: request body, SSE translation, usage mapping (cache hits) and
+//!   error normalisation (`CONTEXT_WINDOW_EXCEEDED`);
+//! * the Anthropic-compatible Messages protocol ([`anthropic`], §6.7).
+//!
+//! The HTTP layer ([`http`]) adds timeouts and bounded retries with backoff.
+//! The API key is passed in by the caller (the library never reads the
+//! environment) as an [`ApiKey`], which never prints and is scrubbed from every
+//! error message.
+
+pub mod anthropic;
+pub mod assemble;
+pub mod classify;
+pub mod deepseek;
+pub mod http;
+pub mod sse;
+
+use std::time::Duration;
+
+use crate::json::{JStr, OwnedValue, Value};
+
+pub use assemble::{Assembler, Chunk, Finish};
+
+/// An API key. Its `Debug` never shows the value and it has no `Display`.
+#[derive(Clone, Default)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wrap a key.
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    /// The key itself, for the one header that carries it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether no key was given.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Replace every occurrence of the key in `text` with `[REDACTED]`.
+    pub fn scrub(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            text.to_string()
+        } else {
+            text.replace(&self.0, "[REDACTED]")
+        }
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey([REDACTED])")
+    }
+}
+
+/// The wire protocol a route speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// DeepSeek chat completions (`POST {base}/chat/completions`).
+    DeepSeek,
+    /// Anthropic-compatible Messages (`POST {base}/v1/messages`).
+    Anthropic,
+}
+
+impl Protocol {
+    /// Parse the config spelling (`deepseek`, `anthropic`).
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s {
+            "deepseek" | "chat-completions" => Some(Protocol::DeepSeek),
+            "anthropic" | "messages" => Some(Protocol::Anthropic),
+            _ => None,
+        }
+    }
+
+    /// The config spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::DeepSeek => "deepseek",
+            Protocol::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Where and how to reach a provider.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Wire protocol.
+    pub protocol: Protocol,
+    /// Base URL without the endpoint path (`https://api.deepseek.com`).
+    pub base_url: String,
+    /// The key (may be empty for a local server that needs none).
+    pub api_key: ApiKey,
+    /// The route's default reasoning effort for summary calls (`off`, `low`,
+    /// `high`, `max`); `None` means the adapter default, `high`.
+    pub reasoning_effort: Option<String>,
+    /// `user-agent` header.
+    pub user_agent: String,
+    /// How long to wait for the TCP/TLS connection.
+    pub connect_timeout: Duration,
+    /// The stream idle watchdog: the longest silence between two reads
+    /// (reference default 300 000 ms).
+    pub idle_timeout: Duration,
+    /// Extra attempts after a retryable failure (HTTP 429, 5xx, a connection
+    /// failure before any response).
+    pub max_retries: u32,
+    /// First backoff delay; doubled per retry.
+    pub retry_base: Duration,
+    /// Cap on any one delay (also caps `retry-after`).
+    pub retry_max_delay: Duration,
+}
+
+impl Endpoint {
+    /// An endpoint with dsh's defaults: 30 s connect, 300 s idle, 2 retries
+    /// from 1 s, delays capped at 30 s.
+    pub fn new(protocol: Protocol, base_url: impl Into<String>, api_key: ApiKey) -> Endpoint {
+        Endpoint {
+            protocol,
+            base_url: base_url.into(),
+            api_key,
+            reasoning_effort: None,
+            user_agent: format!(
+                "dsh/{} (+https://github.com/deepseek-ai/deepseek-harness)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            connect_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(300),
+            max_retries: 2,
+            retry_base: Duration::from_secs(1),
+            retry_max_delay: Duration::from_secs(30),
+        }
+    }
+
+    /// The effort a summary call uses: the route's, else `high` (§6.1).
+    pub fn effort(&self) -> &str {
+        self.reasoning_effort.as_deref().unwrap_or("high")
+    }
+}
+
+/// One model call, provider-neutral.
+#[derive(Debug, Clone)]
+pub struct CompletionRequest {
+    /// Model id on the route.
+    pub model: String,
+    /// System prompt (a JSON string value, kept exact).
+    pub system: Option<OwnedValue>,
+    /// Tool schemas as logged: `[{name, description, parameters}, …]`.
+    pub tools: Option<OwnedValue>,
+    /// DSH messages `{role, content, …}` in order.
+    pub messages: Vec<OwnedValue>,
+    /// Generation cap (`max_tokens`).
+    pub max_tokens: u64,
+    /// The session id (`x-deepseek-harness-session-id`).
+    pub session_id: String,
+    /// `purpose: "compaction"`: adds `x-deepseek-harness-compact: 1`.
+    pub compaction: bool,
+}
+
+/// An HTTP request exactly as it is (or would be) sent.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// `POST`.
+    pub method: &'static str,
+    /// Full URL.
+    pub url: String,
+    /// Headers in sending order, lowercase names. The key header holds the
+    /// real key: print [`WireRequest::redacted_headers`] instead.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body.
+    pub body: OwnedValue,
+}
+
+impl WireRequest {
+    /// The path part of the URL.
+    pub fn path(&self) -> &str {
+        let rest = self.url.split_once("://").map_or(&*self.url, |(_, r)| r);
+        rest.find('/').map_or("/", |i| &rest[i..])
+    }
+
+    /// Headers with the credential replaced by `[REDACTED]`.
+    pub fn redacted_headers(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .map(|(k, v)| {
+                let v = match k.as_str() {
+                    "authorization" => "Bearer [REDACTED]".to_string(),
+                    "x-api-key" => "[REDACTED]".to_string(),
+                    _ => v.clone(),
+                };
+                (k.clone(), v)
+            })
+            .collect()
+    }
+
+    /// `{method, url, path, headers (redacted), body}`.
+    pub fn to_value(&self) -> OwnedValue {
+        let mut h = Value::obj();
+        for (k, v) in self.redacted_headers() {
+            h = h.with(&k, v.into());
+        }
+        Value::obj()
+            .with("method", self.method.into())
+            .with("url", self.url.clone().into())
+            .with("path", self.path().into())
+            .with("headers", h)
+            .with("body", self.body.clone())
+    }
+}
+
+/// Provider usage in DSH's disjoint form (§6.4 `mapUsage`, §6.7).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    /// Uncached prompt tokens.
+    pub input_tokens: f64,
+    /// Generated tokens (reasoning included).
+    pub output_tokens: f64,
+    /// Prompt tokens served from the cache, when reported.
+    pub cache_read_tokens: Option<f64>,
+    /// Prompt tokens written to the cache, when reported.
+    pub cache_write_tokens: Option<f64>,
+    /// Reasoning share of the output, when reported.
+    pub reasoning_tokens: Option<f64>,
+}
+
+impl Usage {
+    /// `{inputTokens, outputTokens, cacheReadTokens?, cacheWriteTokens?, reasoningTokens?}`.
+    pub fn to_value(&self) -> OwnedValue {
+        let mut v = Value::obj()
+            .with("inputTokens", self.input_tokens.into())
+            .with("outputTokens", self.output_tokens.into());
+        if let Some(c) = self.cache_read_tokens {
+            v = v.with("cacheReadTokens", c.into());
+        }
+        if let Some(c) = self.cache_write_tokens {
+            v = v.with("cacheWriteTokens", c.into());
+        }
+        if let Some(r) = self.reasoning_tokens {
+            v = v.with("reasoningTokens", r.into());
+        }
+        v
+    }
+}
+
+/// The assembled reply of one call.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    /// Assembled blocks (`text`, `reasoning`, `tool-call`, …) in stream order.
+    pub blocks: Vec<OwnedValue>,
+    /// How the stream finished.
+    pub finish: Finish,
+    /// The last usage reported.
+    pub usage: Option<Usage>,
+    /// The provider's request id, when it sent one.
+    pub request_id: Option<String>,
+    /// HTTP attempts made (1 without retries).
+    pub attempts: u32,
+}
+
+/// A provider failure, normalised (§6.4, §6.5). The message never contains
+/// the API key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    /// `AUTH`, `QUOTA`, `RATE_LIMIT`, `CONTEXT_WINDOW_EXCEEDED`,
+    /// `INVALID_REQUEST`, `SERVER`, `HTTP_<status>`, `TIMEOUT`,
+    /// `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, `NETWORK`,
+    /// `UNSUPPORTED_CONTENT`, …
+    pub code: String,
+    /// The message (the provider's own where it gave one).
+    pub message: String,
+    /// HTTP status, for HTTP failures.
+    pub status: Option<u16>,
+    /// `retry-after`, when sent.
+    pub retry_after: Option<Duration>,
+    /// `x-request-id` / `x-deepseek-request-id`, when sent.
+    pub request_id: Option<String>,
+    /// Whether a retry may succeed (429, 5xx, connection failures before a
+    /// response).
+    pub retryable: bool,
+}
+
+impl ProviderError {
+    /// A failure with a code and message, not retryable.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> ProviderError {
+        ProviderError {
+            code: code.into(),
+            message: message.into(),
+            status: None,
+            retry_after: None,
+            request_id: None,
+            retryable: false,
+        }
+    }
+
+    /// Scrub the key out of the message.
+    pub fn scrubbed(mut self, key: &ApiKey) -> ProviderError {
+        self.message = key.scrub(&self.message);
+        self
+    }
+}
+
+/// What a call reports while it runs (for a spinner).
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// Request sent (attempt is 1-based).
+    Sending {
+        /// Attempt number.
+        attempt: u32,
+    },
+    /// A retryable failure; waiting before the next attempt.
+    Retrying {
+        /// The attempt that failed.
+        attempt: u32,
+        /// The wait.
+        delay: Duration,
+        /// Why.
+        reason: String,
+    },
+    /// Stream data arrived.
+    Receiving {
+        /// Bytes received so far.
+        bytes: u64,
+    },
+}
+
+/// Something that can run one completion call.
+pub trait Summarizer {
+    /// The request exactly as it would be sent (for `--dry-run` and logs).
+    fn wire_request(&self, req: &CompletionRequest) -> Result<WireRequest, ProviderError>;
+
+    /// Run the call, reporting progress.
+    fn complete(
+        &self,
+        req: &CompletionRequest,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Completion, ProviderError>;
+}
+
+/// The HTTP summariser for an [`Endpoint`].
+#[derive(Debug, Clone)]
+pub struct HttpSummarizer {
+    /// Where to send.
+    pub endpoint: Endpoint,
+}
+
+impl Summarizer for HttpSummarizer {
+    fn wire_request(&self, req: &CompletionRequest) -> Result<WireRequest, ProviderError> {
+        match self.endpoint.protocol {
+            Protocol::DeepSeek => deepseek::wire_request(&self.endpoint, req),
+            Protocol::Anthropic => anthropic::wire_request(&self.endpoint, req),
+        }
+    }
+
+    fn complete(
+        &self,
+        req: &CompletionRequest,
+        progress: &mut dyn FnMut(&Progress),
+    ) -> Result<Completion, ProviderError> {
+        let wire = self.wire_request(req)?;
+        let key = &self.endpoint.api_key;
+        let out = match self.endpoint.protocol {
+            Protocol::DeepSeek => http::call(&self.endpoint, &wire, progress, &mut || {
+                Box::new(deepseek::Decoder::default())
+            }),
+            Protocol::Anthropic => http::call(&self.endpoint, &wire, progress, &mut || {
+                Box::new(anthropic::Decoder::default())
+            }),
+        };
+        out.map_err(|e| e.scrubbed(key))
+    }
+}
+
+/// Concatenate the `text` of every block of type `ty` (JavaScript string
+/// concatenation, so split surrogate pairs rejoin).
+pub(crate) fn concat_text(blocks: &[Value<'_>], ty: &str) -> JStr<'static> {
+    let mut units: Vec<u16> = Vec::new();
+    for b in blocks {
+        if b.get("type").is_some_and(|t| t.is_str(ty))
+            && let Some(t) = b.get("text").and_then(|t| t.as_jstr())
+        {
+            units.extend(t.units());
+        }
+    }
+    JStr::from_units(&units)
+}
+
+/// Whether a block list holds an `image` block, at any tool-result depth.
+pub fn has_image(blocks: &[Value<'_>]) -> bool {
+    blocks.iter().any(|b| {
+        b.get("type").is_some_and(|t| t.is_str("image"))
+            || b.get("content")
+                .and_then(|c| c.as_arr())
+                .is_some_and(|c| has_image(c))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_key_never_prints() {
+        let k = ApiKey::new("sk-secret-123");
+        assert_eq!(format!("{k:?}"), "ApiKey([REDACTED])");
+        assert_eq!(
+            k.scrub("bad key sk-secret-123 given"),
+            "bad key [REDACTED] given"
+        );
+        let e = ProviderError::new("AUTH", "Invalid key sk-secret-123").scrubbed(&k);
+        assert!(!format!("{e:?} {e}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn usage_key_order() {
+        let u = Usage {
+            input_tokens: 172.0,
+            output_tokens: 140.0,
+            cache_read_tokens: Some(3328.0),
+            cache_write_tokens: None,
+            reasoning_tokens: Some(6.0),
+        };
+        assert_eq!(
+            u.to_value().to_json(),
+            r#"{"inputTokens":172,"outputTokens":140,"cacheReadTokens":3328,"reasoningTokens":6}"#
+        );
+    }
+
+    #[test]
+    fn wire_path_and_redaction() {
+        let w = WireRequest {
+            method: "POST",
+            url: "http://127.0.0.1:9/chat/completions".into(),
+            headers: vec![("authorization".into(), "Bearer sk-x".into())],
+            body: Value::obj(),
+        };
+        assert_eq!(w.path(), "/chat/completions");
+        assert!(!w.to_value().to_json().contains("sk-x"));
+    }
+}

@@ -1,0 +1,737 @@
+//! `dsh compact` end to end against the loopback provider in `support`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::{Value as J, json};
+
+use crate::provider::{Reply, Server, anthropic_sse, deepseek_sse};
+
+const KEY: &str = "sk-test-SECRET-9f8e7d";
+const SUMMARY: &str = "## Primary Request and Intent\n- Explain the build.\n\n## Key Technical Concepts\n- cargo\n\n## Files and Code\n- (none)\n\n## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- (none)\n\n## Current Work\n- Explaining.\n\n## Next Step\n- (none)\n\n## Critical Context\n- (none)";
+
+fn header() -> J {
+    json!({"type":"session","version":0,"id":"s-compact","createdAt":0,"cwd":"/tmp","delegationDepth":0})
+}
+
+/// A closed turn: user prompt, a read call and its (long) result, an answer.
+fn closed_log() -> Vec<J> {
+    let src = json!({"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"});
+    let long: String = (1..=60)
+        .map(|i| format!("line {i}: fn build() {{ cargo(); }}\n"))
+        .collect();
+    let mut ev = vec![
+        json!({"type":"turn/start","data":{"turn":1}}),
+        json!({"type":"step/start","data":{"turn":1,"step":1}}),
+        json!({"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"Explain how the build works, reading build.rs first. ".repeat(8)}],"source":{"kind":"user"},"id":"u1"},"surfaceOp":"append"}),
+        json!({"type":"request/header","data":{"header":{"config":{"provider":"deepseek-official","model":"deepseek-v4-flash"},"system":"You are a careful coding agent.","tools":[{"name":"read","description":"Read a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}]},"reason":"initial"}}),
+        json!({"type":"assistant/message","data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","id":"call_1","name":"read","arguments":"{\"path\":\"build.rs\"}"}],"source":src,"id":"a1"}},"surfaceOp":"append"}),
+        json!({"type":"tool/call","data":{"turn":1,"step":1,"callId":"call_1","name":"read","arguments":"{\"path\":\"build.rs\"}"}}),
+        json!({"type":"tool/result","data":{"turn":1,"step":1,"message":{"role":"user","content":[{"type":"tool-result","toolCallId":"call_1","content":[{"type":"text","text":long}]}],"source":{"kind":"tool","callId":"call_1"},"id":"t1"}},"surfaceOp":"append"}),
+        json!({"type":"step/end","data":{"turn":1,"step":1}}),
+        json!({"type":"step/start","data":{"turn":1,"step":2}}),
+        json!({"type":"assistant/message","data":{"turn":1,"step":2,"message":{"role":"assistant","content":[{"type":"text","text":"It runs cargo."}],"source":src,"id":"a2"}},"surfaceOp":"append"}),
+        json!({"type":"step/end","data":{"turn":1,"step":2}}),
+        json!({"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}),
+    ];
+    for (i, e) in ev.iter_mut().enumerate() {
+        let o = e.as_object_mut().unwrap();
+        o.insert("seq".into(), json!(i));
+        o.insert("time".into(), json!(1_700_000_000_000u64 + i as u64));
+    }
+    ev
+}
+
+fn write_log(dir: &Path, name: &str, events: &[J]) -> PathBuf {
+    let p = dir.join(name);
+    let mut s = header().to_string();
+    s.push('\n');
+    for e in events {
+        s.push_str(&e.to_string());
+        s.push('\n');
+    }
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn lines(p: &Path) -> Vec<J> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn dsh() -> Command {
+    let mut c = Command::cargo_bin("dsh").unwrap();
+    c.env("DEEPSEEK_API_KEY", KEY)
+        .env_remove("DEEPSEEK_BASE_URL")
+        .env("HOME", std::env::temp_dir());
+    c
+}
+
+fn surface_nodes(p: &Path) -> J {
+    let out = dsh().args(["surface", "--json"]).arg(p).output().unwrap();
+    assert!(
+        out.status.success(),
+        "surface failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: J = serde_json::from_slice(&out.stdout).unwrap();
+    v["nodes"].clone()
+}
+
+struct Run {
+    code: i32,
+    json: J,
+    stdout: String,
+    stderr: String,
+}
+
+fn compact(log: &Path, base: &str, extra: &[&str]) -> Run {
+    let out = dsh()
+        .args([
+            "compact",
+            "--json",
+            "--base-url",
+            base,
+            "--retry-delay",
+            "0",
+        ])
+        .args(extra)
+        .arg(log)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        json: serde_json::from_str(stdout.trim()).unwrap_or(J::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+    }
+}
+
+fn assert_committed(log: &Path, before: usize, turn: J) {
+    let all = lines(log);
+    let new = &all[before..];
+    let types: Vec<&str> = new.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "compaction/start",
+            "compaction/summary",
+            "user/message",
+            "compaction/end"
+        ]
+    );
+    let cid = new[0]["data"]["compactionId"].as_str().unwrap();
+    assert_eq!(cid.len(), 36);
+    assert_eq!(new[0]["data"], json!({"compactionId": cid, "turn": turn}));
+    let s = &new[1]["data"];
+    assert_eq!(s["shadowedSeqs"], json!([2, 4, 6]));
+    assert_eq!(s["shadowedRange"], json!({"start": 2, "end": 6}));
+    assert_eq!(s["llmStreamCall"], json!(true));
+    assert_eq!(s["summary"], json!([{"type":"text","text":SUMMARY}]));
+    assert_eq!(s["maxTokens"], json!(8192));
+    let cp = &new[2];
+    let start = before as u64;
+    assert_eq!(cp["sourceEventSeqs"], json!([start, start + 1, 2, 4, 6]));
+    assert_eq!(cp["surfaceOp"], json!({"op":"replace","start":2,"end":6}));
+    assert_eq!(
+        cp["data"]["source"],
+        json!({"kind":"plugin","plugin":"compact","compactionId":cid})
+    );
+    let content = cp["data"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 3);
+    assert!(
+        content[0]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n\n<compacted-summary>")
+    );
+    assert_eq!(content[1]["text"], json!(SUMMARY));
+    assert_eq!(content[2]["text"], json!("</compacted-summary>"));
+    assert_eq!(new[3]["data"], json!({"compactionId": cid, "turn": turn}));
+    assert_eq!(surface_nodes(log), json!([start + 2, 9]));
+}
+
+#[test]
+fn manual_compaction_commits_the_bracket_deepseek() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let r = compact(&log, &server.base, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["mode"], json!("manual"));
+    assert_eq!(r.json["outcome"], json!("compacted"));
+    let b = &r.json["brackets"][0];
+    assert!(b["shadowedTokenCount"].as_u64().unwrap() > b["checkpointTokens"].as_u64().unwrap());
+    assert_eq!(
+        b["usage"],
+        json!({"inputTokens":172,"outputTokens":140,"cacheReadTokens":3328,"reasoningTokens":6})
+    );
+    assert_committed(&log, 12, J::Null);
+    let reqs = server.join();
+    assert_eq!(reqs.len(), 1);
+    let q = &reqs[0];
+    assert_eq!(
+        (q.method.as_str(), q.path.as_str()),
+        ("POST", "/chat/completions")
+    );
+    assert_eq!(
+        q.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(q.header("x-deepseek-harness-compact"), Some("1"));
+    assert_eq!(q.header("x-deepseek-harness-session-id"), Some("s-compact"));
+    assert_eq!(q.header("accept"), Some("text/event-stream"));
+    let body: J = serde_json::from_slice(&q.body).unwrap();
+    let msgs = body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
+    assert_eq!(
+        msgs[4]["content"].as_str().unwrap().encode_utf16().count(),
+        1802
+    );
+    assert_eq!(body["max_tokens"], json!(8192));
+    assert_eq!(body["reasoning_effort"], json!("high"));
+    assert!(!r.stdout.contains(KEY) && !r.stderr.contains(KEY));
+    assert!(!std::fs::read_to_string(&log).unwrap().contains(KEY));
+}
+
+#[test]
+fn manual_compaction_commits_the_bracket_anthropic() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![Reply::Sse(anthropic_sse(SUMMARY))]);
+    let r = compact(&log, &server.base, &["--kind", "anthropic"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_committed(&log, 12, J::Null);
+    let all = lines(&log);
+    assert_eq!(
+        all[13]["data"]["usage"],
+        json!({"inputTokens":172,"outputTokens":140,"cacheReadTokens":3328})
+    );
+    assert_eq!(
+        all[13]["data"]["rawOutput"][0],
+        json!({"type":"reasoning","text":"plan"})
+    );
+    let q = &server.join()[0];
+    assert_eq!(q.path, "/v1/messages");
+    assert_eq!(q.header("x-api-key"), Some(KEY));
+    assert_eq!(q.header("anthropic-version"), Some("2023-06-01"));
+    let body: J = serde_json::from_slice(&q.body).unwrap();
+    assert_eq!(body["system"], json!("You are a careful coding agent."));
+    assert_eq!(body["tools"][0]["input_schema"]["type"], json!("object"));
+}
+
+/// A failure must close the bracket with exactly this error, leave the
+/// surface as it was, keep the log loadable and the lock free, and never
+/// show the key.
+fn assert_failed(log: &Path, r: &Run, before_nodes: &J, error: &str, code: i32) {
+    assert_eq!(r.code, code, "{}{}", r.stdout, r.stderr);
+    let all = lines(log);
+    let new = &all[12..];
+    let types: Vec<&str> = new.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["compaction/start", "compaction/end"], "{error}");
+    assert_eq!(new[1]["data"]["error"], json!(error));
+    assert_eq!(new[1]["data"]["turn"], J::Null);
+    assert_eq!(
+        new[0]["data"]["compactionId"],
+        new[1]["data"]["compactionId"]
+    );
+    assert_eq!(&surface_nodes(log), before_nodes);
+    assert_eq!(r.json["error"]["message"], json!(error));
+    for text in [&r.stdout, &r.stderr, &std::fs::read_to_string(log).unwrap()] {
+        assert!(!text.contains(KEY), "the key leaked");
+    }
+    // The lock is free again: a dry run selects the same range.
+    let again = dsh()
+        .args(["compact", "--dry-run", "--json"])
+        .arg(log)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0));
+}
+
+fn fault(
+    replies: Vec<Reply>,
+    extra: &[&str],
+    error: &str,
+    code: i32,
+) -> Vec<crate::provider::Captured> {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let before = surface_nodes(&log);
+    let server = Server::start(replies);
+    let r = compact(&log, &server.base, extra);
+    assert_failed(&log, &r, &before, error, code);
+    server.join()
+}
+
+fn status(code: u16, body: J) -> Reply {
+    Reply::Status(code, vec![], body.to_string())
+}
+
+#[test]
+fn fault_server_error_retried_then_recorded() {
+    let e = || {
+        status(
+            500,
+            json!({"error":{"message":"upstream exploded","type":"server_error"}}),
+        )
+    };
+    let reqs = fault(
+        vec![e(), e(), e()],
+        &["--retries", "2"],
+        "upstream exploded",
+        5,
+    );
+    assert_eq!(reqs.len(), 3, "one attempt plus two retries");
+}
+
+#[test]
+fn fault_rate_limit_then_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![
+        Reply::Status(
+            429,
+            vec![("retry-after".into(), "0".into())],
+            json!({"error":{"message":"slow down"}}).to_string(),
+        ),
+        Reply::Sse(deepseek_sse(SUMMARY)),
+    ]);
+    let r = compact(&log, &server.base, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["brackets"][0]["attempts"], json!(2));
+    assert_committed(&log, 12, J::Null);
+    assert_eq!(server.join().len(), 2);
+}
+
+#[test]
+fn fault_idle_timeout() {
+    let reqs = fault(
+        vec![Reply::Stall(Duration::from_secs(3))],
+        &["--timeout", "1"],
+        "DeepSeek stream idle timeout after 1000ms",
+        5,
+    );
+    assert_eq!(reqs.len(), 1, "a timeout is not retried");
+}
+
+#[test]
+fn fault_connection_lost_mid_stream() {
+    let head = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"## Primary\"}}]}\n\n";
+    fault(
+        vec![Reply::CutChunked(head.into())],
+        &[],
+        "DeepSeek connection lost while streaming the reply: Error while decoding chunks",
+        5,
+    );
+}
+
+#[test]
+fn fault_malformed_sse() {
+    fault(
+        vec![Reply::Sse("data: {oops\n\n".into())],
+        &[],
+        "malformed SSE payload: {oops",
+        5,
+    );
+}
+
+#[test]
+fn fault_stream_without_done() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\n";
+    fault(
+        vec![Reply::Sse(body.into())],
+        &[],
+        "SSE stream ended without [DONE]",
+        5,
+    );
+}
+
+#[test]
+fn fault_empty_reply() {
+    fault(
+        vec![Reply::Sse("data: [DONE]\n\n".into())],
+        &[],
+        "model returned a completed response with no content",
+        5,
+    );
+}
+
+#[test]
+fn fault_reasoning_only() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hmm\",\"content\":\" \\n\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    fault(
+        vec![Reply::Sse(body.into())],
+        &[],
+        "summarization produced no text summary content",
+        5,
+    );
+}
+
+#[test]
+fn fault_truncated_at_token_cap() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"## Primary\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+    fault(
+        vec![Reply::Sse(body.into())],
+        &[],
+        "summarization truncated at the token cap (incomplete checkpoint)",
+        5,
+    );
+}
+
+#[test]
+fn fault_summary_larger_than_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let before = surface_nodes(&log);
+    let shadowed: u64 = {
+        let out = dsh()
+            .args(["surface", "--json"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        let v: J = serde_json::from_slice(&out.stdout).unwrap();
+        v["positions"].as_array().unwrap()[..3]
+            .iter()
+            .map(|p| p["tokens"].as_u64().unwrap())
+            .sum()
+    };
+    let big = "x".repeat(12_000);
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(&big))]);
+    let r = compact(&log, &server.base, &[]);
+    // 98 framing + q(12000)+4 = 3102
+    let msg = format!(
+        "summary is not smaller than the shadowed content (3102 estimated framed tokens >= {shadowed})"
+    );
+    assert_failed(&log, &r, &before, &msg, 5);
+    server.join();
+}
+
+#[test]
+fn fault_context_window_exceeded() {
+    let msg = "This model's maximum context length is 131072 tokens. However, you requested 140000 tokens.";
+    fault(
+        vec![status(
+            400,
+            json!({"error":{"message":msg,"type":"invalid_request_error"}}),
+        )],
+        &[],
+        msg,
+        5,
+    );
+}
+
+#[test]
+fn fault_unauthorized_never_shows_the_key() {
+    let body = json!({"error":{"message":format!("Authentication Fails, your api key: {KEY} is invalid"),"type":"authentication_error"}});
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let before = surface_nodes(&log);
+    let server = Server::start(vec![status(401, body)]);
+    let r = compact(&log, &server.base, &[]);
+    assert_failed(
+        &log,
+        &r,
+        &before,
+        "Authentication Fails, your api key: [REDACTED] is invalid",
+        5,
+    );
+    assert!(r.stderr.contains("$DEEPSEEK_API_KEY"), "{}", r.stderr);
+    assert_eq!(r.json["error"]["code"], json!("AUTH"));
+    assert_eq!(server.join().len(), 1, "401 is not retried");
+}
+
+#[test]
+fn missing_key_is_a_usage_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let out = dsh()
+        .env_remove("DEEPSEEK_API_KEY")
+        .args(["compact", "--base-url", "http://127.0.0.1:9"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("$DEEPSEEK_API_KEY"));
+    assert_eq!(lines(&log).len(), 12);
+}
+
+#[test]
+fn dry_run_shows_range_and_request_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let bytes = std::fs::read(&log).unwrap();
+    let out = dsh()
+        .args([
+            "compact",
+            "--dry-run",
+            "--json",
+            "--base-url",
+            "http://127.0.0.1:9",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: J = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"], json!("dry-run"));
+    let b = &v["brackets"][0];
+    assert_eq!(b["shadowedSeqs"], json!([2, 4, 6]));
+    assert_eq!(b["request"]["path"], json!("/chat/completions"));
+    assert_eq!(
+        b["request"]["headers"]["authorization"],
+        json!("Bearer [REDACTED]")
+    );
+    assert_eq!(
+        b["request"]["body"]["messages"].as_array().unwrap().len(),
+        5
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+}
+
+#[test]
+fn out_writes_a_copy_and_leaves_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let bytes = std::fs::read(&log).unwrap();
+    let copy = dir.path().join("copy.jsonl");
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let r = compact(&log, &server.base, &["--out", copy.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+    assert_committed(&copy, 12, J::Null);
+    server.join();
+}
+
+#[test]
+fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![Reply::Stall(Duration::from_secs(30))]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"))
+        .env("DEEPSEEK_API_KEY", KEY)
+        .args(["compact", "--base-url", &server.base])
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while lines(&log).len() < 13 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "compaction/start never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let all = lines(&log);
+    assert_eq!(all.len(), 13);
+    assert_eq!(all[12]["type"], json!("compaction/start"));
+    // The log still loads, with the surface unchanged.
+    assert_eq!(surface_nodes(&log), json!([2, 4, 6, 9]));
+    // Every compaction now refuses: the lock is held (exit 4) and says how on.
+    let busy = dsh()
+        .args(["compact", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(busy.status.code(), Some(4));
+    let v: J = serde_json::from_slice(&busy.stdout).unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        json!(
+            "compaction: compaction already in progress; the session compaction lock is already active"
+        )
+    );
+    assert!(
+        v["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--release-lock")
+    );
+    // The way forward: release (appends session/end-seed, as a resumed
+    // harness does), then compaction works again.
+    let rel = dsh()
+        .args(["compact", "--release-lock", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        rel.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rel.stderr)
+    );
+    let all = lines(&log);
+    assert_eq!(all.len(), 14);
+    assert_eq!(all[13]["type"], json!("session/end-seed"));
+    assert_eq!(all[13]["seq"], json!(13));
+    assert_eq!(all[13]["data"], json!({}));
+    let server2 = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let r = compact(&log, &server2.base, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json["brackets"][0]["startSeq"], json!(14));
+    drop(server);
+    server2.join();
+}
+
+fn shared() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/examples");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: ../shared/spec/examples is absent");
+        None
+    }
+}
+
+/// Drop `time`, the compaction ids and the checkpoint message id.
+fn normalized(line: &str) -> String {
+    let mut v = dsh::json::Value::parse(line.as_bytes())
+        .unwrap()
+        .into_owned();
+    v.remove("time");
+    if let Some(d) = v.get_mut("data") {
+        if d.has("compactionId") {
+            d.set("compactionId", "ID".into());
+        }
+        if d.get("source").is_some_and(|s| s.has("compactionId")) {
+            d.get_mut("source")
+                .unwrap()
+                .set("compactionId", "ID".into());
+            d.set("id", "MSG".into());
+        }
+    }
+    v.to_json()
+}
+
+#[test]
+fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.jsonl");
+    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let expected = std::fs::read_to_string(ex.join("compact-pressure.appended.jsonl")).unwrap();
+    let summary_text = expected
+        .lines()
+        .map(|l| serde_json::from_str::<J>(l).unwrap())
+        .find(|e| e["type"] == "compaction/summary")
+        .unwrap()["data"]["summary"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(&summary_text))]);
+    let r = compact(&log, &server.base, &["-q"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["mode"], json!("pressure"));
+    assert_eq!(r.json["tokensBefore"], json!(5429));
+    assert_eq!(r.json["tokensAfterPrune"], json!(3719));
+    assert_eq!(r.json["tokensAfter"], json!(1547));
+    assert_eq!(r.json["thresholdTokens"], json!(3200));
+    assert_eq!(r.json["retainTokens"], json!(640));
+    assert_eq!(r.json["brackets"][0]["checkpointTokens"], json!(207));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let ours: Vec<String> = text.lines().skip(35).map(normalized).collect();
+    let theirs: Vec<String> = expected.lines().map(normalized).collect();
+    assert_eq!(ours.len(), 6);
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "appended event {i} differs");
+    }
+    assert_eq!(surface_nodes(&log), json!([38, 30, 32]));
+    // The captured request body, byte for byte.
+    let req = &server.join()[0];
+    let captured = std::fs::read(ex.join("compact-pressure.summarizer-request.json")).unwrap();
+    let want = dsh::json::Value::parse(&captured).unwrap();
+    assert_eq!(
+        String::from_utf8(req.body.clone()).unwrap(),
+        want.get("body").unwrap().to_json()
+    );
+    assert_eq!(req.path, want.get("path").unwrap().as_str().unwrap());
+    for h in [
+        "content-type",
+        "accept",
+        "x-deepseek-harness-session-id",
+        "x-deepseek-harness-compact",
+    ] {
+        assert_eq!(
+            req.header(h),
+            want.get("headers")
+                .unwrap()
+                .get(h)
+                .unwrap()
+                .as_str()
+                .as_deref(),
+            "{h}"
+        );
+    }
+}
+
+#[test]
+fn overflow_mode_prunes_and_reports_retry_authorization() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.jsonl");
+    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    // A 27-character summary (§11 variant): checkpoint 109, total 1449.
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(
+        "## Checkpoint\n- short note.",
+    ))]);
+    let r = compact(&log, &server.base, &["-q", "--mode", "overflow"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["mode"], json!("overflow"));
+    assert_eq!(
+        r.json["brackets"][0]["shadowedSeqs"],
+        json!([2, 10, 35, 20, 22])
+    );
+    assert_eq!(r.json["brackets"][0]["checkpointTokens"], json!(109));
+    assert_eq!(r.json["tokensAfter"], json!(1449));
+    assert_eq!(r.json["retryAuthorized"], json!(true));
+    server.join();
+}
+
+#[test]
+fn pressure_below_threshold_writes_nothing() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.jsonl");
+    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let bytes = std::fs::read(&log).unwrap();
+    // cw 8000: threshold 6400 > 5429; cw 4700: pruning alone suffices.
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &["-q", "--context-window", "8000"],
+    );
+    assert_eq!(
+        (r.code, r.json["outcome"].clone()),
+        (0, json!("below-threshold"))
+    );
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &["-q", "--context-window", "4700"],
+    );
+    assert_eq!(
+        (r.code, r.json["outcome"].clone()),
+        (0, json!("pruned-below-threshold"))
+    );
+    let all = lines(&log);
+    assert_eq!(all.len(), 36);
+    assert_eq!(all[34]["type"], json!("compaction/prune"));
+    assert_eq!(
+        all[35]["surfaceOp"],
+        json!({"op":"replace","start":12,"end":12})
+    );
+}

@@ -14,11 +14,14 @@
 
 #![warn(missing_docs)]
 
+pub mod append;
 pub mod derive;
 pub mod event;
 pub mod json;
+pub mod lock;
 pub mod log;
 pub mod meter;
+pub mod prune;
 pub mod request_header;
 pub mod surface;
 

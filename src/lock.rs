@@ -157,10 +157,6 @@ fn owner_name(turn: &Value<'_>) -> String {
     }
 }
 
-fn num(v: Option<&Value<'_>>) -> Option<f64> {
-    v.and_then(|v| v.as_f64())
-}
-
 /// Follows a log and classifies its compaction brackets.
 #[derive(Debug, Default, Clone)]
 pub struct LockScan {
@@ -169,7 +165,7 @@ pub struct LockScan {
     open: Option<usize>,
     /// Turn boundaries that crossed the open bracket (forgiven if it turns stale).
     crossings: Vec<Anomaly>,
-    open_turn: Option<f64>,
+    open_turn: Option<OwnedValue>,
     last_marker: Option<(u64, bool)>,
     last_end_seed: Option<u64>,
     last_seq: Option<u64>,
@@ -189,18 +185,17 @@ impl LockScan {
         match ev.kind {
             Kind::TurnStart | Kind::TurnEnd => {
                 if let Some(i) = self.open {
+                    let owner = match &self.brackets[i].turn {
+                        Value::Null => "standalone compaction".to_string(),
+                        t => format!("compaction for turn {}", t.to_json()),
+                    };
                     self.crossings.push(Anomaly {
                         seq: ev.seq,
-                        message: format!(
-                            "{} cannot cross an open {} (compaction/start at seq {})",
-                            ev.type_name(),
-                            owner_name(&self.brackets[i].turn),
-                            self.brackets[i].seq
-                        ),
+                        message: format!("{} cannot cross an open {owner}", ev.type_name()),
                     });
                 }
                 self.open_turn = if ev.kind == Kind::TurnStart {
-                    num(d.get("turn"))
+                    Some(d.get("turn").map_or(Value::Null, |t| t.to_owned_value()))
                 } else {
                     None
                 };
@@ -216,58 +211,54 @@ impl LockScan {
             }
             Kind::CompactionStart => self.start(ev),
             Kind::CompactionSummary => {
-                match self.open {
-                    Some(i) if self.same_id(i, d) => {
-                        if self.brackets[i].summary_seq.is_some() {
-                            self.anomaly(ev.seq, "compaction/summary repeated in one bracket");
-                        } else {
-                            self.brackets[i].summary_seq = Some(ev.seq);
-                        }
-                    }
-                    Some(_) => self.anomaly(
+                let Some(i) = self.open else {
+                    self.anomaly(
                         ev.seq,
-                        "compaction/summary names another compactionId than the open compaction/start",
-                    ),
-                    None => self.anomaly(ev.seq, "compaction/summary has no matching compaction/start"),
+                        "compaction/summary has no matching compaction/start",
+                    );
+                    return;
+                };
+                self.id_check(i, ev, "compaction/summary");
+                let owner = self.brackets[i].turn.clone();
+                self.owner_check(ev.seq, &owner, "compaction/summary");
+                if self.brackets[i].summary_seq.is_some() {
+                    self.anomaly(ev.seq, "compaction/summary repeated within one compaction");
+                } else {
+                    self.brackets[i].summary_seq = Some(ev.seq);
                 }
-                self.owner_check(ev, "compaction/summary");
             }
             Kind::CompactionEnd => {
                 self.last_marker = Some((ev.seq, false));
-                self.owner_check(ev, "compaction/end");
-                match self.open.take() {
-                    Some(i) => {
-                        if !self.same_id(i, d) {
-                            self.anomaly(
-                                ev.seq,
-                                "compaction/end names another compactionId than the open compaction/start",
-                            );
-                        }
-                        if !d
-                            .get("turn")
-                            .unwrap_or(&Value::Null)
-                            .deep_eq(&self.brackets[i].turn)
-                        {
-                            self.anomaly(
-                                ev.seq,
-                                "compaction/end names another owner than its compaction/start",
-                            );
-                        }
-                        let b = &mut self.brackets[i];
-                        b.status = LockStatus::Matched;
-                        b.end_seq = Some(ev.seq);
-                        b.error = d.get("error").map(|e| e.to_owned_value());
-                        if b.error.is_none() && b.summary_seq.is_none() {
-                            self.anomaly(
-                                ev.seq,
-                                "successful compaction/end requires one compaction/summary",
-                            );
-                        }
-                        let crossings = std::mem::take(&mut self.crossings);
-                        self.anomalies.extend(crossings);
-                    }
-                    None => self.anomaly(ev.seq, "compaction/end has no matching compaction/start"),
+                let Some(i) = self.open.take() else {
+                    self.anomaly(ev.seq, "compaction/end has no matching compaction/start");
+                    return;
+                };
+                self.id_check(i, ev, "compaction/end");
+                let owner = self.brackets[i].turn.clone();
+                let turn = d.get("turn").map_or(Value::Null, |t| t.to_owned_value());
+                if !turn.deep_eq(&owner) {
+                    self.anomaly(
+                        ev.seq,
+                        &format!(
+                            "compaction/end owner {} does not match compaction/start owner {}",
+                            js_string(&turn),
+                            js_string(&owner)
+                        ),
+                    );
                 }
+                self.owner_check(ev.seq, &owner, "compaction/end");
+                let b = &mut self.brackets[i];
+                b.status = LockStatus::Matched;
+                b.end_seq = Some(ev.seq);
+                b.error = d.get("error").map(|e| e.to_owned_value());
+                if b.error.is_none() && b.summary_seq.is_none() {
+                    self.anomaly(
+                        ev.seq,
+                        "successful compaction/end requires one compaction/summary",
+                    );
+                }
+                let crossings = std::mem::take(&mut self.crossings);
+                self.anomalies.extend(crossings);
             }
             Kind::UserMessage => {
                 let src = d.get("source");
@@ -280,17 +271,23 @@ impl LockScan {
                 if is_checkpoint
                     && matches!(ev.surface_op(), Some(crate::event::SurfaceOp::Replace(_)))
                 {
-                    let id = src.and_then(|s| s.get("compactionId"));
+                    let id = src
+                        .and_then(|s| s.get("compactionId"))
+                        .map_or(Value::Null, |v| v.to_owned_value());
                     match self.open {
-                        Some(i)
-                            if id.is_some_and(|id| id.deep_eq(&self.brackets[i].compaction_id)) =>
-                        {
-                            self.brackets[i].checkpoint_seq = Some(ev.seq);
-                        }
-                        _ => self.anomaly(
+                        None => self.anomaly(
                             ev.seq,
                             "compaction checkpoint has no matching compaction/start",
                         ),
+                        Some(i) if !id.deep_eq(&self.brackets[i].compaction_id) => {
+                            let msg = format!(
+                                "compaction checkpoint id {} does not match compaction/start id {}",
+                                js_string(&id),
+                                js_string(&self.brackets[i].compaction_id)
+                            );
+                            self.anomaly(ev.seq, &msg);
+                        }
+                        Some(i) => self.brackets[i].checkpoint_seq = Some(ev.seq),
                     }
                 }
             }
@@ -307,9 +304,8 @@ impl LockScan {
             .unwrap_or(Value::Null);
         if let Some(i) = self.open.take() {
             let msg = format!(
-                "compaction/start while {} is still compacting (compaction/start at seq {})",
-                owner_name(&self.brackets[i].turn),
-                self.brackets[i].seq
+                "compaction/start while {} is still compacting",
+                owner_name(&self.brackets[i].turn)
             );
             self.brackets[i].status = LockStatus::Orphaned;
             self.brackets[i].superseded_by = Some(ev.seq);
@@ -317,7 +313,7 @@ impl LockScan {
             let crossings = std::mem::take(&mut self.crossings);
             self.anomalies.extend(crossings);
         }
-        self.owner_check(ev, "compaction/start");
+        self.owner_check(ev.seq, &turn, "compaction/start");
         self.brackets.push(Bracket {
             seq: ev.seq,
             compaction_id: d
@@ -327,7 +323,7 @@ impl LockScan {
             source_command_id: d.get("sourceCommandId").map(|v| v.to_owned_value()),
             turn,
             time: ev.time(),
-            open_turn: self.open_turn,
+            open_turn: self.open_turn.as_ref().and_then(|t| t.as_f64()),
             status: LockStatus::Busy,
             end_seq: None,
             error: None,
@@ -339,30 +335,62 @@ impl LockScan {
         self.open = Some(self.brackets.len() - 1);
     }
 
-    fn same_id(&self, i: usize, d: &Value<'_>) -> bool {
-        d.get("compactionId")
-            .is_some_and(|id| id.deep_eq(&self.brackets[i].compaction_id))
+    /// Same compactionId and sourceCommandId as the open start.
+    fn id_check(&mut self, i: usize, ev: &Event<'_>, what: &str) {
+        let d = ev.data();
+        let id = d
+            .get("compactionId")
+            .map_or(Value::Null, |v| v.to_owned_value());
+        if !id.deep_eq(&self.brackets[i].compaction_id) {
+            let msg = format!(
+                "{what} id {} does not match compaction/start id {}",
+                js_string(&id),
+                js_string(&self.brackets[i].compaction_id)
+            );
+            self.anomaly(ev.seq, &msg);
+        }
+        let cmd = d.get("sourceCommandId");
+        let want = self.brackets[i].source_command_id.as_ref();
+        let same = match (cmd, want) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.deep_eq(b),
+            _ => false,
+        };
+        if !same {
+            let show = |v: Option<&Value<'_>>| v.map_or("undefined".to_string(), js_string);
+            let msg = format!(
+                "{what} sourceCommandId {} does not match compaction/start sourceCommandId {}",
+                show(cmd),
+                show(want)
+            );
+            self.anomaly(ev.seq, &msg);
+        }
     }
 
-    /// The owner rule (V-CMP-3): a numbered turn must be the open turn, a
+    /// The owner rule (V-CMP-3): a numbered owner must be the open turn, a
     /// `null` owner needs no open turn.
-    fn owner_check(&mut self, ev: &Event<'_>, what: &str) {
-        let turn = ev.data().get("turn");
-        match (turn.and_then(|t| t.as_f64()), self.open_turn) {
-            (Some(t), Some(open)) if t != open => self.anomaly(
-                ev.seq,
+    fn owner_check(&mut self, seq: u64, owner: &Value<'_>, what: &str) {
+        let open = self.open_turn.clone();
+        match (owner, open) {
+            (Value::Null, Some(t)) => self.anomaly(
+                seq,
+                &format!("{what} is standalone but turn {} is open", js_string(&t)),
+            ),
+            (Value::Null, None) => {}
+            (o, None) => self.anomaly(
+                seq,
                 &format!(
-                    "{what} names turn {} but open turn is {}",
-                    fmt_num(t),
-                    fmt_num(open)
+                    "{what} for turn {} appended outside any open turn",
+                    js_string(o)
                 ),
             ),
-            (Some(_), None) => {
-                self.anomaly(ev.seq, &format!("{what} appended outside any open turn"))
-            }
-            (None, Some(open)) if matches!(turn, Some(Value::Null) | None) => self.anomaly(
-                ev.seq,
-                &format!("{what} is standalone but turn {} is open", fmt_num(open)),
+            (o, Some(t)) if !o.deep_eq(&t) => self.anomaly(
+                seq,
+                &format!(
+                    "{what} names turn {} but open turn is {}",
+                    js_string(o),
+                    js_string(&t)
+                ),
             ),
             _ => {}
         }
@@ -401,10 +429,12 @@ impl LockScan {
     }
 }
 
-fn fmt_num(n: f64) -> String {
-    let mut s = String::new();
-    crate::json::js_number(n, &mut s);
-    s
+/// JavaScript `String(value)` for messages.
+fn js_string(v: &Value<'_>) -> String {
+    match v {
+        Value::Str(s) => s.to_lossy().into_owned(),
+        v => v.to_json(),
+    }
 }
 
 #[cfg(test)]
@@ -501,7 +531,7 @@ mod tests {
         assert!(
             r.anomalies[0]
                 .message
-                .contains("turn/end cannot cross an open turn 1")
+                .contains("turn/end cannot cross an open compaction for turn 1")
         );
         // Owner rule.
         let manual_in_turn = r#"{"type":"compaction/start","seq":1,"time":2,"data":{"compactionId":"m","turn":null}}"#;
@@ -509,7 +539,7 @@ mod tests {
         assert!(
             r.anomalies[0]
                 .message
-                .contains("standalone but turn 1 is open")
+                .contains("compaction/start is standalone but turn 1 is open")
         );
         let end_alone =
             r#"{"type":"compaction/end","seq":0,"time":2,"data":{"compactionId":"m","turn":null}}"#;

@@ -59,6 +59,10 @@ pub enum Command {
     Header(commands::header::HeaderArgs),
     /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
+    /// Prune oversized tool results (the reference pruner), appended to the log.
+    Prune(commands::prune::PruneArgs),
+    /// List compaction locks (matched, stale, busy); release a crashed one.
+    Locks(commands::locks::LocksArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -83,6 +87,8 @@ pub fn run() -> ExitCode {
         Command::Messages(a) => commands::messages::run(&mut ctx, a),
         Command::Header(a) => commands::header::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
+        Command::Prune(a) => commands::prune::run(&mut ctx, a),
+        Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

@@ -218,6 +218,16 @@ pub enum AppendError {
         /// What differs.
         what: String,
     },
+    /// A format generation dsh does not write.
+    #[error(
+        "{path}: a generation-{version} log; dsh appends only to generation-0 logs (the format of the rc.8 reference)"
+    )]
+    Unsupported {
+        /// The log.
+        path: PathBuf,
+        /// Its header `version`.
+        version: u64,
+    },
     /// The copy target exists.
     #[error("{path}: already exists; --out writes a new file")]
     TargetExists {
@@ -716,6 +726,12 @@ impl Appender {
             inner: observer,
         };
         let log = crate::log::load(source, &opts.load, &mut watch)?;
+        if log.header.version != 0 {
+            return Err(AppendError::Unsupported {
+                path: PathBuf::from(source.display()),
+                version: log.header.version,
+            });
+        }
         let Watch {
             scan,
             turn: file_turn,
@@ -1465,5 +1481,98 @@ mod tests {
         assert!(app.lifecycle_prefix(5.0).is_empty());
         assert_eq!(app.surface().seqs(), vec![2, 3, 5, 6, 10]);
         assert_eq!(fs::read_to_string(&path).unwrap(), open_turn_log());
+    }
+
+    #[test]
+    fn a_copy_takes_several_batches_and_appears_only_when_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        fs::write(&path, open_turn_log()).unwrap();
+        let out = dir.path().join("copy.jsonl");
+        let src = LogSource::File(path.clone());
+        let mut app = Appender::open(
+            &src,
+            AppendTarget::Copy(out.clone()),
+            &AppendOptions::default(),
+            &mut |_: &Event<'_>, _: &Folded<'_>| {},
+        )
+        .unwrap();
+        let mut first = app.lifecycle_prefix(7.0);
+        first.push(user_msg(10));
+        app.append(&first).unwrap();
+        assert!(!out.exists(), "published only by finish()");
+        let r = app.append(&[user_msg(11)]).unwrap();
+        assert_eq!((r.first_seq, r.events), (11, 1));
+        assert_eq!(app.batches(), 2);
+        assert_eq!(app.finish().unwrap(), Some(out.clone()));
+        assert_eq!(fs::read_to_string(&path).unwrap(), open_turn_log());
+        let l = loaded(&out);
+        assert_eq!(l.stored_events, 12);
+        assert_eq!(l.surface.seqs(), vec![2, 3, 5, 6, 10, 11]);
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 2, "no temporary file left");
+        // Dropped without finish: no copy, no leftovers.
+        let out2 = dir.path().join("copy2.jsonl");
+        let mut app = Appender::open(
+            &src,
+            AppendTarget::Copy(out2.clone()),
+            &AppendOptions::default(),
+            &mut |_: &Event<'_>, _: &Folded<'_>| {},
+        )
+        .unwrap();
+        let prefix = app.lifecycle_prefix(7.0);
+        app.append(&prefix).unwrap();
+        drop(app);
+        assert!(!out2.exists());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_live_compaction_lock_refuses_appends_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        let mut text = open_turn_log();
+        text.push_str(r#"{"type":"compaction/start","seq":6,"time":16,"data":{"compactionId":"c1","turn":1}}"#);
+        text.push('\n');
+        fs::write(&path, &text).unwrap();
+        let src = LogSource::File(path.clone());
+        let open = || {
+            Appender::open(
+                &src,
+                AppendTarget::InPlace,
+                &AppendOptions::default(),
+                &mut |_: &Event<'_>, _: &Folded<'_>| {},
+            )
+            .unwrap()
+        };
+        let mut app = open();
+        assert_eq!(app.compaction_lock().state, LockState::Busy);
+        assert!(matches!(
+            app.blockers(),
+            [Blocker::CompactionLock { seq: 6, .. }]
+        ));
+        let batch = app.lifecycle_prefix(20.0);
+        let e = app.append(&batch).unwrap_err();
+        assert!(
+            e.is_busy() && e.to_string().contains("live compaction lock"),
+            "{e}"
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        // Release: the closers (the bracket's turn ends), then the end-seed.
+        let r = app.release_compaction_lock(20.0).unwrap().unwrap();
+        assert_eq!((r.first_seq, r.events), (7, 4));
+        assert_eq!(app.compaction_lock().state, LockState::Stale);
+        assert!(app.blockers().is_empty());
+        app.append(&[user_msg(11)]).unwrap();
+        app.finish().unwrap();
+        let after = fs::read_to_string(&path).unwrap();
+        assert!(
+            after.starts_with(&text),
+            "the compaction/start is untouched"
+        );
+        let mut app = open();
+        assert_eq!(app.compaction_lock().state, LockState::Stale);
+        assert!(app.release_compaction_lock(30.0).unwrap().is_none());
+        assert_eq!(app.compaction_lock().brackets[0].end_seed_seq, Some(10));
     }
 }

@@ -519,12 +519,11 @@ pub fn plan(log: &LoadedLog, cfg: &PruneConfig, time: f64) -> Result<PrunePlan, 
         .nodes
         .iter()
         .filter(|n| n.kind == Kind::ToolResult)
-        .map(|n| {
+        .map(move |n| {
             log.read_body(&n.body, n.seq, &mut file)
                 .map(|ev| (ev, n.tokens))
                 .map_err(PruneError::from)
-        })
-        .collect::<Vec<_>>();
+        });
     plan_nodes(
         cfg,
         candidates,

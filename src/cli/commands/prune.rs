@@ -42,8 +42,8 @@ use crate::cli::render;
 /// written first), `"surfaceTokens": {"before","after","saved"}`,
 /// `"openTurn"`, `"fileTurnOpen"`, `"refused"` (why a write does not or
 /// would not happen, or null), `"dryRun"`, `"written"`, `"file"`,
-/// `"events"`, `"bytes"`, `"schema_version"`. With --dry-run --json
-/// --events: the batch as JSON lines instead.
+/// `"events"`, `"bytes"`, `"schema_version"`. With --dry-run --events: the
+/// batch exactly as it would be appended, as JSON lines.
 #[derive(Debug, clap::Args)]
 pub struct PruneArgs {
     /// The log.
@@ -76,7 +76,7 @@ pub struct PruneArgs {
     /// Stamp appended events with this time (epoch milliseconds).
     #[arg(long, value_name = "MS")]
     pub time: Option<u64>,
-    /// With --dry-run --json: print the batch as JSON lines, one event each.
+    /// With --dry-run: print the batch as the JSON lines it would append.
     #[arg(long, requires = "dry_run")]
     pub events: bool,
     /// Test hook: pause this long between the steps of the write.
@@ -100,6 +100,7 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
             };
             return le.into();
         }
+        AppendError::Unsupported { .. } => Status::InvalidLog,
         AppendError::Stdin
         | AppendError::Symlink { .. }
         | AppendError::ReadOnly { .. }
@@ -182,7 +183,12 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         .into(),
     })?;
-    let prefix = app.lifecycle_prefix(time);
+    // Nothing to prune: nothing is written, not even a new lifecycle.
+    let prefix = if plan.pruned.is_empty() {
+        Vec::new()
+    } else {
+        app.lifecycle_prefix(time)
+    };
     let mut batch = prefix.clone();
     batch.extend(plan.events.iter().cloned());
     // What stands in the way of a real write.
@@ -235,16 +241,16 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     if written {
         wrote_to = app.finish().map_err(append_error)?;
     }
-    if ctx.json {
-        if args.events {
-            let mut out = String::new();
-            for e in &batch {
-                out.push_str(&e.value.to_json());
-                out.push('\n');
-            }
-            print!("{out}");
-            return Ok(status);
+    if args.events {
+        let mut out = String::new();
+        for e in &batch {
+            out.push_str(&e.value.to_json());
+            out.push('\n');
         }
+        print!("{out}");
+        return Ok(status);
+    }
+    if ctx.json {
         let v = to_json(&plan, &prefix)
             .with("surfaceTokens", tokens_json(&plan))
             .with("openTurn", turn_open.into())
@@ -393,9 +399,47 @@ fn print_readable(
             );
         }
     } else if args.dry_run {
-        println!("dry run: would append {what}");
+        println!("dry run: would append {what}:");
+        for e in prefix.iter().chain(&plan.events) {
+            println!("  {}", describe(e));
+        }
         if let Some(why) = refused {
             println!("a write would be refused: {why}");
         }
+    }
+}
+
+/// One line about an appended event.
+fn describe(e: &dsh::OwnedEvent) -> String {
+    let d = e.data();
+    let seqs = |k: &str| d.get(k).map(|v| v.to_json()).unwrap_or_default();
+    match e.kind {
+        dsh::Kind::CompactionPrune => format!(
+            "seq {} compaction/prune: shadows {} (price {})",
+            e.seq,
+            seqs("shadowedSeqs"),
+            seqs("shadowedTokenCount")
+        ),
+        dsh::Kind::ToolResult
+            if e.value.has("sourceEventSeqs")
+                && e.line == 0
+                && e.value.get("surfaceOp").is_some_and(|o| o.is_obj()) =>
+        {
+            let price = e
+                .data()
+                .get("message")
+                .map(dsh::meter::estimate::price_message)
+                .unwrap_or(0);
+            format!(
+                "seq {} tool/result: replaces {} (price {price})",
+                e.seq,
+                e.value
+                    .get("sourceEventSeqs")
+                    .map(|v| v.to_json())
+                    .unwrap_or_default()
+            )
+        }
+        dsh::Kind::SessionEndSeed => format!("seq {} session/end-seed (a new lifecycle)", e.seq),
+        _ => format!("seq {} {} (crash-repair closer)", e.seq, e.type_name()),
     }
 }

@@ -59,9 +59,9 @@ pub enum Command {
     Header(commands::header::HeaderArgs),
     /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
-    /// Prune oversized tool results (the reference pruner), appended to the log.
+    // Its help (the open-turn rule, refusals, JSON shape) is PruneArgs' doc comment.
     Prune(commands::prune::PruneArgs),
-    /// List compaction locks (matched, stale, busy); release a crashed one.
+    // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
     Locks(commands::locks::LocksArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),

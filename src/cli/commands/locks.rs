@@ -14,7 +14,9 @@ use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
 
-/// List every compaction/start of each log with its status: matched (closed
+/// List compaction locks (matched, stale, busy) and release a crashed one.
+///
+/// Every compaction/start of each log is listed with its status: matched (closed
 /// by a compaction/end, ok or failed), stale (unmatched, but a later
 /// session/end-seed shows its process ended: crash evidence that blocks
 /// nothing), busy (unmatched after the newest session/end-seed: a live lock

@@ -12,10 +12,9 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
 
-/// Prune oversized tool results exactly as the reference does, and append
-/// the result to the log (append-only, crash-safe, under a writer lock).
+/// Prune oversized tool results exactly as the reference does, appended to the log.
 ///
-/// Every current tool/result whose text exceeds --threshold-chars code
+/// The write is append-only, crash-safe and made under a writer lock. Every current tool/result whose text exceeds --threshold-chars code
 /// points keeps its first --head-chars and last --tail-chars code points
 /// around the marker "[... tool result middle pruned ...]"; each rewrite is
 /// appended as a compaction/prune shadow-price event plus a content-only

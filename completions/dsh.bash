@@ -34,8 +34,14 @@ _dsh() {
             dsh,load)
                 cmd="dsh__subcmd__load"
                 ;;
+            dsh,locks)
+                cmd="dsh__subcmd__locks"
+                ;;
             dsh,messages)
                 cmd="dsh__subcmd__messages"
+                ;;
+            dsh,prune)
+                cmd="dsh__subcmd__prune"
                 ;;
             dsh,surface)
                 cmd="dsh__subcmd__surface"
@@ -61,8 +67,14 @@ _dsh() {
             dsh__subcmd__help,load)
                 cmd="dsh__subcmd__help__subcmd__load"
                 ;;
+            dsh__subcmd__help,locks)
+                cmd="dsh__subcmd__help__subcmd__locks"
+                ;;
             dsh__subcmd__help,messages)
                 cmd="dsh__subcmd__help__subcmd__messages"
+                ;;
+            dsh__subcmd__help,prune)
+                cmd="dsh__subcmd__help__subcmd__prune"
                 ;;
             dsh__subcmd__help,surface)
                 cmd="dsh__subcmd__help__subcmd__surface"
@@ -77,7 +89,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events load verify compact completions help"
+            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -251,7 +263,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header events load verify compact completions help"
+            opts="surface messages header events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -348,7 +360,35 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__help__subcmd__locks)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__help__subcmd__messages)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__help__subcmd__prune)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -408,6 +448,40 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__locks)
+            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --home --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__messages)
             opts="-q -h -V --system --request --width --json --lenient --quiet --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -416,6 +490,52 @@ _dsh() {
             fi
             case "${prev}" in
                 --width)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__prune)
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --home --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --threshold-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --head-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tail-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --debug-write-pause-ms)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -35,8 +35,10 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "messages" -d 'Show the deri
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "header" -d 'Show the folded request header and the latest route / context window'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
@@ -76,20 +78,22 @@ complete -c dsh -n "__fish_dsh_using_subcommand load" -l lenient -d 'Accept docu
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s q -l quiet -d 'Do not print warnings on stderr'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l format -d 'Output: a grouped report, JSON (same as --json), or GitHub workflow annotations (`::error file=…,line=…::…`)' -r -f -a "human\t'Grouped, readable report'
-json\t'One JSON document'
-github\t'GitHub Actions workflow commands'"
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -s j -l jobs -d 'Logs checked at once (0: one per core)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l deny-warnings -d 'Warnings count as violations (exit 1)'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l exit-zero -d 'Exit 0 even when violations are found (refused logs still exit 3), for report-only CI steps and comparisons with the reference, whose verification succeeds with a list of violations'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l list-checks -d 'Print every check (id, severity, spec section, reference package, what it requires) and exit'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l out -d 'Write a copy of the log with the appends to FILE (which must not exist) instead of touching the log' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l threshold-chars -d 'Prune a result whose text exceeds this many code points (reference `thresholdChars`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l head-chars -d 'Code points kept at the head (reference `headChars`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tail-chars -d 'Code points kept at the tail (reference `tailChars`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l wait -d 'Wait up to SECONDS for another dsh writer to release the log' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l time -d 'Stamp appended events with this time (epoch milliseconds)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l debug-write-pause-ms -d 'Test hook: pause this long between the steps of the write' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -s n -l dry-run -d 'Show what would be appended; write nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l allow-closed-turn -d 'Write even though no turn is open at the end of the log (the result is a log the reference\'s session invariant flags)'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l events -d 'With --dry-run: print the batch as the JSON lines it would append'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l route -d 'Summarisation target `PROVIDER/MODEL` (default: the route of the latest request/header)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l mode -d 'Semantics for a log with an open turn (ignored otherwise: manual)' -r -f -a "auto\t'Manual without an open turn, pressure with one'
 pressure\t'Threshold, prune, retain budget, retries'
@@ -118,18 +122,45 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept d
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s q -l quiet -d 'Do not print warnings on stderr'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l format -d 'Output: a grouped report, JSON (same as --json), or GitHub workflow annotations (`::error file=…,line=…::…`)' -r -f -a "human\t'Grouped, readable report'
+json\t'One JSON document'
+github\t'GitHub Actions workflow commands'"
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -s j -l jobs -d 'Logs checked at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l deny-warnings -d 'Warnings count as violations (exit 1)'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l exit-zero -d 'Exit 0 even when violations are found (refused logs still exit 3), for report-only CI steps and comparisons with the reference, whose verification succeeds with a list of violations'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l list-checks -d 'Print every check (id, severity, spec section, reference package, what it requires) and exit'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l wait -d 'With --release: wait up to SECONDS for another dsh writer' -r
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l time -d 'With --release: stamp the marker with this time (epoch ms) instead of now' -r
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -s j -l jobs -d 'Logs read in parallel (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l release -d 'Release the live lock of one LOG (append the session/end-seed marker)'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -s y -l yes -d 'Do not ask before releasing'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'Do not print warnings on stderr'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "messages" -d 'Show the derived model-visible messages (deriveMessages)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "completions" -d 'Print shell completions'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load verify compact completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "messages" -d 'Show the derived model-visible messages (deriveMessages)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header events load prune compact verify locks completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

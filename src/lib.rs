@@ -14,14 +14,17 @@
 
 #![warn(missing_docs)]
 
+pub mod append;
 pub mod compact;
 pub mod derive;
 pub mod event;
 pub mod g3;
 pub mod json;
+pub mod lock;
 pub mod log;
 pub mod meter;
 pub mod provider;
+pub mod prune;
 pub mod range;
 pub mod request_header;
 pub mod surface;

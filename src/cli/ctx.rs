@@ -93,13 +93,6 @@ impl Ctx {
         }
     }
 
-    /// A warning line on stderr.
-    pub fn warn(&self, msg: &str) {
-        if !self.quiet {
-            eprintln!("dsh: warning: {msg}");
-        }
-    }
-
     /// Print a JSON document on stdout (compact, one line).
     pub fn print_json(&self, v: &OwnedValue) -> std::io::Result<()> {
         let mut s = v.to_json();

@@ -1,6 +1,3 @@
-// TEMPORARY until the measure/verify/locks commands are merged: helpers they use look unused.
-#![allow(dead_code)]
-
 //! The command line: global flags, the command enum and the one dispatch.
 
 pub mod commands;
@@ -64,10 +61,14 @@ pub enum Command {
     Events(commands::events::EventsArgs),
     /// Show what reading produced: header, event counts, closers, tolerances.
     Load(commands::load::LoadArgs),
-    // Its help (with the check list and JSON shapes) is VerifyArgs' doc comment.
-    Verify(commands::verify::VerifyArgs),
+    // Its help (the open-turn rule, refusals, JSON shape) is PruneArgs' doc comment.
+    Prune(commands::prune::PruneArgs),
     /// Summarise old history through a model and commit the compaction bracket.
     Compact(commands::compact::CompactArgs),
+    // Its help (with the check list and JSON shapes) is VerifyArgs' doc comment.
+    Verify(commands::verify::VerifyArgs),
+    // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
+    Locks(commands::locks::LocksArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -95,6 +96,8 @@ pub fn run() -> ExitCode {
         Command::Load(a) => commands::load::run(&mut ctx, a),
         Command::Verify(a) => commands::verify::run(&mut ctx, a),
         Command::Compact(a) => commands::compact::run(&mut ctx, a),
+        Command::Prune(a) => commands::prune::run(&mut ctx, a),
+        Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     match result {

@@ -2,11 +2,14 @@
 
 mod support;
 
+mod append;
 mod bad_input;
 mod compact;
 mod completions;
 mod conformance;
 mod foundation;
 mod g3;
-mod verify;
+mod locks;
 mod provider;
+mod prune;
+mod verify;

@@ -5,6 +5,8 @@ pub mod completions;
 pub mod events;
 pub mod header;
 pub mod load;
+pub mod locks;
 pub mod messages;
+pub mod prune;
 pub mod surface;
 pub mod verify;

@@ -1,0 +1,462 @@
+//! `dsh locks`: compaction locks, and the way out of a crashed one.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use anyhow::Result;
+use dsh::LogSource;
+use dsh::append::{AppendTarget, Appender};
+use dsh::json::{OwnedValue, Value};
+use dsh::lock::{Bracket, LockReport, LockScan, LockState, LockStatus};
+
+use crate::cli::commands::prune::{append_error, append_options, now_ms};
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::many::run_many;
+use crate::cli::render;
+
+/// List compaction locks (matched, stale, busy) and release a crashed one.
+///
+/// Every compaction/start of each log is listed with its status: matched (closed
+/// by a compaction/end, ok or failed), stale (unmatched, but a later
+/// session/end-seed shows its process ended: crash evidence that blocks
+/// nothing), busy (unmatched after the newest session/end-seed: a live lock
+/// the reference answers with "busy" to every compaction), or orphaned
+/// (superseded by another start: an anomaly). Also lists bracket anomalies
+/// (nested starts, ends without a start, id or owner mismatches, turn
+/// boundaries crossing a bracket).
+///
+/// Without LOG: every session under $DSH_HOME. Exit 1 when any log has a
+/// busy lock or an anomaly (so a script can refuse to compact), 3 when a log
+/// is unreadable.
+///
+/// --release LOG: the way out after a crashed compaction. When no other dsh
+/// process holds the log, append what a resuming harness writes: the
+/// crash-repair closers of an interrupted last turn, then the
+/// session/end-seed marker, which turns the busy compaction/start into stale
+/// crash evidence. The compaction/start itself is never edited or removed.
+/// It says what it will do and asks on a terminal; scripts pass --yes. Do not
+/// release a session a running harness has open.
+///
+/// With --json: `{"logs": [{"file", "state", "lastBracketSeq",
+/// "lastEndSeedSeq", "lastSeq", "brackets": [{"seq", "compactionId",
+/// "sourceCommandId"?, "turn", "openTurn", "time", "ageMs", "status",
+/// "outcome", "endSeq", "error", "endSeedSeq", "supersededBy", "summarySeq",
+/// "checkpointSeq"}], "anomalies": [{"seq","message"}]} | {"file","error",…}],
+/// "busy", "stale", "anomalies", "errors", "schema_version"}`; with
+/// --release: `{"file", "released", "state", "bracket", "appended",
+/// "schema_version"}`.
+#[derive(Debug, clap::Args)]
+pub struct LocksArgs {
+    /// Logs, session directories or directory trees (default: all sessions
+    /// under $DSH_HOME).
+    #[arg(value_name = "LOG")]
+    pub logs: Vec<String>,
+    /// Release the live lock of one LOG (append the session/end-seed marker).
+    #[arg(long)]
+    pub release: bool,
+    /// Do not ask before releasing.
+    #[arg(long, short = 'y', requires = "release")]
+    pub yes: bool,
+    /// With --release: wait up to SECONDS for another dsh writer.
+    #[arg(long, value_name = "SECONDS", requires = "release")]
+    pub wait: Option<f64>,
+    /// With --release: stamp the marker with this time (epoch ms) instead of now.
+    #[arg(long, value_name = "MS", requires = "release")]
+    pub time: Option<u64>,
+    /// Logs read in parallel (0: one per core).
+    #[arg(long, short = 'j', default_value_t = 0)]
+    pub jobs: usize,
+}
+
+/// A human age: `3d 4h`, `5m 2s`.
+pub fn age(ms: f64) -> String {
+    if !ms.is_finite() || ms < 0.0 {
+        return "in the future".into();
+    }
+    let s = (ms / 1000.0) as u64;
+    let (d, h, m) = (s / 86400, s / 3600 % 24, s / 60 % 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {}s", s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn opt_seq(v: Option<u64>) -> OwnedValue {
+    v.map(Value::from).unwrap_or(Value::Null)
+}
+
+fn bracket_json(b: &Bracket, now: f64) -> OwnedValue {
+    let mut v = Value::obj()
+        .with("seq", b.seq.into())
+        .with("compactionId", b.compaction_id.clone());
+    if let Some(s) = &b.source_command_id {
+        v = v.with("sourceCommandId", s.clone());
+    }
+    let outcome = match b.status {
+        LockStatus::Matched if b.error.is_some() => Value::from("failed"),
+        LockStatus::Matched => Value::from("ok"),
+        _ => Value::Null,
+    };
+    v.with("turn", b.turn.clone())
+        .with(
+            "openTurn",
+            b.open_turn.map(Value::from).unwrap_or(Value::Null),
+        )
+        .with("time", b.time.into())
+        .with("ageMs", (now - b.time).into())
+        .with("status", b.status.as_str().into())
+        .with("outcome", outcome)
+        .with("endSeq", opt_seq(b.end_seq))
+        .with("error", b.error.clone().unwrap_or(Value::Null))
+        .with("endSeedSeq", opt_seq(b.end_seed_seq))
+        .with("supersededBy", opt_seq(b.superseded_by))
+        .with("summarySeq", opt_seq(b.summary_seq))
+        .with("checkpointSeq", opt_seq(b.checkpoint_seq))
+}
+
+fn report_json(file: &str, r: &LockReport, now: f64) -> OwnedValue {
+    let anomalies: Vec<OwnedValue> = r
+        .anomalies
+        .iter()
+        .map(|a| {
+            Value::obj()
+                .with("seq", a.seq.into())
+                .with("message", a.message.clone().into())
+        })
+        .collect();
+    Value::obj()
+        .with("file", file.into())
+        .with("state", r.state.as_str().into())
+        .with("lastBracketSeq", opt_seq(r.last_bracket_seq))
+        .with("lastEndSeedSeq", opt_seq(r.last_end_seed_seq))
+        .with("lastSeq", opt_seq(r.last_seq))
+        .with(
+            "brackets",
+            Value::Arr(r.brackets.iter().map(|b| bracket_json(b, now)).collect()),
+        )
+        .with("anomalies", Value::Arr(anomalies))
+}
+
+fn detail(b: &Bracket) -> String {
+    let landed = |b: &Bracket| {
+        let mut l = Vec::new();
+        if let Some(s) = b.summary_seq {
+            l.push(format!("summary @{s}"));
+        }
+        if let Some(s) = b.checkpoint_seq {
+            l.push(format!("checkpoint @{s} (in effect)"));
+        }
+        if l.is_empty() {
+            "nothing landed".to_string()
+        } else {
+            l.join(", ")
+        }
+    };
+    match b.status {
+        LockStatus::Matched => match &b.error {
+            Some(e) => {
+                let text = e
+                    .as_jstr()
+                    .map(|s| s.to_lossy().into_owned())
+                    .unwrap_or_else(|| e.to_json());
+                let stage = if b.summary_seq.is_some() {
+                    " (after the summary: commit stage)"
+                } else {
+                    ""
+                };
+                format!(
+                    "failed, end @{}{stage}: {}",
+                    b.end_seq.unwrap_or(0),
+                    crate::cli::ctx::truncate(&text, 60)
+                )
+            }
+            None => format!("ok, end @{}", b.end_seq.unwrap_or(0)),
+        },
+        LockStatus::Stale => format!("end-seed @{}; {}", b.end_seed_seq.unwrap_or(0), landed(b)),
+        LockStatus::Busy => format!("no end, no later end-seed; {}", landed(b)),
+        LockStatus::Orphaned => format!(
+            "superseded by compaction/start @{}",
+            b.superseded_by.unwrap_or(0)
+        ),
+    }
+}
+
+/// Scan one log (stored events only: closers and the in-memory end-seed are
+/// not in the file).
+fn scan(ctx: &Ctx, src: &LogSource) -> Result<(LockReport, Vec<String>), dsh::LoadError> {
+    let mut s = LockScan::new();
+    let mut obs = |ev: &dsh::Event<'_>, f: &dsh::log::Folded<'_>| {
+        if !f.synthetic {
+            s.observe(ev);
+        }
+    };
+    let log = dsh::log::load(src, &ctx.load_options(), &mut obs)?;
+    Ok((s.report(), log.warnings))
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
+    if args.release {
+        return release(ctx, args);
+    }
+    let sources = if args.logs.is_empty() {
+        let Some(home) = ctx.home.clone() else {
+            return Err(UsageError("no LOG given and no $DSH_HOME".into()).into());
+        };
+        let root = home.join("sessions");
+        let found = dsh::log::source::discover(&root);
+        if found.is_empty() {
+            if ctx.json {
+                ctx.print_json(
+                    &Value::obj()
+                        .with("logs", Value::Arr(Vec::new()))
+                        .with("busy", 0u64.into())
+                        .with("stale", 0u64.into())
+                        .with("anomalies", 0u64.into())
+                        .with("errors", 0u64.into())
+                        .with("schema_version", SCHEMA_VERSION.into()),
+                )?;
+            } else {
+                println!("no session logs under {}", root.display());
+            }
+            return Ok(Status::Ok);
+        }
+        found.into_iter().map(LogSource::File).collect()
+    } else {
+        ctx.resolve_many(&args.logs)?
+    };
+    let c: &Ctx = ctx;
+    let results = run_many(c, &sources, args.jobs, "scanning locks", &|s| scan(c, s));
+    let now = now_ms();
+    let mut status = Status::Ok;
+    let (mut busy, mut stale, mut anomalies, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let mut logs = Vec::new();
+    let mut t = render::table(&[
+        "log",
+        "seq",
+        "compactionId",
+        "owner",
+        "status",
+        "age",
+        "detail",
+    ]);
+    let mut notes = Vec::new();
+    for (src, r) in sources.iter().zip(results) {
+        let file = src.display();
+        match r {
+            Err(e) => {
+                errors += 1;
+                status = status.worst(Status::InvalidLog);
+                if !ctx.quiet || ctx.json {
+                    eprintln!("dsh: error: {e}");
+                }
+                let mut v = load_error_json(&e);
+                if let Value::Obj(o) = &mut v {
+                    o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
+                }
+                logs.push(Value::obj().with("file", file.into()).with("error", v));
+            }
+            Ok((rep, warnings)) => {
+                if !ctx.quiet {
+                    for w in &warnings {
+                        eprintln!("dsh: warning: {file}: {w}");
+                    }
+                }
+                busy += rep
+                    .brackets
+                    .iter()
+                    .filter(|b| b.status == LockStatus::Busy)
+                    .count() as u64;
+                stale += rep
+                    .brackets
+                    .iter()
+                    .filter(|b| b.status == LockStatus::Stale)
+                    .count() as u64;
+                anomalies += rep.anomalies.len() as u64;
+                if rep.state == LockState::Busy || !rep.anomalies.is_empty() {
+                    status = status.worst(Status::Findings);
+                }
+                if rep.brackets.is_empty() {
+                    t.add_row(vec![
+                        file.clone(),
+                        "—".into(),
+                        "—".into(),
+                        "—".into(),
+                        "free".into(),
+                        "".into(),
+                        "no compaction/start".into(),
+                    ]);
+                }
+                for b in &rep.brackets {
+                    let id = b
+                        .compaction_id
+                        .as_jstr()
+                        .map(|s| s.to_lossy().into_owned())
+                        .unwrap_or_else(|| b.compaction_id.to_json());
+                    t.add_row(vec![
+                        file.clone(),
+                        b.seq.to_string(),
+                        id,
+                        b.owner(),
+                        b.status.as_str().to_string(),
+                        age(now - b.time),
+                        detail(b),
+                    ]);
+                }
+                for a in &rep.anomalies {
+                    notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
+                }
+                logs.push(report_json(&file, &rep, now));
+            }
+        }
+    }
+    if ctx.json {
+        ctx.print_json(
+            &Value::obj()
+                .with("logs", Value::Arr(logs))
+                .with("busy", busy.into())
+                .with("stale", stale.into())
+                .with("anomalies", anomalies.into())
+                .with("errors", errors.into())
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+        return Ok(status);
+    }
+    println!("{t}");
+    for n in &notes {
+        println!("{n}");
+    }
+    println!(
+        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {errors} unreadable",
+        sources.len(),
+        if anomalies == 1 { "y" } else { "ies" }
+    );
+    if busy > 0 {
+        println!(
+            "a busy lock blocks every compaction; if that compaction crashed, `dsh locks --release LOG` ends it"
+        );
+    }
+    Ok(status)
+}
+
+fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
+    let [log] = args.logs.as_slice() else {
+        return Err(UsageError("--release takes exactly one LOG".into()).into());
+    };
+    let opts = append_options(ctx, args.wait, None)?;
+    let src = ctx.resolve(log)?;
+    let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
+    let mut app =
+        Appender::open(&src, AppendTarget::InPlace, &opts, &mut noop).map_err(append_error)?;
+    ctx.warn_all(app.log());
+    let file = src.display();
+    let report = app.compaction_lock();
+    let now = now_ms();
+    let Some(b) = report.busy().cloned() else {
+        if ctx.json {
+            ctx.print_json(
+                &Value::obj()
+                    .with("file", file.into())
+                    .with("released", false.into())
+                    .with("state", report.state.as_str().into())
+                    .with("bracket", Value::Null)
+                    .with("appended", Value::Arr(Vec::new()))
+                    .with("schema_version", SCHEMA_VERSION.into()),
+            )?;
+        } else {
+            println!(
+                "{file}: nothing to release: the compaction lock is {}",
+                report.state.as_str()
+            );
+        }
+        return Ok(Status::Ok);
+    };
+    let time = args.time.map_or(now, |t| t as f64);
+    let prefix = app.lifecycle_prefix(time);
+    let id = b
+        .compaction_id
+        .as_jstr()
+        .map(|s| s.to_lossy().into_owned())
+        .unwrap_or_else(|| b.compaction_id.to_json());
+    let closers = prefix
+        .iter()
+        .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
+        .map(|e| format!("{} @{}", e.type_name(), e.seq))
+        .collect::<Vec<_>>();
+    let seed = prefix
+        .iter()
+        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
+        .map(|e| e.seq);
+    let mut plan = format!(
+        "{file}: compaction/start at seq {} (compactionId {id}, {}, started {} ago) holds a live compaction lock.\nAs a resuming harness does, dsh will append:",
+        b.seq,
+        b.owner(),
+        age(now - b.time)
+    );
+    if !closers.is_empty() {
+        plan.push_str(&format!(
+            "\n  the crash-repair closers of the interrupted turn: {}",
+            closers.join(", ")
+        ));
+    }
+    if let Some(s) = seed {
+        plan.push_str(&format!("\n  session/end-seed at seq {s}"));
+    }
+    plan.push_str(
+        "\nThe compaction/start stays in the log as stale crash evidence. Do this only if no harness has the session open.",
+    );
+    if !args.yes {
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            eprintln!("{plan}");
+            return Err(UsageError(
+                "--release changes the log: confirm on a terminal, or pass --yes".into(),
+            )
+            .into());
+        }
+        eprint!("{plan}\nAppend? [y/N] ");
+        std::io::stderr().flush().ok();
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+            eprintln!("nothing written");
+            return Ok(Status::Findings);
+        }
+    } else if !ctx.json && !ctx.quiet {
+        eprintln!("{plan}");
+    }
+    let rep = app
+        .release_compaction_lock(time)
+        .map_err(append_error)?
+        .expect("the lock is busy");
+    let after = app.compaction_lock().state;
+    app.finish().map_err(append_error)?;
+    if ctx.json {
+        ctx.print_json(
+            &Value::obj()
+                .with("file", file.into())
+                .with("released", true.into())
+                .with("state", after.as_str().into())
+                .with("bracket", bracket_json(&b, now))
+                .with(
+                    "appended",
+                    Value::Arr(prefix.iter().map(|e| e.value.clone()).collect()),
+                )
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+    } else {
+        println!(
+            "released: appended {} event(s) (seq {}–{}) to {file}; compaction/start @{} is now {} crash evidence",
+            rep.events,
+            rep.first_seq,
+            rep.first_seq + rep.events - 1,
+            b.seq,
+            after.as_str()
+        );
+    }
+    Ok(Status::Ok)
+}

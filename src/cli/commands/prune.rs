@@ -1,0 +1,444 @@
+//! `dsh prune`: the reference's tool-result pruner, appended to the log.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use dsh::append::{AppendError, AppendOptions, AppendTarget, Appender, Blocker};
+use dsh::json::{OwnedValue, Value};
+use dsh::prune::{PruneConfig, PruneError, PrunePlan};
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::exit::{Status, StatusError, UsageError};
+use crate::cli::render;
+
+/// Prune oversized tool results exactly as the reference does, appended to the log.
+///
+/// The write is append-only, crash-safe and made under a writer lock. Every current tool/result whose text exceeds --threshold-chars code
+/// points keeps its first --head-chars and last --tail-chars code points
+/// around the marker "[... tool result middle pruned ...]"; each rewrite is
+/// appended as a compaction/prune shadow-price event plus a content-only
+/// tool/result replacement of that node. A write starts a new lifecycle of
+/// the session, as a resuming harness does: the crash-repair closers of an
+/// interrupted last turn and the session/end-seed marker come first.
+///
+/// The open-turn rule: the reference prunes only inside an open turn, and its
+/// session invariant rejects a replacement appended outside one. Offline the
+/// last turn is always closed, by its turn/end or by the closers this write
+/// must append first, so dsh refuses (exit 1) unless --allow-closed-turn is
+/// given, and then says that `dsh verify` (the reference's invariant) will
+/// flag the result. --dry-run reports the refusal but still shows the plan.
+///
+/// A log with a torn tail, a damaged region, or a live compaction lock is
+/// refused (exit 4), as is one another dsh writer holds (unless --wait).
+///
+/// --dry-run stamps new events with the log's last event time (the clock the
+/// oracle pins, so the output is reproducible); a write stamps the current
+/// time; --time overrides both.
+///
+/// With --json: the reference's `{"config", "baseSeq", "appended",
+/// "pruned", "charsRemoved"}` plus `"lifecycle"` (closers and end-seed
+/// written first), `"surfaceTokens": {"before","after","saved"}`,
+/// `"openTurn"`, `"fileTurnOpen"`, `"refused"` (why a write does not or
+/// would not happen, or null), `"dryRun"`, `"written"`, `"file"`,
+/// `"events"`, `"bytes"`, `"schema_version"`. With --dry-run --events: the
+/// batch exactly as it would be appended, as JSON lines.
+#[derive(Debug, clap::Args)]
+pub struct PruneArgs {
+    /// The log.
+    #[arg(value_name = "LOG")]
+    pub log: String,
+    /// Show what would be appended; write nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    /// Write a copy of the log with the appends to FILE (which must not
+    /// exist) instead of touching the log.
+    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    pub out: Option<PathBuf>,
+    /// Prune a result whose text exceeds this many code points (reference
+    /// `thresholdChars`).
+    #[arg(long, value_name = "N")]
+    pub threshold_chars: Option<f64>,
+    /// Code points kept at the head (reference `headChars`).
+    #[arg(long, value_name = "N")]
+    pub head_chars: Option<f64>,
+    /// Code points kept at the tail (reference `tailChars`).
+    #[arg(long, value_name = "N")]
+    pub tail_chars: Option<f64>,
+    /// Write even though no turn is open at the end of the log (the result
+    /// is a log the reference's session invariant flags).
+    #[arg(long)]
+    pub allow_closed_turn: bool,
+    /// Wait up to SECONDS for another dsh writer to release the log.
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<f64>,
+    /// Stamp appended events with this time (epoch milliseconds).
+    #[arg(long, value_name = "MS")]
+    pub time: Option<u64>,
+    /// With --dry-run: print the batch as the JSON lines it would append.
+    #[arg(long, requires = "dry_run")]
+    pub events: bool,
+    /// Test hook: pause this long between the steps of the write.
+    #[arg(long, hide = true, value_name = "MS")]
+    pub debug_write_pause_ms: Option<u64>,
+}
+
+/// The current time in epoch milliseconds.
+pub fn now_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64)
+}
+
+/// Turn a writer error into an error with the right exit status.
+pub fn append_error(e: AppendError) -> anyhow::Error {
+    let status = match &e {
+        AppendError::Load(_) => {
+            let AppendError::Load(le) = e else {
+                unreachable!()
+            };
+            return le.into();
+        }
+        AppendError::Unsupported { .. } => Status::InvalidLog,
+        AppendError::Stdin
+        | AppendError::Symlink { .. }
+        | AppendError::ReadOnly { .. }
+        | AppendError::TargetExists { .. } => Status::Usage,
+        e if e.is_busy() => Status::Busy,
+        _ => Status::Internal,
+    };
+    StatusError {
+        status,
+        message: e.to_string(),
+    }
+    .into()
+}
+
+/// Writer options from the command line.
+pub fn append_options(
+    ctx: &Ctx,
+    wait: Option<f64>,
+    pause_ms: Option<u64>,
+) -> Result<AppendOptions> {
+    let wait = match wait {
+        None => None,
+        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(UsageError(format!("--wait {s}: expected seconds >= 0")).into()),
+    };
+    Ok(AppendOptions {
+        wait,
+        load: ctx.load_options(),
+        debug_pause: pause_ms.map(Duration::from_millis),
+    })
+}
+
+fn closed_turn_refusal(app: &Appender) -> String {
+    let why = if app.file_turn_open() {
+        "this log's last turn was interrupted, and the crash-repair closers this write must append first (as a resuming harness does) close it"
+    } else {
+        "this log's last turn is closed"
+    };
+    format!(
+        "the reference prunes only inside an open turn, but {why}; the replacement tool/result events would land outside any open turn, which the reference's session invariant rejects (\"tool/result surface replacement appended outside any open turn\", `dsh verify` reports it). Pass --allow-closed-turn to write anyway"
+    )
+}
+
+fn events_json(evs: &[dsh::OwnedEvent]) -> OwnedValue {
+    Value::Arr(evs.iter().map(|e| e.value.clone()).collect())
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
+    let num = |v: Option<f64>| v.map(Value::from);
+    let (t, h, l) = (
+        num(args.threshold_chars),
+        num(args.head_chars),
+        num(args.tail_chars),
+    );
+    let cfg = PruneConfig::resolve(t.as_ref(), h.as_ref(), l.as_ref())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let target = if args.dry_run {
+        AppendTarget::DryRun
+    } else if let Some(out) = &args.out {
+        AppendTarget::Copy(out.clone())
+    } else {
+        AppendTarget::InPlace
+    };
+    let opts = append_options(ctx, args.wait, args.debug_write_pause_ms)?;
+    let src = ctx.resolve(&args.log)?;
+    let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
+    let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
+    ctx.warn_all(app.log());
+    let time = match args.time {
+        Some(t) => t as f64,
+        None if args.dry_run => app.log().last_time,
+        None => now_ms(),
+    };
+    let plan = dsh::prune::plan(app.log(), &cfg, time).map_err(|e| match e {
+        PruneError::Read(le) => anyhow::Error::from(le),
+        e => StatusError {
+            status: Status::InvalidLog,
+            message: e.to_string(),
+        }
+        .into(),
+    })?;
+    // Nothing to prune: nothing is written, not even a new lifecycle.
+    let prefix = if plan.pruned.is_empty() {
+        Vec::new()
+    } else {
+        app.lifecycle_prefix(time)
+    };
+    let mut batch = prefix.clone();
+    batch.extend(plan.events.iter().cloned());
+    // What stands in the way of a real write.
+    let refused: Option<String> = if plan.pruned.is_empty() {
+        None
+    } else if let Some(b) = app.blockers().first() {
+        Some(b.to_string())
+    } else if !app.turn_open() && !args.allow_closed_turn {
+        Some(closed_turn_refusal(&app))
+    } else {
+        None
+    };
+    let busy = app
+        .blockers()
+        .iter()
+        .any(|b| matches!(b, Blocker::CompactionLock { .. }));
+    let mut written = false;
+    let mut bytes = 0u64;
+    let mut wrote_to = None;
+    let status = if args.dry_run || plan.pruned.is_empty() {
+        // Validate the batch as the writer would (a dry run writes nothing).
+        if !plan.pruned.is_empty() && !busy {
+            bytes = app.append(&batch).map_err(append_error)?.bytes;
+        }
+        Status::Ok
+    } else if let Some(why) = &refused {
+        if busy {
+            return Err(StatusError {
+                status: Status::Busy,
+                message: format!("{}: refusing to prune: {why}", app.log().source.display()),
+            }
+            .into());
+        }
+        if !ctx.json {
+            eprintln!(
+                "dsh: {}: refusing to prune: {why}",
+                app.log().source.display()
+            );
+        }
+        Status::Findings
+    } else {
+        let r = app.append(&batch).map_err(append_error)?;
+        bytes = r.bytes;
+        written = true;
+        Status::Ok
+    };
+    let file = app.log().source.display();
+    let turn_open = app.turn_open();
+    let file_turn_open = app.file_turn_open();
+    if written {
+        wrote_to = app.finish().map_err(append_error)?;
+    }
+    if args.events {
+        let mut out = String::new();
+        for e in &batch {
+            out.push_str(&e.value.to_json());
+            out.push('\n');
+        }
+        print!("{out}");
+        return Ok(status);
+    }
+    if ctx.json {
+        let v = to_json(&plan, &prefix)
+            .with("surfaceTokens", tokens_json(&plan))
+            .with("openTurn", turn_open.into())
+            .with("fileTurnOpen", file_turn_open.into())
+            .with("allowClosedTurn", args.allow_closed_turn.into())
+            .with(
+                "refused",
+                refused.clone().map(Value::from).unwrap_or(Value::Null),
+            )
+            .with("dryRun", args.dry_run.into())
+            .with("written", written.into())
+            .with("file", file.clone().into())
+            .with(
+                "out",
+                wrote_to
+                    .as_ref()
+                    .filter(|_| args.out.is_some())
+                    .map(|p| Value::from(p.display().to_string()))
+                    .unwrap_or(Value::Null),
+            )
+            .with("events", (batch.len() as u64).into())
+            .with("bytes", bytes.into())
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+        return Ok(status);
+    }
+    print_readable(
+        &plan,
+        &prefix,
+        &file,
+        args,
+        written,
+        wrote_to.as_ref(),
+        &refused,
+        turn_open,
+    );
+    Ok(status)
+}
+
+/// The reference's prune output plus the lifecycle prefix.
+fn to_json(plan: &PrunePlan, prefix: &[dsh::OwnedEvent]) -> OwnedValue {
+    let pruned: Vec<OwnedValue> = plan
+        .pruned
+        .iter()
+        .map(|p| {
+            p.to_json()
+                .with("tokensBefore", p.tokens_before.into())
+                .with("tokensAfter", p.tokens_after.into())
+        })
+        .collect();
+    Value::obj()
+        .with("config", plan.config.to_json())
+        .with("baseSeq", plan.base_seq.into())
+        .with("appended", events_json(&plan.events))
+        .with("pruned", Value::Arr(pruned))
+        .with("charsRemoved", plan.chars_removed.into())
+        .with("lifecycle", events_json(prefix))
+}
+
+fn tokens_json(plan: &PrunePlan) -> OwnedValue {
+    Value::obj()
+        .with("before", plan.surface_tokens_before.into())
+        .with("after", plan.surface_tokens_after.into())
+        .with(
+            "saved",
+            (plan.surface_tokens_before - plan.surface_tokens_after).into(),
+        )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_readable(
+    plan: &PrunePlan,
+    prefix: &[dsh::OwnedEvent],
+    file: &str,
+    args: &PruneArgs,
+    written: bool,
+    out: Option<&PathBuf>,
+    refused: &Option<String>,
+    turn_open: bool,
+) {
+    if plan.pruned.is_empty() {
+        println!(
+            "{file}: nothing to prune: no tool result on the surface exceeds {} code points",
+            plan.config.threshold_chars
+        );
+        return;
+    }
+    let mut t = render::table(&["seq", "→ seq", "callId", "chars", "tokens"]);
+    for p in &plan.pruned {
+        let call = p
+            .call_id
+            .as_jstr()
+            .map(|s| s.to_lossy().into_owned())
+            .unwrap_or_else(|| p.call_id.to_json());
+        t.add_row(vec![
+            p.original_seq.to_string(),
+            p.replacement_seq.to_string(),
+            call,
+            format!("{} → {}", p.chars_before, p.chars_after),
+            format!("{} → {}", p.tokens_before, p.tokens_after),
+        ]);
+    }
+    println!("{t}");
+    let n = plan.pruned.len();
+    let verb = if written { "pruned" } else { "would prune" };
+    println!(
+        "{verb} {n} tool result(s): {} code point(s) removed; surface {} → {} tokens by the DSH heuristic ({} saved)",
+        plan.chars_removed,
+        plan.surface_tokens_before,
+        plan.surface_tokens_after,
+        plan.surface_tokens_before - plan.surface_tokens_after
+    );
+    let first = prefix.first().map_or(plan.base_seq, |e| e.seq);
+    let last = plan.base_seq + plan.events.len() as u64 - 1;
+    let closers = prefix
+        .iter()
+        .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
+        .count();
+    let seed = prefix.iter().any(|e| e.kind == dsh::Kind::SessionEndSeed);
+    let mut parts = Vec::new();
+    if closers > 0 {
+        parts.push(format!("{closers} crash-repair closer(s)"));
+    }
+    if seed {
+        parts.push("the session/end-seed marker".to_string());
+    }
+    parts.push(format!("{n} prune pair(s)"));
+    let what = format!(
+        "{} event(s), seq {first}–{last}: {}",
+        prefix.len() + plan.events.len(),
+        parts.join(", ")
+    );
+    if written {
+        match out {
+            Some(o) if args.out.is_some() => {
+                println!(
+                    "wrote a copy of {file} with {what} appended to {}",
+                    o.display()
+                )
+            }
+            _ => println!("appended {what} to {file}"),
+        }
+        if !turn_open {
+            println!(
+                "note: written outside an open turn (--allow-closed-turn): the reference's dsh-session invariant flags it (\"tool/result surface replacement appended outside any open turn\")"
+            );
+        }
+    } else if args.dry_run {
+        println!("dry run: would append {what}:");
+        for e in prefix.iter().chain(&plan.events) {
+            println!("  {}", describe(e));
+        }
+        if let Some(why) = refused {
+            println!("a write would be refused: {why}");
+        }
+    }
+}
+
+/// One line about an appended event.
+fn describe(e: &dsh::OwnedEvent) -> String {
+    let d = e.data();
+    let seqs = |k: &str| d.get(k).map(|v| v.to_json()).unwrap_or_default();
+    match e.kind {
+        dsh::Kind::CompactionPrune => format!(
+            "seq {} compaction/prune: shadows {} (price {})",
+            e.seq,
+            seqs("shadowedSeqs"),
+            seqs("shadowedTokenCount")
+        ),
+        dsh::Kind::ToolResult
+            if e.value.has("sourceEventSeqs")
+                && e.line == 0
+                && e.value.get("surfaceOp").is_some_and(|o| o.is_obj()) =>
+        {
+            let price = e
+                .data()
+                .get("message")
+                .map(dsh::meter::estimate::price_message)
+                .unwrap_or(0);
+            format!(
+                "seq {} tool/result: replaces {} (price {price})",
+                e.seq,
+                e.value
+                    .get("sourceEventSeqs")
+                    .map(|v| v.to_json())
+                    .unwrap_or_default()
+            )
+        }
+        dsh::Kind::SessionEndSeed => format!("seq {} session/end-seed (a new lifecycle)", e.seq),
+        _ => format!("seq {} {} (crash-repair closer)", e.seq, e.type_name()),
+    }
+}

@@ -1,0 +1,251 @@
+//! `dsh locks`: the compaction-lock scan and `--release`.
+
+use std::fs;
+
+use dsh::json::Value;
+
+use super::prune::{copy_of, dsh, json, load, sample, shared};
+
+fn statuses(v: &Value<'_>) -> Vec<String> {
+    v.get("brackets")
+        .unwrap()
+        .as_arr()
+        .unwrap()
+        .iter()
+        .map(|b| b.get("status").unwrap().as_str().unwrap().into_owned())
+        .collect()
+}
+
+#[test]
+fn locks_on_the_spec_examples() {
+    let Some(shared) = shared("locks_on_the_spec_examples") else {
+        return;
+    };
+    let ex = shared.join("spec/examples");
+    let out = dsh()
+        .args(["locks", "--json", "-q"])
+        .arg(ex.join("v0-lock-stale.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out.stdout);
+    let log = &v.get("logs").unwrap().as_arr().unwrap()[0];
+    assert!(log.get("state").unwrap().is_str("stale"));
+    assert_eq!(statuses(log), ["stale"]);
+    let b = &log.get("brackets").unwrap().as_arr().unwrap()[0];
+    assert_eq!(b.get("seq").unwrap().as_f64(), Some(5.0));
+    assert_eq!(b.get("endSeedSeq").unwrap().as_f64(), Some(7.0));
+    assert_eq!(b.get("turn").unwrap().as_f64(), Some(1.0));
+
+    let out = dsh()
+        .args(["locks", "--json", "-q"])
+        .arg(ex.join("v0-lock-busy.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a busy lock is a finding");
+    let v = json(&out.stdout);
+    assert_eq!(v.get("busy").unwrap().as_f64(), Some(1.0));
+    let log = &v.get("logs").unwrap().as_arr().unwrap()[0];
+    assert!(log.get("state").unwrap().is_str("busy"));
+    assert_eq!(log.get("lastBracketSeq").unwrap().as_f64(), Some(14.0));
+    assert_eq!(log.get("lastEndSeedSeq").unwrap().as_f64(), Some(7.0));
+    assert_eq!(statuses(log), ["stale", "busy"]);
+    let b = &log.get("brackets").unwrap().as_arr().unwrap()[1];
+    assert!(b.get("turn").unwrap().to_json() == "null");
+    assert!(b.get("sourceCommandId").unwrap().is_str("cmd-0001"));
+    assert!(b.get("ageMs").unwrap().as_f64().unwrap() > 0.0);
+
+    let out = dsh()
+        .args(["locks", "--json", "-q"])
+        .arg(ex.join("v0-prune-and-two-compactions.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out.stdout);
+    let log = &v.get("logs").unwrap().as_arr().unwrap()[0];
+    assert!(log.get("state").unwrap().is_str("free"));
+    assert_eq!(statuses(log), ["matched", "matched"]);
+    assert!(log.get("anomalies").unwrap().as_arr().unwrap().is_empty());
+}
+
+#[test]
+fn locks_classify_every_bracket_of_a_sample() {
+    let out = dsh()
+        .args(["locks", "--json", "-q"])
+        .arg(sample("locks-busy.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out.stdout);
+    let log = &v.get("logs").unwrap().as_arr().unwrap()[0];
+    assert_eq!(statuses(log), ["stale", "matched", "matched", "busy"]);
+    let b = log.get("brackets").unwrap().as_arr().unwrap();
+    let num = |b: &Value<'_>, k: &str| b.get(k).and_then(|x| x.as_f64());
+    assert_eq!(
+        (num(&b[0], "seq"), num(&b[0], "endSeedSeq")),
+        (Some(6.0), Some(8.0))
+    );
+    assert!(b[1].get("outcome").unwrap().is_str("ok"));
+    assert_eq!(
+        (
+            num(&b[1], "summarySeq"),
+            num(&b[1], "checkpointSeq"),
+            num(&b[1], "endSeq")
+        ),
+        (Some(15.0), Some(16.0), Some(17.0))
+    );
+    assert!(b[2].get("outcome").unwrap().is_str("failed"));
+    assert!(
+        b[2].get("error")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .starts_with("summarization truncated")
+    );
+    assert_eq!(num(&b[3], "seq"), Some(24.0));
+    assert!(b[3].get("compactionId").unwrap().is_str("cmp-manual"));
+    // The table.
+    let out = dsh()
+        .args(["locks"])
+        .arg(sample("locks-busy.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("cmp-manual") && text.contains("busy"),
+        "{text}"
+    );
+    assert!(text.contains("1 busy lock(s), 1 stale"), "{text}");
+    // A log without compactions is free.
+    let out = dsh()
+        .args(["locks", "--json", "-q"])
+        .arg(sample("prune-closed.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out.stdout);
+    assert!(
+        v.get("logs").unwrap().as_arr().unwrap()[0]
+            .get("state")
+            .unwrap()
+            .is_str("free")
+    );
+}
+
+#[test]
+fn locks_release_appends_what_a_resuming_harness_writes() {
+    let (_d, log) = copy_of(&sample("locks-open-turn.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    // Not a terminal and no --yes: say what it would do, change nothing.
+    let out = dsh()
+        .args(["locks", "--release"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("turn/end @9"), "{err}");
+    assert!(err.contains("session/end-seed at seq 10"), "{err}");
+    assert!(err.contains("--yes"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), before);
+
+    let out = dsh()
+        .args([
+            "locks",
+            "--release",
+            "--yes",
+            "--json",
+            "--time",
+            "1767226000000",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out.stdout);
+    assert!(matches!(v.get("released"), Some(Value::Bool(true))));
+    assert!(v.get("state").unwrap().is_str("stale"));
+    let appended = v.get("appended").unwrap().as_arr().unwrap();
+    assert_eq!(appended.len(), 2);
+    assert_eq!(
+        appended[1].to_json(),
+        r#"{"type":"session/end-seed","seq":10,"time":1767226000000,"data":{}}"#
+    );
+    // Append-only: the compaction/start is still there, byte for byte.
+    let after = fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    let text = String::from_utf8(after.clone()).unwrap();
+    let tail: Vec<&str> = text.lines().rev().take(2).collect();
+    assert!(tail[1].starts_with(r#"{"type":"turn/end","seq":9,"time":1767225901096,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#));
+    let l = load(&log);
+    assert!(l.closers.is_empty());
+    assert!(l.ends_with_end_seed);
+    // Now stale: exit 0, and a second release has nothing to do.
+    let out = dsh()
+        .args(["locks", "--json", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out.stdout);
+    assert_eq!(
+        statuses(&v.get("logs").unwrap().as_arr().unwrap()[0]),
+        ["stale"]
+    );
+    let out = dsh()
+        .args(["locks", "--release", "--yes"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to release"));
+    assert_eq!(fs::read(&log).unwrap(), after);
+}
+
+#[test]
+fn locks_scan_every_session_under_dsh_home() {
+    let home = tempfile::tempdir().unwrap();
+    for (id, src) in [
+        ("s-busy", "locks-busy.jsonl"),
+        ("s-free", "prune-closed.jsonl"),
+    ] {
+        let dir = home.path().join("sessions/--home-dev-project--").join(id);
+        fs::create_dir_all(&dir).unwrap();
+        fs::copy(sample(src), dir.join("session.jsonl")).unwrap();
+    }
+    let out = dsh()
+        .env("DSH_HOME", home.path())
+        .args(["locks", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out.stdout);
+    let logs = v.get("logs").unwrap().as_arr().unwrap();
+    assert_eq!(logs.len(), 2);
+    let states: Vec<String> = logs
+        .iter()
+        .map(|l| l.get("state").unwrap().as_str().unwrap().into_owned())
+        .collect();
+    assert_eq!(states, ["busy", "free"]);
+    // An unreadable log is reported and makes the exit 3.
+    fs::write(
+        home.path()
+            .join("sessions/--home-dev-project--/s-free/session.jsonl"),
+        "not json\n",
+    )
+    .unwrap();
+    let out = dsh()
+        .env("DSH_HOME", home.path())
+        .args(["locks", "--json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out.stdout);
+    assert_eq!(v.get("errors").unwrap().as_f64(), Some(1.0));
+}

@@ -1,0 +1,696 @@
+//! `dsh prune`: reference-identical pruning, the open-turn rule, and the
+//! writer's refusals as the command shows them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use dsh::json::Value;
+use dsh::log::{LoadOptions, LoadedLog, LogSource};
+
+pub fn dsh() -> Command {
+    let mut c = Command::cargo_bin("dsh").unwrap();
+    c.env_remove("DSH_HOME");
+    c
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn sample(name: &str) -> PathBuf {
+    root().join("samples").join(name)
+}
+
+/// `../shared` beside the checkout, or `None` (with a printed skip notice).
+pub fn shared(test: &str) -> Option<PathBuf> {
+    let p = root().join("../shared");
+    if p.join("spec").is_dir() {
+        Some(p)
+    } else {
+        eprintln!("SKIPPED {test}: ../shared (spec and corpus) is not beside the checkout");
+        None
+    }
+}
+
+/// A writable copy of a file in a fresh temporary directory.
+pub fn copy_of(src: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join(name);
+    fs::copy(src, &p).unwrap();
+    let mut perm = fs::metadata(&p).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    fs::set_permissions(&p, perm).unwrap();
+    (dir, p)
+}
+
+pub fn load(p: &Path) -> LoadedLog {
+    dsh::log::load(
+        &LogSource::File(p.to_path_buf()),
+        &LoadOptions::default(),
+        &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+    )
+    .unwrap()
+}
+
+pub fn json(out: &[u8]) -> Value<'static> {
+    let text = String::from_utf8_lossy(out);
+    Value::parse(text.trim().as_bytes())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {text:.300}"))
+        .into_owned()
+}
+
+/// Every key of `expected` is in `actual` with an equal value.
+pub fn contains(expected: &Value<'_>, actual: &Value<'_>, path: &str) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::Obj(e), Value::Obj(_)) => {
+            for (k, v) in e {
+                let key = k.to_lossy();
+                let a = actual
+                    .get(&key)
+                    .ok_or_else(|| format!("{path}.{key}: missing"))?;
+                contains(v, a, &format!("{path}.{key}"))?;
+            }
+            Ok(())
+        }
+        (Value::Arr(e), Value::Arr(a)) if e.len() == a.len() => {
+            for (i, (x, y)) in e.iter().zip(a).enumerate() {
+                contains(x, y, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        _ if expected.deep_eq(actual) => Ok(()),
+        _ => Err(format!(
+            "{path}: {:.120} != expected {:.120}",
+            actual.to_json(),
+            expected.to_json()
+        )),
+    }
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn code_points(v: &Value<'_>) -> Vec<u32> {
+    v.as_jstr().unwrap().code_points()
+}
+
+#[test]
+fn prune_example_reproduced_byte_for_byte() {
+    let Some(shared) = shared("prune_example_reproduced_byte_for_byte") else {
+        return;
+    };
+    let ex = shared.join("spec/examples");
+    let log = load(&ex.join("prune.input.jsonl"));
+    let expected = lines(&ex.join("prune.appended.jsonl"));
+    // The example is a live session: the pass starts right after seq 9.
+    let mut file = None;
+    let candidates: Vec<_> = log
+        .surface
+        .nodes
+        .iter()
+        .filter(|n| n.kind == dsh::Kind::ToolResult)
+        .map(|n| Ok((log.read_body(&n.body, n.seq, &mut file)?, n.tokens)))
+        .collect();
+    let cfg = dsh::prune::PruneConfig::default();
+    let plan = dsh::prune::plan_nodes(&cfg, candidates, log.stored_events, 0.0, log.surface.tokens)
+        .unwrap();
+    assert_eq!(plan.events.len(), expected.len());
+    for (ev, want) in plan.events.iter().zip(&expected) {
+        let want_v = Value::parse(want.as_bytes()).unwrap();
+        let mut got = ev.value.clone();
+        got.set("time", want_v.get("time").unwrap().clone().into_owned());
+        assert_eq!(got.to_json(), *want, "seq {}", ev.seq);
+    }
+    assert_eq!(plan.chars_removed, 7682);
+    let p: Vec<_> = plan.pruned.iter().map(|p| p.to_json().to_json()).collect();
+    assert_eq!(
+        p,
+        [
+            r#"{"originalSeq":7,"replacementSeq":11,"callId":"call_a","charsBefore":9000,"charsAfter":5159}"#,
+            r#"{"originalSeq":8,"replacementSeq":13,"callId":"call_b","charsBefore":9000,"charsAfter":5159}"#
+        ]
+    );
+    assert_eq!(
+        (plan.surface_tokens_before, plan.surface_tokens_after),
+        (5372, 3452)
+    );
+
+    // The command: the same pairs after the resume prefix (closer at 10,
+    // end-seed at 11), so every seq is 2 higher.
+    let out = dsh()
+        .args(["prune", "--dry-run", "--json", "--events", "-q"])
+        .arg(ex.join("prune.input.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let got: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(got.len(), 6);
+    assert!(got[0].starts_with(r#"{"type":"turn/end","seq":10,"time":1700000200009,"#));
+    assert_eq!(
+        got[1],
+        r#"{"type":"session/end-seed","seq":11,"time":1700000200009,"data":{}}"#
+    );
+    for (g, want) in got[2..].iter().zip(&expected) {
+        let shift = |s: &str| -> String {
+            let mut v = Value::parse(s.as_bytes()).unwrap().into_owned();
+            v.set("time", Value::from(0u64));
+            let seq = v.get("seq").unwrap().as_f64().unwrap();
+            v.set("seq", Value::from(seq));
+            v.to_json()
+        };
+        let mut gv = Value::parse(g.as_bytes()).unwrap().into_owned();
+        let seq = gv.get("seq").unwrap().as_f64().unwrap();
+        gv.set("seq", Value::from(seq - 2.0));
+        assert_eq!(shift(&gv.to_json()), shift(want));
+    }
+}
+
+#[test]
+fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
+    let Some(shared) = shared("prune_dry_run_json_matches_the_oracle_on_the_corpus") else {
+        return;
+    };
+    let corpus = shared.join("corpus");
+    let mut checked = 0;
+    let mut pruning = 0;
+    for set in ["real", "synthetic", "edge"] {
+        let Ok(rd) = fs::read_dir(corpus.join(set)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Some(stem) = p
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .strip_suffix(".jsonl")
+            else {
+                continue;
+            };
+            let exp_path = corpus.join("expected").join(stem).join("prune.json");
+            let Ok(bytes) = fs::read(&exp_path) else {
+                continue;
+            };
+            let expected = Value::parse(&bytes).unwrap().into_owned();
+            let out = dsh()
+                .args(["prune", "--dry-run", "--json", "-q"])
+                .arg(&p)
+                .output()
+                .unwrap();
+            let actual = json(&out.stdout);
+            if expected.get("error").is_some() {
+                assert_eq!(out.status.code(), Some(3), "{stem}: expected a refusal");
+                assert!(actual.get("error").is_some(), "{stem}");
+            } else {
+                assert_eq!(out.status.code(), Some(0), "{stem}");
+                if let Err(d) = contains(&expected, &actual, "$") {
+                    panic!("{stem}: {d}");
+                }
+                if !expected.get("pruned").unwrap().as_arr().unwrap().is_empty() {
+                    pruning += 1;
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked} corpus logs");
+    assert!(pruning > 0);
+}
+
+#[test]
+fn prune_refuses_outside_an_open_turn_by_default() {
+    let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let out = dsh().args(["prune", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("prunes only inside an open turn"), "{err}");
+    assert!(err.contains("crash-repair closers"), "{err}");
+    assert!(err.contains("--allow-closed-turn"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), before);
+    let out = dsh()
+        .args(["prune", "--json", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out.stdout);
+    assert!(
+        v.get("refused")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("open turn")
+    );
+    assert!(matches!(v.get("written"), Some(Value::Bool(false))));
+    assert!(matches!(v.get("openTurn"), Some(Value::Bool(false))));
+    assert!(matches!(v.get("fileTurnOpen"), Some(Value::Bool(true))));
+    assert_eq!(fs::read(&log).unwrap(), before);
+    // A closed turn says so.
+    let (_d2, closed) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let out = dsh().args(["prune", "-q"]).arg(&closed).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("this log's last turn is closed"));
+}
+
+#[test]
+fn prune_writes_the_lifecycle_then_the_pairs() {
+    let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let orig = load(&log);
+    assert_eq!((orig.stored_events, orig.closers.len()), (9, 3));
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn", "--time", "1767230000000"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pruned 2 tool result(s)"), "{text}");
+    assert!(text.contains("appended 8 event(s), seq 9–16: 3 crash-repair closer(s), the session/end-seed marker, 2 prune pair(s)"), "{text}");
+    assert!(text.contains("invariant flags it"), "{text}");
+    // Append-only: the old bytes are a prefix.
+    let after = fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    let new = lines(&log)[10..].to_vec();
+    assert_eq!(new.len(), 8);
+    let types: Vec<String> = new
+        .iter()
+        .map(|l| {
+            Value::parse(l.as_bytes())
+                .unwrap()
+                .get("type")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "tool/result",
+            "step/end",
+            "turn/end",
+            "session/end-seed",
+            "compaction/prune",
+            "tool/result",
+            "compaction/prune",
+            "tool/result"
+        ]
+    );
+    assert_eq!(
+        new[3],
+        r#"{"type":"session/end-seed","seq":12,"time":1767230000000,"data":{}}"#
+    );
+    // The loader takes it: no closers left, two replacements on the surface.
+    let l = load(&log);
+    assert_eq!(l.stored_events, 17);
+    assert!(l.closers.is_empty());
+    assert_eq!(l.surface.seqs(), vec![2, 4, 14, 16, 9]);
+    assert_eq!(l.surface.replace_generation, 2);
+    // Replacement 14 keeps the head and tail of result 7, in code points.
+    let orig_ev = &orig.node_events(&[7]).unwrap()[0];
+    let new_ev = &l.node_events(&[14]).unwrap()[0];
+    let text_of = |e: &dsh::OwnedEvent| {
+        code_points(
+            e.value
+                .get("data")
+                .unwrap()
+                .get("message")
+                .unwrap()
+                .get("content")
+                .unwrap()
+                .as_arr()
+                .unwrap()[0]
+                .get("content")
+                .unwrap()
+                .as_arr()
+                .unwrap()[0]
+                .get("text")
+                .unwrap(),
+        )
+    };
+    let (o, n) = (text_of(orig_ev), text_of(new_ev));
+    let marker: Vec<u32> = dsh::prune::PRUNE_MARKER.chars().map(|c| c as u32).collect();
+    assert_eq!(n[..4096], o[..4096]);
+    assert_eq!(n[4096..4096 + 39], marker[..]);
+    assert_eq!(n[4135..], o[o.len() - 1024..]);
+    // Idempotent: a second pass finds nothing and writes nothing.
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to prune"));
+    assert_eq!(fs::read(&log).unwrap(), after);
+}
+
+#[test]
+fn prune_json_reports_reference_keys_and_savings() {
+    let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let out = dsh()
+        .args(["prune", "--dry-run", "--json", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out.stdout);
+    assert_eq!(v.get("baseSeq").unwrap().as_f64(), Some(15.0));
+    assert_eq!(
+        v.get("config").unwrap().to_json(),
+        r#"{"thresholdChars":8192,"headChars":4096,"tailChars":1024}"#
+    );
+    let pruned = v.get("pruned").unwrap().as_arr().unwrap();
+    assert_eq!(pruned.len(), 1);
+    let p = &pruned[0];
+    assert_eq!(p.get("originalSeq").unwrap().as_f64(), Some(7.0));
+    assert_eq!(p.get("replacementSeq").unwrap().as_f64(), Some(16.0));
+    assert!(p.get("callId").unwrap().is_str("call_a"));
+    let before = p.get("charsBefore").unwrap().as_f64().unwrap();
+    assert_eq!(p.get("charsAfter").unwrap().as_f64(), Some(5159.0));
+    assert_eq!(
+        v.get("charsRemoved").unwrap().as_f64(),
+        Some(before - 5159.0)
+    );
+    // Surface savings equal the node price difference.
+    let tb = p.get("tokensBefore").unwrap().as_f64().unwrap();
+    let ta = p.get("tokensAfter").unwrap().as_f64().unwrap();
+    assert_eq!(ta, (5159f64 / 4.0).ceil() + 4.0 + 4.0 + 4.0);
+    let s = v.get("surfaceTokens").unwrap();
+    assert_eq!(s.get("saved").unwrap().as_f64(), Some(tb - ta));
+    // The lifecycle: only the end-seed (the turn is closed), at the pinned clock.
+    let lc = v.get("lifecycle").unwrap().as_arr().unwrap();
+    assert_eq!(lc.len(), 1);
+    assert!(lc[0].get("type").unwrap().is_str("session/end-seed"));
+    assert!(
+        v.get("refused")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("last turn is closed")
+    );
+    assert!(matches!(v.get("written"), Some(Value::Bool(false))));
+}
+
+#[test]
+fn prune_config_flags_use_the_reference_rules() {
+    let out = dsh()
+        .args(["prune", "--dry-run", "--threshold-chars", "100"])
+        .arg(sample("prune-closed.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "ToolResultPruneConfig: headChars + marker + tailChars (5159) must be at most thresholdChars (100)"
+    ));
+    let out = dsh()
+        .args([
+            "prune",
+            "--dry-run",
+            "--json",
+            "-q",
+            "--threshold-chars",
+            "1000",
+            "--head-chars",
+            "500",
+            "--tail-chars",
+            "100",
+        ])
+        .arg(sample("prune-closed.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json(&out.stdout);
+    let p = &v.get("pruned").unwrap().as_arr().unwrap()[0];
+    assert_eq!(p.get("charsAfter").unwrap().as_f64(), Some(639.0));
+}
+
+#[test]
+fn prune_out_writes_a_copy_and_leaves_the_log() {
+    let (d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let out_path = d.path().join("pruned.jsonl");
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn", "--json", "-q", "--out"])
+        .arg(&out_path)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out.stdout);
+    assert!(matches!(v.get("written"), Some(Value::Bool(true))));
+    assert_eq!(
+        v.get("out").unwrap().as_str().unwrap(),
+        out_path.display().to_string()
+    );
+    assert_eq!(fs::read(&log).unwrap(), before, "the log is untouched");
+    let copy = fs::read(&out_path).unwrap();
+    assert_eq!(&copy[..before.len()], &before[..]);
+    let l = load(&out_path);
+    assert_eq!(l.stored_events, 14 + 3);
+    assert_eq!(l.surface.replace_generation, 1);
+    // No temporary file is left beside it.
+    let names: Vec<_> = fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    // The target must be new.
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn", "--out"])
+        .arg(&out_path)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+}
+
+#[test]
+fn prune_refuses_a_torn_tail_and_a_busy_compaction_lock() {
+    let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let committed = fs::metadata(&log).unwrap().len();
+    let mut bytes = fs::read(&log).unwrap();
+    bytes.extend_from_slice(br#"{"type":"step/start","seq":14,"#);
+    fs::write(&log, &bytes).unwrap();
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("torn write"), "{err}");
+    assert!(err.contains(&format!("truncate -s {committed}")), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), bytes);
+    // A dry run still shows the plan and says what a write would refuse.
+    let out = dsh()
+        .args(["prune", "--dry-run", "--json", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        json(&out.stdout)
+            .get("refused")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .contains("torn write")
+    );
+
+    let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let mut bytes = fs::read(&log).unwrap();
+    bytes.extend_from_slice(
+        b"{\"type\":\"compaction/start\",\"seq\":14,\"time\":1767225702000,\"data\":{\"compactionId\":\"c-9\",\"turn\":null}}\n",
+    );
+    fs::write(&log, &bytes).unwrap();
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("live compaction lock: compaction/start at seq 14"),
+        "{err}"
+    );
+    assert!(err.contains("dsh locks --release"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), bytes);
+}
+
+#[test]
+fn prune_refuses_read_only_symlinked_and_stdin_logs() {
+    use std::os::unix::fs::PermissionsExt;
+    let (d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    fs::set_permissions(&log, fs::Permissions::from_mode(0o444)).unwrap();
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read-only (mode 0444)"));
+    assert_eq!(fs::read(&log).unwrap(), before);
+    fs::set_permissions(&log, fs::Permissions::from_mode(0o644)).unwrap();
+
+    let link = d.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&log, &link).unwrap();
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), before);
+    // Reading through the link is fine.
+    let out = dsh()
+        .args(["prune", "--dry-run", "-q"])
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn", "-"])
+        .write_stdin(before.clone())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard input"));
+    let out = dsh()
+        .args(["prune", "--dry-run", "--json", "-q", "-"])
+        .write_stdin(before)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        json(&out.stdout)
+            .get("pruned")
+            .unwrap()
+            .as_arr()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// A small tmpfs, unmounted on drop.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(kib: u32) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Tmpfs { dir })
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn prune_on_a_full_disk_fails_cleanly() {
+    let Some(fs_) = Tmpfs::mount(64) else {
+        eprintln!(
+            "SKIPPED prune_on_a_full_disk_fails_cleanly: cannot mount a tmpfs here (needs root)"
+        );
+        return;
+    };
+    let log = fs_.dir.path().join("session.jsonl");
+    fs::copy(sample("prune-closed.jsonl"), &log).unwrap();
+    let before = fs::read(&log).unwrap();
+    // Fill the rest of the file system.
+    let mut filler = fs::File::create(fs_.dir.path().join("filler")).unwrap();
+    let block = vec![b'x'; 4096];
+    use std::io::Write;
+    while filler.write_all(&block).is_ok() {}
+    let _ = filler.flush();
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(70));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains("restored to its previous"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), before, "the log is untouched");
+    drop(filler);
+}
+
+#[test]
+fn prune_appends_one_frame_to_a_zstd_log() {
+    let text = fs::read_to_string(sample("prune-closed.jsonl")).unwrap();
+    let (head, body) = text.split_at(text.find('\n').unwrap() + 1);
+    let frame = |s: &str| zstd::bulk::compress(s.as_bytes(), 3).unwrap();
+    let mut bytes = frame(head);
+    bytes.extend(frame(body));
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("session.jsonl.zstd");
+    fs::write(&log, &bytes).unwrap();
+    let out = dsh()
+        .args(["prune", "--allow-closed-turn", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&log).unwrap();
+    assert_eq!(&after[..bytes.len()], &bytes[..]);
+    let new = &after[bytes.len()..];
+    assert_eq!(
+        zstd::zstd_safe::find_frame_compressed_size(new).unwrap(),
+        new.len(),
+        "exactly one frame"
+    );
+    let plain = zstd::stream::decode_all(new).unwrap();
+    assert_eq!(String::from_utf8(plain).unwrap().lines().count(), 3);
+    let l = load(&log);
+    assert_eq!(l.stored_events, 17);
+    assert_eq!(l.surface.replace_generation, 1);
+}

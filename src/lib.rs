@@ -14,11 +14,13 @@
 
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod derive;
 pub mod event;
 pub mod json;
 pub mod log;
 pub mod meter;
+pub mod policy;
 pub mod request_header;
 pub mod surface;
 

@@ -3,5 +3,6 @@
 pub mod completions;
 pub mod events;
 pub mod header;
+pub mod measure;
 pub mod messages;
 pub mod surface;

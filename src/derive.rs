@@ -44,3 +44,57 @@ pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Res
     out.write_all(b"]\n").map_err(io)?;
     Ok(())
 }
+
+/// The text an offloaded image becomes in a request when no local file path
+/// is known (session-log §13.4).
+pub fn offloaded_image_text(block: &crate::json::Value<'_>) -> String {
+    let att = block.get("attachment");
+    let id = att
+        .and_then(|a| a.get("attachmentId"))
+        .and_then(|i| i.as_jstr())
+        .map(|s| s.to_lossy().into_owned())
+        .unwrap_or_default();
+    let ident = match att.and_then(|a| a.get("name")) {
+        Some(n @ crate::json::Value::Str(_)) => format!("{} ({id})", n.to_json()),
+        _ => id,
+    };
+    format!(
+        "[image omitted to fit request image limits; {ident}. No local normalized image path is available; ask the user to attach it again if needed.]"
+    )
+}
+
+/// The request projection of a message: every image block marked
+/// `offloaded: true` (nested ones included) becomes its placeholder text block.
+pub fn request_projection(msg: &crate::json::Value<'_>) -> crate::json::OwnedValue {
+    use crate::json::Value;
+    fn blocks(content: &Value<'_>) -> Value<'static> {
+        match content.as_arr() {
+            None => content.to_owned_value(),
+            Some(a) => Value::Arr(
+                a.iter()
+                    .map(|b| {
+                        let ty = b.get("type");
+                        if ty.is_some_and(|t| t.is_str("image"))
+                            && b.get("offloaded").is_some_and(|o| o.is_true())
+                        {
+                            Value::obj()
+                                .with("type", "text".into())
+                                .with("text", offloaded_image_text(b).into())
+                        } else if ty.is_some_and(|t| t.is_str("tool-result")) && b.has("content") {
+                            let mut c = b.to_owned_value();
+                            c.set("content", blocks(b.get("content").unwrap()));
+                            c
+                        } else {
+                            b.to_owned_value()
+                        }
+                    })
+                    .collect(),
+            ),
+        }
+    }
+    let mut m = msg.to_owned_value();
+    if let Some(c) = msg.get("content") {
+        m.set("content", blocks(c));
+    }
+    m
+}

@@ -34,6 +34,10 @@ pub enum Kind {
     Other,
     /// Not in the rc.8 vocabulary.
     Unknown,
+    /// Generation 3: the system prompt as a surface node.
+    SystemMessage,
+    /// Generation 3: durable image offload marks (a projection event).
+    ImageOffload,
 }
 
 /// The 48 event types rc.8 knows (session-log §5.1).
@@ -121,10 +125,37 @@ impl Kind {
     pub fn is_surface(self) -> bool {
         matches!(
             self,
-            Kind::UserMessage | Kind::AssistantMessage | Kind::ToolResult
+            Kind::UserMessage | Kind::AssistantMessage | Kind::ToolResult | Kind::SystemMessage
         )
     }
+
+    /// Classify a type name in generation 3 (session-log §13.5).
+    pub fn of_g3(name: &str) -> Kind {
+        match name {
+            "assistant/chunk" | "tool/code-dispatch" | "tool/code-dispatch-start" => Kind::Unknown,
+            "system/message" => Kind::SystemMessage,
+            "image/offload" => Kind::ImageOffload,
+            n if G3_EXTRA_TYPES.contains(&n) => Kind::Other,
+            n => Kind::of(n),
+        }
+    }
 }
+
+/// Types generation 3 adds to the rc.8 vocabulary (session-log §13.5).
+pub const G3_EXTRA_TYPES: [&str; 12] = [
+    "assistant/attempt",
+    "deliverables/presented",
+    "feedback/message-delete",
+    "feedback/message-put",
+    "fork/session-source",
+    "image/offload",
+    "model/selection",
+    "session-log-deepseek/delivery-accepted",
+    "subagent/catalog",
+    "subagent/model-selection-policy",
+    "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start",
+];
 
 /// One decoded event: the envelope object and what was learnt reading it.
 #[derive(Debug, Clone)]
@@ -199,7 +230,9 @@ impl<'a> Event<'a> {
     pub fn message(&self) -> Option<&Value<'a>> {
         match self.kind {
             Kind::UserMessage => Some(self.data()),
-            Kind::AssistantMessage | Kind::ToolResult => self.data().get("message"),
+            Kind::AssistantMessage | Kind::ToolResult | Kind::SystemMessage => {
+                self.data().get("message")
+            }
             _ => None,
         }
     }

@@ -106,11 +106,23 @@ impl<'a> JStr<'a> {
     }
 
     /// Whether the string equals `s`.
+    #[inline]
     pub fn eq_str(&self, s: &str) -> bool {
         if !self.escaped {
-            return &*self.raw == s.as_bytes();
+            let a: &[u8] = &self.raw;
+            let b = s.as_bytes();
+            // Keys are short: a byte loop beats a memcmp call.
+            return a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y);
         }
-        self.units().iter().copied().eq(s.encode_utf16())
+        self.escaped_units().eq(s.encode_utf16())
+    }
+
+    fn escaped_units(&self) -> EscapedUnits<'_> {
+        EscapedUnits {
+            raw: &self.raw,
+            i: 0,
+            pending: None,
+        }
     }
 
     /// The UTF-16 code units (JavaScript's view of the string).
@@ -129,9 +141,7 @@ impl<'a> JStr<'a> {
         if !self.escaped {
             return utf16_len_of_utf8(&self.raw);
         }
-        let mut n = 0usize;
-        decode_escaped(&self.raw, &mut |_| n += 1);
-        n
+        escaped_len16(&self.raw)
     }
 
     /// The code points (`Array.from(s)`): a lone surrogate is one code point.
@@ -174,10 +184,15 @@ impl<'a> JStr<'a> {
     }
 
     fn same(&self, other: &JStr<'_>) -> bool {
-        if !self.escaped && !other.escaped {
-            return self.raw == other.raw;
+        match (self.escaped, other.escaped) {
+            (false, false) => self.raw == other.raw,
+            (true, true) => self.escaped_units().eq(other.escaped_units()),
+            (true, false) => {
+                let s = unsafe { std::str::from_utf8_unchecked(&other.raw) };
+                self.escaped_units().eq(s.encode_utf16())
+            }
+            (false, true) => other.same(self),
         }
-        self.units() == other.units()
     }
 
     /// Append the JSON form (with quotes, JavaScript escaping) to `out`.
@@ -187,7 +202,7 @@ impl<'a> JStr<'a> {
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             write_escaped_str(out, s);
         } else {
-            write_escaped_units(out, &self.units());
+            write_reescaped(out, &self.raw);
         }
         out.push('"');
     }
@@ -273,6 +288,75 @@ fn hex4(b: &[u8]) -> u16 {
     v
 }
 
+/// Lazily decodes validated escaped source text into UTF-16 units.
+struct EscapedUnits<'r> {
+    raw: &'r [u8],
+    i: usize,
+    pending: Option<u16>,
+}
+
+impl Iterator for EscapedUnits<'_> {
+    type Item = u16;
+    #[inline]
+    fn next(&mut self) -> Option<u16> {
+        if let Some(p) = self.pending.take() {
+            return Some(p);
+        }
+        let raw = self.raw;
+        let c = *raw.get(self.i)?;
+        if c < 0x80 && c != b'\\' {
+            self.i += 1;
+            return Some(c as u16);
+        }
+        if c == b'\\' {
+            let e = raw[self.i + 1];
+            self.i += 2;
+            return Some(match e {
+                b'"' => 0x22,
+                b'\\' => 0x5C,
+                b'/' => 0x2F,
+                b'b' => 0x08,
+                b'f' => 0x0C,
+                b'n' => 0x0A,
+                b'r' => 0x0D,
+                b't' => 0x09,
+                _ => {
+                    let v = hex4(&raw[self.i..]);
+                    self.i += 4;
+                    v
+                }
+            });
+        }
+        let len = utf8_len(c);
+        let s = unsafe { std::str::from_utf8_unchecked(&raw[self.i..self.i + len]) };
+        self.i += len;
+        let ch = s.chars().next().unwrap();
+        let mut buf = [0u16; 2];
+        let enc = ch.encode_utf16(&mut buf);
+        if enc.len() == 2 {
+            self.pending = Some(enc[1]);
+        }
+        Some(enc[0])
+    }
+}
+
+/// Count UTF-16 units of validated escaped source text.
+fn escaped_len16(raw: &[u8]) -> usize {
+    let mut n = 0usize;
+    let mut i = 0;
+    while i < raw.len() {
+        let c = raw[i];
+        if c == b'\\' {
+            i += if raw[i + 1] == b'u' { 6 } else { 2 };
+            n += 1;
+        } else {
+            n += ((c & 0xC0) != 0x80) as usize + (c >= 0xF0) as usize;
+            i += 1;
+        }
+    }
+    n
+}
+
 /// Decode validated escaped source text into UTF-16 units.
 fn decode_escaped(raw: &[u8], f: &mut dyn FnMut(u16)) {
     let mut i = 0;
@@ -350,6 +434,64 @@ fn push_escape(out: &mut String, u: u16) {
             let _ = write!(out, "\\u{:04x}", u);
         }
     }
+}
+
+/// Re-escape validated JSON-escaped source text the way `JSON.stringify`
+/// writes the decoded string, without decoding it into a buffer first: most
+/// escapes (`\n`, `\"` …) are already in JavaScript's form.
+fn write_reescaped(out: &mut String, raw: &[u8]) {
+    let mut i = 0;
+    let mut run = 0;
+    let flush = |out: &mut String, from: usize, to: usize| {
+        out.push_str(unsafe { std::str::from_utf8_unchecked(&raw[from..to]) });
+    };
+    while i < raw.len() {
+        if raw[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        flush(out, run, i);
+        let e = raw[i + 1];
+        match e {
+            b'/' => {
+                out.push('/');
+                i += 2;
+            }
+            b'u' => {
+                let u = hex4(&raw[i + 2..]);
+                i += 6;
+                if (0xD800..0xDC00).contains(&u)
+                    && raw.len() >= i + 6
+                    && raw[i] == b'\\'
+                    && raw[i + 1] == b'u'
+                    && raw[i + 2..i + 6].iter().all(|c| c.is_ascii_hexdigit())
+                {
+                    let lo = hex4(&raw[i + 2..]);
+                    if (0xDC00..0xE000).contains(&lo) {
+                        let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((lo as u32) - 0xDC00);
+                        out.push(char::from_u32(c).unwrap());
+                        i += 6;
+                        run = i;
+                        continue;
+                    }
+                }
+                if (0xD800..0xE000).contains(&u) {
+                    let _ = write!(out, "\\u{:04x}", u);
+                } else if u < 0x20 || u == 0x22 || u == 0x5C {
+                    push_escape(out, u);
+                } else {
+                    out.push(char::from_u32(u as u32).unwrap());
+                }
+            }
+            _ => {
+                // \" \\ \b \f \n \r \t: JavaScript writes them the same way.
+                flush(out, i, i + 2);
+                i += 2;
+            }
+        }
+        run = i;
+    }
+    flush(out, run, raw.len());
 }
 
 fn write_escaped_units(out: &mut String, units: &[u16]) {
@@ -467,10 +609,10 @@ impl<'a> Value<'a> {
 
     /// Remove `key` from an object.
     pub fn remove(&mut self, key: &str) -> Option<Value<'a>> {
-        if let Value::Obj(o) = self {
-            if let Some(i) = o.iter().position(|(k, _)| k.eq_str(key)) {
-                return Some(o.remove(i).1);
-            }
+        if let Value::Obj(o) = self
+            && let Some(i) = o.iter().position(|(k, _)| k.eq_str(key))
+        {
+            return Some(o.remove(i).1);
         }
         None
     }
@@ -1021,6 +1163,20 @@ mod tests {
             assert!(Value::parse(bad.as_bytes()).is_err(), "{bad}");
         }
         assert!(Value::parse(b" {} \r").is_ok());
+    }
+
+    #[test]
+    fn reescaping_matches_decode_then_escape() {
+        let src =
+            r#""a\/b \u00e9 \u0001 \n \" \\ \ud83d\ude80 \ud800x \udc00 \u2028 \u005c \u0022 \t""#;
+        let v = Value::parse(src.as_bytes()).unwrap();
+        let s = v.as_jstr().unwrap();
+        let mut direct = String::new();
+        s.write_json(&mut direct);
+        let mut via_units = String::from("\"");
+        write_escaped_units(&mut via_units, &s.units());
+        via_units.push('"');
+        assert_eq!(direct, via_units);
     }
 
     #[test]

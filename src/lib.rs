@@ -17,6 +17,7 @@
 pub mod config;
 pub mod derive;
 pub mod event;
+pub mod g3;
 pub mod json;
 pub mod log;
 pub mod meter;

@@ -3,5 +3,26 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
+    // A bug must still end in one clear line and a stable status, never a
+    // stack trace.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("dsh: internal error: {msg}{at} (please report this)");
+        std::process::exit(70);
+    }));
     cli::run()
 }
+
+// The loader parses on one thread and folds on another; mimalloc keeps the
+// many small allocations of JSON values cheap on both.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -135,6 +135,29 @@ fn js_strict_eq(a: &Value<'_>, b: &Value<'_>) -> bool {
 }
 
 impl HeaderFold {
+    /// The oracle's `header` shape: `{"header", "headerSeq", "headerEvents":
+    /// [{"seq","reason"}], "context", "contextSeq"}` (`null` when absent).
+    pub fn to_json(&self) -> OwnedValue {
+        let opt = |v: Option<u64>| v.map(Value::from).unwrap_or(Value::Null);
+        let events: Vec<Value<'static>> = self
+            .events
+            .iter()
+            .map(|e| {
+                let mut v = Value::obj().with("seq", e.seq.into());
+                if let Some(r) = &e.reason {
+                    v = v.with("reason", r.as_str().into());
+                }
+                v
+            })
+            .collect();
+        Value::obj()
+            .with("header", self.header.clone().unwrap_or(Value::Null))
+            .with("headerSeq", opt(self.header_seq))
+            .with("headerEvents", Value::Arr(events))
+            .with("context", self.context.clone().unwrap_or(Value::Null))
+            .with("contextSeq", opt(self.context_seq))
+    }
+
     /// Observe one event.
     pub fn observe(&mut self, ev: &Event<'_>) {
         match ev.kind {

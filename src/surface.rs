@@ -154,7 +154,6 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
         return Err(err("R6", "sourceEventSeqs must not be empty"));
     }
     let mut out = Vec::with_capacity(arr.len());
-    let mut seen = std::collections::HashSet::new();
     for v in arr {
         let Some(n) = v.as_count() else {
             return Err(err(
@@ -162,19 +161,25 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
                 format!("sourceEventSeqs member {} is not a count", v.to_json()),
             ));
         };
-        if !seen.insert(n) {
-            return Err(err("R8", format!("sourceEventSeqs repeats seq {n}")));
-        }
-        if n >= ev.seq {
-            return Err(err(
-                "R9",
-                format!(
-                    "sourceEventSeqs member {n} is not earlier than seq {}",
-                    ev.seq
-                ),
-            ));
-        }
         out.push(n);
+    }
+    // Duplicates: a strictly increasing list (the usual case) has none.
+    if !out.windows(2).all(|w| w[0] < w[1]) {
+        let mut seen = std::collections::HashSet::new();
+        for &n in &out {
+            if !seen.insert(n) {
+                return Err(err("R8", format!("sourceEventSeqs repeats seq {n}")));
+            }
+        }
+    }
+    if let Some(&n) = out.iter().find(|&&n| n >= ev.seq) {
+        return Err(err(
+            "R9",
+            format!(
+                "sourceEventSeqs member {n} is not earlier than seq {}",
+                ev.seq
+            ),
+        ));
     }
     Ok(Some(out))
 }
@@ -254,7 +259,7 @@ pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
 pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
     match ev.kind {
         Kind::UserMessage => Some(ev.data()),
-        Kind::AssistantMessage => {
+        Kind::AssistantMessage | Kind::SystemMessage => {
             let m = ev.data().get("message")?;
             match m.get("content").and_then(|c| c.as_arr()) {
                 Some(a) if !a.is_empty() => Some(m),
@@ -267,6 +272,26 @@ pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
 }
 
 impl Surface {
+    /// The oracle's `surface` shape: `{"nodes": [seq…], "replaceGeneration",
+    /// "replacements": [{"seq","start","end","shadowedSeqs"}]}`.
+    pub fn to_json(&self) -> crate::json::OwnedValue {
+        let reps: Vec<Value<'static>> = self
+            .replacements
+            .iter()
+            .map(|r| {
+                Value::obj()
+                    .with("seq", r.seq.into())
+                    .with("start", r.start.into())
+                    .with("end", r.end.into())
+                    .with("shadowedSeqs", r.shadowed.clone().into())
+            })
+            .collect();
+        Value::obj()
+            .with("nodes", self.seqs().into())
+            .with("replaceGeneration", self.replace_generation.into())
+            .with("replacements", Value::Arr(reps))
+    }
+
     /// Position of a node by seq (membership lookup).
     pub fn position(&self, seq: u64) -> Option<usize> {
         self.nodes.iter().rposition(|n| n.seq == seq)

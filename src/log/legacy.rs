@@ -12,6 +12,9 @@ fn k(s: &'static str) -> JStr<'static> {
 
 /// Refuse retired shapes (§12.1).
 pub fn check_retired(ev: &Event<'_>, session_id: &str) -> Result<(), LoadError> {
+    if ev.kind != Kind::Unknown && ev.kind != Kind::RequestHeader {
+        return Ok(());
+    }
     let name = ev.type_name();
     let wrap = |m: String| {
         LoadError::invalid(format!(
@@ -72,6 +75,18 @@ pub fn upgrade(
         )))
     };
     let mut changed = false;
+    // Only these kinds have legacy shapes; skip the rest without a lookup.
+    if !matches!(
+        ev.kind,
+        Kind::TurnStart
+            | Kind::TurnEnd
+            | Kind::Unknown
+            | Kind::UserMessage
+            | Kind::AssistantMessage
+            | Kind::ToolResult
+    ) {
+        return Ok(false);
+    }
     let name = ev.type_name().into_owned();
     // 1. turn/start with trigger.
     if name == "turn/start" && ev.data().has("trigger") {
@@ -276,7 +291,7 @@ pub fn upgrade(
             if d.has("callId") && d.has("content") && d.has("isError") && !d.has("message") {
                 let m = match ev.surface_op() {
                     Some(crate::event::SurfaceOp::Replace(op)) => message_id_of(op.start)
-                        .map(|s| Value::from(s))
+                        .map(Value::from)
                         .unwrap_or_else(|| id(ev.seq)),
                     _ => id(ev.seq),
                 };

@@ -12,6 +12,7 @@ pub mod error;
 pub mod header;
 pub mod legacy;
 pub mod packed;
+pub mod parse;
 pub mod reader;
 pub mod repair;
 pub mod source;
@@ -115,6 +116,8 @@ pub struct LoadedLog {
     pub committed_len: u64,
     /// Whether `upto` cut the log short.
     pub truncated_at: Option<u64>,
+    /// Generation 3 only: replaces plus image offloads applied.
+    pub content_generation: Option<u64>,
 }
 
 impl LoadedLog {
@@ -195,7 +198,10 @@ impl LoadedLog {
                     .map_err(|e| {
                         LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
                     })?;
-                let text = String::from_utf8_lossy(&buf).into_owned();
+                let text = match String::from_utf8(buf) {
+                    Ok(s) => s,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                };
                 let v = Value::parse(text.as_bytes())
                     .map_err(|_| {
                         LoadError::corrupt("the log changed while it was being read").seq(seq)
@@ -231,7 +237,6 @@ pub fn load(
 
 struct Pipeline<'o> {
     id: String,
-    opts: LoadOptions,
     span_bodies: bool,
     surface: Surface,
     headers: HeaderFold,
@@ -245,13 +250,13 @@ struct Pipeline<'o> {
 }
 
 impl Pipeline<'_> {
-    /// Steps 4–10 of §16 for one event.
-    fn process(
+    /// Steps 4–10 of §16 for one event; gives the event back.
+    fn process<'a>(
         &mut self,
-        mut ev: Event<'_>,
+        mut ev: Event<'a>,
         span: Option<(u64, u32)>,
         synthetic: bool,
-    ) -> Result<(), LoadError> {
+    ) -> Result<Event<'a>, LoadError> {
         let at = |e: LoadError, ev: &Event<'_>| {
             let e = e.seq(ev.seq);
             if ev.line > 0 { e.line(ev.line) } else { e }
@@ -333,7 +338,7 @@ impl Pipeline<'_> {
             synthetic,
         };
         self.observer.event(&ev, &folded);
-        Ok(())
+        Ok(ev)
     }
 }
 
@@ -342,19 +347,28 @@ fn load_inner(
     opts: &LoadOptions,
     observer: &mut dyn Observer,
 ) -> Result<LoadedLog, LoadError> {
-    let (mut reader, header_line) = reader::LineReader::open(source)?;
-    let (header, mut warnings) = header::parse_header(&header_line, opts.lenient)?;
+    let (reader, header_line) = reader::LineReader::open(source)?;
+    // The reference names the raw log in its "unsupported" refusals.
+    let raw_note = |e: LoadError| -> LoadError {
+        if e.kind == LoadErrorKind::Unsupported {
+            let mut e = e;
+            e.message = format!("{} (raw log: {})", e.message, source.display());
+            e
+        } else {
+            e
+        }
+    };
+    let (header, mut warnings) =
+        header::parse_header(&header_line, opts.lenient).map_err(raw_note)?;
     if header.version == 3 {
-        return Err(LoadError::unsupported(
-            "this is a generation-3 log; read it with the generation-3 decoder",
-        ));
+        // A separate decoder: no G0 rule runs on a G3 log (§14.2).
+        return crate::g3::load(source, reader, header, warnings, opts, observer);
     }
     let container = reader.container();
     let span_bodies =
         !opts.keep_nodes && container == Container::Plain && matches!(source, LogSource::File(_));
     let mut p = Pipeline {
         id: header.id.clone(),
-        opts: opts.clone(),
         span_bodies,
         surface: Surface::default(),
         headers: HeaderFold::default(),
@@ -371,100 +385,133 @@ fn load_inner(
     let mut dropped_lines = 0u64;
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
-    while let Some(line) = reader.next_line()? {
-        let no = line.no;
-        let strict = line.strict;
-        let offset = line.offset;
-        let len = line.bytes.len();
-        let text: std::borrow::Cow<'_, str> = String::from_utf8_lossy(line.bytes);
-        let parsed = Value::parse(text.as_bytes());
-        // Decode the storage record into events (rows expand to chunks).
-        let records: Result<Vec<Value<'_>>, String> = match parsed {
-            Err(_) => Err(format!("unparsable committed event at line {no}")),
-            Ok(v) if packed::is_row(&v) => {
-                packed::expand(&v).map_err(|_| format!("unparsable committed event at line {no}"))
+    let (rx, recycle, parser) = parse::spawn(reader);
+    let mut batch_err = None;
+    for msg in rx.iter() {
+        let mut batch = match msg {
+            parse::Msg::Lines(b) => b,
+            parse::Msg::Error(e) => {
+                batch_err = Some(e);
+                break;
             }
-            Ok(v) => Ok(vec![v]),
         };
-        if truncated_at.is_some() {
-            continue;
-        }
-        let records = match records {
-            Err(why) => {
-                if strict {
-                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+        for line in batch.lines().iter_mut() {
+            let no = line.no;
+            let strict = line.strict;
+            let offset = line.offset;
+            let len = line.len as usize;
+            // Decode the storage record into events (rows expand to chunks).
+            // Values parsed by the parsing thread go back into the batch, so
+            // that thread frees what it allocated.
+            let mut plain_line = false;
+            let records: Result<Vec<Value<'_>>, String> = match line.value.take() {
+                None => Err(format!("unparsable committed event at line {}", no - 1)),
+                Some(v) if packed::is_row(&v) => {
+                    let r = packed::expand(&v)
+                        .map_err(|_| format!("unparsable committed event at line {}", no - 1));
+                    line.value = Some(v);
+                    r
                 }
-                if issue.is_none() {
-                    issue = Some((no, why));
+                Some(v) => {
+                    plain_line = true;
+                    Ok(vec![v])
+                }
+            };
+            if truncated_at.is_some() {
+                continue;
+            }
+            let records = match records {
+                Err(why) => {
+                    if strict {
+                        return Err(
+                            LoadError::corrupt(format!("corrupt session log: {why}")).line(no)
+                        );
+                    }
+                    if issue.is_none() {
+                        issue = Some((no, why));
+                    }
+                    dropped_lines += 1;
+                    continue;
+                }
+                Ok(r) => r,
+            };
+            if let Some((bad, why)) = &issue {
+                if records
+                    .iter()
+                    .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
+                {
+                    return Err(
+                        LoadError::corrupt(format!("corrupt session log: {why}")).line(*bad)
+                    );
                 }
                 dropped_lines += 1;
                 continue;
             }
-            Ok(r) => r,
-        };
-        if let Some((_, why)) = &issue {
-            if records
-                .iter()
-                .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
-            {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+            // The seq rule: the whole line is dropped at the first mismatch.
+            let mut gap = None;
+            for (k, r) in records.iter().enumerate() {
+                let want = expected + k as u64;
+                if r.get("seq").and_then(|s| s.as_f64()) != Some(want as f64) {
+                    let got = r
+                        .get("seq")
+                        .map(|s| s.to_json())
+                        .unwrap_or_else(|| "undefined".into());
+                    gap = Some(format!(
+                        "seq gap in committed region at line {} (expected {want}, got {got})",
+                        no - 1
+                    ));
+                    break;
+                }
             }
-            dropped_lines += 1;
-            continue;
-        }
-        // The seq rule: the whole line is dropped at the first mismatch.
-        let mut gap = None;
-        for (k, r) in records.iter().enumerate() {
-            let want = expected + k as u64;
-            if r.get("seq").and_then(|s| s.as_f64()) != Some(want as f64) {
-                let got = r
-                    .get("seq")
-                    .map(|s| s.to_json())
-                    .unwrap_or_else(|| "undefined".into());
-                gap = Some(format!(
-                    "seq gap in committed region at line {no} (expected {want}, got {got})"
-                ));
-                break;
+            if let Some(why) = gap {
+                if strict {
+                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                }
+                if records
+                    .iter()
+                    .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
+                {
+                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
+                }
+                issue = Some((no, why));
+                dropped_lines += 1;
+                continue;
+            }
+            // Rows expand to chunks, never to surface events, so a single record is a line.
+            let single = records.len() == 1;
+            for r in records {
+                if let Some(limit) = opts.upto
+                    && expected > limit
+                {
+                    truncated_at = Some(limit);
+                    break;
+                }
+                let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+                let ev = Event {
+                    kind,
+                    seq: expected,
+                    line: no,
+                    value: r,
+                };
+                let span = single.then_some((offset, len as u32));
+                let back = p.process(ev, span, false).map_err(raw_note)?;
+                if plain_line {
+                    line.value = Some(back.value);
+                }
+                expected += 1;
+            }
+            if truncated_at.is_none() {
+                committed_len = offset + len as u64 + 1;
             }
         }
-        if let Some(why) = gap {
-            if strict {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
-            }
-            if records
-                .iter()
-                .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
-            {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
-            }
-            issue = Some((no, why));
-            dropped_lines += 1;
-            continue;
-        }
-        // Rows expand to chunks, never to surface events, so a single record is a line.
-        let single = records.len() == 1;
-        for r in records {
-            if let Some(limit) = opts.upto
-                && expected > limit
-            {
-                truncated_at = Some(limit);
-                break;
-            }
-            let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
-            let ev = Event {
-                kind,
-                seq: expected,
-                line: no,
-                value: r,
-            };
-            let span = single.then_some((offset, len as u32));
-            p.process(ev, span, false)?;
-            expected += 1;
-        }
-        if truncated_at.is_none() {
-            committed_len = offset + len as u64 + 1;
-        }
+        recycle.send(batch);
     }
+    if let Some(e) = batch_err {
+        return Err(e);
+    }
+    let reader = parser
+        .join()
+        .map_err(|_| LoadError::new(LoadErrorKind::Io, "the parsing thread failed"))?;
     let stored_events = expected.min(opts.upto.map_or(u64::MAX, |u| u + 1));
     let closers = if truncated_at.is_none() && opts.upto.is_none_or(|u| u >= expected) {
         p.repair.closers()
@@ -518,6 +565,7 @@ fn load_inner(
         last_time: p.last_time,
         committed_len,
         truncated_at,
+        content_generation: None,
     })
 }
 

@@ -348,7 +348,7 @@ impl LineReader {
                             }
                         }
                         let cut = out.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-                        let torn_len = (out.len() - cut) as u64 + 0;
+                        let torn_len = (out.len() - cut) as u64;
                         out.truncate(cut);
                         *pos = data.len();
                         *plain = out;

@@ -83,15 +83,14 @@ pub fn check_message_shape(ev: &Event<'_>) -> Result<(), String> {
         return Err(format!("{what} message content must be an array"));
     };
     match ev.kind {
-        Kind::AssistantMessage => {
+        Kind::AssistantMessage
             if !source.get("kind").is_some_and(|k| k.is_str("model"))
                 || !nonempty_str(source.get("provider"))
-                || !nonempty_str(source.get("model"))
-            {
-                return Err(
-                    "assistant/message source must be {kind:\"model\", provider, model}".into(),
-                );
-            }
+                || !nonempty_str(source.get("model")) =>
+        {
+            return Err(
+                "assistant/message source must be {kind:\"model\", provider, model}".into(),
+            );
         }
         Kind::ToolResult => {
             if !source.get("kind").is_some_and(|k| k.is_str("tool"))

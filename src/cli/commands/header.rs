@@ -19,32 +19,13 @@ pub struct HeaderArgs {
     pub log: String,
 }
 
-fn opt(v: Option<u64>) -> Value<'static> {
-    v.map(Value::from).unwrap_or(Value::Null)
-}
-
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
     let h = &log.headers;
     if ctx.json {
-        let events: Vec<Value<'static>> = h
-            .events
-            .iter()
-            .map(|e| {
-                let mut v = Value::obj().with("seq", e.seq.into());
-                if let Some(r) = &e.reason {
-                    v = v.with("reason", r.as_str().into());
-                }
-                v
-            })
-            .collect();
-        let v = Value::obj()
-            .with("header", h.header.clone().unwrap_or(Value::Null))
-            .with("headerSeq", opt(h.header_seq))
-            .with("headerEvents", Value::Arr(events))
-            .with("context", h.context.clone().unwrap_or(Value::Null))
-            .with("contextSeq", opt(h.context_seq))
+        let mut v = h.to_json();
+        v = v
             .with("session", log.header.value.clone())
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;

@@ -20,6 +20,10 @@ pub struct MessagesArgs {
     /// Also print the folded system prompt first (readable view only).
     #[arg(long)]
     pub system: bool,
+    /// Show the request projection: offloaded images (generation 3) become
+    /// the placeholder text the model receives instead of the stored block.
+    #[arg(long)]
+    pub request: bool,
     /// Cut each text block to this many characters in the readable view (0: no limit).
     #[arg(long, default_value_t = 2000, value_name = "CHARS")]
     pub width: usize,
@@ -30,8 +34,31 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    if ctx.json {
+    if ctx.json && !args.request {
         dsh::derive::write_messages_json(&log, &mut out)?;
+        out.flush()?;
+        return Ok(Status::Ok);
+    }
+    if ctx.json {
+        let mut first = true;
+        let mut werr = None;
+        out.write_all(b"[")?;
+        dsh::derive::for_each_message(&log, &mut |_, m| {
+            let mut s = String::new();
+            if !first {
+                s.push(',');
+            }
+            first = false;
+            dsh::derive::request_projection(m).write_json(&mut s);
+            if let Err(e) = out.write_all(s.as_bytes()) {
+                werr = Some(e);
+            }
+            Ok(())
+        })?;
+        if let Some(e) = werr {
+            return Err(e.into());
+        }
+        out.write_all(b"]\n")?;
         out.flush()?;
         return Ok(Status::Ok);
     }
@@ -124,6 +151,12 @@ fn render_block(b: &dsh::Value<'_>, s: &mut String, indent: &str, cut: &dyn Fn(&
                     render_block(x, s, &ind, cut);
                 }
             }
+        }
+        "image" if b.get("offloaded").is_some_and(|o| o.is_true()) => {
+            s.push_str(&format!(
+                "{indent}{}\n",
+                dsh::derive::offloaded_image_text(b)
+            ));
         }
         "image" => {
             let a = b.get("attachment");

@@ -38,22 +38,16 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
                     .with("derives", n.derives.into())
             })
             .collect();
-        let reps: Vec<Value<'static>> = s
-            .replacements
-            .iter()
-            .map(|r| {
-                Value::obj()
-                    .with("seq", r.seq.into())
-                    .with("start", r.start.into())
-                    .with("end", r.end.into())
-                    .with("shadowedSeqs", r.shadowed.clone().into())
-            })
-            .collect();
-        let v = Value::obj()
-            .with("nodes", s.seqs().into())
-            .with("replaceGeneration", s.replace_generation.into())
-            .with("replacements", Value::Arr(reps))
+        let v = s
+            .to_json()
             .with("positions", Value::Arr(positions))
+            .with("version", log.header.version.into())
+            .with(
+                "contentGeneration",
+                log.content_generation
+                    .map(Value::from)
+                    .unwrap_or(Value::Null),
+            )
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
         return Ok(Status::Ok);
@@ -100,6 +94,7 @@ pub fn kind_name(k: dsh::Kind) -> &'static str {
         dsh::Kind::UserMessage => "user/message",
         dsh::Kind::AssistantMessage => "assistant/message",
         dsh::Kind::ToolResult => "tool/result",
+        dsh::Kind::SystemMessage => "system/message",
         _ => "other",
     }
 }

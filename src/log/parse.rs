@@ -1,0 +1,146 @@
+//! A parsing stage on its own thread: lines are cut and parsed as JSON while
+//! the folding thread validates and folds the previous batch.
+//!
+//! A batch owns a copy of its lines' bytes; the parsed values borrow from that
+//! copy. The borrow is tied to the batch by construction: values are only
+//! reachable through [`Batch::lines`], and the buffers they point into are
+//! heap allocations owned by the same batch that never move or change.
+
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::thread::JoinHandle;
+
+use crate::json::Value;
+
+use super::error::LoadError;
+use super::reader::LineReader;
+
+/// One complete line, parsed.
+pub struct ParsedLine {
+    /// 1-based line number.
+    pub no: u64,
+    /// Logical byte offset.
+    pub offset: u64,
+    /// Length without the newline.
+    pub len: u32,
+    /// Inside a complete Zstandard frame.
+    pub strict: bool,
+    /// The JSON value, or `None` when the line is not JSON.
+    pub value: Option<Value<'static>>,
+}
+
+/// A run of parsed lines and the bytes their values borrow.
+pub struct Batch {
+    // Declared first so the values are dropped before the buffers.
+    lines: Vec<ParsedLine>,
+    _text: Vec<u8>,
+    _lossy: Vec<Box<str>>,
+}
+
+impl Batch {
+    /// The lines, in file order.
+    pub fn lines(&mut self) -> &mut Vec<ParsedLine> {
+        &mut self.lines
+    }
+}
+
+/// Messages from the parsing thread.
+pub enum Msg {
+    /// More lines.
+    Lines(Batch),
+    /// Reading failed (I/O, damaged Zstandard frame); nothing follows.
+    Error(LoadError),
+}
+
+const BATCH_BYTES: usize = 64 << 10;
+
+/// Hands finished batches back to the parsing thread, which frees them: the
+/// memory goes back to the allocator arena it came from without contention.
+pub struct Recycler(Sender<Batch>);
+
+impl Recycler {
+    /// Give a batch back (dropped here if the parsing thread is gone).
+    pub fn send(&self, batch: Batch) {
+        let _ = self.0.send(batch);
+    }
+}
+
+/// Start parsing `reader` on a new thread. The handle returns the reader at
+/// the end (for its torn-tail report).
+pub fn spawn(mut reader: LineReader) -> (Receiver<Msg>, Recycler, JoinHandle<LineReader>) {
+    let (tx, rx) = sync_channel::<Msg>(2);
+    let (rtx, rrx) = channel::<Batch>();
+    let handle = std::thread::spawn(move || {
+        run(&mut reader, &tx, &rrx);
+        reader
+    });
+    (rx, Recycler(rtx), handle)
+}
+
+fn run(reader: &mut LineReader, tx: &SyncSender<Msg>, recycled: &Receiver<Batch>) {
+    loop {
+        while let Ok(old) = recycled.try_recv() {
+            drop(old);
+        }
+        let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
+        let mut spans: Vec<(u64, u64, usize, usize, bool)> = Vec::new();
+        let mut done = false;
+        while text.len() < BATCH_BYTES {
+            match reader.next_line() {
+                Ok(Some(l)) => {
+                    let start = text.len();
+                    text.extend_from_slice(l.bytes);
+                    spans.push((l.no, l.offset, start, l.bytes.len(), l.strict));
+                }
+                Ok(None) => {
+                    done = true;
+                    break;
+                }
+                Err(e) => {
+                    let _ = tx.send(Msg::Error(e));
+                    return;
+                }
+            }
+        }
+        let mut lossy: Vec<Box<str>> = Vec::new();
+        let mut lines = Vec::with_capacity(spans.len());
+        // SAFETY: `text` is moved into the batch below without being touched
+        // again; moving a Vec does not move its heap buffer, so the slice
+        // stays valid for as long as the batch (which owns both) lives.
+        let base: &'static [u8] = unsafe { std::slice::from_raw_parts(text.as_ptr(), text.len()) };
+        for (no, offset, start, len, strict) in spans {
+            let bytes = &base[start..start + len];
+            // Node reads text as UTF-8 with replacement characters; valid
+            // lines (nearly all) are used as they are.
+            let src: &'static [u8] = match std::str::from_utf8(bytes) {
+                Ok(_) => bytes,
+                Err(_) => {
+                    let s: Box<str> = String::from_utf8_lossy(bytes).into_owned().into_boxed_str();
+                    // SAFETY: as above, the boxed str's heap buffer is owned by
+                    // the batch and never moves.
+                    let r: &'static [u8] =
+                        unsafe { std::slice::from_raw_parts(s.as_ptr(), s.len()) };
+                    lossy.push(s);
+                    r
+                }
+            };
+            lines.push(ParsedLine {
+                no,
+                offset,
+                len: len as u32,
+                strict,
+                value: Value::parse(src).ok(),
+            });
+        }
+        let batch = Batch {
+            lines,
+            _text: text,
+            _lossy: lossy,
+        };
+        if tx.send(Msg::Lines(batch)).is_err() {
+            return; // the folder stopped early (a refusal)
+        }
+        if done {
+            return;
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Every class of malformed input: one clear error naming file, line and seq,
+//! a stable exit code, never a panic.
+
+use std::path::PathBuf;
+
+use predicates::prelude::*;
+
+use crate::support::{dsh, sample};
+
+fn session_lines() -> Vec<String> {
+    std::fs::read_to_string(sample("coding-session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Run `surface` and check the refusal: exit 3, the file and the given
+/// fragments on stderr, the JSON error on stdout, no panic.
+fn refused(p: &PathBuf, fragments: &[&str]) {
+    let out = dsh().arg("surface").arg(p).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(p.file_name().unwrap().to_str().unwrap()),
+        "names the file: {stderr}"
+    );
+    for f in fragments {
+        assert!(stderr.contains(f), "expected {f:?} in: {stderr}");
+    }
+    dsh()
+        .args(["surface", "--json"])
+        .arg(p)
+        .assert()
+        .code(3)
+        .stdout(predicate::str::starts_with("{\"error\":"));
+}
+
+#[test]
+fn bad_json_before_a_committed_turn_end() {
+    let mut l = session_lines();
+    l[10] = l[10][..l[10].len() / 2].to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "bad-json.jsonl", (l.join("\n") + "\n").as_bytes());
+    refused(&p, &["line 11:", "unparsable committed event at line 10"]);
+}
+
+#[test]
+fn bad_json_in_the_tail_is_a_torn_tail() {
+    let mut l = session_lines();
+    let n = l.len();
+    l[n - 1] = "{not json".into();
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "tail.jsonl", (l.join("\n") + "\n").as_bytes());
+    dsh()
+        .arg("surface")
+        .arg(&p)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("dropped 1 line(s)"));
+}
+
+#[test]
+fn seq_gap() {
+    refused(
+        &sample("refused.jsonl"),
+        &["line 13:", "seq gap in committed region"],
+    );
+}
+
+#[test]
+fn replace_of_an_unknown_node() {
+    let mut l = session_lines();
+    // Turn the last user prompt into a replacement of a seq that is not on the surface.
+    let i = l
+        .iter()
+        .position(|x| x.contains("\"id\":\"msg-u-3\"}") && x.contains("user/message"))
+        .unwrap();
+    l[i] = l[i].replace(
+        "\"surfaceOp\":\"append\"",
+        "\"sourceEventSeqs\":[5],\"surfaceOp\":{\"op\":\"replace\",\"start\":5,\"end\":5}",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "replace.jsonl", (l.join("\n") + "\n").as_bytes());
+    refused(&p, &["seq 121", "start seq 5 not found in surface"]);
+}
+
+#[test]
+fn wrong_header() {
+    let mut l = session_lines();
+    l[0] = l[0].replace("\"type\":\"session\"", "\"type\":\"sesion\"");
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "header.jsonl", (l.join("\n") + "\n").as_bytes());
+    refused(&p, &["line 1:", "first line is not a session header"]);
+    let mut l = session_lines();
+    l[0] = l[0].replace("\"version\":0", "\"version\":7");
+    let p = write(&dir, "newer.jsonl", (l.join("\n") + "\n").as_bytes());
+    refused(&p, &["log format v7", "newer harness"]);
+}
+
+#[test]
+fn zstd_checksum_failure() {
+    let mut bytes = std::fs::read(sample("coding-session.jsonl.zstd")).unwrap();
+    // Flip a byte of the last frame's checksum (the file's last 4 bytes).
+    let n = bytes.len();
+    bytes[n - 2] ^= 0xFF;
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "checksum.jsonl.zstd", &bytes);
+    refused(&p, &["fails to decompress"]);
+}
+
+#[test]
+fn zstd_truncated_frames() {
+    let bytes = std::fs::read(sample("coding-session.jsonl.zstd")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Cut inside the last frame: a torn final frame, the earlier turns load.
+    let p = write(&dir, "torn.jsonl.zstd", &bytes[..bytes.len() - 40]);
+    dsh()
+        .arg("surface")
+        .arg(&p)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("torn"));
+    // Cut inside the first frame: no header at all.
+    let p = write(&dir, "headerless.jsonl.zstd", &bytes[..12]);
+    refused(&p, &["header-less"]);
+}
+
+#[test]
+fn binary_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let p = write(&dir, "garbage.bin", &garbage);
+    refused(&p, &[]);
+}
+
+#[test]
+fn empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "empty.jsonl", b"");
+    refused(&p, &["empty or header-less"]);
+}
+
+#[test]
+fn directory_without_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    dsh()
+        .arg("surface")
+        .arg(dir.path())
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("holds no session log"));
+}
+
+#[test]
+fn missing_file_and_usage_errors() {
+    dsh()
+        .args(["surface", "/nonexistent/x.jsonl"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("no such file"));
+    dsh().args(["surface"]).assert().code(2);
+    dsh().args(["no-such-command"]).assert().code(2);
+}

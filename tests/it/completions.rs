@@ -1,0 +1,29 @@
+//! The committed completion scripts in `completions/` must match what the
+//! binary generates (regenerate with `completions/generate.sh`).
+
+use crate::support::{dsh, root};
+
+#[test]
+fn committed_completions_are_current() {
+    for (shell, file) in [("bash", "dsh.bash"), ("zsh", "_dsh"), ("fish", "dsh.fish")] {
+        let generated = dsh().args(["completions", shell]).output().unwrap();
+        assert!(generated.status.success());
+        let committed = std::fs::read(root().join("completions").join(file)).unwrap_or_else(|_| {
+            panic!("completions/{file} is missing: run completions/generate.sh")
+        });
+        assert!(
+            generated.stdout == committed,
+            "completions/{file} is stale: run completions/generate.sh and commit the result"
+        );
+    }
+}
+
+#[test]
+fn help_explains_every_command() {
+    let out = dsh().arg("--help").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for cmd in ["surface", "messages", "header", "events", "completions"] {
+        assert!(text.contains(cmd), "--help lists {cmd}");
+    }
+    assert!(text.contains("Exit status"));
+}

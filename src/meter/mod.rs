@@ -370,7 +370,14 @@ impl ChunkStore {
                 self.kept.push(rec);
                 continue;
             }
-            let pos = self.dropped.partition_point(|r| r.first < rec.seq);
+            // Chunks are dropped in seq order, so the new run almost always
+            // goes last: check that before searching.
+            let pos = match self.dropped.last() {
+                Some(r) if r.first >= rec.seq => {
+                    self.dropped.partition_point(|r| r.first < rec.seq)
+                }
+                _ => self.dropped.len(),
+            };
             if pos > 0 {
                 let prev = &mut self.dropped[pos - 1];
                 if prev.last + 1 == rec.seq && prev.turn == rec.turn && prev.step == rec.step {
@@ -390,8 +397,17 @@ impl ChunkStore {
         }
     }
 
-    fn find(&self, seq: u64) -> Found<'_> {
+    /// Look a chunk up; `hint` is where the previous lookup ended (messages
+    /// cite their chunks in order, so the next one is usually right there).
+    fn find(&self, seq: u64, hint: &mut usize) -> Found<'_> {
+        if let Some(r) = self.kept.get(*hint)
+            && r.seq == seq
+        {
+            *hint += 1;
+            return Found::Kept(r);
+        }
         if let Ok(i) = self.kept.binary_search_by_key(&seq, |r| r.seq) {
+            *hint = i + 1;
             return Found::Kept(&self.kept[i]);
         }
         let pos = self.dropped.partition_point(|r| r.first <= seq);
@@ -459,23 +475,40 @@ impl Meter {
         let turn = Scalar::of(ev.data().get("turn"));
         let step = Scalar::of(ev.data().get("step"));
         let mut asm = Assembler::new();
-        let mut seen = HashSet::new();
-        for v in raw {
+        // Repeats: impossible while the cited seqs ascend (the usual case);
+        // a set is built only once they stop ascending.
+        let mut last: Option<u64> = None;
+        let mut seen: Option<HashSet<u64>> = None;
+        let mut hint = 0usize;
+        for (i, v) in raw.iter().enumerate() {
             // The loader already refused non-count members (R7).
             let Some(seq) = v.as_count() else { continue };
-            let at = format!("token meter: assistant/message at seq {}", ev.seq);
+            let at = || format!("token meter: assistant/message at seq {}", ev.seq);
             if seq >= ev.seq {
-                return Err(replay(format!("{at} source seq {seq} is not earlier")));
+                return Err(replay(format!("{} source seq {seq} is not earlier", at())));
             }
-            if !seen.insert(seq) {
-                return Err(replay(format!("{at} repeats source seq {seq}")));
+            let repeated = match (&mut seen, last) {
+                (Some(set), _) => !set.insert(seq),
+                (None, Some(l)) if seq <= l => {
+                    let mut set: HashSet<u64> =
+                        raw[..i].iter().filter_map(|v| v.as_count()).collect();
+                    let r = !set.insert(seq);
+                    seen = Some(set);
+                    r
+                }
+                _ => false,
+            };
+            last = Some(seq);
+            if repeated {
+                return Err(replay(format!("{} repeats source seq {seq}", at())));
             }
             if !self.chunks.is_chunk(seq) {
                 return Err(replay(format!(
-                    "{at} source seq {seq} is not assistant/chunk"
+                    "{} source seq {seq} is not assistant/chunk",
+                    at()
                 )));
             }
-            let (ct, cs, op) = match self.chunks.find(seq) {
+            let (ct, cs, op) = match self.chunks.find(seq, &mut hint) {
                 Found::Kept(r) => (&r.turn, &r.step, Some(&r.op)),
                 Found::Dropped(r) => (&r.turn, &r.step, None),
                 Found::Unknown => {
@@ -487,7 +520,8 @@ impl Meter {
             };
             if !ct.strict_eq(&turn) || !cs.strict_eq(&step) {
                 return Err(replay(format!(
-                    "{at} source seq {seq} belongs to another step"
+                    "{} source seq {seq} belongs to another step",
+                    at()
                 )));
             }
             let Some(op) = op else {
@@ -505,11 +539,13 @@ impl Meter {
         let is_chunk = ev.kind == Kind::AssistantChunk;
         self.chunks.mark(ev.seq, is_chunk);
         let at = |what: &str| format!("token meter: {what} at seq {}", ev.seq);
-        let mut next_header = self.header.clone();
-        let mut next_step = self.step.clone();
+        // Only these two events change the header or the open step; the
+        // others reuse the current ones without touching them.
+        let mut new_header: Option<Arc<HeaderRec>> = None;
+        let mut step_change: Option<Option<StepOpen>> = None;
         match ev.kind {
             Kind::RequestHeader => {
-                next_header = Some(Arc::new(HeaderRec::new(
+                new_header = Some(Arc::new(HeaderRec::new(
                     ev.data().get("header").unwrap_or(&Value::Null),
                 )));
             }
@@ -523,11 +559,11 @@ impl Meter {
                     );
                     return self.fail(ev.seq, msg);
                 }
-                next_step = Some(StepOpen {
+                step_change = Some(Some(StepOpen {
                     turn: Scalar::of(ev.data().get("turn")),
                     step: Scalar::of(ev.data().get("step")),
                     surface_tokens: self.surface_tokens,
-                });
+                }));
             }
             Kind::StepEnd => {
                 let matches = self.step.as_ref().is_some_and(|s| {
@@ -538,10 +574,11 @@ impl Meter {
                     let msg = format!("{} has no matching step/start event", at("step/end"));
                     return self.fail(ev.seq, msg);
                 }
-                next_step = None;
+                step_change = Some(None);
             }
             _ => {}
         }
+        let next_header = new_header.as_ref().or(self.header.as_ref());
         let node_tokens = folded.applied.map(|a| a.tokens);
         let mut next_anchor = None;
         if ev.kind == Kind::AssistantMessage {
@@ -560,9 +597,9 @@ impl Meter {
             };
             let step_surface = open.surface_tokens;
             let event_tokens = node_tokens.unwrap_or(0);
-            let header_tokens = next_header.as_ref().map_or(0, |h| h.tokens);
+            let header_tokens = next_header.map_or(0, |h| h.tokens);
             let usage = ev.data().get("usage");
-            let anchor = match (usage, &next_header) {
+            let anchor = match (usage, next_header) {
                 (Some(usage), Some(_)) => {
                     let provider = match self.provider_output(ev, event_tokens) {
                         Ok(p) => p,
@@ -608,18 +645,20 @@ impl Meter {
                 }
             };
             next_anchor = Some(Anchor {
-                header: next_header.clone(),
+                header: next_header.cloned(),
                 surface_tokens: anchor.0,
                 baseline: anchor.1,
                 seq: ev.seq,
             });
         }
         // Commit.
-        if ev.kind == Kind::RequestHeader {
+        if let Some(h) = new_header {
             self.header_seq = Some(ev.seq);
+            self.header = Some(h);
         }
-        self.header = next_header;
-        self.step = next_step;
+        if let Some(s) = step_change {
+            self.step = s;
+        }
         self.surface_tokens = folded.surface.tokens;
         if next_anchor.is_some() {
             self.anchor = next_anchor;

@@ -344,3 +344,95 @@ impl Projections {
             )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::owned_event;
+
+    fn ev(seq: u64, json: &str) -> crate::event::OwnedEvent {
+        let v = Value::parse(json.as_bytes()).unwrap().into_owned();
+        let kind = Kind::of(&v.get("type").unwrap().as_str().unwrap());
+        owned_event(kind, seq, v)
+    }
+
+    const USER: &str = r#"{"type":"user/message","surfaceOp":"append","data":{}}"#;
+
+    #[test]
+    fn claims_price_adjacent_replacements_and_drift_without_one() {
+        let mut f = ProjectionFold::default();
+        f.apply(&ev(0, USER), Some(10));
+        f.apply(&ev(1, USER), Some(20));
+        f.apply(
+            &ev(2, r#"{"type":"compaction/prune","data":{"shadowedRange":{"start":1,"end":1},"shadowedTokenCount":20}}"#),
+            None,
+        );
+        f.apply(
+            &ev(3, r#"{"type":"tool/result","surfaceOp":{"op":"replace","start":1,"end":1},"data":{}}"#),
+            Some(7),
+        );
+        assert_eq!(f.view().context_breakdown.message_tokens, 17.0);
+        // A replace with no armed claim folds with zero delta (drift).
+        f.apply(
+            &ev(4, r#"{"type":"user/message","surfaceOp":{"op":"replace","start":0,"end":3},"data":{}}"#),
+            Some(5),
+        );
+        assert_eq!(f.view().context_breakdown.message_tokens, 17.0);
+        assert!(f.error().is_none());
+    }
+
+    #[test]
+    fn a_claim_for_another_range_is_the_reference_error() {
+        let mut f = ProjectionFold::default();
+        f.apply(&ev(0, USER), Some(10));
+        f.apply(
+            &ev(1, r#"{"type":"compaction/summary","data":{"shadowedRange":{"start":7,"end":9},"shadowedTokenCount":3}}"#),
+            None,
+        );
+        f.apply(
+            &ev(2, r#"{"type":"user/message","surfaceOp":{"op":"replace","start":0,"end":0},"data":{}}"#),
+            Some(4),
+        );
+        assert_eq!(
+            f.error(),
+            Some(&(
+                2,
+                "token surface: replace at seq 2 over range 0-0 has no adjacent shadow price (armed claim covers 7-9)".to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn usage_samples_replace_within_a_step_and_pressure_is_prompt_side() {
+        let mut f = ProjectionFold::default();
+        f.apply(
+            &ev(0, r#"{"type":"request/context","data":{"provider":"p","model":"m","contextWindow":4000}}"#),
+            None,
+        );
+        f.apply(&ev(1, USER), Some(30));
+        f.apply(
+            &ev(2, r#"{"type":"assistant/chunk","data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":100,"outputTokens":5,"cacheReadTokens":20}}}}"#),
+            None,
+        );
+        f.apply(
+            &ev(3, r#"{"type":"assistant/message","surfaceOp":"append","data":{"turn":1,"step":1,"usage":{"inputTokens":100,"outputTokens":9,"cacheReadTokens":20}}}"#),
+            Some(12),
+        );
+        let v = f.view();
+        // The message replaces the chunk sample of the same turn/step.
+        assert_eq!(v.token_usage.output_tokens, 9.0);
+        assert_eq!(v.token_usage.uncached_input_tokens, 100.0);
+        // Pressure 120 sampled at surface 30, surface now 42: 132.
+        assert_eq!(v.context_pressure.pressure_tokens, Some(120.0));
+        assert_eq!(v.context_pressure.projected_tokens, Some(132.0));
+        // A later request/context without a window removes it.
+        f.apply(
+            &ev(
+                4,
+                r#"{"type":"request/context","data":{"provider":"p","model":"m"}}"#,
+            ),
+            None,
+        );
+        assert!(f.view().context_pressure.context_window.is_none());
+    }
+}

@@ -49,6 +49,12 @@ impl Encoding {
         }
     }
 
+    /// Build the encoding's tables now (they are built once per process, on
+    /// first use), e.g. to keep that out of a timing.
+    pub fn load(self) {
+        let _ = self.bpe();
+    }
+
     fn bpe(self) -> &'static tiktoken_rs::CoreBPE {
         match self {
             Encoding::O200k => tiktoken_rs::o200k_base_singleton(),

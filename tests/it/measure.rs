@@ -634,3 +634,21 @@ fn refused_logs_are_exit_3_with_an_error_object() {
         "corrupt session log: first line is not a session header"
     );
 }
+
+#[test]
+fn a_caller_feeding_the_end_seed_marker_is_not_counted_twice() {
+    let src = file(&sample("measure-example.jsonl"));
+    let mut meter = Meter::new(None);
+    let log = dsh::log::load(&src, &LoadOptions::default(), &mut meter).unwrap();
+    let es = log.end_seed_event().unwrap();
+    let folded = dsh::log::Folded {
+        applied: None,
+        surface: &log.surface,
+        synthetic: true,
+    };
+    dsh::log::Observer::event(&mut meter, &es, &folded);
+    let m = meter.finish(&log).unwrap();
+    assert_eq!(m.log_revision, 32);
+    assert_eq!(m.log_revision, log.session_length());
+    assert_eq!(m.total_tokens, 362.0);
+}

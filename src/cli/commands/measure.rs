@@ -189,6 +189,7 @@ impl Job<'_> {
                     .clone()
                     .map(|h| dsh::request_header::canonical(&h));
                 let header = header.as_ref().or(log.headers.header.as_ref());
+                enc.load();
                 let t0 = Instant::now();
                 let counts = tokenizer::count(&log, header, enc)?;
                 Some((counts, t0.elapsed().as_secs_f64()))

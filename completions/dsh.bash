@@ -37,6 +37,9 @@ _dsh() {
             dsh,locks)
                 cmd="dsh__subcmd__locks"
                 ;;
+            dsh,measure)
+                cmd="dsh__subcmd__measure"
+                ;;
             dsh,messages)
                 cmd="dsh__subcmd__messages"
                 ;;
@@ -70,6 +73,9 @@ _dsh() {
             dsh__subcmd__help,locks)
                 cmd="dsh__subcmd__help__subcmd__locks"
                 ;;
+            dsh__subcmd__help,measure)
+                cmd="dsh__subcmd__help__subcmd__measure"
+                ;;
             dsh__subcmd__help,messages)
                 cmd="dsh__subcmd__help__subcmd__messages"
                 ;;
@@ -89,7 +95,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header events load prune compact verify locks completions help"
+            opts="-q -h -V --json --lenient --quiet --home --help --version surface messages header measure events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,7 +269,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header events load prune compact verify locks completions help"
+            opts="surface messages header measure events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -374,6 +380,20 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__help__subcmd__measure)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__help__subcmd__messages)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -460,6 +480,56 @@ _dsh() {
                     return 0
                     ;;
                 --time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__measure)
+            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --home --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k" -- "${cur}"))
+                    return 0
+                    ;;
+                --at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header-json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --route)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

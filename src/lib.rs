@@ -16,6 +16,7 @@
 
 pub mod append;
 pub mod compact;
+pub mod config;
 pub mod derive;
 pub mod event;
 pub mod g3;
@@ -23,6 +24,7 @@ pub mod json;
 pub mod lock;
 pub mod log;
 pub mod meter;
+pub mod policy;
 pub mod provider;
 pub mod prune;
 pub mod range;

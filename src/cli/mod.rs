@@ -57,6 +57,9 @@ pub enum Command {
     Messages(commands::messages::MessagesArgs),
     /// Show the folded request header and the latest route / context window.
     Header(commands::header::HeaderArgs),
+    /// Measure context pressure (the harness's own figure), the routed
+    /// compaction policy, and optional exact tokenizer counts.
+    Measure(commands::measure::MeasureArgs),
     /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
     /// Show what reading produced: header, event counts, closers, tolerances.
@@ -92,6 +95,7 @@ pub fn run() -> ExitCode {
         Command::Surface(a) => commands::surface::run(&mut ctx, a),
         Command::Messages(a) => commands::messages::run(&mut ctx, a),
         Command::Header(a) => commands::header::run(&mut ctx, a),
+        Command::Measure(a) => commands::measure::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
         Command::Load(a) => commands::load::run(&mut ctx, a),
         Command::Verify(a) => commands::verify::run(&mut ctx, a),

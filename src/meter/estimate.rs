@@ -61,3 +61,80 @@ pub fn tools_tokens(tools: Option<&Value<'_>>) -> u64 {
         _ => 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Value<'_> {
+        Value::parse(s.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn density_rounds_up_per_field() {
+        assert_eq!((q(0), q(1), q(4), q(5)), (0, 1, 1, 2));
+        // name 4 → 1, arguments 5 → 2: per field, not q(9) = 3.
+        assert_eq!(
+            price_block(&v(
+                r#"{"type":"tool-call","id":"long id not priced","name":"bash","arguments":"12345"}"#
+            )),
+            1 + 2 + 4
+        );
+    }
+
+    #[test]
+    fn utf16_units_not_code_points() {
+        // Two U+1F642 emoji: 4 UTF-16 units, 2 code points → q(4) = 1, not... q(5) with one more char.
+        let b = v(r#"{"type":"text","text":"a🙂🙂"}"#);
+        assert_eq!(price_block(&b), q(5) + 4);
+        assert_eq!(
+            price_message(&v(r#"{"content":[{"type":"text","text":"a🙂🙂"}]}"#)),
+            2 + 4 + 4
+        );
+    }
+
+    #[test]
+    fn tool_results_nest_and_empty_messages_cost_the_role() {
+        let m = v(
+            r#"{"content":[{"type":"tool-result","toolCallId":"x","isError":true,"content":[{"type":"text","text":"12345678"}]}]}"#,
+        );
+        assert_eq!(price_message(&m), (2 + 4) + 4 + 4);
+        assert_eq!(price_message(&v(r#"{"content":[]}"#)), 4);
+    }
+
+    #[test]
+    fn other_blocks_price_their_exact_json_text() {
+        // Key order as logged; the JSON is 99 units here.
+        let img = v(
+            r#"{"type":"image","attachment":{"attachmentId":"att-1","mediaType":"image/png","bytes":2048,"width":64,"height":32}}"#,
+        );
+        let json = img.to_json();
+        assert_eq!(
+            json,
+            r#"{"type":"image","attachment":{"attachmentId":"att-1","mediaType":"image/png","bytes":2048,"width":64,"height":32}}"#
+        );
+        assert_eq!(price_block(&img), 4 + q(json.encode_utf16().count()));
+        // -0 prints as 0, 1e21 as 1e+21, a control char as \u0001 (6 units),
+        // an escaped lone surrogate stays \ud800 (6 units), an emoji is 2 units.
+        let odd = v(r#"{"type":"x","a":-0,"b":1e21,"c":"\u0001","d":"\ud800","e":"🙂"}"#);
+        assert_eq!(
+            odd.to_json(),
+            "{\"type\":\"x\",\"a\":0,\"b\":1e+21,\"c\":\"\\u0001\",\"d\":\"\\ud800\",\"e\":\"🙂\"}"
+        );
+        assert_eq!(odd.json_len16(), 63); // node: JSON.stringify(...).length
+        assert_eq!(price_block(&odd), 4 + 16);
+    }
+
+    #[test]
+    fn envelope_prices() {
+        let sys = v(r#""You are a careful coding agent. Answer briefly.""#);
+        assert_eq!(system_tokens(Some(&sys)), 16);
+        assert_eq!(system_tokens(Some(&v(r#""""#))), 0);
+        assert_eq!(tools_tokens(Some(&v("[]"))), 0);
+        let tools = v(
+            r#"[{"name":"bash","description":"Run one shell command and return its output.","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}]"#,
+        );
+        assert_eq!(tools.json_len16(), 175);
+        assert_eq!(tools_tokens(Some(&tools)), 48);
+    }
+}

@@ -10,6 +10,7 @@ mod conformance;
 mod foundation;
 mod g3;
 mod locks;
+mod measure;
 mod provider;
 mod prune;
 mod verify;

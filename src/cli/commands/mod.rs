@@ -6,6 +6,7 @@ pub mod events;
 pub mod header;
 pub mod load;
 pub mod locks;
+pub mod measure;
 pub mod messages;
 pub mod prune;
 pub mod surface;

@@ -1,0 +1,762 @@
+//! `dsh measure`: DSH's own pressure figure, the routed policy, and exact
+//! tokenizer counts beside it.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use dsh::config::Config;
+use dsh::json::{OwnedValue, Value};
+use dsh::log::{LoadOptions, LoadedLog, LogSource};
+use dsh::meter::tokenizer::{self, Encoding, TokenCounts};
+use dsh::meter::{MeasureError, Measurement};
+use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_capacity};
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::{many, render};
+
+/// Measure a log's context pressure exactly as the DSH harness does (the
+/// token meter of `@deepseek-ai/dsh-token-meter` 0.1.0-rc.8), and the routed
+/// compaction policy: context window, threshold, retention, headroom.
+///
+/// The figure is the harness's own heuristic (4 UTF-16 units per token,
+/// anchored on the provider's reported usage), so it equals the number that
+/// triggers compaction. `--tokenizer` adds a real BPE count of the same text.
+///
+/// Several LOGs, or a directory of sessions (e.g. `~/.dsh/sessions`), give one
+/// row per log, measured in parallel; a bad log is reported and the scan goes
+/// on (exit 3 at the end).
+///
+/// With --json, one log prints the reference's `measure` object
+/// (`logRevision`, `baseline {kind, tokens, usage?}`, `surfaceDeltaTokens`,
+/// `totalTokens`, `surfaceTokens`, `nodes [{seq, tokens}]`) plus `file`,
+/// `session`, `composition`, `projections {contextBreakdown,
+/// contextPressure, tokenUsage}`, `policy {provider, model, contextWindow,
+/// contextWindowSource, thresholdRatio, retainRatio|retainTokensAbsolute,
+/// thresholdTokens, retainTokens, overThreshold, headroomTokens,
+/// percentOfWindow, modelPolicy}` (or `{error}`), `tokenizer` (with
+/// --tokenizer), `anchorSeq`, `headerSeq`, `at`, `schema_version`. A refused
+/// log or a replay error prints `{"error", "stage", …}` and exits 3. Many
+/// logs: `{"logs": [{"file", …measure…} | {"file", "error"}], "schema_version"}`.
+///
+/// Exit status: 0 ok; 1 with --fail-over when a log is at or over its
+/// threshold; 2 bad flags or config; 3 a log refused or not replayable.
+#[derive(Debug, clap::Args)]
+pub struct MeasureArgs {
+    /// Logs: files, `-`, session directories or ids, or directories of sessions.
+    #[arg(value_name = "LOG", required = true)]
+    pub logs: Vec<String>,
+    /// Show the per-node table (position, seq, type, tokens).
+    #[arg(long)]
+    pub nodes: bool,
+    /// Also count the envelope and surface text with a real BPE tokenizer.
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k"])]
+    pub tokenizer: Option<String>,
+    /// Measure the log as it stood after the event with this seq.
+    #[arg(long, value_name = "SEQ")]
+    pub at: Option<u64>,
+    /// Measure against this request header instead of the latest logged one
+    /// (JSON text, or @FILE): `{"config": {...}, "system"?, "tools"?}`.
+    #[arg(long, value_name = "JSON|@FILE")]
+    pub header_json: Option<String>,
+    /// Resolve the policy for this PROVIDER/MODEL instead of the routed target.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub route: Option<String>,
+    /// Context window to use instead of the config / logged one.
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
+    /// The dsh config file (default: $DSH_CONFIG, else
+    /// $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Exit 1 when any log is at or over its compaction threshold.
+    #[arg(long)]
+    pub fail_over: bool,
+    /// Logs measured at once when there are many (0: one per core).
+    #[arg(long, short, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+}
+
+/// The policy resolved for one log.
+struct PolicyReport {
+    policy: Policy,
+    capacity: Capacity,
+    budgets: Budgets,
+    logged_seq: Option<u64>,
+}
+
+/// Everything measured for one log.
+struct Report {
+    file: String,
+    session: String,
+    m: Measurement,
+    node_kinds: Vec<dsh::Kind>,
+    policy: Result<PolicyReport, String>,
+    tokens: Option<(TokenCounts, f64)>,
+}
+
+/// Options shared by every job.
+struct Job<'a> {
+    opts: LoadOptions,
+    header: Option<OwnedValue>,
+    route: Option<(String, String)>,
+    context_window: Option<u64>,
+    config: &'a Config,
+    encoding: Option<Encoding>,
+}
+
+fn load_config(args: &MeasureArgs) -> Result<Config> {
+    let env = |k: &str| std::env::var_os(k).map(PathBuf::from);
+    let home = env("HOME");
+    let Some((path, explicit)) = dsh::config::default_path(
+        args.config.as_deref(),
+        env("DSH_CONFIG").as_deref(),
+        env("XDG_CONFIG_HOME").as_deref(),
+        home.as_deref(),
+    ) else {
+        return Ok(Config::default());
+    };
+    if !explicit && !path.exists() {
+        return Ok(Config::default());
+    }
+    Config::load(&path).map_err(|e| UsageError(format!("config: {e}")).into())
+}
+
+fn parse_header(arg: &str) -> Result<OwnedValue> {
+    let text = match arg.strip_prefix('@') {
+        Some(f) => std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read --header-json file {f}"))
+            .map_err(|e| UsageError(format!("{e:#}")))?,
+        None => arg.to_string(),
+    };
+    let v = Value::parse(text.as_bytes())
+        .map_err(|e| UsageError(format!("--header-json is not JSON: {e}")))?
+        .into_owned();
+    let v = match (v.get("config"), v.get("header")) {
+        (None, Some(h)) => h.clone(),
+        _ => v,
+    };
+    if !v.get("config").is_some_and(|c| c.is_obj()) {
+        return Err(
+            UsageError("--header-json needs a header object with a \"config\"".into()).into(),
+        );
+    }
+    Ok(v)
+}
+
+impl Job<'_> {
+    fn policy(&self, log: &LoadedLog, m: &Measurement) -> Result<PolicyReport, String> {
+        let (provider, model) = match self.route.clone().or_else(|| log.headers.route()) {
+            Some(r) if !r.0.is_empty() && !r.1.is_empty() => r,
+            _ => {
+                return Err("no routed target: the log has no request/header (use --route)".into());
+            }
+        };
+        let policy = self.config.policy_for(&provider, &model);
+        let (config_model, config_route_default) =
+            self.config.configured_capacity(&provider, &model);
+        let logged = m.logged_context_window(&provider, &model);
+        let inputs = CapacityInputs {
+            flag: self.context_window,
+            config_model,
+            logged: logged.map(|l| l.0),
+            config_route_default,
+        };
+        let capacity = resolve_capacity(&provider, &inputs)
+            .ok_or_else(|| dsh::policy::no_capacity_message(&provider, &model))?;
+        let budgets = policy
+            .budgets(capacity.context_window)
+            .map_err(|e| e.message)?;
+        Ok(PolicyReport {
+            logged_seq: logged
+                .filter(|_| capacity.source == dsh::policy::CapacitySource::Logged)
+                .map(|l| l.1),
+            policy,
+            capacity,
+            budgets,
+        })
+    }
+
+    fn run(&self, src: &LogSource) -> Result<(Report, Vec<String>), MeasureError> {
+        let (log, m) = dsh::meter::measure(src, &self.opts, self.header.clone())?;
+        let policy = self.policy(&log, &m);
+        let tokens = match self.encoding {
+            None => None,
+            Some(enc) => {
+                let header = self
+                    .header
+                    .clone()
+                    .map(|h| dsh::request_header::canonical(&h));
+                let header = header.as_ref().or(log.headers.header.as_ref());
+                enc.load();
+                let t0 = Instant::now();
+                let counts = tokenizer::count(&log, header, enc)?;
+                Some((counts, t0.elapsed().as_secs_f64()))
+            }
+        };
+        let report = Report {
+            file: src.display(),
+            session: log.header.id.clone(),
+            node_kinds: log.surface.nodes.iter().map(|n| n.kind).collect(),
+            m,
+            policy,
+            tokens,
+        };
+        Ok((report, log.warnings.clone()))
+    }
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
+    let config = load_config(args)?;
+    let route = match &args.route {
+        None => None,
+        Some(r) => match r.split_once('/') {
+            Some((p, m)) if !p.is_empty() && !m.is_empty() => Some((p.to_string(), m.to_string())),
+            _ => return Err(UsageError(format!("--route {r}: expected PROVIDER/MODEL")).into()),
+        },
+    };
+    let header = args.header_json.as_deref().map(parse_header).transpose()?;
+    let job = Job {
+        opts: LoadOptions {
+            lenient: ctx.lenient,
+            upto: args.at,
+            keep_nodes: false,
+        },
+        header,
+        route,
+        context_window: args.context_window,
+        config: &config,
+        encoding: args.tokenizer.as_deref().and_then(Encoding::parse),
+    };
+    let single = args.logs.len() == 1 && {
+        let p = Path::new(&args.logs[0]);
+        !(args.logs[0] != "-" && p.is_dir() && dsh::log::source::session_file_in(p).is_none())
+    };
+    if single {
+        run_one(ctx, args, &job)
+    } else {
+        run_many(ctx, args, &job)
+    }
+}
+
+fn meter_error_json(e: &dsh::meter::MeterError, file: &str) -> OwnedValue {
+    Value::obj()
+        .with("error", e.to_string().into())
+        .with("kind", "replay".into())
+        .with("stage", "measure".into())
+        .with("file", file.into())
+        .with("seq", e.seq().into())
+        .with("schema_version", SCHEMA_VERSION.into())
+}
+
+fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
+    let src = ctx.resolve(&args.logs[0])?;
+    let (r, warnings) = match job.run(&src) {
+        Ok(x) => x,
+        Err(MeasureError::Load(e)) => return Err(e.into()),
+        Err(MeasureError::Meter(e)) => {
+            eprintln!("dsh: error: {}: {e} (seq {})", src.display(), e.seq());
+            if ctx.json {
+                ctx.print_json(&meter_error_json(&e, &src.display()))?;
+            }
+            return Ok(Status::InvalidLog);
+        }
+    };
+    if !ctx.quiet {
+        for w in &warnings {
+            eprintln!("dsh: warning: {}: {w}", r.file);
+        }
+    }
+    let over = r
+        .policy
+        .as_ref()
+        .is_ok_and(|p| p.budgets.over_threshold(r.m.total_tokens));
+    if ctx.json {
+        ctx.print_json(&report_json(&r, args.at, true))?;
+    } else {
+        print_report(&r, args);
+    }
+    Ok(if args.fail_over && over {
+        Status::Findings
+    } else {
+        Status::Ok
+    })
+}
+
+fn num(x: f64) -> OwnedValue {
+    Value::Num(x)
+}
+
+fn policy_json(p: &Result<PolicyReport, String>, total: f64) -> OwnedValue {
+    match p {
+        Err(e) => Value::obj().with("error", e.as_str().into()),
+        Ok(p) => {
+            let b = &p.budgets;
+            let mut v = Value::obj()
+                .with("provider", p.policy.provider.as_str().into())
+                .with("model", p.policy.model.as_str().into())
+                .with("modelPolicy", p.policy.overridden.into())
+                .with("contextWindow", num(p.capacity.context_window))
+                .with("contextWindowSource", p.capacity.source.as_str().into());
+            if let Some(s) = p.logged_seq {
+                v = v.with("contextSeq", s.into());
+            }
+            v = v.with("thresholdRatio", num(p.policy.threshold_ratio));
+            v = match p.policy.retention {
+                Retention::Ratio(r) => v.with("retainRatio", num(r)),
+                Retention::Tokens(t) => v.with("retainTokensAbsolute", t.into()),
+            };
+            v.with("thresholdTokens", b.threshold_tokens.into())
+                .with("retainTokens", b.retain_tokens.into())
+                .with("overThreshold", b.over_threshold(total).into())
+                .with("headroomTokens", num(b.headroom(total)))
+                .with(
+                    "percentOfWindow",
+                    num(round2(total / b.context_window as f64 * 100.0)),
+                )
+        }
+    }
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn tokenizer_json(t: &(TokenCounts, f64)) -> OwnedValue {
+    let (c, secs) = t;
+    let nodes: Vec<OwnedValue> = c
+        .nodes
+        .iter()
+        .map(|n| {
+            Value::obj()
+                .with("seq", n.seq.into())
+                .with("tokens", n.tokens.into())
+        })
+        .collect();
+    Value::obj()
+        .with("encoding", c.encoding.name().into())
+        .with("systemTokens", c.system_tokens.into())
+        .with("toolsTokens", c.tools_tokens.into())
+        .with("messageTokens", c.message_tokens.into())
+        .with("totalTokens", c.total_tokens.into())
+        .with("textBytes", c.text_bytes.into())
+        .with("elapsedSeconds", num((secs * 1000.0).round() / 1000.0))
+        .with("nodes", Value::Arr(nodes))
+}
+
+fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
+    let mut v = r.m.to_value();
+    v = v
+        .with("file", r.file.as_str().into())
+        .with("session", r.session.as_str().into())
+        .with("composition", r.m.composition_value())
+        .with(
+            "projections",
+            match &r.m.projections {
+                Ok(p) => p.to_value(),
+                Err((seq, msg)) => Value::obj()
+                    .with("error", msg.as_str().into())
+                    .with("seq", (*seq).into()),
+            },
+        )
+        .with("policy", policy_json(&r.policy, r.m.total_tokens))
+        .with("anchorSeq", r.m.anchor_seq.into())
+        .with("headerSeq", r.m.header_seq.into())
+        .with("headerOverride", r.m.header_override.into());
+    if let Some(a) = at {
+        v = v.with("at", a.into());
+    }
+    if let Some(t) = &r.tokens {
+        v = v.with("tokenizer", tokenizer_json(t));
+    }
+    if with_schema {
+        v = v.with("schema_version", SCHEMA_VERSION.into());
+    }
+    v
+}
+
+/// `1234567` → `1,234,567`; non-integers as JavaScript prints them.
+fn fmt_tokens(x: f64) -> String {
+    if !(x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15) {
+        return Value::Num(x).to_json();
+    }
+    let neg = x < 0.0;
+    let digits = (x.abs() as u64).to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if neg { format!("-{out}") } else { out }
+}
+
+fn fmt_u(x: u64) -> String {
+    fmt_tokens(x as f64)
+}
+
+fn bar(fraction: f64, width: usize) -> String {
+    let f = if fraction.is_finite() {
+        fraction.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let filled = (f * width as f64).round() as usize;
+    format!("[{}{}]", "█".repeat(filled), "░".repeat(width - filled))
+}
+
+fn kind_name(k: dsh::Kind) -> &'static str {
+    crate::cli::commands::surface::kind_name(k)
+}
+
+fn print_report(r: &Report, args: &MeasureArgs) {
+    let m = &r.m;
+    println!("session {}  ({})", r.session, r.file);
+    if let Some(at) = args.at {
+        println!("as it stood at seq {at}");
+    }
+    let total = m.total_tokens;
+    match &r.policy {
+        Ok(p) => {
+            let b = &p.budgets;
+            let window = b.context_window as f64;
+            let src = match p.logged_seq {
+                Some(s) => format!("request/context seq {s}"),
+                None => p.capacity.source.as_str().to_string(),
+            };
+            println!(
+                "route     {}{}",
+                p.policy.target_key(),
+                if p.policy.overridden {
+                    "  (model policy)"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "pressure  {} {:.2}% of the {} window ({src})",
+                bar(total / window, 30),
+                total / window * 100.0,
+                fmt_u(b.context_window)
+            );
+            println!(
+                "tokens    {} (DSH estimate) · threshold {} ({}% ) · {} {}",
+                fmt_tokens(total),
+                fmt_u(b.threshold_tokens),
+                Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),
+                if b.over_threshold(total) {
+                    "OVER by"
+                } else {
+                    "headroom"
+                },
+                fmt_tokens(b.headroom(total).abs())
+            );
+            println!(
+                "retain    {} tokens kept verbatim when compacting",
+                fmt_u(b.retain_tokens)
+            );
+        }
+        Err(e) => {
+            println!("tokens    {} (DSH estimate)", fmt_tokens(total));
+            println!("policy    {e}");
+        }
+    }
+    let anchor = match (m.baseline.kind, m.anchor_seq) {
+        (dsh::meter::BaselineKind::Usage, Some(s)) => {
+            format!(
+                "provider usage {} at assistant/message seq {s}",
+                fmt_tokens(m.baseline.tokens)
+            )
+        }
+        (dsh::meter::BaselineKind::Estimated, Some(s)) => format!(
+            "estimate {} anchored at assistant/message seq {s}",
+            fmt_tokens(m.baseline.tokens)
+        ),
+        (k, _) => format!("{} {}", k.as_str(), fmt_tokens(m.baseline.tokens)),
+    };
+    println!(
+        "baseline  {anchor}, surface delta {}{}",
+        if m.surface_delta_tokens >= 0 { "+" } else { "" },
+        m.surface_delta_tokens
+    );
+    let c = &m.composition;
+    let bpe = r.tokens.as_ref().map(|t| &t.0);
+    let mut head = vec!["part", "nodes", "tokens", "share"];
+    let enc_head = bpe.map(|t| format!("{} tokens", t.encoding.name()));
+    if let Some(h) = &enc_head {
+        head.push(h);
+    }
+    let mut t = render::table(&head);
+    let share = |x: f64| {
+        if total > 0.0 {
+            format!("{:.1}%", x / total * 100.0)
+        } else {
+            "-".into()
+        }
+    };
+    let sum_kind = |k: dsh::Kind| -> u64 {
+        bpe.map_or(0, |b| {
+            b.nodes
+                .iter()
+                .zip(&r.node_kinds)
+                .filter(|(_, nk)| **nk == k)
+                .map(|(n, _)| n.tokens)
+                .sum()
+        })
+    };
+    let rows: Vec<(&str, String, f64, Option<u64>)> = vec![
+        (
+            "system prompt",
+            "".into(),
+            c.system_tokens as f64,
+            bpe.map(|b| b.system_tokens),
+        ),
+        (
+            "tool schemas",
+            "".into(),
+            c.tools_tokens as f64,
+            bpe.map(|b| b.tools_tokens),
+        ),
+        (
+            "user messages",
+            c.user_nodes.to_string(),
+            c.user_tokens as f64,
+            bpe.map(|_| sum_kind(dsh::Kind::UserMessage)),
+        ),
+        (
+            "assistant messages",
+            c.assistant_nodes.to_string(),
+            c.assistant_tokens as f64,
+            bpe.map(|_| sum_kind(dsh::Kind::AssistantMessage)),
+        ),
+        (
+            "tool results",
+            c.tool_result_nodes.to_string(),
+            c.tool_result_tokens as f64,
+            bpe.map(|_| sum_kind(dsh::Kind::ToolResult)),
+        ),
+        (
+            "provider anchor adjustment",
+            "".into(),
+            c.anchor_adjustment,
+            None,
+        ),
+    ];
+    for (name, nodes, tokens, b) in rows {
+        let mut row = vec![name.to_string(), nodes, fmt_tokens(tokens), share(tokens)];
+        if bpe.is_some() {
+            row.push(b.map(fmt_u).unwrap_or_default());
+        }
+        t.add_row(row);
+    }
+    let mut row = vec![
+        "total".to_string(),
+        m.nodes.len().to_string(),
+        fmt_tokens(total),
+        share(total),
+    ];
+    if let Some(b) = bpe {
+        row.push(fmt_u(b.total_tokens));
+    }
+    t.add_row(row);
+    println!("{t}");
+    match &m.projections {
+        Ok(p) => {
+            let u = &p.token_usage;
+            let cp = &p.context_pressure;
+            println!(
+                "provider usage so far: {} uncached input, {} cache read, {} cache write, {} output",
+                fmt_tokens(u.uncached_input_tokens),
+                fmt_tokens(u.cache_read_tokens),
+                fmt_tokens(u.cache_write_tokens),
+                fmt_tokens(u.output_tokens)
+            );
+            if let (Some(pr), Some(pj)) = (cp.pressure_tokens, cp.projected_tokens) {
+                println!(
+                    "last request prompt: {} tokens; projected next prompt: {}",
+                    fmt_tokens(pr),
+                    fmt_tokens(pj)
+                );
+            }
+            let drift = m.surface_tokens as f64 - p.context_breakdown.message_tokens;
+            if drift != 0.0 {
+                println!(
+                    "note: the shadow-price projection differs from the surface by {} tokens (a replace without an adjacent metering event)",
+                    fmt_tokens(drift)
+                );
+            }
+        }
+        Err((seq, msg)) => println!("projections: error at seq {seq}: {msg}"),
+    }
+    if let Some((b, secs)) = &r.tokens {
+        println!(
+            "{}: {} tokens exactly vs {} by the heuristic (system + tools + surface); {} bytes in {:.2}s",
+            b.encoding.name(),
+            fmt_u(b.total_tokens),
+            fmt_u(c.system_tokens + c.tools_tokens + c.message_tokens),
+            fmt_u(b.text_bytes),
+            secs
+        );
+    }
+    if args.nodes {
+        let mut head = vec!["pos", "seq", "type", "tokens"];
+        if let Some(h) = &enc_head {
+            head.push(h);
+        }
+        let mut t = render::table(&head);
+        for (i, (n, k)) in m.nodes.iter().zip(&r.node_kinds).enumerate() {
+            let mut row = vec![
+                i.to_string(),
+                n.seq.to_string(),
+                kind_name(*k).to_string(),
+                fmt_u(n.tokens),
+            ];
+            if let Some(b) = bpe {
+                row.push(fmt_u(b.nodes[i].tokens));
+            }
+            t.add_row(row);
+        }
+        println!("{t}");
+    }
+}
+
+fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
+    // Resolve every argument; one that names nothing is a bad row, not a stop.
+    let mut items: Vec<Result<LogSource, (String, dsh::LoadError)>> = Vec::new();
+    for a in &args.logs {
+        match ctx.resolve_many(std::slice::from_ref(a)) {
+            Ok(s) => items.extend(s.into_iter().map(Ok)),
+            Err(e) => items.push(Err((a.clone(), e))),
+        }
+    }
+    let sources: Vec<LogSource> = items
+        .iter()
+        .filter_map(|i| i.as_ref().ok().cloned())
+        .collect();
+    let results = many::run_many(ctx, &sources, args.jobs, "measuring", &|s| job.run(s));
+    let mut results = results.into_iter();
+    let mut status = Status::Ok;
+    let mut json_rows = Vec::new();
+    let mut errors = Vec::new();
+    let mut table = render::table(&[
+        "log",
+        "route",
+        "tokens",
+        "window",
+        "%",
+        "threshold",
+        "headroom",
+        "baseline",
+    ]);
+    for item in &items {
+        let (file, outcome) = match item {
+            Err((arg, e)) => (arg.clone(), Err(load_error_json(e))),
+            Ok(src) => {
+                let r = results.next().expect("one result per source");
+                (
+                    src.display(),
+                    match r {
+                        Ok(x) => Ok(x),
+                        Err(MeasureError::Load(e)) => Err(load_error_json(&e)),
+                        Err(MeasureError::Meter(e)) => Err(meter_error_json(&e, &src.display())),
+                    },
+                )
+            }
+        };
+        let shown = short_name(&file, &args.logs);
+        match outcome {
+            Err(mut ev) => {
+                status = status.worst(Status::InvalidLog);
+                let msg = ev
+                    .get("error")
+                    .and_then(|e| e.as_str())
+                    .unwrap_or_default()
+                    .into_owned();
+                eprintln!("dsh: error: {file}: {msg}");
+                ev.remove("schema_version");
+                ev.set("file", file.as_str().into());
+                json_rows.push(ev);
+                table.add_row(vec![shown.clone(), "error (below)".into()]);
+                errors.push(format!("{shown}: {msg}"));
+            }
+            Ok((r, warnings)) => {
+                if !ctx.quiet {
+                    for w in &warnings {
+                        eprintln!("dsh: warning: {}: {w}", r.file);
+                    }
+                }
+                let total = r.m.total_tokens;
+                let (route, window, pct, thr, head) = match &r.policy {
+                    Ok(p) => {
+                        let b = &p.budgets;
+                        if b.over_threshold(total) && args.fail_over {
+                            status = status.worst(Status::Findings);
+                        }
+                        (
+                            p.policy.target_key(),
+                            fmt_u(b.context_window),
+                            format!("{:.2}%", total / b.context_window as f64 * 100.0),
+                            fmt_u(b.threshold_tokens),
+                            if b.over_threshold(total) {
+                                format!("OVER {}", fmt_tokens(-b.headroom(total)))
+                            } else {
+                                fmt_tokens(b.headroom(total))
+                            },
+                        )
+                    }
+                    Err(e) => {
+                        errors.push(format!("{shown}: policy: {e}"));
+                        (
+                            "(no policy, below)".into(),
+                            "-".into(),
+                            "-".into(),
+                            "-".into(),
+                            "-".into(),
+                        )
+                    }
+                };
+                table.add_row(vec![
+                    shown,
+                    route,
+                    fmt_tokens(total),
+                    window,
+                    pct,
+                    thr,
+                    head,
+                    r.m.baseline.kind.as_str().to_string(),
+                ]);
+                json_rows.push(report_json(&r, args.at, false));
+            }
+        }
+    }
+    if ctx.json {
+        ctx.print_json(
+            &Value::obj()
+                .with("logs", Value::Arr(json_rows))
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+    } else {
+        println!("{table}");
+        for e in &errors {
+            println!("{e}");
+        }
+    }
+    Ok(status)
+}
+
+/// A log's path relative to the directory argument it was found under.
+fn short_name(file: &str, args: &[String]) -> String {
+    for a in args {
+        let dir = Path::new(a);
+        if dir.is_dir()
+            && let Ok(rest) = Path::new(file).strip_prefix(dir)
+            && !rest.as_os_str().is_empty()
+        {
+            return rest.display().to_string();
+        }
+    }
+    file.to_string()
+}

@@ -1,0 +1,855 @@
+//! The dsh configuration file (compaction §10): TOML, with the reference's key
+//! names so values can be copied from a DSH composition file.
+//!
+//! ```toml
+//! [meter]                      # no settings (any key is rejected, as the reference does)
+//!
+//! [compaction]                 # @deepseek-ai/dsh-compaction-basic
+//! thresholdRatio = 0.8         # (0, 1]
+//! retainRatio    = 0.16        # (0, 1], < thresholdRatio; or retainTokens = 20000
+//! summarizationProvider = ""   # "" = the routed target
+//! summarizationModel    = ""
+//! maxTokens          = 8192
+//! compactionRetries  = 1
+//! maxOverflowRetries = 1
+//! auto               = true
+//!
+//! [[compaction.modelPolicies]] # exact provider/model overrides
+//! provider = "deepseek-official"
+//! model    = "deepseek-v4-flash"
+//! thresholdRatio = 0.75
+//!
+//! [pruner]                     # @deepseek-ai/dsh-compaction-tool-result-pruner
+//! thresholdChars = 8192
+//! headChars      = 4096
+//! tailChars      = 1024
+//!
+//! [[routes]]                   # capacity table and wire settings per provider
+//! provider = "deepseek-official"
+//! kind = "deepseek"            # dsh extension: "deepseek" (default) | "anthropic"
+//! defaultContextWindow = 1000000
+//! models = [ { id = "deepseek-v4-flash", contextWindow = 1000000 } ]
+//! baseURL = "https://api.deepseek.com"
+//! apiKeyEnv = "DEEPSEEK_API_KEY"  # the NAME of the variable; never read here
+//! reasoningEffort = "high"
+//! ```
+//!
+//! Validation mirrors the reference (`BasicCompactionConfig: …`,
+//! `ToolResultPruneConfig: …`, `TokenMeterConfig: …`) with its messages;
+//! `[[routes]]` and unknown sections are dsh's own (`dsh config: …`).
+//!
+//! API: [`Config::load`] (a path) and [`Config::from_toml_str`] (a text) give
+//! a [`Config`]; [`Config::policy_for`] resolves the per-route [`Policy`];
+//! [`Config::route`] the wire/capacity settings of a target ([`Route`]);
+//! [`Config::pruner`] holds the pruner budgets. [`default_path`] computes
+//! the location from values the caller read from the environment
+//! (`--config`, else `$DSH_CONFIG`, else `$XDG_CONFIG_HOME/dsh/config.toml`,
+//! else `~/.config/dsh/config.toml`); the library never reads the environment
+//! nor any API key.
+
+use std::path::{Path, PathBuf};
+
+use toml::{Table, Value as T};
+
+use crate::json::js_number;
+use crate::policy::{
+    DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER, ModelPolicy, Policy, PolicyConfig,
+    Retention,
+};
+
+/// The pruner marker length in code points (`"\n\n[... tool result middle pruned ...]\n\n"`).
+pub const PRUNE_MARKER_CHARS: u64 = 39;
+
+/// A configuration that could not be read or is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default())]
+pub struct ConfigError {
+    /// The file, when it came from one.
+    pub path: Option<PathBuf>,
+    /// What is wrong (the reference's message where it has one).
+    pub message: String,
+}
+
+fn cerr(message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        path: None,
+        message: message.into(),
+    }
+}
+
+/// `[pruner]`: the tool-result pruner budgets (code points).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrunerConfig {
+    /// Prune when the text exceeds this many code points.
+    pub threshold_chars: u64,
+    /// Leading code points kept.
+    pub head_chars: u64,
+    /// Trailing code points kept.
+    pub tail_chars: u64,
+}
+
+impl Default for PrunerConfig {
+    fn default() -> Self {
+        PrunerConfig {
+            threshold_chars: 8192,
+            head_chars: 4096,
+            tail_chars: 1024,
+        }
+    }
+}
+
+/// The wire protocol of a route (dsh extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteKind {
+    /// DeepSeek chat completions (compaction §6.3).
+    #[default]
+    Deepseek,
+    /// Anthropic-compatible messages (compaction §6.7).
+    Anthropic,
+}
+
+impl RouteKind {
+    /// `"deepseek"` / `"anthropic"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteKind::Deepseek => "deepseek",
+            RouteKind::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// One `models` entry of a route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteModel {
+    /// Model id.
+    pub id: String,
+    /// Its capacity.
+    pub context_window: Option<u64>,
+}
+
+/// A `[[routes]]` entry as written.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RouteConfig {
+    /// Provider name (unique).
+    pub provider: String,
+    /// Wire protocol.
+    pub kind: RouteKind,
+    /// Capacity of models not listed.
+    pub default_context_window: Option<u64>,
+    /// The model catalog.
+    pub models: Vec<RouteModel>,
+    /// `baseURL`.
+    pub base_url: Option<String>,
+    /// `apiKeyEnv`: the name of the environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// `reasoningEffort` for summary calls.
+    pub reasoning_effort: Option<String>,
+}
+
+/// The settings for one `(provider, model)` target, configured or built in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Provider.
+    pub provider: String,
+    /// Model.
+    pub model: String,
+    /// Wire protocol.
+    pub kind: RouteKind,
+    /// `baseURL`.
+    pub base_url: Option<String>,
+    /// Name of the API-key variable.
+    pub api_key_env: Option<String>,
+    /// Capacity: the model entry's, else the route default, else built in.
+    pub context_window: Option<u64>,
+    /// Where `context_window` came from: `"config-model"`, `"config-route"`, `"built-in"`.
+    pub context_window_source: Option<&'static str>,
+    /// `reasoningEffort`.
+    pub reasoning_effort: Option<String>,
+    /// Whether a `[[routes]]` entry exists for the provider.
+    pub configured: bool,
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// The file it came from.
+    pub path: Option<PathBuf>,
+    /// `[compaction]`.
+    pub compaction: PolicyConfig,
+    /// `[pruner]`.
+    pub pruner: PrunerConfig,
+    /// `[[routes]]`.
+    pub routes: Vec<RouteConfig>,
+}
+
+/// Where the config file is: `flag`, else `dsh_config` (`$DSH_CONFIG`), else
+/// `xdg_config_home/dsh/config.toml`, else `home/.config/dsh/config.toml`.
+/// The boolean says whether the location was given explicitly (a missing
+/// explicit file is an error; a missing default file means defaults).
+pub fn default_path(
+    flag: Option<&Path>,
+    dsh_config: Option<&Path>,
+    xdg_config_home: Option<&Path>,
+    home: Option<&Path>,
+) -> Option<(PathBuf, bool)> {
+    if let Some(p) = flag.or(dsh_config).filter(|p| !p.as_os_str().is_empty()) {
+        return Some((p.to_path_buf(), true));
+    }
+    if let Some(x) = xdg_config_home.filter(|p| p.is_absolute()) {
+        return Some((x.join("dsh").join("config.toml"), false));
+    }
+    home.map(|h| (h.join(".config").join("dsh").join("config.toml"), false))
+}
+
+/// JavaScript `String(value)` of a TOML value.
+fn js_string(v: &T) -> String {
+    match v {
+        T::String(s) => s.clone(),
+        T::Integer(i) => i.to_string(),
+        T::Float(f) => {
+            if f.is_nan() {
+                "NaN".into()
+            } else if f.is_infinite() {
+                if *f > 0.0 { "Infinity" } else { "-Infinity" }.into()
+            } else {
+                let mut s = String::new();
+                js_number(*f, &mut s);
+                s
+            }
+        }
+        T::Boolean(b) => b.to_string(),
+        T::Datetime(d) => d.to_string(),
+        T::Array(a) => a.iter().map(js_string).collect::<Vec<_>>().join(","),
+        T::Table(_) => "[object Object]".into(),
+    }
+}
+
+/// A TOML number as a JavaScript number.
+fn number(v: &T) -> Option<f64> {
+    match v {
+        T::Integer(i) => Some(*i as f64),
+        T::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn is_integer(v: &T) -> Option<f64> {
+    number(v).filter(|n| n.is_finite() && n.fract() == 0.0)
+}
+
+fn check_keys(t: &Table, allowed: &[&str], name: &str) -> Result<(), ConfigError> {
+    for k in t.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(cerr(format!("{name}: unknown key \"{k}\"")));
+        }
+    }
+    Ok(())
+}
+
+fn ratio(t: &Table, key: &str, name: &str) -> Result<Option<f64>, ConfigError> {
+    let Some(v) = t.get(key) else { return Ok(None) };
+    match number(v) {
+        Some(n) if n.is_finite() && n > 0.0 && n <= 1.0 => Ok(Some(n)),
+        _ => Err(cerr(format!(
+            "{name}.{key} ({}) must be a number in (0, 1]",
+            js_string(v)
+        ))),
+    }
+}
+
+fn count(t: &Table, key: &str, name: &str, positive: bool) -> Result<Option<u64>, ConfigError> {
+    let Some(v) = t.get(key) else { return Ok(None) };
+    match is_integer(v) {
+        Some(n) if (positive && n > 0.0) || (!positive && n >= 0.0) => Ok(Some(n as u64)),
+        _ => Err(cerr(format!(
+            "{name}.{key} ({}) must be a {} integer",
+            js_string(v),
+            if positive { "positive" } else { "non-negative" }
+        ))),
+    }
+}
+
+fn string(t: &Table, key: &str, name: &str) -> Result<Option<String>, ConfigError> {
+    match t.get(key) {
+        None => Ok(None),
+        Some(T::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(cerr(format!("{name}.{key} must be a string"))),
+    }
+}
+
+/// `validatePolicy`: the fields shared by the top level and overrides.
+fn policy_fields(t: &Table, name: &str) -> Result<ModelPolicy, ConfigError> {
+    let threshold_ratio = ratio(t, "thresholdRatio", name)?;
+    let retain_ratio = ratio(t, "retainRatio", name)?;
+    let retain_tokens = count(t, "retainTokens", name, false)?;
+    if retain_ratio.is_some() && retain_tokens.is_some() {
+        return Err(cerr(format!(
+            "{name}: retainRatio and retainTokens are mutually exclusive"
+        )));
+    }
+    let max_tokens = count(t, "maxTokens", name, true)?;
+    let compaction_retries = count(t, "compactionRetries", name, false)?;
+    let max_overflow_retries = count(t, "maxOverflowRetries", name, false)?;
+    let summarization_provider = string(t, "summarizationProvider", name)?;
+    let summarization_model = string(t, "summarizationModel", name)?;
+    match (&summarization_provider, &summarization_model) {
+        (None, None) => {}
+        (Some(p), Some(m)) if p.is_empty() == m.is_empty() => {}
+        _ => {
+            return Err(cerr(format!(
+                "{name}: summarizationProvider and summarizationModel must be set together as an empty or non-empty pair"
+            )));
+        }
+    }
+    Ok(ModelPolicy {
+        provider: String::new(),
+        model: String::new(),
+        threshold_ratio,
+        retain_ratio,
+        retain_tokens,
+        summarization_provider,
+        summarization_model,
+        max_tokens,
+        compaction_retries,
+        max_overflow_retries,
+    })
+}
+
+const POLICY_KEYS: [&str; 8] = [
+    "thresholdRatio",
+    "retainRatio",
+    "retainTokens",
+    "summarizationProvider",
+    "summarizationModel",
+    "maxTokens",
+    "compactionRetries",
+    "maxOverflowRetries",
+];
+
+fn retention_of(p: &ModelPolicy, fallback: Retention) -> Retention {
+    match (p.retain_tokens, p.retain_ratio) {
+        (Some(t), _) => Retention::Tokens(t),
+        (None, Some(r)) => Retention::Ratio(r),
+        _ => fallback,
+    }
+}
+
+fn ratio_retention(threshold: f64, retention: Retention, name: &str) -> Result<(), ConfigError> {
+    if let Retention::Ratio(r) = retention
+        && r >= threshold
+    {
+        let (mut a, mut b) = (String::new(), String::new());
+        js_number(r, &mut a);
+        js_number(threshold, &mut b);
+        return Err(cerr(format!(
+            "{name}: retainRatio ({a}) must be less than the resolved thresholdRatio ({b})"
+        )));
+    }
+    Ok(())
+}
+
+/// `resolveConfig` of compaction-basic over a `[compaction]` table.
+fn compaction(t: &Table) -> Result<PolicyConfig, ConfigError> {
+    const NAME: &str = "BasicCompactionConfig";
+    let mut allowed: Vec<&str> = POLICY_KEYS.to_vec();
+    allowed.extend(["modelPolicies", "auto"]);
+    check_keys(t, &allowed, NAME)?;
+    let top = policy_fields(t, NAME)?;
+    let auto = match t.get("auto") {
+        None => true,
+        Some(T::Boolean(b)) => *b,
+        Some(_) => return Err(cerr(format!("{NAME}: auto must be a boolean"))),
+    };
+    let threshold_ratio = top
+        .threshold_ratio
+        .unwrap_or(crate::policy::DEFAULT_THRESHOLD_RATIO);
+    let retention = retention_of(&top, Retention::Ratio(crate::policy::DEFAULT_RETAIN_RATIO));
+    ratio_retention(threshold_ratio, retention, NAME)?;
+    let mut model_policies = Vec::new();
+    match t.get("modelPolicies") {
+        None => {}
+        Some(T::Array(a)) => {
+            let mut seen = std::collections::HashSet::new();
+            for (i, entry) in a.iter().enumerate() {
+                let name = format!("{NAME}: modelPolicies[{i}]");
+                let T::Table(e) = entry else {
+                    return Err(cerr(format!("{name} must be an object")));
+                };
+                let mut keys: Vec<&str> = vec!["provider", "model"];
+                keys.extend(POLICY_KEYS);
+                check_keys(e, &keys, &name)?;
+                let nonempty = |k: &str| match e.get(k) {
+                    Some(T::String(s)) if !s.is_empty() => Ok(s.clone()),
+                    _ => Err(cerr(format!("{name}.{k} must be a non-empty string"))),
+                };
+                let provider = nonempty("provider")?;
+                let model = nonempty("model")?;
+                let mut p = policy_fields(e, &name)?;
+                if !seen.insert((provider.clone(), model.clone())) {
+                    return Err(cerr(format!(
+                        "{NAME}: duplicate model policy for {provider}/{model}"
+                    )));
+                }
+                p.provider = provider;
+                p.model = model;
+                model_policies.push(p);
+            }
+        }
+        Some(_) => return Err(cerr(format!("{NAME}: modelPolicies must be an array"))),
+    }
+    for (i, p) in model_policies.iter().enumerate() {
+        ratio_retention(
+            p.threshold_ratio.unwrap_or(threshold_ratio),
+            retention_of(p, retention),
+            &format!("{NAME}: modelPolicies[{i}]"),
+        )?;
+    }
+    Ok(PolicyConfig {
+        threshold_ratio,
+        retention,
+        summarization_provider: top.summarization_provider.unwrap_or_default(),
+        summarization_model: top.summarization_model.unwrap_or_default(),
+        max_tokens: top.max_tokens.unwrap_or(crate::policy::DEFAULT_MAX_TOKENS),
+        compaction_retries: top
+            .compaction_retries
+            .unwrap_or(crate::policy::DEFAULT_COMPACTION_RETRIES),
+        max_overflow_retries: top
+            .max_overflow_retries
+            .unwrap_or(crate::policy::DEFAULT_MAX_OVERFLOW_RETRIES),
+        model_policies,
+        auto,
+    })
+}
+
+/// `resolveConfig` of the tool-result pruner over a `[pruner]` table.
+fn pruner(t: &Table) -> Result<PrunerConfig, ConfigError> {
+    const NAME: &str = "ToolResultPruneConfig";
+    for k in t.keys() {
+        if !["thresholdChars", "headChars", "tailChars"].contains(&k.as_str()) {
+            return Err(cerr(format!(
+                "{NAME}: unknown key \"{k}\" (allowed: thresholdChars, headChars, tailChars)"
+            )));
+        }
+    }
+    let d = PrunerConfig::default();
+    let get = |k: &str, default: u64, positive: bool| -> Result<u64, ConfigError> {
+        let Some(v) = t.get(k) else {
+            return Ok(default);
+        };
+        match is_integer(v) {
+            Some(n) if (positive && n > 0.0) || (!positive && n >= 0.0) => Ok(n as u64),
+            _ => Err(cerr(format!(
+                "{NAME}: {k} ({}) must be a {} integer",
+                js_string(v),
+                if positive { "positive" } else { "non-negative" }
+            ))),
+        }
+    };
+    let p = PrunerConfig {
+        threshold_chars: get("thresholdChars", d.threshold_chars, true)?,
+        head_chars: get("headChars", d.head_chars, false)?,
+        tail_chars: get("tailChars", d.tail_chars, false)?,
+    };
+    let emitted = p.head_chars + PRUNE_MARKER_CHARS + p.tail_chars;
+    if emitted > p.threshold_chars {
+        return Err(cerr(format!(
+            "{NAME}: headChars + marker + tailChars ({emitted}) must be at most thresholdChars ({})",
+            p.threshold_chars
+        )));
+    }
+    Ok(p)
+}
+
+fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
+    let T::Array(a) = v else {
+        return Err(cerr(
+            "dsh config: routes must be an array of tables ([[routes]])",
+        ));
+    };
+    let mut out: Vec<RouteConfig> = Vec::new();
+    for (i, entry) in a.iter().enumerate() {
+        let name = format!("dsh config: routes[{i}]");
+        let T::Table(t) = entry else {
+            return Err(cerr(format!("{name} must be a table")));
+        };
+        check_keys(
+            t,
+            &[
+                "provider",
+                "kind",
+                "defaultContextWindow",
+                "models",
+                "baseURL",
+                "apiKeyEnv",
+                "reasoningEffort",
+            ],
+            &name,
+        )?;
+        let provider = match t.get("provider") {
+            Some(T::String(s)) if !s.is_empty() => s.clone(),
+            _ => return Err(cerr(format!("{name}.provider must be a non-empty string"))),
+        };
+        if out.iter().any(|r| r.provider == provider) {
+            return Err(cerr(format!(
+                "dsh config: duplicate route for provider {provider}"
+            )));
+        }
+        let kind = match t.get("kind") {
+            None => RouteKind::Deepseek,
+            Some(T::String(s)) if s == "deepseek" => RouteKind::Deepseek,
+            Some(T::String(s)) if s == "anthropic" => RouteKind::Anthropic,
+            Some(v) => {
+                return Err(cerr(format!(
+                    "{name}.kind ({}) must be \"deepseek\" or \"anthropic\"",
+                    js_string(v)
+                )));
+            }
+        };
+        let default_context_window = count(t, "defaultContextWindow", &name, true)?;
+        let mut models = Vec::new();
+        match t.get("models") {
+            None => {}
+            Some(T::Array(ms)) => {
+                for (j, m) in ms.iter().enumerate() {
+                    let mname = format!("{name}.models[{j}]");
+                    let T::Table(mt) = m else {
+                        return Err(cerr(format!(
+                            "{mname} must be a table {{id, contextWindow}}"
+                        )));
+                    };
+                    check_keys(mt, &["id", "contextWindow"], &mname)?;
+                    let id = match mt.get("id") {
+                        Some(T::String(s)) if !s.is_empty() => s.clone(),
+                        _ => return Err(cerr(format!("{mname}.id must be a non-empty string"))),
+                    };
+                    if models.iter().any(|x: &RouteModel| x.id == id) {
+                        return Err(cerr(format!("{name}: duplicate model {id}")));
+                    }
+                    models.push(RouteModel {
+                        id,
+                        context_window: count(mt, "contextWindow", &mname, true)?,
+                    });
+                }
+            }
+            Some(_) => return Err(cerr(format!("{name}.models must be an array"))),
+        }
+        out.push(RouteConfig {
+            provider,
+            kind,
+            default_context_window,
+            models,
+            base_url: string(t, "baseURL", &name)?,
+            api_key_env: string(t, "apiKeyEnv", &name)?,
+            reasoning_effort: string(t, "reasoningEffort", &name)?,
+        });
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// Parse and validate a TOML text.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let table: Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| cerr(format!("invalid TOML: {}", e.message())))?;
+        let mut cfg = Config::default();
+        for (k, v) in &table {
+            match k.as_str() {
+                "meter" => {
+                    let T::Table(t) = v else {
+                        return Err(cerr("dsh config: [meter] must be a table"));
+                    };
+                    if let Some(key) = t.keys().next() {
+                        return Err(cerr(format!(
+                            "TokenMeterConfig: unknown key \"{key}\" (no settings are supported)"
+                        )));
+                    }
+                }
+                "compaction" => {
+                    let T::Table(t) = v else {
+                        return Err(cerr("dsh config: [compaction] must be a table"));
+                    };
+                    cfg.compaction = compaction(t)?;
+                }
+                "pruner" => {
+                    let T::Table(t) = v else {
+                        return Err(cerr("dsh config: [pruner] must be a table"));
+                    };
+                    cfg.pruner = pruner(t)?;
+                }
+                "routes" => cfg.routes = routes(v)?,
+                other => {
+                    return Err(cerr(format!(
+                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes)"
+                    )));
+                }
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Read and validate a file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let with_path = |mut e: ConfigError| {
+            e.path = Some(path.to_path_buf());
+            e
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| with_path(cerr(format!("cannot read: {e}"))))?;
+        let mut cfg = Config::from_toml_str(&text).map_err(with_path)?;
+        cfg.path = Some(path.to_path_buf());
+        Ok(cfg)
+    }
+
+    /// The policy for a routed target (compaction §2.2).
+    pub fn policy_for(&self, provider: &str, model: &str) -> Policy {
+        self.compaction.resolve(provider, model)
+    }
+
+    /// The configured `[[routes]]` entry of a provider.
+    pub fn route_config(&self, provider: &str) -> Option<&RouteConfig> {
+        self.routes.iter().find(|r| r.provider == provider)
+    }
+
+    /// The settings for a target: its `[[routes]]` entry, with the built-in
+    /// DeepSeek adapter defaults filling what a `deepseek-official` route
+    /// leaves out (or standing in for it). `None` for an unconfigured provider
+    /// other than `deepseek-official`.
+    pub fn route(&self, provider: &str, model: &str) -> Option<Route> {
+        let cfg = self.route_config(provider);
+        let builtin = provider == DEEPSEEK_PROVIDER;
+        if cfg.is_none() && !builtin {
+            return None;
+        }
+        let default = RouteConfig::default();
+        let r = cfg.unwrap_or(&default);
+        let model_cw = r
+            .models
+            .iter()
+            .find(|m| m.id == model)
+            .and_then(|m| m.context_window);
+        let (context_window, source) = match (model_cw, r.default_context_window) {
+            (Some(c), _) => (Some(c), Some("config-model")),
+            (None, Some(c)) => (Some(c), Some("config-route")),
+            (None, None) if builtin => (Some(DEEPSEEK_DEFAULT_CONTEXT_WINDOW), Some("built-in")),
+            _ => (None, None),
+        };
+        let or_builtin =
+            |v: &Option<String>, b: &str| v.clone().or_else(|| builtin.then(|| b.to_string()));
+        Some(Route {
+            provider: provider.to_string(),
+            model: model.to_string(),
+            kind: if cfg.is_some() {
+                r.kind
+            } else {
+                RouteKind::Deepseek
+            },
+            base_url: or_builtin(&r.base_url, "https://api.deepseek.com"),
+            api_key_env: or_builtin(&r.api_key_env, "DEEPSEEK_API_KEY"),
+            context_window,
+            context_window_source: source,
+            reasoning_effort: r.reasoning_effort.clone(),
+            configured: cfg.is_some(),
+        })
+    }
+
+    /// Capacity facts from the config for a target: (model entry, route default).
+    pub fn configured_capacity(&self, provider: &str, model: &str) -> (Option<u64>, Option<u64>) {
+        match self.route_config(provider) {
+            None => (None, None),
+            Some(r) => (
+                r.models
+                    .iter()
+                    .find(|m| m.id == model)
+                    .and_then(|m| m.context_window),
+                r.default_context_window,
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        Config::from_toml_str(text).unwrap_err().message
+    }
+
+    #[test]
+    fn the_spec_example_parses() {
+        let cfg = Config::from_toml_str(
+            r#"
+[meter]
+[compaction]
+thresholdRatio   = 0.8
+retainRatio      = 0.16
+summarizationProvider = ""
+summarizationModel    = ""
+maxTokens        = 8192
+compactionRetries  = 1
+maxOverflowRetries = 1
+
+[[compaction.modelPolicies]]
+provider = "deepseek-official"
+model    = "deepseek-v4-flash"
+thresholdRatio = 0.75
+
+[pruner]
+thresholdChars = 8192
+headChars      = 4096
+tailChars      = 1024
+
+[[routes]]
+provider = "deepseek-official"
+defaultContextWindow = 1000000
+models = [ { id = "deepseek-v4-flash", contextWindow = 1000000 },
+           { id = "deepseek-v4-pro",   contextWindow = 1000000 } ]
+baseURL = "https://api.deepseek.com"
+apiKeyEnv = "DEEPSEEK_API_KEY"
+reasoningEffort = "high"
+"#,
+        )
+        .unwrap();
+        let p = cfg.policy_for("deepseek-official", "deepseek-v4-flash");
+        assert_eq!(p.threshold_ratio, 0.75);
+        assert_eq!(p.retention, Retention::Ratio(0.16));
+        assert_eq!(p.budgets(1e6).unwrap().threshold_tokens, 750_000);
+        assert_eq!(cfg.policy_for("x", "y").threshold_ratio, 0.8);
+        let r = cfg.route("deepseek-official", "deepseek-v4-pro").unwrap();
+        assert_eq!(r.context_window, Some(1_000_000));
+        assert_eq!(r.reasoning_effort.as_deref(), Some("high"));
+        assert_eq!(r.kind, RouteKind::Deepseek);
+        assert_eq!(cfg.pruner, PrunerConfig::default());
+    }
+
+    #[test]
+    fn defaults_and_builtin_route() {
+        let cfg = Config::from_toml_str("").unwrap();
+        assert_eq!(cfg.compaction, PolicyConfig::default());
+        let r = cfg.route("deepseek-official", "anything").unwrap();
+        assert_eq!(r.context_window, Some(1_000_000));
+        assert_eq!(r.context_window_source, Some("built-in"));
+        assert_eq!(r.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));
+        assert!(!r.configured);
+        assert!(cfg.route("other", "m").is_none());
+    }
+
+    #[test]
+    fn reference_validation_messages() {
+        assert_eq!(
+            err("[compaction]\nthreshold = 1"),
+            "BasicCompactionConfig: unknown key \"threshold\""
+        );
+        assert_eq!(
+            err("[compaction]\nthresholdRatio = 1.5"),
+            "BasicCompactionConfig.thresholdRatio (1.5) must be a number in (0, 1]"
+        );
+        assert_eq!(
+            err("[compaction]\nretainRatio = 0.1\nretainTokens = 5"),
+            "BasicCompactionConfig: retainRatio and retainTokens are mutually exclusive"
+        );
+        assert_eq!(
+            err("[compaction]\nthresholdRatio = 0.5\nretainRatio = 0.5"),
+            "BasicCompactionConfig: retainRatio (0.5) must be less than the resolved thresholdRatio (0.5)"
+        );
+        assert_eq!(
+            err("[compaction]\nretainTokens = -1"),
+            "BasicCompactionConfig.retainTokens (-1) must be a non-negative integer"
+        );
+        assert_eq!(
+            err("[compaction]\nmaxTokens = 0"),
+            "BasicCompactionConfig.maxTokens (0) must be a positive integer"
+        );
+        assert_eq!(
+            err("[compaction]\nsummarizationProvider = \"p\""),
+            "BasicCompactionConfig: summarizationProvider and summarizationModel must be set together as an empty or non-empty pair"
+        );
+        assert_eq!(
+            err("[compaction]\nauto = 1"),
+            "BasicCompactionConfig: auto must be a boolean"
+        );
+        assert_eq!(
+            err(
+                "[[compaction.modelPolicies]]\nprovider = \"p\"\nmodel = \"m\"\n[[compaction.modelPolicies]]\nprovider = \"p\"\nmodel = \"m\""
+            ),
+            "BasicCompactionConfig: duplicate model policy for p/m"
+        );
+        assert_eq!(
+            err("[[compaction.modelPolicies]]\nprovider = \"\"\nmodel = \"m\""),
+            "BasicCompactionConfig: modelPolicies[0].provider must be a non-empty string"
+        );
+        assert_eq!(
+            err(
+                "[compaction]\nthresholdRatio = 0.3\n[[compaction.modelPolicies]]\nprovider = \"p\"\nmodel = \"m\"\nretainRatio = 0.3"
+            ),
+            "BasicCompactionConfig: modelPolicies[0]: retainRatio (0.3) must be less than the resolved thresholdRatio (0.3)"
+        );
+        assert_eq!(
+            err("[pruner]\nheadChars = 8000\ntailChars = 200"),
+            "ToolResultPruneConfig: headChars + marker + tailChars (8239) must be at most thresholdChars (8192)"
+        );
+        assert_eq!(
+            err("[pruner]\nmiddle = 1"),
+            "ToolResultPruneConfig: unknown key \"middle\" (allowed: thresholdChars, headChars, tailChars)"
+        );
+        assert_eq!(
+            err("[pruner]\nthresholdChars = 2.5"),
+            "ToolResultPruneConfig: thresholdChars (2.5) must be a positive integer"
+        );
+        assert_eq!(
+            err("[meter]\ndensity = 3"),
+            "TokenMeterConfig: unknown key \"density\" (no settings are supported)"
+        );
+        assert!(err("[routes]\nprovider = \"x\"").contains("routes must be an array"));
+        assert!(err("[[routes]]\nprovider = \"x\"\nkind = \"openai\"").contains("kind (openai)"));
+        assert!(err("[weird]").contains("unknown section \"weird\""));
+        assert!(err("not toml =").starts_with("invalid TOML"));
+    }
+
+    #[test]
+    fn integral_floats_are_integers_as_in_javascript() {
+        let cfg = Config::from_toml_str("[compaction]\nretainTokens = 20000.0").unwrap();
+        assert_eq!(cfg.compaction.retention, Retention::Tokens(20_000));
+    }
+
+    #[test]
+    fn anthropic_route_and_capacity() {
+        let cfg = Config::from_toml_str(
+            "[[routes]]\nprovider = \"anth\"\nkind = \"anthropic\"\ndefaultContextWindow = 200000\nmodels = [{id = \"big\", contextWindow = 500000}]",
+        )
+        .unwrap();
+        let r = cfg.route("anth", "small").unwrap();
+        assert_eq!(r.kind, RouteKind::Anthropic);
+        assert_eq!(
+            (r.context_window, r.context_window_source),
+            (Some(200_000), Some("config-route"))
+        );
+        assert_eq!(r.base_url, None);
+        assert_eq!(
+            cfg.configured_capacity("anth", "big"),
+            (Some(500_000), Some(200_000))
+        );
+    }
+
+    #[test]
+    fn location_order() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(
+            default_path(Some(&p("/f.toml")), Some(&p("/e.toml")), None, None),
+            Some((p("/f.toml"), true))
+        );
+        assert_eq!(
+            default_path(None, Some(&p("/e.toml")), Some(&p("/x")), None),
+            Some((p("/e.toml"), true))
+        );
+        assert_eq!(
+            default_path(None, None, Some(&p("/x")), Some(&p("/h"))),
+            Some((p("/x/dsh/config.toml"), false))
+        );
+        assert_eq!(
+            default_path(None, None, None, Some(&p("/h"))),
+            Some((p("/h/.config/dsh/config.toml"), false))
+        );
+    }
+}

@@ -1,0 +1,555 @@
+//! The block assembler of compaction §6.6, reduced to what pricing needs.
+//!
+//! The reference re-assembles the provider output of an `assistant/message`
+//! from the `assistant/chunk` events it cites (`BlockAssembler` in
+//! `@deepseek-ai/dsh-llm`) and prices the blocks. Pricing only needs lengths,
+//! so a chunk is kept as a [`ChunkOp`] of a few words instead of its text:
+//! concatenating strings adds their UTF-16 lengths, and a `block-end` payload
+//! is priced once when the chunk is read. Everything else follows the
+//! reference: blocks ordered by the first appearance of their index (keys
+//! compared like a JavaScript `Map`), a `block-end` payload replacing the
+//! deltas and freezing the block, unclosed tool calls assembling from their
+//! deltas, `max-tokens` dropping tool calls, and the reference's errors for
+//! chunks it cannot assemble.
+
+use crate::json::{Value, js_number};
+use crate::meter::estimate::{price_block, q};
+
+/// A JavaScript value compared with `===` (labels such as `turn`/`step`).
+/// Objects and arrays are never equal to anything: two events never share one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    /// `undefined` (the member is absent).
+    Undefined,
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number.
+    Num(f64),
+    /// A string (lossy for lone surrogates).
+    Str(Box<str>),
+    /// An object or array.
+    Object,
+}
+
+impl Scalar {
+    /// The value of an optional JSON member.
+    pub fn of(v: Option<&Value<'_>>) -> Scalar {
+        match v {
+            None => Scalar::Undefined,
+            Some(Value::Null) => Scalar::Null,
+            Some(Value::Bool(b)) => Scalar::Bool(*b),
+            Some(Value::Num(n)) => Scalar::Num(*n),
+            Some(Value::Str(s)) => Scalar::Str(s.to_lossy().into()),
+            Some(_) => Scalar::Object,
+        }
+    }
+
+    /// JavaScript `a === b`.
+    pub fn strict_eq(&self, other: &Scalar) -> bool {
+        match (self, other) {
+            (Scalar::Object, _) | (_, Scalar::Object) => false,
+            (a, b) => a == b,
+        }
+    }
+
+    /// JavaScript `String(v)`, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            Scalar::Undefined => "undefined".into(),
+            Scalar::Null => "null".into(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Num(n) => {
+                let mut s = String::new();
+                js_number_string(*n, &mut s);
+                s
+            }
+            Scalar::Str(s) => s.to_string(),
+            Scalar::Object => "[object Object]".into(),
+        }
+    }
+}
+
+/// `Number::toString`, including `NaN` and the infinities.
+fn js_number_string(n: f64, out: &mut String) {
+    if n.is_nan() {
+        out.push_str("NaN");
+    } else if n.is_infinite() {
+        out.push_str(if n > 0.0 { "Infinity" } else { "-Infinity" });
+    } else {
+        js_number(n, out);
+    }
+}
+
+/// UTF-16 length of JavaScript `String(v)` (what `s += v` appends).
+pub fn js_string_len16(v: Option<&Value<'_>>) -> usize {
+    match v {
+        None => 9, // "undefined"
+        Some(Value::Null) => 4,
+        Some(Value::Bool(true)) => 4,
+        Some(Value::Bool(false)) => 5,
+        Some(Value::Num(n)) => {
+            let mut s = String::new();
+            js_number_string(*n, &mut s);
+            s.len()
+        }
+        Some(Value::Str(s)) => s.len16(),
+        // Array.prototype.join(","): null and undefined members print empty.
+        Some(Value::Arr(a)) => {
+            let members: usize = a
+                .iter()
+                .map(|m| match m {
+                    Value::Null => 0,
+                    other => js_string_len16(Some(other)),
+                })
+                .sum();
+            members + a.len().saturating_sub(1)
+        }
+        Some(Value::Obj(_)) => 15, // "[object Object]"
+    }
+}
+
+/// A `Map` key compared with SameValueZero.
+#[derive(Debug, Clone)]
+pub enum IndexKey {
+    /// A scalar key (numbers normalised so `-0` equals `0`).
+    Scalar(Scalar),
+    /// An object key: equal only to itself (unique per chunk).
+    Object(u64),
+}
+
+impl IndexKey {
+    fn same(&self, other: &IndexKey) -> bool {
+        match (self, other) {
+            (IndexKey::Object(a), IndexKey::Object(b)) => a == b,
+            (IndexKey::Scalar(Scalar::Num(a)), IndexKey::Scalar(Scalar::Num(b))) => {
+                a == b || (a.is_nan() && b.is_nan())
+            }
+            (IndexKey::Scalar(a), IndexKey::Scalar(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn display(&self) -> String {
+        match self {
+            IndexKey::Scalar(s) => s.display(),
+            IndexKey::Object(_) => "[object Object]".into(),
+        }
+    }
+}
+
+/// The type a block will assemble as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockType {
+    /// `text`
+    Text,
+    /// `reasoning`
+    Reasoning,
+    /// `tool-call`
+    ToolCall,
+    /// Anything else, as `String(blockType)`.
+    Other(Box<str>),
+}
+
+impl BlockType {
+    fn of(v: Option<&Value<'_>>) -> BlockType {
+        match v {
+            Some(t) if t.is_str("text") => BlockType::Text,
+            Some(t) if t.is_str("reasoning") => BlockType::Reasoning,
+            Some(t) if t.is_str("tool-call") => BlockType::ToolCall,
+            other => BlockType::Other(Scalar::of(other).display().into()),
+        }
+    }
+}
+
+/// One chunk, reduced to what assembly and pricing need.
+#[derive(Debug, Clone)]
+pub enum ChunkOp {
+    /// `block-start{index, blockType}`.
+    BlockStart {
+        /// The index.
+        index: IndexKey,
+        /// The announced type.
+        block_type: BlockType,
+    },
+    /// `text-delta` / `reasoning-delta`: the length `text` appends.
+    TextDelta {
+        /// The index.
+        index: IndexKey,
+        /// `reasoning-delta`.
+        reasoning: bool,
+        /// UTF-16 length of `String(text)`.
+        len: usize,
+    },
+    /// `tool-call-delta`.
+    ToolCallDelta {
+        /// The index.
+        index: IndexKey,
+        /// Length of `name` when it is truthy (it replaces the name so far).
+        name_len: Option<usize>,
+        /// Length of `String(argumentsDelta)`.
+        args_len: usize,
+    },
+    /// `block-end{index, block}`: the block, already priced.
+    BlockEnd {
+        /// The index.
+        index: IndexKey,
+        /// `block.type`.
+        block_type: BlockType,
+        /// `estimateContent([block])`.
+        price: u64,
+    },
+    /// `usage` (no effect on pricing).
+    Usage,
+    /// `finish{reason}`: whether `reason.kind` is `max-tokens`.
+    Finish {
+        /// `reason.kind === "max-tokens"`.
+        max_tokens: bool,
+    },
+    /// A chunk the reference assembler throws on, with its message.
+    Invalid(Box<str>),
+}
+
+impl ChunkOp {
+    /// Reduce one `assistant/chunk`'s `data.chunk`. `object_id` numbers
+    /// object-valued indexes so that each is a distinct key.
+    pub fn of(chunk: Option<&Value<'_>>, object_id: &mut u64) -> ChunkOp {
+        let Some(c) = chunk.filter(|c| c.is_obj()) else {
+            let what = match chunk {
+                Some(Value::Null) => "null",
+                None => "undefined",
+                // Property access on a primitive yields undefined: assertNever.
+                Some(v) => {
+                    return ChunkOp::Invalid(
+                        format!(
+                            "unreachable variant in BlockAssembler.push: {}",
+                            v.to_json()
+                        )
+                        .into(),
+                    );
+                }
+            };
+            return ChunkOp::Invalid(
+                format!("Cannot read properties of {what} (reading 'type')").into(),
+            );
+        };
+        let mut key = |v: Option<&Value<'_>>| match v {
+            Some(Value::Obj(_)) | Some(Value::Arr(_)) => {
+                *object_id += 1;
+                IndexKey::Object(*object_id)
+            }
+            // SameValueZero: -0 and 0 are one key.
+            other => IndexKey::Scalar(match Scalar::of(other) {
+                Scalar::Num(n) => Scalar::Num(n + 0.0),
+                s => s,
+            }),
+        };
+        let ty = c.get("type");
+        let is = |t: &str| ty.is_some_and(|x| x.is_str(t));
+        if is("block-start") {
+            ChunkOp::BlockStart {
+                index: key(c.get("index")),
+                block_type: BlockType::of(c.get("blockType")),
+            }
+        } else if is("text-delta") || is("reasoning-delta") {
+            ChunkOp::TextDelta {
+                index: key(c.get("index")),
+                reasoning: is("reasoning-delta"),
+                len: js_string_len16(c.get("text")),
+            }
+        } else if is("tool-call-delta") {
+            let name_len = match c.get("name") {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+                Some(Value::Num(n)) if *n == 0.0 || n.is_nan() => None,
+                Some(Value::Str(s)) if s.is_empty() => None,
+                Some(Value::Str(s)) => Some(s.len16()),
+                // A truthy non-string name has no `.length`; price it as 0.
+                Some(_) => Some(0),
+            };
+            ChunkOp::ToolCallDelta {
+                index: key(c.get("index")),
+                name_len,
+                args_len: js_string_len16(c.get("argumentsDelta")),
+            }
+        } else if is("block-end") {
+            match c.get("block") {
+                Some(b @ Value::Obj(_)) => ChunkOp::BlockEnd {
+                    index: key(c.get("index")),
+                    block_type: BlockType::of(b.get("type")),
+                    price: price_block(b),
+                },
+                None => {
+                    ChunkOp::Invalid("Cannot read properties of undefined (reading 'type')".into())
+                }
+                Some(Value::Null) => {
+                    ChunkOp::Invalid("Cannot read properties of null (reading 'type')".into())
+                }
+                Some(b) => ChunkOp::BlockEnd {
+                    index: key(c.get("index")),
+                    block_type: BlockType::of(None),
+                    price: price_block(b),
+                },
+            }
+        } else if is("usage") {
+            ChunkOp::Usage
+        } else if is("finish") {
+            ChunkOp::Finish {
+                max_tokens: c
+                    .get("reason")
+                    .and_then(|r| r.get("kind"))
+                    .is_some_and(|k| k.is_str("max-tokens")),
+            }
+        } else {
+            ChunkOp::Invalid(
+                format!(
+                    "unreachable variant in BlockAssembler.push: {}",
+                    c.to_json()
+                )
+                .into(),
+            )
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Partial {
+    index: IndexKey,
+    block_type: BlockType,
+    text_len: usize,
+    args_len: usize,
+    name_len: Option<usize>,
+    /// A `block-end` payload: its type and price.
+    block: Option<(BlockType, u64)>,
+}
+
+/// Re-assembles priced blocks from [`ChunkOp`]s fed in the cited order.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    partials: Vec<Partial>,
+    max_tokens: bool,
+}
+
+impl Assembler {
+    /// A fresh assembler.
+    pub fn new() -> Assembler {
+        Assembler::default()
+    }
+
+    fn ensure(&mut self, index: &IndexKey, block_type: BlockType) -> &mut Partial {
+        let pos = match self.partials.iter().position(|p| p.index.same(index)) {
+            Some(p) => p,
+            None => {
+                self.partials.push(Partial {
+                    index: index.clone(),
+                    block_type,
+                    text_len: 0,
+                    args_len: 0,
+                    name_len: None,
+                    block: None,
+                });
+                self.partials.len() - 1
+            }
+        };
+        &mut self.partials[pos]
+    }
+
+    /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
+    pub fn push(&mut self, op: &ChunkOp) -> Result<(), String> {
+        match op {
+            ChunkOp::BlockStart { index, block_type } => {
+                self.ensure(index, block_type.clone());
+            }
+            ChunkOp::TextDelta {
+                index,
+                reasoning,
+                len,
+            } => {
+                let t = if *reasoning {
+                    BlockType::Reasoning
+                } else {
+                    BlockType::Text
+                };
+                let p = self.ensure(index, t);
+                if p.block.is_none() {
+                    p.text_len += len;
+                }
+            }
+            ChunkOp::ToolCallDelta {
+                index,
+                name_len,
+                args_len,
+            } => {
+                let p = self.ensure(index, BlockType::ToolCall);
+                if p.block.is_none() {
+                    if let Some(n) = name_len {
+                        p.name_len = Some(*n);
+                    }
+                    p.args_len += args_len;
+                }
+            }
+            ChunkOp::BlockEnd {
+                index,
+                block_type,
+                price,
+            } => {
+                let p = self.ensure(index, block_type.clone());
+                if p.block.is_none() {
+                    p.block = Some((block_type.clone(), *price));
+                }
+            }
+            ChunkOp::Usage => {}
+            ChunkOp::Finish { max_tokens } => self.max_tokens = *max_tokens,
+            ChunkOp::Invalid(m) => return Err(m.to_string()),
+        }
+        Ok(())
+    }
+
+    /// `estimateContent(blocks())`, or `None` when no block was assembled
+    /// (the reference's "0, not +4" case); an error is the reference's throw
+    /// for an unclosed block of an unknown type.
+    pub fn price(&self) -> Result<Option<u64>, String> {
+        let mut total = 0u64;
+        let mut kept = 0usize;
+        for p in &self.partials {
+            let (ty, price) = match &p.block {
+                Some((ty, price)) => (ty.clone(), *price),
+                None => match &p.block_type {
+                    BlockType::Text | BlockType::Reasoning => {
+                        (p.block_type.clone(), q(p.text_len) + 4)
+                    }
+                    BlockType::ToolCall => (
+                        BlockType::ToolCall,
+                        q(p.name_len.unwrap_or(0)) + q(p.args_len) + 4,
+                    ),
+                    BlockType::Other(t) => {
+                        return Err(format!("cannot assemble incomplete block of type \"{t}\""));
+                    }
+                },
+            };
+            if self.max_tokens && ty == BlockType::ToolCall {
+                continue;
+            }
+            kept += 1;
+            total += price;
+        }
+        Ok((kept > 0).then_some(total))
+    }
+
+    /// Number of distinct block indexes seen.
+    pub fn block_count(&self) -> usize {
+        self.partials.len()
+    }
+}
+
+/// Describe an index key for diagnostics.
+pub fn describe_index(k: &IndexKey) -> String {
+    k.display()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(json: &str) -> ChunkOp {
+        let v = Value::parse(json.as_bytes()).unwrap();
+        let mut id = 0;
+        ChunkOp::of(Some(&v), &mut id)
+    }
+
+    fn price(chunks: &[&str]) -> Result<Option<u64>, String> {
+        let mut a = Assembler::new();
+        for c in chunks {
+            a.push(&op(c))?;
+        }
+        a.price()
+    }
+
+    #[test]
+    fn deltas_concatenate_and_price_once() {
+        // "abcde" + "fgh" = 8 units → q(8)+4 = 6; two separate fields would give 2+1+8.
+        let p = price(&[
+            r#"{"type":"block-start","index":0,"blockType":"text"}"#,
+            r#"{"type":"text-delta","index":0,"text":"abcde"}"#,
+            r#"{"type":"text-delta","index":0,"text":"fgh"}"#,
+        ]);
+        assert_eq!(p, Ok(Some(6)));
+    }
+
+    #[test]
+    fn block_end_replaces_deltas_and_freezes() {
+        let p = price(&[
+            r#"{"type":"text-delta","index":0,"text":"x"}"#,
+            r#"{"type":"block-end","index":0,"block":{"type":"text","text":"123456789"}}"#,
+            r#"{"type":"text-delta","index":0,"text":"ignored after end"}"#,
+        ]);
+        assert_eq!(p, Ok(Some(3 + 4)));
+    }
+
+    #[test]
+    fn max_tokens_drops_tool_calls_and_empty_is_none() {
+        let p = price(&[
+            r#"{"type":"tool-call-delta","index":1,"id":"c","name":"bash","argumentsDelta":"{}"}"#,
+            r#"{"type":"finish","reason":{"kind":"max-tokens"}}"#,
+        ]);
+        assert_eq!(p, Ok(None));
+        let p = price(&[
+            r#"{"type":"tool-call-delta","index":1,"id":"c","name":"bash","argumentsDelta":"{\"a\":"}"#,
+            r#"{"type":"tool-call-delta","index":1,"argumentsDelta":"1}"}"#,
+            r#"{"type":"finish","reason":{"kind":"stop"}}"#,
+        ]);
+        // name 4 → 1, arguments 7 → 2, +4
+        assert_eq!(p, Ok(Some(7)));
+    }
+
+    #[test]
+    fn order_is_first_appearance_and_zero_keys_match() {
+        let mut a = Assembler::new();
+        a.push(&op(r#"{"type":"text-delta","index":-0,"text":"ab"}"#))
+            .unwrap();
+        a.push(&op(r#"{"type":"text-delta","index":0,"text":"cd"}"#))
+            .unwrap();
+        a.push(&op(r#"{"type":"text-delta","index":"0","text":"x"}"#))
+            .unwrap();
+        assert_eq!(a.block_count(), 2);
+        assert_eq!(a.price(), Ok(Some(5 + 5)));
+    }
+
+    #[test]
+    fn javascript_concatenation_lengths() {
+        // undefined text appends "undefined" (9 units); an emoji counts 2.
+        assert_eq!(js_string_len16(None), 9);
+        let v = Value::parse("\"🙂\"".as_bytes()).unwrap();
+        assert_eq!(js_string_len16(Some(&v)), 2);
+        let v = Value::parse(b"[1,null,\"ab\"]").unwrap();
+        assert_eq!(js_string_len16(Some(&v)), 5); // "1,,ab"
+        let v = Value::parse(b"1e21").unwrap();
+        assert_eq!(js_string_len16(Some(&v)), 5); // "1e+21"
+    }
+
+    #[test]
+    fn reference_errors() {
+        assert_eq!(
+            price(&[r#"{"type":"block-start","index":0,"blockType":"image"}"#]),
+            Err("cannot assemble incomplete block of type \"image\"".into())
+        );
+        assert!(
+            price(&[r#"{"type":"mystery"}"#])
+                .unwrap_err()
+                .starts_with("unreachable variant in BlockAssembler.push: {")
+        );
+        assert_eq!(
+            price(&[r#"{"type":"block-end","index":0}"#]),
+            Err("Cannot read properties of undefined (reading 'type')".into())
+        );
+    }
+
+    #[test]
+    fn strict_equality_of_labels() {
+        assert!(Scalar::Num(1.0).strict_eq(&Scalar::Num(1.0)));
+        assert!(!Scalar::Num(1.0).strict_eq(&Scalar::Str("1".into())));
+        assert!(Scalar::Undefined.strict_eq(&Scalar::Undefined));
+        assert!(!Scalar::Object.strict_eq(&Scalar::Object));
+        assert!(!Scalar::Num(f64::NAN).strict_eq(&Scalar::Num(f64::NAN)));
+    }
+}

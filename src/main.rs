@@ -19,8 +19,15 @@ fn main() -> std::process::ExitCode {
         eprintln!("dsh: internal error: {msg}{at} (please report this)");
         std::process::exit(70);
     }));
+    // Give freed memory back promptly: peak RSS should follow the surface,
+    // not pages the allocator keeps around for reuse.
+    // SAFETY: sets a process-wide allocator option; any value is valid.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     cli::run()
 }
+
+/// `mi_option_purge_delay` in mimalloc's option enum (milliseconds).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 // The loader parses on one thread and folds on another; mimalloc keeps the
 // many small allocations of JSON values cheap on both.

@@ -160,12 +160,17 @@ impl LoadedLog {
     pub fn node_events(&self, seqs: &[u64]) -> Result<Vec<OwnedEvent>, LoadError> {
         let mut file: Option<std::fs::File> = None;
         let mut out = Vec::with_capacity(seqs.len());
+        let index: std::collections::HashMap<u64, usize> = self
+            .surface
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.seq, i))
+            .collect();
         for &seq in seqs {
-            let node = self
-                .surface
-                .nodes
-                .iter()
-                .find(|n| n.seq == seq)
+            let node = index
+                .get(&seq)
+                .map(|&i| &self.surface.nodes[i])
                 .ok_or_else(|| LoadError::invalid(format!("seq {seq} is not a surface node")))?;
             out.push(self.read_body(&node.body, seq, &mut file)?);
         }

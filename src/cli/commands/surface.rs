@@ -1,7 +1,8 @@
 //! `dsh surface`: the ordered surface.
 
+use std::io::Write;
+
 use anyhow::Result;
-use dsh::json::Value;
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
@@ -25,36 +26,38 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
     let s = &log.surface;
     if ctx.json {
-        let positions: Vec<Value<'static>> = s
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                Value::obj()
-                    .with("position", i.into())
-                    .with("seq", n.seq.into())
-                    .with("type", kind_name(n.kind).into())
-                    .with("tokens", n.tokens.into())
-                    .with("derives", n.derives.into())
-            })
-            .collect();
-        let v = s
-            .to_json()
-            .with("positions", Value::Arr(positions))
-            .with("version", log.header.version.into())
-            .with(
-                "contentGeneration",
-                log.content_generation
-                    .map(Value::from)
-                    .unwrap_or(Value::Null),
-            )
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        // Written piece by piece: a surface can have many thousand nodes and
+        // the document should not be built in memory first.
+        let mut out = s.to_json().to_json();
+        out.pop(); // the closing brace; our keys follow
+        out.push_str(",\"positions\":[");
+        for (i, n) in s.nodes.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&format!(
+                "{{\"position\":{i},\"seq\":{},\"type\":\"{}\",\"tokens\":{},\"derives\":{}}}",
+                n.seq,
+                kind_name(n.kind),
+                n.tokens,
+                n.derives
+            ));
+        }
+        let cg = log
+            .content_generation
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "null".into());
+        out.push_str(&format!(
+            "],\"version\":{},\"contentGeneration\":{cg},\"schema_version\":{SCHEMA_VERSION}}}\n",
+            log.header.version
+        ));
+        std::io::stdout().lock().write_all(out.as_bytes())?;
         return Ok(Status::Ok);
     }
-    let events = log.node_events(&s.seqs())?;
+    let mut file = None;
     let mut t = render::table(&["pos", "seq", "type", "role", "tokens", "preview", "shadows"]);
-    for (i, (n, ev)) in s.nodes.iter().zip(&events).enumerate() {
+    for (i, n) in s.nodes.iter().enumerate() {
+        let ev = log.read_body(&n.body, n.seq, &mut file)?;
         let role = ev
             .message()
             .and_then(|m| m.get("role"))

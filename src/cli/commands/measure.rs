@@ -443,7 +443,7 @@ fn print_report(r: &Report, args: &MeasureArgs) {
                 fmt_u(b.context_window)
             );
             println!(
-                "tokens    {} (DSH estimate) · threshold {} ({}% ) · {} {}",
+                "tokens    {} (DSH estimate) · threshold {} ({}%) · {} {}",
                 fmt_tokens(total),
                 fmt_u(b.threshold_tokens),
                 Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),

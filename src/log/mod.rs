@@ -276,6 +276,10 @@ struct Pipeline<'o> {
     repair: repair::RepairTracker,
     event_types: BTreeMap<String, u64>,
     upgraded: u64,
+    /// `--lenient`: decode range-encoded `sourceEventSeqs` (a later writer's
+    /// spelling) instead of refusing them.
+    lenient: bool,
+    range_decoded: u64,
     last_end_seed: Option<u64>,
     last_kind: Option<Kind>,
     last_time: f64,
@@ -295,6 +299,24 @@ impl Pipeline<'_> {
             if ev.line > 0 { e.line(ev.line) } else { e }
         };
         let mut upgraded = false;
+        if self.lenient
+            && let Some(Value::Arr(src)) = ev.value.get("sourceEventSeqs")
+            && src.iter().any(|m| m.is_arr())
+        {
+            // Range-encoded sources (`[a, b]` for a..=b), tolerated on request.
+            let decoded =
+                crate::g3::decode_sources(ev.value.get("sourceEventSeqs").unwrap(), ev.seq)
+                    .map_err(|m| {
+                        failed_validation(&self.id, ev.seq, &format!("sourceEventSeqs: {m}"))
+                            .line(ev.line)
+                    })?;
+            ev.value.set(
+                "sourceEventSeqs",
+                Value::Arr(decoded.into_iter().map(|n| Value::Num(n as f64)).collect()),
+            );
+            self.range_decoded += 1;
+            upgraded = true;
+        }
         if !synthetic {
             legacy::check_retired(&ev, &self.id)?;
             let surface = &self.surface;
@@ -419,6 +441,8 @@ fn load_inner(
         repair: repair::RepairTracker::default(),
         event_types: BTreeMap::new(),
         upgraded: 0,
+        lenient: opts.lenient,
+        range_decoded: 0,
         last_end_seed: None,
         last_kind: None,
         last_time: 0.0,
@@ -582,6 +606,12 @@ fn load_inner(
         warnings.push(format!(
             "the last turn is open: {} synthetic closer(s) computed in memory",
             closers.len()
+        ));
+    }
+    if p.range_decoded > 0 {
+        warnings.push(format!(
+            "{} range-encoded sourceEventSeqs decoded (--lenient)",
+            p.range_decoded
         ));
     }
     if p.upgraded > 0 {

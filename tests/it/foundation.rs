@@ -359,3 +359,43 @@ fn surface_table_is_readable() {
         .stdout(predicate::str::contains("[4, 19, 40, 31]"))
         .stdout(predicate::str::contains("3 node(s)"));
 }
+
+#[test]
+fn lenient_decodes_range_encoded_sources() {
+    let text = std::fs::read_to_string(sample("coding-session.jsonl")).unwrap();
+    // The first assistant message cites a contiguous run of chunks: write it as a range.
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"assistant/message\""))
+        .unwrap();
+    let v = Value::parse(line.as_bytes()).unwrap();
+    let src: Vec<u64> = v
+        .get("sourceEventSeqs")
+        .unwrap()
+        .as_arr()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_count().unwrap())
+        .collect();
+    assert!(src.windows(2).all(|w| w[1] == w[0] + 1));
+    let plain = format!(
+        "\"sourceEventSeqs\":{}",
+        v.get("sourceEventSeqs").unwrap().to_json()
+    );
+    let ranged = format!("\"sourceEventSeqs\":[[{},{}]]", src[0], src[src.len() - 1]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ranges.jsonl");
+    std::fs::write(&p, text.replacen(&plain, &ranged, 1)).unwrap();
+    dsh().args(["surface", "--json"]).arg(&p).assert().code(3);
+    let out = dsh()
+        .args(["--lenient", "surface", "--json"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("range-encoded sourceEventSeqs decoded"));
+    assert_eq!(
+        seqs(&Value::parse(&out.stdout).unwrap(), "nodes"),
+        SESSION_NODES
+    );
+}

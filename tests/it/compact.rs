@@ -188,6 +188,15 @@ fn manual_compaction_commits_the_bracket_deepseek() {
     assert_eq!(r.json["lifecycle"], json!("resume"));
     assert_eq!(r.json["endSeedSeq"], json!(12));
     assert_eq!(r.json["appendedSeqs"], json!([12, 13, 14, 15, 16]));
+    // The result passes the reference's invariants (a standalone bracket
+    // outside any turn, after the new lifecycle's marker).
+    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
     let reqs = server.join();
     assert_eq!(reqs.len(), 1);
     let q = &reqs[0];

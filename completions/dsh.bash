@@ -113,7 +113,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-q -h -V --route --mode --dry-run --out --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --source-command-id --timeout --retries --release-lock --retry-delay --json --lenient --quiet --home --help --version"
+            opts="-q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -128,6 +128,10 @@ _dsh() {
                     return 0
                     ;;
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -171,6 +175,10 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-overflow-retries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --source-command-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -184,6 +192,10 @@ _dsh() {
                     return 0
                     ;;
                 --retry-delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

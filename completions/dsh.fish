@@ -37,7 +37,7 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "measure" -d 'Measure contex
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
@@ -111,29 +111,31 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l lenient -d 'Accept doc
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s q -l quiet -d 'Do not print warnings on stderr'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l route -d 'Summarisation target `PROVIDER/MODEL` (default: the route of the latest request/header)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l route -d 'Summarisation target `PROVIDER/MODEL` (default: the config\'s summarization pair, else the route of the latest request/header)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l mode -d 'Semantics for a log with an open turn (ignored otherwise: manual)' -r -f -a "auto\t'Manual without an open turn, pressure with one'
 pressure\t'Threshold, prune, retain budget, retries'
 overflow\t'Prune, retain 0, one bracket'"
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l out -d 'Write to a copy of the log at FILE (must not exist) instead of the log' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l kind -d 'Wire protocol of the route' -r -f -a "deepseek\t'DeepSeek chat completions'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l config -d 'The dsh config file (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l kind -d 'Wire protocol of the route (default: the route\'s `kind`, else deepseek)' -r -f -a "deepseek\t'DeepSeek chat completions'
 anthropic\t'Anthropic-compatible Messages'"
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l base-url -d 'Base URL (default `$DEEPSEEK_BASE_URL`, else `https://api.deepseek.com`, plus `/anthropic` for `--kind anthropic`)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l api-key-env -d 'Environment variable holding the API key' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l reasoning-effort -d 'Reasoning effort for the summary call (`off`, `low`, `high`, `max`; default `high`)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l context-window -d 'Context window of the routed target (default: the latest matching request/context, else 1000000 for deepseek-official)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l threshold-ratio -d '`thresholdRatio`' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retain-ratio -d '`retainRatio` (mutually exclusive with --retain-tokens)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l base-url -d 'Base URL (default: the route\'s `baseURL`, else `$DEEPSEEK_BASE_URL`, else `https://api.deepseek.com`, plus `/anthropic` for `--kind anthropic`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l api-key-env -d 'Environment variable holding the API key (default: the route\'s `apiKeyEnv`, else DEEPSEEK_API_KEY)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l reasoning-effort -d 'Reasoning effort for the summary call (`off`, `low`, `high`, `max`; default: the route\'s `reasoningEffort`, else `high`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l context-window -d 'Context window of the routed target (default: the config\'s model entry, else the latest matching request/context, else the config\'s route default, else 1000000 for deepseek-official)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l threshold-ratio -d '`thresholdRatio` (default: the config\'s, else 0.8)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retain-ratio -d '`retainRatio` (mutually exclusive with --retain-tokens; default: the config\'s, else 0.16)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retain-tokens -d '`retainTokens`: absolute recent-tail budget' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-tokens -d '`maxTokens`: the summary generation cap' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l compaction-retries -d '`compactionRetries`: extra pressure attempts' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-tokens -d '`maxTokens`: the summary generation cap (default: the config\'s, else 8192)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l compaction-retries -d '`compactionRetries`: extra pressure attempts (default: the config\'s, else 1)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-overflow-retries -d '`maxOverflowRetries`: 0 disables `--mode overflow` (default: the config\'s, else 1)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l source-command-id -d '`sourceCommandId` to record (manual compaction)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l timeout -d 'Stream idle timeout in seconds' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retries -d 'Retries after HTTP 429 / 5xx / connection failures' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retry-delay -d 'First retry delay in seconds (doubles per retry)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l wait -d 'Wait up to SECONDS for another dsh writer holding the log' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l release-lock -d 'Release a held compaction lock left by a crashed compaction: append what a resuming harness writes (crash-repair closers of an open turn, then `session/end-seed`), which turns the orphaned `compaction/start` into stale crash evidence. Compacts nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -177,7 +179,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcom
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "compact" -d 'Summarise old history through a model and commit the compaction bracket'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "completions" -d 'Print shell completions'

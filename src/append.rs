@@ -1,9 +1,25 @@
 //! The append-only writer: the one way dsh changes a session log.
 //!
-//! A write is a new lifecycle of the session, as when the harness resumes it:
-//! the crash-repair closers of an open final turn and the `session/end-seed`
-//! marker (unless the log already ends with one) come first, then the
-//! caller's events (session-log §10.3, §11.4).
+//! Every write says which lifecycle it belongs to ([`Lifecycle`], an
+//! [`AppendOptions`] field, default [`Lifecycle::Resume`]):
+//!
+//! * **Resume** — a new lifecycle of the session, as when the harness resumes
+//!   it: the crash-repair closers of an open final turn and the
+//!   `session/end-seed` marker (unless the log already ends with one) come
+//!   first, then the caller's events (session-log §10.3, §11.4). The closers
+//!   close an open turn, so what follows is outside any turn. Used by
+//!   `dsh prune`, `dsh locks --release` and manual compaction (`dsh compact`
+//!   on a log whose last turn is closed: end-seed first when the log does
+//!   not end with one, then the bracket with `turn: null`).
+//! * **Continue** — the still-running lifecycle goes on: no closers, no
+//!   end-seed; the caller's events land inside the open final turn, as the
+//!   live agent writes them. Used by automatic compaction (`dsh compact` in
+//!   pressure or overflow mode on a log whose last turn is open: the prune
+//!   pairs and the bracket owned by that turn, exactly where the reference's
+//!   pre-step or request-error listener writes them, compaction §2.8). Only
+//!   for a log whose final turn is open; everything else is refused as for
+//!   Resume (torn tail, damaged region, live compaction lock, another
+//!   writer, a changed file, invalid events).
 //!
 //! The cycle, all under one exclusive advisory lock (`flock`) on the log file:
 //!
@@ -74,9 +90,35 @@ pub enum AppendTarget {
     DryRun,
 }
 
+/// Which lifecycle the appended events belong to (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lifecycle {
+    /// A new lifecycle, as a resuming harness starts it: the first batch
+    /// begins with [`Appender::lifecycle_prefix`] (crash-repair closers of an
+    /// open final turn, then `session/end-seed` unless the log ends with one).
+    #[default]
+    Resume,
+    /// The live lifecycle continues inside the open final turn: no prefix;
+    /// the first appended event gets the seq after the last stored event.
+    /// Refused (at the first append) when the final turn is not open.
+    Continue,
+}
+
+impl Lifecycle {
+    /// `"resume"` / `"continue"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::Resume => "resume",
+            Lifecycle::Continue => "continue",
+        }
+    }
+}
+
 /// How to append.
 #[derive(Debug, Clone, Default)]
 pub struct AppendOptions {
+    /// Which lifecycle the appended events belong to (default Resume).
+    pub lifecycle: Lifecycle,
     /// How long to wait for another writer's lock; `None` fails at once.
     pub wait: Option<Duration>,
     /// How to read and validate the log.
@@ -601,6 +643,7 @@ pub struct Appender {
     foreign_busy: bool,
     turn: TurnState,
     file_turn_open: bool,
+    lifecycle: Lifecycle,
     blockers: Vec<Blocker>,
     /// The locked log file (exclusive in place, shared for a copy).
     locked: Option<File>,
@@ -763,16 +806,13 @@ impl Appender {
                 owner: b.owner(),
             });
         }
-        let mut turn = file_turn;
-        for c in &log.closers {
-            turn.observe(c);
-        }
         let mut app = Appender {
             target: target.clone(),
             surface: log.surface.clone(),
             next_seq: log.stored_events,
             file_turn_open: file_turn.open,
-            turn,
+            lifecycle: Lifecycle::Resume,
+            turn: file_turn,
             locks: scan,
             foreign_busy,
             blockers,
@@ -784,6 +824,7 @@ impl Appender {
             copy: None,
             log,
         };
+        app.apply_lifecycle(opts.lifecycle);
         let Some(p) = path else {
             return Ok(app);
         };
@@ -862,6 +903,52 @@ impl Appender {
         Ok(app)
     }
 
+    /// Set the surface and turn state for `lifecycle` (before any batch).
+    fn apply_lifecycle(&mut self, lifecycle: Lifecycle) {
+        self.lifecycle = lifecycle;
+        let stored = self.log.stored_events;
+        let mut turn = TurnState {
+            open: self.file_turn_open,
+        };
+        let mut surface = self.log.surface.clone();
+        match lifecycle {
+            Lifecycle::Resume => {
+                for c in &self.log.closers {
+                    turn.observe(c);
+                }
+            }
+            Lifecycle::Continue => {
+                // The closers are not written: drop the nodes they appended
+                // (synthetic tool results are appends, always last).
+                while surface.nodes.last().is_some_and(|n| n.seq >= stored) {
+                    let n = surface.nodes.pop().expect("checked");
+                    surface.tokens -= n.tokens;
+                }
+            }
+        }
+        self.turn = turn;
+        self.surface = surface;
+    }
+
+    /// Choose the lifecycle after looking at the loaded log (e.g. Continue
+    /// when [`Appender::file_turn_open`]), instead of in
+    /// [`AppendOptions::lifecycle`]. Only before the first batch.
+    pub fn set_lifecycle(&mut self, lifecycle: Lifecycle) -> Result<(), AppendError> {
+        if self.batches > 0 {
+            return Err(AppendError::Invalid {
+                seq: self.next_seq,
+                message: "the lifecycle is chosen before the first batch".into(),
+            });
+        }
+        self.apply_lifecycle(lifecycle);
+        Ok(())
+    }
+
+    /// The lifecycle the appends belong to.
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
     /// Verify that `len` bytes are exactly the log that was loaded.
     fn check_length(&self, f: &File, path: &Path, len: u64) -> Result<(), AppendError> {
         let changed = |what: String| AppendError::Changed {
@@ -911,6 +998,11 @@ impl Appender {
         Ok(())
     }
 
+    /// Where the batches go.
+    pub fn target(&self) -> &AppendTarget {
+        &self.target
+    }
+
     /// The log as loaded (before any append by this appender).
     pub fn log(&self) -> &LoadedLog {
         &self.log
@@ -933,10 +1025,11 @@ impl Appender {
         self.file_turn_open
     }
 
-    /// Whether a turn is open at the point the next event would be appended:
-    /// after the lifecycle prefix, i.e. after the closers that close an open
-    /// final turn. (Offline this is false for any loaded log: the reference
-    /// only prunes inside a live turn, compaction §13.)
+    /// Whether a turn is open at the point the next event would be appended.
+    /// Resume: after the lifecycle prefix, i.e. after the closers that close
+    /// an open final turn, so false for any loaded log (the reference only
+    /// prunes inside a live turn, compaction §13). Continue: the file's open
+    /// final turn, as the appends so far left it.
     pub fn turn_open(&self) -> bool {
         self.turn.open
     }
@@ -956,9 +1049,13 @@ impl Appender {
         self.batches
     }
 
-    /// The lifecycle prefix still to be written (empty after the first batch).
+    /// The lifecycle prefix still to be written (empty after the first batch,
+    /// and always under [`Lifecycle::Continue`]).
     pub fn lifecycle_prefix(&self, time: f64) -> Vec<OwnedEvent> {
-        if self.batches > 0 || self.next_seq != self.log.stored_events {
+        if self.lifecycle == Lifecycle::Continue
+            || self.batches > 0
+            || self.next_seq != self.log.stored_events
+        {
             return Vec::new();
         }
         lifecycle_prefix(&self.log, time)
@@ -968,6 +1065,7 @@ impl Appender {
     /// the `session/end-seed` marker), turning a live compaction lock into
     /// stale crash evidence. Never edits or removes the `compaction/start`.
     /// Returns `None` when the lock is not busy (nothing to release).
+    /// Releasing starts a new lifecycle: refused under [`Lifecycle::Continue`].
     pub fn release_compaction_lock(
         &mut self,
         time: f64,
@@ -975,22 +1073,45 @@ impl Appender {
         if !self.foreign_busy {
             return Ok(None);
         }
+        if self.lifecycle == Lifecycle::Continue {
+            return Err(AppendError::Invalid {
+                seq: self.next_seq,
+                message: "releasing a compaction lock starts a new lifecycle (session/end-seed); use Lifecycle::Resume".into(),
+            });
+        }
         let prefix = self.lifecycle_prefix(time);
-        let report = self.write_batch(&prefix, true)?;
+        let report = self.write_batch(&prefix, true, None)?;
         Ok(Some(report))
     }
 
     /// Validate and append one batch (complete events with their final seqs,
-    /// starting at [`Appender::next_seq`]). The first batch must start with
-    /// the lifecycle prefix ([`Appender::lifecycle_prefix`]).
+    /// starting at [`Appender::next_seq`]). Under [`Lifecycle::Resume`] the
+    /// first batch must start with the lifecycle prefix
+    /// ([`Appender::lifecycle_prefix`]).
     pub fn append(&mut self, events: &[OwnedEvent]) -> Result<AppendReport, AppendError> {
-        self.write_batch(events, false)
+        self.write_batch(events, false, None)
+    }
+
+    /// [`Appender::append`], then stream every event of the batch, once it is
+    /// written, to `observer`, folded onto [`Appender::surface`] as the
+    /// loader would have folded it (`synthetic: false`: they are in the file
+    /// now, crash-repair closers included). Lets a fold that watched
+    /// [`Appender::open`] — a [`crate::meter::Meter`], say — follow the
+    /// appends without re-reading the log. Nothing is streamed when the
+    /// write fails.
+    pub fn append_observed(
+        &mut self,
+        events: &[OwnedEvent],
+        observer: &mut dyn Observer,
+    ) -> Result<AppendReport, AppendError> {
+        self.write_batch(events, false, Some(observer))
     }
 
     fn write_batch(
         &mut self,
         events: &[OwnedEvent],
         releasing: bool,
+        observer: Option<&mut dyn Observer>,
     ) -> Result<AppendReport, AppendError> {
         if self.foreign_busy && !releasing {
             let b = self
@@ -1017,7 +1138,7 @@ impl Appender {
         for ev in events {
             self.validate(ev, seq, &mut surface)?;
             locks.observe(ev);
-            if seq >= self.log.event_count() {
+            if self.lifecycle == Lifecycle::Continue || seq >= self.log.event_count() {
                 turn.observe(ev);
             }
             seq += 1;
@@ -1068,10 +1189,36 @@ impl Appender {
             report.path = Some(sink.path.clone());
             self.len = new_len;
         }
-        self.surface = surface;
+        let before = std::mem::replace(&mut self.surface, surface);
         self.locks = locks;
         self.turn = turn;
         self.next_seq = seq;
+        if let Some(observer) = observer {
+            // Fold again, event by event, for the observer (validated above,
+            // so nothing can fail).
+            let mut s = before;
+            for ev in events {
+                let applied = match check_local(ev) {
+                    Ok(Some(op)) => s
+                        .apply(
+                            ev,
+                            op,
+                            node_facts(ev),
+                            NodeBody::Owned(Arc::new(ev.clone())),
+                        )
+                        .ok(),
+                    _ => None,
+                };
+                observer.event(
+                    ev,
+                    &Folded {
+                        applied: applied.as_ref(),
+                        surface: &s,
+                        synthetic: false,
+                    },
+                );
+            }
+        }
         if releasing {
             self.foreign_busy = false;
             self.blockers
@@ -1099,7 +1246,13 @@ impl Appender {
         }
         let stored = self.log.stored_events;
         let count = self.log.event_count();
-        if seq < count {
+        if self.lifecycle == Lifecycle::Continue {
+            if seq == stored && !self.file_turn_open {
+                return Err(bad(
+                    "Lifecycle::Continue appends inside the open final turn, and this log's last turn is closed: a new lifecycle (Lifecycle::Resume) starts with the session/end-seed marker".into(),
+                ));
+            }
+        } else if seq < count {
             // A crash-repair closer: exactly the one the loader computed.
             let want = &self.log.closers[(seq - stored) as usize];
             if !want.value.deep_eq(&ev.value) {
@@ -1110,7 +1263,11 @@ impl Appender {
             }
             return Ok(());
         }
-        if seq == count && self.log.end_seed_appended() && ev.kind != Kind::SessionEndSeed {
+        if self.lifecycle == Lifecycle::Resume
+            && seq == count
+            && self.log.end_seed_appended()
+            && ev.kind != Kind::SessionEndSeed
+        {
             return Err(bad(
                 "a new lifecycle starts with the session/end-seed marker".into(),
             ));
@@ -1574,5 +1731,107 @@ mod tests {
         assert_eq!(app.compaction_lock().state, LockState::Stale);
         assert!(app.release_compaction_lock(30.0).unwrap().is_none());
         assert_eq!(app.compaction_lock().brackets[0].end_seed_seq, Some(10));
+    }
+
+    fn noop() -> impl FnMut(&Event<'_>, &Folded<'_>) {
+        |_: &Event<'_>, _: &Folded<'_>| {}
+    }
+
+    #[test]
+    fn continue_appends_inside_the_open_turn_without_a_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        fs::write(&path, open_turn_log()).unwrap();
+        let src = LogSource::File(path.clone());
+        let opts = AppendOptions {
+            lifecycle: Lifecycle::Continue,
+            ..AppendOptions::default()
+        };
+        let mut app = Appender::open(&src, AppendTarget::InPlace, &opts, &mut noop()).unwrap();
+        assert_eq!(app.lifecycle(), Lifecycle::Continue);
+        assert!(app.lifecycle_prefix(5.0).is_empty());
+        assert!(app.turn_open(), "the closers are not written");
+        assert_eq!(
+            app.surface().seqs(),
+            vec![2, 3, 5],
+            "no synthetic result for b"
+        );
+        assert_eq!(app.next_seq(), 6);
+        let tokens = app.surface().tokens;
+        let mut seen = Vec::new();
+        let r = app
+            .append_observed(&[user_msg(6)], &mut |ev: &Event<'_>, f: &Folded<'_>| {
+                seen.push((
+                    ev.seq,
+                    f.applied.map(|a| a.tokens),
+                    f.surface.tokens,
+                    f.synthetic,
+                ))
+            })
+            .unwrap();
+        assert_eq!((r.first_seq, r.events), (6, 1));
+        // 300 characters: q(300) + 4 per block + 4 per message.
+        assert_eq!(seen, vec![(6, Some(83), tokens + 83, false)]);
+        assert_eq!(app.surface().tokens, tokens + 83);
+        assert!(app.turn_open());
+        app.finish().unwrap();
+        let l = loaded(&path);
+        assert_eq!(l.stored_events, 7);
+        assert!(!l.ends_with_end_seed);
+        // Still interrupted: the closers now follow the appended event.
+        assert_eq!(l.closers.len(), 3);
+        assert_eq!(l.closers[0].seq, 7);
+        assert_eq!(l.surface.seqs(), vec![2, 3, 5, 6, 7]);
+    }
+
+    #[test]
+    fn continue_needs_an_open_turn_and_cannot_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("session.jsonl");
+        fs::write(&path, open_turn_log()).unwrap();
+        let src = LogSource::File(path.clone());
+        // Resume once: closers and end-seed close the turn.
+        let mut app = Appender::open(
+            &src,
+            AppendTarget::InPlace,
+            &AppendOptions::default(),
+            &mut noop(),
+        )
+        .unwrap();
+        let prefix = app.lifecycle_prefix(5.0);
+        app.append(&prefix).unwrap();
+        // The lifecycle is chosen before the first batch.
+        assert!(app.set_lifecycle(Lifecycle::Continue).is_err());
+        app.finish().unwrap();
+        let before = fs::read(&path).unwrap();
+        let mut app = Appender::open(
+            &src,
+            AppendTarget::InPlace,
+            &AppendOptions::default(),
+            &mut noop(),
+        )
+        .unwrap();
+        assert!(!app.file_turn_open());
+        app.set_lifecycle(Lifecycle::Continue).unwrap();
+        let e = app.append(&[user_msg(10)]).unwrap_err();
+        assert!(e.to_string().contains("last turn is closed"), "{e}");
+        drop(app);
+        assert_eq!(fs::read(&path).unwrap(), before);
+        // A live compaction lock: Continue refuses appends and cannot release.
+        let mut text = open_turn_log();
+        text.push_str(r#"{"type":"compaction/start","seq":6,"time":16,"data":{"compactionId":"c1","turn":1}}"#);
+        text.push('\n');
+        fs::write(&path, &text).unwrap();
+        let opts = AppendOptions {
+            lifecycle: Lifecycle::Continue,
+            ..AppendOptions::default()
+        };
+        let mut app = Appender::open(&src, AppendTarget::InPlace, &opts, &mut noop()).unwrap();
+        let e = app.append(&[user_msg(7)]).unwrap_err();
+        assert!(e.is_busy(), "{e}");
+        let e = app.release_compaction_lock(20.0).unwrap_err();
+        assert!(e.to_string().contains("new lifecycle"), "{e}");
+        drop(app);
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
     }
 }

@@ -2,9 +2,10 @@
 //! error reporting.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use dsh::LoadError;
+use dsh::config::Config;
 use dsh::json::{OwnedValue, Value};
 use dsh::log::{LoadOptions, LoadedLog, LogSource, Observer};
 
@@ -114,6 +115,28 @@ impl Ctx {
             _ => Status::InvalidLog,
         }
     }
+}
+
+/// Read the dsh config (compaction §10): `--config FILE` (`flag`), else
+/// `$DSH_CONFIG`, else `$XDG_CONFIG_HOME/dsh/config.toml`, else
+/// `~/.config/dsh/config.toml`. A missing explicit file is an error; a
+/// missing default file means the built-in defaults. Errors are usage errors
+/// (exit 2). The file names API-key variables; it never holds a key.
+pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
+    let env = |k: &str| std::env::var_os(k).map(PathBuf::from);
+    let home = env("HOME");
+    let Some((path, explicit)) = dsh::config::default_path(
+        flag,
+        env("DSH_CONFIG").as_deref(),
+        env("XDG_CONFIG_HOME").as_deref(),
+        home.as_deref(),
+    ) else {
+        return Ok(Config::default());
+    };
+    if !explicit && !path.exists() {
+        return Ok(Config::default());
+    }
+    Config::load(&path).map_err(|e| super::exit::UsageError(format!("config: {e}")).into())
 }
 
 /// The `{"error": …}` object for a refused log.

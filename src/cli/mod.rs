@@ -66,7 +66,7 @@ pub enum Command {
     Load(commands::load::LoadArgs),
     // Its help (the open-turn rule, refusals, JSON shape) is PruneArgs' doc comment.
     Prune(commands::prune::PruneArgs),
-    /// Summarise old history through a model and commit the compaction bracket.
+    // Its help (semantics, lifecycle, config, JSON shape, exit codes) is CompactArgs' doc comment.
     Compact(commands::compact::CompactArgs),
     // Its help (with the check list and JSON shapes) is VerifyArgs' doc comment.
     Verify(commands::verify::VerifyArgs),

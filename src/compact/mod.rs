@@ -15,19 +15,27 @@
 //! `user/message` replacing the span, and `compaction/end`. Every failure
 //! after the start closes the bracket with `compaction/end{error}` and leaves
 //! the surface as it was.
+//!
+//! The shared parts do the rest: the [`Session`] writes through the
+//! append-only writer ([`crate::append`], under its exclusive lock; plain
+//! JSONL or one Zstandard frame per batch) in the lifecycle the tail calls
+//! for (manual: Resume, the `session/end-seed` first; automatic: Continue,
+//! inside the open turn), re-measures with the token meter
+//! ([`crate::meter::Meter::snapshot`]) after each batch, and prunes with
+//! [`crate::prune`].
 
-pub mod anchor;
-pub mod pruning;
 pub mod session;
-pub mod sink;
 pub mod summary;
 
+use crate::append::AppendError;
 use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{OwnedValue, Value};
+use crate::lock::LockState;
 use crate::provider::{Progress, ProviderError, Summarizer, Usage, WireRequest};
+use crate::prune::{PruneConfig, PruneError, PrunedResult};
 use crate::range::{self, Decline, Region, Selection};
 
-pub use session::{LockState, MemorySink, PressureMeter, Session, Sink, SinkError};
+pub use session::{OpenError, Session};
 pub use summary::{COMPACTION_INSTRUCTION, PREAMBLE};
 
 /// Which semantics to run.
@@ -72,24 +80,18 @@ pub struct Options {
     pub target: (String, String),
     /// `sourceCommandId`, written only when given.
     pub source_command_id: Option<String>,
-    /// Compute everything, write nothing, call no one.
-    pub dry_run: bool,
-}
-
-/// Produces the prune pairs of one pass (compaction §3.3).
-pub trait Pruner {
-    /// The `compaction/prune` + replacement `tool/result` events of one pass
-    /// over the current surface, numbered from `session.next_seq`, stamped
-    /// `time`.
-    fn prune_pass(&self, session: &Session, time: f64) -> Result<Vec<OwnedEvent>, String>;
+    /// The tool-result pruner's budgets for the automatic paths (`None`: no
+    /// pruning). The manual path never prunes.
+    pub pruner: Option<PruneConfig>,
+    /// Overflow: `maxOverflowRetries`; `0` disables overflow recovery
+    /// (nothing is written).
+    pub max_overflow_retries: u64,
 }
 
 /// Where the engine gets time, ids and reports progress.
 pub struct Env<'a> {
     /// The summariser for the target route.
     pub summarizer: &'a dyn Summarizer,
-    /// The pruner (pressure and overflow).
-    pub pruner: Option<&'a dyn Pruner>,
     /// Epoch milliseconds.
     pub clock: &'a dyn Fn() -> f64,
     /// Fresh UUID v4 strings.
@@ -146,6 +148,9 @@ pub enum Outcome {
     Declined(Decline),
     /// Dry run: nothing written.
     DryRun,
+    /// Overflow with `maxOverflowRetries = 0`: recovery disabled, nothing
+    /// written.
+    OverflowDisabled,
 }
 
 /// What a run did. Also carried by a [`Failure`]: a failed run may have
@@ -156,13 +161,12 @@ pub struct Report {
     pub mode: Mode,
     /// The open turn (the owner of automatic brackets).
     pub open_turn: Option<f64>,
-    /// `measure().totalTokens` before anything was written (pressure and
-    /// whenever a meter is attached).
-    pub tokens_before: Option<u64>,
-    /// After pruning.
-    pub tokens_after_prune: Option<u64>,
+    /// `measure().totalTokens` before anything was written.
+    pub tokens_before: Option<f64>,
+    /// After pruning (automatic paths).
+    pub tokens_after_prune: Option<f64>,
     /// At the end.
-    pub tokens_after: Option<u64>,
+    pub tokens_after: Option<f64>,
     /// Surface price before / after.
     pub surface_before: u64,
     /// Surface price at the end.
@@ -171,11 +175,12 @@ pub struct Report {
     pub generation_before: u64,
     /// `replaceGeneration` at the end.
     pub generation_after: u64,
-    /// Prune pairs: `(original seq, replacement seq)`.
-    pub pruned: Vec<(u64, u64)>,
+    /// The rewritten tool results (one prune pair each).
+    pub pruned: Vec<PrunedResult>,
     /// Brackets, in order.
     pub brackets: Vec<BracketReport>,
-    /// Events appended (or that a dry run would append before the model call).
+    /// Events appended, lifecycle prefix included (or that a dry run would
+    /// append before the model call).
     pub appended: Vec<OwnedEvent>,
     /// How it ended (when it did not fail).
     pub outcome: Option<Outcome>,
@@ -257,7 +262,6 @@ fn turn_value(turn: Option<f64>) -> OwnedValue {
 
 struct Run<'s, 'e, 'a> {
     session: &'s mut Session,
-    sink: &'s mut dyn Sink,
     env: &'e mut Env<'a>,
     opts: &'s Options,
     report: Report,
@@ -282,67 +286,71 @@ fn provider_failure(e: ProviderError) -> StepErr {
 
 impl Run<'_, '_, '_> {
     fn write(&mut self, events: Vec<OwnedEvent>) -> Step<()> {
-        if let Err(e) = self.sink.append(&events) {
-            return fail(
+        let time = (self.env.clock)();
+        match self.session.write(events, time) {
+            Ok(written) => {
+                self.report.appended.extend(written);
+                Ok(())
+            }
+            // Another writer, a changed file, a live lock: nothing written.
+            Err(e) if e.is_busy() => fail(FailureKind::Busy, e.to_string()),
+            Err(e @ AppendError::Invalid { .. }) => fail(
+                FailureKind::Commit,
+                format!("refusing to append an invalid batch: {e}"),
+            ),
+            Err(e) => fail(
                 FailureKind::Commit,
                 format!("cannot append to the log: {e}"),
-            );
+            ),
         }
-        for ev in events {
-            if let Err(e) = self.session.fold(&ev) {
-                return fail(FailureKind::Corrupt, e);
-            }
-            self.report.appended.push(ev);
-        }
-        Ok(())
     }
 
-    fn sync(&mut self) -> Step<()> {
-        let foreign = match self.sink.sync() {
-            Ok(f) => f,
-            Err(e) => return fail(FailureKind::Commit, format!("cannot re-read the log: {e}")),
-        };
-        for ev in foreign {
-            if let Err(e) = self.session.fold(&ev) {
-                return fail(FailureKind::Corrupt, e);
-            }
-        }
-        Ok(())
-    }
-
+    /// One pruner pass over the current surface (compaction §3.3).
     fn prune(&mut self) -> Step<()> {
-        let Some(pruner) = self.env.pruner else {
+        let Some(cfg) = self.opts.pruner else {
             return Ok(());
         };
-        let events = match pruner.prune_pass(self.session, (self.env.clock)()) {
-            Ok(e) => e,
-            Err(e) => return fail(FailureKind::Corrupt, e),
+        let session = &*self.session;
+        let mut file = None;
+        let candidates = session
+            .surface()
+            .nodes
+            .iter()
+            .filter(|n| n.kind == Kind::ToolResult)
+            .map(|n| {
+                session
+                    .node_event(n.seq, &mut file)
+                    .map(|ev| (ev, n.tokens))
+                    .map_err(|m| PruneError::Content {
+                        seq: n.seq,
+                        message: m,
+                    })
+            });
+        let plan = crate::prune::plan_nodes(
+            &cfg,
+            candidates,
+            session.next_seq(),
+            (self.env.clock)(),
+            session.surface().tokens,
+        );
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => return fail(FailureKind::Corrupt, e.to_string()),
         };
-        for pair in events.chunks(2) {
-            if let [p, r] = pair {
-                let orig = p
-                    .data()
-                    .get("shadowedSeqs")
-                    .and_then(|s| s.as_arr())
-                    .and_then(|a| a.first())
-                    .and_then(|s| s.as_count())
-                    .unwrap_or(0);
-                self.report.pruned.push((orig, r.seq));
-            }
-        }
-        if !events.is_empty() {
-            self.write(events)?;
+        if !plan.events.is_empty() {
+            self.write(plan.events)?;
+            self.report.pruned.extend(plan.pruned);
         }
         Ok(())
     }
 
     fn select(&self, retain: u64) -> Step<Selection> {
-        range::select_range(&self.session.surface.nodes, retain)
+        range::select_range(&self.session.surface().nodes, retain)
             .map_err(|e| Box::new((FailureKind::Corrupt, e.0, None, None)))
     }
 
     fn busy_check(&self) -> Step<()> {
-        if let LockState::Busy { .. } = self.session.lock() {
+        if self.session.lock().state == LockState::Busy {
             return fail(FailureKind::Busy, BUSY);
         }
         Ok(())
@@ -351,7 +359,7 @@ impl Run<'_, '_, '_> {
     /// One bracket over `region` (§5). `owner` is the open turn for automatic
     /// brackets, `None` for manual ones.
     fn bracket(&mut self, region: Region, owner: Option<f64>) -> Step<()> {
-        let nodes = &self.session.surface.nodes;
+        let nodes = &self.session.surface().nodes;
         let region = match range::validate_region(nodes, region.start, region.end) {
             Ok(r) => r,
             Err(e) => return fail(FailureKind::Corrupt, e.0),
@@ -381,11 +389,11 @@ impl Run<'_, '_, '_> {
         };
         let model = self.opts.target.1.clone();
         let req = summary::build_request(
-            self.session.headers.header.as_ref(),
+            self.session.headers().header.as_ref(),
             messages,
             &model,
             self.opts.max_tokens,
-            &self.session.id,
+            self.session.id(),
         );
         let wire = self.env.summarizer.wire_request(&req);
         let mut br = BracketReport {
@@ -405,7 +413,7 @@ impl Run<'_, '_, '_> {
             error: None,
             request: wire.as_ref().ok().cloned(),
         };
-        if self.opts.dry_run {
+        if self.session.is_dry_run() {
             self.report.brackets.push(br);
             if let Err(e) = wire {
                 return Err(provider_failure(e));
@@ -424,7 +432,7 @@ impl Run<'_, '_, '_> {
             }
             d
         };
-        let start_seq = self.session.next_seq;
+        let start_seq = self.session.next_seq();
         let start = owned_event(
             Kind::CompactionStart,
             start_seq,
@@ -455,7 +463,6 @@ impl Run<'_, '_, '_> {
             },
         };
         let committed = outcome.and_then(|s| {
-            self.sync()?;
             self.stability(&region, &shadowed, &before, owner)?;
             let content = summary::checkpoint_content(&s.summary);
             let framed = summary::framed_price(&content);
@@ -482,8 +489,7 @@ impl Run<'_, '_, '_> {
         if let Err(failure) = committed {
             let (kind, message, code, provider) = *failure;
             // Close the bracket with the error; the surface is unchanged.
-            let _ = self.sync();
-            let end_seq = self.session.next_seq;
+            let end_seq = self.session.next_seq();
             let end = owned_event(
                 Kind::CompactionEnd,
                 end_seq,
@@ -524,7 +530,7 @@ impl Run<'_, '_, '_> {
         before: &[(u64, u64)],
         owner: Option<f64>,
     ) -> Step<()> {
-        let nodes = &self.session.surface.nodes;
+        let nodes = &self.session.surface().nodes;
         if owner.is_some() {
             let now: Vec<(u64, u64)> = nodes.iter().map(|n| (n.seq, n.tokens)).collect();
             if now != before {
@@ -584,7 +590,7 @@ impl Run<'_, '_, '_> {
             d
         };
         let start_seq = self.report.brackets[bi].start_seq.unwrap_or(0);
-        let summary_seq = self.session.next_seq;
+        let summary_seq = self.session.next_seq();
         let mut data = with_ids(Value::obj())
             .with("summary", Value::Arr(s.summary.clone()))
             .with("rawOutput", Value::Arr(s.raw_output))
@@ -665,15 +671,18 @@ impl Run<'_, '_, '_> {
     }
 
     fn done(&self) -> Outcome {
-        if self.opts.dry_run {
+        if self.session.is_dry_run() {
             Outcome::DryRun
         } else {
             Outcome::Compacted
         }
     }
 
-    fn total(&self) -> Option<u64> {
-        self.session.total_tokens()
+    /// `measure().totalTokens` of the current view.
+    fn total(&self) -> Step<f64> {
+        self.session
+            .total_tokens()
+            .map_err(|e| Box::new((FailureKind::Corrupt, e.to_string(), None, None)))
     }
 
     fn pressure(&mut self, turn: f64) -> Step<Outcome> {
@@ -683,20 +692,16 @@ impl Run<'_, '_, '_> {
                 "pressure compaction needs the routed target's threshold (configure contextWindow)",
             );
         };
-        let Some(m0) = self.total() else {
-            return fail(
-                FailureKind::Config,
-                "pressure compaction needs the token meter",
-            );
-        };
+        let threshold_f = threshold as f64;
+        let m0 = self.total()?;
         self.busy_check()?;
-        if m0 < threshold {
+        if m0 < threshold_f {
             return Ok(Outcome::BelowThreshold);
         }
         self.prune()?;
-        let m1 = self.total().unwrap_or(m0);
+        let m1 = self.total()?;
         self.report.tokens_after_prune = Some(m1);
-        if m1 < threshold {
+        if m1 < threshold_f {
             return Ok(if self.report.pruned.is_empty() {
                 Outcome::BelowThreshold
             } else {
@@ -711,26 +716,31 @@ impl Run<'_, '_, '_> {
                 Selection::Declined(_) => break,
                 Selection::Range(r) => self.bracket(r, Some(turn))?,
             }
-            if self.opts.dry_run {
+            if self.session.is_dry_run() {
                 return Ok(Outcome::DryRun);
             }
-            total = self.total().unwrap_or(total);
-            if total < threshold {
+            total = self.total()?;
+            if total < threshold_f {
                 return Ok(Outcome::Compacted);
             }
         }
+        let mut shown = String::new();
+        crate::json::js_number(total, &mut shown);
         fail(
             FailureKind::StillAboveThreshold,
             format!(
-                "compaction still above threshold after {attempts} compaction attempts ({total} estimated tokens >= threshold {threshold})"
+                "compaction still above threshold after {attempts} compaction attempts ({shown} estimated tokens >= threshold {threshold})"
             ),
         )
     }
 
     fn overflow(&mut self, turn: f64) -> Step<Outcome> {
+        if self.opts.max_overflow_retries == 0 {
+            return Ok(Outcome::OverflowDisabled);
+        }
         self.busy_check()?;
         self.prune()?;
-        self.report.tokens_after_prune = self.total();
+        self.report.tokens_after_prune = Some(self.total()?);
         match self.select(0)? {
             Selection::Declined(d) => Ok(Outcome::Declined(d)),
             Selection::Range(r) => {
@@ -741,20 +751,19 @@ impl Run<'_, '_, '_> {
     }
 }
 
-/// Run one compaction over `session`, appending through `sink`.
+/// Run one compaction over `session`, appending through its writer.
 ///
-/// A dry run uses an in-memory sink internally: prune pairs are computed and
-/// folded so the selection is the one a real run would make, then it stops
-/// before `compaction/start`.
+/// A session opened as a dry run ([`crate::append::AppendTarget::DryRun`])
+/// validates and folds the prune pairs so the selection is the one a real
+/// run would make, then stops before `compaction/start`: nothing is written
+/// and no one is called.
 pub fn run(
     session: &mut Session,
-    sink: &mut dyn Sink,
     env: &mut Env<'_>,
     opts: &Options,
 ) -> Result<Report, Box<Failure>> {
-    let mut memory = MemorySink::default();
-    let sink: &mut dyn Sink = if opts.dry_run { &mut memory } else { sink };
     let open_turn = session.open_turn();
+    let dry_run = session.is_dry_run();
     let mode = match (opts.mode, open_turn) {
         (Mode::Auto, None) => Mode::Manual,
         (Mode::Auto, Some(_)) => Mode::Pressure,
@@ -763,13 +772,13 @@ pub fn run(
     let report = Report {
         mode,
         open_turn,
-        tokens_before: session.total_tokens(),
+        tokens_before: session.total_tokens().ok(),
         tokens_after_prune: None,
         tokens_after: None,
-        surface_before: session.surface.tokens,
-        surface_after: session.surface.tokens,
-        generation_before: session.surface.replace_generation,
-        generation_after: session.surface.replace_generation,
+        surface_before: session.surface().tokens,
+        surface_after: session.surface().tokens,
+        generation_before: session.surface().replace_generation,
+        generation_after: session.surface().replace_generation,
         pruned: Vec::new(),
         brackets: Vec::new(),
         appended: Vec::new(),
@@ -777,7 +786,6 @@ pub fn run(
     };
     let mut r = Run {
         session,
-        sink,
         env,
         opts,
         report,
@@ -797,12 +805,12 @@ pub fn run(
         (Mode::Auto, _) => unreachable!("resolved above"),
     };
     let mut report = r.report;
-    report.tokens_after = r.session.total_tokens();
-    report.surface_after = r.session.surface.tokens;
-    report.generation_after = r.session.surface.replace_generation;
+    report.tokens_after = r.session.total_tokens().ok();
+    report.surface_after = r.session.surface().tokens;
+    report.generation_after = r.session.surface().replace_generation;
     match result {
         Ok(outcome) => {
-            report.outcome = Some(if opts.dry_run {
+            report.outcome = Some(if dry_run {
                 match outcome {
                     Outcome::Compacted => Outcome::DryRun,
                     o => o,

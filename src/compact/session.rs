@@ -1,90 +1,44 @@
-//! The live view a compaction works on: the stored log (without crash-repair
-//! closers: compaction acts as the still-running agent would), kept current
-//! as events are appended.
+//! The live view a compaction works on: the log held by the append-only
+//! writer ([`crate::append::Appender`]) with the token meter
+//! ([`crate::meter::Meter`]) folded alongside, both kept current as the
+//! compaction appends.
+//!
+//! The lifecycle follows the log's tail (see [`crate::append`]):
+//!
+//! * final turn **open** → [`Lifecycle::Continue`]: automatic compaction
+//!   writes where the interrupted agent would have, inside that turn; no
+//!   crash-repair closers, no `session/end-seed`. The view (surface, meter)
+//!   is the stored log without closers.
+//! * final turn **closed** → [`Lifecycle::Resume`]: manual compaction is
+//!   maintenance of a resumed session; the first batch starts with the
+//!   `session/end-seed` marker when the log does not already end with one.
 
-use std::sync::Arc;
+use std::path::PathBuf;
 
+use crate::append::{AppendError, AppendOptions, AppendTarget, Appender, Blocker, Lifecycle};
 use crate::event::{Event, Kind, OwnedEvent};
 use crate::json::OwnedValue;
-use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource};
+use crate::lock::LockReport;
+use crate::log::{Folded, LogSource, Observer};
+use crate::meter::{Measurement, Meter, MeterError};
 use crate::request_header::HeaderFold;
-use crate::surface::{NodeBody, Surface, check_local, node_facts, project};
+use crate::surface::{Surface, project};
 
-/// The compaction lock state (session-log §10.4, compaction §8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockState {
-    /// No bracket marker, or the last one is a `compaction/end`.
-    Free,
-    /// An unmatched `compaction/start` that a later `session/end-seed`
-    /// superseded: crash evidence, not a lock.
-    Stale {
-        /// The orphaned start.
-        start_seq: u64,
-        /// The end-seed after it.
-        end_seed_seq: u64,
-    },
-    /// An unmatched `compaction/start` with no end-seed after it.
-    Busy {
-        /// The start holding the lock.
-        start_seq: u64,
-    },
+/// Why a session could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The writer refused the log (unreadable, invalid, busy, ...).
+    #[error(transparent)]
+    Append(#[from] AppendError),
+    /// The token meter cannot replay the log (compaction §1.7).
+    #[error("{0} (seq {seq})", seq = .0.seq())]
+    Meter(MeterError),
 }
 
-/// Folds `measure().totalTokens` alongside the log (the token meter).
-pub trait PressureMeter {
-    /// One event, after the surface fold.
-    fn observe(&mut self, ev: &Event<'_>, folded: &Folded<'_>) -> Result<(), String>;
-    /// `measure().totalTokens` now.
-    fn total_tokens(&self) -> u64;
-}
-
-/// Durable appends. Implementations write whole lines in order and either
-/// write a whole batch or nothing.
-pub trait Sink {
-    /// Append a batch.
-    fn append(&mut self, events: &[OwnedEvent]) -> Result<(), SinkError>;
-    /// Events appended by someone else since the last call (empty while this
-    /// sink holds the writer lock).
-    fn sync(&mut self) -> Result<Vec<OwnedEvent>, SinkError>;
-}
-
-/// A failed append.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct SinkError(pub String);
-
-/// An in-memory sink (tests, `--dry-run` style previews).
-#[derive(Debug, Default)]
-pub struct MemorySink {
-    /// Everything appended.
-    pub events: Vec<OwnedEvent>,
-    /// Fail the append that would write this event index (0-based over
-    /// `events`), once.
-    pub fail_at: Option<usize>,
-}
-
-impl Sink for MemorySink {
-    fn append(&mut self, events: &[OwnedEvent]) -> Result<(), SinkError> {
-        if let Some(at) = self.fail_at
-            && at < self.events.len() + events.len()
-        {
-            self.fail_at = None;
-            return Err(SinkError("injected write failure".into()));
-        }
-        self.events.extend(events.iter().cloned());
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<Vec<OwnedEvent>, SinkError> {
-        Ok(Vec::new())
-    }
-}
-
-#[derive(Debug, Default, Clone)]
+/// The open turn, from the file's events and the appends.
+#[derive(Debug, Default, Clone, Copy)]
 struct Tracker {
     open_turn: Option<f64>,
-    last_marker: Option<(Kind, u64)>,
-    last_end_seed: Option<u64>,
 }
 
 impl Tracker {
@@ -92,173 +46,177 @@ impl Tracker {
         match ev.kind {
             Kind::TurnStart => self.open_turn = ev.turn(),
             Kind::TurnEnd => self.open_turn = None,
-            Kind::CompactionStart | Kind::CompactionEnd => {
-                self.last_marker = Some((ev.kind, ev.seq))
-            }
-            Kind::SessionEndSeed => self.last_end_seed = Some(ev.seq),
             _ => {}
         }
     }
 }
 
+/// Feeds the stored events (never the synthetic closers) to the meter and
+/// the tracker.
+struct Watch<'a> {
+    meter: &'a mut Meter,
+    tracker: &'a mut Tracker,
+}
+
+impl Observer for Watch<'_> {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if folded.synthetic {
+            return;
+        }
+        self.tracker.observe(ev);
+        self.meter.event(ev, folded);
+    }
+}
+
 /// The session being compacted.
 pub struct Session {
-    /// Session id (header `id`).
-    pub id: String,
-    /// The current surface (no closers).
-    pub surface: Surface,
-    /// Request header / context fold.
-    pub headers: HeaderFold,
-    /// Next seq to write.
-    pub next_seq: u64,
-    /// Time of the last stored event.
-    pub last_time: f64,
+    app: Appender,
+    meter: Meter,
     tracker: Tracker,
-    log: Option<LoadedLog>,
-    meter: Option<Box<dyn PressureMeter>>,
 }
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
-            .field("id", &self.id)
-            .field("nodes", &self.surface.nodes.len())
-            .field("next_seq", &self.next_seq)
+            .field("id", &self.id())
+            .field("lifecycle", &self.lifecycle())
+            .field("nodes", &self.surface().nodes.len())
+            .field("next_seq", &self.next_seq())
             .finish()
     }
 }
 
 impl Session {
-    /// Load a stored log. Crash-repair closers are not part of the view:
-    /// compaction writes where the interrupted agent would have.
-    pub fn load(
+    /// Lock (unless `target` is a dry run), load, validate and meter the log,
+    /// and choose the lifecycle from its tail. `opts.lifecycle` is ignored:
+    /// the tail decides.
+    pub fn open(
         source: &LogSource,
-        opts: &LoadOptions,
-        mut meter: Option<Box<dyn PressureMeter>>,
-    ) -> Result<Session, LoadError> {
+        target: AppendTarget,
+        opts: &AppendOptions,
+    ) -> Result<Session, OpenError> {
+        match Session::open_with(source, target.clone(), opts, Meter::new(None)) {
+            // Repeated step labels: measure again keeping every chunk.
+            Err(OpenError::Meter(MeterError::NeedsAllChunks { .. })) => Session::open_with(
+                source,
+                target,
+                opts,
+                Meter::new(None).retaining_all_chunks(),
+            ),
+            r => r,
+        }
+    }
+
+    fn open_with(
+        source: &LogSource,
+        target: AppendTarget,
+        opts: &AppendOptions,
+        mut meter: Meter,
+    ) -> Result<Session, OpenError> {
         let mut tracker = Tracker::default();
-        let mut meter_err: Option<LoadError> = None;
-        let mut observer = |ev: &Event<'_>, folded: &Folded<'_>| {
-            if folded.synthetic {
-                return;
-            }
-            tracker.observe(ev);
-            if let Some(m) = meter.as_mut()
-                && meter_err.is_none()
-                && let Err(e) = m.observe(ev, folded)
-            {
-                meter_err = Some(LoadError::invalid(e).seq(ev.seq));
-            }
-        };
-        let mut log = crate::log::load(source, opts, &mut observer)?;
-        if let Some(e) = meter_err {
-            return Err(e.file(source.display()));
+        let mut app = Appender::open(
+            source,
+            target,
+            opts,
+            &mut Watch {
+                meter: &mut meter,
+                tracker: &mut tracker,
+            },
+        )?;
+        if let Some(e) = meter.error() {
+            return Err(OpenError::Meter(e.clone()));
         }
-        let stored = log.stored_events;
-        let mut surface = std::mem::take(&mut log.surface);
-        while surface.nodes.last().is_some_and(|n| n.seq >= stored) {
-            let n = surface.nodes.pop().unwrap();
-            surface.tokens -= n.tokens;
-        }
-        let last_time = log.last_time;
+        app.set_lifecycle(if app.file_turn_open() {
+            Lifecycle::Continue
+        } else {
+            Lifecycle::Resume
+        })?;
         Ok(Session {
-            id: log.header.id.clone(),
-            surface,
-            headers: log.headers.clone(),
-            next_seq: stored,
-            last_time,
-            tracker,
-            log: Some(log),
+            app,
             meter,
+            tracker,
         })
     }
 
-    /// Build from events in memory (already validated by the caller).
-    pub fn from_events(
-        id: &str,
-        events: &[OwnedEvent],
-        meter: Option<Box<dyn PressureMeter>>,
-    ) -> Result<Session, String> {
-        let mut s = Session {
-            id: id.to_string(),
-            surface: Surface::default(),
-            headers: HeaderFold::default(),
-            next_seq: 0,
-            last_time: 0.0,
-            tracker: Tracker::default(),
-            log: None,
-            meter,
-        };
-        for ev in events {
-            s.fold(ev)?;
-        }
-        Ok(s)
+    /// Session id (header `id`).
+    pub fn id(&self) -> &str {
+        &self.app.log().header.id
     }
 
-    /// The loaded log, when the session came from a file.
-    pub fn loaded(&self) -> Option<&LoadedLog> {
-        self.log.as_ref()
+    /// The writer.
+    pub fn appender(&self) -> &Appender {
+        &self.app
     }
 
-    /// Fold one event written after the load (ours or a concurrent writer's).
-    pub fn fold(&mut self, ev: &OwnedEvent) -> Result<(), String> {
-        if ev.seq != self.next_seq {
-            return Err(format!(
-                "session event seq {} is not contiguous; expected {}",
-                ev.seq, self.next_seq
-            ));
-        }
-        let op = check_local(ev).map_err(|e| e.message)?;
-        let applied = match op {
-            None => None,
-            Some(op) => Some(
-                self.surface
-                    .apply(
-                        ev,
-                        op,
-                        node_facts(ev),
-                        NodeBody::Owned(Arc::new(ev.clone())),
-                    )
-                    .map_err(|e| e.message)?,
-            ),
-        };
-        self.headers.observe(ev);
-        self.tracker.observe(ev);
-        if let Some(m) = self.meter.as_mut() {
-            let folded = Folded {
-                applied: applied.as_ref(),
-                surface: &self.surface,
-                synthetic: false,
-            };
-            m.observe(ev, &folded)?;
-        }
-        self.next_seq = ev.seq + 1;
-        self.last_time = ev.time();
-        Ok(())
+    /// Resume (manual) or Continue (automatic).
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.app.lifecycle()
     }
 
-    /// The open turn number, if a turn is open.
+    /// Whether this is a dry run (validates and folds, writes nothing).
+    pub fn is_dry_run(&self) -> bool {
+        *self.app.target() == AppendTarget::DryRun
+    }
+
+    /// What a real write would refuse (dry runs report; real runs refused
+    /// these at open, except the compaction lock).
+    pub fn blockers(&self) -> &[Blocker] {
+        self.app.blockers()
+    }
+
+    /// The current surface (the file's, without closers under Continue,
+    /// plus the appends so far).
+    pub fn surface(&self) -> &Surface {
+        self.app.surface()
+    }
+
+    /// The seq the next planned event gets: after the appends so far and
+    /// the lifecycle prefix still to be written.
+    pub fn next_seq(&self) -> u64 {
+        self.app.next_seq() + self.app.lifecycle_prefix(0.0).len() as u64
+    }
+
+    /// The request-header fold of the loaded log (compaction writes none).
+    pub fn headers(&self) -> &HeaderFold {
+        &self.app.log().headers
+    }
+
+    /// The open turn number (Continue), or `None`.
     pub fn open_turn(&self) -> Option<f64> {
         self.tracker.open_turn
     }
 
-    /// The compaction lock state.
-    pub fn lock(&self) -> LockState {
-        match self.tracker.last_marker {
-            Some((Kind::CompactionStart, start_seq)) => match self.tracker.last_end_seed {
-                Some(end_seed_seq) if end_seed_seq > start_seq => LockState::Stale {
-                    start_seq,
-                    end_seed_seq,
-                },
-                _ => LockState::Busy { start_seq },
-            },
-            _ => LockState::Free,
-        }
+    /// The compaction-lock scan, own appends included.
+    pub fn lock(&self) -> LockReport {
+        self.app.compaction_lock()
     }
 
-    /// `measure().totalTokens`, when a meter is attached.
-    pub fn total_tokens(&self) -> Option<u64> {
-        self.meter.as_ref().map(|m| m.total_tokens())
+    /// `measure()` now (compaction §1.6), without re-reading the log.
+    pub fn measure(&self) -> Result<Measurement, MeterError> {
+        self.meter.snapshot(self.app.surface())
+    }
+
+    /// `measure().totalTokens` now.
+    pub fn total_tokens(&self) -> Result<f64, MeterError> {
+        self.measure().map(|m| m.total_tokens)
+    }
+
+    /// The full event of a current surface node.
+    pub fn node_event(
+        &self,
+        seq: u64,
+        file: &mut Option<std::fs::File>,
+    ) -> Result<OwnedEvent, String> {
+        let node = self
+            .surface()
+            .nodes
+            .iter()
+            .find(|n| n.seq == seq)
+            .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
+        self.app
+            .log()
+            .read_body(&node.body, seq, file)
+            .map_err(|e| e.to_string())
     }
 
     /// The derived messages of the given surface nodes (in the order given;
@@ -267,19 +225,7 @@ impl Session {
         let mut file = None;
         let mut out = Vec::with_capacity(seqs.len());
         for &seq in seqs {
-            let node = self
-                .surface
-                .nodes
-                .iter()
-                .find(|n| n.seq == seq)
-                .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
-            let ev = match (&node.body, &self.log) {
-                (NodeBody::Owned(ev), _) => (**ev).clone(),
-                (body, Some(log)) => log
-                    .read_body(body, seq, &mut file)
-                    .map_err(|e| e.to_string())?,
-                (_, None) => return Err(format!("seq {seq}: node body unavailable")),
-            };
+            let ev = self.node_event(seq, &mut file)?;
             if let Some(m) = project(&ev) {
                 out.push(m.to_owned_value());
             }
@@ -287,20 +233,130 @@ impl Session {
         Ok(out)
     }
 
-    /// The full event of a surface node.
-    pub fn node_event(&self, seq: u64) -> Result<OwnedEvent, String> {
-        let node = self
-            .surface
+    /// Append one batch (seqs planned from [`Session::next_seq`]), preceded
+    /// by the lifecycle prefix if it is still due, and fold it into the view.
+    /// Returns everything appended, prefix included.
+    pub fn write(
+        &mut self,
+        events: Vec<OwnedEvent>,
+        time: f64,
+    ) -> Result<Vec<OwnedEvent>, AppendError> {
+        let mut batch = self.app.lifecycle_prefix(time);
+        batch.extend(events);
+        self.app.append_observed(
+            &batch,
+            &mut Watch {
+                meter: &mut self.meter,
+                tracker: &mut self.tracker,
+            },
+        )?;
+        Ok(batch)
+    }
+
+    /// Publish a copy (`--out`) and release the lock; the file written.
+    pub fn finish(self) -> Result<Option<PathBuf>, AppendError> {
+        self.app.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prune::{PruneConfig, plan_nodes};
+
+    const LOG: &[&str] = &[
+        r#"{"type":"session","version":0,"id":"s","createdAt":0,"cwd":"/tmp","delegationDepth":0}"#,
+        r#"{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}"#,
+        r#"{"type":"request/header","seq":1,"time":11,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"You are terse."},"reason":"initial"}}"#,
+        r#"{"type":"step/start","seq":2,"time":12,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"user/message","seq":3,"time":13,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"u1"},"surfaceOp":"append"}"#,
+        r#"{"type":"assistant/message","seq":4,"time":14,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","id":"a","name":"read","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"},"usage":{"inputTokens":300,"outputTokens":10}},"surfaceOp":"append"}"#,
+        r#"{"type":"tool/call","seq":5,"time":15,"data":{"turn":1,"step":1,"callId":"a","name":"read","arguments":"{}"}}"#,
+    ];
+
+    fn log_text() -> String {
+        let result = format!(
+            r#"{{"type":"tool/result","seq":6,"time":16,"data":{{"turn":1,"step":1,"message":{{"role":"user","content":[{{"type":"tool-result","toolCallId":"a","content":[{{"type":"text","text":"{}"}}]}}],"source":{{"kind":"tool","callId":"a"}},"id":"r1"}}}},"surfaceOp":"append"}}"#,
+            "y".repeat(200)
+        );
+        let mut lines: Vec<String> = LOG.iter().map(|s| s.to_string()).collect();
+        lines.push(result);
+        lines.push(r#"{"type":"step/end","seq":7,"time":17,"data":{"turn":1,"step":1}}"#.into());
+        lines.join("\n") + "\n"
+    }
+
+    fn fresh(path: &std::path::Path) -> Measurement {
+        let src = LogSource::File(path.to_path_buf());
+        crate::meter::measure(&src, &Default::default(), None)
+            .unwrap()
+            .1
+    }
+
+    #[test]
+    fn the_meter_follows_the_appends_without_rereading() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, log_text()).unwrap();
+        let src = LogSource::File(path.clone());
+        let mut s = Session::open(&src, AppendTarget::InPlace, &AppendOptions::default()).unwrap();
+        assert_eq!(s.lifecycle(), Lifecycle::Continue);
+        assert_eq!(s.open_turn(), Some(1.0));
+        assert_eq!(s.next_seq(), 8);
+        let m0 = s.measure().unwrap();
+        assert_eq!(m0.total_tokens, fresh(&path).total_tokens);
+        assert_eq!(m0.baseline.kind, crate::meter::BaselineKind::Usage);
+        // Prune the 200-character result (budgets 100 = 30 + 39 + 31).
+        let cfg = PruneConfig {
+            threshold_chars: 100,
+            head_chars: 30,
+            tail_chars: 31,
+        };
+        let mut file = None;
+        let candidates: Vec<_> = s
+            .surface()
             .nodes
             .iter()
-            .find(|n| n.seq == seq)
-            .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
-        match (&node.body, &self.log) {
-            (NodeBody::Owned(ev), _) => Ok((**ev).clone()),
-            (body, Some(log)) => log
-                .read_body(body, seq, &mut None)
-                .map_err(|e| e.to_string()),
-            (_, None) => Err(format!("seq {seq}: node body unavailable")),
-        }
+            .filter(|n| n.kind == Kind::ToolResult)
+            .map(|n| Ok((s.node_event(n.seq, &mut file).unwrap(), n.tokens)))
+            .collect();
+        let plan = plan_nodes(&cfg, candidates, s.next_seq(), 20.0, s.surface().tokens).unwrap();
+        assert_eq!(plan.events.len(), 2);
+        let written = s.write(plan.events, 20.0).unwrap();
+        assert_eq!(written.iter().map(|e| e.seq).collect::<Vec<_>>(), [8, 9]);
+        let m1 = s.measure().unwrap();
+        let f1 = fresh(&path);
+        assert!(m1.total_tokens < m0.total_tokens);
+        assert_eq!(m1.total_tokens, f1.total_tokens);
+        assert_eq!(m1.surface_tokens, f1.surface_tokens);
+        assert_eq!(m1.nodes, f1.nodes);
+        assert_eq!(m1.surface_delta_tokens, f1.surface_delta_tokens);
+        s.finish().unwrap();
+    }
+
+    #[test]
+    fn a_closed_log_resumes_with_the_end_seed_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let text = log_text()
+            + r#"{"type":"turn/end","seq":8,"time":18,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+        std::fs::write(&path, text + "\n").unwrap();
+        let src = LogSource::File(path.clone());
+        let mut s = Session::open(&src, AppendTarget::DryRun, &AppendOptions::default()).unwrap();
+        assert_eq!(s.lifecycle(), Lifecycle::Resume);
+        assert!(s.is_dry_run());
+        assert_eq!(s.open_turn(), None);
+        // seq 9 is the end-seed still to be written.
+        assert_eq!(s.next_seq(), 10);
+        let before = std::fs::read(&path).unwrap();
+        let written = s.write(Vec::new(), 30.0).unwrap();
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0].kind, Kind::SessionEndSeed);
+        assert_eq!(written[0].seq, 9);
+        assert_eq!(s.next_seq(), 10);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "a dry run writes nothing"
+        );
     }
 }

@@ -5,15 +5,15 @@ use crate::json::{JStr, OwnedValue, Value};
 use crate::meter::estimate::price_message;
 use crate::provider::{Completion, CompletionRequest, Finish, Usage, has_image};
 
-/// `COMPACTION_INSTRUCTION` **[CONST]**: 1802 UTF-16 units, no trailing newline.
+/// `COMPACTION_INSTRUCTION` **\[CONST\]**: 1802 UTF-16 units, no trailing newline.
 pub const COMPACTION_INSTRUCTION: &str = include_str!("instruction.txt");
 
-/// The checkpoint preamble **[CONST]** (300 UTF-16 units).
+/// The checkpoint preamble **\[CONST\]** (300 UTF-16 units).
 pub const PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.";
 
-/// Opening tag **[CONST]**.
+/// Opening tag **\[CONST\]**.
 pub const OPEN_TAG: &str = "<compacted-summary>";
-/// Closing tag **[CONST]**.
+/// Closing tag **\[CONST\]**.
 pub const CLOSE_TAG: &str = "</compacted-summary>";
 
 /// The final user message of every summariser request.
@@ -176,7 +176,7 @@ pub fn framed_price(content: &[OwnedValue]) -> u64 {
     price_message(&Value::obj().with("content", Value::Arr(content.to_vec())))
 }
 
-/// The shrink check **[CONST]** message, or `None` when the checkpoint is
+/// The shrink check **\[CONST\]** message, or `None` when the checkpoint is
 /// smaller than its source.
 pub fn shrink_violation(framed: u64, shadowed_tokens: u64) -> Option<String> {
     (framed >= shadowed_tokens).then(|| {

@@ -42,6 +42,7 @@ use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
 use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::request_header::{canonical, headers_equal};
+use crate::surface::Surface;
 
 use assemble::{Assembler, ChunkOp, Scalar};
 use projection::{ProjectionFold, Projections};
@@ -714,15 +715,29 @@ impl Meter {
             };
             self.event(&es, &folded);
         }
-        if let Some(e) = self.error {
-            return Err(e);
+        self.snapshot(&log.surface)
+    }
+
+    /// Measure now, without consuming the meter (§1.6): the fold so far
+    /// against `surface`, the surface the folded events left (a loaded log's
+    /// `surface`, or a writer's surface after its appends, e.g.
+    /// [`crate::append::Appender::surface`]). Feed later events with
+    /// [`Observer::event`] and call it again: this is how compaction
+    /// re-measures after each write without re-reading the log.
+    ///
+    /// Unlike [`Meter::finish`], it folds no `session/end-seed` marker (a
+    /// non-surface event: it changes no total) and `logRevision` counts the
+    /// events fed so far.
+    pub fn snapshot(&self, surface: &Surface) -> Result<Measurement, MeterError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
         }
         let header = if self.has_override {
             self.header_override.clone()
         } else {
             self.header.clone()
         };
-        let surface_tokens = log.surface.tokens;
+        let surface_tokens = surface.tokens;
         let (baseline, delta, anchor_seq) = match &self.anchor {
             Some(a) if optional_header_equals(a.header.as_ref(), header.as_ref()) => (
                 a.baseline.clone(),
@@ -759,8 +774,7 @@ impl Meter {
             message_tokens: surface_tokens,
             ..Composition::default()
         };
-        let nodes: Vec<NodeTokens> = log
-            .surface
+        let nodes: Vec<NodeTokens> = surface
             .nodes
             .iter()
             .map(|n| {
@@ -802,7 +816,7 @@ impl Meter {
             anchor_seq,
             header_seq: self.header_seq,
             header_override: self.has_override,
-            contexts: self.contexts,
+            contexts: self.contexts.clone(),
         })
     }
 }

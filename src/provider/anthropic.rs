@@ -16,7 +16,7 @@ use super::sse::SseEvent;
 use super::{CompletionRequest, Endpoint, ProviderError, Usage, WireRequest, concat_text};
 use crate::json::{OwnedValue, Value};
 
-/// `anthropic-version` **[CONST]**.
+/// `anthropic-version` **\[CONST\]**.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 fn text_block(t: OwnedValue) -> OwnedValue {

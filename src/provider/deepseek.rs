@@ -14,7 +14,7 @@ use super::sse::SseEvent;
 use super::{CompletionRequest, Endpoint, ProviderError, Usage, WireRequest, concat_text};
 use crate::json::{OwnedValue, Value};
 
-/// `(no output)` **[CONST]**: the content of a tool message with no text.
+/// `(no output)` **\[CONST\]**: the content of a tool message with no text.
 pub const NO_OUTPUT: &str = "(no output)";
 
 fn unsupported(what: &str) -> ProviderError {

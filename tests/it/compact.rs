@@ -114,6 +114,17 @@ fn compact(log: &Path, base: &str, extra: &[&str]) -> Run {
     }
 }
 
+/// Manual compaction of `closed_log()` (12 events, no end-seed): a new
+/// lifecycle, so `session/end-seed` at seq 12, then the bracket from 13.
+fn assert_manual_committed(log: &Path) {
+    let all = lines(log);
+    assert_eq!(
+        all[12],
+        json!({"type":"session/end-seed","seq":12,"time":all[12]["time"],"data":{}})
+    );
+    assert_committed(log, 13, J::Null);
+}
+
 fn assert_committed(log: &Path, before: usize, turn: J) {
     let all = lines(log);
     let new = &all[before..];
@@ -173,7 +184,19 @@ fn manual_compaction_commits_the_bracket_deepseek() {
         b["usage"],
         json!({"inputTokens":172,"outputTokens":140,"cacheReadTokens":3328,"reasoningTokens":6})
     );
-    assert_committed(&log, 12, J::Null);
+    assert_manual_committed(&log);
+    assert_eq!(r.json["lifecycle"], json!("resume"));
+    assert_eq!(r.json["endSeedSeq"], json!(12));
+    assert_eq!(r.json["appendedSeqs"], json!([12, 13, 14, 15, 16]));
+    // The result passes the reference's invariants (a standalone bracket
+    // outside any turn, after the new lifecycle's marker).
+    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
     let reqs = server.join();
     assert_eq!(reqs.len(), 1);
     let q = &reqs[0];
@@ -209,14 +232,14 @@ fn manual_compaction_commits_the_bracket_anthropic() {
     let server = Server::start(vec![Reply::Sse(anthropic_sse(SUMMARY))]);
     let r = compact(&log, &server.base, &["--kind", "anthropic"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert_committed(&log, 12, J::Null);
+    assert_manual_committed(&log);
     let all = lines(&log);
     assert_eq!(
-        all[13]["data"]["usage"],
+        all[14]["data"]["usage"],
         json!({"inputTokens":172,"outputTokens":140,"cacheReadTokens":3328})
     );
     assert_eq!(
-        all[13]["data"]["rawOutput"][0],
+        all[14]["data"]["rawOutput"][0],
         json!({"type":"reasoning","text":"plan"})
     );
     let q = &server.join()[0];
@@ -236,13 +259,19 @@ fn assert_failed(log: &Path, r: &Run, before_nodes: &J, error: &str, code: i32) 
     let all = lines(log);
     let new = &all[12..];
     let types: Vec<&str> = new.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["compaction/start", "compaction/end"], "{error}");
-    assert_eq!(new[1]["data"]["error"], json!(error));
-    assert_eq!(new[1]["data"]["turn"], J::Null);
     assert_eq!(
-        new[0]["data"]["compactionId"],
-        new[1]["data"]["compactionId"]
+        types,
+        ["session/end-seed", "compaction/start", "compaction/end"],
+        "{error}"
     );
+    assert_eq!(new[2]["data"]["error"], json!(error));
+    assert_eq!(new[2]["data"]["turn"], J::Null);
+    assert_eq!(
+        new[1]["data"]["compactionId"],
+        new[2]["data"]["compactionId"]
+    );
+    assert_eq!(r.json["brackets"][0]["startSeq"], json!(13));
+    assert_eq!(r.json["brackets"][0]["endSeq"], json!(14));
     assert_eq!(&surface_nodes(log), before_nodes);
     assert_eq!(r.json["error"]["message"], json!(error));
     for text in [&r.stdout, &r.stderr, &std::fs::read_to_string(log).unwrap()] {
@@ -308,7 +337,7 @@ fn fault_rate_limit_then_success() {
     let r = compact(&log, &server.base, &[]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.json["brackets"][0]["attempts"], json!(2));
-    assert_committed(&log, 12, J::Null);
+    assert_manual_committed(&log);
     assert_eq!(server.join().len(), 2);
 }
 
@@ -508,8 +537,19 @@ fn out_writes_a_copy_and_leaves_the_log() {
     let r = compact(&log, &server.base, &["--out", copy.to_str().unwrap()]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(std::fs::read(&log).unwrap(), bytes);
-    assert_committed(&copy, 12, J::Null);
+    assert_manual_committed(&copy);
     server.join();
+}
+
+/// The complete, parseable event lines of a log that may be being written
+/// (a unit in flight shows as a line starting with a NUL hole).
+fn visible_lines(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .take_while(|l| serde_json::from_str::<J>(l).is_ok())
+        .count()
 }
 
 #[test]
@@ -519,6 +559,7 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
     let server = Server::start(vec![Reply::Stall(Duration::from_secs(30))]);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"))
         .env("DEEPSEEK_API_KEY", KEY)
+        .env("HOME", std::env::temp_dir())
         .args(["compact", "--base-url", &server.base])
         .arg(&log)
         .stdout(std::process::Stdio::null())
@@ -526,7 +567,8 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while lines(&log).len() < 13 {
+    // end-seed (12) and compaction/start (13), written as one batch.
+    while visible_lines(&log) < 14 {
         assert!(
             std::time::Instant::now() < deadline,
             "compaction/start never written"
@@ -536,8 +578,10 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
     child.kill().unwrap();
     child.wait().unwrap();
     let all = lines(&log);
-    assert_eq!(all.len(), 13);
-    assert_eq!(all[12]["type"], json!("compaction/start"));
+    assert_eq!(all.len(), 14);
+    assert_eq!(all[12]["type"], json!("session/end-seed"));
+    assert_eq!(all[13]["type"], json!("compaction/start"));
+    assert_eq!(all[13]["data"]["turn"], J::Null);
     // The log still loads, with the surface unchanged.
     assert_eq!(surface_nodes(&log), json!([2, 4, 6, 9]));
     // Every compaction now refuses: the lock is held (exit 4) and says how on.
@@ -554,16 +598,23 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
             "compaction: compaction already in progress; the session compaction lock is already active"
         )
     );
+    let hint = v["error"]["hint"].as_str().unwrap();
     assert!(
-        v["error"]["hint"]
-            .as_str()
-            .unwrap()
-            .contains("--release-lock")
+        hint.contains(&format!("dsh locks --release --yes {}", log.display())),
+        "{hint}"
     );
+    assert_eq!(lines(&log).len(), 14, "a refused compaction writes nothing");
+    // `dsh compact` has no lock-release flag of its own any more.
+    let old = dsh()
+        .args(["compact", "--release-lock"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(old.status.code(), Some(2));
     // The way forward: release (appends session/end-seed, as a resumed
     // harness does), then compaction works again.
     let rel = dsh()
-        .args(["compact", "--release-lock", "--json"])
+        .args(["locks", "--release", "--yes", "--json"])
         .arg(&log)
         .output()
         .unwrap();
@@ -573,17 +624,31 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
         "{}",
         String::from_utf8_lossy(&rel.stderr)
     );
+    let rv: J = serde_json::from_slice(&rel.stdout).unwrap();
+    assert_eq!(rv["released"], json!(true));
+    assert_eq!(rv["state"], json!("stale"));
     let all = lines(&log);
-    assert_eq!(all.len(), 14);
-    assert_eq!(all[13]["type"], json!("session/end-seed"));
-    assert_eq!(all[13]["seq"], json!(13));
-    assert_eq!(all[13]["data"], json!({}));
+    assert_eq!(all.len(), 15);
+    assert_eq!(all[14]["type"], json!("session/end-seed"));
+    assert_eq!(all[14]["seq"], json!(14));
+    assert_eq!(all[14]["data"], json!({}));
     let server2 = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
     let r = compact(&log, &server2.base, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.json["brackets"][0]["startSeq"], json!(14));
+    // The log ends with an end-seed: no second marker, the bracket follows.
+    assert_eq!(r.json["endSeedSeq"], J::Null);
+    assert_eq!(r.json["brackets"][0]["startSeq"], json!(15));
+    assert_committed(&log, 15, J::Null);
     drop(server);
     server2.join();
+}
+
+/// Copy a spec example into `dir`, writable (the originals are read-only,
+/// and the writer refuses a read-only log).
+fn example_copy(ex: &Path, name: &str, dir: &Path) -> PathBuf {
+    let log = dir.join("p.jsonl");
+    std::fs::write(&log, std::fs::read(ex.join(name)).unwrap()).unwrap();
+    log
 }
 
 fn shared() -> Option<PathBuf> {
@@ -620,8 +685,7 @@ fn normalized(line: &str) -> String {
 fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("p.jsonl");
-    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let log = example_copy(&ex, "compact-pressure.input.jsonl", dir.path());
     let expected = std::fs::read_to_string(ex.join("compact-pressure.appended.jsonl")).unwrap();
     let summary_text = expected
         .lines()
@@ -635,6 +699,16 @@ fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
     let r = compact(&log, &server.base, &["-q"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.json["mode"], json!("pressure"));
+    // Automatic compaction continues the open turn: no closers, no end-seed.
+    assert_eq!(r.json["lifecycle"], json!("continue"));
+    assert_eq!(r.json["endSeedSeq"], J::Null);
+    assert_eq!(r.json["appendedSeqs"], json!([34, 35, 36, 37, 38, 39]));
+    assert_eq!(r.json["contextWindow"], json!(4000));
+    assert_eq!(r.json["contextWindowSource"], json!("request/context"));
+    assert_eq!(
+        r.json["pruned"],
+        json!([{"originalSeq":12,"replacementSeq":35,"callId":"call_1","charsBefore":11999,"charsAfter":5159}])
+    );
     assert_eq!(r.json["tokensBefore"], json!(5429));
     assert_eq!(r.json["tokensAfterPrune"], json!(3719));
     assert_eq!(r.json["tokensAfter"], json!(1547));
@@ -649,6 +723,23 @@ fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
         assert_eq!(a, b, "appended event {i} differs");
     }
     assert_eq!(surface_nodes(&log), json!([38, 30, 32]));
+    // The meter's in-memory re-measure equals a fresh `dsh measure` of the
+    // written log, and the result passes the reference's invariants.
+    let m = dsh()
+        .args(["measure", "--json", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let m: J = serde_json::from_slice(&m.stdout).unwrap();
+    assert_eq!(m["totalTokens"], json!(1547));
+    assert_eq!(m["surfaceTokens"], json!(1239));
+    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
     // The captured request body, byte for byte.
     let req = &server.join()[0];
     let captured = std::fs::read(ex.join("compact-pressure.summarizer-request.json")).unwrap();
@@ -681,8 +772,7 @@ fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
 fn overflow_mode_prunes_and_reports_retry_authorization() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("p.jsonl");
-    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let log = example_copy(&ex, "compact-pressure.input.jsonl", dir.path());
     // A 27-character summary (§11 variant): checkpoint 109, total 1449.
     let server = Server::start(vec![Reply::Sse(deepseek_sse(
         "## Checkpoint\n- short note.",
@@ -704,8 +794,7 @@ fn overflow_mode_prunes_and_reports_retry_authorization() {
 fn pressure_below_threshold_writes_nothing() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("p.jsonl");
-    std::fs::copy(ex.join("compact-pressure.input.jsonl"), &log).unwrap();
+    let log = example_copy(&ex, "compact-pressure.input.jsonl", dir.path());
     let bytes = std::fs::read(&log).unwrap();
     // cw 8000: threshold 6400 > 5429; cw 4700: pruning alone suffices.
     let r = compact(
@@ -734,4 +823,330 @@ fn pressure_below_threshold_writes_nothing() {
         all[35]["surfaceOp"],
         json!({"op":"replace","start":12,"end":12})
     );
+}
+
+/// The scripted user's path: only a config file at the default location
+/// (`$XDG_CONFIG_HOME/dsh/config.toml`) names the base URL and the key's
+/// variable; the key is in that variable; `--route` picks the target.
+#[test]
+fn config_file_gives_route_key_variable_and_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let xdg = dir.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("dsh")).unwrap();
+    let cfg = xdg.join("dsh").join("config.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"[compaction]
+maxTokens = 4096
+
+[[routes]]
+provider = "deepseek-official"
+baseURL = "{}"
+apiKeyEnv = "DSH_IT_COMPACT_KEY"
+reasoningEffort = "max"
+models = [ {{ id = "deepseek-v4-flash", contextWindow = 64000 }} ]
+"#,
+            server.base
+        ),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("dsh")
+        .unwrap()
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env("DSH_IT_COMPACT_KEY", KEY)
+        .args([
+            "compact",
+            "--json",
+            "--route",
+            "deepseek-official/deepseek-v4-flash",
+        ])
+        .arg(&log)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let v: J = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(v["config"], json!(cfg.display().to_string()));
+    assert_eq!(
+        v["summarizer"],
+        json!({"kind":"deepseek","baseURL":server.base,"apiKeyEnv":"DSH_IT_COMPACT_KEY","reasoningEffort":"max"})
+    );
+    assert_eq!(v["policy"]["maxTokens"], json!(4096));
+    assert_eq!(v["appendedSeqs"], json!([12, 13, 14, 15, 16]));
+    let all = lines(&log);
+    assert_eq!(all[12]["type"], json!("session/end-seed"));
+    assert_eq!(all[14]["data"]["maxTokens"], json!(4096));
+    assert_eq!(surface_nodes(&log), json!([15, 9]));
+    let q = &server.join()[0];
+    assert_eq!(
+        q.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let body: J = serde_json::from_slice(&q.body).unwrap();
+    assert_eq!(body["max_tokens"], json!(4096));
+    assert_eq!(body["reasoning_effort"], json!("max"));
+    for text in [&stdout, &stderr, &std::fs::read_to_string(&log).unwrap()] {
+        assert!(!text.contains(KEY), "the key leaked");
+    }
+    // The variable the config names is the only place the key is read from.
+    let out = Command::cargo_bin("dsh")
+        .unwrap()
+        .env_clear()
+        .env("HOME", dir.path())
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env("DEEPSEEK_API_KEY", KEY)
+        .args(["compact", "--route", "deepseek-official/deepseek-v4-flash"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("$DSH_IT_COMPACT_KEY"), "{err}");
+    assert!(!err.contains(KEY));
+    // A broken config is a usage error naming the file, before anything is
+    // written.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[compaction]\nthresholdRatio = 1.5\n").unwrap();
+    let n = lines(&log).len();
+    let out = dsh()
+        .args(["compact", "--config"])
+        .arg(&bad)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("BasicCompactionConfig.thresholdRatio (1.5) must be a number in (0, 1]")
+    );
+    assert_eq!(lines(&log).len(), n);
+}
+
+#[test]
+fn config_capacity_policy_and_pruner_drive_pressure_and_flags_override() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = example_copy(&ex, "compact-pressure.input.jsonl", dir.path());
+    let bytes = std::fs::read(&log).unwrap();
+    let write_cfg = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let route = "[[routes]]\nprovider = \"deepseek-official\"\nmodels = [ { id = \"deepseek-v4-flash\", contextWindow = 8000 } ]\n";
+    // The config's model entry wins over the logged request/context (4000):
+    // threshold 6400 > 5429, nothing to do.
+    let a = write_cfg("a.toml", route);
+    let r = compact(&log, "http://127.0.0.1:9", &["-q", "--config", &a]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json["outcome"], json!("below-threshold"));
+    assert_eq!(r.json["contextWindow"], json!(8000));
+    assert_eq!(r.json["contextWindowSource"], json!("config-model"));
+    assert_eq!(r.json["thresholdTokens"], json!(6400));
+    // A flag overrides the config.
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &[
+            "-q",
+            "--config",
+            &a,
+            "--context-window",
+            "4000",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(r.json["contextWindowSource"], json!("flag"));
+    assert_eq!(r.json["thresholdTokens"], json!(3200));
+    assert_eq!(r.json["outcome"], json!("dry-run"));
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+    // A per-model policy (thresholdRatio 0.5: 4000 ≤ 5429) and a pruner that
+    // keeps the 11 999-code-point result (thresholdChars 20000): no prune,
+    // straight to a bracket (dry run).
+    let c = write_cfg(
+        "c.toml",
+        &format!(
+            "{route}[[compaction.modelPolicies]]\nprovider = \"deepseek-official\"\nmodel = \"deepseek-v4-flash\"\nthresholdRatio = 0.5\nretainTokens = 100\n[pruner]\nthresholdChars = 20000\n"
+        ),
+    );
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &["-q", "--config", &c, "--dry-run"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json["policy"]["modelPolicy"], json!(true));
+    assert_eq!(r.json["policy"]["retainTokensAbsolute"], json!(100));
+    assert_eq!(r.json["thresholdTokens"], json!(4000));
+    assert_eq!(r.json["retainTokens"], json!(100));
+    assert_eq!(r.json["pruned"], json!([]));
+    assert_eq!(r.json["tokensAfterPrune"], json!(5429));
+    assert_eq!(
+        r.json["brackets"][0]["shadowedSeqs"],
+        json!([2, 10, 12, 20, 22])
+    );
+    assert_eq!(r.json["wouldAppend"], json!([]));
+    // The default pruner budgets with the same policy: pruning alone
+    // brings it below 4000 (3719), and the prune pair is written.
+    let b = write_cfg(
+        "b.toml",
+        &format!("{route}[compaction]\nthresholdRatio = 0.5\n"),
+    );
+    let r = compact(&log, "http://127.0.0.1:9", &["-q", "--config", &b]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json["outcome"], json!("pruned-below-threshold"));
+    assert_eq!(r.json["tokensAfterPrune"], json!(3719));
+    assert_eq!(r.json["appendedSeqs"], json!([34, 35]));
+    assert_eq!(lines(&log).len(), 36);
+}
+
+#[test]
+fn overflow_recovery_disabled_by_max_overflow_retries_zero() {
+    let Some(ex) = shared() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = example_copy(&ex, "compact-pressure.input.jsonl", dir.path());
+    let bytes = std::fs::read(&log).unwrap();
+    let r = compact(
+        &log,
+        "http://127.0.0.1:9",
+        &["-q", "--mode", "overflow", "--max-overflow-retries", "0"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json["outcome"], json!("overflow-disabled"));
+    assert_eq!(r.json["retryAuthorized"], json!(false));
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+}
+
+/// The Zstandard frames of `data` (each complete).
+fn zstd_frames(data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < data.len() {
+        let n = zstd::zstd_safe::find_frame_compressed_size(&data[pos..]).unwrap();
+        out.push(&data[pos..pos + n]);
+        pos += n;
+    }
+    out
+}
+
+/// A `.jsonl.zstd` log as the harness writes it: the header line in its own
+/// frame, then the events.
+fn zstd_log(plain: &[u8]) -> Vec<u8> {
+    let cut = plain.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let mut out = zstd::stream::encode_all(&plain[..cut], 3).unwrap();
+    out.extend(zstd::stream::encode_all(&plain[cut..], 3).unwrap());
+    out
+}
+
+fn zstd_text(p: &Path) -> String {
+    String::from_utf8(zstd::stream::decode_all(&std::fs::read(p).unwrap()[..]).unwrap()).unwrap()
+}
+
+#[test]
+fn zstd_logs_get_one_frame_per_batch() {
+    // Manual: two batches (end-seed + start, then summary + checkpoint + end).
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write_log(dir.path(), "s.jsonl", &closed_log());
+    let log = dir.path().join("s.jsonl.zstd");
+    let before = zstd_log(&std::fs::read(&plain).unwrap());
+    std::fs::write(&log, &before).unwrap();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let r = compact(&log, &server.base, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    server.join();
+    let after = std::fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..], "old bytes untouched");
+    let frames = zstd_frames(&after[before.len()..]);
+    assert_eq!(frames.len(), 2);
+    let batch = |f: &[u8]| -> Vec<String> {
+        String::from_utf8(zstd::stream::decode_all(f).unwrap())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<J>(l).unwrap()["type"].to_string())
+            .collect()
+    };
+    assert_eq!(
+        batch(frames[0]),
+        ["\"session/end-seed\"", "\"compaction/start\""]
+    );
+    assert_eq!(
+        batch(frames[1]),
+        [
+            "\"compaction/summary\"",
+            "\"user/message\"",
+            "\"compaction/end\""
+        ]
+    );
+    std::fs::write(dir.path().join("d.jsonl"), zstd_text(&log)).unwrap();
+    assert_manual_committed(&dir.path().join("d.jsonl"));
+    assert_eq!(surface_nodes(&log), json!([15, 9]));
+
+    // Pressure (the worked example): prune pair, start, then the rest —
+    // three frames, and the same events as on a plain log.
+    let Some(ex) = shared() else { return };
+    let input = std::fs::read(ex.join("compact-pressure.input.jsonl")).unwrap();
+    let log = dir.path().join("p.jsonl.zstd");
+    let before = zstd_log(&input);
+    std::fs::write(&log, &before).unwrap();
+    let expected = std::fs::read_to_string(ex.join("compact-pressure.appended.jsonl")).unwrap();
+    let summary_text = expected
+        .lines()
+        .map(|l| serde_json::from_str::<J>(l).unwrap())
+        .find(|e| e["type"] == "compaction/summary")
+        .unwrap()["data"]["summary"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(&summary_text))]);
+    let r = compact(&log, &server.base, &["-q"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["tokensAfter"], json!(1547));
+    server.join();
+    let after = std::fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    assert_eq!(zstd_frames(&after[before.len()..]).len(), 3);
+    let text = zstd_text(&log);
+    let ours: Vec<String> = text.lines().skip(35).map(normalized).collect();
+    let theirs: Vec<String> = expected.lines().map(normalized).collect();
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn a_torn_tail_or_another_writer_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(br#"{"type":"user/mess"#);
+    std::fs::write(&log, &bytes).unwrap();
+    let r = compact(&log, "http://127.0.0.1:9", &[]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("torn write"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
+    // A dry run still shows the plan, and says what a real run would refuse.
+    let out = dsh()
+        .args(["compact", "--dry-run", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a real run would refuse"));
+    // Another dsh writer holds the log: busy, nothing written.
+    let log = write_log(dir.path(), "t.jsonl", &closed_log());
+    let bytes = std::fs::read(&log).unwrap();
+    let f = std::fs::File::open(&log).unwrap();
+    fs4::FileExt::try_lock(&f).unwrap();
+    let r = compact(&log, "http://127.0.0.1:9", &[]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("writer lock"), "{}", r.stderr);
+    drop(f);
+    assert_eq!(std::fs::read(&log).unwrap(), bytes);
 }

@@ -4,46 +4,86 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 
-use dsh::compact::anchor::AnchorMeter;
-use dsh::compact::pruning::ToolResultPruner;
-use dsh::compact::sink::FileSink;
+use dsh::append::{AppendOptions, AppendTarget, Blocker, Lifecycle};
 use dsh::compact::{
-    self, BracketReport, Env, Failure, FailureKind, Mode, Options, Outcome, Report, Session,
+    self, BracketReport, Env, Failure, FailureKind, Mode, OpenError, Options, Outcome, Report,
+    Session,
 };
+use dsh::config::{Config, RouteKind};
 use dsh::json::{OwnedValue, Value};
+use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_capacity};
 use dsh::provider::{ApiKey, Endpoint, HttpSummarizer, Progress, Protocol};
+use dsh::prune::PruneConfig;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
-use crate::cli::exit::{Status, StatusError, UsageError};
+use crate::cli::commands::prune::{append_error, now_ms};
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_config};
+use crate::cli::exit::{Status, UsageError};
 
 /// Compact a session log: summarise its oldest history through a model and
 /// replace it with one checkpoint.
 ///
-/// A log whose last turn is closed gets manual compaction (owner `null`,
-/// keeps only the newest indivisible unit, no pruning). A log with an open
-/// turn gets automatic compaction: `--mode pressure` (default: only when the
-/// routed target is over its threshold; prunes oversized tool results first,
-/// keeps the recent-tail budget, retries while still over) or `--mode
-/// overflow` (prune, then one maximal head reduction).
+/// The log's tail decides the semantics and the lifecycle of the write:
+///
+/// * last turn closed → manual compaction (owner `null`, keeps only the
+///   newest indivisible unit, no pruning, one bracket). It is maintenance of
+///   a resumed session, so the write starts a new lifecycle: the
+///   `session/end-seed` marker first (unless the log already ends with one),
+///   then the bracket with `turn: null`.
+///
+/// * last turn open → automatic compaction, continuing that live turn: no
+///   crash-repair closers, no end-seed; the prune pairs and the bracket
+///   (owned by the open turn) land where the agent would have written them.
+///   `--mode pressure` (default: only when the routed target is at or over
+///   its threshold; prunes oversized tool results first, keeps the
+///   recent-tail budget, retries while still over) or `--mode overflow`
+///   (prune, then one maximal head reduction; `maxOverflowRetries = 0`
+///   disables it).
 ///
 /// `compaction/start` is written before the model is called; every failure
-/// closes the bracket with its error and leaves the surface unchanged. The
-/// API key is read from the environment variable named by `--api-key-env`
-/// (default `DEEPSEEK_API_KEY`) and is never printed or written.
+/// closes the bracket with its error and leaves the surface unchanged. Writes
+/// go through dsh's append-only writer: an exclusive lock, complete lines
+/// (or one Zstandard frame per batch for `.jsonl.zstd`), refusal of a torn
+/// tail, a damaged region, a live compaction lock or another writer. If a
+/// compaction crashed between start and end, `dsh locks --release --yes LOG`
+/// ends its lock the way a resuming harness does.
+///
+/// Settings come from the dsh config (`--config FILE`, else `$DSH_CONFIG`,
+/// else `$XDG_CONFIG_HOME/dsh/config.toml`, else `~/.config/dsh/config.toml`),
+/// flags overriding: `[compaction]` (thresholdRatio, retainRatio or
+/// retainTokens, maxTokens, compactionRetries, maxOverflowRetries,
+/// summarizationProvider/Model, modelPolicies for the routed target),
+/// `[pruner]` (thresholdChars, headChars, tailChars) and the summarisation
+/// target's `[[routes]]` entry (kind, baseURL, apiKeyEnv, reasoningEffort;
+/// the routed target's contextWindow). The summarisation target is
+/// `--route`, else the config's summarization pair, else the route of the
+/// latest request/header. The API key is read from the environment variable
+/// the route names (default `DEEPSEEK_API_KEY`) and is never printed or
+/// written.
+///
+/// With --json: `{"mode", "lifecycle", "outcome", "route", "routedTarget",
+/// "openTurn", "contextWindow", "contextWindowSource", "thresholdTokens",
+/// "retainTokens", "policy", "summarizer", "config", "tokensBefore",
+/// "tokensAfterPrune", "tokensAfter", "surfaceTokensBefore",
+/// "surfaceTokensAfter", "replaceGenerationBefore", "replaceGenerationAfter",
+/// "pruned": [{originalSeq, replacementSeq, callId, charsBefore,
+/// charsAfter}], "brackets": [{compactionId, turn, shadowedRange,
+/// shadowedSeqs, shadowedTokenCount, startSeq, summarySeq, checkpointSeq,
+/// endSeq, checkpointTokens, usage, attempts, error, request?}],
+/// "appendedSeqs", "endSeedSeq", "declined"?, "retryAuthorized"?,
+/// "wouldAppend"?, "error"?: {message, kind, code, hint?}, "schema_version"}`.
 ///
 /// Exit status: 0 done (also when nothing needed doing), 1 the surface
 /// changed or pressure remains, 2 usage/configuration, 3 invalid log,
-/// 4 compaction lock held (see `dsh locks`), 5 summarisation failed (the
-/// failed bracket is recorded in the log).
+/// 4 compaction lock held or the log busy (see `dsh locks`), 5 summarisation
+/// failed (the failed bracket is recorded in the log), 70 a write failed.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
     /// The session log.
     pub log: String,
-    /// Summarisation target `PROVIDER/MODEL` (default: the route of the
-    /// latest request/header).
+    /// Summarisation target `PROVIDER/MODEL` (default: the config's
+    /// summarization pair, else the route of the latest request/header).
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub route: Option<String>,
     /// Semantics for a log with an open turn (ignored otherwise: manual).
@@ -56,39 +96,51 @@ pub struct CompactArgs {
     /// Write to a copy of the log at FILE (must not exist) instead of the log.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Wire protocol of the route.
-    #[arg(long, value_enum, default_value_t = KindArg::Deepseek)]
-    pub kind: KindArg,
-    /// Base URL (default `$DEEPSEEK_BASE_URL`, else `https://api.deepseek.com`,
-    /// plus `/anthropic` for `--kind anthropic`).
+    /// The dsh config file (default: $DSH_CONFIG, else
+    /// $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Wire protocol of the route (default: the route's `kind`, else deepseek).
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+    /// Base URL (default: the route's `baseURL`, else `$DEEPSEEK_BASE_URL`,
+    /// else `https://api.deepseek.com`, plus `/anthropic` for `--kind
+    /// anthropic`).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    /// Environment variable holding the API key.
-    #[arg(long, value_name = "VAR", default_value = "DEEPSEEK_API_KEY")]
-    pub api_key_env: String,
+    /// Environment variable holding the API key (default: the route's
+    /// `apiKeyEnv`, else DEEPSEEK_API_KEY).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
     /// Reasoning effort for the summary call (`off`, `low`, `high`, `max`;
-    /// default `high`).
+    /// default: the route's `reasoningEffort`, else `high`).
     #[arg(long, value_name = "EFFORT")]
     pub reasoning_effort: Option<String>,
-    /// Context window of the routed target (default: the latest matching
-    /// request/context, else 1000000 for deepseek-official).
+    /// Context window of the routed target (default: the config's model
+    /// entry, else the latest matching request/context, else the config's
+    /// route default, else 1000000 for deepseek-official).
     #[arg(long, value_name = "TOKENS")]
     pub context_window: Option<u64>,
-    /// `thresholdRatio`.
-    #[arg(long, value_name = "RATIO", default_value_t = 0.8)]
-    pub threshold_ratio: f64,
-    /// `retainRatio` (mutually exclusive with --retain-tokens).
+    /// `thresholdRatio` (default: the config's, else 0.8).
+    #[arg(long, value_name = "RATIO")]
+    pub threshold_ratio: Option<f64>,
+    /// `retainRatio` (mutually exclusive with --retain-tokens; default: the
+    /// config's, else 0.16).
     #[arg(long, value_name = "RATIO", conflicts_with = "retain_tokens")]
     pub retain_ratio: Option<f64>,
     /// `retainTokens`: absolute recent-tail budget.
     #[arg(long, value_name = "TOKENS")]
     pub retain_tokens: Option<u64>,
-    /// `maxTokens`: the summary generation cap.
-    #[arg(long, value_name = "TOKENS", default_value_t = 8192)]
-    pub max_tokens: u64,
-    /// `compactionRetries`: extra pressure attempts.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub compaction_retries: u64,
+    /// `maxTokens`: the summary generation cap (default: the config's, else 8192).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u64>,
+    /// `compactionRetries`: extra pressure attempts (default: the config's, else 1).
+    #[arg(long, value_name = "N")]
+    pub compaction_retries: Option<u64>,
+    /// `maxOverflowRetries`: 0 disables `--mode overflow` (default: the
+    /// config's, else 1).
+    #[arg(long, value_name = "N")]
+    pub max_overflow_retries: Option<u64>,
     /// `sourceCommandId` to record (manual compaction).
     #[arg(long, value_name = "ID")]
     pub source_command_id: Option<String>,
@@ -98,15 +150,12 @@ pub struct CompactArgs {
     /// Retries after HTTP 429 / 5xx / connection failures.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub retries: u32,
-    /// Release a held compaction lock left by a crashed compaction: append
-    /// what a resuming harness writes (crash-repair closers of an open turn,
-    /// then `session/end-seed`), which turns the orphaned `compaction/start`
-    /// into stale crash evidence. Compacts nothing.
-    #[arg(long, conflicts_with_all = ["dry_run", "route"])]
-    pub release_lock: bool,
     /// First retry delay in seconds (doubles per retry).
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub retry_delay: f64,
+    /// Wait up to SECONDS for another dsh writer holding the log.
+    #[arg(long, value_name = "SECONDS")]
+    pub wait: Option<f64>,
 }
 
 /// `--mode`.
@@ -136,55 +185,8 @@ fn split_route(s: &str) -> anyhow::Result<(String, String)> {
     }
 }
 
-fn budgets(cw: u64, threshold_ratio: f64, retain: Retain, key: &str) -> anyhow::Result<(u64, u64)> {
-    let threshold = (cw as f64 * threshold_ratio).floor() as u64;
-    let retain = match retain {
-        Retain::Tokens(t) => t,
-        Retain::Ratio(r) => (cw as f64 * r).floor() as u64,
-    };
-    if retain >= threshold {
-        return Err(UsageError(format!(
-            "BasicCompactionConfig: {key} retainTokens ({retain}) must be less than threshold tokens {threshold}"
-        ))
-        .into());
-    }
-    Ok((threshold, retain))
-}
-
-#[derive(Clone, Copy)]
-enum Retain {
-    Ratio(f64),
-    Tokens(u64),
-}
-
-fn capacity(
-    args: &CompactArgs,
-    session: &Session,
-    provider: &str,
-    model: &str,
-) -> Option<(u64, &'static str)> {
-    if let Some(cw) = args.context_window {
-        return Some((cw, "flag"));
-    }
-    if let Some(c) = &session.headers.context
-        && c.get("provider").is_some_and(|p| p.is_str(provider))
-        && c.get("model").is_some_and(|m| m.is_str(model))
-        && let Some(cw) = c.get("contextWindow").and_then(|w| w.as_count())
-    {
-        return Some((cw, "request/context"));
-    }
-    (provider == "deepseek-official").then_some((1_000_000, "adapter-default"))
-}
-
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
-}
-
-fn now_ms() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as f64)
-        .unwrap_or(0.0)
 }
 
 fn outcome_name(o: Option<Outcome>) -> &'static str {
@@ -194,6 +196,7 @@ fn outcome_name(o: Option<Outcome>) -> &'static str {
         Some(Outcome::PrunedBelowThreshold) => "pruned-below-threshold",
         Some(Outcome::Declined(_)) => "declined",
         Some(Outcome::DryRun) => "dry-run",
+        Some(Outcome::OverflowDisabled) => "overflow-disabled",
         None => "failed",
     }
 }
@@ -234,28 +237,93 @@ fn bracket_json(b: &BracketReport, with_request: bool) -> OwnedValue {
     v
 }
 
-fn report_json(r: &Report, extra: &Extra, dry_run: bool) -> OwnedValue {
-    let pruned: Vec<OwnedValue> = r
-        .pruned
+/// Everything resolved from the config, the flags and the log.
+struct Plan {
+    /// Summarisation target.
+    target: (String, String),
+    /// The log's routed target.
+    routed: Option<(String, String)>,
+    /// The policy for the routed target, flags applied.
+    policy: Policy,
+    /// Pressure only: the capacity and budgets.
+    capacity: Option<Capacity>,
+    budgets: Option<Budgets>,
+    /// Wire settings.
+    kind: RouteKind,
+    base_url: String,
+    key_env: String,
+    reasoning_effort: Option<String>,
+    /// The config file read, if any.
+    config_path: Option<PathBuf>,
+    pruner: PruneConfig,
+}
+
+fn policy_json(p: &Policy) -> OwnedValue {
+    let v = Value::obj().with("thresholdRatio", p.threshold_ratio.into());
+    let v = match p.retention {
+        Retention::Ratio(r) => v.with("retainRatio", r.into()),
+        Retention::Tokens(t) => v.with("retainTokensAbsolute", t.into()),
+    };
+    v.with("maxTokens", p.max_tokens.into())
+        .with("compactionRetries", p.compaction_retries.into())
+        .with("maxOverflowRetries", p.max_overflow_retries.into())
+        .with(
+            "summarizationProvider",
+            p.summarization_provider.clone().into(),
+        )
+        .with("summarizationModel", p.summarization_model.clone().into())
+        .with("modelPolicy", p.overridden.into())
+}
+
+fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> OwnedValue {
+    let pruned: Vec<OwnedValue> = r.pruned.iter().map(|p| p.to_json()).collect();
+    let end_seed = r
+        .appended
         .iter()
-        .map(|(o, n)| {
-            Value::obj()
-                .with("originalSeq", (*o).into())
-                .with("replacementSeq", (*n).into())
-        })
-        .collect();
+        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
+        .map(|e| e.seq);
     let mut v = Value::obj()
         .with("mode", r.mode.name().into())
+        .with("lifecycle", lifecycle.as_str().into())
         .with("outcome", outcome_name(r.outcome).into())
         .with(
             "route",
-            format!("{}/{}", extra.target.0, extra.target.1).into(),
+            format!("{}/{}", plan.target.0, plan.target.1).into(),
         )
-        .with("routedTarget", opt(extra.routed.clone()))
+        .with(
+            "routedTarget",
+            opt(plan.routed.as_ref().map(|(p, m)| format!("{p}/{m}"))),
+        )
         .with("openTurn", opt(r.open_turn))
-        .with("contextWindow", opt(extra.context_window))
-        .with("thresholdTokens", opt(extra.threshold))
-        .with("retainTokens", extra.retain.into())
+        .with(
+            "contextWindow",
+            opt(plan.capacity.map(|c| c.context_window)),
+        )
+        .with(
+            "contextWindowSource",
+            opt(plan.capacity.map(|c| c.source.as_str())),
+        )
+        .with(
+            "thresholdTokens",
+            opt(plan.budgets.map(|b| b.threshold_tokens)),
+        )
+        .with(
+            "retainTokens",
+            plan.budgets.map_or(0, |b| b.retain_tokens).into(),
+        )
+        .with("policy", policy_json(&plan.policy))
+        .with(
+            "summarizer",
+            Value::obj()
+                .with("kind", plan.kind.as_str().into())
+                .with("baseURL", plan.base_url.clone().into())
+                .with("apiKeyEnv", plan.key_env.clone().into())
+                .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
+        )
+        .with(
+            "config",
+            opt(plan.config_path.as_ref().map(|p| p.display().to_string())),
+        )
         .with("tokensBefore", opt(r.tokens_before))
         .with("tokensAfterPrune", opt(r.tokens_after_prune))
         .with("tokensAfter", opt(r.tokens_after))
@@ -280,7 +348,8 @@ fn report_json(r: &Report, extra: &Extra, dry_run: bool) -> OwnedValue {
                 .map(|e| e.seq)
                 .collect::<Vec<u64>>()
                 .into(),
-        );
+        )
+        .with("endSeedSeq", opt(end_seed));
     if let Some(Outcome::Declined(d)) = r.outcome {
         v = v.with("declined", d.explain().into());
     }
@@ -296,26 +365,32 @@ fn report_json(r: &Report, extra: &Extra, dry_run: bool) -> OwnedValue {
     v
 }
 
-struct Extra {
-    target: (String, String),
-    routed: Option<String>,
-    context_window: Option<u64>,
-    threshold: Option<u64>,
-    retain: u64,
-    key_env: String,
-}
-
-fn print_human(r: &Report, extra: &Extra, dry_run: bool) {
-    let route = format!("{}/{}", extra.target.0, extra.target.1);
-    println!("mode: {}   summarizer: {route}", r.mode.name());
-    if let (Some(t), Some(cw)) = (extra.threshold, extra.context_window) {
+fn print_human(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) {
+    let route = format!("{}/{}", plan.target.0, plan.target.1);
+    println!(
+        "mode: {} ({} lifecycle)   summarizer: {route}",
+        r.mode.name(),
+        lifecycle.as_str()
+    );
+    if let (Some(b), Some(c)) = (plan.budgets, plan.capacity) {
         println!(
-            "capacity {cw} tokens, threshold {t}, retain {}",
-            extra.retain
+            "capacity {} tokens ({}), threshold {}, retain {}",
+            c.context_window,
+            c.source.as_str(),
+            b.threshold_tokens,
+            b.retain_tokens
         );
     }
-    for (o, n) in &r.pruned {
-        println!("pruned tool result seq {o} -> replacement seq {n}");
+    for e in &r.appended {
+        if e.kind == dsh::Kind::SessionEndSeed {
+            println!("new lifecycle: session/end-seed seq {}", e.seq);
+        }
+    }
+    for p in &r.pruned {
+        println!(
+            "pruned tool result seq {} -> replacement seq {} ({} -> {} code points)",
+            p.original_seq, p.replacement_seq, p.chars_before, p.chars_after
+        );
     }
     for b in &r.brackets {
         println!(
@@ -353,7 +428,14 @@ fn print_human(r: &Report, extra: &Extra, dry_run: bool) {
             println!("bracket failed: {e}");
         }
     }
-    let tokens = |t: Option<u64>| t.map(|x| x.to_string()).unwrap_or_else(|| "?".into());
+    let tokens = |t: Option<f64>| {
+        t.map(|x| Value::from(x).to_json())
+            .unwrap_or_else(|| "?".into())
+    };
+    let threshold = plan
+        .budgets
+        .map(|b| b.threshold_tokens.to_string())
+        .unwrap_or_else(|| "?".into());
     match r.outcome {
         Some(Outcome::Declined(d)) => {
             if r.mode == Mode::Manual {
@@ -362,15 +444,17 @@ fn print_human(r: &Report, extra: &Extra, dry_run: bool) {
             println!("nothing to compact: {}", d.explain());
         }
         Some(Outcome::BelowThreshold) => println!(
-            "below threshold: {} tokens < {}; nothing written",
+            "below threshold: {} tokens < {threshold}; nothing written",
             tokens(r.tokens_before),
-            tokens(extra.threshold)
         ),
         Some(Outcome::PrunedBelowThreshold) => println!(
             "pruning alone brought it below threshold: {} -> {} tokens",
             tokens(r.tokens_before),
             tokens(r.tokens_after_prune)
         ),
+        Some(Outcome::OverflowDisabled) => {
+            println!("overflow recovery is disabled (maxOverflowRetries = 0); nothing written")
+        }
         Some(Outcome::DryRun) => println!("dry run: nothing written, no one called"),
         _ => {}
     }
@@ -391,7 +475,6 @@ fn print_human(r: &Report, extra: &Extra, dry_run: bool) {
             r.retry_authorized()
         );
     }
-    let _ = &extra.key_env;
 }
 
 fn failure_status(f: &Failure) -> Status {
@@ -405,173 +488,243 @@ fn failure_status(f: &Failure) -> Status {
     }
 }
 
-fn release_lock(ctx: &Ctx, session: &Session) -> anyhow::Result<Status> {
-    let start_seq = match session.lock() {
-        compact::LockState::Busy { start_seq } => start_seq,
-        other => {
-            let state = match other {
-                compact::LockState::Stale { .. } => "stale",
-                _ => "free",
-            };
-            if ctx.json {
-                ctx.print_json(
-                    &Value::obj()
-                        .with("released", false.into())
-                        .with("lock", state.into())
-                        .with("schema_version", SCHEMA_VERSION.into()),
-                )?;
-            } else {
-                println!("the compaction lock is not held ({state}); nothing written");
+fn check_ratio(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
+    match v {
+        Some(r) if !(r.is_finite() && r > 0.0 && r <= 1.0) => {
+            Err(UsageError(format!("{flag} {r}: must be a number in (0, 1]")).into())
+        }
+        v => Ok(v),
+    }
+}
+
+/// The policy of the routed target from the config, flags overriding.
+fn resolve_policy(
+    args: &CompactArgs,
+    config: &Config,
+    routed: Option<&(String, String)>,
+) -> anyhow::Result<Policy> {
+    let (p, m) = routed.cloned().unwrap_or_default();
+    let mut policy = config.policy_for(&p, &m);
+    if let Some(t) = check_ratio("--threshold-ratio", args.threshold_ratio)? {
+        policy.threshold_ratio = t;
+    }
+    if let Some(r) = check_ratio("--retain-ratio", args.retain_ratio)? {
+        policy.retention = Retention::Ratio(r);
+    }
+    if let Some(t) = args.retain_tokens {
+        policy.retention = Retention::Tokens(t);
+    }
+    if let Retention::Ratio(r) = policy.retention
+        && r >= policy.threshold_ratio
+    {
+        return Err(UsageError(format!(
+            "retainRatio ({}) must be less than the resolved thresholdRatio ({})",
+            Value::from(r).to_json(),
+            Value::from(policy.threshold_ratio).to_json()
+        ))
+        .into());
+    }
+    if let Some(t) = args.max_tokens {
+        if t == 0 {
+            return Err(UsageError("--max-tokens must be a positive integer".into()).into());
+        }
+        policy.max_tokens = t;
+    }
+    if let Some(n) = args.compaction_retries {
+        policy.compaction_retries = n;
+    }
+    if let Some(n) = args.max_overflow_retries {
+        policy.max_overflow_retries = n;
+    }
+    Ok(policy)
+}
+
+fn plan(
+    args: &CompactArgs,
+    config: &Config,
+    session: &Session,
+    mode: Mode,
+) -> anyhow::Result<Plan> {
+    let routed = session.headers().route();
+    let policy = resolve_policy(args, config, routed.as_ref())?;
+    let target = match &args.route {
+        Some(r) => split_route(r)?,
+        None if !policy.summarization_provider.is_empty() => (
+            policy.summarization_provider.clone(),
+            policy.summarization_model.clone(),
+        ),
+        None => routed
+            .clone()
+            .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+            .ok_or_else(|| UsageError(compact::NO_TARGET.to_string()))?,
+    };
+    let (mut capacity, mut budgets) = (None, None);
+    if mode == Mode::Pressure {
+        let (p, m) = routed
+            .clone()
+            .filter(|(p, m)| !p.is_empty() && !m.is_empty())
+            .ok_or_else(|| {
+                UsageError(
+                    "pressure compaction needs a routed target (no request/header in the log)"
+                        .into(),
+                )
+            })?;
+        let (config_model, config_route_default) = config.configured_capacity(&p, &m);
+        let logged = session
+            .measure()
+            .ok()
+            .and_then(|x| x.logged_context_window(&p, &m))
+            .map(|l| l.0);
+        let inputs = CapacityInputs {
+            flag: args.context_window,
+            config_model,
+            logged,
+            config_route_default,
+        };
+        let c = resolve_capacity(&p, &inputs)
+            .ok_or_else(|| UsageError(dsh::policy::no_capacity_message(&p, &m)))?;
+        let b = policy
+            .budgets(c.context_window)
+            .map_err(|e| UsageError(e.message))?;
+        capacity = Some(c);
+        budgets = Some(b);
+    }
+    let route_cfg = config.route_config(&target.0);
+    let kind = match args.kind {
+        Some(KindArg::Deepseek) => RouteKind::Deepseek,
+        Some(KindArg::Anthropic) => RouteKind::Anthropic,
+        None => route_cfg.map_or(RouteKind::Deepseek, |r| r.kind),
+    };
+    let base_url = match args
+        .base_url
+        .clone()
+        .or_else(|| route_cfg.and_then(|r| r.base_url.clone()))
+    {
+        Some(u) => u,
+        None => {
+            let root = std::env::var("DEEPSEEK_BASE_URL")
+                .ok()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "https://api.deepseek.com".into());
+            match kind {
+                RouteKind::Deepseek => root,
+                RouteKind::Anthropic => format!("{}/anthropic", root.trim_end_matches('/')),
             }
-            return Ok(Status::Ok);
         }
     };
-    let log = session.loaded().expect("loaded from a file");
-    let mut events = log.closers.clone();
-    let seq = log.event_count();
-    let v = Value::obj()
-        .with("type", "session/end-seed".into())
-        .with("seq", seq.into())
-        .with("time", now_ms().into())
-        .with("data", Value::obj());
-    events.push(dsh::event::owned_event(dsh::Kind::SessionEndSeed, seq, v));
-    let mut sink = FileSink::open(log).map_err(|e| StatusError {
-        status: Status::Busy,
-        message: e.to_string(),
-    })?;
-    compact::Sink::append(&mut sink, &events).map_err(|e| StatusError {
-        status: Status::Internal,
-        message: e.to_string(),
-    })?;
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    if ctx.json {
-        ctx.print_json(
-            &Value::obj()
-                .with("released", true.into())
-                .with("orphanStartSeq", start_seq.into())
-                .with("appendedSeqs", seqs.into())
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
-    } else {
-        println!(
-            "released the compaction lock held by compaction/start seq {start_seq}: appended {} event(s) ending with session/end-seed seq {seq}",
-            events.len()
-        );
-    }
-    Ok(Status::Ok)
+    let key_env = args
+        .api_key_env
+        .clone()
+        .or_else(|| route_cfg.and_then(|r| r.api_key_env.clone()))
+        .unwrap_or_else(|| "DEEPSEEK_API_KEY".into());
+    let reasoning_effort = args
+        .reasoning_effort
+        .clone()
+        .or_else(|| route_cfg.and_then(|r| r.reasoning_effort.clone()));
+    let p = config.pruner;
+    Ok(Plan {
+        target,
+        routed,
+        policy,
+        capacity,
+        budgets,
+        kind,
+        base_url,
+        key_env,
+        reasoning_effort,
+        config_path: config.path.clone(),
+        pruner: PruneConfig {
+            threshold_chars: p.threshold_chars,
+            head_chars: p.head_chars,
+            tail_chars: p.tail_chars,
+        },
+    })
+}
+
+fn busy_hint(log: &str) -> String {
+    format!(
+        "a compaction/start has no compaction/end (see `dsh locks {log}`); if the compacting process is gone, run `dsh locks --release --yes {log}` (appends session/end-seed, as a resumed harness does)"
+    )
 }
 
 /// Run `dsh compact`.
 pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
-    let mut src = ctx.resolve(&args.log)?;
-    if let Some(out) = &args.out {
-        let from = src
-            .path()
-            .ok_or_else(|| UsageError("--out needs a log file, not standard input".into()))?
-            .to_path_buf();
-        if out.exists() {
-            return Err(UsageError(format!("{}: already exists", out.display())).into());
-        }
-        if !args.dry_run {
-            std::fs::copy(&from, out)
-                .with_context(|| format!("cannot copy the log to {}", out.display()))?;
-            src = dsh::log::LogSource::File(out.clone());
-        }
-    }
-    let meter: Box<dyn compact::PressureMeter> = Box::new(AnchorMeter::default());
-    let mut session = Session::load(&src, &ctx.load_options(), Some(meter))?;
-    if let Some(log) = session.loaded() {
-        ctx.warn_all(log);
-    }
-    if args.release_lock {
-        return release_lock(ctx, &session);
-    }
-    let routed = session.headers.route();
-    let target = match &args.route {
-        Some(r) => split_route(r)?,
-        None => routed
-            .clone()
-            .ok_or_else(|| UsageError(compact::NO_TARGET.to_string()))?,
+    let config = load_config(args.config.as_deref())?;
+    let src = ctx.resolve(&args.log)?;
+    let target = match (&args.out, args.dry_run) {
+        (_, true) => AppendTarget::DryRun,
+        (Some(out), false) => AppendTarget::Copy(out.clone()),
+        (None, false) => AppendTarget::InPlace,
     };
+    let wait = match args.wait {
+        None => None,
+        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => return Err(UsageError(format!("--wait {s}: expected seconds >= 0")).into()),
+    };
+    let opts = AppendOptions {
+        wait,
+        load: ctx.load_options(),
+        ..AppendOptions::default()
+    };
+    let mut session = match Session::open(&src, target, &opts) {
+        Ok(s) => s,
+        Err(OpenError::Append(e)) => return Err(append_error(e)),
+        Err(OpenError::Meter(e)) => {
+            return Err(dsh::LoadError::invalid(e.to_string())
+                .seq(e.seq())
+                .file(src.display())
+                .into());
+        }
+    };
+    ctx.warn_all(session.appender().log());
+    if session.is_dry_run() && !ctx.quiet {
+        for b in session.blockers() {
+            if !matches!(b, Blocker::CompactionLock { .. }) {
+                eprintln!("dsh: warning: a real run would refuse: {b}");
+            }
+        }
+    }
     let mode = match (args.mode, session.open_turn()) {
         (_, None) => Mode::Manual,
         (ModeArg::Auto | ModeArg::Pressure, Some(_)) => Mode::Pressure,
         (ModeArg::Overflow, Some(_)) => Mode::Overflow,
     };
-    let retain_policy = match (args.retain_tokens, args.retain_ratio) {
-        (Some(t), _) => Retain::Tokens(t),
-        (None, Some(r)) => Retain::Ratio(r),
-        (None, None) => Retain::Ratio(0.16),
+    let plan = plan(args, &config, &session, mode)?;
+    let protocol = match plan.kind {
+        RouteKind::Deepseek => Protocol::DeepSeek,
+        RouteKind::Anthropic => Protocol::Anthropic,
     };
-    let (mut context_window, mut threshold, mut retain) = (None, None, 0);
-    if mode == Mode::Pressure {
-        let (p, m) = routed.clone().ok_or_else(|| {
-            UsageError(
-                "pressure compaction needs a routed target (no request/header in the log)".into(),
-            )
-        })?;
-        let (cw, _) = capacity(args, &session, &p, &m).ok_or_else(|| {
-            UsageError(format!(
-                "compaction-basic: no context capacity for {p}/{m}; configure contextWindow on that adapter model"
-            ))
-        })?;
-        let (t, r) = budgets(cw, args.threshold_ratio, retain_policy, &format!("{p}/{m}"))?;
-        context_window = Some(cw);
-        threshold = Some(t);
-        retain = r;
-    }
-    let protocol = match args.kind {
-        KindArg::Deepseek => Protocol::DeepSeek,
-        KindArg::Anthropic => Protocol::Anthropic,
-    };
-    let base_url = args.base_url.clone().unwrap_or_else(|| {
-        let root = std::env::var("DEEPSEEK_BASE_URL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "https://api.deepseek.com".into());
-        match protocol {
-            Protocol::DeepSeek => root,
-            Protocol::Anthropic => format!("{}/anthropic", root.trim_end_matches('/')),
-        }
-    });
-    let key = std::env::var(&args.api_key_env).unwrap_or_default();
+    let key = std::env::var(&plan.key_env).unwrap_or_default();
     if key.is_empty() && !args.dry_run {
         return Err(UsageError(format!(
             "no API key: set ${} (the key is read from the environment only)",
-            args.api_key_env
+            plan.key_env
         ))
         .into());
     }
-    let mut endpoint = Endpoint::new(protocol, base_url, ApiKey::new(key));
-    endpoint.reasoning_effort = args.reasoning_effort.clone();
+    let mut endpoint = Endpoint::new(protocol, plan.base_url.clone(), ApiKey::new(key));
+    endpoint.reasoning_effort = plan.reasoning_effort.clone();
     endpoint.idle_timeout = Duration::from_secs_f64(args.timeout.max(0.001));
     endpoint.max_retries = args.retries;
     endpoint.retry_base = Duration::from_secs_f64(args.retry_delay.max(0.0));
     let summarizer = HttpSummarizer { endpoint };
-    let opts = Options {
+    let options = Options {
         mode,
-        threshold_tokens: threshold,
-        retain_tokens: retain,
-        compaction_retries: args.compaction_retries,
-        max_tokens: args.max_tokens,
-        target: target.clone(),
+        threshold_tokens: plan.budgets.map(|b| b.threshold_tokens),
+        retain_tokens: plan.budgets.map_or(0, |b| b.retain_tokens),
+        compaction_retries: plan.policy.compaction_retries,
+        max_tokens: plan.policy.max_tokens,
+        target: plan.target.clone(),
         source_command_id: args.source_command_id.clone(),
-        dry_run: args.dry_run,
-    };
-    let extra = Extra {
-        target,
-        routed: routed.map(|(p, m)| format!("{p}/{m}")),
-        context_window,
-        threshold,
-        retain,
-        key_env: args.api_key_env.clone(),
+        pruner: Some(plan.pruner),
+        max_overflow_retries: plan.policy.max_overflow_retries,
     };
     let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| {
         let pb = indicatif::ProgressBar::new_spinner();
         pb.enable_steady_tick(Duration::from_millis(120));
         pb.set_message(format!(
             "summarising with {}/{}",
-            extra.target.0, extra.target.1
+            plan.target.0, plan.target.1
         ));
         pb
     });
@@ -593,38 +746,35 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     };
     let mut ids = uuid;
     let clock = now_ms;
-    let pruner = ToolResultPruner::default();
     let mut env = Env {
         summarizer: &summarizer,
-        pruner: Some(&pruner),
         clock: &clock,
         ids: &mut ids,
         progress: &mut progress,
     };
-    let mut memory = compact::MemorySink::default();
-    let mut file_sink;
-    let sink: &mut dyn compact::Sink = if args.dry_run {
-        &mut memory
-    } else {
-        let log = session.loaded().expect("loaded from a file");
-        file_sink = FileSink::open(log).map_err(|e| StatusError {
-            status: Status::Busy,
-            message: e.to_string(),
-        })?;
-        &mut file_sink
-    };
-    let result = compact::run(&mut session, sink, &mut env, &opts);
+    let result = compact::run(&mut session, &mut env, &options);
     if let Some(pb) = &spinner {
         pb.finish_and_clear();
+    }
+    let lifecycle = session.lifecycle();
+    // Publish a copy (--out) with whatever was written, a failed bracket
+    // included (a run refused before writing anything publishes nothing),
+    // and release the writer lock.
+    let wrote = match &result {
+        Ok(_) => true,
+        Err(f) => !f.report.appended.is_empty(),
+    };
+    if wrote {
+        session.finish().map_err(append_error)?;
     }
     match result {
         Ok(report) => {
             if ctx.json {
-                let v = report_json(&report, &extra, args.dry_run)
+                let v = report_json(&report, &plan, lifecycle, args.dry_run)
                     .with("schema_version", SCHEMA_VERSION.into());
                 ctx.print_json(&v)?;
             } else {
-                print_human(&report, &extra, args.dry_run);
+                print_human(&report, &plan, lifecycle, args.dry_run);
             }
             Ok(Status::Ok)
         }
@@ -634,11 +784,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                 (Some(p), _) if p.code == "AUTH" => Some(format!(
                     "the provider rejected the API key (HTTP {}): check ${}",
                     p.status.unwrap_or(401),
-                    args.api_key_env
+                    plan.key_env
                 )),
-                (_, FailureKind::Busy) => Some(
-                    "a compaction/start has no compaction/end (see `dsh locks`); if the compacting process is gone, run `dsh compact --release-lock LOG` (appends session/end-seed, as a resumed harness does)".into(),
-                ),
+                (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
                 _ => None,
             };
             if ctx.json {
@@ -649,12 +797,12 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                 if let Some(h) = &hint {
                     err = err.with("hint", h.clone().into());
                 }
-                let v = report_json(&f.report, &extra, args.dry_run)
+                let v = report_json(&f.report, &plan, lifecycle, args.dry_run)
                     .with("error", err)
                     .with("schema_version", SCHEMA_VERSION.into());
                 ctx.print_json(&v)?;
             } else {
-                print_human(&f.report, &extra, args.dry_run);
+                print_human(&f.report, &plan, lifecycle, args.dry_run);
             }
             eprintln!("dsh: compact failed: {}", f.message);
             if let Some(h) = hint {

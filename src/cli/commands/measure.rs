@@ -107,20 +107,7 @@ struct Job<'a> {
 }
 
 fn load_config(args: &MeasureArgs) -> Result<Config> {
-    let env = |k: &str| std::env::var_os(k).map(PathBuf::from);
-    let home = env("HOME");
-    let Some((path, explicit)) = dsh::config::default_path(
-        args.config.as_deref(),
-        env("DSH_CONFIG").as_deref(),
-        env("XDG_CONFIG_HOME").as_deref(),
-        home.as_deref(),
-    ) else {
-        return Ok(Config::default());
-    };
-    if !explicit && !path.exists() {
-        return Ok(Config::default());
-    }
-    Config::load(&path).map_err(|e| UsageError(format!("config: {e}")).into())
+    crate::cli::ctx::load_config(args.config.as_deref())
 }
 
 fn parse_header(arg: &str) -> Result<OwnedValue> {

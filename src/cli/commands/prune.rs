@@ -129,6 +129,7 @@ pub fn append_options(
         wait,
         load: ctx.load_options(),
         debug_pause: pause_ms.map(Duration::from_millis),
+        ..AppendOptions::default()
     })
 }
 

@@ -639,7 +639,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__verify)
-            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --json --lenient --quiet --home --help --version"
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -654,6 +654,10 @@ _dsh() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -143,6 +143,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l format -d 'Output: a 
 json\t'One JSON document'
 github\t'GitHub Actions workflow commands'"
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s j -l jobs -d 'Logs checked at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l config -d 'The dsh config file whose [pruner] budgets V-PRV-10 uses (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l deny-warnings -d 'Warnings count as violations (exit 1)'

@@ -106,11 +106,13 @@ struct Job<'a> {
     encoding: Option<Encoding>,
 }
 
-fn load_config(args: &MeasureArgs) -> Result<Config> {
+/// The dsh config: `flag`, else $DSH_CONFIG, else the XDG location (a
+/// missing default file means defaults). Shared by the commands that read it.
+pub(crate) fn load_config(flag: Option<&std::path::Path>) -> Result<Config> {
     let env = |k: &str| std::env::var_os(k).map(PathBuf::from);
     let home = env("HOME");
     let Some((path, explicit)) = dsh::config::default_path(
-        args.config.as_deref(),
+        flag,
         env("DSH_CONFIG").as_deref(),
         env("XDG_CONFIG_HOME").as_deref(),
         home.as_deref(),
@@ -209,7 +211,7 @@ impl Job<'_> {
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
-    let config = load_config(args)?;
+    let config = load_config(args.config.as_deref())?;
     let route = match &args.route {
         None => None,
         Some(r) => match r.split_once('/') {

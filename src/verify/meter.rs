@@ -79,10 +79,12 @@ impl MeterTrace {
                     sink.emit(replay_check(message), at, message.clone());
                     self.replay_stopped = true;
                 }
-                Some(e @ MeterError::NeedsAllChunks { .. }) => {
+                Some(MeterError::NeedsAllChunks { seq, chunk }) => {
+                    // Only possible when step labels repeat, which the
+                    // session invariant reports; measure() would read the
+                    // log again keeping every chunk, verify reads it once.
                     self.note = Some(format!(
-                        "token meter: {e}; the V-MTR-1/2 replay was not continued past seq {} (the repeated step labels are session-invariant violations)",
-                        ev.seq
+                        "token meter: V-MTR-1/2 not checked past seq {seq}: its assistant/message cites chunk {chunk} of an earlier step with the same turn/step labels"
                     ));
                     self.replay_stopped = true;
                 }

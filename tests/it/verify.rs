@@ -862,6 +862,63 @@ fn a_message_citing_what_is_not_its_chunk_is_v_mtr_2() {
 }
 
 #[test]
+fn replay_findings_are_what_measure_throws() {
+    // The meter samples: where `dsh measure` fails with a replay error,
+    // verify reports that error (same seq, same words) as V-MTR-1/2; where
+    // it measures, verify has no replay finding.
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("samples")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.starts_with("meter-") || !name.ends_with(".jsonl") {
+            continue;
+        }
+        let out = dsh()
+            .args(["measure", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let m: J = serde_json::from_slice(&out.stdout).unwrap();
+        let r = verify(&LogSource::File(path.clone()), &LoadOptions::default());
+        let replay: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| matches!(f.check, CheckId::Mtr1 | CheckId::Mtr2))
+            .collect();
+        match m["error"].as_str() {
+            Some(e) => {
+                assert_eq!(out.status.code(), Some(3), "{name}");
+                assert_eq!(replay.len(), 1, "{name}: {replay:#?}");
+                assert_eq!(replay[0].message, e, "{name}");
+                assert_eq!(replay[0].seq, m["seq"].as_u64(), "{name}");
+                assert_eq!(r.verdict(false), Verdict::Violations, "{name}");
+            }
+            None => assert!(replay.is_empty(), "{name}: {replay:#?}"),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 7, "{checked}");
+}
+
+#[test]
+fn repeated_step_labels_stop_the_replay_with_a_note() {
+    // measure() re-reads such a log keeping every chunk; verify reads it
+    // once, so it says where the replay check stopped (the session invariant
+    // reports the repeated labels).
+    let r = verify(
+        &LogSource::File(root().join("samples/meter-repeated-labels.jsonl")),
+        &LoadOptions::default(),
+    );
+    assert_eq!(ids(&r), vec!["V-SESS-3"]);
+    assert!(
+        r.notes.iter().any(|n| n
+            == "token meter: V-MTR-1/2 not checked past seq 17: its assistant/message cites chunk 5 of an earlier step with the same turn/step labels"),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
 fn a_shadow_price_for_another_range_is_v_mtr_4() {
     let mut log = Log::sample();
     log.data(24)["shadowedRange"] = json!({"start": 10, "end": 12});

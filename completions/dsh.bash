@@ -587,7 +587,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__prune)
-            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --home --help --version"
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -607,6 +607,14 @@ _dsh() {
                     ;;
                 --tail-chars)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k" -- "${cur}"))
                     return 0
                     ;;
                 --wait)
@@ -651,7 +659,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__verify)
-            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --json --lenient --quiet --home --help --version"
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -666,6 +674,10 @@ _dsh() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

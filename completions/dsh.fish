@@ -96,9 +96,12 @@ complete -c dsh -n "__fish_dsh_using_subcommand load" -s q -l quiet -d 'Do not p
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l out -d 'Write a copy of the log with the appends to FILE (which must not exist) instead of touching the log' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand prune" -l threshold-chars -d 'Prune a result whose text exceeds this many code points (reference `thresholdChars`)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand prune" -l head-chars -d 'Code points kept at the head (reference `headChars`)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tail-chars -d 'Code points kept at the tail (reference `tailChars`)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l threshold-chars -d 'Prune a result whose text exceeds this many code points (reference `thresholdChars`; overrides the config\'s)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l head-chars -d 'Code points kept at the head (reference `headChars`; overrides the config\'s)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tail-chars -d 'Code points kept at the tail (reference `tailChars`; overrides the config\'s)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l config -d 'The dsh config file whose [pruner] budgets apply (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tokenizer -d 'Also count the tokens saved with a real BPE encoding (repeatable)' -r -f -a "o200k\t''
+cl100k\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l wait -d 'Wait up to SECONDS for another dsh writer to release the log' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l time -d 'Stamp appended events with this time (epoch milliseconds)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l debug-write-pause-ms -d 'Test hook: pause this long between the steps of the write' -r
@@ -145,6 +148,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l format -d 'Output: a 
 json\t'One JSON document'
 github\t'GitHub Actions workflow commands'"
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s j -l jobs -d 'Logs checked at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l config -d 'The dsh config file whose [pruner] budgets V-PRV-10 uses (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l deny-warnings -d 'Warnings count as violations (exit 1)'

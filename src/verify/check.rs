@@ -35,6 +35,11 @@
 //! | `V-CMD-1` | E | — | `command/run` ids are unique |
 //! | `V-CMD-2` | E | — | `command/done` pairs a prior `command/run` |
 //! | `V-CMD-3` | E | — | `command/done.sourceEventSeq` is a success naming an earlier non-command event |
+//! | `V-MTR-1` | E | §7.5 | token meter: step/start, step/end and assistant/message pair up (`measure()` throws otherwise) |
+//! | `V-MTR-2` | E | §7.5 | token meter: an assistant/message's cited chunks are earlier, unique `assistant/chunk`s of its step that assemble, and its usage reads |
+//! | `V-MTR-3` | E | §7.5 | token meter: every replace names a range on the priced surface (the loader's: reported beside the V-SURF-4 refusal) |
+//! | `V-MTR-4` | E | §7.5 | projections: a replace right after a summary/prune covers its `shadowedRange` ("no adjacent shadow price"); the folds read every event |
+//! | `V-MTR-5` | W | §7.5 | projections agree with `measure()`: no replace drifts `contextBreakdown.messageTokens` (unmetered, or `shadowedTokenCount` ≠ the shadowed price) |
 //! | `V-PRV-1` | W | §7.6 | checkpoint `sourceEventSeqs == [start, summary, …shadowedSeqs]` |
 //! | `V-PRV-2` | W | §7.6 | bracket order: summary → checkpoint (next seq) → end; nothing model-visible in between |
 //! | `V-PRV-3` | W | §7.6 | `summary.shadowedRange` equals the replace's `{start, end}` |
@@ -44,7 +49,7 @@
 //! | `V-PRV-7` | W | §7.6 | summary holds only text blocks, some of it not blank |
 //! | `V-PRV-8` | W | §7.6 | `llmStreamCall` summaries carry `rawOutput` whose text blocks equal the summary |
 //! | `V-PRV-9` | W | §7.6 | `compaction/prune` is immediately followed by its `[S, S]` replace citing `[S]` |
-//! | `V-PRV-10` | W | §7.6 | prune `shadowedTokenCount` equals the original node's price |
+//! | `V-PRV-10` | W | §7.6 | prune `shadowedTokenCount` equals the original node's price; the replacement content is what the pruner makes of the original, and is stable |
 //! | `V-PRV-11` | W | §7.6 | every `tool/result` replace is preceded by a `compaction/prune` |
 //! | `V-PRV-12` | W | §7.6 | the surface derives a valid transcript: each tool result follows its call; closed steps answer every call |
 //! | `V-PRV-13` | W | §7.6 | an `llmStreamCall` summary's request can be rebuilt (a request header precedes the bracket) |
@@ -53,10 +58,14 @@
 //! `V-ENV` or `V-SURF` finding, exit 3); it has *violations* when any finding
 //! has severity [`Severity::Error`] (with `--deny-warnings`: any finding at
 //! all); otherwise it is *clean*. Error severity is given exactly to the
-//! checks the reference enforces (its loader, and the `dsh-session`,
+//! checks the reference enforces: its loader, the `dsh-session`,
 //! `dsh-compaction` and `dsh-commands` invariant companions its verification
-//! runs), so the error-level verdict equals the reference's. Warnings are the
-//! properties the reference writers rely on without enforcing them.
+//! runs (their first violation each is the reference's `violations` list),
+//! and the token meter's replay (`measure()` and the projections throw:
+//! V-MTR-1…4). So a log has error findings exactly when the reference's
+//! verification reports a violation or its meter cannot replay the log.
+//! Warnings are the properties the reference relies on without enforcing
+//! them.
 
 use std::fmt;
 
@@ -163,6 +172,11 @@ checks! {
     Cmd1 = "V-CMD-1", Error, "", COMMANDS, "command/run ids are unique";
     Cmd2 = "V-CMD-2", Error, "", COMMANDS, "command/done pairs a prior command/run";
     Cmd3 = "V-CMD-3", Error, "", COMMANDS, "command/done sourceEventSeq names an earlier non-command event of a success";
+    Mtr1 = "V-MTR-1", Error, "§7.5", None, "token meter: step/start, step/end and assistant/message pair up";
+    Mtr2 = "V-MTR-2", Error, "§7.5", None, "token meter: an assistant/message's cited chunks are earlier, unique assistant/chunk events of its step that assemble";
+    Mtr3 = "V-MTR-3", Error, "§7.5", None, "token meter: every replace names a range on the priced surface";
+    Mtr4 = "V-MTR-4", Error, "§7.5", None, "projections: a replace right after a summary/prune covers its shadowedRange";
+    Mtr5 = "V-MTR-5", Warning, "§7.5", None, "projections agree with measure(): no replace drifts contextBreakdown.messageTokens";
     Prv1 = "V-PRV-1", Warning, "§7.6", None, "checkpoint sourceEventSeqs are [start, summary, …shadowedSeqs]";
     Prv2 = "V-PRV-2", Warning, "§7.6", None, "summary, checkpoint (next seq) and end come in order with nothing model-visible in between";
     Prv3 = "V-PRV-3", Warning, "§7.6", None, "summary shadowedRange equals the replace range";
@@ -172,7 +186,7 @@ checks! {
     Prv7 = "V-PRV-7", Warning, "§7.6", None, "a summary holds only text blocks, not all blank";
     Prv8 = "V-PRV-8", Warning, "§7.6", None, "an llmStreamCall summary carries rawOutput whose text blocks equal it";
     Prv9 = "V-PRV-9", Warning, "§7.6", None, "compaction/prune is immediately followed by its single-node tool/result replace";
-    Prv10 = "V-PRV-10", Warning, "§7.6", None, "prune shadowedTokenCount equals the original node's price";
+    Prv10 = "V-PRV-10", Warning, "§7.6", None, "prune shadowedTokenCount equals the original node's price; the pruner makes the replacement content of the original";
     Prv11 = "V-PRV-11", Warning, "§7.6", None, "every tool/result replace is preceded by a compaction/prune";
     Prv12 = "V-PRV-12", Warning, "§7.6", None, "the surface derives a valid transcript: tool results follow their calls, closed steps answer every call";
     Prv13 = "V-PRV-13", Warning, "§7.6", None, "an llmStreamCall summary's request can be rebuilt from the log prefix";
@@ -216,8 +230,14 @@ mod tests {
     #[test]
     fn error_checks_are_the_reference_ones() {
         for &c in CheckId::ALL {
+            // The loader, the invariant companions, and the meter's replay
+            // (measure() and the projections throw) are the reference's.
             let reference = c.package().is_some()
-                || matches!(c.as_str().split('-').nth(1), Some("LOG" | "ENV" | "SURF"));
+                || matches!(c.as_str().split('-').nth(1), Some("LOG" | "ENV" | "SURF"))
+                || matches!(
+                    c,
+                    CheckId::Mtr1 | CheckId::Mtr2 | CheckId::Mtr3 | CheckId::Mtr4
+                );
             assert_eq!(c.severity() == Severity::Error, reference, "{c}");
             if let Some(p) = c.package() {
                 assert!(REFERENCE_COMPANIONS.contains(&p));

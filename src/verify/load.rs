@@ -30,6 +30,22 @@ pub fn classify_refusal(e: &LoadError) -> CheckId {
     CheckId::Log2
 }
 
+/// V-MTR-3 beside a V-SURF-4 refusal: a replace whose range is not on the
+/// surface is also a range the token meter cannot price (the meter prices the
+/// loader's surface, so the loader's refusal is the meter's replay error).
+pub fn replace_range_refusal(e: &LoadError) -> Option<String> {
+    let (_, why) = e.message.split_once("invalid seed event at index ")?;
+    let (_, why) = why.split_once(": ")?;
+    let why = why.strip_prefix("surface replace: ")?;
+    if !(why.ends_with("not found in surface") || why.contains(" is after end seq ")) {
+        return None;
+    }
+    Some(match e.at.seq {
+        Some(s) => format!("token surface: replace at seq {s} has invalid current range ({why})"),
+        None => format!("token surface: replace has invalid current range ({why})"),
+    })
+}
+
 /// The check for one per-event validation message.
 fn classify_event_rule(why: &str) -> CheckId {
     const ENVELOPE: [&str; 7] = [
@@ -134,6 +150,46 @@ mod tests {
         assert_eq!(
             classify_refusal(&LoadError::new(LoadErrorKind::Io, "cannot open")),
             CheckId::Log1
+        );
+    }
+
+    #[test]
+    fn range_refusals_are_also_the_meters() {
+        let refusal = |why: &str| {
+            LoadError::invalid(format!(
+                "stored session \"s\" failed validation: Error: invalid seed event at index 7: {why}"
+            ))
+            .at(crate::log::Location {
+                line: Some(9),
+                seq: Some(7),
+            })
+        };
+        assert_eq!(
+            replace_range_refusal(&refusal("surface replace: end seq 12 not found in surface"))
+                .as_deref(),
+            Some(
+                "token surface: replace at seq 7 has invalid current range (end seq 12 not found in surface)"
+            )
+        );
+        assert_eq!(
+            replace_range_refusal(&refusal(
+                "surface replace: start seq 5 is after end seq 3 in surface"
+            ))
+            .as_deref(),
+            Some(
+                "token surface: replace at seq 7 has invalid current range (start seq 5 is after end seq 3 in surface)"
+            )
+        );
+        // Citing rules and other refusals are not range errors.
+        assert_eq!(
+            replace_range_refusal(&refusal(
+                "surface replace must cite shadowed seq 2 in sourceEventSeqs"
+            )),
+            None
+        );
+        assert_eq!(
+            replace_range_refusal(&refusal("user/message requires surfaceOp")),
+            None
         );
     }
 }

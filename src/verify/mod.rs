@@ -24,15 +24,18 @@
 //! The verdict rule is documented on [`check`]: error-severity findings are
 //! violations, warnings are not (unless denied).
 //!
-//! Not covered here: the token-meter replay checks of §7.5 (V-MTR-*), which
-//! need the meter, and the content half of V-PRV-10 (re-running the pruner),
-//! which needs the pruner.
+//! The token meter ([`crate::meter::Meter`], the reference's `measure()`)
+//! and its claim-fold projections ride along as one more observer of the
+//! same pass (§7.5, V-MTR-*). The content half of V-PRV-10 re-runs the
+//! pruner ([`crate::prune`]) after the pass on the original of every pruned
+//! tool result, re-reading just those two lines per pair.
 
 pub mod check;
 mod commands;
 mod compaction;
 pub mod js;
 mod load;
+mod meter;
 mod provenance;
 mod session;
 
@@ -43,6 +46,7 @@ pub use load::classify_refusal;
 
 use crate::event::Event;
 use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
+use crate::prune::PruneConfig;
 
 /// One violated rule.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,19 +125,24 @@ impl Report {
     /// A refused log.
     pub fn refused(file: impl Into<String>, e: LoadError) -> Report {
         let file = file.into();
-        let finding = Finding {
-            check: classify_refusal(&e),
-            severity: Severity::Error,
+        let check = classify_refusal(&e);
+        let finding = |check: CheckId, message: String, order: u64| Finding {
+            check,
+            severity: check.severity(),
             file: file.clone(),
             seq: e.at.seq,
             line: e.at.line,
             synthetic: false,
-            message: e.message.clone(),
-            order: 0,
+            message,
+            order,
         };
+        let mut findings = vec![finding(check, e.message.clone(), 0)];
+        if let Some(m) = load::replace_range_refusal(&e) {
+            findings.push(finding(CheckId::Mtr3, m, 1));
+        }
         Report {
             file,
-            findings: vec![finding],
+            findings,
             refusal: Some(e),
             events: 0,
             closers: 0,
@@ -230,6 +239,22 @@ impl Sink {
         self.push(f);
     }
 
+    /// Record a finding about the whole log (no event).
+    pub fn emit_log(&mut self, check: CheckId, message: impl Into<String>) {
+        self.next += 1;
+        let f = Finding {
+            check,
+            severity: check.severity(),
+            file: self.file.clone(),
+            seq: None,
+            line: None,
+            synthetic: false,
+            message: message.into(),
+            order: self.next,
+        };
+        self.findings.push(f);
+    }
+
     /// Record a finding made earlier. An identical finding for the same
     /// event is recorded once.
     pub fn push(&mut self, f: Finding) {
@@ -245,6 +270,14 @@ impl Sink {
     }
 }
 
+/// How to verify.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// The pruner budgets V-PRV-10 re-runs the pruner with (the reference's
+    /// defaults unless configured).
+    pub pruner: PruneConfig,
+}
+
 /// The streaming auditor: feed it to [`crate::log::load`], then call
 /// [`Verifier::finish`] with the loaded log.
 pub struct Verifier {
@@ -253,11 +286,18 @@ pub struct Verifier {
     compaction: compaction::CompactionTrace,
     commands: commands::CommandTrace,
     provenance: provenance::Provenance,
+    meter: meter::MeterTrace,
+    options: VerifyOptions,
 }
 
 impl Verifier {
-    /// A verifier whose findings name `file`.
+    /// A verifier whose findings name `file`, with the default options.
     pub fn new(file: impl Into<String>) -> Verifier {
+        Verifier::with_options(file, VerifyOptions::default())
+    }
+
+    /// A verifier whose findings name `file`.
+    pub fn with_options(file: impl Into<String>, options: VerifyOptions) -> Verifier {
         Verifier {
             sink: Sink {
                 file: file.into(),
@@ -268,6 +308,8 @@ impl Verifier {
             compaction: compaction::CompactionTrace::default(),
             commands: commands::CommandTrace::default(),
             provenance: provenance::Provenance::default(),
+            meter: meter::MeterTrace::default(),
+            options,
         }
     }
 
@@ -277,6 +319,7 @@ impl Verifier {
         self.compaction.observe(ev, at, &mut self.sink);
         self.commands.observe(ev, at, &mut self.sink);
         self.provenance.observe(ev, folded, at, &mut self.sink);
+        self.meter.observe(ev, folded, at, &mut self.sink);
     }
 
     /// Check the end-seed marker the reference appends in memory, run the
@@ -292,6 +335,10 @@ impl Verifier {
         }
         self.compaction.finish(&mut self.sink);
         self.provenance.finish(&mut self.sink);
+        self.provenance
+            .check_prune_contents(log, &self.options.pruner, &mut self.sink);
+        let mut notes = log.warnings.clone();
+        notes.extend(self.meter.finish(log, &mut self.sink));
         let mut findings = self.sink.findings;
         findings.sort_by_key(|f| (f.seq.unwrap_or(u64::MAX), f.order));
         let mut seen = HashSet::new();
@@ -303,7 +350,7 @@ impl Verifier {
             events: log.event_count(),
             closers: log.closers.len() as u64,
             end_seed_appended: log.end_seed_appended(),
-            notes: log.warnings.clone(),
+            notes,
         }
     }
 }
@@ -317,7 +364,12 @@ impl Observer for Verifier {
 /// Load and audit one log. Never fails: a refusal is a [`Verdict::Refused`]
 /// report.
 pub fn verify(source: &LogSource, opts: &LoadOptions) -> Report {
-    let mut v = Verifier::new(source.display());
+    verify_with(source, opts, &VerifyOptions::default())
+}
+
+/// [`verify`] with options.
+pub fn verify_with(source: &LogSource, opts: &LoadOptions, options: &VerifyOptions) -> Report {
+    let mut v = Verifier::with_options(source.display(), *options);
     match crate::log::load(source, opts, &mut v) {
         Ok(log) => v.finish(&log),
         Err(e) => Report::refused(source.display(), e),

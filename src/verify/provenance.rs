@@ -9,8 +9,9 @@ use super::js::Js;
 use super::{At, CheckId, Sink};
 use crate::event::{Event, Kind, ReplaceOp, SurfaceOp};
 use crate::json::{OwnedValue, Value};
-use crate::log::Folded;
-use crate::surface::{Applied, Node};
+use crate::log::{Folded, LoadedLog};
+use crate::prune::{PruneConfig, measure_content, prune_content};
+use crate::surface::{Applied, Node, NodeBody};
 
 /// The checkpoint preamble (compaction spec §5.3, 300 UTF-16 units).
 const PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.";
@@ -36,6 +37,17 @@ struct Bracket {
     header_before: bool,
     summary: Option<Summary>,
     checkpoint: Option<u64>,
+}
+
+/// A prune pair whose replacement content V-PRV-10 compares, after the
+/// pass, with what the pruner makes of the original: the two lines are
+/// re-read then, so the pass keeps no content.
+#[derive(Debug)]
+struct PrunedPair {
+    at: At,
+    original_seq: u64,
+    original: NodeBody,
+    replacement: NodeBody,
 }
 
 /// A `compaction/prune` waiting for its replacement on the next event.
@@ -95,6 +107,7 @@ pub(crate) struct Provenance {
     seen_header: bool,
     pairing: Pairing,
     open_step: Option<String>,
+    pruned: Vec<PrunedPair>,
 }
 
 impl Provenance {
@@ -104,7 +117,7 @@ impl Provenance {
             Some(SurfaceOp::Replace(op)) => Some(op),
             _ => None,
         };
-        prune_adjacency(self, ev, folded.applied, replace, at, sink);
+        prune_adjacency(self, ev, folded, replace, at, sink);
         if let Some(applied) = folded.applied {
             pairing(&mut self.pairing, ev, applied, folded, replace, at, sink);
             match replace {
@@ -189,18 +202,30 @@ impl Provenance {
 fn prune_adjacency(
     p: &mut Provenance,
     ev: &Event<'_>,
-    applied: Option<&Applied>,
+    folded: &Folded<'_>,
     replace: Option<ReplaceOp>,
     at: At,
     sink: &mut Sink,
 ) {
     let pending = p.prune.take();
-    let rewrite = match (ev.kind, replace, applied) {
+    let rewrite = match (ev.kind, replace, folded.applied) {
         (Kind::ToolResult, Some(op), Some(a)) => Some((op, a)),
         _ => None,
     };
     match (pending, rewrite) {
-        (Some(pr), Some((op, a))) => prune_pair(&pr, ev, a, op, at, sink),
+        (Some(pr), Some((op, a))) => {
+            prune_pair(&pr, ev, a, op, at, sink);
+            if let (Some(orig), Some(node)) =
+                (a.shadowed.first(), folded.surface.nodes.get(a.position))
+            {
+                p.pruned.push(PrunedPair {
+                    at,
+                    original_seq: orig.seq,
+                    original: orig.body.clone(),
+                    replacement: node.body.clone(),
+                });
+            }
+        }
         (Some(pr), None) => sink.emit(
             CheckId::Prv9,
             pr.at,
@@ -219,6 +244,105 @@ fn prune_adjacency(
             ),
         ),
         (None, None) => {}
+    }
+}
+
+impl Provenance {
+    /// V-PRV-10, content half: each pruned replacement's content is what the
+    /// pruner (with `cfg`) makes of the original, and pruning it again
+    /// leaves it unchanged. Re-reads the two nodes of every pair.
+    pub fn check_prune_contents(&mut self, log: &LoadedLog, cfg: &PruneConfig, sink: &mut Sink) {
+        let mut file = None;
+        for pair in std::mem::take(&mut self.pruned) {
+            let read = log
+                .read_body(&pair.original, pair.original_seq, &mut file)
+                .and_then(|o| {
+                    log.read_body(&pair.replacement, pair.at.seq, &mut file)
+                        .map(|r| (o, r))
+                });
+            let (original, replacement) = match read {
+                Ok(x) => x,
+                Err(e) => {
+                    sink.emit(
+                        CheckId::Prv10,
+                        pair.at,
+                        format!(
+                            "cannot re-read the pruned tool result at seq {} to compare contents: {}",
+                            pair.original_seq, e.message
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if let Some(m) = pruned_content_finding(
+                cfg,
+                pair.original_seq,
+                result_content(&original.value),
+                result_content(&replacement.value),
+            ) {
+                sink.emit(CheckId::Prv10, pair.at, m);
+            }
+        }
+    }
+}
+
+/// The nested `content` of a `tool/result`'s tool-result block.
+fn result_content<'v>(ev: &'v Value<'_>) -> Option<&'v [Value<'v>]> {
+    ev.get("data")?
+        .get("message")?
+        .get("content")?
+        .as_arr()?
+        .first()?
+        .get("content")?
+        .as_arr()
+        .map(|v| v.as_slice())
+}
+
+/// What is wrong with a pruned replacement's content, if anything.
+fn pruned_content_finding(
+    cfg: &PruneConfig,
+    original_seq: u64,
+    original: Option<&[Value<'_>]>,
+    replacement: Option<&[Value<'_>]>,
+) -> Option<String> {
+    let (Some(original), Some(replacement)) = (original, replacement) else {
+        return Some(format!(
+            "the tool result at seq {original_seq} or its replacement has no tool-result content list to compare"
+        ));
+    };
+    let budgets = format!(
+        "thresholdChars {}, headChars {}, tailChars {}",
+        cfg.threshold_chars, cfg.head_chars, cfg.tail_chars
+    );
+    let chars = |c: &[Value<'_>]| measure_content(c).map_or("?".into(), |n| n.to_string());
+    match prune_content(cfg, original) {
+        Err(e) => Some(format!(
+            "the pruner ({budgets}) cannot rewrite the original tool result at seq {original_seq}: {e}"
+        )),
+        Ok(None) => Some(format!(
+            "the original tool result at seq {original_seq} has {} code points, within thresholdChars {}: the pruner leaves it unchanged (pruned with other budgets? set them in [pruner])",
+            chars(original),
+            cfg.threshold_chars
+        )),
+        Ok(Some(expected)) => {
+            let same = expected.len() == replacement.len()
+                && expected.iter().zip(replacement).all(|(a, b)| a.deep_eq(b));
+            if same {
+                // The pruner's output is within the threshold, so pruning
+                // it again leaves it unchanged.
+                return None;
+            }
+            let again = match prune_content(cfg, replacement) {
+                Ok(None) => "",
+                _ => "; pruning the replacement again would change it",
+            };
+            Some(format!(
+                "replacement content ({} code points) is not what the pruner ({budgets}) makes of the tool result at seq {original_seq} ({} → {} code points){again}",
+                chars(replacement),
+                chars(original),
+                chars(&expected)
+            ))
+        }
     }
 }
 

@@ -10,7 +10,10 @@ use dsh::log::{LoadOptions, LoadedLog, LogSource};
 
 pub fn dsh() -> Command {
     let mut c = Command::cargo_bin("dsh").unwrap();
-    c.env_remove("DSH_HOME");
+    // No home and no dsh config from the environment.
+    c.env_remove("DSH_HOME")
+        .env_remove("DSH_CONFIG")
+        .env("XDG_CONFIG_HOME", root().join("samples/no-config-here"));
     c
 }
 
@@ -442,6 +445,184 @@ fn prune_config_flags_use_the_reference_rules() {
     let v = json(&out.stdout);
     let p = &v.get("pruned").unwrap().as_arr().unwrap()[0];
     assert_eq!(p.get("charsAfter").unwrap().as_f64(), Some(639.0));
+}
+
+/// `dsh prune --dry-run --json -q` with extra arguments.
+fn prune_json(extra: &[&str], env: Option<(&str, &Path)>) -> (Option<i32>, Value<'static>, String) {
+    let mut c = dsh();
+    if let Some((k, v)) = env {
+        c.env(k, v);
+    }
+    let out = c
+        .args(["prune", "--dry-run", "--json", "-q"])
+        .args(extra)
+        .arg(sample("prune-closed.jsonl"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = if out.status.code() == Some(0) {
+        json(&out.stdout)
+    } else {
+        Value::Null
+    };
+    (out.status.code(), v, stderr)
+}
+
+#[test]
+fn prune_reads_its_budgets_from_the_config_and_flags_override_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    fs::write(
+        &cfg,
+        "[pruner]\nthresholdChars = 1000\nheadChars = 500\ntailChars = 100\n",
+    )
+    .unwrap();
+    let cfg_s = cfg.to_str().unwrap();
+    let chars_after = |v: &Value<'_>| {
+        v.get("pruned").unwrap().as_arr().unwrap()[0]
+            .get("charsAfter")
+            .unwrap()
+            .as_f64()
+    };
+    // The config's budgets: 500 + 39 + 100 code points kept.
+    let (code, v, _) = prune_json(&["--config", cfg_s], None);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        v.get("config").unwrap().to_json(),
+        r#"{"thresholdChars":1000,"headChars":500,"tailChars":100}"#
+    );
+    assert_eq!(chars_after(&v), Some(639.0));
+    assert!(v.get("configFile").unwrap().is_str(cfg_s));
+    // $DSH_CONFIG is honoured the same way.
+    let (code, v, _) = prune_json(&[], Some(("DSH_CONFIG", &cfg)));
+    assert_eq!(code, Some(0));
+    assert_eq!(chars_after(&v), Some(639.0));
+    // And the XDG location.
+    let xdg = tempfile::tempdir().unwrap();
+    fs::create_dir(xdg.path().join("dsh")).unwrap();
+    fs::copy(&cfg, xdg.path().join("dsh/config.toml")).unwrap();
+    let (code, v, _) = prune_json(&[], Some(("XDG_CONFIG_HOME", xdg.path())));
+    assert_eq!(code, Some(0));
+    assert_eq!(chars_after(&v), Some(639.0));
+    // A flag overrides its budget only.
+    let (code, v, _) = prune_json(&["--config", cfg_s, "--head-chars", "400"], None);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        v.get("config").unwrap().to_json(),
+        r#"{"thresholdChars":1000,"headChars":400,"tailChars":100}"#
+    );
+    assert_eq!(chars_after(&v), Some(539.0));
+    // The combination is checked with the reference's rule and wording.
+    let (code, _, err) = prune_json(&["--config", cfg_s, "--head-chars", "900"], None);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(
+            "ToolResultPruneConfig: headChars + marker + tailChars (1039) must be at most thresholdChars (1000)"
+        ),
+        "{err}"
+    );
+    // No config: the reference defaults, and no file named.
+    let (code, v, _) = prune_json(&[], None);
+    assert_eq!(code, Some(0));
+    assert_eq!(chars_after(&v), Some(5159.0));
+    assert!(matches!(v.get("configFile"), Some(Value::Null)));
+    // A bad config, or a missing explicit one, is a usage error.
+    fs::write(&cfg, "[pruner]\ntailChars = 1.5\n").unwrap();
+    let (code, _, err) = prune_json(&["--config", cfg_s], None);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("ToolResultPruneConfig: tailChars (1.5) must be a non-negative integer"),
+        "{err}"
+    );
+    let missing = dir.path().join("nope.toml");
+    let (code, _, _) = prune_json(&["--config", missing.to_str().unwrap()], None);
+    assert_eq!(code, Some(2));
+}
+
+/// Text of a tool result's nested content.
+fn result_text(ev: &Value<'_>) -> String {
+    let blocks = ev
+        .get("data")
+        .and_then(|d| d.get("message"))
+        .and_then(|m| m.get("content"))
+        .and_then(|c| c.as_arr())
+        .and_then(|c| c.first())
+        .and_then(|r| r.get("content"))
+        .and_then(|c| c.as_arr())
+        .unwrap();
+    blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+        .collect()
+}
+
+#[test]
+fn prune_reports_bpe_savings_per_tokenizer() {
+    let (code, v, _) = prune_json(&["--tokenizer", "o200k,cl100k"], None);
+    assert_eq!(code, Some(0));
+    let t = v.get("tokenizers").unwrap().as_arr().unwrap();
+    assert_eq!(t.len(), 2);
+    let original = load(&sample("prune-closed.jsonl"))
+        .node_events(&[7])
+        .unwrap()
+        .remove(0);
+    let replacement = v.get("appended").unwrap().as_arr().unwrap()[1].clone();
+    let (before_text, after_text) = (result_text(&original.value), result_text(&replacement));
+    for (entry, bpe, name) in [
+        (&t[0], tiktoken_rs::o200k_base_singleton(), "o200k"),
+        (&t[1], tiktoken_rs::cl100k_base_singleton(), "cl100k"),
+    ] {
+        assert!(entry.get("encoding").unwrap().is_str(name));
+        let count = |s: &str| bpe.encode_ordinary(s).len() as f64;
+        let p = &entry.get("pruned").unwrap().as_arr().unwrap()[0];
+        assert_eq!(p.get("originalSeq").unwrap().as_f64(), Some(7.0));
+        let (b, a) = (count(&before_text), count(&after_text));
+        assert!(a < b, "{name}: {a} < {b}");
+        assert_eq!(p.get("before").unwrap().as_f64(), Some(b), "{name}");
+        assert_eq!(p.get("after").unwrap().as_f64(), Some(a), "{name}");
+        assert_eq!(entry.get("saved").unwrap().as_f64(), Some(b - a), "{name}");
+        // The surface figures are measure --tokenizer's message tokens.
+        let m = dsh()
+            .args(["measure", "--json", "--tokenizer", name])
+            .arg(sample("prune-closed.jsonl"))
+            .output()
+            .unwrap();
+        let m = json(&m.stdout);
+        let surface = m
+            .get("tokenizer")
+            .and_then(|t| t.get("messageTokens"))
+            .and_then(|n| n.as_f64())
+            .unwrap();
+        assert_eq!(
+            entry.get("before").unwrap().as_f64(),
+            Some(surface),
+            "{name}"
+        );
+        assert_eq!(
+            entry.get("after").unwrap().as_f64(),
+            Some(surface - (b - a)),
+            "{name}"
+        );
+    }
+    // Readable: a column per encoding and a savings line.
+    let out = dsh()
+        .args(["prune", "--dry-run", "--tokenizer", "o200k", "-q"])
+        .arg(sample("prune-closed.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("o200k tokens"), "{text}");
+    let saved = t[0].get("saved").unwrap().as_f64().unwrap();
+    assert!(text.contains(&format!("({saved} saved)")), "{text}");
+    // Unknown encodings are refused.
+    dsh()
+        .args(["prune", "--dry-run", "--tokenizer", "p50k"])
+        .arg(sample("prune-closed.jsonl"))
+        .assert()
+        .code(2);
+    // Without --tokenizer there is no such key.
+    let (_, v, _) = prune_json(&[], None);
+    assert!(v.get("tokenizers").is_none());
 }
 
 #[test]

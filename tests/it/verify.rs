@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use dsh::log::{LoadOptions, LogSource};
-use dsh::verify::{CheckId, Report, Severity, Verdict, verify};
+use dsh::prune::PruneConfig;
+use dsh::verify::{CheckId, Report, Severity, Verdict, VerifyOptions, verify, verify_with};
 use serde_json::{Value as J, json};
 
 fn root() -> &'static Path {
@@ -252,8 +253,20 @@ fn duplicating_a_replacement_is_v_surf_4() {
     let mut log = Log::sample();
     let copy = log.events[28].clone();
     log.insert(29, copy);
-    // The copy names nodes the first replacement already shadowed.
-    assert_refused(&log.verify(), CheckId::Surf4, Some(29));
+    // The copy names nodes the first replacement already shadowed: the
+    // loader refuses it (V-SURF-4), and it is a range the token meter
+    // cannot price either (V-MTR-3, reported beside the refusal).
+    let r = log.verify();
+    assert_eq!(r.verdict(false), Verdict::Refused);
+    assert_eq!(ids(&r), vec!["V-SURF-4", "V-MTR-3"]);
+    assert_eq!(r.findings[0].seq, Some(29));
+    assert_finding(
+        &r,
+        CheckId::Mtr3,
+        29,
+        "token surface: replace at seq 29 has invalid current range (start seq 2 not found in surface)",
+    );
+    assert_eq!(r.findings[1].line, Some(31));
 }
 
 #[test]
@@ -759,19 +772,294 @@ fn prune_pairs_are_v_prv_9_10_11() {
     let mut log = Log::sample();
     log.data(24)["shadowedTokenCount"] = json!(12);
     let r = log.verify();
-    assert_eq!(ids(&r), vec!["V-PRV-10"]);
+    assert_eq!(ids(&r), vec!["V-PRV-10", "V-MTR-5", "V-MTR-5"]);
     assert_finding(
         &r,
         CheckId::Prv10,
         24,
         "compaction/prune shadowedTokenCount 12 differs from 2612, the price of the tool result at seq 12",
     );
+    // The projections take the recorded price: they drift from measure().
+    assert_finding(
+        &r,
+        CheckId::Mtr5,
+        25,
+        "replace at seq 25 over range 12-12: the projections price the shadowed nodes at 12 (shadowedTokenCount of seq 24), measure() at 2612 (drift -2600)",
+    );
 
-    // No prune at all.
+    // No prune at all: the replacement is not metered either.
     let mut log = Log::sample();
     log.remove(24);
     let r = log.verify();
-    assert_eq!(ids(&r), vec!["V-PRV-11"]);
+    assert_eq!(ids(&r), vec!["V-PRV-11", "V-MTR-5", "V-MTR-5"]);
+}
+
+// ---------------------------------------------------------------------------
+// Token-meter replay (§7.5).
+
+#[test]
+fn a_step_opened_twice_is_v_mtr_1() {
+    let mut log = Log::sample();
+    log.remove(13); // turn 1 step 1 never ends
+    let r = log.verify();
+    assert_finding(
+        &r,
+        CheckId::Mtr1,
+        13,
+        "token meter: step/start at seq 13 arrived before turn 1/step 1 ended",
+    );
+    assert_eq!(r.verdict(false), Verdict::Violations);
+    // measure() stops at its first replay error, and so does the check.
+    let mtr: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| matches!(f.check, CheckId::Mtr1 | CheckId::Mtr2))
+        .collect();
+    assert_eq!(mtr.len(), 1, "{mtr:#?}");
+
+    // A message naming a step that is not open.
+    let mut log = Log::sample();
+    log.data(20)["step"] = json!(1);
+    let r = log.verify();
+    assert_finding(
+        &r,
+        CheckId::Mtr1,
+        20,
+        "token meter: assistant/message at seq 20 has no matching step/start event",
+    );
+}
+
+#[test]
+fn a_message_citing_what_is_not_its_chunk_is_v_mtr_2() {
+    // A tool result among the sources: the loader and the invariant
+    // companions accept it, the meter's anchor does not.
+    let mut log = Log::sample();
+    log.ev(20)["sourceEventSeqs"] = json!([15, 16, 17, 18, 12]);
+    let r = log.verify();
+    assert_eq!(ids(&r), vec!["V-MTR-2"]);
+    assert_finding(
+        &r,
+        CheckId::Mtr2,
+        20,
+        "token meter: assistant/message at seq 20 source seq 12 is not assistant/chunk",
+    );
+    assert_eq!(r.findings[0].severity, Severity::Error);
+    assert_eq!(r.findings[0].line, Some(22));
+    assert_eq!(r.verdict(false), Verdict::Violations);
+    assert!(r.reference_violations().is_empty());
+
+    // A chunk of another step.
+    let mut log = Log::sample();
+    log.ev(20)["sourceEventSeqs"] = json!([5, 16, 17, 18, 19]);
+    let r = log.verify();
+    assert_eq!(ids(&r), vec!["V-MTR-2"]);
+    assert_finding(
+        &r,
+        CheckId::Mtr2,
+        20,
+        "token meter: assistant/message at seq 20 source seq 5 belongs to another step",
+    );
+}
+
+#[test]
+fn replay_findings_are_what_measure_throws() {
+    // The meter samples: where `dsh measure` fails with a replay error,
+    // verify reports that error (same seq, same words) as V-MTR-1/2; where
+    // it measures, verify has no replay finding.
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("samples")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.starts_with("meter-") || !name.ends_with(".jsonl") {
+            continue;
+        }
+        let out = dsh()
+            .args(["measure", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let m: J = serde_json::from_slice(&out.stdout).unwrap();
+        let r = verify(&LogSource::File(path.clone()), &LoadOptions::default());
+        let replay: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| matches!(f.check, CheckId::Mtr1 | CheckId::Mtr2))
+            .collect();
+        match m["error"].as_str() {
+            Some(e) => {
+                assert_eq!(out.status.code(), Some(3), "{name}");
+                assert_eq!(replay.len(), 1, "{name}: {replay:#?}");
+                assert_eq!(replay[0].message, e, "{name}");
+                assert_eq!(replay[0].seq, m["seq"].as_u64(), "{name}");
+                assert_eq!(r.verdict(false), Verdict::Violations, "{name}");
+            }
+            None => assert!(replay.is_empty(), "{name}: {replay:#?}"),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 7, "{checked}");
+}
+
+#[test]
+fn repeated_step_labels_stop_the_replay_with_a_note() {
+    // measure() re-reads such a log keeping every chunk; verify reads it
+    // once, so it says where the replay check stopped (the session invariant
+    // reports the repeated labels).
+    let r = verify(
+        &LogSource::File(root().join("samples/meter-repeated-labels.jsonl")),
+        &LoadOptions::default(),
+    );
+    assert_eq!(ids(&r), vec!["V-SESS-3"]);
+    assert!(
+        r.notes.iter().any(|n| n
+            == "token meter: V-MTR-1/2 not checked past seq 17: its assistant/message cites chunk 5 of an earlier step with the same turn/step labels"),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn a_shadow_price_for_another_range_is_v_mtr_4() {
+    let mut log = Log::sample();
+    log.data(24)["shadowedRange"] = json!({"start": 10, "end": 12});
+    let r = log.verify();
+    assert_eq!(ids(&r), vec!["V-PRV-9", "V-MTR-4"]);
+    assert_finding(
+        &r,
+        CheckId::Mtr4,
+        25,
+        "token surface: replace at seq 25 over range 12-12 has no adjacent shadow price (armed claim covers 10-12)",
+    );
+    assert_eq!(r.verdict(false), Verdict::Violations);
+    assert!(r.reference_violations().is_empty());
+
+    // The same for a compaction summary and its checkpoint; the projections
+    // stop there, so no drift is reported after it.
+    let mut log = Log::sample();
+    log.data(27)["shadowedRange"] = json!({"start": 2, "end": 12});
+    let r = log.verify();
+    // (The compaction companion also sees the range disagree with
+    // shadowedSeqs.)
+    assert_eq!(ids(&r), vec!["V-CMP-4", "V-PRV-3", "V-MTR-4"]);
+    assert_finding(
+        &r,
+        CheckId::Mtr4,
+        28,
+        "token surface: replace at seq 28 over range 2-25 has no adjacent shadow price (armed claim covers 2-12)",
+    );
+}
+
+#[test]
+fn projections_drifting_from_measure_is_v_mtr_5() {
+    // Something between the prune and its replacement expires the claim:
+    // the projections fold the replacement with delta 0.
+    let mut log = Log::sample();
+    log.insert(
+        25,
+        json!({"type": "request/context", "time": 1780000000245u64,
+               "data": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}}),
+    );
+    let r = log.verify();
+    let mtr: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.check == CheckId::Mtr5)
+        .collect();
+    assert_eq!(mtr.len(), 2, "{mtr:#?}");
+    assert_eq!(mtr[0].seq, Some(26));
+    assert_eq!(mtr[0].severity, Severity::Warning);
+    // The replacement prices less than the 2612 of the original: measure()
+    // moves by the difference, the projections by nothing; the summary and
+    // the checkpoint then carry the difference along to the end.
+    let delta = mtr[0]
+        .message
+        .strip_prefix("replace at seq 26 over range 12-12 has no adjacent shadow price: the projections fold it with delta 0, measure() with ")
+        .and_then(|m| m.split_once(' '))
+        .map(|(d, _)| d.parse::<i64>().unwrap())
+        .unwrap_or_else(|| panic!("{}", mtr[0].message));
+    assert!(delta < 0, "{delta}");
+    assert_eq!(mtr[1].seq, None);
+    assert_eq!(mtr[1].line, None);
+    assert!(
+        mtr[1].message.ends_with(&format!("(drift {delta})")),
+        "{}",
+        mtr[1].message
+    );
+    assert!(
+        mtr[1].message.starts_with("measure().surfaceTokens is "),
+        "{}",
+        mtr[1].message
+    );
+    // Warnings only: the verdict stays clean unless warnings are denied.
+    assert_eq!(r.verdict(false), Verdict::Clean);
+
+    // A summary whose recorded price is not the shadowed nodes' price.
+    let mut log = Log::sample();
+    log.data(27)["shadowedTokenCount"] = json!(1400);
+    let r = log.verify();
+    assert_finding(
+        &r,
+        CheckId::Mtr5,
+        28,
+        "replace at seq 28 over range 2-25: the projections price the shadowed nodes at 1400 (shadowedTokenCount of seq 27), measure() at 1456 (drift -56)",
+    );
+    let end = r.findings.last().unwrap();
+    assert_eq!(end.check, CheckId::Mtr5);
+    assert!(end.message.ends_with("(drift -56)"), "{}", end.message);
+}
+
+#[test]
+fn a_replacement_the_pruner_would_not_write_is_v_prv_10() {
+    // Same length, other text: only the content half notices.
+    let mut log = Log::sample();
+    let blocks = &mut log.data(25)["message"]["content"][0]["content"];
+    let text = blocks[0]["text"]
+        .as_str()
+        .unwrap()
+        .replacen("0000", "9999", 1);
+    blocks[0]["text"] = json!(text);
+    let r = log.verify();
+    assert_eq!(ids(&r), vec!["V-PRV-10"]);
+    assert_finding(
+        &r,
+        CheckId::Prv10,
+        25,
+        "replacement content (5159 code points) is not what the pruner (thresholdChars 8192, headChars 4096, tailChars 1024) makes of the tool result at seq 12 (10400 → 5159 code points)",
+    );
+
+    // The original content kept as is: not what the pruner writes, and not
+    // stable under another pruning pass.
+    let mut log = Log::sample();
+    let original = log.data(12)["message"]["content"][0]["content"].clone();
+    log.data(25)["message"]["content"][0]["content"] = original;
+    let r = log.verify();
+    assert_finding(
+        &r,
+        CheckId::Prv10,
+        25,
+        "replacement content (10400 code points) is not what the pruner (thresholdChars 8192, headChars 4096, tailChars 1024) makes of the tool result at seq 12 (10400 → 5159 code points); pruning the replacement again would change it",
+    );
+
+    // The budgets can be configured: with a higher threshold the original
+    // would not have been pruned at all.
+    let r = verify_with(
+        &LogSource::File(Log::sample().write().path().to_path_buf()),
+        &LoadOptions::default(),
+        &VerifyOptions {
+            pruner: PruneConfig {
+                threshold_chars: 20000,
+                head_chars: 4096,
+                tail_chars: 1024,
+            },
+        },
+    );
+    assert_eq!(ids(&r), vec!["V-PRV-10"]);
+    assert_finding(
+        &r,
+        CheckId::Prv10,
+        25,
+        "the original tool result at seq 12 has 10400 code points, within thresholdChars 20000: the pruner leaves it unchanged (pruned with other budgets? set them in [pruner])",
+    );
 }
 
 #[test]
@@ -887,18 +1175,86 @@ fn reference_written_compaction_and_prune_are_clean_without_warnings() {
         );
         assert_eq!(r.findings, vec![], "{input}: {:#?}", r.findings);
     }
-    let r = verify(
-        &LogSource::File(ex.join("v0-prune-and-two-compactions.jsonl")),
-        &LoadOptions::default(),
-    );
+    // This example was pruned with thresholdChars 400, headChars 120,
+    // tailChars 40 (session-log §18.2): clean with those budgets; the
+    // defaults would not have pruned the listing.
+    let v0 = LogSource::File(ex.join("v0-prune-and-two-compactions.jsonl"));
+    let budgets = VerifyOptions {
+        pruner: PruneConfig {
+            threshold_chars: 400,
+            head_chars: 120,
+            tail_chars: 40,
+        },
+    };
+    let r = verify_with(&v0, &LoadOptions::default(), &budgets);
     assert_eq!(r.findings, vec![], "{:#?}", r.findings);
+    let r = verify(&v0, &LoadOptions::default());
+    assert_eq!(ids(&r), vec!["V-PRV-10"]);
+    assert_finding(
+        &r,
+        CheckId::Prv10,
+        17,
+        "the original tool result at seq 7 has 799 code points, within thresholdChars 8192: the pruner leaves it unchanged (pruned with other budgets? set them in [pruner])",
+    );
+    // Through the command line, the budgets come from the dsh config.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[pruner]\nthresholdChars = 400\nheadChars = 120\ntailChars = 40\n",
+    )
+    .unwrap();
+    let file = ex.join("v0-prune-and-two-compactions.jsonl");
+    let out = dsh()
+        .args(["verify", "--json", "--deny-warnings", "--config"])
+        .arg(&cfg)
+        .arg(&file)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: J = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["findings"], json!([]));
+    // $DSH_CONFIG is honoured too; without a config the warning is back.
+    dsh()
+        .env("DSH_CONFIG", &cfg)
+        .args(["verify", "--deny-warnings"])
+        .arg(&file)
+        .assert()
+        .code(0);
+    let out = dsh()
+        .args(["verify", "--deny-warnings", "--json"])
+        .arg(&file)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: J = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["findings"][0]["check"], "V-PRV-10");
+    // A bad config is a usage error.
+    std::fs::write(&cfg, "[pruner]\nheadChars = -1\n").unwrap();
+    dsh()
+        .args(["verify", "--config"])
+        .arg(&cfg)
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "headChars (-1) must be a non-negative integer",
+        ));
 }
 
 // ---------------------------------------------------------------------------
 // The command line.
 
 fn dsh() -> Command {
-    Command::cargo_bin("dsh").unwrap()
+    let mut c = Command::cargo_bin("dsh").unwrap();
+    // No dsh config from the environment: the pruner defaults apply.
+    c.env_remove("DSH_CONFIG")
+        .env("XDG_CONFIG_HOME", root().join("samples/no-config-here"));
+    c
 }
 
 fn mutated(f: impl FnOnce(&mut Log)) -> tempfile::NamedTempFile {

@@ -106,10 +106,6 @@ struct Job<'a> {
     encoding: Option<Encoding>,
 }
 
-fn load_config(args: &MeasureArgs) -> Result<Config> {
-    crate::cli::ctx::load_config(args.config.as_deref())
-}
-
 fn parse_header(arg: &str) -> Result<OwnedValue> {
     let text = match arg.strip_prefix('@') {
         Some(f) => std::fs::read_to_string(f)
@@ -196,7 +192,7 @@ impl Job<'_> {
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
-    let config = load_config(args)?;
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
     let route = match &args.route {
         None => None,
         Some(r) => match r.split_once('/') {

@@ -6,8 +6,12 @@ use std::time::Duration;
 use anyhow::Result;
 use dsh::append::{AppendError, AppendOptions, AppendTarget, Appender, Blocker};
 use dsh::json::{OwnedValue, Value};
+use dsh::log::LoadedLog;
+use dsh::meter::tokenizer::{self, Counter, Encoding};
 use dsh::prune::{PruneConfig, PruneError, PrunePlan};
+use dsh::surface::project;
 
+use crate::cli::ctx::load_config;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
@@ -36,12 +40,26 @@ use crate::cli::render;
 /// oracle pins, so the output is reproducible); a write stamps the current
 /// time; --time overrides both.
 ///
+/// Budgets: the [pruner] table of the dsh config (--config, else
+/// $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml or
+/// ~/.config/dsh/config.toml; the reference defaults 8192/4096/1024 when
+/// there is none), each overridden by its flag; the combination must pass
+/// the reference's checks (exit 2 otherwise).
+///
+/// Savings are DSH heuristic tokens (what the meter and compaction see);
+/// --tokenizer o200k|cl100k (repeatable, or comma-separated) also counts
+/// the same text with a real BPE encoding, before and after, per pruned
+/// result and for the whole surface.
+///
 /// With --json: the reference's `{"config", "baseSeq", "appended",
 /// "pruned", "charsRemoved"}` plus `"lifecycle"` (closers and end-seed
 /// written first), `"surfaceTokens": {"before","after","saved"}`,
 /// `"openTurn"`, `"fileTurnOpen"`, `"refused"` (why a write does not or
 /// would not happen, or null), `"dryRun"`, `"written"`, `"file"`,
-/// `"events"`, `"bytes"`, `"schema_version"`. With --dry-run --events: the
+/// `"events"`, `"bytes"`, `"configFile"` (the config read, or null),
+/// `"tokenizers"` (with --tokenizer: `[{"encoding", "before", "after",
+/// "saved", "pruned": [{"originalSeq", "before", "after"}]}]`, surface BPE
+/// tokens), `"schema_version"`. With --dry-run --events: the
 /// batch exactly as it would be appended, as JSON lines.
 #[derive(Debug, clap::Args)]
 pub struct PruneArgs {
@@ -56,15 +74,30 @@ pub struct PruneArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
     pub out: Option<PathBuf>,
     /// Prune a result whose text exceeds this many code points (reference
-    /// `thresholdChars`).
+    /// `thresholdChars`; overrides the config's).
     #[arg(long, value_name = "N")]
     pub threshold_chars: Option<f64>,
-    /// Code points kept at the head (reference `headChars`).
+    /// Code points kept at the head (reference `headChars`; overrides the
+    /// config's).
     #[arg(long, value_name = "N")]
     pub head_chars: Option<f64>,
-    /// Code points kept at the tail (reference `tailChars`).
+    /// Code points kept at the tail (reference `tailChars`; overrides the
+    /// config's).
     #[arg(long, value_name = "N")]
     pub tail_chars: Option<f64>,
+    /// The dsh config file whose [pruner] budgets apply (default:
+    /// $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
+    /// ~/.config/dsh/config.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Also count the tokens saved with a real BPE encoding (repeatable).
+    #[arg(
+        long,
+        value_name = "ENCODING",
+        value_parser = ["o200k", "cl100k"],
+        value_delimiter = ','
+    )]
+    pub tokenizer: Vec<String>,
     /// Write even though no turn is open at the end of the log (the result
     /// is a log the reference's session invariant flags).
     #[arg(long)]
@@ -150,14 +183,26 @@ fn events_json(evs: &[dsh::OwnedEvent]) -> OwnedValue {
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
-    let num = |v: Option<f64>| v.map(Value::from);
+    let config = load_config(args.config.as_deref())?;
+    let base = config.pruner;
+    let pick = |flag: Option<f64>, configured: u64| Value::from(flag.unwrap_or(configured as f64));
     let (t, h, l) = (
-        num(args.threshold_chars),
-        num(args.head_chars),
-        num(args.tail_chars),
+        pick(args.threshold_chars, base.threshold_chars),
+        pick(args.head_chars, base.head_chars),
+        pick(args.tail_chars, base.tail_chars),
     );
-    let cfg = PruneConfig::resolve(t.as_ref(), h.as_ref(), l.as_ref())
+    let cfg = PruneConfig::resolve(Some(&t), Some(&h), Some(&l))
         .map_err(|e| UsageError(e.to_string()))?;
+    let encodings: Vec<Encoding> = args
+        .tokenizer
+        .iter()
+        .filter_map(|e| Encoding::parse(e))
+        .fold(Vec::new(), |mut v, e| {
+            if !v.contains(&e) {
+                v.push(e);
+            }
+            v
+        });
     let target = if args.dry_run {
         AppendTarget::DryRun
     } else if let Some(out) = &args.out {
@@ -183,6 +228,10 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         .into(),
     })?;
+    let bpe: Vec<BpeSavings> = encodings
+        .iter()
+        .map(|&enc| bpe_savings(app.log(), &plan, enc))
+        .collect::<Result<_, _>>()?;
     // Nothing to prune: nothing is written, not even a new lifecycle.
     let prefix = if plan.pruned.is_empty() {
         Vec::new()
@@ -273,12 +322,29 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
             )
             .with("events", (batch.len() as u64).into())
             .with("bytes", bytes.into())
-            .with("schema_version", SCHEMA_VERSION.into());
+            .with(
+                "configFile",
+                config
+                    .path
+                    .as_ref()
+                    .map(|p| Value::from(p.display().to_string()))
+                    .unwrap_or(Value::Null),
+            );
+        let v = if bpe.is_empty() {
+            v
+        } else {
+            v.with(
+                "tokenizers",
+                Value::Arr(bpe.iter().map(BpeSavings::to_json).collect()),
+            )
+        };
+        let v = v.with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
         return Ok(status);
     }
     print_readable(
         &plan,
+        &bpe,
         &prefix,
         &file,
         args,
@@ -288,6 +354,77 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         turn_open,
     );
     Ok(status)
+}
+
+/// BPE token counts of the pruned results, before and after, with one
+/// encoding (the text the heuristic prices, as `dsh measure --tokenizer`
+/// counts it).
+struct BpeSavings {
+    encoding: Encoding,
+    /// Whole current surface before pruning.
+    surface_before: u64,
+    /// Per pruned result: (original seq, before, after).
+    pruned: Vec<(u64, u64, u64)>,
+}
+
+impl BpeSavings {
+    fn saved(&self) -> u64 {
+        self.pruned
+            .iter()
+            .map(|&(_, b, a)| b.saturating_sub(a))
+            .sum()
+    }
+
+    fn surface_after(&self) -> u64 {
+        let after: u64 = self.pruned.iter().map(|p| p.2).sum();
+        let before: u64 = self.pruned.iter().map(|p| p.1).sum();
+        self.surface_before + after - before
+    }
+
+    fn to_json(&self) -> OwnedValue {
+        let pruned: Vec<OwnedValue> = self
+            .pruned
+            .iter()
+            .map(|&(seq, before, after)| {
+                Value::obj()
+                    .with("originalSeq", seq.into())
+                    .with("before", before.into())
+                    .with("after", after.into())
+            })
+            .collect();
+        Value::obj()
+            .with("encoding", self.encoding.name().into())
+            .with("before", self.surface_before.into())
+            .with("after", self.surface_after().into())
+            .with("saved", self.saved().into())
+            .with("pruned", Value::Arr(pruned))
+    }
+}
+
+fn bpe_savings(log: &LoadedLog, plan: &PrunePlan, enc: Encoding) -> Result<BpeSavings> {
+    // The surface as it stands (the pruned originals are nodes of it).
+    let counts = tokenizer::count(log, None, enc)?;
+    let mut counter = Counter::new(enc);
+    let mut pruned = Vec::with_capacity(plan.pruned.len());
+    for p in &plan.pruned {
+        let before = counts
+            .nodes
+            .iter()
+            .find(|n| n.seq == p.original_seq)
+            .map_or(0, |n| n.tokens);
+        let after = plan
+            .events
+            .iter()
+            .find(|e| e.seq == p.replacement_seq)
+            .and_then(|e| project(e))
+            .map_or(0, |m| counter.count_blocks(m.get("content")));
+        pruned.push((p.original_seq, before, after));
+    }
+    Ok(BpeSavings {
+        encoding: enc,
+        surface_before: counts.message_tokens,
+        pruned,
+    })
 }
 
 /// The reference's prune output plus the lifecycle prefix.
@@ -323,6 +460,7 @@ fn tokens_json(plan: &PrunePlan) -> OwnedValue {
 #[allow(clippy::too_many_arguments)]
 fn print_readable(
     plan: &PrunePlan,
+    bpe: &[BpeSavings],
     prefix: &[dsh::OwnedEvent],
     file: &str,
     args: &PruneArgs,
@@ -338,20 +476,31 @@ fn print_readable(
         );
         return;
     }
-    let mut t = render::table(&["seq", "→ seq", "callId", "chars", "tokens"]);
-    for p in &plan.pruned {
+    let mut head = vec!["seq", "→ seq", "callId", "chars", "tokens"];
+    let names: Vec<String> = bpe
+        .iter()
+        .map(|b| format!("{} tokens", b.encoding.name()))
+        .collect();
+    head.extend(names.iter().map(String::as_str));
+    let mut t = render::table(&head);
+    for (i, p) in plan.pruned.iter().enumerate() {
         let call = p
             .call_id
             .as_jstr()
             .map(|s| s.to_lossy().into_owned())
             .unwrap_or_else(|| p.call_id.to_json());
-        t.add_row(vec![
+        let mut row = vec![
             p.original_seq.to_string(),
             p.replacement_seq.to_string(),
             call,
             format!("{} → {}", p.chars_before, p.chars_after),
             format!("{} → {}", p.tokens_before, p.tokens_after),
-        ]);
+        ];
+        for b in bpe {
+            let (_, before, after) = b.pruned[i];
+            row.push(format!("{before} → {after}"));
+        }
+        t.add_row(row);
     }
     println!("{t}");
     let n = plan.pruned.len();
@@ -363,6 +512,15 @@ fn print_readable(
         plan.surface_tokens_after,
         plan.surface_tokens_before - plan.surface_tokens_after
     );
+    for b in bpe {
+        println!(
+            "  {}: surface {} → {} tokens ({} saved)",
+            b.encoding.name(),
+            b.surface_before,
+            b.surface_after(),
+            b.saved()
+        );
+    }
     let first = prefix.first().map_or(plan.base_seq, |e| e.seq);
     let last = plan.base_seq + plan.events.len() as u64 - 1;
     let closers = prefix

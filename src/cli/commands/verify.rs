@@ -7,8 +7,12 @@ use std::path::Path;
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::json::{OwnedValue, Value};
-use dsh::verify::{CheckId, Finding, REFERENCE_COMPANIONS, Report, Severity, Verdict};
+use dsh::prune::PruneConfig;
+use dsh::verify::{
+    CheckId, Finding, REFERENCE_COMPANIONS, Report, Severity, Verdict, VerifyOptions,
+};
 
+use crate::cli::ctx::load_config;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
@@ -22,17 +26,24 @@ use crate::cli::render;
 ///
 /// Checks: V-LOG-1…3 and V-ENV-1…4, V-SURF-1…5 (load boundary: the log is
 /// refused), V-SESS-1…6 (turn/step enclosure, tool call/result pairing),
-/// V-CMP-1…7 (compaction brackets), V-CMD-1…3 (command pairing), all errors;
-/// V-PRV-1…13 (provenance the reference writers guarantee), warnings. Error
-/// checks are exactly those the reference enforces, so a log has violations
-/// for dsh exactly when it has them for the reference.
+/// V-CMP-1…7 (compaction brackets), V-CMD-1…3 (command pairing), V-MTR-1…4
+/// (the token meter's replay: measure() and its projections throw), all
+/// errors; V-MTR-5 (projections drifting from measure()) and V-PRV-1…13
+/// (provenance the reference writers guarantee), warnings. Error checks are
+/// exactly those the reference enforces, so a log has violations for dsh
+/// exactly when the reference's verification reports one or its meter cannot
+/// replay the log. One streaming pass; V-PRV-10 then re-reads the two lines
+/// of each prune pair and re-runs the pruner with the [pruner] budgets of the
+/// dsh config (--config, else $DSH_CONFIG, else
+/// $XDG_CONFIG_HOME/dsh/config.toml or ~/.config/dsh/config.toml; defaults
+/// 8192/4096/1024 when there is none).
 ///
 /// LOG may be a file, `-`, a session directory or id, or a directory tree
 /// (every session under it); `--all` audits every session under $DSH_HOME.
 /// Logs are checked in parallel; a bad file is reported and the rest go on.
 ///
 /// Exit status: 0 clean, 1 violations (errors; with --deny-warnings also
-/// warnings), 3 a log is unreadable or refused, 2 usage.
+/// warnings), 3 a log is unreadable or refused, 2 usage or a bad config.
 ///
 /// `--list-checks` prints the full list with what each check requires.
 ///
@@ -72,6 +83,11 @@ pub struct VerifyArgs {
     /// what it requires) and exit.
     #[arg(long)]
     pub list_checks: bool,
+    /// The dsh config file whose [pruner] budgets V-PRV-10 uses (default:
+    /// $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
+    /// ~/.config/dsh/config.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Output format.
@@ -134,9 +150,18 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
             Target::Unresolved(..) => None,
         })
         .collect();
+    let config = load_config(args.config.as_deref())?;
+    let p = config.pruner;
+    let options = VerifyOptions {
+        pruner: PruneConfig {
+            threshold_chars: p.threshold_chars,
+            head_chars: p.head_chars,
+            tail_chars: p.tail_chars,
+        },
+    };
     let opts = ctx.load_options();
     let job = |s: &LogSource| -> Result<Report, std::convert::Infallible> {
-        Ok(dsh::verify::verify(s, &opts))
+        Ok(dsh::verify::verify_with(s, &opts, &options))
     };
     let mut checked = run_many(ctx, &sources, args.jobs, "verifying", &job).into_iter();
     let reports: Vec<Report> = targets

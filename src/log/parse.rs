@@ -53,7 +53,7 @@ pub enum Msg {
     Error(LoadError),
 }
 
-const BATCH_BYTES: usize = 64 << 10;
+const BATCH_BYTES: usize = 32 << 10;
 
 /// Hands finished batches back to the parsing thread, which frees them: the
 /// memory goes back to the allocator arena it came from without contention.

@@ -78,10 +78,16 @@ impl Ctx {
 
     /// Resolve and load one log.
     pub fn load(&self, arg: &str) -> Result<LoadedLog, LoadError> {
-        self.load_with(arg, &self.load_options(), &mut |_: &dsh::Event<'_>,
-                                                        _: &dsh::log::Folded<
-            '_,
-        >| {})
+        // Nothing observes the events here, so packed chunks need not be built.
+        let opts = LoadOptions {
+            skip_chunk_events: true,
+            ..self.load_options()
+        };
+        self.load_with(
+            arg,
+            &opts,
+            &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+        )
     }
 
     /// Print a log's warnings on stderr (unless quiet).

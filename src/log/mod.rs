@@ -44,6 +44,11 @@ pub struct LoadOptions {
     /// Keep every surface node's event in memory instead of re-reading its
     /// line on demand.
     pub keep_nodes: bool,
+    /// Validate and count the `assistant/chunk` events of packed rows but do
+    /// not build them or show them to the observer: for commands that need
+    /// only the surface, the headers and the counts (chunks never change
+    /// those). Unpacked chunk lines are still shown.
+    pub skip_chunk_events: bool,
 }
 
 /// What the fold did with one event, for observers.
@@ -287,6 +292,23 @@ struct Pipeline<'o> {
 }
 
 impl Pipeline<'_> {
+    /// Account for the chunks of a valid packed row without building them:
+    /// they are log-only events that change nothing but counts and the clock.
+    fn skip_chunks(&mut self, span: packed::RowSpan) {
+        let last_seq = span.seq0 + span.count - 1;
+        let time = span.last_time as f64;
+        self.repair.note_last(last_seq, time);
+        match self.event_types.get_mut("assistant/chunk") {
+            Some(n) => *n += span.count,
+            None => {
+                self.event_types
+                    .insert("assistant/chunk".to_string(), span.count);
+            }
+        }
+        self.last_kind = Some(Kind::AssistantChunk);
+        self.last_time = time;
+    }
+
     /// Steps 4–10 of §16 for one event; gives the event back.
     fn process<'a>(
         &mut self,
@@ -455,10 +477,11 @@ fn load_inner(
     let mut truncated_at = None;
     let (rx, recycle, parser) = parse::spawn(reader);
     let mut batch_err = None;
-    for msg in rx.iter() {
-        let mut batch = match msg {
-            parse::Msg::Lines(b) => b,
-            parse::Msg::Error(e) => {
+    let mut rx = rx;
+    while let Some(next) = rx.next_batch() {
+        let mut batch = match next {
+            Ok(b) => b,
+            Err(e) => {
                 batch_err = Some(e);
                 break;
             }
@@ -473,6 +496,21 @@ fn load_inner(
             // that thread frees what it allocated.
             let mut plain_line = false;
             let canonical = line.canonical;
+            if opts.skip_chunk_events
+                && opts.upto.is_none()
+                && issue.is_none()
+                && truncated_at.is_none()
+                && let Some(v) = &line.value
+                && packed::is_row(v)
+                && let Ok(span) = packed::check(v)
+                && span.seq0 == expected
+            {
+                // A valid row in sequence: count its chunks, build nothing.
+                p.skip_chunks(span);
+                expected += span.count;
+                committed_len = offset + len as u64 + 1;
+                continue;
+            }
             let records: Result<Vec<Value<'_>>, String> = match line.value.take() {
                 None => Err(format!("unparsable committed event at line {}", no - 1)),
                 Some(v) if packed::is_row(&v) => {

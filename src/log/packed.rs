@@ -24,8 +24,29 @@ fn k(s: &'static str) -> JStr<'static> {
     JStr::from_text(s)
 }
 
+/// A validated row: where its members sit and when the last one happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSpan {
+    /// Seq of the first member.
+    pub seq0: u64,
+    /// Number of members.
+    pub count: u64,
+    /// Time of the last member.
+    pub last_time: i64,
+}
+
 /// Expand a packed row into its chunk events, or say why it is malformed.
 pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
+    expand_or_check(row, true).map(|(v, _)| v)
+}
+
+/// Validate a packed row exactly as [`expand`] does, without building its
+/// events (for readers that need only the surface).
+pub fn check(row: &Value<'_>) -> Result<RowSpan, String> {
+    expand_or_check(row, false).map(|(_, s)| s)
+}
+
+fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, RowSpan), String> {
     let obj = row.as_obj().ok_or("row is not an object")?;
     let tag = row
         .get("type")
@@ -116,7 +137,7 @@ pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
     if (seq0 + payload.len() as u64 - 1) as f64 > MAX_SAFE {
         return Err("seq range is not safe".into());
     }
-    let mut out = Vec::with_capacity(payload.len());
+    let mut out = Vec::with_capacity(if build { payload.len() } else { 0 });
     let mut t = time0;
     for (i, p) in payload.iter().enumerate() {
         if i > 0 {
@@ -124,6 +145,9 @@ pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
             if (t as f64).abs() > MAX_SAFE {
                 return Err("running time is not a safe integer".into());
             }
+        }
+        if !build {
+            continue;
         }
         let mut chunk = vec![
             (k("type"), Value::Str(k(chunk_type))),
@@ -150,5 +174,39 @@ pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
             (k("data"), data),
         ]));
     }
-    Ok(out)
+    let span = RowSpan {
+        seq0,
+        count: payload.len() as u64,
+        last_time: t,
+    };
+    Ok((out, span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_agrees_with_expand() {
+        let row = br#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[2,-1],"args":["{\"a","\":","1}"]}}"#;
+        let v = Value::parse(row).unwrap();
+        let events = expand(&v).unwrap();
+        let span = check(&v).unwrap();
+        assert_eq!(
+            span,
+            RowSpan {
+                seq0: 6,
+                count: 3,
+                last_time: 101
+            }
+        );
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[2].get("time").unwrap().as_f64(), Some(101.0));
+        assert_eq!(
+            events[0].to_json(),
+            r#"{"type":"assistant/chunk","seq":6,"time":100,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":0,"id":"c","name":"bash","argumentsDelta":"{\"a"}}}"#
+        );
+        let bad = Value::parse(br#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b"]}}"#).unwrap();
+        assert!(check(&bad).is_err() && expand(&bad).is_err());
+    }
 }

@@ -6,6 +6,8 @@
 //! reachable through [`Batch::lines`], and the buffers they point into are
 //! heap allocations owned by the same batch that never move or change.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
@@ -36,6 +38,8 @@ pub struct Batch {
     lines: Vec<ParsedLine>,
     _text: Vec<u8>,
     _lossy: Vec<Box<str>>,
+    /// Parsed by the reading thread, so freed there.
+    recycle: bool,
 }
 
 impl Batch {
@@ -45,64 +49,16 @@ impl Batch {
     }
 }
 
-/// Messages from the parsing thread.
-pub enum Msg {
-    /// More lines.
-    Lines(Batch),
-    /// Reading failed (I/O, damaged Zstandard frame); nothing follows.
-    Error(LoadError),
+/// Lines cut from the log but not parsed yet.
+pub struct RawBatch {
+    text: Vec<u8>,
+    spans: Vec<(u64, u64, usize, usize, bool)>,
 }
 
-const BATCH_BYTES: usize = 32 << 10;
-
-/// Hands finished batches back to the parsing thread, which frees them: the
-/// memory goes back to the allocator arena it came from without contention.
-pub struct Recycler(Sender<Batch>);
-
-impl Recycler {
-    /// Give a batch back (dropped here if the parsing thread is gone).
-    pub fn send(&self, batch: Batch) {
-        let _ = self.0.send(batch);
-    }
-}
-
-/// Start parsing `reader` on a new thread. The handle returns the reader at
-/// the end (for its torn-tail report).
-pub fn spawn(mut reader: LineReader) -> (Receiver<Msg>, Recycler, JoinHandle<LineReader>) {
-    let (tx, rx) = sync_channel::<Msg>(2);
-    let (rtx, rrx) = channel::<Batch>();
-    let handle = std::thread::spawn(move || {
-        run(&mut reader, &tx, &rrx);
-        reader
-    });
-    (rx, Recycler(rtx), handle)
-}
-
-fn run(reader: &mut LineReader, tx: &SyncSender<Msg>, recycled: &Receiver<Batch>) {
-    loop {
-        while let Ok(old) = recycled.try_recv() {
-            drop(old);
-        }
-        let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
-        let mut spans: Vec<(u64, u64, usize, usize, bool)> = Vec::new();
-        let mut done = false;
-        while text.len() < BATCH_BYTES {
-            match reader.next_line() {
-                Ok(Some(l)) => {
-                    let start = text.len();
-                    text.extend_from_slice(l.bytes);
-                    spans.push((l.no, l.offset, start, l.bytes.len(), l.strict));
-                }
-                Ok(None) => {
-                    done = true;
-                    break;
-                }
-                Err(e) => {
-                    let _ = tx.send(Msg::Error(e));
-                    return;
-                }
-            }
-        }
+impl RawBatch {
+    /// Parse every line (on whichever thread calls this).
+    pub fn parse(self, recycle: bool) -> Batch {
+        let RawBatch { text, spans } = self;
         let mut lossy: Vec<Box<str>> = Vec::new();
         let mut lines = Vec::with_capacity(spans.len());
         // SAFETY: `text` is moved into the batch below without being touched
@@ -138,12 +94,142 @@ fn run(reader: &mut LineReader, tx: &SyncSender<Msg>, recycled: &Receiver<Batch>
                 canonical,
             });
         }
-        let batch = Batch {
+        Batch {
             lines,
             _text: text,
             _lossy: lossy,
+            recycle,
+        }
+    }
+}
+
+/// Messages from the reading thread.
+pub enum Msg {
+    /// More lines, parsed by the reading thread.
+    Lines(Batch),
+    /// More lines for the receiver to parse: sent when it had nothing queued,
+    /// so that both threads parse while the log is read.
+    Raw(RawBatch),
+    /// Reading failed (I/O, damaged Zstandard frame); nothing follows.
+    Error(LoadError),
+}
+
+impl Incoming {
+    /// The next batch, parsed (here, if it came raw), or the reading error.
+    pub fn next_batch(&mut self) -> Option<Result<Batch, LoadError>> {
+        Some(match self.next()? {
+            Msg::Lines(b) => Ok(b),
+            Msg::Raw(r) => {
+                self.parsing.store(true, Ordering::SeqCst);
+                let b = r.parse(false);
+                self.parsing.store(false, Ordering::SeqCst);
+                Ok(b)
+            }
+            Msg::Error(e) => Err(e),
+        })
+    }
+}
+
+const BATCH_BYTES: usize = 32 << 10;
+
+/// Hands finished batches back to the parsing thread, which frees them: the
+/// memory goes back to the allocator arena it came from without contention.
+pub struct Recycler(Sender<Batch>);
+
+impl Recycler {
+    /// Give a batch back (dropped here if the parsing thread is gone, or if
+    /// this thread parsed it).
+    pub fn send(&self, batch: Batch) {
+        if batch.recycle {
+            let _ = self.0.send(batch);
+        }
+    }
+}
+
+/// The receiving end: counts what is queued so the reader knows when the
+/// folder is idle.
+pub struct Incoming {
+    rx: Receiver<Msg>,
+    queued: Arc<AtomicUsize>,
+    /// The receiver is parsing a raw batch right now.
+    parsing: Arc<AtomicBool>,
+}
+
+impl Iterator for Incoming {
+    type Item = Msg;
+    fn next(&mut self) -> Option<Msg> {
+        let m = self.rx.recv().ok()?;
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        Some(m)
+    }
+}
+
+/// Start reading `reader` on a new thread. The handle returns the reader at
+/// the end (for its torn-tail report).
+pub fn spawn(mut reader: LineReader) -> (Incoming, Recycler, JoinHandle<LineReader>) {
+    let (tx, rx) = sync_channel::<Msg>(2);
+    let (rtx, rrx) = channel::<Batch>();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let parsing = Arc::new(AtomicBool::new(false));
+    let (q, p) = (queued.clone(), parsing.clone());
+    let handle = std::thread::spawn(move || {
+        run(&mut reader, &tx, &rrx, &q, &p);
+        reader
+    });
+    (
+        Incoming {
+            rx,
+            queued,
+            parsing,
+        },
+        Recycler(rtx),
+        handle,
+    )
+}
+
+fn run(
+    reader: &mut LineReader,
+    tx: &SyncSender<Msg>,
+    recycled: &Receiver<Batch>,
+    queued: &AtomicUsize,
+    parsing: &AtomicBool,
+) {
+    loop {
+        while let Ok(old) = recycled.try_recv() {
+            drop(old);
+        }
+        let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
+        let mut spans: Vec<(u64, u64, usize, usize, bool)> = Vec::new();
+        let mut done = false;
+        while text.len() < BATCH_BYTES {
+            match reader.next_line() {
+                Ok(Some(l)) => {
+                    let start = text.len();
+                    text.extend_from_slice(l.bytes);
+                    spans.push((l.no, l.offset, start, l.bytes.len(), l.strict));
+                }
+                Ok(None) => {
+                    done = true;
+                    break;
+                }
+                Err(e) => {
+                    queued.fetch_add(1, Ordering::SeqCst);
+                    let _ = tx.send(Msg::Error(e));
+                    return;
+                }
+            }
+        }
+        let raw = RawBatch { text, spans };
+        // When the folder has nothing queued it would only wait: let it parse
+        // this batch itself while this thread reads the next one.
+        let idle = queued.load(Ordering::SeqCst) == 0 && !parsing.load(Ordering::SeqCst);
+        let msg = if idle && !done {
+            Msg::Raw(raw)
+        } else {
+            Msg::Lines(raw.parse(true))
         };
-        if tx.send(Msg::Lines(batch)).is_err() {
+        queued.fetch_add(1, Ordering::SeqCst);
+        if tx.send(msg).is_err() {
             return; // the folder stopped early (a refusal)
         }
         if done {

@@ -35,6 +35,12 @@ impl RepairTracker {
         self.observe_at(ev, ev.time());
     }
 
+    /// Note the last event without observing it (a log-only event that
+    /// cannot change the repair state, e.g. a chunk).
+    pub fn note_last(&mut self, seq: u64, time: f64) {
+        self.last = Some((seq, time));
+    }
+
     /// [`observe`](Self::observe) when the event's time is already known.
     pub fn observe_at(&mut self, ev: &Event<'_>, time: f64) {
         self.last = Some((ev.seq, time));

@@ -205,7 +205,7 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
         opts: LoadOptions {
             lenient: ctx.lenient,
             upto: args.at,
-            keep_nodes: false,
+            ..LoadOptions::default()
         },
         header,
         route,

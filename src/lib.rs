@@ -6,8 +6,25 @@
 //! exactly as the reference implementation (`@deepseek-ai/dsh-*` 0.1.0-rc.8)
 //! does and works on them without the harness:
 //!
-//! load ([`log`]) → fold ([`surface`], [`request_header`]) → derive
-//! ([`derive`]) | measure ([`meter`]) | prune | compact → append.
+//! * **load** ([`log`]): bytes (plain or Zstandard) → validated events, each
+//!   streamed once to an [`log::Observer`] as it is folded into the
+//!   [`surface`] and the [`request_header`] fold; generation 3 has its own
+//!   decoder ([`g3`]);
+//! * **derive** ([`derive`](mod@derive)): the model-visible messages;
+//! * **measure** ([`meter`], [`policy`], [`config`]): DSH's token figure and
+//!   the routed pressure policy;
+//! * **audit** ([`verify`], [`lock`]): every invariant, the compaction lock;
+//! * **rewrite** ([`prune`], [`range`], [`compact`] with a [`provider`]): plans
+//!   of events to append, written only by the [`append`] writer.
+//!
+//! ```no_run
+//! use dsh::log::{LoadOptions, LogSource, load};
+//!
+//! let src = LogSource::File("session.jsonl".into());
+//! let log = load(&src, &LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! println!("{} nodes, replaceGeneration {}", log.surface.nodes.len(), log.surface.replace_generation);
+//! # Ok::<(), dsh::LoadError>(())
+//! ```
 //!
 //! The library never touches a terminal or the environment; the `dsh` binary
 //! is a thin layer over it.

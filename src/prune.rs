@@ -18,7 +18,7 @@ use crate::json::{JStr, OwnedValue, Value, js_number};
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::estimate::price_message;
 
-/// The marker substituted for every removed middle span **[CONST]**.
+/// The marker substituted for every removed middle span **\[CONST\]**.
 pub const PRUNE_MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
 
 /// Code points in [`PRUNE_MARKER`].

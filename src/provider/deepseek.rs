@@ -189,16 +189,7 @@ pub fn wire_request(
             format!("Bearer {}", endpoint.api_key.expose()),
         ));
     }
-    headers.push(("content-type".into(), "application/json".into()));
-    headers.push(("accept".into(), "text/event-stream".into()));
-    headers.push(("user-agent".into(), endpoint.user_agent.clone()));
-    headers.push((
-        "x-deepseek-harness-session-id".into(),
-        req.session_id.clone(),
-    ));
-    if req.compaction {
-        headers.push(("x-deepseek-harness-compact".into(), "1".into()));
-    }
+    super::push_common_headers(&mut headers, endpoint, req);
     Ok(WireRequest {
         method: "POST",
         url: join_url(&endpoint.base_url, "/chat/completions"),

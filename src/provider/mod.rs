@@ -167,6 +167,25 @@ pub struct CompletionRequest {
     pub compaction: bool,
 }
 
+/// Headers every wire protocol sends: content negotiation, the user agent, and
+/// the harness's session and compaction attribution.
+pub(crate) fn push_common_headers(
+    headers: &mut Vec<(String, String)>,
+    endpoint: &Endpoint,
+    req: &CompletionRequest,
+) {
+    headers.push(("content-type".into(), "application/json".into()));
+    headers.push(("accept".into(), "text/event-stream".into()));
+    headers.push(("user-agent".into(), endpoint.user_agent.clone()));
+    headers.push((
+        "x-deepseek-harness-session-id".into(),
+        req.session_id.clone(),
+    ));
+    if req.compaction {
+        headers.push(("x-deepseek-harness-compact".into(), "1".into()));
+    }
+}
+
 /// An HTTP request exactly as it is (or would be) sent.
 #[derive(Debug, Clone)]
 pub struct WireRequest {

@@ -682,6 +682,10 @@ fn normalized(line: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -769,6 +773,10 @@ fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn overflow_mode_prunes_and_reports_retry_authorization() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -791,6 +799,10 @@ fn overflow_mode_prunes_and_reports_retry_authorization() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn pressure_below_threshold_writes_nothing() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -932,6 +944,10 @@ models = [ {{ id = "deepseek-v4-flash", contextWindow = 64000 }} ]
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn config_capacity_policy_and_pruner_drive_pressure_and_flags_override() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -1010,6 +1026,10 @@ fn config_capacity_policy_and_pruner_drive_pressure_and_flags_override() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn overflow_recovery_disabled_by_max_overflow_retries_zero() {
     let Some(ex) = shared() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -1052,6 +1072,10 @@ fn zstd_text(p: &Path) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn zstd_logs_get_one_frame_per_batch() {
     // Manual: two batches (end-seed + start, then summary + checkpoint + end).
     let dir = tempfile::tempdir().unwrap();

@@ -13,6 +13,10 @@ fn messages_json(log: &dsh::LoadedLog) -> Value<'static> {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn corpus_surface_derive_header_match_the_reference() {
     let Some(shared) = shared("corpus_surface_derive_header_match_the_reference") else {
         return;
@@ -66,6 +70,10 @@ fn corpus_surface_derive_header_match_the_reference() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn corpus_load_counts_match_the_reference() {
     let Some(shared) = shared("corpus_load_counts_match_the_reference") else {
         return;

@@ -132,6 +132,10 @@ fn invalid_generation_3_variants_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn the_spec_example_when_present() {
     let Some(shared) = crate::support::shared("the_spec_example_when_present") else {
         return;

@@ -17,6 +17,10 @@ fn statuses(v: &Value<'_>) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn locks_on_the_spec_examples() {
     let Some(shared) = shared("locks_on_the_spec_examples") else {
         return;

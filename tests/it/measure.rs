@@ -233,6 +233,10 @@ fn worked_example_a_override_headers() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn corpus_matches_the_oracle_through_the_library() {
     let Some(shared) = shared() else { return };
     let corpus = shared.join("corpus");

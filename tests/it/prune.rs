@@ -105,6 +105,10 @@ fn code_points(v: &Value<'_>) -> Vec<u32> {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn prune_example_reproduced_byte_for_byte() {
     let Some(shared) = shared("prune_example_reproduced_byte_for_byte") else {
         return;
@@ -180,6 +184,10 @@ fn prune_example_reproduced_byte_for_byte() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
     let Some(shared) = shared("prune_dry_run_json_matches_the_oracle_on_the_corpus") else {
         return;

@@ -1090,6 +1090,10 @@ fn shared() -> Option<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn verdicts_and_violations_agree_with_the_reference_on_the_corpus() {
     let Some(shared) = shared() else { return };
     let corpus = shared.join("corpus");
@@ -1150,6 +1154,10 @@ fn verdicts_and_violations_agree_with_the_reference_on_the_corpus() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
 fn reference_written_compaction_and_prune_are_clean_without_warnings() {
     let Some(shared) = shared() else { return };
     let ex = shared.join("spec/examples");

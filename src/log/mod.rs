@@ -1,12 +1,20 @@
 //! Reading a session log: bytes → lines → records → validated events, folded
 //! into a [`Surface`] as they stream past (session-log §16).
 //!
-//! The loader holds one line at a time. Every event is validated in the
-//! reference's order, then handed to the caller's observer with what the
-//! surface fold did with it, so measuring, auditing and listing need no second
-//! pass and no copy of the log. What outlives the pass is small: the surface
-//! nodes (each pointing back at its line), the request-header snapshots, the
-//! closers of an open tail, and counters.
+//! The loader holds a few small batches of lines at a time: a reading thread
+//! cuts and parses them ([`parse`]) while this thread validates and folds.
+//! Every event is validated in the reference's order, then handed to the
+//! caller's observer with what the surface fold did with it, so measuring,
+//! auditing and listing need no second pass and no copy of the log. What
+//! outlives the pass is small: the surface nodes (each pointing back at its
+//! line), the request-header snapshots, the closers of an open tail, and
+//! counters.
+//!
+//! Rules are applied per event in the reference's order (retired shapes,
+//! legacy upgrades, message shapes, vocabulary, envelope, request header,
+//! surface); the reference runs the first four over the whole log before the
+//! rest, so on a log with several defects the first refusal reported can
+//! differ from the reference's, never whether the log is refused.
 
 pub mod error;
 pub mod header;

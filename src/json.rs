@@ -904,6 +904,19 @@ impl<T: Into<Value<'static>>> From<Option<T>> for Value<'static> {
 
 const MAX_DEPTH: usize = 512;
 
+/// Bytes that end a run of plain string content: `"`, `\\` and control characters.
+static NEEDS_LOOK: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// Byte range of the value reached by following object keys `path` from the
 /// top of a valid JSON text, without building values (e.g. `["data",
 /// "message"]`). Keys are compared as raw (unescaped) source text.
@@ -1110,12 +1123,30 @@ impl<'a> Parser<'a> {
         let b = self.b;
         let mut escaped = false;
         loop {
-            // Fast scan to the next byte that needs attention.
+            // Short strings (keys, chunk texts) are scanned byte by byte;
+            // past 32 bytes a vectorised search takes over.
+            let mut j = self.i;
+            let short_end = (self.i + 32).min(b.len());
+            while j < short_end && !NEEDS_LOOK[b[j] as usize] {
+                j += 1;
+            }
+            if j < short_end {
+                self.i = j;
+                if b[j] < 0x20 {
+                    return Err(self.err("bad control character in string literal"));
+                }
+            } else {
+                self.i = j;
+            }
             let rest = &b[self.i..];
-            let Some(off) = memchr::memchr3(b'"', b'\\', b'\n', rest)
-                .or_else(|| (!rest.is_empty()).then_some(rest.len()))
-            else {
-                return Err(self.err("unterminated string"));
+            let off = if j < short_end {
+                0
+            } else {
+                match memchr::memchr3(b'"', b'\\', b'\n', rest) {
+                    Some(o) => o,
+                    None if rest.is_empty() => return Err(self.err("unterminated string")),
+                    None => rest.len(),
+                }
             };
             // Control characters are not allowed raw inside strings.
             if rest[..off].iter().any(|&c| c < 0x20) {

@@ -31,10 +31,10 @@ complete -c dsh -n "__fish_dsh_needs_command" -s q -l quiet -d 'Do not print war
 complete -c dsh -n "__fish_dsh_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_needs_command" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "messages" -d 'Show the derived model-visible messages (deriveMessages)'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "measure" -d 'Measure context pressure (the harness\'s own figure), the routed compaction policy, and optional exact tokenizer counts'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "events" -d 'Show the raw log as a human transcript'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
@@ -46,7 +46,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home di
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand surface" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l width -d 'Cut each text block to this many characters in the readable view (0: no limit)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
@@ -55,13 +55,13 @@ complete -c dsh -n "__fish_dsh_using_subcommand messages" -l request -d 'Show th
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand messages" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count the envelope and surface text with a real BPE tokenizer' -r -f -a "o200k\t''
 cl100k\t''"
@@ -77,7 +77,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand measure" -l fail-over -d 'Exit 1
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand measure" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s t -l type -d 'Only events of these types (a trailing `/` matches a family, e.g. `tool/`)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l turn -d 'Only events of this turn' -r
@@ -87,13 +87,13 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -s a -l all -d 'Show eve
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand load" -s h -l help -d 'Print help'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l out -d 'Write a copy of the log with the appends to FILE (which must not exist) instead of touching the log' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l threshold-chars -d 'Prune a result whose text exceeds this many code points (reference `thresholdChars`; overrides the config\'s)' -r
@@ -177,10 +177,10 @@ complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'D
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "messages" -d 'Show the derived model-visible messages (deriveMessages)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "measure" -d 'Measure context pressure (the harness\'s own figure), the routed compaction policy, and optional exact tokenizer counts'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "events" -d 'Show the human transcript of the raw log (append-origin events)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "events" -d 'Show the raw log as a human transcript'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'

@@ -50,19 +50,14 @@ pub struct Cli {
 /// Commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show the current surface: the ordered nodes the model sees.
+    // Each command's help (what it does, its JSON shape) is the doc comment
+    // of its Args struct, in src/cli/commands/<command>.rs.
     Surface(commands::surface::SurfaceArgs),
-    /// Show the derived model-visible messages (deriveMessages).
     #[command(alias = "derive")]
     Messages(commands::messages::MessagesArgs),
-    /// Show the folded request header and the latest route / context window.
     Header(commands::header::HeaderArgs),
-    /// Measure context pressure (the harness's own figure), the routed
-    /// compaction policy, and optional exact tokenizer counts.
     Measure(commands::measure::MeasureArgs),
-    /// Show the human transcript of the raw log (append-origin events).
     Events(commands::events::EventsArgs),
-    /// Show what reading produced: header, event counts, closers, tolerances.
     Load(commands::load::LoadArgs),
     // Its help (the open-turn rule, refusals, JSON shape) is PruneArgs' doc comment.
     Prune(commands::prune::PruneArgs),

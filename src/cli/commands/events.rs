@@ -11,9 +11,11 @@ use dsh::log::Folded;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview, truncate};
 use crate::cli::exit::Status;
 
-/// Show the raw log as a transcript: the append-origin message events in log
-/// order, marking those the surface no longer shows, with replacements
-/// (checkpoints, pruned results) as annotations.
+/// Show the raw log as a human transcript.
+///
+/// The append-origin message events in log order, marking those the surface
+/// no longer shows, with replacements (checkpoints, pruned results) as
+/// annotations; `--all` shows every event.
 ///
 /// With --json: one JSON object per line (JSON Lines):
 /// `{"seq","line","type","turn","origin":"append"|"replace"|"log",

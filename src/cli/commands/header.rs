@@ -7,8 +7,11 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::Status;
 use crate::cli::render;
 
-/// Show the folded request header (config, tools, adapterDefaults, system
-/// prompt) and the latest route / context window.
+/// Show the folded request header and the latest route / context window.
+///
+/// The header is the latest `request/header` in canonical form (config,
+/// tools, adapterDefaults, system prompt); the context is the latest
+/// `request/context`.
 ///
 /// With --json: `{"header", "headerSeq", "headerEvents": [{"seq","reason"}],
 /// "context", "contextSeq", "session": {…header line…}, "schema_version"}`.

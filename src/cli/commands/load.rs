@@ -7,10 +7,12 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::Status;
 use crate::cli::render;
 
-/// Show what reading produced: the validated header, stored events (after
-/// legacy upgrades, torn tail dropped), the synthetic closers of an open
-/// final turn, whether the reference would append its end-seed marker, an
-/// event-type histogram, and every tolerance applied.
+/// Show what reading produced: header, event counts, closers, tolerances.
+///
+/// The validated header, stored events (after legacy upgrades, torn tail
+/// dropped), the synthetic closers of an open final turn, whether the
+/// reference would append its end-seed marker, an event-type histogram, and
+/// every tolerance applied.
 ///
 /// With --json: `{"header", "storedEvents", "closers": [event…], "events",
 /// "endSeedAppended", "eventTypes": {type: n}, "container", "tornTail",

@@ -16,9 +16,10 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::{many, render};
 
-/// Measure a log's context pressure exactly as the DSH harness does (the
-/// token meter of `@deepseek-ai/dsh-token-meter` 0.1.0-rc.8), and the routed
-/// compaction policy: context window, threshold, retention, headroom.
+/// Measure context pressure exactly as the DSH harness does.
+///
+/// The token meter of `@deepseek-ai/dsh-token-meter` 0.1.0-rc.8, and the
+/// routed compaction policy: context window, threshold, retention, headroom.
 ///
 /// The figure is the harness's own heuristic (4 UTF-16 units per token,
 /// anchored on the provider's reported usage), so it equals the number that

@@ -8,8 +8,10 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
 use crate::cli::render;
 
-/// Show the current surface: position, seq, type, role, tokens and a preview
-/// of every node the model sees, and which raw seqs each replacement shadows.
+/// Show the current surface: the ordered nodes the model sees.
+///
+/// One row per node: position, seq, type, role, tokens and a preview, and
+/// which raw seqs each replacement shadows.
 ///
 /// With --json: `{"nodes": [seq…], "replaceGeneration", "replacements":
 /// [{"seq","start","end","shadowedSeqs"}], "positions": [{"position","seq",

@@ -226,22 +226,40 @@ impl From<String> for JStr<'static> {
     }
 }
 
+/// The code point of a high and a low surrogate, when they form a pair.
+#[inline]
+pub fn surrogate_pair(hi: u16, lo: u16) -> Option<u32> {
+    ((0xD800..0xDC00).contains(&hi) && (0xDC00..0xE000).contains(&lo))
+        .then(|| 0x10000 + (((hi as u32) - 0xD800) << 10) + ((lo as u32) - 0xDC00))
+}
+
+/// Append one code point (a lone surrogate included) as UTF-16 units.
+#[inline]
+pub fn push_code_point_utf16(cp: u32, out: &mut Vec<u16>) {
+    if cp >= 0x10000 {
+        let v = cp - 0x10000;
+        out.push(0xD800 + (v >> 10) as u16);
+        out.push(0xDC00 + (v & 0x3FF) as u16);
+    } else {
+        out.push(cp as u16);
+    }
+}
+
 /// Convert UTF-16 units to code points the way `Array.from` iterates.
 pub fn units_to_code_points(units: &[u16]) -> Vec<u32> {
     let mut out = Vec::with_capacity(units.len());
     let mut i = 0;
     while i < units.len() {
         let u = units[i];
-        if (0xD800..0xDC00).contains(&u)
-            && i + 1 < units.len()
-            && (0xDC00..0xE000).contains(&units[i + 1])
-        {
-            let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((units[i + 1] as u32) - 0xDC00);
-            out.push(c);
-            i += 2;
-        } else {
-            out.push(u as u32);
-            i += 1;
+        match units.get(i + 1).and_then(|&lo| surrogate_pair(u, lo)) {
+            Some(c) => {
+                out.push(c);
+                i += 2;
+            }
+            None => {
+                out.push(u as u32);
+                i += 1;
+            }
         }
     }
     out
@@ -255,13 +273,7 @@ pub fn string_from_code_points(cps: &[u32]) -> JStr<'static> {
     }
     let mut units = Vec::with_capacity(cps.len());
     for &c in cps {
-        if c >= 0x10000 {
-            let c = c - 0x10000;
-            units.push(0xD800 + (c >> 10) as u16);
-            units.push(0xDC00 + (c & 0x3FF) as u16);
-        } else {
-            units.push(c as u16);
-        }
+        push_code_point_utf16(c, &mut units);
     }
     JStr::from_units(&units)
 }
@@ -468,20 +480,15 @@ fn write_reescaped(out: &mut String, raw: &[u8]) {
             b'u' => {
                 let u = hex4(&raw[i + 2..]);
                 i += 6;
-                if (0xD800..0xDC00).contains(&u)
-                    && raw.len() >= i + 6
+                if raw.len() >= i + 6
                     && raw[i] == b'\\'
                     && raw[i + 1] == b'u'
-                    && raw[i + 2..i + 6].iter().all(|c| c.is_ascii_hexdigit())
+                    && let Some(c) = surrogate_pair(u, hex4(&raw[i + 2..]))
                 {
-                    let lo = hex4(&raw[i + 2..]);
-                    if (0xDC00..0xE000).contains(&lo) {
-                        let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((lo as u32) - 0xDC00);
-                        out.push(char::from_u32(c).unwrap());
-                        i += 6;
-                        run = i;
-                        continue;
-                    }
+                    out.push(char::from_u32(c).unwrap());
+                    i += 6;
+                    run = i;
+                    continue;
                 }
                 if (0xD800..0xE000).contains(&u) {
                     let _ = write!(out, "\\u{:04x}", u);
@@ -506,11 +513,7 @@ fn write_escaped_units(out: &mut String, units: &[u16]) {
     let mut i = 0;
     while i < units.len() {
         let u = units[i];
-        if (0xD800..0xDC00).contains(&u)
-            && i + 1 < units.len()
-            && (0xDC00..0xE000).contains(&units[i + 1])
-        {
-            let c = 0x10000 + (((u as u32) - 0xD800) << 10) + ((units[i + 1] as u32) - 0xDC00);
+        if let Some(c) = units.get(i + 1).and_then(|&lo| surrogate_pair(u, lo)) {
             out.push(char::from_u32(c).unwrap());
             i += 2;
             continue;

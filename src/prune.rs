@@ -194,13 +194,7 @@ impl Points {
         match self {
             Points::Cps(c) => {
                 for &cp in &c[a..b] {
-                    if cp >= 0x10000 {
-                        let v = cp - 0x10000;
-                        out.push(0xD800 + (v >> 10) as u16);
-                        out.push(0xDC00 + (v & 0x3FF) as u16);
-                    } else {
-                        out.push(cp as u16);
-                    }
+                    crate::json::push_code_point_utf16(cp, out);
                 }
             }
             Points::Items(items) => {

@@ -231,11 +231,9 @@ pub struct NodeFacts {
 /// Compute [`NodeFacts`] for a surface event.
 pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
     let msg = ev.message();
-    let derives = project(ev).is_some();
-    let tokens = match project(ev) {
-        Some(m) => crate::meter::estimate::price_message(m),
-        None => 0,
-    };
+    let projected = project(ev);
+    let derives = projected.is_some();
+    let tokens = projected.map_or(0, crate::meter::estimate::price_message);
     let msg_id = msg
         .and_then(|m| m.get("id"))
         .and_then(|i| i.as_jstr())

@@ -116,10 +116,7 @@ impl Ctx {
         if self.json {
             let _ = self.print_json(&load_error_json(e));
         }
-        match e.kind {
-            dsh::LoadErrorKind::NotFound if false => Status::Usage,
-            _ => Status::InvalidLog,
-        }
+        Status::InvalidLog
     }
 }
 

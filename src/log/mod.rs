@@ -227,23 +227,14 @@ impl LoadedLog {
     ) -> Result<OwnedEvent, LoadError> {
         match body {
             NodeBody::Owned(ev) => Ok((**ev).clone()),
-            NodeBody::Span { offset, len } => {
-                let path = self
-                    .source
-                    .path()
-                    .ok_or_else(|| LoadError::new(LoadErrorKind::Io, "node span without a file"))?;
-                if file.is_none() {
-                    *file = Some(std::fs::File::open(path).map_err(|e| {
-                        LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
-                    })?);
+            NodeBody::Span { .. } => {
+                let mut buf = Vec::new();
+                if !self.read_span(body, file, &mut buf)? {
+                    return Err(LoadError::new(
+                        LoadErrorKind::Io,
+                        "node span without a file",
+                    ));
                 }
-                let f = file.as_mut().unwrap();
-                let mut buf = vec![0u8; *len as usize];
-                f.seek(SeekFrom::Start(*offset))
-                    .and_then(|_| f.read_exact(&mut buf))
-                    .map_err(|e| {
-                        LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
-                    })?;
                 let text = match String::from_utf8(buf) {
                     Ok(s) => s,
                     Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),

@@ -6,11 +6,12 @@ use crate::log::{LoadError, LoadedLog};
 use crate::surface::project;
 
 /// Visit the derived messages in order, re-reading node events as needed.
-/// `f` gets the node's event and its projected message.
-pub fn for_each_message(
+/// `f` gets the node's event and its projected message; its own errors (a
+/// failed write, say) stop the walk and come back as they are.
+pub fn for_each_message<E: From<LoadError>>(
     log: &LoadedLog,
-    f: &mut dyn FnMut(&OwnedEvent, &crate::json::OwnedValue) -> Result<(), LoadError>,
-) -> Result<(), LoadError> {
+    f: &mut dyn FnMut(&OwnedEvent, &crate::json::OwnedValue) -> Result<(), E>,
+) -> Result<(), E> {
     let mut file = None;
     for node in &log.surface.nodes {
         if !node.derives {

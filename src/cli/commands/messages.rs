@@ -41,23 +41,17 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     }
     if ctx.json {
         let mut first = true;
-        let mut werr = None;
         out.write_all(b"[")?;
-        dsh::derive::for_each_message(&log, &mut |_, m| {
+        dsh::derive::for_each_message(&log, &mut |_, m| -> anyhow::Result<()> {
             let mut s = String::new();
             if !first {
                 s.push(',');
             }
             first = false;
             dsh::derive::request_projection(m).write_json(&mut s);
-            if let Err(e) = out.write_all(s.as_bytes()) {
-                werr = Some(e);
-            }
+            out.write_all(s.as_bytes())?;
             Ok(())
         })?;
-        if let Some(e) = werr {
-            return Err(e.into());
-        }
         out.write_all(b"]\n")?;
         out.flush()?;
         return Ok(Status::Ok);
@@ -80,8 +74,7 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
         writeln!(out, "── system ──\n{}\n", cut(&sys.to_lossy()))?;
     }
     let mut n = 0usize;
-    let mut werr = None;
-    dsh::derive::for_each_message(&log, &mut |ev, m| {
+    dsh::derive::for_each_message(&log, &mut |ev, m| -> anyhow::Result<()> {
         n += 1;
         let role = m
             .get("role")
@@ -101,14 +94,9 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
             }
         }
         s.push('\n');
-        if let Err(e) = out.write_all(s.as_bytes()) {
-            werr = Some(e);
-        }
+        out.write_all(s.as_bytes())?;
         Ok(())
     })?;
-    if let Some(e) = werr {
-        return Err(e.into());
-    }
     writeln!(out, "{n} message(s)")?;
     out.flush()?;
     Ok(Status::Ok)

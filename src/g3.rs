@@ -253,9 +253,7 @@ pub(crate) fn load(
     let mut tracker = repair::RepairTracker::default();
     let mut event_types: BTreeMap<String, u64> = BTreeMap::new();
     let mut content_generation = 0u64;
-    let mut expected = 0u64;
-    let mut issue: Option<(u64, String)> = None;
-    let mut dropped = 0u64;
+    let mut prefix = crate::log::prefix::CommittedPrefix::default();
     let mut last_end_seed = None;
     let mut last_kind = None;
     let mut last_time = 0.0;
@@ -403,40 +401,16 @@ pub(crate) fn load(
         if truncated_at.is_some() {
             continue;
         }
-        let v = match parsed {
-            Err(_) => {
-                if issue.is_none() {
-                    issue = Some((no, format!("unparsable committed event at line {}", no - 1)));
-                }
-                dropped += 1;
-                continue;
-            }
-            Ok(v) => v,
+        let Ok(v) = parsed else {
+            prefix.undecodable(no, line.strict)?;
+            continue;
         };
-        let is_turn_end = v.get("type").is_some_and(|t| t.is_str("turn/end"));
-        if let Some((bad, why)) = &issue {
-            if is_turn_end {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(*bad));
-            }
-            dropped += 1;
+        let records = [v];
+        if !prefix.decoded(no, line.strict, &records)? {
             continue;
         }
-        if v.get("seq").and_then(|s| s.as_f64()) != Some(expected as f64) {
-            let got = v
-                .get("seq")
-                .map(|s| s.to_json())
-                .unwrap_or_else(|| "undefined".into());
-            let why = format!(
-                "seq gap in committed region at line {} (expected {expected}, got {got})",
-                no - 1
-            );
-            if is_turn_end || line.strict {
-                return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
-            }
-            issue = Some((no, why));
-            dropped += 1;
-            continue;
-        }
+        let [v] = records;
+        let expected = prefix.expected;
         if let Some(limit) = opts.upto
             && expected > limit
         {
@@ -451,7 +425,7 @@ pub(crate) fn load(
             value: v,
         };
         process(ev, false, &mut surface, &mut headers, &mut tracker)?;
-        expected += 1;
+        prefix.expected += 1;
         committed_len = line.offset + line.bytes.len() as u64 + 1;
     }
     let closers = if truncated_at.is_none() {
@@ -464,11 +438,11 @@ pub(crate) fn load(
         process(c.clone(), true, &mut surface, &mut headers, &mut t)?;
     }
     let _ = process;
-    if let Some((line, why)) = &issue {
-        warnings.push(format!(
-            "dropped {dropped} line(s) from line {line} on as a torn tail: {why}"
-        ));
-    }
+    let stored_events = prefix.expected;
+    let dropped = prefix.finish().map(|(region, warning)| {
+        warnings.push(warning);
+        region
+    });
     let torn = reader.torn_tail();
     if let Some(t) = torn {
         warnings.push(format!(
@@ -484,16 +458,12 @@ pub(crate) fn load(
         container: reader.container(),
         header,
         surface,
-        stored_events: expected,
+        stored_events,
         closers,
         headers,
         event_types,
         torn,
-        dropped: issue.map(|(line, reason)| crate::log::DroppedRegion {
-            line,
-            reason,
-            lines: dropped,
-        }),
+        dropped,
         upgraded: 0,
         warnings,
         last_end_seed,

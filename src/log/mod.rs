@@ -21,6 +21,7 @@ pub mod header;
 pub mod legacy;
 pub mod packed;
 pub mod parse;
+pub(crate) mod prefix;
 pub mod reader;
 pub mod repair;
 pub mod source;
@@ -469,9 +470,7 @@ fn load_inner(
         last_time: 0.0,
         observer,
     };
-    let mut expected: u64 = 0;
-    let mut issue: Option<(u64, String)> = None;
-    let mut dropped_lines = 0u64;
+    let mut prefix = prefix::CommittedPrefix::default();
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
     let (rx, recycle, parser) = parse::spawn(reader);
@@ -497,97 +496,46 @@ fn load_inner(
             let canonical = line.canonical;
             if opts.skip_chunk_events
                 && opts.upto.is_none()
-                && issue.is_none()
+                && prefix.is_clean()
                 && truncated_at.is_none()
                 && let Some(v) = &line.value
                 && packed::is_row(v)
                 && let Ok(span) = packed::check(v)
-                && span.seq0 == expected
+                && span.seq0 == prefix.expected
             {
                 // A valid row in sequence: count its chunks, build nothing.
                 p.skip_chunks(span);
-                expected += span.count;
+                prefix.expected += span.count;
                 committed_len = offset + len as u64 + 1;
                 continue;
             }
-            let records: Result<Vec<Value<'_>>, String> = match line.value.take() {
-                None => Err(format!("unparsable committed event at line {}", no - 1)),
+            let records: Option<Vec<Value<'_>>> = match line.value.take() {
+                None => None,
                 Some(v) if packed::is_row(&v) => {
-                    let r = packed::expand(&v)
-                        .map_err(|_| format!("unparsable committed event at line {}", no - 1));
+                    let r = packed::expand(&v).ok();
                     line.value = Some(v);
                     r
                 }
                 Some(v) => {
                     plain_line = true;
-                    Ok(vec![v])
+                    Some(vec![v])
                 }
             };
             if truncated_at.is_some() {
                 continue;
             }
-            let records = match records {
-                Err(why) => {
-                    if strict {
-                        return Err(
-                            LoadError::corrupt(format!("corrupt session log: {why}")).line(no)
-                        );
-                    }
-                    if issue.is_none() {
-                        issue = Some((no, why));
-                    }
-                    dropped_lines += 1;
-                    continue;
-                }
-                Ok(r) => r,
-            };
-            if let Some((bad, why)) = &issue {
-                if records
-                    .iter()
-                    .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
-                {
-                    return Err(
-                        LoadError::corrupt(format!("corrupt session log: {why}")).line(*bad)
-                    );
-                }
-                dropped_lines += 1;
+            let Some(records) = records else {
+                prefix.undecodable(no, strict)?;
                 continue;
-            }
-            // The seq rule: the whole line is dropped at the first mismatch.
-            let mut gap = None;
-            for (k, r) in records.iter().enumerate() {
-                let want = expected + k as u64;
-                if r.get("seq").and_then(|s| s.as_f64()) != Some(want as f64) {
-                    let got = r
-                        .get("seq")
-                        .map(|s| s.to_json())
-                        .unwrap_or_else(|| "undefined".into());
-                    gap = Some(format!(
-                        "seq gap in committed region at line {} (expected {want}, got {got})",
-                        no - 1
-                    ));
-                    break;
-                }
-            }
-            if let Some(why) = gap {
-                if strict {
-                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
-                }
-                if records
-                    .iter()
-                    .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
-                {
-                    return Err(LoadError::corrupt(format!("corrupt session log: {why}")).line(no));
-                }
-                issue = Some((no, why));
-                dropped_lines += 1;
+            };
+            if !prefix.decoded(no, strict, &records)? {
                 continue;
             }
             // Rows expand to chunks, never to surface events, so a single record is a line.
             let single = records.len() == 1;
             for r in records {
                 if let Some(limit) = opts.upto
-                    && expected > limit
+                    && prefix.expected > limit
                 {
                     truncated_at = Some(limit);
                     break;
@@ -595,7 +543,7 @@ fn load_inner(
                 let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
                 let ev = Event {
                     kind,
-                    seq: expected,
+                    seq: prefix.expected,
                     line: no,
                     value: r,
                 };
@@ -604,7 +552,7 @@ fn load_inner(
                 if plain_line {
                     line.value = Some(back.value);
                 }
-                expected += 1;
+                prefix.expected += 1;
             }
             if truncated_at.is_none() {
                 committed_len = offset + len as u64 + 1;
@@ -618,6 +566,7 @@ fn load_inner(
     let reader = parser
         .join()
         .map_err(|_| LoadError::new(LoadErrorKind::Io, "the parsing thread failed"))?;
+    let expected = prefix.expected;
     let stored_events = expected.min(opts.upto.map_or(u64::MAX, |u| u + 1));
     let closers = if truncated_at.is_none() && opts.upto.is_none_or(|u| u >= expected) {
         p.repair.closers()
@@ -627,11 +576,10 @@ fn load_inner(
     for c in &closers {
         p.process(c.clone(), None, true)?;
     }
-    if let Some((line, reason)) = &issue {
-        warnings.push(format!(
-            "dropped {dropped_lines} line(s) from line {line} on as a torn tail: {reason}"
-        ));
-    }
+    let dropped = prefix.finish().map(|(region, warning)| {
+        warnings.push(warning);
+        region
+    });
     let torn = reader.torn_tail();
     if let Some(t) = torn {
         warnings.push(format!(
@@ -665,11 +613,7 @@ fn load_inner(
         headers: p.headers,
         event_types: p.event_types,
         torn,
-        dropped: issue.map(|(line, reason)| DroppedRegion {
-            line,
-            reason,
-            lines: dropped_lines,
-        }),
+        dropped,
         upgraded: p.upgraded,
         warnings,
         last_end_seed: p.last_end_seed,

@@ -162,3 +162,21 @@ fn the_spec_example_when_present() {
         .collect();
     assert_eq!(ids, ["m-s2", "m-u1", "m-a1", "m-u2", "m-a2"]);
 }
+
+#[test]
+fn a_damaged_line_inside_a_complete_zstd_frame_is_fatal() {
+    // Plain: a garbage last line is a torn tail. Zstandard: a complete,
+    // checksummed frame must hold only committed lines, so it is corruption.
+    let text = g3_log() + "{garbage\n";
+    let (head, body) = text.split_at(text.find('\n').unwrap() + 1);
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write(&dir, "g3.jsonl", &text);
+    dsh().args(["surface", "--json", &plain]).assert().success();
+    let mut z = zstd::bulk::compress(head.as_bytes(), 3).unwrap();
+    z.extend(zstd::bulk::compress(body.as_bytes(), 3).unwrap());
+    let p = dir.path().join("g3.jsonl.zstd");
+    std::fs::write(&p, z).unwrap();
+    let out = dsh().args(["surface", "--json"]).arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unparsable committed event at line 16"));
+}

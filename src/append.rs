@@ -1279,16 +1279,9 @@ impl Appender {
                 ev.type_name()
             )));
         }
-        crate::log::validate::check_message_shape(ev).map_err(bad)?;
-        if kind == Kind::Unknown && !ev.value.get("ignorable").is_some_and(|i| i.is_true()) {
-            return Err(bad(format!(
-                "unknown event type \"{}\" not marked ignorable",
-                ev.type_name()
-            )));
-        }
-        crate::log::validate::check_envelope(ev).map_err(bad)?;
-        crate::log::validate::check_request_header(ev).map_err(bad)?;
-        let op = check_local(ev).map_err(|e| bad(e.message))?;
+        // Exactly the loader's rules, so nothing written can make the log unreadable.
+        crate::log::legacy::check_retired(ev, &self.log.header.id).map_err(|e| bad(e.message))?;
+        let (_, op) = crate::log::validate::check_event(ev).map_err(|e| bad(e.to_string()))?;
         if let Some(op) = op {
             let facts = node_facts(ev);
             surface
@@ -1629,6 +1622,16 @@ mod tests {
         bad.value.set("sourceEventSeqs", vec![7u64].into());
         batch.push(bad);
         assert!(app.append(&batch).is_err());
+        // Retired shapes the loader refuses are never written either.
+        let mut batch = app.lifecycle_prefix(5.0);
+        let fallback = Value::parse(
+            br#"{"type":"request/header","seq":10,"time":5,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"fallback"}}"#,
+        )
+        .unwrap()
+        .into_owned();
+        batch.push(crate::event::owned_event(Kind::RequestHeader, 10, fallback));
+        let e = app.append(&batch).unwrap_err();
+        assert!(e.to_string().contains("fallback"), "{e}");
         // A good batch passes; the dry run wrote nothing.
         let mut batch = app.lifecycle_prefix(5.0);
         batch.push(user_msg(10));

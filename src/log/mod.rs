@@ -39,7 +39,7 @@ pub use source::LogSource;
 use crate::event::{Event, Kind, OwnedEvent};
 use crate::json::{OwnedValue, Value};
 use crate::request_header::HeaderFold;
-use crate::surface::{Applied, NodeBody, Surface, check_local_with, node_facts};
+use crate::surface::{Applied, NodeBody, Surface, node_facts};
 
 /// How to read.
 #[derive(Debug, Clone, Default)]
@@ -354,31 +354,31 @@ impl Pipeline<'_> {
                 upgraded = true;
             }
         }
-        if let Err(m) = validate::check_message_shape(&ev) {
-            return Err(at(failed_validation(&self.id, ev.seq, &m), &ev));
-        }
-        if ev.kind == Kind::Unknown && !ev.value.get("ignorable").is_some_and(|i| i.is_true()) {
-            let e = LoadError::unsupported(format!(
-                "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
-                self.id,
-                ev.type_name(),
-                ev.seq
-            ));
-            return Err(at(e, &ev));
-        }
-        let env = match validate::scan_envelope(&ev) {
-            Ok(env) => env,
-            Err(m) => return Err(at(failed_validation(&self.id, ev.seq, &m), &ev)),
+        let (env, op) = match validate::check_event(&ev) {
+            Ok(checked) => checked,
+            Err(validate::EventRule::UnknownType(_)) => {
+                let e = LoadError::unsupported(format!(
+                    "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
+                    self.id,
+                    ev.type_name(),
+                    ev.seq
+                ));
+                return Err(at(e, &ev));
+            }
+            Err(validate::EventRule::RequestHeader(m)) => {
+                let e = LoadError::invalid(format!(
+                    "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
+                    self.id, ev.seq
+                ));
+                return Err(at(e, &ev));
+            }
+            Err(other) => {
+                return Err(at(
+                    failed_validation(&self.id, ev.seq, &other.to_string()),
+                    &ev,
+                ));
+            }
         };
-        if let Err(m) = validate::check_request_header(&ev) {
-            let e = LoadError::invalid(format!(
-                "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
-                self.id, ev.seq
-            ));
-            return Err(at(e, &ev));
-        }
-        let op = check_local_with(&ev, env.has_op, env.has_sources)
-            .map_err(|e| at(failed_validation(&self.id, ev.seq, &e.message), &ev))?;
         let applied = match op {
             None => None,
             Some(op) => {

@@ -1,8 +1,9 @@
 //! Per-event validation at load: the envelope (§4.1), message shapes (§6.6)
 //! and request headers (§9.1).
 
-use crate::event::{Event, Kind};
+use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::Value;
+use crate::surface::{SurfaceError, check_local_with};
 
 /// What one pass over an envelope learnt.
 #[derive(Debug, Clone, Copy)]
@@ -170,4 +171,49 @@ pub fn check_request_header(ev: &Event<'_>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Which per-event rule an event broke (see [`check_event`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventRule {
+    /// A message-shape rule (§6.6).
+    Shape(String),
+    /// An unknown type not marked `ignorable` (§4.3): the log is unsupported.
+    UnknownType(String),
+    /// An envelope rule (§4.1).
+    Envelope(String),
+    /// A `request/header` rule (§9.1).
+    RequestHeader(String),
+    /// An event-local surface rule (R1–R4).
+    Surface(SurfaceError),
+}
+
+impl std::fmt::Display for EventRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EventRule::Shape(m) | EventRule::Envelope(m) => write!(f, "{m}"),
+            EventRule::UnknownType(t) => {
+                write!(f, "unknown event type \"{t}\" not marked ignorable")
+            }
+            EventRule::RequestHeader(m) => write!(f, "request/header {m}"),
+            EventRule::Surface(e) => write!(f, "{}", e.message),
+        }
+    }
+}
+
+/// Every rule the loader applies to one event on its own, in the reference's
+/// order (§16 steps 6, 7 and 10): message shape, vocabulary, envelope,
+/// request header, and the event-local surface rules R1–R4. Gives the scanned
+/// envelope and the surface op to fold; the fold rules (R5–R16) need the
+/// surface and are [`crate::surface::Surface::apply`]'s. The loader and the
+/// writer both check events through here, so they accept the same events.
+pub fn check_event(ev: &Event<'_>) -> Result<(Envelope, Option<SurfaceOp>), EventRule> {
+    check_message_shape(ev).map_err(EventRule::Shape)?;
+    if ev.kind == Kind::Unknown && !ev.value.get("ignorable").is_some_and(|i| i.is_true()) {
+        return Err(EventRule::UnknownType(ev.type_name().into_owned()));
+    }
+    let env = scan_envelope(ev).map_err(EventRule::Envelope)?;
+    check_request_header(ev).map_err(EventRule::RequestHeader)?;
+    let op = check_local_with(ev, env.has_op, env.has_sources).map_err(EventRule::Surface)?;
+    Ok((env, op))
 }

@@ -394,7 +394,10 @@ pub(crate) fn load(
         Ok(())
     };
 
-    while let Some(line) = reader.next_line()? {
+    while let Some(line) = reader
+        .next_line()
+        .map_err(|e| e.or_rule(crate::log::LoadRule::Unparsable))?
+    {
         let no = line.no;
         let text = String::from_utf8_lossy(line.bytes);
         let parsed = Value::parse(text.as_bytes());

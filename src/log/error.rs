@@ -50,6 +50,34 @@ pub enum LoadErrorKind {
     NotFound,
 }
 
+/// The rule a refusal broke, so that tools (e.g. `verify`) can map a refusal
+/// to a check without reading its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadRule {
+    /// The committed region is not contiguous: a seq gap (§3.6).
+    SeqGap,
+    /// A committed line is not JSON, a packed row is malformed, or a
+    /// Zstandard frame is damaged (§3.2, §3.5, §3.6).
+    Unparsable,
+    /// The header line (§3.4).
+    Header,
+    /// A retired legacy shape (§12.1).
+    Retired,
+    /// A malformed legacy shape that cannot be upgraded (§12.2).
+    Legacy,
+    /// The event envelope (§4.1).
+    Envelope,
+    /// A message shape (§6.6).
+    MessageShape,
+    /// A `request/header` rule (§9.1).
+    RequestHeader,
+    /// An unknown event type not marked `ignorable` (§4.3).
+    UnknownType,
+    /// A surface rule: `"R1"` … `"R16"` (§7.4).
+    Surface(&'static str),
+}
+
 /// Why a log was refused. The reference refuses exactly the same logs.
 #[derive(Debug, Clone)]
 pub struct LoadError {
@@ -61,6 +89,8 @@ pub struct LoadError {
     pub at: Location,
     /// The file, when one is involved.
     pub file: Option<PathBuf>,
+    /// The rule broken, when the refusal is about one.
+    pub rule: Option<LoadRule>,
 }
 
 impl LoadError {
@@ -71,12 +101,27 @@ impl LoadError {
             message: message.into(),
             at: Location::default(),
             file: None,
+            rule: None,
         }
     }
 
     /// Attach a location.
     pub fn at(mut self, at: Location) -> Self {
         self.at = at;
+        self
+    }
+
+    /// Name the rule broken.
+    pub fn rule(mut self, rule: LoadRule) -> Self {
+        self.rule = Some(rule);
+        self
+    }
+
+    /// Name the rule broken by a corruption refusal, unless one is named.
+    pub fn or_rule(mut self, rule: LoadRule) -> Self {
+        if self.rule.is_none() && self.kind == LoadErrorKind::Corrupt {
+            self.rule = Some(rule);
+        }
         self
     }
 

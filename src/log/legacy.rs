@@ -4,7 +4,7 @@
 use crate::event::{Event, Kind};
 use crate::json::{JStr, Value};
 
-use super::error::LoadError;
+use super::error::{LoadError, LoadRule};
 
 fn k(s: &'static str) -> JStr<'static> {
     JStr::from_text(s)
@@ -22,6 +22,7 @@ pub fn check_retired(ev: &Event<'_>, session_id: &str) -> Result<(), LoadError> 
         ))
         .seq(ev.seq)
         .line(ev.line)
+        .rule(LoadRule::Retired)
     };
     if name == "request/header-delta" || name == "mode/set" {
         return Err(wrap(format!(
@@ -50,6 +51,7 @@ fn corrupt(ev: &Event<'_>, what: &str) -> LoadError {
     ))
     .seq(ev.seq)
     .line(ev.line)
+    .rule(LoadRule::Legacy)
 }
 
 fn keys_exactly(v: &Value<'_>, keys: &[&str]) -> bool {

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-pub use error::{LoadError, LoadErrorKind, Location};
+pub use error::{LoadError, LoadErrorKind, LoadRule, Location};
 pub use header::SessionHeader;
 pub use reader::{Container, TornTail};
 pub use source::LogSource;
@@ -331,6 +331,7 @@ impl Pipeline<'_> {
                     .map_err(|m| {
                         failed_validation(&self.id, ev.seq, &format!("sourceEventSeqs: {m}"))
                             .line(ev.line)
+                            .rule(LoadRule::Surface("R7"))
                     })?;
             ev.value.set(
                 "sourceEventSeqs",
@@ -363,18 +364,23 @@ impl Pipeline<'_> {
                     ev.type_name(),
                     ev.seq
                 ));
-                return Err(at(e, &ev));
+                return Err(at(e.rule(LoadRule::UnknownType), &ev));
             }
             Err(validate::EventRule::RequestHeader(m)) => {
                 let e = LoadError::invalid(format!(
                     "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
                     self.id, ev.seq
                 ));
-                return Err(at(e, &ev));
+                return Err(at(e.rule(LoadRule::RequestHeader), &ev));
             }
             Err(other) => {
+                let rule = match &other {
+                    validate::EventRule::Shape(_) => LoadRule::MessageShape,
+                    validate::EventRule::Surface(s) => LoadRule::Surface(s.rule),
+                    _ => LoadRule::Envelope,
+                };
                 return Err(at(
-                    failed_validation(&self.id, ev.seq, &other.to_string()),
+                    failed_validation(&self.id, ev.seq, &other.to_string()).rule(rule),
                     &ev,
                 ));
             }
@@ -392,10 +398,13 @@ impl Pipeline<'_> {
                     }
                     _ => NodeBody::Owned(Arc::new(ev.to_owned_event())),
                 };
-                let applied = self
-                    .surface
-                    .apply(&ev, op, facts, body)
-                    .map_err(|e| at(failed_validation(&self.id, ev.seq, &e.message), &ev))?;
+                let applied = self.surface.apply(&ev, op, facts, body).map_err(|e| {
+                    at(
+                        failed_validation(&self.id, ev.seq, &e.message)
+                            .rule(LoadRule::Surface(e.rule)),
+                        &ev,
+                    )
+                })?;
                 if canonical {
                     self.surface.nodes[applied.position].canonical_line = true;
                 }
@@ -435,7 +444,9 @@ fn load_inner(
     opts: &LoadOptions,
     observer: &mut dyn Observer,
 ) -> Result<LoadedLog, LoadError> {
-    let (reader, header_line) = reader::LineReader::open(source)?;
+    // Damage before the first event is the header's; after it, the framing's.
+    let (reader, header_line) =
+        reader::LineReader::open(source).map_err(|e| e.or_rule(LoadRule::Header))?;
     // The reference names the raw log in its "unsupported" refusals.
     let raw_note = |e: LoadError| -> LoadError {
         if e.kind == LoadErrorKind::Unsupported {
@@ -446,8 +457,8 @@ fn load_inner(
             e
         }
     };
-    let (header, mut warnings) =
-        header::parse_header(&header_line, opts.lenient).map_err(raw_note)?;
+    let (header, mut warnings) = header::parse_header(&header_line, opts.lenient)
+        .map_err(|e| raw_note(e.rule(LoadRule::Header)))?;
     if header.version == 3 {
         // A separate decoder: no G0 rule runs on a G3 log (§14.2).
         return crate::g3::load(source, reader, header, warnings, opts, observer);

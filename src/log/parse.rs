@@ -214,7 +214,7 @@ fn run(
                 }
                 Err(e) => {
                     queued.fetch_add(1, Ordering::SeqCst);
-                    let _ = tx.send(Msg::Error(e));
+                    let _ = tx.send(Msg::Error(e.or_rule(super::error::LoadRule::Unparsable)));
                     return;
                 }
             }

@@ -5,7 +5,7 @@
 use crate::json::Value;
 
 use super::DroppedRegion;
-use super::error::LoadError;
+use super::error::{LoadError, LoadRule};
 
 /// Follows the lines of a log in order and decides, line by line, whether
 /// its records join the log.
@@ -13,14 +13,16 @@ use super::error::LoadError;
 pub(crate) struct CommittedPrefix {
     /// The seq the next record must have.
     pub expected: u64,
-    /// The first defect: its line and the reference's description.
-    issue: Option<(u64, String)>,
+    /// The first defect: its line, the reference's description and the rule.
+    issue: Option<(u64, String, LoadRule)>,
     /// Complete lines dropped from the first defect on.
     dropped: u64,
 }
 
-fn corrupt(why: &str, line: u64) -> LoadError {
-    LoadError::corrupt(format!("corrupt session log: {why}")).line(line)
+fn corrupt(why: &str, line: u64, rule: LoadRule) -> LoadError {
+    LoadError::corrupt(format!("corrupt session log: {why}"))
+        .line(line)
+        .rule(rule)
 }
 
 impl CommittedPrefix {
@@ -36,10 +38,10 @@ impl CommittedPrefix {
         // The reference counts event lines from 1, after the header.
         let why = format!("unparsable committed event at line {}", no - 1);
         if strict {
-            return Err(corrupt(&why, no));
+            return Err(corrupt(&why, no, LoadRule::Unparsable));
         }
         if self.issue.is_none() {
-            self.issue = Some((no, why));
+            self.issue = Some((no, why, LoadRule::Unparsable));
         }
         self.dropped += 1;
         Ok(())
@@ -60,9 +62,9 @@ impl CommittedPrefix {
                 .iter()
                 .any(|r| r.get("type").is_some_and(|t| t.is_str("turn/end")))
         };
-        if let Some((bad, why)) = &self.issue {
+        if let Some((bad, why, rule)) = &self.issue {
             if has_turn_end() {
-                return Err(corrupt(why, *bad));
+                return Err(corrupt(why, *bad, *rule));
             }
             self.dropped += 1;
             return Ok(false);
@@ -80,9 +82,9 @@ impl CommittedPrefix {
                     no - 1
                 );
                 if strict || has_turn_end() {
-                    return Err(corrupt(&why, no));
+                    return Err(corrupt(&why, no, LoadRule::SeqGap));
                 }
-                self.issue = Some((no, why));
+                self.issue = Some((no, why, LoadRule::SeqGap));
                 self.dropped += 1;
                 return Ok(false);
             }
@@ -92,7 +94,7 @@ impl CommittedPrefix {
 
     /// The dropped region, if any, and a warning describing it.
     pub fn finish(self) -> Option<(DroppedRegion, String)> {
-        let (line, reason) = self.issue?;
+        let (line, reason, _) = self.issue?;
         let warning = format!(
             "dropped {} line(s) from line {line} on as a torn tail: {reason}",
             self.dropped

@@ -1,8 +1,27 @@
 //! §7.1 / §7.2: the load-boundary checks are the loader's refusals. The loader
-//! stops at the first; this maps its refusal to the check it broke.
+//! stops at the first; this maps its refusal to the check it broke, by the
+//! [`LoadRule`] the loader names (the message text is read only for errors
+//! built without one).
 
 use super::CheckId;
-use crate::log::{LoadError, LoadErrorKind};
+use crate::log::{LoadError, LoadErrorKind, LoadRule};
+
+/// The check for a rule the loader names.
+fn check_of_rule(rule: LoadRule) -> CheckId {
+    match rule {
+        LoadRule::SeqGap => CheckId::Surf1,
+        LoadRule::Retired => CheckId::Env2,
+        LoadRule::RequestHeader => CheckId::Env3,
+        LoadRule::MessageShape => CheckId::Env4,
+        LoadRule::Envelope => CheckId::Env1,
+        LoadRule::UnknownType => CheckId::Log3,
+        LoadRule::Surface("R1" | "R2" | "R3" | "R4") => CheckId::Surf2,
+        LoadRule::Surface("R5" | "R6" | "R7" | "R8" | "R9") => CheckId::Surf3,
+        LoadRule::Surface("R10" | "R11" | "R12" | "R13") => CheckId::Surf4,
+        LoadRule::Surface(_) => CheckId::Surf5,
+        _ => CheckId::Log2,
+    }
+}
 
 /// The check a loader refusal corresponds to.
 pub fn classify_refusal(e: &LoadError) -> CheckId {
@@ -11,6 +30,9 @@ pub fn classify_refusal(e: &LoadError) -> CheckId {
         LoadErrorKind::Io | LoadErrorKind::NotFound => return CheckId::Log1,
         LoadErrorKind::Unsupported => return CheckId::Log3,
         _ => {}
+    }
+    if let Some(rule) = e.rule {
+        return check_of_rule(rule);
     }
     if m.contains("seq gap") || m.contains("is not contiguous") {
         return CheckId::Surf1;
@@ -34,6 +56,11 @@ pub fn classify_refusal(e: &LoadError) -> CheckId {
 /// surface is also a range the token meter cannot price (the meter prices the
 /// loader's surface, so the loader's refusal is the meter's replay error).
 pub fn replace_range_refusal(e: &LoadError) -> Option<String> {
+    if let Some(rule) = e.rule
+        && !matches!(rule, LoadRule::Surface("R10" | "R11" | "R12"))
+    {
+        return None;
+    }
     let (_, why) = e.message.split_once("invalid seed event at index ")?;
     let (_, why) = why.split_once(": ")?;
     let why = why.strip_prefix("surface replace: ")?;
@@ -151,6 +178,18 @@ mod tests {
             classify_refusal(&LoadError::new(LoadErrorKind::Io, "cannot open")),
             CheckId::Log1
         );
+    }
+
+    #[test]
+    fn the_loaders_rule_decides_not_the_wording() {
+        // A message that would read as a sourceEventSeqs problem, but the
+        // loader says it broke R13 (a replace must cite what it shadows).
+        let e = LoadError::invalid("… sourceEventSeqs …").rule(LoadRule::Surface("R13"));
+        assert_eq!(classify_refusal(&e), CheckId::Surf4);
+        let e = LoadError::corrupt("anything").rule(LoadRule::SeqGap);
+        assert_eq!(classify_refusal(&e), CheckId::Surf1);
+        let e = LoadError::invalid("surface replace: x").rule(LoadRule::Surface("R13"));
+        assert_eq!(replace_range_refusal(&e), None);
     }
 
     #[test]

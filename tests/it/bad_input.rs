@@ -175,3 +175,38 @@ fn missing_file_and_usage_errors() {
     dsh().args(["surface"]).assert().code(2);
     dsh().args(["no-such-command"]).assert().code(2);
 }
+
+#[test]
+fn refusals_name_the_rule_they_broke() {
+    use dsh::log::{LoadOptions, LoadRule, LogSource, load};
+    let rule_of = |p: &PathBuf| {
+        load(
+            &LogSource::File(p.clone()),
+            &LoadOptions::default(),
+            &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+        )
+        .unwrap_err()
+        .rule
+    };
+    assert_eq!(rule_of(&sample("refused.jsonl")), Some(LoadRule::SeqGap));
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = session_lines();
+    l[0] = l[0].replace("\"type\":\"session\"", "\"type\":\"sesion\"");
+    let p = write(&dir, "header.jsonl", (l.join("\n") + "\n").as_bytes());
+    assert_eq!(rule_of(&p), Some(LoadRule::Header));
+    let mut l = session_lines();
+    let i = l
+        .iter()
+        .position(|x| x.contains("\"id\":\"msg-u-3\"}") && x.contains("user/message"))
+        .unwrap();
+    l[i] = l[i].replace(
+        "\"surfaceOp\":\"append\"",
+        "\"sourceEventSeqs\":[5],\"surfaceOp\":{\"op\":\"replace\",\"start\":5,\"end\":5}",
+    );
+    let p = write(&dir, "replace.jsonl", (l.join("\n") + "\n").as_bytes());
+    assert_eq!(rule_of(&p), Some(LoadRule::Surface("R10")));
+    let mut l = session_lines();
+    l[10] = l[10][..l[10].len() / 2].to_string();
+    let p = write(&dir, "bad-json.jsonl", (l.join("\n") + "\n").as_bytes());
+    assert_eq!(rule_of(&p), Some(LoadRule::Unparsable));
+}

@@ -606,19 +606,6 @@ fn acquire(
     }
 }
 
-/// Walk the Zstandard frames of `data`: the end of the last complete frame,
-/// and whether the data ends exactly there.
-fn zstd_frames_end(data: &[u8]) -> (u64, bool) {
-    let mut pos = 0usize;
-    while pos < data.len() {
-        match zstd::zstd_safe::find_frame_compressed_size(&data[pos..]) {
-            Ok(n) if n > 0 => pos += n,
-            _ => return (pos as u64, false),
-        }
-    }
-    (pos as u64, true)
-}
-
 /// Seq of the last record in a block of complete JSONL lines (rows count
 /// their last member), or `None` when the last line is the header.
 fn last_record_seq(plain: &[u8]) -> Option<u64> {
@@ -628,10 +615,8 @@ fn last_record_seq(plain: &[u8]) -> Option<u64> {
     if let Some(s) = v.get("seq").and_then(|s| s.as_count()) {
         return Some(s);
     }
-    let seq0 = v.get("seq0")?.as_count()?;
-    let d = v.get("data")?;
-    let n = d.get("texts").or_else(|| d.get("args"))?.as_arr()?.len() as u64;
-    Some(seq0 + n.max(1) - 1)
+    let row = crate::log::packed::check(&v).ok()?;
+    Some(row.seq0 + row.count - 1)
 }
 
 /// The append-only writer. See the module docs.
@@ -970,7 +955,7 @@ impl Appender {
                 r.seek(SeekFrom::Start(0))
                     .and_then(|_| Read::by_ref(&mut r).take(len).read_to_end(&mut data))
                     .map_err(open_err(path, "read the log"))?;
-                let (end, whole) = zstd_frames_end(&data);
+                let (end, whole) = crate::log::reader::complete_frames_end(&data);
                 if !whole || end != len {
                     return Err(changed(format!(
                         "a Zstandard frame ends at byte {end} of {len}"

@@ -381,6 +381,19 @@ impl LineReader {
     }
 }
 
+/// Walk the Zstandard frames of `data` structurally: the end of the last
+/// complete frame, and whether the data ends exactly there.
+pub fn complete_frames_end(data: &[u8]) -> (u64, bool) {
+    let mut pos = 0usize;
+    while pos < data.len() {
+        match scan_frame(&data[pos..]) {
+            FrameScan::Complete(n) => pos += n,
+            _ => return (pos as u64, false),
+        }
+    }
+    (pos as u64, true)
+}
+
 enum FrameScan {
     Complete(usize),
     Torn,

@@ -11,6 +11,10 @@
 //! deltas and freezing the block, unclosed tool calls assembling from their
 //! deltas, `max-tokens` dropping tool calls, and the reference's errors for
 //! chunks it cannot assemble.
+//!
+//! The provider layer assembles a live reply by the same rules, keeping the
+//! text ([`crate::provider::assemble`]); a change to the §6.6 rules belongs
+//! in both.
 
 use crate::json::{Value, js_number};
 use crate::meter::estimate::{price_block, q};

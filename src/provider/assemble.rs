@@ -7,6 +7,10 @@
 //! finish tool-call blocks are dropped. A missing finish counts as `stop`;
 //! the last usage wins. Text accumulates as UTF-16 code units, so a
 //! surrogate pair split across two deltas joins up as it does in JavaScript.
+//!
+//! The token meter re-assembles logged chunks by the same rules but keeps only
+//! lengths ([`crate::meter::assemble`]), so that metering a long log holds no
+//! text; a change to the §6.6 rules belongs in both.
 
 use crate::json::{JStr, OwnedValue, Value};
 

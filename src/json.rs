@@ -920,6 +920,70 @@ static NEEDS_LOOK: [bool; 256] = {
     t
 };
 
+/// The end of the run of plain string content from `i`: the offset of the
+/// first `"`, `\\` or control character, or the end of `b`.
+#[inline]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SSE2 is part of the x86_64 baseline: sixteen bytes at a time.
+        // SAFETY: every load reads 16 bytes inside `b` (`i + 16 <= len`).
+        unsafe {
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            let ctl_max = _mm_set1_epi8(0x1f);
+            while i + 16 <= b.len() {
+                let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+                // c <= 0x1f (unsigned) exactly when max(c, 0x1f) == 0x1f.
+                let ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, ctl_max), ctl_max);
+                let hit = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                    ctl,
+                );
+                let mask = _mm_movemask_epi8(hit);
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+        }
+    }
+    while i < b.len() && !NEEDS_LOOK[b[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
+/// Check that `text[start..]` begins with one JSON value, by exactly the
+/// grammar [`Value::parse`] applies, without building it; gives the offset
+/// just past the value. `depth` is the value's nesting depth in its line.
+pub fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, ParseError> {
+    // Canonical spelling is not asked for here: skip its bookkeeping.
+    let mut p = Parser {
+        b: text,
+        i: start,
+        canonical: false,
+    };
+    p.check(depth)?;
+    Ok(p.i)
+}
+
+/// Check that `text[start..]` begins with one JSON string; gives the offset
+/// just past it and its contents (as [`Value::parse`] would read them).
+pub fn check_string(text: &[u8], start: usize) -> Result<(usize, JStr<'_>), ParseError> {
+    let mut p = Parser {
+        b: text,
+        i: start,
+        canonical: false,
+    };
+    if text.get(start) != Some(&b'"') {
+        return Err(p.err("expected a string"));
+    }
+    let s = p.string()?;
+    Ok((p.i, s))
+}
+
 /// Byte range of the value reached by following object keys `path` from the
 /// top of a valid JSON text, without building values (e.g. `["data",
 /// "message"]`). Keys are compared as raw (unescaped) source text.
@@ -1037,6 +1101,74 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Check one value exactly as [`Self::value`] parses it (same grammar,
+    /// same depth limit, same errors) without building anything.
+    fn check(&mut self, depth: usize) -> Result<(), ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("nesting too deep"));
+        }
+        let Some(&c) = self.b.get(self.i) else {
+            return Err(self.err("unexpected end of JSON input"));
+        };
+        match c {
+            b'{' => {
+                self.i += 1;
+                self.ws();
+                if self.b.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    if self.b.get(self.i) != Some(&b'"') {
+                        return Err(self.err("expected a property name in double quotes"));
+                    }
+                    self.string()?;
+                    self.ws();
+                    if self.b.get(self.i) != Some(&b':') {
+                        return Err(self.err("expected ':' after property name"));
+                    }
+                    self.i += 1;
+                    self.ws();
+                    self.check(depth + 1)?;
+                    self.ws();
+                    match self.b.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(self.err("expected ',' or '}' after property value")),
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                self.ws();
+                if self.b.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    self.check(depth + 1)?;
+                    self.ws();
+                    match self.b.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(self.err("expected ',' or ']' after array element")),
+                    }
+                }
+            }
+            b'"' => self.string().map(|_| ()),
+            b'-' | b'0'..=b'9' => self.number().map(|_| ()),
+            _ => self.value(depth).map(|_| ()),
+        }
+    }
+
     fn lit(&mut self, word: &[u8], v: Value<'a>) -> Result<Value<'a>, ParseError> {
         if self.b[self.i..].starts_with(word) {
             self.i += word.len();
@@ -1126,38 +1258,7 @@ impl<'a> Parser<'a> {
         let b = self.b;
         let mut escaped = false;
         loop {
-            // Short strings (keys, chunk texts) are scanned byte by byte;
-            // past 32 bytes a vectorised search takes over.
-            let mut j = self.i;
-            let short_end = (self.i + 32).min(b.len());
-            while j < short_end && !NEEDS_LOOK[b[j] as usize] {
-                j += 1;
-            }
-            if j < short_end {
-                self.i = j;
-                if b[j] < 0x20 {
-                    return Err(self.err("bad control character in string literal"));
-                }
-            } else {
-                self.i = j;
-            }
-            let rest = &b[self.i..];
-            let off = if j < short_end {
-                0
-            } else {
-                match memchr::memchr3(b'"', b'\\', b'\n', rest) {
-                    Some(o) => o,
-                    None if rest.is_empty() => return Err(self.err("unterminated string")),
-                    None => rest.len(),
-                }
-            };
-            // Control characters are not allowed raw inside strings.
-            if rest[..off].iter().any(|&c| c < 0x20) {
-                let k = rest[..off].iter().position(|&c| c < 0x20).unwrap();
-                self.i += k;
-                return Err(self.err("bad control character in string literal"));
-            }
-            self.i += off;
+            self.i = plain_run(b, self.i);
             match b.get(self.i) {
                 None => return Err(self.err("unterminated string")),
                 Some(b'"') => {

@@ -17,6 +17,7 @@
 //! differ from the reference's, never whether the log is refused.
 
 pub mod error;
+pub mod fastlane;
 pub mod header;
 pub mod legacy;
 pub mod packed;
@@ -53,10 +54,10 @@ pub struct LoadOptions {
     /// Keep every surface node's event in memory instead of re-reading its
     /// line on demand.
     pub keep_nodes: bool,
-    /// Validate and count the `assistant/chunk` events of packed rows but do
-    /// not build them or show them to the observer: for commands that need
-    /// only the surface, the headers and the counts (chunks never change
-    /// those). Unpacked chunk lines are still shown.
+    /// Validate and count `assistant/chunk` events (packed rows and plain
+    /// chunk lines) but do not build them or show them to the observer: for
+    /// commands that need only the surface, the headers and the counts
+    /// (chunks never change those).
     pub skip_chunk_events: bool,
 }
 
@@ -309,6 +310,16 @@ impl Pipeline<'_> {
         self.last_time = time;
     }
 
+    /// Account for one valid `assistant/chunk` line without building it:
+    /// what [`Self::process`] does for such an event, observer aside.
+    fn skip_chunk_line(&mut self, seq: u64, time: f64) {
+        self.skip_chunks(packed::RowSpan {
+            seq0: seq,
+            count: 1,
+            last_time: time as i64,
+        });
+    }
+
     /// Steps 4–10 of §16 for one event; gives the event back.
     fn process<'a>(
         &mut self,
@@ -484,7 +495,8 @@ fn load_inner(
     let mut prefix = prefix::CommittedPrefix::default();
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
-    let (rx, recycle, parser) = parse::spawn(reader);
+    let skip_chunks = opts.skip_chunk_events && opts.upto.is_none();
+    let (rx, recycle, parser) = parse::spawn(reader, skip_chunks);
     let mut batch_err = None;
     let mut rx = rx;
     while let Some(next) = rx.next_batch() {
@@ -504,9 +516,32 @@ fn load_inner(
             // Values parsed by the parsing thread go back into the batch, so
             // that thread frees what it allocated.
             let mut plain_line = false;
+            if let Some(lane) = line.lane.take() {
+                if prefix.is_clean()
+                    && truncated_at.is_none()
+                    && lane.first_seq() == prefix.expected
+                {
+                    match lane {
+                        fastlane::Lane::Row(span) => {
+                            p.skip_chunks(span);
+                            prefix.expected += span.count;
+                        }
+                        fastlane::Lane::Chunk { seq, time } => {
+                            p.skip_chunk_line(seq, time);
+                            prefix.expected += 1;
+                        }
+                    }
+                    committed_len = offset + len as u64 + 1;
+                    continue;
+                }
+                // Out of sequence or after damage: the normal way decides.
+                if let Ok((v, c)) = Value::parse_canonical(line.text) {
+                    line.value = Some(v);
+                    line.canonical = c;
+                }
+            }
             let canonical = line.canonical;
-            if opts.skip_chunk_events
-                && opts.upto.is_none()
+            if skip_chunks
                 && prefix.is_clean()
                 && truncated_at.is_none()
                 && let Some(v) = &line.value

@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use crate::json::Value;
 
 use super::error::LoadError;
+use super::fastlane::{self, Lane};
 use super::reader::LineReader;
 
 /// One complete line, parsed.
@@ -26,8 +27,13 @@ pub struct ParsedLine {
     pub len: u32,
     /// Inside a complete Zstandard frame.
     pub strict: bool,
-    /// The JSON value, or `None` when the line is not JSON.
+    /// The JSON value, or `None` when the line is not JSON or took the
+    /// fast lane.
     pub value: Option<Value<'static>>,
+    /// A chunk record checked by the fast lane, not parsed.
+    pub lane: Option<Lane>,
+    /// The line's text (as parsed: lossy-decoded if it was not UTF-8).
+    pub text: &'static [u8],
     /// The line is exactly what `JSON.stringify` writes for its value.
     pub canonical: bool,
 }
@@ -56,8 +62,9 @@ pub struct RawBatch {
 }
 
 impl RawBatch {
-    /// Parse every line (on whichever thread calls this).
-    pub fn parse(self, recycle: bool) -> Batch {
+    /// Parse every line (on whichever thread calls this); with `fast`, chunk
+    /// records go through the fast lane instead.
+    pub fn parse(self, recycle: bool, fast: bool) -> Batch {
         let RawBatch { text, spans } = self;
         let mut lossy: Vec<Box<str>> = Vec::new();
         let mut lines = Vec::with_capacity(spans.len());
@@ -69,7 +76,7 @@ impl RawBatch {
             let bytes = &base[start..start + len];
             // Node reads text as UTF-8 with replacement characters; valid
             // lines (nearly all) are used as they are.
-            let src: &'static [u8] = match std::str::from_utf8(bytes) {
+            let src: &'static [u8] = match simdutf8::basic::from_utf8(bytes) {
                 Ok(_) => bytes,
                 Err(_) => {
                     let s: Box<str> = String::from_utf8_lossy(bytes).into_owned().into_boxed_str();
@@ -81,6 +88,19 @@ impl RawBatch {
                     r
                 }
             };
+            if fast && let Some(lane) = fastlane::classify(src) {
+                lines.push(ParsedLine {
+                    no,
+                    offset,
+                    len: len as u32,
+                    strict,
+                    value: None,
+                    lane: Some(lane),
+                    text: src,
+                    canonical: false,
+                });
+                continue;
+            }
             let (value, canonical) = match Value::parse_canonical(src) {
                 Ok((v, c)) => (Some(v), c && src.len() == bytes.len()),
                 Err(_) => (None, false),
@@ -91,6 +111,8 @@ impl RawBatch {
                 len: len as u32,
                 strict,
                 value,
+                lane: None,
+                text: src,
                 canonical,
             });
         }
@@ -121,7 +143,7 @@ impl Incoming {
             Msg::Lines(b) => Ok(b),
             Msg::Raw(r) => {
                 self.parsing.store(true, Ordering::SeqCst);
-                let b = r.parse(false);
+                let b = r.parse(false, self.fast);
                 self.parsing.store(false, Ordering::SeqCst);
                 Ok(b)
             }
@@ -153,6 +175,8 @@ pub struct Incoming {
     queued: Arc<AtomicUsize>,
     /// The receiver is parsing a raw batch right now.
     parsing: Arc<AtomicBool>,
+    /// Chunk records take the fast lane.
+    fast: bool,
 }
 
 impl Iterator for Incoming {
@@ -166,14 +190,14 @@ impl Iterator for Incoming {
 
 /// Start reading `reader` on a new thread. The handle returns the reader at
 /// the end (for its torn-tail report).
-pub fn spawn(mut reader: LineReader) -> (Incoming, Recycler, JoinHandle<LineReader>) {
+pub fn spawn(mut reader: LineReader, fast: bool) -> (Incoming, Recycler, JoinHandle<LineReader>) {
     let (tx, rx) = sync_channel::<Msg>(2);
     let (rtx, rrx) = channel::<Batch>();
     let queued = Arc::new(AtomicUsize::new(0));
     let parsing = Arc::new(AtomicBool::new(false));
     let (q, p) = (queued.clone(), parsing.clone());
     let handle = std::thread::spawn(move || {
-        run(&mut reader, &tx, &rrx, &q, &p);
+        run(&mut reader, &tx, &rrx, &q, &p, fast);
         reader
     });
     (
@@ -181,6 +205,7 @@ pub fn spawn(mut reader: LineReader) -> (Incoming, Recycler, JoinHandle<LineRead
             rx,
             queued,
             parsing,
+            fast,
         },
         Recycler(rtx),
         handle,
@@ -193,7 +218,11 @@ fn run(
     recycled: &Receiver<Batch>,
     queued: &AtomicUsize,
     parsing: &AtomicBool,
+    fast: bool,
 ) {
+    // Every other batch goes to the folding thread raw (when it is keeping
+    // up), so both threads parse about half of the log.
+    let mut count = 0u64;
     loop {
         while let Ok(old) = recycled.try_recv() {
             drop(old);
@@ -220,13 +249,12 @@ fn run(
             }
         }
         let raw = RawBatch { text, spans };
-        // When the folder has nothing queued it would only wait: let it parse
-        // this batch itself while this thread reads the next one.
-        let idle = queued.load(Ordering::SeqCst) == 0 && !parsing.load(Ordering::SeqCst);
-        let msg = if idle && !done {
+        count += 1;
+        let keeping_up = queued.load(Ordering::SeqCst) <= 1 && !parsing.load(Ordering::SeqCst);
+        let msg = if count.is_multiple_of(2) && keeping_up && !done {
             Msg::Raw(raw)
         } else {
-            Msg::Lines(raw.parse(true))
+            Msg::Lines(raw.parse(true, fast))
         };
         queued.fetch_add(1, Ordering::SeqCst);
         if tx.send(msg).is_err() {

@@ -1,0 +1,301 @@
+//! A fast lane for the log-only chunk records that surface-only readers never
+//! look into: packed chunk rows (§3.5) and plain `assistant/chunk` lines.
+//!
+//! Chunks are most of a log's lines and a third of its bytes, yet they change
+//! nothing but counts and the clock. This lane checks them straight from the
+//! bytes, without building a value: it recognises only the exact spelling a
+//! writer produces (canonical key order, no whitespace, short integer
+//! literals) and gives up on anything else, which then takes the normal way
+//! (full parse and every rule). So a line it takes is one the normal way
+//! would accept with the same seqs and times; a line it refuses is never an
+//! error by itself.
+
+use crate::json::{MAX_SAFE, check_string, check_value};
+
+use super::packed::RowSpan;
+
+/// A line the lane took, and what the loader needs from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lane {
+    /// A valid packed row.
+    Row(RowSpan),
+    /// A valid `assistant/chunk` event line.
+    Chunk {
+        /// Its seq.
+        seq: u64,
+        /// Its time.
+        time: f64,
+    },
+}
+
+impl Lane {
+    /// The seq of the first event the line stands for.
+    pub fn first_seq(&self) -> u64 {
+        match self {
+            Lane::Row(span) => span.seq0,
+            Lane::Chunk { seq, .. } => *seq,
+        }
+    }
+}
+
+/// Take the line if it is a chunk record in its canonical spelling and valid;
+/// `None` means "read it the normal way", not "invalid".
+pub fn classify(line: &[u8]) -> Option<Lane> {
+    const CHUNK: &[u8] = br#"{"type":"assistant/chunk","seq":"#;
+    if line.starts_with(CHUNK) {
+        return chunk_line(line, CHUNK.len());
+    }
+    packed_row(line)
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn lit(&mut self, s: &[u8]) -> Option<()> {
+        if self.b[self.i..].starts_with(s) {
+            self.i += s.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    /// A JSON integer literal of at most 15 digits (so exact as a double and
+    /// a safe integer), not `-0` and not followed by a fraction or exponent.
+    fn int(&mut self) -> Option<i64> {
+        let neg = self.peek() == Some(b'-');
+        if neg {
+            self.i += 1;
+        }
+        let start = self.i;
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => {
+                while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    self.i += 1;
+                }
+            }
+            _ => return None,
+        }
+        let digits = &self.b[start..self.i];
+        if digits.len() > 15 || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let v = digits
+            .iter()
+            .fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
+        if neg && v == 0 {
+            return None;
+        }
+        Some(if neg { -v } else { v })
+    }
+
+    fn count(&mut self) -> Option<u64> {
+        if self.peek() == Some(b'-') {
+            return None;
+        }
+        self.int().map(|v| v as u64)
+    }
+
+    fn string(&mut self) -> Option<()> {
+        self.i = check_string(self.b, self.i).ok()?.0;
+        Some(())
+    }
+
+    fn end(&self) -> Option<()> {
+        (self.i == self.b.len()).then_some(())
+    }
+}
+
+/// `{"type":"assistant/chunk","seq":N,"time":N,"data":…}`: the envelope
+/// rules of a non-surface event, checked.
+fn chunk_line(line: &[u8], at: usize) -> Option<Lane> {
+    let mut c = Cursor { b: line, i: at };
+    let seq = c.count()?;
+    c.lit(br#","time":"#)?;
+    let time = c.int()?;
+    c.lit(br#","data":"#)?;
+    c.i = check_value(line, c.i, 1).ok()?;
+    c.lit(b"}")?;
+    c.end()?;
+    Some(Lane::Chunk {
+        seq,
+        time: time as f64,
+    })
+}
+
+/// A packed row, checked as [`super::packed::check`] does.
+fn packed_row(line: &[u8]) -> Option<Lane> {
+    let mut c = Cursor { b: line, i: 0 };
+    c.lit(br#"{"type":""#)?;
+    let tool = if c.lit(br#"text-chunks""#).is_some() || c.lit(br#"reasoning-chunks""#).is_some() {
+        false
+    } else {
+        c.lit(br#"tool-call-chunks""#)?;
+        true
+    };
+    c.lit(br#","seq0":"#)?;
+    let seq0 = c.count()?;
+    c.lit(br#","time0":"#)?;
+    let time0 = c.int()?;
+    c.lit(br#","data":{"#)?;
+    // Data keys, each at most once, in any order.
+    const TURN: u8 = 1;
+    const STEP: u8 = 2;
+    const INDEX: u8 = 4;
+    const DT: u8 = 8;
+    const PAYLOAD: u8 = 16;
+    const ID: u8 = 32;
+    const NAME: u8 = 64;
+    let payload_key: &[u8] = if tool {
+        br#""args":["#
+    } else {
+        br#""texts":["#
+    };
+    let mut seen = 0u8;
+    let mut dt_len = 0u64;
+    let mut payload_len = 0u64;
+    let mut last_time = time0;
+    loop {
+        let key = if c.lit(br#""turn":"#).is_some() {
+            TURN
+        } else if c.lit(br#""step":"#).is_some() {
+            STEP
+        } else if c.lit(br#""index":"#).is_some() {
+            INDEX
+        } else if c.lit(br#""dt":["#).is_some() {
+            DT
+        } else if c.lit(payload_key).is_some() {
+            PAYLOAD
+        } else if tool && c.lit(br#""id":"#).is_some() {
+            ID
+        } else if tool && c.lit(br#""name":"#).is_some() {
+            NAME
+        } else {
+            return None;
+        };
+        if seen & key != 0 {
+            return None;
+        }
+        seen |= key;
+        match key {
+            TURN | STEP | INDEX => {
+                c.int()?;
+            }
+            DT => {
+                if c.lit(b"]").is_none() {
+                    loop {
+                        last_time += c.int()?;
+                        if last_time.unsigned_abs() as f64 > MAX_SAFE {
+                            return None;
+                        }
+                        dt_len += 1;
+                        if c.lit(b",").is_none() {
+                            break;
+                        }
+                    }
+                    c.lit(b"]")?;
+                }
+            }
+            PAYLOAD => {
+                if c.lit(b"]").is_none() {
+                    loop {
+                        c.string()?;
+                        payload_len += 1;
+                        if c.lit(b",").is_none() {
+                            break;
+                        }
+                    }
+                    c.lit(b"]")?;
+                }
+            }
+            _ => c.string()?,
+        }
+        if c.lit(b",").is_none() {
+            break;
+        }
+    }
+    c.lit(b"}}")?;
+    c.end()?;
+    let required = TURN | STEP | INDEX | DT | PAYLOAD | if tool { ID } else { 0 };
+    if seen & required != required || payload_len == 0 || dt_len != payload_len - 1 {
+        return None;
+    }
+    if (seq0 + payload_len - 1) as f64 > MAX_SAFE {
+        return None;
+    }
+    Some(Lane::Row(RowSpan {
+        seq0,
+        count: payload_len,
+        last_time,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Value;
+    use crate::log::packed;
+
+    fn normal_way(line: &[u8]) -> Option<RowSpan> {
+        packed::check(&Value::parse(line).ok()?).ok()
+    }
+
+    #[test]
+    fn rows_agree_with_the_normal_way() {
+        let rows: &[&str] = &[
+            r#"{"type":"text-chunks","seq0":1,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[1,2],"texts":["a","b","c"]}}"#,
+            r#"{"type":"reasoning-chunks","seq0":7,"time0":-5,"data":{"dt":[],"texts":["\ud800x"],"turn":2,"step":3,"index":1}}"#,
+            r#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[2,-1],"args":["{\"a","\":","1}"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","dt":[],"args":["x"]}}"#,
+        ];
+        for r in rows {
+            let fast = classify(r.as_bytes()).expect(r);
+            assert_eq!(Some(fast), normal_way(r.as_bytes()).map(Lane::Row), "{r}");
+        }
+    }
+
+    #[test]
+    fn anything_unusual_goes_the_normal_way() {
+        let lines: &[&str] = &[
+            // wrong dt length, empty payload, missing key, duplicate key
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b"]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            // tool keys on a text row, missing id, unknown key
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":"x","dt":[],"texts":["a"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"],"x":1}}"#,
+            // spelling the lane does not take: whitespace, fractions, -0, long numbers
+            r#"{"type":"text-chunks", "seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":0.5,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":-0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":1,"time0":9007199254740993,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            // bad JSON inside a string, trailing bytes
+            "{\"type\":\"text-chunks\",\"seq0\":1,\"time0\":0,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[],\"texts\":[\"a\u{1}\"]}}",
+            r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}} "#,
+            // chunk lines: extra keys, bad data, negative seq, trailing comma
+            r#"{"type":"assistant/chunk","seq":3,"time":1,"data":{},"surfaceOp":{"op":"append"}}"#,
+            r#"{"type":"assistant/chunk","seq":3,"time":1,"data":{"a":[1,]}}"#,
+            r#"{"type":"assistant/chunk","seq":-3,"time":1,"data":{}}"#,
+            r#"{"type":"assistant/chunk","seq":3,"time":1}"#,
+        ];
+        for l in lines {
+            assert_eq!(classify(l.as_bytes()), None, "{l}");
+        }
+    }
+
+    #[test]
+    fn chunk_lines() {
+        let l = br#"{"type":"assistant/chunk","seq":8,"time":-7,"data":{"turn":1,"chunk":{"type":"block-start","index":0,"x":[1.5e3,null,true,"\u00e9"]}}}"#;
+        assert_eq!(classify(l), Some(Lane::Chunk { seq: 8, time: -7.0 }));
+    }
+}

@@ -280,19 +280,33 @@ pub fn string_from_code_points(cps: &[u32]) -> JStr<'static> {
 
 fn utf16_len_of_utf8(b: &[u8]) -> usize {
     // Every byte that starts a character counts 1; 4-byte sequences count 2.
-    // ASCII blocks (most text) count one per byte.
     let mut n = 0usize;
-    let mut chunks = b.chunks_exact(32);
-    for c in &mut chunks {
-        if c.is_ascii() {
-            n += 32;
-        } else {
-            for &x in c {
-                n += ((x & 0xC0) != 0x80) as usize + (x >= 0xF0) as usize;
+    let mut i = 0usize;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SSE2 (x86_64 baseline), sixteen bytes at a time; ASCII blocks
+        // (most text) count one per byte.
+        // SAFETY: every load reads 16 bytes inside `b` (`i + 16 <= len`).
+        unsafe {
+            let top2 = _mm_set1_epi8(0xC0u8 as i8);
+            let cont = _mm_set1_epi8(0x80u8 as i8);
+            let f0 = _mm_set1_epi8(0xF0u8 as i8);
+            while i + 16 <= b.len() {
+                let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+                let high = _mm_movemask_epi8(v) as u32;
+                if high == 0 {
+                    n += 16;
+                } else {
+                    let c = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(v, top2), cont)) as u32;
+                    let four = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, f0), v)) as u32;
+                    n += 16 - c.count_ones() as usize + four.count_ones() as usize;
+                }
+                i += 16;
             }
         }
     }
-    for &x in chunks.remainder() {
+    for &x in &b[i..] {
         n += ((x & 0xC0) != 0x80) as usize + (x >= 0xF0) as usize;
     }
     n
@@ -1396,6 +1410,41 @@ mod tests {
 
     fn rt(s: &str) -> String {
         Value::parse(s.as_bytes()).unwrap().to_json()
+    }
+
+    #[test]
+    fn utf16_lengths_match_the_standard_library() {
+        // Every width of character, across block boundaries and tails.
+        let alphabet = ["a", "é", "€", "😀", "\u{7f}", "\u{10ffff}"];
+        let mut seed = 7u64;
+        for len in 0..200 {
+            let mut s = String::new();
+            for _ in 0..len {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                s.push_str(alphabet[(seed >> 33) as usize % alphabet.len()]);
+            }
+            assert_eq!(
+                utf16_len_of_utf8(s.as_bytes()),
+                s.encode_utf16().count(),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn plain_runs_stop_at_quotes_backslashes_and_control_characters() {
+        for len in 0..70 {
+            for stop in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                let mut b = vec![b'x'; len];
+                b.push(stop);
+                b.extend_from_slice(&[0x7f, 0x80, 0xff, 0x20]);
+                assert_eq!(plain_run(&b, 0), len);
+            }
+            let b = vec![0xe9u8; len];
+            assert_eq!(plain_run(&b, 0), len);
+        }
     }
 
     #[test]

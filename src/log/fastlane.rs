@@ -38,8 +38,9 @@ impl Lane {
     }
 }
 
-/// Take the line if it is a chunk record in its canonical spelling and valid;
-/// `None` means "read it the normal way", not "invalid".
+/// Take the line (valid UTF-8, as the parse stage checks first) if it is a
+/// chunk record in its canonical spelling and valid; `None` means "read it
+/// the normal way", not "invalid".
 pub fn classify(line: &[u8]) -> Option<Lane> {
     const CHUNK: &[u8] = br#"{"type":"assistant/chunk","seq":"#;
     if line.starts_with(CHUNK) {
@@ -291,6 +292,77 @@ mod tests {
         for l in lines {
             assert_eq!(classify(l.as_bytes()), None, "{l}");
         }
+    }
+
+    /// What the normal way makes of a line the lane took.
+    fn normal_lane(line: &[u8]) -> Option<Lane> {
+        use crate::event::{Event, Kind};
+        let v = Value::parse(std::str::from_utf8(line).ok()?.as_bytes()).ok()?;
+        if packed::is_row(&v) {
+            return packed::check(&v).ok().map(Lane::Row);
+        }
+        let kind = Kind::of(&v.get("type")?.as_str()?);
+        let seq = v.get("seq")?.as_count()?;
+        let ev = Event {
+            kind,
+            seq,
+            line: 2,
+            value: v,
+        };
+        let (env, op) = crate::log::validate::check_event(&ev).ok()?;
+        (kind == Kind::AssistantChunk && op.is_none()).then_some(Lane::Chunk {
+            seq,
+            time: env.time,
+        })
+    }
+
+    #[test]
+    fn mutated_lines_the_lane_takes_agree_with_the_normal_way() {
+        let seeds: &[&[u8]] = &[
+            br#"{"type":"text-chunks","seq0":1,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[1,2],"texts":["a","b\n","c"]}}"#,
+            br#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[2,-1],"args":["{\"a","\":","1}"]}}"#,
+            br#"{"type":"assistant/chunk","seq":8,"time":7,"data":{"turn":1,"chunk":{"type":"text-delta","index":0,"text":"h\u00e9"}}}"#,
+        ];
+        let bytes = b"{}[],:\"\\0123456789-.eE tnrufalsx\x01\xc3\xa9";
+        let mut seed = 42u64;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let (mut taken, mut total) = (0, 0);
+        for base in seeds {
+            assert_eq!(classify(base), normal_lane(base));
+            for _ in 0..20_000 {
+                let mut l = base.to_vec();
+                for _ in 0..1 + next(3) {
+                    let at = next(l.len() + 1);
+                    match next(3) {
+                        0 if at < l.len() => {
+                            l.remove(at);
+                        }
+                        1 if at < l.len() => l[at] = bytes[next(bytes.len())],
+                        _ => l.insert(at, bytes[next(bytes.len())]),
+                    }
+                }
+                // The parse stage hands over valid UTF-8 only.
+                if std::str::from_utf8(&l).is_err() {
+                    continue;
+                }
+                total += 1;
+                if let Some(lane) = classify(&l) {
+                    taken += 1;
+                    assert_eq!(
+                        Some(lane),
+                        normal_lane(&l),
+                        "{}",
+                        String::from_utf8_lossy(&l)
+                    );
+                }
+            }
+        }
+        assert!(taken > 1000 && taken < total, "{taken} of {total}");
     }
 
     #[test]

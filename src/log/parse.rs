@@ -15,7 +15,7 @@ use crate::json::Value;
 
 use super::error::LoadError;
 use super::fastlane::{self, Lane};
-use super::reader::LineReader;
+use super::reader::{LineReader, LineSpan};
 
 /// One complete line, parsed.
 pub struct ParsedLine {
@@ -58,7 +58,7 @@ impl Batch {
 /// Lines cut from the log but not parsed yet.
 pub struct RawBatch {
     text: Vec<u8>,
-    spans: Vec<(u64, u64, usize, usize, bool)>,
+    spans: Vec<LineSpan>,
 }
 
 impl RawBatch {
@@ -72,7 +72,14 @@ impl RawBatch {
         // again; moving a Vec does not move its heap buffer, so the slice
         // stays valid for as long as the batch (which owns both) lives.
         let base: &'static [u8] = unsafe { std::slice::from_raw_parts(text.as_ptr(), text.len()) };
-        for (no, offset, start, len, strict) in spans {
+        for LineSpan {
+            no,
+            offset,
+            start,
+            len,
+            strict,
+        } in spans
+        {
             let bytes = &base[start..start + len];
             // Node reads text as UTF-8 with replacement characters; valid
             // lines (nearly all) are used as they are.
@@ -228,26 +235,15 @@ fn run(
             drop(old);
         }
         let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
-        let mut spans: Vec<(u64, u64, usize, usize, bool)> = Vec::new();
-        let mut done = false;
-        while text.len() < BATCH_BYTES {
-            match reader.next_line() {
-                Ok(Some(l)) => {
-                    let start = text.len();
-                    text.extend_from_slice(l.bytes);
-                    spans.push((l.no, l.offset, start, l.bytes.len(), l.strict));
-                }
-                Ok(None) => {
-                    done = true;
-                    break;
-                }
-                Err(e) => {
-                    queued.fetch_add(1, Ordering::SeqCst);
-                    let _ = tx.send(Msg::Error(e.or_rule(super::error::LoadRule::Unparsable)));
-                    return;
-                }
+        let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
+        let done = match reader.next_lines(&mut text, &mut spans, BATCH_BYTES) {
+            Ok(more) => !more,
+            Err(e) => {
+                queued.fetch_add(1, Ordering::SeqCst);
+                let _ = tx.send(Msg::Error(e.or_rule(super::error::LoadRule::Unparsable)));
+                return;
             }
-        }
+        };
         let raw = RawBatch { text, spans };
         count += 1;
         let keeping_up = queued.load(Ordering::SeqCst) <= 1 && !parsing.load(Ordering::SeqCst);

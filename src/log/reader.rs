@@ -38,6 +38,21 @@ pub struct RawLine<'b> {
     pub strict: bool,
 }
 
+/// Where one line of a batch sits (see [`LineReader::next_lines`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LineSpan {
+    /// 1-based line number; the header is line 1.
+    pub no: u64,
+    /// Byte offset of the line in the logical (decompressed) text.
+    pub offset: u64,
+    /// Where the line starts in the batch text.
+    pub start: usize,
+    /// Its length, without the newline.
+    pub len: usize,
+    /// Inside a complete Zstandard frame.
+    pub strict: bool,
+}
+
 /// Bytes after the last complete line, ignored as a torn write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TornTail {
@@ -215,6 +230,101 @@ impl LineReader {
                 "corrupt session log: Zstandard frame 1 is damaged: {why}"
             ))),
         }
+    }
+
+    /// Append whole lines to `text` until it holds at least `min` bytes or
+    /// the log ends, recording each line's span; `false` once the log has
+    /// no more lines. Plain files are read straight into `text` (one copy,
+    /// the kernel's); the fragment after the last newline waits for the
+    /// next call, and at the end of the file it is the torn tail.
+    pub fn next_lines(
+        &mut self,
+        text: &mut Vec<u8>,
+        spans: &mut Vec<LineSpan>,
+        min: usize,
+    ) -> Result<bool, LoadError> {
+        let Inner::Plain {
+            src,
+            buf,
+            start,
+            end,
+            eof,
+        } = &mut self.inner
+        else {
+            // Zstandard: lines come out of decompressed frames one by one.
+            while text.len() < min {
+                let Some(l) = self.next_line()? else {
+                    return Ok(false);
+                };
+                let (no, offset, strict, len) = (l.no, l.offset, l.strict, l.bytes.len());
+                let at = text.len();
+                text.extend_from_slice(l.bytes);
+                spans.push(LineSpan {
+                    no,
+                    offset,
+                    start: at,
+                    len,
+                    strict,
+                });
+            }
+            return Ok(true);
+        };
+        let base = text.len();
+        // What an earlier read left over starts this batch.
+        text.extend_from_slice(&buf[*start..*end]);
+        *start = 0;
+        *end = 0;
+        let mut want = min;
+        let last = loop {
+            if !*eof && text.len() - base < want {
+                let need = want - (text.len() - base);
+                let n = (&mut *src)
+                    .take(need as u64)
+                    .read_to_end(text)
+                    .map_err(|e| io_err(e, "cannot read the log"))?;
+                if n < need {
+                    *eof = true;
+                }
+            }
+            match memchr::memrchr(b'\n', &text[base..]) {
+                Some(i) => break base + i,
+                None if *eof => {
+                    if text.len() > base {
+                        self.torn = Some(TornTail {
+                            offset: self.offset,
+                            len: (text.len() - base) as u64,
+                        });
+                    }
+                    text.truncate(base);
+                    return Ok(false);
+                }
+                // One line longer than the batch: read on.
+                None => want = (text.len() - base) * 2,
+            }
+        };
+        // Keep the fragment after the last newline for the next call.
+        let tail = &text[last + 1..];
+        if buf.len() < tail.len() {
+            buf.resize(tail.len(), 0);
+        }
+        buf[..tail.len()].copy_from_slice(tail);
+        *end = tail.len();
+        text.truncate(last + 1);
+        let mut at = base;
+        for i in memchr::memchr_iter(b'\n', &text[base..]) {
+            let stop = base + i;
+            spans.push(LineSpan {
+                no: self.next_no,
+                offset: self.offset,
+                start: at,
+                len: stop - at,
+                strict: false,
+            });
+            self.next_no += 1;
+            self.offset += (stop + 1 - at) as u64;
+            at = stop + 1;
+        }
+        Ok(!(*eof && *end == 0))
     }
 
     /// The next complete line, or `None` at the end (a torn tail is recorded).

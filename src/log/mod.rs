@@ -496,7 +496,7 @@ fn load_inner(
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
     let skip_chunks = opts.skip_chunk_events && opts.upto.is_none();
-    let (rx, recycle, parser) = parse::spawn(reader, skip_chunks);
+    let (rx, recycle, parser) = parse::spawn(reader, skip_chunks)?;
     let mut batch_err = None;
     let mut rx = rx;
     while let Some(next) = rx.next_batch() {

@@ -197,17 +197,28 @@ impl Iterator for Incoming {
 
 /// Start reading `reader` on a new thread. The handle returns the reader at
 /// the end (for its torn-tail report).
-pub fn spawn(mut reader: LineReader, fast: bool) -> (Incoming, Recycler, JoinHandle<LineReader>) {
+pub fn spawn(
+    mut reader: LineReader,
+    fast: bool,
+) -> Result<(Incoming, Recycler, JoinHandle<LineReader>), LoadError> {
     let (tx, rx) = sync_channel::<Msg>(2);
     let (rtx, rrx) = channel::<Batch>();
     let queued = Arc::new(AtomicUsize::new(0));
     let parsing = Arc::new(AtomicBool::new(false));
     let (q, p) = (queued.clone(), parsing.clone());
-    let handle = std::thread::spawn(move || {
-        run(&mut reader, &tx, &rrx, &q, &p, fast);
-        reader
-    });
-    (
+    let handle = std::thread::Builder::new()
+        .name("dsh-parse".into())
+        .spawn(move || {
+            run(&mut reader, &tx, &rrx, &q, &p, fast);
+            reader
+        })
+        .map_err(|e| {
+            LoadError::new(
+                super::error::LoadErrorKind::Io,
+                format!("cannot start the parsing thread: {e}"),
+            )
+        })?;
+    Ok((
         Incoming {
             rx,
             queued,
@@ -216,7 +227,7 @@ pub fn spawn(mut reader: LineReader, fast: bool) -> (Incoming, Recycler, JoinHan
         },
         Recycler(rtx),
         handle,
-    )
+    ))
 }
 
 fn run(

@@ -114,7 +114,7 @@ impl LineReader {
             LogSource::Stdin => (Box::new(io::stdin()), 0),
         };
         // Peek at the magic number.
-        let mut head = Vec::with_capacity(1 << 20);
+        let mut head = Vec::with_capacity(64 << 10);
         let mut tmp = [0u8; 4];
         let mut got = 0;
         while got < 4 {
@@ -151,7 +151,7 @@ impl LineReader {
             return Ok((r, header));
         }
         let mut buf = head;
-        buf.resize(1 << 20, 0);
+        buf.resize(64 << 10, 0);
         let mut r = LineReader {
             container: Container::Plain,
             inner: Inner::Plain {

@@ -37,8 +37,8 @@ pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Res
     out.write_all(b"[").map_err(io)?;
     let mut first = true;
     let mut buf = String::new();
-    let mut line = Vec::new();
     let mut file = None;
+    let mut window = log.span_window();
     for node in &log.surface.nodes {
         if !node.derives {
             continue;
@@ -47,16 +47,13 @@ pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Res
             out.write_all(b",").map_err(io)?;
         }
         first = false;
-        if node.canonical_line && log.read_span(&node.body, &mut file, &mut line)? {
-            let path: &[&str] = if node.kind == crate::event::Kind::UserMessage {
-                &["data"]
-            } else {
-                &["data", "message"]
-            };
-            if let Some((a, b)) = crate::json::member_span(&line, path) {
-                out.write_all(&line[a..b]).map_err(io)?;
-                continue;
-            }
+        // A canonical line's message is copied as it stands in the file.
+        if let (Some((a, b)), Some(w), crate::surface::NodeBody::Span { offset, .. }) =
+            (node.message_text, window.as_mut(), &node.body)
+        {
+            let text = w.bytes(offset + a as u64, (b - a) as usize)?;
+            out.write_all(text).map_err(io)?;
+            continue;
         }
         let ev = log.read_body(&node.body, node.seq, &mut file)?;
         if let Some(m) = project(&ev) {

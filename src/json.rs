@@ -55,6 +55,16 @@ pub struct ParseError {
     pub at: usize,
 }
 
+/// Where an event line's `data` and `data.message` values sit (byte ranges
+/// of the line), as recorded by [`Value::parse_event_line`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventSpans {
+    /// The top-level `data` member's value.
+    pub data: Option<(u32, u32)>,
+    /// `data.message`'s value.
+    pub message: Option<(u32, u32)>,
+}
+
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
@@ -572,10 +582,26 @@ impl<'a> Value<'a> {
     /// spelling, no duplicate keys). For such a text any member's bytes can
     /// be copied instead of re-serialised.
     pub fn parse_canonical(text: &'a [u8]) -> Result<(Value<'a>, bool), ParseError> {
+        Self::parse_with(text, false).map(|(v, c, _)| (v, c))
+    }
+
+    /// [`Self::parse_canonical`] for an event line, also giving where its
+    /// `data` and `data.message` values sit in the text.
+    pub fn parse_event_line(text: &'a [u8]) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
+        Self::parse_with(text, true)
+    }
+
+    fn parse_with(
+        text: &'a [u8],
+        track: bool,
+    ) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
         let mut p = Parser {
             b: text,
             i: 0,
             canonical: true,
+            track,
+            in_data: false,
+            spans: EventSpans::default(),
         };
         p.ws();
         let v = p.value(0)?;
@@ -583,7 +609,7 @@ impl<'a> Value<'a> {
         if p.i != p.b.len() {
             return Err(p.err("unexpected text after the JSON value"));
         }
-        Ok((v, p.canonical))
+        Ok((v, p.canonical, p.spans))
     }
 
     /// Deep copy into an owned value.
@@ -978,6 +1004,9 @@ pub fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, Par
         b: text,
         i: start,
         canonical: false,
+        track: false,
+        in_data: false,
+        spans: EventSpans::default(),
     };
     p.check(depth)?;
     Ok(p.i)
@@ -990,6 +1019,9 @@ pub fn check_string(text: &[u8], start: usize) -> Result<(usize, JStr<'_>), Pars
         b: text,
         i: start,
         canonical: false,
+        track: false,
+        in_data: false,
+        spans: EventSpans::default(),
     };
     if text.get(start) != Some(&b'"') {
         return Err(p.err("expected a string"));
@@ -1006,6 +1038,9 @@ pub fn member_span(text: &[u8], path: &[&str]) -> Option<(usize, usize)> {
         b: text,
         i: 0,
         canonical: true,
+        track: false,
+        in_data: false,
+        spans: EventSpans::default(),
     };
     let mut start = 0;
     let mut end = text.len();
@@ -1048,6 +1083,11 @@ struct Parser<'a> {
     i: usize,
     /// Nothing seen so far that `JSON.stringify` would write differently.
     canonical: bool,
+    /// Record [`EventSpans`] while parsing.
+    track: bool,
+    /// Inside the top-level `data` value.
+    in_data: bool,
+    spans: EventSpans,
 }
 
 impl<'a> Parser<'a> {
@@ -1363,6 +1403,25 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A member value of the top-level object or of its `data`, recording
+    /// the spans of `data` and `data.message` (the last of duplicates).
+    fn tracked_member(&mut self, key: &JStr<'a>, depth: usize) -> Result<Value<'a>, ParseError> {
+        let start = self.i;
+        let plain = |name: &[u8]| !key.escaped && &*key.raw == name;
+        if depth == 0 && plain(b"data") {
+            self.in_data = true;
+            let v = self.value(depth + 1);
+            self.in_data = false;
+            self.spans.data = Some((start as u32, self.i as u32));
+            return v;
+        }
+        let v = self.value(depth + 1)?;
+        if depth == 1 && self.in_data && plain(b"message") {
+            self.spans.message = Some((start as u32, self.i as u32));
+        }
+        Ok(v)
+    }
+
     fn object(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
         self.i += 1;
         let mut members: Vec<(JStr<'a>, Value<'a>)> = Vec::new();
@@ -1383,7 +1442,11 @@ impl<'a> Parser<'a> {
             }
             self.i += 1;
             self.ws();
-            let v = self.value(depth + 1)?;
+            let v = if self.track && depth <= 1 {
+                self.tracked_member(&k, depth)?
+            } else {
+                self.value(depth + 1)?
+            };
             // Duplicate keys: the last value wins, at the first key's position.
             if let Some(slot) = members.iter_mut().find(|(k2, _)| k2.same(&k)) {
                 slot.1 = v;

@@ -51,9 +51,11 @@ pub struct Node {
     rewrite_key: u64,
     /// Where to find the event again.
     pub body: NodeBody,
-    /// The node's line is exactly what `JSON.stringify` writes, so its
-    /// message can be copied from the file instead of re-serialised.
-    pub canonical_line: bool,
+    /// Where the derived message's JSON text sits in the node's line (a
+    /// range of its bytes), when the line is exactly what `JSON.stringify`
+    /// writes: the message is then copied from the file instead of
+    /// re-serialised.
+    pub message_text: Option<(u32, u32)>,
 }
 
 /// One replace op as applied (`foldSurface(...).replacements`).
@@ -339,7 +341,7 @@ impl Surface {
             tool_calls: facts.tool_calls,
             rewrite_key: rewrite,
             body,
-            canonical_line: false,
+            message_text: None,
         };
         match op {
             SurfaceOp::Append => {

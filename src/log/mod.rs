@@ -220,6 +220,21 @@ impl LoadedLog {
         Ok(true)
     }
 
+    /// A reader of byte ranges of the log file that reads ahead in large
+    /// windows, for walking many node lines in file order; `None` when the
+    /// log cannot be re-read (stdin, Zstandard).
+    pub fn span_window(&self) -> Option<SpanWindow> {
+        if self.container != Container::Plain {
+            return None;
+        }
+        Some(SpanWindow {
+            path: self.source.path()?.to_path_buf(),
+            file: None,
+            buf: Vec::new(),
+            at: 0,
+        })
+    }
+
     /// Re-read one node body.
     pub fn read_body(
         &self,
@@ -258,6 +273,51 @@ impl LoadedLog {
     }
 }
 
+/// Byte ranges of a plain log file, read through a window of about a
+/// megabyte: ranges read in file order cost one read per window, not one
+/// per range.
+pub struct SpanWindow {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    at: u64,
+}
+
+impl SpanWindow {
+    const WINDOW: usize = 1 << 20;
+
+    /// The bytes `offset .. offset + len` of the file.
+    pub fn bytes(&mut self, offset: u64, len: usize) -> Result<&[u8], LoadError> {
+        let inside = offset >= self.at && offset + len as u64 <= self.at + self.buf.len() as u64;
+        if !inside {
+            let file = match &mut self.file {
+                Some(f) => f,
+                None => self
+                    .file
+                    .insert(std::fs::File::open(&self.path).map_err(|e| {
+                        LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
+                    })?),
+            };
+            self.buf.clear();
+            let want = len.max(Self::WINDOW) as u64;
+            file.seek(SeekFrom::Start(offset))
+                .and_then(|_| file.take(want).read_to_end(&mut self.buf))
+                .map_err(|e| {
+                    LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
+                })?;
+            self.at = offset;
+            if self.buf.len() < len {
+                return Err(LoadError::corrupt(
+                    "the log changed while it was being read",
+                ));
+            }
+        }
+        let start = (offset - self.at) as usize;
+        Ok(&self.buf[start..start + len])
+    }
+}
+
 fn failed_validation(id: &str, index: u64, msg: &str) -> LoadError {
     LoadError::invalid(format!(
         "stored session \"{id}\" failed validation: Error: invalid seed event at index {index}: {msg}"
@@ -272,6 +332,15 @@ pub fn load(
     observer: &mut dyn Observer,
 ) -> Result<LoadedLog, LoadError> {
     load_inner(source, opts, observer).map_err(|e| e.file(source.display()))
+}
+
+/// Where an event's line sits and what the parser learnt of its text.
+#[derive(Clone, Copy)]
+struct LineFacts {
+    offset: u64,
+    len: u32,
+    canonical: bool,
+    spans: crate::json::EventSpans,
 }
 
 struct Pipeline<'o> {
@@ -324,7 +393,7 @@ impl Pipeline<'_> {
     fn process<'a>(
         &mut self,
         mut ev: Event<'a>,
-        span: Option<(u64, u32, bool)>,
+        span: Option<LineFacts>,
         synthetic: bool,
     ) -> Result<Event<'a>, LoadError> {
         let at = |e: LoadError, ev: &Event<'_>| {
@@ -401,11 +470,20 @@ impl Pipeline<'_> {
             Some(op) => {
                 let facts = node_facts(&ev);
                 let upgraded_or_synthetic = synthetic || upgraded || span.is_none();
-                let mut canonical = false;
+                let mut message_text = None;
                 let body = match span {
-                    Some((offset, len, c)) if self.span_bodies && !upgraded_or_synthetic => {
-                        canonical = c;
-                        NodeBody::Span { offset, len }
+                    Some(line) if self.span_bodies && !upgraded_or_synthetic => {
+                        if line.canonical {
+                            message_text = if ev.kind == Kind::UserMessage {
+                                line.spans.data
+                            } else {
+                                line.spans.message
+                            };
+                        }
+                        NodeBody::Span {
+                            offset: line.offset,
+                            len: line.len,
+                        }
                     }
                     _ => NodeBody::Owned(Arc::new(ev.to_owned_event())),
                 };
@@ -416,8 +494,8 @@ impl Pipeline<'_> {
                         &ev,
                     )
                 })?;
-                if canonical {
-                    self.surface.nodes[applied.position].canonical_line = true;
+                if message_text.is_some() {
+                    self.surface.nodes[applied.position].message_text = message_text;
                 }
                 Some(applied)
             }
@@ -535,9 +613,10 @@ fn load_inner(
                     continue;
                 }
                 // Out of sequence or after damage: the normal way decides.
-                if let Ok((v, c)) = Value::parse_canonical(line.text) {
+                if let Ok((v, c, s)) = Value::parse_event_line(line.text) {
                     line.value = Some(v);
                     line.canonical = c;
+                    line.spans = s;
                 }
             }
             let canonical = line.canonical;
@@ -593,7 +672,12 @@ fn load_inner(
                     line: no,
                     value: r,
                 };
-                let span = single.then_some((offset, len as u32, canonical));
+                let span = single.then_some(LineFacts {
+                    offset,
+                    len: len as u32,
+                    canonical,
+                    spans: line.spans,
+                });
                 let back = p.process(ev, span, false).map_err(raw_note)?;
                 if plain_line {
                     line.value = Some(back.value);

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::thread::JoinHandle;
 
-use crate::json::Value;
+use crate::json::{EventSpans, Value};
 
 use super::error::LoadError;
 use super::fastlane::{self, Lane};
@@ -36,6 +36,8 @@ pub struct ParsedLine {
     pub text: &'static [u8],
     /// The line is exactly what `JSON.stringify` writes for its value.
     pub canonical: bool,
+    /// Where its `data` and `data.message` sit in the line.
+    pub spans: EventSpans,
 }
 
 /// A run of parsed lines and the bytes their values borrow.
@@ -105,12 +107,13 @@ impl RawBatch {
                     lane: Some(lane),
                     text: src,
                     canonical: false,
+                    spans: EventSpans::default(),
                 });
                 continue;
             }
-            let (value, canonical) = match Value::parse_canonical(src) {
-                Ok((v, c)) => (Some(v), c && src.len() == bytes.len()),
-                Err(_) => (None, false),
+            let (value, canonical, member_spans) = match Value::parse_event_line(src) {
+                Ok((v, c, s)) => (Some(v), c && src.len() == bytes.len(), s),
+                Err(_) => (None, false, EventSpans::default()),
             };
             lines.push(ParsedLine {
                 no,
@@ -121,6 +124,7 @@ impl RawBatch {
                 lane: None,
                 text: src,
                 canonical,
+                spans: member_spans,
             });
         }
         Batch {

@@ -242,9 +242,6 @@ fn run(
     parsing: &AtomicBool,
     fast: bool,
 ) {
-    // Every other batch goes to the folding thread raw (when it is keeping
-    // up), so both threads parse about half of the log.
-    let mut count = 0u64;
     loop {
         while let Ok(old) = recycled.try_recv() {
             drop(old);
@@ -260,9 +257,12 @@ fn run(
             }
         };
         let raw = RawBatch { text, spans };
-        count += 1;
+        // When the folder has at most one batch waiting and is not parsing,
+        // it would soon wait for this one: let it parse this batch itself
+        // while this thread reads the next. The busier the folder, the more
+        // this thread parses.
         let keeping_up = queued.load(Ordering::SeqCst) <= 1 && !parsing.load(Ordering::SeqCst);
-        let msg = if count.is_multiple_of(2) && keeping_up && !done {
+        let msg = if keeping_up && !done {
             Msg::Raw(raw)
         } else {
             Msg::Lines(raw.parse(true, fast))

@@ -75,6 +75,19 @@ pub struct Folded<'s> {
 pub trait Observer {
     /// One event.
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>);
+
+    /// Offered a valid packed row (§3.5) whose chunks join the log, before
+    /// they are built as events. `true`: the observer took them all, as if
+    /// it had seen each one through [`Self::event`] (chunks never change
+    /// the surface); `false` (the default): they come one by one.
+    fn packed_row(
+        &mut self,
+        _row: &Value<'_>,
+        _span: &packed::RowSpan,
+        _folded: &Folded<'_>,
+    ) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(&Event<'_>, &Folded<'_>)> Observer for F {
@@ -620,15 +633,26 @@ fn load_inner(
                 }
             }
             let canonical = line.canonical;
-            if skip_chunks
+            if opts.upto.is_none()
                 && prefix.is_clean()
                 && truncated_at.is_none()
                 && let Some(v) = &line.value
                 && packed::is_row(v)
                 && let Ok(span) = packed::check(v)
                 && span.seq0 == prefix.expected
+                && (skip_chunks
+                    || p.observer.packed_row(
+                        v,
+                        &span,
+                        &Folded {
+                            applied: None,
+                            surface: &p.surface,
+                            synthetic: false,
+                        },
+                    ))
             {
-                // A valid row in sequence: count its chunks, build nothing.
+                // A valid row in sequence, whose chunks nobody needs built:
+                // count them, build nothing.
                 p.skip_chunks(span);
                 prefix.expected += span.count;
                 committed_len = offset + len as u64 + 1;

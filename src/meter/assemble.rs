@@ -215,7 +215,71 @@ pub enum ChunkOp {
     Invalid(Box<str>),
 }
 
+/// The `Map` key of a chunk's `index`. `object_id` numbers object-valued
+/// indexes so that each is a distinct key.
+fn index_key(v: Option<&Value<'_>>, object_id: &mut u64) -> IndexKey {
+    match v {
+        Some(Value::Obj(_)) | Some(Value::Arr(_)) => {
+            *object_id += 1;
+            IndexKey::Object(*object_id)
+        }
+        // SameValueZero: -0 and 0 are one key.
+        other => IndexKey::Scalar(match Scalar::of(other) {
+            Scalar::Num(n) => Scalar::Num(n + 0.0),
+            s => s,
+        }),
+    }
+}
+
+/// Length of a tool-call delta's `name` when it is truthy.
+fn name_len(v: Option<&Value<'_>>) -> Option<usize> {
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => None,
+        Some(Value::Num(n)) if *n == 0.0 || n.is_nan() => None,
+        Some(Value::Str(s)) if s.is_empty() => None,
+        Some(Value::Str(s)) => Some(s.len16()),
+        // A truthy non-string name has no `.length`; price it as 0.
+        Some(_) => Some(0),
+    }
+}
+
+/// One member of a valid packed row (session-log §3.5), as the chunk it
+/// expands to.
+#[derive(Debug, Clone, Copy)]
+pub struct PackedMember<'r, 'a> {
+    /// A `tool-call-chunks` row.
+    pub tool: bool,
+    /// A `reasoning-chunks` row.
+    pub reasoning: bool,
+    /// The row's `data.index`.
+    pub index: &'r Value<'a>,
+    /// The row's `data.name` (tool rows).
+    pub name: Option<&'r Value<'a>>,
+    /// This member's text or arguments delta.
+    pub payload: &'r Value<'a>,
+}
+
 impl ChunkOp {
+    /// [`ChunkOp::of`] the chunk a packed-row member expands to, without
+    /// building it: `{type: "<kind>-delta", index, [id, name,] text |
+    /// argumentsDelta}`.
+    pub fn of_packed(m: &PackedMember<'_, '_>, object_id: &mut u64) -> ChunkOp {
+        let index = index_key(Some(m.index), object_id);
+        if m.tool {
+            ChunkOp::ToolCallDelta {
+                index,
+                name_len: name_len(m.name),
+                args_len: js_string_len16(Some(m.payload)),
+            }
+        } else {
+            ChunkOp::TextDelta {
+                index,
+                reasoning: m.reasoning,
+                len: js_string_len16(Some(m.payload)),
+            }
+        }
+    }
+
     /// Reduce one `assistant/chunk`'s `data.chunk`. `object_id` numbers
     /// object-valued indexes so that each is a distinct key.
     pub fn of(chunk: Option<&Value<'_>>, object_id: &mut u64) -> ChunkOp {
@@ -238,17 +302,7 @@ impl ChunkOp {
                 format!("Cannot read properties of {what} (reading 'type')").into(),
             );
         };
-        let mut key = |v: Option<&Value<'_>>| match v {
-            Some(Value::Obj(_)) | Some(Value::Arr(_)) => {
-                *object_id += 1;
-                IndexKey::Object(*object_id)
-            }
-            // SameValueZero: -0 and 0 are one key.
-            other => IndexKey::Scalar(match Scalar::of(other) {
-                Scalar::Num(n) => Scalar::Num(n + 0.0),
-                s => s,
-            }),
-        };
+        let mut key = |v: Option<&Value<'_>>| index_key(v, object_id);
         let ty = c.get("type");
         let is = |t: &str| ty.is_some_and(|x| x.is_str(t));
         if is("block-start") {
@@ -263,17 +317,9 @@ impl ChunkOp {
                 len: js_string_len16(c.get("text")),
             }
         } else if is("tool-call-delta") {
-            let name_len = match c.get("name") {
-                None | Some(Value::Null) | Some(Value::Bool(false)) => None,
-                Some(Value::Num(n)) if *n == 0.0 || n.is_nan() => None,
-                Some(Value::Str(s)) if s.is_empty() => None,
-                Some(Value::Str(s)) => Some(s.len16()),
-                // A truthy non-string name has no `.length`; price it as 0.
-                Some(_) => Some(0),
-            };
             ChunkOp::ToolCallDelta {
                 index: key(c.get("index")),
-                name_len,
+                name_len: name_len(c.get("name")),
                 args_len: js_string_len16(c.get("argumentsDelta")),
             }
         } else if is("block-end") {

@@ -155,6 +155,14 @@ impl ProjectionFold {
         }
     }
 
+    /// [`Self::apply`] for delta chunks (never a usage sample, never a
+    /// surface change): all they do is disarm a shadow-price claim.
+    pub fn apply_delta_chunks(&mut self) {
+        if self.error.is_none() {
+            self.claim = None;
+        }
+    }
+
     /// `foldSurfaceProjection`: (delta, claim after).
     fn surface_fold(
         &self,

@@ -12,13 +12,13 @@
 
 use crate::json::{MAX_SAFE, check_string, check_value};
 
-use super::packed::RowSpan;
+use super::packed::{RowFacts, RowSpan};
 
 /// A line the lane took, and what the loader needs from it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Lane {
     /// A valid packed row.
-    Row(RowSpan),
+    Row(RowSpan, RowFacts),
     /// A valid `assistant/chunk` event line.
     Chunk {
         /// Its seq.
@@ -32,19 +32,23 @@ impl Lane {
     /// The seq of the first event the line stands for.
     pub fn first_seq(&self) -> u64 {
         match self {
-            Lane::Row(span) => span.seq0,
+            Lane::Row(span, _) => span.seq0,
             Lane::Chunk { seq, .. } => *seq,
         }
     }
 }
 
 /// Take the line (valid UTF-8, as the parse stage checks first) if it is a
-/// chunk record in its canonical spelling and valid; `None` means "read it
-/// the normal way", not "invalid".
-pub fn classify(line: &[u8]) -> Option<Lane> {
+/// packed row, or with `chunk_lines` a plain chunk line, in its canonical
+/// spelling and valid; `None` means "read it the normal way", not "invalid".
+pub fn classify(line: &[u8], chunk_lines: bool) -> Option<Lane> {
     const CHUNK: &[u8] = br#"{"type":"assistant/chunk","seq":"#;
     if line.starts_with(CHUNK) {
-        return chunk_line(line, CHUNK.len());
+        return if chunk_lines {
+            chunk_line(line, CHUNK.len())
+        } else {
+            None
+        };
     }
     packed_row(line)
 }
@@ -105,9 +109,11 @@ impl Cursor<'_> {
         self.int().map(|v| v as u64)
     }
 
-    fn string(&mut self) -> Option<()> {
-        self.i = check_string(self.b, self.i).ok()?.0;
-        Some(())
+    /// A string; gives its UTF-16 length.
+    fn string(&mut self) -> Option<usize> {
+        let (end, s) = check_string(self.b, self.i).ok()?;
+        self.i = end;
+        Some(s.len16())
     }
 
     fn end(&self) -> Option<()> {
@@ -162,8 +168,16 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
     };
     let mut seen = 0u8;
     let mut dt_len = 0u64;
-    let mut payload_len = 0u64;
     let mut last_time = time0;
+    let mut facts = RowFacts {
+        tool,
+        reasoning: line[9..].starts_with(b"reasoning"),
+        turn: 0.0,
+        step: 0.0,
+        index: 0.0,
+        name_len: None,
+        lens: Vec::new(),
+    };
     loop {
         let key = if c.lit(br#""turn":"#).is_some() {
             TURN
@@ -187,9 +201,9 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
         }
         seen |= key;
         match key {
-            TURN | STEP | INDEX => {
-                c.int()?;
-            }
+            TURN => facts.turn = c.int()? as f64,
+            STEP => facts.step = c.int()? as f64,
+            INDEX => facts.index = c.int()? as f64,
             DT => {
                 if c.lit(b"]").is_none() {
                     loop {
@@ -208,8 +222,8 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
             PAYLOAD => {
                 if c.lit(b"]").is_none() {
                     loop {
-                        c.string()?;
-                        payload_len += 1;
+                        let len = c.string()?;
+                        facts.lens.push(u32::try_from(len).ok()?);
                         if c.lit(b",").is_none() {
                             break;
                         }
@@ -217,7 +231,10 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
                     c.lit(b"]")?;
                 }
             }
-            _ => c.string()?,
+            NAME => facts.name_len = Some(c.string()?).filter(|&n| n > 0),
+            _ => {
+                c.string()?;
+            }
         }
         if c.lit(b",").is_none() {
             break;
@@ -225,6 +242,7 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
     }
     c.lit(b"}}")?;
     c.end()?;
+    let payload_len = facts.lens.len() as u64;
     let required = TURN | STEP | INDEX | DT | PAYLOAD | if tool { ID } else { 0 };
     if seen & required != required || payload_len == 0 || dt_len != payload_len - 1 {
         return None;
@@ -232,11 +250,14 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
     if (seq0 + payload_len - 1) as f64 > MAX_SAFE {
         return None;
     }
-    Some(Lane::Row(RowSpan {
-        seq0,
-        count: payload_len,
-        last_time,
-    }))
+    Some(Lane::Row(
+        RowSpan {
+            seq0,
+            count: payload_len,
+            last_time,
+        },
+        facts,
+    ))
 }
 
 #[cfg(test)]
@@ -245,8 +266,10 @@ mod tests {
     use crate::json::Value;
     use crate::log::packed;
 
-    fn normal_way(line: &[u8]) -> Option<RowSpan> {
-        packed::check(&Value::parse(line).ok()?).ok()
+    fn normal_way(line: &[u8]) -> Option<Lane> {
+        let v = Value::parse(line).ok()?;
+        let span = packed::check(&v).ok()?;
+        Some(Lane::Row(span, RowFacts::of(&v)?))
     }
 
     #[test]
@@ -258,8 +281,8 @@ mod tests {
             r#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","dt":[],"args":["x"]}}"#,
         ];
         for r in rows {
-            let fast = classify(r.as_bytes()).expect(r);
-            assert_eq!(Some(fast), normal_way(r.as_bytes()).map(Lane::Row), "{r}");
+            let fast = classify(r.as_bytes(), true).expect(r);
+            assert_eq!(Some(fast), normal_way(r.as_bytes()), "{r}");
         }
     }
 
@@ -290,7 +313,7 @@ mod tests {
             r#"{"type":"assistant/chunk","seq":3,"time":1}"#,
         ];
         for l in lines {
-            assert_eq!(classify(l.as_bytes()), None, "{l}");
+            assert_eq!(classify(l.as_bytes(), true), None, "{l}");
         }
     }
 
@@ -299,7 +322,8 @@ mod tests {
         use crate::event::{Event, Kind};
         let v = Value::parse(std::str::from_utf8(line).ok()?.as_bytes()).ok()?;
         if packed::is_row(&v) {
-            return packed::check(&v).ok().map(Lane::Row);
+            let span = packed::check(&v).ok()?;
+            return Some(Lane::Row(span, RowFacts::of(&v)?));
         }
         let kind = Kind::of(&v.get("type")?.as_str()?);
         let seq = v.get("seq")?.as_count()?;
@@ -333,7 +357,7 @@ mod tests {
         };
         let (mut taken, mut total) = (0, 0);
         for base in seeds {
-            assert_eq!(classify(base), normal_lane(base));
+            assert_eq!(classify(base, true), normal_lane(base));
             for _ in 0..20_000 {
                 let mut l = base.to_vec();
                 for _ in 0..1 + next(3) {
@@ -351,7 +375,7 @@ mod tests {
                     continue;
                 }
                 total += 1;
-                if let Some(lane) = classify(&l) {
+                if let Some(lane) = classify(&l, true) {
                     taken += 1;
                     assert_eq!(
                         Some(lane),
@@ -368,6 +392,7 @@ mod tests {
     #[test]
     fn chunk_lines() {
         let l = br#"{"type":"assistant/chunk","seq":8,"time":-7,"data":{"turn":1,"chunk":{"type":"block-start","index":0,"x":[1.5e3,null,true,"\u00e9"]}}}"#;
-        assert_eq!(classify(l), Some(Lane::Chunk { seq: 8, time: -7.0 }));
+        assert_eq!(classify(l, true), Some(Lane::Chunk { seq: 8, time: -7.0 }));
+        assert_eq!(classify(l, false), None);
     }
 }

@@ -82,10 +82,16 @@ pub trait Observer {
     /// the surface); `false` (the default): they come one by one.
     fn packed_row(
         &mut self,
-        _row: &Value<'_>,
         _span: &packed::RowSpan,
+        _facts: &packed::RowFacts,
         _folded: &Folded<'_>,
     ) -> bool {
+        false
+    }
+
+    /// Whether [`Self::packed_row`] takes rows: the loader then checks rows
+    /// without parsing them into values.
+    fn takes_packed_rows(&self) -> bool {
         false
     }
 }
@@ -392,6 +398,20 @@ impl Pipeline<'_> {
         self.last_time = time;
     }
 
+    /// Whether a valid row's chunks need not be built: nobody looks at
+    /// chunks (`skip`), or the observer took the row whole.
+    fn take_row(&mut self, skip: bool, span: &packed::RowSpan, facts: &packed::RowFacts) -> bool {
+        skip || self.observer.packed_row(
+            span,
+            facts,
+            &Folded {
+                applied: None,
+                surface: &self.surface,
+                synthetic: false,
+            },
+        )
+    }
+
     /// Account for one valid `assistant/chunk` line without building it:
     /// what [`Self::process`] does for such an event, observer aside.
     fn skip_chunk_line(&mut self, seq: u64, time: f64) {
@@ -568,6 +588,10 @@ fn load_inner(
     let container = reader.container();
     let span_bodies =
         !opts.keep_nodes && container == Container::Plain && matches!(source, LogSource::File(_));
+    let lanes = parse::Lanes {
+        rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
+        chunk_lines: opts.skip_chunk_events,
+    };
     let mut p = Pipeline {
         id: header.id.clone(),
         span_bodies,
@@ -587,7 +611,7 @@ fn load_inner(
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
     let skip_chunks = opts.skip_chunk_events && opts.upto.is_none();
-    let (rx, recycle, parser) = parse::spawn(reader, skip_chunks)?;
+    let (rx, recycle, parser) = parse::spawn(reader, lanes)?;
     let mut batch_err = None;
     let mut rx = rx;
     while let Some(next) = rx.next_batch() {
@@ -607,57 +631,57 @@ fn load_inner(
             // Values parsed by the parsing thread go back into the batch, so
             // that thread frees what it allocated.
             let mut plain_line = false;
-            if let Some(lane) = line.lane.take() {
-                if prefix.is_clean()
-                    && truncated_at.is_none()
-                    && lane.first_seq() == prefix.expected
+            // A chunk record in sequence whose chunks nobody needs built is
+            // counted, not expanded.
+            let in_order = |seq: u64, prefix: &prefix::CommittedPrefix| {
+                prefix.is_clean() && truncated_at.is_none() && seq == prefix.expected
+            };
+            let taken = match line.lane.take() {
+                Some(fastlane::Lane::Chunk { seq, time }) if in_order(seq, &prefix) => {
+                    p.skip_chunk_line(seq, time);
+                    prefix.expected += 1;
+                    true
+                }
+                Some(fastlane::Lane::Row(span, facts))
+                    if in_order(span.seq0, &prefix) && p.take_row(skip_chunks, &span, &facts) =>
                 {
-                    match lane {
-                        fastlane::Lane::Row(span) => {
-                            p.skip_chunks(span);
-                            prefix.expected += span.count;
-                        }
-                        fastlane::Lane::Chunk { seq, time } => {
-                            p.skip_chunk_line(seq, time);
-                            prefix.expected += 1;
-                        }
+                    p.skip_chunks(span);
+                    prefix.expected += span.count;
+                    true
+                }
+                Some(_) => {
+                    // Out of sequence, after damage, or declined: the
+                    // normal way decides.
+                    if let Ok((v, c, s)) = Value::parse_event_line(line.text) {
+                        line.value = Some(v);
+                        line.canonical = c;
+                        line.spans = s;
                     }
-                    committed_len = offset + len as u64 + 1;
-                    continue;
+                    false
                 }
-                // Out of sequence or after damage: the normal way decides.
-                if let Ok((v, c, s)) = Value::parse_event_line(line.text) {
-                    line.value = Some(v);
-                    line.canonical = c;
-                    line.spans = s;
+                None => {
+                    if opts.upto.is_none()
+                        && let Some(v) = &line.value
+                        && packed::is_row(v)
+                        && let Ok(span) = packed::check(v)
+                        && in_order(span.seq0, &prefix)
+                        && (skip_chunks
+                            || packed::RowFacts::of(v)
+                                .is_some_and(|f| p.take_row(false, &span, &f)))
+                    {
+                        p.skip_chunks(span);
+                        prefix.expected += span.count;
+                        true
+                    } else {
+                        false
+                    }
                 }
-            }
-            let canonical = line.canonical;
-            if opts.upto.is_none()
-                && prefix.is_clean()
-                && truncated_at.is_none()
-                && let Some(v) = &line.value
-                && packed::is_row(v)
-                && let Ok(span) = packed::check(v)
-                && span.seq0 == prefix.expected
-                && (skip_chunks
-                    || p.observer.packed_row(
-                        v,
-                        &span,
-                        &Folded {
-                            applied: None,
-                            surface: &p.surface,
-                            synthetic: false,
-                        },
-                    ))
-            {
-                // A valid row in sequence, whose chunks nobody needs built:
-                // count them, build nothing.
-                p.skip_chunks(span);
-                prefix.expected += span.count;
+            };
+            if taken {
                 committed_len = offset + len as u64 + 1;
                 continue;
             }
+            let canonical = line.canonical;
             let records: Option<Vec<Value<'_>>> = match line.value.take() {
                 None => None,
                 Some(v) if packed::is_row(&v) => {

@@ -35,6 +35,54 @@ pub struct RowSpan {
     pub last_time: i64,
 }
 
+/// What the chunks of a valid row carry besides seqs and times, for readers
+/// that need their content only by length (the token meter).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowFacts {
+    /// `tool-call-chunks`: the members are tool-call deltas.
+    pub tool: bool,
+    /// `reasoning-chunks`: the members are reasoning deltas.
+    pub reasoning: bool,
+    /// `data.turn`, `data.step` and `data.index` (numbers in a valid row).
+    pub turn: f64,
+    /// See `turn`.
+    pub step: f64,
+    /// See `turn`.
+    pub index: f64,
+    /// UTF-16 length of `data.name` when present and not empty.
+    pub name_len: Option<usize>,
+    /// UTF-16 length of each member's text or arguments delta.
+    pub lens: Vec<u32>,
+}
+
+impl RowFacts {
+    /// The facts of a row that [`check`] accepted.
+    pub fn of(row: &Value<'_>) -> Option<RowFacts> {
+        let tag = row.get("type")?.as_str()?;
+        let tool = tag == "tool-call-chunks";
+        let data = row.get("data")?;
+        let num = |k: &str| data.get(k).and_then(|v| v.as_f64());
+        let payload = data.get(if tool { "args" } else { "texts" })?.as_arr()?;
+        let lens = payload
+            .iter()
+            .map(|p| p.as_jstr().map(|s| s.len16() as u32))
+            .collect::<Option<Vec<u32>>>()?;
+        Some(RowFacts {
+            tool,
+            reasoning: tag == "reasoning-chunks",
+            turn: num("turn")?,
+            step: num("step")?,
+            index: num("index")?,
+            name_len: data
+                .get("name")
+                .and_then(|n| n.as_jstr())
+                .map(|n| n.len16())
+                .filter(|&n| n > 0),
+            lens,
+        })
+    }
+}
+
 /// Expand a packed row into its chunk events, or say why it is malformed.
 pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
     expand_or_check(row, true).map(|(v, _)| v)

@@ -17,6 +17,15 @@ use super::error::LoadError;
 use super::fastlane::{self, Lane};
 use super::reader::{LineReader, LineSpan};
 
+/// Which chunk records skip the parser (see [`fastlane`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lanes {
+    /// Packed rows.
+    pub rows: bool,
+    /// Plain `assistant/chunk` lines (only with `rows`).
+    pub chunk_lines: bool,
+}
+
 /// One complete line, parsed.
 pub struct ParsedLine {
     /// 1-based line number.
@@ -64,9 +73,9 @@ pub struct RawBatch {
 }
 
 impl RawBatch {
-    /// Parse every line (on whichever thread calls this); with `fast`, chunk
-    /// records go through the fast lane instead.
-    pub fn parse(self, recycle: bool, fast: bool) -> Batch {
+    /// Parse every line (on whichever thread calls this); the chunk records
+    /// `lanes` names go through the fast lane instead.
+    pub fn parse(self, recycle: bool, lanes: Lanes) -> Batch {
         let RawBatch { text, spans } = self;
         let mut lossy: Vec<Box<str>> = Vec::new();
         let mut lines = Vec::with_capacity(spans.len());
@@ -97,7 +106,9 @@ impl RawBatch {
                     r
                 }
             };
-            if fast && let Some(lane) = fastlane::classify(src) {
+            if lanes.rows
+                && let Some(lane) = fastlane::classify(src, lanes.chunk_lines)
+            {
                 lines.push(ParsedLine {
                     no,
                     offset,
@@ -154,7 +165,7 @@ impl Incoming {
             Msg::Lines(b) => Ok(b),
             Msg::Raw(r) => {
                 self.parsing.store(true, Ordering::SeqCst);
-                let b = r.parse(false, self.fast);
+                let b = r.parse(false, self.lanes);
                 self.parsing.store(false, Ordering::SeqCst);
                 Ok(b)
             }
@@ -186,8 +197,8 @@ pub struct Incoming {
     queued: Arc<AtomicUsize>,
     /// The receiver is parsing a raw batch right now.
     parsing: Arc<AtomicBool>,
-    /// Chunk records take the fast lane.
-    fast: bool,
+    /// Which chunk records take the fast lane.
+    lanes: Lanes,
 }
 
 impl Iterator for Incoming {
@@ -203,7 +214,7 @@ impl Iterator for Incoming {
 /// the end (for its torn-tail report).
 pub fn spawn(
     mut reader: LineReader,
-    fast: bool,
+    lanes: Lanes,
 ) -> Result<(Incoming, Recycler, JoinHandle<LineReader>), LoadError> {
     let (tx, rx) = sync_channel::<Msg>(2);
     let (rtx, rrx) = channel::<Batch>();
@@ -213,7 +224,7 @@ pub fn spawn(
     let handle = std::thread::Builder::new()
         .name("dsh-parse".into())
         .spawn(move || {
-            run(&mut reader, &tx, &rrx, &q, &p, fast);
+            run(&mut reader, &tx, &rrx, &q, &p, lanes);
             reader
         })
         .map_err(|e| {
@@ -227,7 +238,7 @@ pub fn spawn(
             rx,
             queued,
             parsing,
-            fast,
+            lanes,
         },
         Recycler(rtx),
         handle,
@@ -240,7 +251,7 @@ fn run(
     recycled: &Receiver<Batch>,
     queued: &AtomicUsize,
     parsing: &AtomicBool,
-    fast: bool,
+    lanes: Lanes,
 ) {
     loop {
         while let Ok(old) = recycled.try_recv() {
@@ -265,7 +276,7 @@ fn run(
         let msg = if keeping_up && !done {
             Msg::Raw(raw)
         } else {
-            Msg::Lines(raw.parse(true, fast))
+            Msg::Lines(raw.parse(true, lanes))
         };
         queued.fetch_add(1, Ordering::SeqCst);
         if tx.send(msg).is_err() {

@@ -17,6 +17,7 @@
 //! in both.
 
 use crate::json::{Value, js_number};
+use crate::log::packed::RowFacts;
 use crate::meter::estimate::{price_block, q};
 
 /// A JavaScript value compared with `===` (labels such as `turn`/`step`).
@@ -243,39 +244,24 @@ fn name_len(v: Option<&Value<'_>>) -> Option<usize> {
     }
 }
 
-/// One member of a valid packed row (session-log §3.5), as the chunk it
-/// expands to.
-#[derive(Debug, Clone, Copy)]
-pub struct PackedMember<'r, 'a> {
-    /// A `tool-call-chunks` row.
-    pub tool: bool,
-    /// A `reasoning-chunks` row.
-    pub reasoning: bool,
-    /// The row's `data.index`.
-    pub index: &'r Value<'a>,
-    /// The row's `data.name` (tool rows).
-    pub name: Option<&'r Value<'a>>,
-    /// This member's text or arguments delta.
-    pub payload: &'r Value<'a>,
-}
-
 impl ChunkOp {
     /// [`ChunkOp::of`] the chunk a packed-row member expands to, without
     /// building it: `{type: "<kind>-delta", index, [id, name,] text |
-    /// argumentsDelta}`.
-    pub fn of_packed(m: &PackedMember<'_, '_>, object_id: &mut u64) -> ChunkOp {
-        let index = index_key(Some(m.index), object_id);
-        if m.tool {
+    /// argumentsDelta}`, where the delta is a string of UTF-16 length `len`.
+    pub fn of_packed(row: &RowFacts, len: usize) -> ChunkOp {
+        // A row's index is a number: SameValueZero makes -0 and 0 one key.
+        let index = IndexKey::Scalar(Scalar::Num(row.index + 0.0));
+        if row.tool {
             ChunkOp::ToolCallDelta {
                 index,
-                name_len: name_len(m.name),
-                args_len: js_string_len16(Some(m.payload)),
+                name_len: row.name_len,
+                args_len: len,
             }
         } else {
             ChunkOp::TextDelta {
                 index,
-                reasoning: m.reasoning,
-                len: js_string_len16(Some(m.payload)),
+                reasoning: row.reasoning,
+                len,
             }
         }
     }

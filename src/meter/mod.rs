@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
-use crate::log::packed::RowSpan;
+use crate::log::packed::{RowFacts, RowSpan};
 use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::request_header::{canonical, headers_equal};
 use crate::surface::Surface;
@@ -832,36 +832,17 @@ impl Observer for Meter {
 
     /// What [`Meter::fold`] does for each delta chunk of a row: mark it,
     /// keep its [`ChunkOp`] for assembly, disarm the projection's claim.
-    fn packed_row(&mut self, row: &Value<'_>, span: &RowSpan, folded: &Folded<'_>) -> bool {
+    fn packed_row(&mut self, span: &RowSpan, facts: &RowFacts, folded: &Folded<'_>) -> bool {
         self.consumed += span.count;
         if self.error.is_some() {
             return true;
         }
-        let tag = row.get("type").and_then(|t| t.as_str()).unwrap_or_default();
-        let data = row.get("data").unwrap_or(&Value::Null);
-        let tool = tag == "tool-call-chunks";
-        let payload = data
-            .get(if tool { "args" } else { "texts" })
-            .and_then(|p| p.as_arr())
-            .map_or(&[][..], |p| p.as_slice());
-        let (Some(index), true) = (data.get("index"), payload.len() as u64 == span.count) else {
-            // Not a checked row: let the events come one by one.
-            self.consumed -= span.count;
-            return false;
-        };
-        let turn = Scalar::of(data.get("turn"));
-        let step = Scalar::of(data.get("step"));
-        for (i, p) in payload.iter().enumerate() {
+        let turn = Scalar::Num(facts.turn);
+        let step = Scalar::Num(facts.step);
+        for (i, &len) in facts.lens.iter().enumerate() {
             let seq = span.seq0 + i as u64;
             self.chunks.mark(seq, true);
-            let member = assemble::PackedMember {
-                tool,
-                reasoning: tag == "reasoning-chunks",
-                index,
-                name: data.get("name"),
-                payload: p,
-            };
-            let op = ChunkOp::of_packed(&member, &mut self.chunks.object_ids);
+            let op = ChunkOp::of_packed(facts, len as usize);
             self.chunks.kept.push(ChunkRec {
                 seq,
                 turn: turn.clone(),
@@ -871,6 +852,10 @@ impl Observer for Meter {
         }
         self.surface_tokens = folded.surface.tokens;
         self.projections.apply_delta_chunks();
+        true
+    }
+
+    fn takes_packed_rows(&self) -> bool {
         true
     }
 }

@@ -8,8 +8,9 @@
 # $BENCH_DIR (default: a temporary directory) so repeated runs reuse them;
 # $GENLOG_OPTS (default: --compactions 3 --prune-passes 3) shapes them. The
 # oracle runs on logs up to $ORACLE_MAX_MB (default 100; it needs ~9x the log
-# size in memory). For every size it prints wall time and peak RSS (from
-# /usr/bin/time) of `dsh measure --json`, of the oracle, the speed-up, dsh's
+# size in memory). For every size it prints wall time (median of $RUNS runs
+# after a warm-up, see bench/lib.sh; $ORACLE_RUNS for the oracle) and peak
+# RSS of `dsh measure --json`, of the oracle, the speed-up, dsh's
 # RSS / log size, time per MB (linearity), whether dsh's answer equals the
 # oracle's, and the o200k tokenizer's throughput (MB of tokenized text per
 # second, from the `tokenizer.textBytes` / `elapsedSeconds` dsh reports).
@@ -27,12 +28,8 @@ oracle_max="${ORACLE_MAX_MB:-100}"
 dsh="$root/target/release/dsh"
 oracle="$shared/tools/oracle/oracle"
 
-run() { # out-file command... → "seconds kilobytes"
-    local out="$1"; shift
-    /usr/bin/time -f "%e %M" -o "$work/.time" "$@" > "$out" 2> "$work/.err" || {
-        echo "failed: $*" >&2; cat "$work/.err" >&2; return 1; }
-    cat "$work/.time"
-}
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 
 same() { # dsh.json oracle.json → yes/no (the oracle's keys, equal values)
     python3 - "$1" "$2" <<'EOF'
@@ -50,18 +47,18 @@ for mb in "${sizes[@]}"; do
     # shellcheck disable=SC2086
     [ -f "$log" ] || "$shared/tools/genlog" --mb "$mb" --seed 7 $opts -o "$log"
     bytes=$(stat -c %s "$log")
-    read -r ds dk < <(run "$work/dsh.json" "$dsh" measure --json -q "$log")
+    read -r ds dk < <(timed "$work/dsh.json" "$dsh" measure --json -q "$log")
     if [ "$mb" -le "$oracle_max" ]; then
-        read -r os ok < <(run "$work/oracle.json" "$oracle" measure --compact "$log")
+        read -r os ok < <(RUNS="${ORACLE_RUNS:-${RUNS:-5}}" timed "$work/oracle.json" "$oracle" measure --compact "$log")
         eq=$(same "$work/dsh.json" "$work/oracle.json")
     else
         os=0; ok=0; eq="-"
     fi
-    run "$work/tok.json" "$dsh" measure --json -q --tokenizer o200k "$log" > /dev/null
+    "$dsh" measure --json -q --tokenizer o200k "$log" > "$work/tok.json"
     tput=$(python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['tokenizer']; print('%.2f' % (t['textBytes']/1e6/max(t['elapsedSeconds'],1e-9)))" "$work/tok.json")
     awk -v mb="$mb" -v ds="$ds" -v dk="$dk" -v os="$os" -v ok="$ok" -v b="$bytes" -v eq="$eq" -v tp="$tput" 'BEGIN {
         sp = (os > 0) ? sprintf("%7.1fx", os/ds) : "      -";
         osf = (os > 0) ? sprintf("%9.2f", os) : "        -";
         okf = (ok > 0) ? sprintf("%10.1f", ok/1024) : "         -";
-        printf "%-7s %9.2f %8.1f %9.2f %s %s %s %8.3f %6s %10s\n", mb "MB", ds, dk/1024, ds*1e8/b, osf, okf, sp, dk*1024/b, eq, tp }'
+        printf "%-7s %9.3f %8.1f %9.3f %s %s %s %8.3f %6s %10s\n", mb "MB", ds, dk/1024, ds*1e8/b, osf, okf, sp, dk*1024/b, eq, tp }'
 done

@@ -6,8 +6,9 @@
 #
 # Needs ../shared (genlog and the oracle) beside the checkout. Logs are kept in
 # $BENCH_DIR (default: a temporary directory) so repeated runs reuse them.
-# Prints wall time and peak RSS (from /usr/bin/time) for each tool, and the
-# speed-up and RSS/log-size ratios. Not a test: nothing here asserts.
+# Prints wall time (median of $RUNS runs after a warm-up, see bench/lib.sh)
+# and peak RSS for each tool, and the speed-up and RSS/log-size ratios. Not a
+# test: nothing here asserts.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
@@ -19,11 +20,8 @@ sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(100)
 dsh="$root/target/release/dsh"
 oracle="$shared/tools/oracle/oracle"
 
-measure() { # command... → "seconds kilobytes"
-    /usr/bin/time -f "%e %M" -o "$work/.time" "$@" > /dev/null 2> "$work/.err" || {
-        echo "failed: $*" >&2; cat "$work/.err" >&2; return 1; }
-    cat "$work/.time"
-}
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 
 printf "%-8s %-9s %10s %10s %10s %10s %8s %8s\n" size command "dsh s" "dsh MB" "oracle s" "oracle MB" speedup "RSS/log"
 for mb in "${sizes[@]}"; do
@@ -32,9 +30,9 @@ for mb in "${sizes[@]}"; do
     bytes=$(stat -c %s "$log")
     for pair in surface:surface messages:derive; do
         cmd="${pair%%:*}"; ocmd="${pair##*:}"
-        read -r ds dk < <(measure "$dsh" "$cmd" --json "$log")
-        read -r os ok < <(measure "$oracle" "$ocmd" "$log")
+        read -r ds dk < <(timed "$work/.out" "$dsh" "$cmd" --json "$log")
+        read -r os ok < <(timed "$work/.out" "$oracle" "$ocmd" "$log")
         awk -v mb="$mb" -v c="$cmd" -v ds="$ds" -v dk="$dk" -v os="$os" -v ok="$ok" -v b="$bytes" 'BEGIN {
-            printf "%-8s %-9s %10.2f %10.1f %10.2f %10.1f %7.1fx %8.3f\n", mb "MB", c, ds, dk/1024, os, ok/1024, os/ds, dk*1024/b }'
+            printf "%-8s %-9s %10.3f %10.1f %10.3f %10.1f %7.1fx %8.3f\n", mb "MB", c, ds, dk/1024, os, ok/1024, os/ds, dk*1024/b }'
     done
 done

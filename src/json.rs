@@ -23,7 +23,13 @@ pub struct JStr<'a> {
     raw: Cow<'a, [u8]>,
     /// `raw` is JSON-escaped source text (between the quotes) rather than text.
     escaped: bool,
+    /// The UTF-16 length, when the parser counted it on the way (it reads
+    /// every byte anyway); [`LEN16_UNKNOWN`] otherwise.
+    len16: u32,
 }
+
+/// [`JStr::len16`] not counted yet.
+const LEN16_UNKNOWN: u32 = u32::MAX;
 
 /// A parsed JSON value; objects keep their key order.
 #[derive(Clone, Debug)]
@@ -78,6 +84,7 @@ impl<'a> JStr<'a> {
         JStr {
             raw,
             escaped: false,
+            len16: LEN16_UNKNOWN,
         }
     }
 
@@ -91,6 +98,7 @@ impl<'a> JStr<'a> {
                 JStr {
                     raw: Cow::Owned(raw.into_bytes()),
                     escaped: true,
+                    len16: LEN16_UNKNOWN,
                 }
             }
         }
@@ -148,6 +156,9 @@ impl<'a> JStr<'a> {
 
     /// Length in UTF-16 code units (JavaScript `String.length`).
     pub fn len16(&self) -> usize {
+        if self.len16 != LEN16_UNKNOWN {
+            return self.len16 as usize;
+        }
         if !self.escaped {
             return utf16_len_of_utf8(&self.raw);
         }
@@ -182,6 +193,7 @@ impl<'a> JStr<'a> {
         JStr {
             raw: Cow::Owned(self.raw.into_owned()),
             escaped: self.escaped,
+            len16: self.len16,
         }
     }
 
@@ -960,10 +972,12 @@ static NEEDS_LOOK: [bool; 256] = {
     t
 };
 
-/// The end of the run of plain string content from `i`: the offset of the
-/// first `"`, `\\` or control character, or the end of `b`.
+/// The end of the run of plain string content from `i` (the offset of the
+/// first `"`, `\\` or control character, or the end of `b`), and the run's
+/// UTF-16 length.
 #[inline]
-fn plain_run(b: &[u8], mut i: usize) -> usize {
+fn plain_run(b: &[u8], mut i: usize) -> (usize, usize) {
+    let mut units = 0usize;
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
@@ -973,6 +987,9 @@ fn plain_run(b: &[u8], mut i: usize) -> usize {
             let quote = _mm_set1_epi8(b'"' as i8);
             let backslash = _mm_set1_epi8(b'\\' as i8);
             let ctl_max = _mm_set1_epi8(0x1f);
+            let top2 = _mm_set1_epi8(0xC0u8 as i8);
+            let cont = _mm_set1_epi8(0x80u8 as i8);
+            let lead4 = _mm_set1_epi8(0xF0u8 as i8);
             while i + 16 <= b.len() {
                 let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
                 // c <= 0x1f (unsigned) exactly when max(c, 0x1f) == 0x1f.
@@ -981,18 +998,34 @@ fn plain_run(b: &[u8], mut i: usize) -> usize {
                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
                     ctl,
                 );
-                let mask = _mm_movemask_epi8(hit);
+                let mask = _mm_movemask_epi8(hit) as u32;
+                // The bytes of this block that belong to the run.
+                let n = if mask != 0 { mask.trailing_zeros() } else { 16 };
+                let in_run = (1u32 << n) - 1;
+                let high = _mm_movemask_epi8(v) as u32 & in_run;
+                if high == 0 {
+                    units += n as usize;
+                } else {
+                    // Characters start at every byte but continuation bytes;
+                    // a 4-byte character is two units.
+                    let c = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_and_si128(v, top2), cont)) as u32;
+                    let four = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, lead4), v)) as u32;
+                    units +=
+                        (n - (c & in_run).count_ones() + (four & in_run).count_ones()) as usize;
+                }
                 if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
+                    return (i + n as usize, units);
                 }
                 i += 16;
             }
         }
     }
     while i < b.len() && !NEEDS_LOOK[b[i] as usize] {
+        let x = b[i];
+        units += ((x & 0xC0) != 0x80) as usize + (x >= 0xF0) as usize;
         i += 1;
     }
-    i
+    (i, units)
 }
 
 /// Check that `text[start..]` begins with one JSON value, by exactly the
@@ -1311,8 +1344,11 @@ impl<'a> Parser<'a> {
         let start = self.i;
         let b = self.b;
         let mut escaped = false;
+        let mut units = 0usize;
         loop {
-            self.i = plain_run(b, self.i);
+            let (end, n) = plain_run(b, self.i);
+            self.i = end;
+            units += n;
             match b.get(self.i) {
                 None => return Err(self.err("unterminated string")),
                 Some(b'"') => {
@@ -1321,10 +1357,13 @@ impl<'a> Parser<'a> {
                     return Ok(JStr {
                         raw: Cow::Borrowed(raw),
                         escaped,
+                        len16: u32::try_from(units).unwrap_or(LEN16_UNKNOWN),
                     });
                 }
                 Some(b'\\') => {
                     escaped = true;
+                    // Every escape is one UTF-16 unit (a pair is two escapes).
+                    units += 1;
                     let e = b.get(self.i + 1).copied();
                     match e {
                         Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => self.i += 2,
@@ -1497,16 +1536,48 @@ mod tests {
     }
 
     #[test]
+    fn parsed_strings_know_their_utf16_length() {
+        let pieces = [
+            "a",
+            "é",
+            "€",
+            "😀",
+            "\\n",
+            "\\u00e9",
+            "\\ud83d\\ude00",
+            "\\ud800",
+            "\\\"",
+            "xxxxxxxxxxxxxxxx",
+        ];
+        let mut seed = 11u64;
+        for len in 0..120 {
+            let mut lit = String::from("\"");
+            for _ in 0..len {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                lit.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            lit.push('"');
+            let Value::Str(s) = Value::parse(lit.as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_ne!(s.len16, LEN16_UNKNOWN);
+            assert_eq!(s.len16(), s.units().len(), "{lit}");
+        }
+    }
+
+    #[test]
     fn plain_runs_stop_at_quotes_backslashes_and_control_characters() {
         for len in 0..70 {
             for stop in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
                 let mut b = vec![b'x'; len];
                 b.push(stop);
                 b.extend_from_slice(&[0x7f, 0x80, 0xff, 0x20]);
-                assert_eq!(plain_run(&b, 0), len);
+                assert_eq!(plain_run(&b, 0).0, len);
             }
             let b = vec![0xe9u8; len];
-            assert_eq!(plain_run(&b, 0), len);
+            assert_eq!(plain_run(&b, 0).0, len);
         }
     }
 

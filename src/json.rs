@@ -1274,10 +1274,18 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let int_start = i;
+        // The integer part's value, accumulated as it is scanned (exact for
+        // up to 15 digits, which is all the fast path below uses).
+        let mut v: u64 = 0;
         match b.get(i) {
             Some(b'0') => i += 1,
             Some(b'1'..=b'9') => {
-                while i < b.len() && b[i].is_ascii_digit() {
+                while let Some(&c) = b.get(i) {
+                    let d = c.wrapping_sub(b'0');
+                    if d > 9 {
+                        break;
+                    }
+                    v = v.wrapping_mul(10).wrapping_add(d as u64);
                     i += 1;
                 }
             }
@@ -1287,6 +1295,15 @@ impl<'a> Parser<'a> {
             }
         }
         let int_end = i;
+        // Integers (nearly every number in a log): done.
+        if !matches!(b.get(i), Some(b'.' | b'e' | b'E')) && int_end - int_start <= 15 {
+            self.i = i;
+            if neg && v == 0 {
+                self.canonical = false; // -0 prints as 0
+            }
+            let f = v as f64;
+            return Ok(Value::Num(if neg { -f } else { f }));
+        }
         let mut simple = true;
         if b.get(i) == Some(&b'.') {
             simple = false;

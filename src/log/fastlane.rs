@@ -75,30 +75,32 @@ impl Cursor<'_> {
     /// A JSON integer literal of at most 15 digits (so exact as a double and
     /// a safe integer), not `-0` and not followed by a fraction or exponent.
     fn int(&mut self) -> Option<i64> {
-        let neg = self.peek() == Some(b'-');
+        let b = self.b;
+        let mut i = self.i;
+        let neg = b.get(i) == Some(&b'-');
         if neg {
-            self.i += 1;
+            i += 1;
         }
-        let start = self.i;
-        match self.peek()? {
-            b'0' => self.i += 1,
-            b'1'..=b'9' => {
-                while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                    self.i += 1;
+        let start = i;
+        let mut v: i64 = 0;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(&c) = b.get(i) {
+                    let d = c.wrapping_sub(b'0');
+                    if d > 9 {
+                        break;
+                    }
+                    v = v.wrapping_mul(10).wrapping_add(i64::from(d));
+                    i += 1;
                 }
             }
             _ => return None,
         }
-        let digits = &self.b[start..self.i];
-        if digits.len() > 15 || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+        if i - start > 15 || matches!(b.get(i), Some(b'.' | b'e' | b'E')) || (neg && v == 0) {
             return None;
         }
-        let v = digits
-            .iter()
-            .fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
-        if neg && v == 0 {
-            return None;
-        }
+        self.i = i;
         Some(if neg { -v } else { v })
     }
 

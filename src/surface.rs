@@ -8,7 +8,7 @@
 //! Checks run before an event changes anything, so a [`SurfaceError`] shows the
 //! surface as it was. Spec: session-log §7 (rules R1–R16).
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::sync::Arc;
 
 use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp};
@@ -201,19 +201,93 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
 }
 
 /// Fingerprint a tool result's `data` with the nested result content blanked,
-/// key order ignored (R16).
+/// key order ignored (R16): two datas get one key exactly when their sorted
+/// canonical JSON texts are equal (numbers as JavaScript prints them, strings
+/// by UTF-16 units). Hashed as it is walked: no copy, no text.
 fn rewrite_key(data: &Value<'_>) -> u64 {
-    let mut d = data.clone();
-    if let Some(msg) = d.get_mut("message")
-        && let Some(Value::Arr(content)) = msg.get_mut("content")
-        && let Some(first) = content.first_mut()
-        && first.has("content")
-    {
-        first.set("content", Value::str("\u{0}placeholder"));
-    }
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    d.to_canonical_pretty().hash(&mut h);
+    hash_canonical(data, Blank::Data, &mut h);
     h.finish()
+}
+
+/// Where the walk is on the way to `data.message.content[0].content`, the
+/// member R16 lets a replacement change.
+#[derive(Clone, Copy, PartialEq)]
+enum Blank {
+    Data,
+    Message,
+    FirstBlock,
+    Nowhere,
+}
+
+fn hash_canonical(v: &Value<'_>, at: Blank, h: &mut impl Hasher) {
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(1 + *b as u8),
+        // JavaScript prints -0 as 0; every other double prints distinctly.
+        Value::Num(n) => {
+            h.write_u8(3);
+            h.write_u64((n + 0.0).to_bits());
+        }
+        Value::Str(s) => hash_str(s, h),
+        Value::Arr(items) => {
+            h.write_u8(5);
+            h.write_usize(items.len());
+            for item in items {
+                hash_canonical(item, Blank::Nowhere, h);
+            }
+        }
+        Value::Obj(members) => {
+            h.write_u8(6);
+            h.write_usize(members.len());
+            let mut sorted: Vec<&(crate::json::JStr<'_>, Value<'_>)> = members.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp_units(&b.0));
+            for (k, val) in sorted {
+                hash_str(k, h);
+                match (at, k.eq_str("message"), k.eq_str("content")) {
+                    (Blank::Data, true, _) => hash_canonical(val, Blank::Message, h),
+                    (Blank::Message, _, true) => match val {
+                        Value::Arr(blocks)
+                            if blocks
+                                .first()
+                                .is_some_and(|b| b.is_obj() && b.has("content")) =>
+                        {
+                            h.write_u8(5);
+                            h.write_usize(blocks.len());
+                            hash_canonical(&blocks[0], Blank::FirstBlock, h);
+                            for b in &blocks[1..] {
+                                hash_canonical(b, Blank::Nowhere, h);
+                            }
+                        }
+                        other => hash_canonical(other, Blank::Nowhere, h),
+                    },
+                    // The blanked member: every content is the same here.
+                    (Blank::FirstBlock, _, true) => h.write_u8(7),
+                    _ => hash_canonical(val, Blank::Nowhere, h),
+                }
+            }
+        }
+    }
+}
+
+fn hash_str(s: &crate::json::JStr<'_>, h: &mut impl Hasher) {
+    match s.as_str() {
+        // UTF-8 text stands for its UTF-16 units one to one.
+        Some(text) => {
+            h.write_u8(4);
+            h.write_usize(text.len());
+            h.write(text.as_bytes());
+        }
+        // Lone surrogates: the units themselves.
+        None => {
+            let units = s.units();
+            h.write_u8(8);
+            h.write_usize(units.len());
+            for u in units {
+                h.write_u16(u);
+            }
+        }
+    }
 }
 
 /// Facts about a surface event's message, computed once when it joins.
@@ -427,5 +501,77 @@ impl Surface {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rewrite_key;
+    use crate::json::Value;
+
+    fn key(s: &str) -> u64 {
+        rewrite_key(&Value::parse(s.as_bytes()).unwrap())
+    }
+
+    const BASE: &str = r#"{"turn":2,"step":1,"message":{"source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"long output"}],"isError":true}],"role":"user","id":"m1"},"error":{"name":"E","code":"X"}}"#;
+
+    #[test]
+    fn r16_fingerprint_ignores_the_result_content_and_key_order() {
+        let pruned = BASE.replace(
+            r#"[{"type":"text","text":"long output"}]"#,
+            r#"[{"type":"text","text":"[pruned]"},{"type":"text","text":"tail"}]"#,
+        );
+        assert_eq!(key(BASE), key(&pruned));
+        let reordered = r#"{"step":1,"turn":2,"error":{"code":"X","name":"E"},"message":{"id":"m1","role":"user","content":[{"isError":true,"toolCallId":"c1","type":"tool-result","content":"x"}],"source":{"callId":"c1","kind":"tool"}}}"#;
+        assert_eq!(key(BASE), key(reordered));
+        // Spelling JavaScript prints the same way: -0, escapes, 1.0.
+        assert_eq!(
+            key(&BASE.replace(r#""turn":2"#, r#""turn":2.0"#)),
+            key(BASE)
+        );
+        assert_eq!(
+            key(&BASE.replace(r#""name":"E""#, r#""name":"\u0045""#)),
+            key(BASE)
+        );
+        assert_eq!(
+            key(&BASE.replace(r#""step":1"#, r#""step":0"#)),
+            key(&BASE.replace(r#""step":1"#, r#""step":-0"#))
+        );
+    }
+
+    #[test]
+    fn r16_fingerprint_sees_every_other_change() {
+        for (from, to) in [
+            (r#""isError":true"#, r#""isError":false"#),
+            (r#""toolCallId":"c1""#, r#""toolCallId":"c2""#),
+            (r#""id":"m1""#, r#""id":"m2""#),
+            (r#""turn":2"#, r#""turn":"2""#),
+            (r#""name":"E""#, r#""name":"\ud800""#),
+            (r#""code":"X""#, r#""code":"X","extra":null"#),
+            (r#""type":"text","text""#, r#""type":"image","text""#),
+        ] {
+            let changed = BASE.replacen(from, to, 1);
+            assert_ne!(changed, BASE);
+            // The first block's own content is blanked, nothing else is.
+            if from.contains("\"type\":\"text\"") {
+                assert_eq!(key(&changed), key(BASE), "{to}");
+            } else {
+                assert_ne!(key(&changed), key(BASE), "{to}");
+            }
+        }
+        // A lone surrogate is not U+FFFD.
+        assert_ne!(
+            key(&BASE.replace(r#""name":"E""#, r#""name":"\ud800""#)),
+            key(&BASE.replace(r#""name":"E""#, "\"name\":\"\u{fffd}\""))
+        );
+        // Only the first block's content is blanked.
+        let two = BASE.replace(
+            r#""isError":true}]"#,
+            r#""isError":true},{"type":"tool-result","content":[1]}]"#,
+        );
+        assert_ne!(
+            key(&two),
+            key(&two.replace(r#""content":[1]"#, r#""content":[2]"#))
+        );
     }
 }

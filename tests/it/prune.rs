@@ -883,3 +883,42 @@ fn prune_appends_one_frame_to_a_zstd_log() {
     assert_eq!(l.stored_events, 17);
     assert_eq!(l.surface.replace_generation, 1);
 }
+
+#[test]
+fn a_replacement_may_change_only_the_result_content() {
+    // Prune for real, then tamper with the replacement result (R16).
+    let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+    let out = dsh()
+        .args([
+            "prune",
+            "--allow-closed-turn",
+            "-q",
+            "--time",
+            "1767230000000",
+        ])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = fs::read_to_string(&log).unwrap();
+    dsh().args(["surface", "-q"]).arg(&log).assert().code(0);
+    let replacement = text
+        .lines()
+        .collect::<Vec<_>>()
+        .iter()
+        .rposition(|l| l.contains("\"type\":\"tool/result\"") && l.contains("\"op\":\"replace\""))
+        .unwrap();
+    for (from, to) in [
+        ("\"isError\":false", "\"isError\":true"),
+        ("\"role\":\"user\"", "\"role\":\"user\",\"extra\":1"),
+    ] {
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        assert!(lines[replacement].contains(from), "{}", lines[replacement]);
+        lines[replacement] = lines[replacement].replacen(from, to, 1);
+        fs::write(&log, lines.join("\n") + "\n").unwrap();
+        let out = dsh().args(["surface", "-q"]).arg(&log).output().unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("may change only content"), "{err}");
+    }
+}

@@ -47,8 +47,6 @@ pub struct Node {
     pub call_id: Option<Box<str>>,
     /// For assistant messages: the tool-call ids it requests, in order.
     pub tool_calls: Vec<Box<str>>,
-    /// Fingerprint of a tool result's data with the nested content blanked (R16).
-    rewrite_key: u64,
     /// Where to find the event again.
     pub body: NodeBody,
     /// Where the derived message's JSON text sits in the node's line (a
@@ -104,6 +102,9 @@ pub struct Surface {
     pub replacements: Vec<Replacement>,
     /// Sum of node prices.
     pub tokens: u64,
+    /// The plain log file that [`NodeBody::Span`] bodies point into, for
+    /// the rare rule that needs an old node's event again (R16).
+    pub reread: Option<Arc<std::path::PathBuf>>,
 }
 
 fn err(rule: &'static str, message: impl Into<String>) -> SurfaceError {
@@ -380,6 +381,38 @@ impl Surface {
             .with("replacements", Value::Arr(reps))
     }
 
+    /// The R16 fingerprint of a node's event, read again if it is not in
+    /// memory: computed only when a replacement needs it, not for every
+    /// tool result that joins.
+    fn rewrite_key_of(&self, node: &Node) -> Result<u64, SurfaceError> {
+        let (offset, len) = match &node.body {
+            NodeBody::Owned(ev) => return Ok(rewrite_key(ev.data())),
+            NodeBody::Span { offset, len } => (*offset, *len as usize),
+        };
+        let cannot = |why: String| {
+            err(
+                "R16",
+                format!("cannot read seq {} again to compare it: {why}", node.seq),
+            )
+        };
+        let path = self
+            .reread
+            .as_ref()
+            .ok_or_else(|| cannot("no file".into()))?;
+        let mut line = vec![0u8; len];
+        std::fs::File::open(path.as_path())
+            .and_then(|mut f| {
+                use std::io::{Read, Seek};
+                f.seek(std::io::SeekFrom::Start(offset))?;
+                f.read_exact(&mut line)
+            })
+            .map_err(|e| cannot(e.to_string()))?;
+        // Read as the loader read it: invalid UTF-8 becomes U+FFFD.
+        let text = String::from_utf8_lossy(&line);
+        let v = Value::parse(text.as_bytes()).map_err(|_| cannot("the log changed".into()))?;
+        Ok(rewrite_key(v.get("data").unwrap_or(&Value::Null)))
+    }
+
     /// Position of a node by seq (membership lookup).
     pub fn position(&self, seq: u64) -> Option<usize> {
         self.nodes.iter().rposition(|n| n.seq == seq)
@@ -400,11 +433,6 @@ impl Surface {
         body: NodeBody,
     ) -> Result<Applied, SurfaceError> {
         let sources = check_sources(ev)?;
-        let rewrite = if ev.kind == Kind::ToolResult {
-            rewrite_key(ev.data())
-        } else {
-            0
-        };
         let node = Node {
             seq: ev.seq,
             kind: ev.kind,
@@ -413,7 +441,6 @@ impl Surface {
             msg_id: facts.msg_id,
             call_id: facts.call_id,
             tool_calls: facts.tool_calls,
-            rewrite_key: rewrite,
             body,
             message_text: None,
         };
@@ -475,7 +502,7 @@ impl Surface {
                             "tool/result surface replacement must shadow a tool/result",
                         ));
                     }
-                    if target.rewrite_key != rewrite {
+                    if self.rewrite_key_of(target)? != rewrite_key(ev.data()) {
                         return Err(err(
                             "R16",
                             "tool/result surface replacement may change only content",

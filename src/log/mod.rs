@@ -595,7 +595,13 @@ fn load_inner(
     let mut p = Pipeline {
         id: header.id.clone(),
         span_bodies,
-        surface: Surface::default(),
+        surface: Surface {
+            reread: match source {
+                LogSource::File(path) if span_bodies => Some(Arc::new(path.clone())),
+                _ => None,
+            },
+            ..Surface::default()
+        },
         headers: HeaderFold::default(),
         repair: repair::RepairTracker::default(),
         event_types: BTreeMap::new(),

@@ -920,5 +920,14 @@ fn a_replacement_may_change_only_the_result_content() {
         assert_eq!(out.status.code(), Some(3));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("may change only content"), "{err}");
+        // From stdin every node stays in memory: the same answer.
+        let out = dsh()
+            .args(["surface", "-q", "-"])
+            .write_stdin(fs::read(&log).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("may change only content"), "{err}");
     }
 }

@@ -161,8 +161,16 @@ pub fn check_local_with(
 
 /// Source rules R5–R9 (R6's exception: `[]` on assistant messages).
 pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
+    let mut seqs = Vec::new();
+    Ok(scan_sources(ev, Some(&mut seqs))?.then_some(seqs))
+}
+
+/// [`check_sources`], collecting the seqs only when asked (a replacement
+/// needs them; an append only needs them checked). `true` when the event
+/// has `sourceEventSeqs`.
+fn scan_sources(ev: &Event<'_>, mut keep: Option<&mut Vec<u64>>) -> Result<bool, SurfaceError> {
     let Some(raw) = ev.value.get("sourceEventSeqs") else {
-        return Ok(None);
+        return Ok(false);
     };
     let Some(arr) = raw.as_arr() else {
         return Err(err("R5", "sourceEventSeqs must be an array"));
@@ -170,7 +178,9 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
     if arr.is_empty() && ev.kind != Kind::AssistantMessage {
         return Err(err("R6", "sourceEventSeqs must not be empty"));
     }
-    let mut out = Vec::with_capacity(arr.len());
+    let mut increasing = true;
+    let mut prev: Option<u64> = None;
+    let mut first_late = None;
     for v in arr {
         let Some(n) = v.as_count() else {
             return Err(err(
@@ -178,18 +188,25 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
                 format!("sourceEventSeqs member {} is not a count", v.to_json()),
             ));
         };
-        out.push(n);
+        increasing &= prev.is_none_or(|p| p < n);
+        prev = Some(n);
+        if n >= ev.seq && first_late.is_none() {
+            first_late = Some(n);
+        }
+        if let Some(k) = keep.as_deref_mut() {
+            k.push(n);
+        }
     }
     // Duplicates: a strictly increasing list (the usual case) has none.
-    if !out.windows(2).all(|w| w[0] < w[1]) {
+    if !increasing {
         let mut seen = std::collections::HashSet::new();
-        for &n in &out {
+        for n in arr.iter().filter_map(|v| v.as_count()) {
             if !seen.insert(n) {
                 return Err(err("R8", format!("sourceEventSeqs repeats seq {n}")));
             }
         }
     }
-    if let Some(&n) = out.iter().find(|&&n| n >= ev.seq) {
+    if let Some(n) = first_late {
         return Err(err(
             "R9",
             format!(
@@ -198,7 +215,7 @@ pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
             ),
         ));
     }
-    Ok(Some(out))
+    Ok(true)
 }
 
 /// Fingerprint a tool result's `data` with the nested result content blanked,
@@ -432,7 +449,9 @@ impl Surface {
         facts: NodeFacts,
         body: NodeBody,
     ) -> Result<Applied, SurfaceError> {
-        let sources = check_sources(ev)?;
+        let mut cited = Vec::new();
+        let keep = matches!(op, SurfaceOp::Replace(_)).then_some(&mut cited);
+        scan_sources(ev, keep)?;
         let node = Node {
             seq: ev.seq,
             kind: ev.kind,
@@ -476,9 +495,10 @@ impl Surface {
                         ),
                     ));
                 }
-                let cited = sources.unwrap_or_default();
+                // Sorted for lookups (duplicates were refused above).
+                cited.sort_unstable();
                 for n in &self.nodes[si..=ei] {
-                    if !cited.contains(&n.seq) {
+                    if cited.binary_search(&n.seq).is_err() {
                         return Err(err(
                             "R13",
                             format!(

@@ -553,8 +553,102 @@ impl Surface {
 
 #[cfg(test)]
 mod tests {
-    use super::rewrite_key;
+    use super::*;
     use crate::json::Value;
+
+    fn event(seq: u64, kind: &str, extra: &str) -> Event<'static> {
+        let text = match kind {
+            "user" => format!(
+                r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"id":"u{seq}","role":"user","source":{{"kind":"user"}},"content":[{{"type":"text","text":"hi"}}]}}{extra}}}"#
+            ),
+            _ => format!(
+                r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"id":"a{seq}","role":"assistant","source":{{"kind":"model","provider":"p","model":"m"}},"content":[]}}}}{extra}}}"#
+            ),
+        };
+        let value = Value::parse(text.as_bytes()).unwrap().into_owned();
+        let kind = if kind == "user" {
+            Kind::UserMessage
+        } else {
+            Kind::AssistantMessage
+        };
+        Event {
+            kind,
+            seq,
+            line: 0,
+            value,
+        }
+    }
+
+    fn fold(events: &[Event<'static>]) -> Result<Surface, SurfaceError> {
+        let mut s = Surface::default();
+        for ev in events {
+            let op = check_local(ev)?.unwrap();
+            let body = NodeBody::Owned(Arc::new(ev.to_owned_event()));
+            s.apply(ev, op, node_facts(ev), body)?;
+        }
+        Ok(s)
+    }
+
+    #[test]
+    fn source_rules_r5_to_r9_and_r13() {
+        let append = r#","surfaceOp":"append""#;
+        let rule = |evs: &[Event<'static>]| fold(evs).err().map(|e| (e.rule, e.message));
+        let with = |seq, kind, src: &str| {
+            event(seq, kind, &format!(r#","sourceEventSeqs":{src}{append}"#))
+        };
+        let base = || {
+            vec![
+                event(0, "user", append),
+                event(1, "user", append),
+                event(2, "user", append),
+            ]
+        };
+        let mut l = base();
+        l.push(with(3, "assistant", "[0,1,2]"));
+        l.push(with(4, "assistant", "[]"));
+        l.push(with(5, "assistant", "[2,0]"));
+        assert!(rule(&l).is_none());
+        for (src, kind, want) in [
+            ("{}", "assistant", "R5"),
+            ("[]", "user", "R6"),
+            ("[1.5]", "assistant", "R7"),
+            ("[-1]", "assistant", "R7"),
+            ("[2,1,2]", "assistant", "R8"),
+            ("[1,3]", "assistant", "R9"),
+            ("[0,9,3]", "assistant", "R9"),
+        ] {
+            let mut l = base();
+            l.push(with(3, kind, src));
+            let got = rule(&l).unwrap();
+            assert_eq!(got.0, want, "{src}: {}", got.1);
+        }
+        let mut l = base();
+        l.push(with(3, "assistant", "[2,1,2]"));
+        assert!(rule(&l).unwrap().1.contains("repeats seq 2"));
+        let mut l = base();
+        l.push(with(3, "assistant", "[0,9,3]"));
+        assert!(rule(&l).unwrap().1.contains("member 9 is not"));
+        // A replace cites what it shadows, in any order (R13).
+        let replace = |src: &str| {
+            event(
+                3,
+                "user",
+                &format!(
+                    r#","sourceEventSeqs":{src},"surfaceOp":{{"op":"replace","start":0,"end":2}}"#
+                ),
+            )
+        };
+        let mut l = base();
+        l.push(replace("[2,0,1]"));
+        let s = fold(&l).unwrap();
+        assert_eq!(s.seqs(), vec![3]);
+        assert_eq!(s.replacements[0].shadowed, vec![0, 1, 2]);
+        let mut l = base();
+        l.push(replace("[2,0]"));
+        let (r, m) = rule(&l).unwrap();
+        assert_eq!(r, "R13");
+        assert!(m.contains("shadowed seq 1"), "{m}");
+    }
 
     fn key(s: &str) -> u64 {
         rewrite_key(&Value::parse(s.as_bytes()).unwrap())

@@ -25,6 +25,8 @@ sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(10 100 400)
 opts="${GENLOG_OPTS:---compactions 3 --prune-passes 3}"
 oracle_max="${ORACLE_MAX_MB:-100}"
 (cd "$root" && cargo build --release --quiet)
+# Let the build's writes reach the disk before anything is timed.
+sync; sleep 2
 dsh="$root/target/release/dsh"
 oracle="$shared/tools/oracle/oracle"
 

@@ -17,6 +17,8 @@ work="${BENCH_DIR:-$(mktemp -d)}"
 mkdir -p "$work"
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(100)
 (cd "$root" && cargo build --release --quiet)
+# Let the build's writes reach the disk before anything is timed.
+sync; sleep 2
 dsh="$root/target/release/dsh"
 oracle="$shared/tools/oracle/oracle"
 

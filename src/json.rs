@@ -1492,7 +1492,9 @@ impl<'a> Parser<'a> {
 
     fn object(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
         self.i += 1;
-        let mut members: Vec<(JStr<'a>, Value<'a>)> = Vec::new();
+        // An event envelope has up to six members: room for them at once.
+        let mut members: Vec<(JStr<'a>, Value<'a>)> =
+            Vec::with_capacity(if depth == 0 { 8 } else { 0 });
         self.ws();
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;

@@ -37,13 +37,21 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(&format!(
-                "{{\"position\":{i},\"seq\":{},\"type\":\"{}\",\"tokens\":{},\"derives\":{}}}",
-                n.seq,
-                kind_name(n.kind),
-                n.tokens,
-                n.derives
-            ));
+            // Written by hand: one row per node, and `format!` per row
+            // shows in profiles of large surfaces.
+            out.push_str("{\"position\":");
+            push_u64(&mut out, i as u64);
+            out.push_str(",\"seq\":");
+            push_u64(&mut out, n.seq);
+            out.push_str(",\"type\":\"");
+            out.push_str(kind_name(n.kind));
+            out.push_str("\",\"tokens\":");
+            push_u64(&mut out, n.tokens);
+            out.push_str(if n.derives {
+                ",\"derives\":true}"
+            } else {
+                ",\"derives\":false}"
+            });
         }
         let cg = log
             .content_generation
@@ -102,4 +110,19 @@ pub fn kind_name(k: dsh::Kind) -> &'static str {
         dsh::Kind::SystemMessage => "system/message",
         _ => "other",
     }
+}
+
+/// Append `n` in decimal.
+fn push_u64(out: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(buf[i..].iter().map(|&d| d as char));
 }

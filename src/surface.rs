@@ -425,7 +425,10 @@ impl Surface {
             })
             .map_err(|e| cannot(e.to_string()))?;
         // Read as the loader read it: invalid UTF-8 becomes U+FFFD.
-        let text = String::from_utf8_lossy(&line);
+        let text = match simdutf8::basic::from_utf8(&line) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(&line),
+        };
         let v = Value::parse(text.as_bytes()).map_err(|_| cannot("the log changed".into()))?;
         Ok(rewrite_key(v.get("data").unwrap_or(&Value::Null)))
     }

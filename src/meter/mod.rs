@@ -322,6 +322,9 @@ struct ChunkStore {
     is_chunk: Vec<u64>,
     /// Chunks that a later message may cite, by ascending seq.
     kept: Vec<ChunkRec>,
+    /// An empty Vec with room, swapped with `kept` when a step opens so
+    /// that neither grows again from nothing at every step.
+    spare: Vec<ChunkRec>,
     /// Labels of dropped chunks, by ascending seq.
     dropped: Vec<DroppedRun>,
     retain_all: bool,
@@ -366,8 +369,8 @@ impl ChunkStore {
         if self.retain_all || self.kept.is_empty() {
             return;
         }
-        let kept = std::mem::take(&mut self.kept);
-        for rec in kept {
+        let mut kept = std::mem::replace(&mut self.kept, std::mem::take(&mut self.spare));
+        for rec in kept.drain(..) {
             if rec.turn.strict_eq(turn) && rec.step.strict_eq(step) {
                 self.kept.push(rec);
                 continue;
@@ -397,6 +400,7 @@ impl ChunkStore {
                 },
             );
         }
+        self.spare = kept;
     }
 
     /// Look a chunk up; `hint` is where the previous lookup ended (messages
@@ -839,6 +843,7 @@ impl Observer for Meter {
         }
         let turn = Scalar::Num(facts.turn);
         let step = Scalar::Num(facts.step);
+        self.chunks.kept.reserve(facts.lens.len());
         for (i, &len) in facts.lens.iter().enumerate() {
             let seq = span.seq0 + i as u64;
             self.chunks.mark(seq, true);

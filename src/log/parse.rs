@@ -216,7 +216,9 @@ pub fn spawn(
     mut reader: LineReader,
     lanes: Lanes,
 ) -> Result<(Incoming, Recycler, JoinHandle<LineReader>), LoadError> {
-    let (tx, rx) = sync_channel::<Msg>(2);
+    // Room for a few batches: the reader must not stall while the folder
+    // parses a batch of its own.
+    let (tx, rx) = sync_channel::<Msg>(8);
     let (rtx, rrx) = channel::<Batch>();
     let queued = Arc::new(AtomicUsize::new(0));
     let parsing = Arc::new(AtomicBool::new(false));
@@ -268,11 +270,11 @@ fn run(
             }
         };
         let raw = RawBatch { text, spans };
-        // When the folder has at most one batch waiting and is not parsing,
-        // it would soon wait for this one: let it parse this batch itself
-        // while this thread reads the next. The busier the folder, the more
-        // this thread parses.
-        let keeping_up = queued.load(Ordering::SeqCst) <= 1 && !parsing.load(Ordering::SeqCst);
+        // When the folder has at most two batches waiting and is not
+        // parsing, it would soon wait for this one: let it parse this batch
+        // itself while this thread reads the next. The busier the folder,
+        // the more this thread parses.
+        let keeping_up = queued.load(Ordering::SeqCst) <= 2 && !parsing.load(Ordering::SeqCst);
         let msg = if keeping_up && !done {
             Msg::Raw(raw)
         } else {

@@ -8,9 +8,9 @@
 # $BENCH_DIR (default: a temporary directory) so repeated runs reuse them;
 # $GENLOG_OPTS (default: --compactions 3 --prune-passes 3) shapes them. The
 # oracle runs on logs up to $ORACLE_MAX_MB (default 100; it needs ~9x the log
-# size in memory). For every size it prints wall time (median of $RUNS runs
-# after a warm-up, see bench/lib.sh; $ORACLE_RUNS for the oracle) and peak
-# RSS of `dsh measure --json`, of the oracle, the speed-up, dsh's
+# size in memory). For every size it prints wall time (median of $RUNS rounds
+# in which the two tools take turns, after a warm-up; see bench/lib.sh) and
+# peak RSS of `dsh measure --json`, of the oracle, the speed-up, dsh's
 # RSS / log size, time per MB (linearity), whether dsh's answer equals the
 # oracle's, and the o200k tokenizer's throughput (MB of tokenized text per
 # second, from the `tokenizer.textBytes` / `elapsedSeconds` dsh reports).
@@ -49,11 +49,13 @@ for mb in "${sizes[@]}"; do
     # shellcheck disable=SC2086
     [ -f "$log" ] || "$shared/tools/genlog" --mb "$mb" --seed 7 $opts -o "$log"
     bytes=$(stat -c %s "$log")
-    read -r ds dk < <(timed "$work/dsh.json" "$dsh" measure --json -q "$log")
     if [ "$mb" -le "$oracle_max" ]; then
-        read -r os ok < <(RUNS="${ORACLE_RUNS:-${RUNS:-5}}" timed "$work/oracle.json" "$oracle" measure --compact "$log")
+        read -r ds dk os ok < <(pair "$work/dsh.json" "$work/oracle.json" \
+            -- "$dsh" measure --json -q "$log" -- "$oracle" measure --compact "$log")
         eq=$(same "$work/dsh.json" "$work/oracle.json")
     else
+        read -r ds dk _ _ < <(pair "$work/dsh.json" "$work/.none" \
+            -- "$dsh" measure --json -q "$log" -- true)
         os=0; ok=0; eq="-"
     fi
     "$dsh" measure --json -q --tokenizer o200k "$log" > "$work/tok.json"

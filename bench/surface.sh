@@ -6,9 +6,9 @@
 #
 # Needs ../shared (genlog and the oracle) beside the checkout. Logs are kept in
 # $BENCH_DIR (default: a temporary directory) so repeated runs reuse them.
-# Prints wall time (median of $RUNS runs after a warm-up, see bench/lib.sh)
-# and peak RSS for each tool, and the speed-up and RSS/log-size ratios. Not a
-# test: nothing here asserts.
+# Prints wall time (median of $RUNS rounds in which the two tools take turns,
+# after a warm-up; see bench/lib.sh) and peak RSS for each tool, and the
+# speed-up and RSS/log-size ratios. Not a test: nothing here asserts.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="$root/../shared"
@@ -32,8 +32,8 @@ for mb in "${sizes[@]}"; do
     bytes=$(stat -c %s "$log")
     for pair in surface:surface messages:derive; do
         cmd="${pair%%:*}"; ocmd="${pair##*:}"
-        read -r ds dk < <(timed "$work/.out" "$dsh" "$cmd" --json "$log")
-        read -r os ok < <(timed "$work/.out" "$oracle" "$ocmd" "$log")
+        read -r ds dk os ok < <(pair "$work/.out" "$work/.oracle.out" \
+            -- "$dsh" "$cmd" --json "$log" -- "$oracle" "$ocmd" "$log")
         awk -v mb="$mb" -v c="$cmd" -v ds="$ds" -v dk="$dk" -v os="$os" -v ok="$ok" -v b="$bytes" 'BEGIN {
             printf "%-8s %-9s %10.3f %10.1f %10.3f %10.1f %7.1fx %8.3f\n", mb "MB", c, ds, dk/1024, os, ok/1024, os/ds, dk*1024/b }'
     done

@@ -39,30 +39,72 @@ pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Res
     let mut buf = String::new();
     let mut file = None;
     let mut window = log.span_window();
+    // Canonical messages waiting in the window: written together, straight
+    // from the window (one vectored write, no copy into a buffer).
+    let mut pending: Vec<(u64, usize)> = Vec::new();
     for node in &log.surface.nodes {
         if !node.derives {
             continue;
         }
-        if !first {
-            out.write_all(b",").map_err(io)?;
-        }
-        first = false;
         // A canonical line's message is copied as it stands in the file.
         if let (Some((a, b)), Some(w), crate::surface::NodeBody::Span { offset, .. }) =
             (node.message_text, window.as_mut(), &node.body)
         {
-            let text = w.bytes(offset + a as u64, (b - a) as usize)?;
-            out.write_all(text).map_err(io)?;
+            let (at, len) = (offset + a as u64, (b - a) as usize);
+            if !w.holds(at, len) {
+                write_pending(w, &mut pending, &mut first, out).map_err(io)?;
+                w.fill(at, len)?;
+            }
+            pending.push((at, len));
             continue;
+        }
+        if let Some(w) = &window {
+            write_pending(w, &mut pending, &mut first, out).map_err(io)?;
         }
         let ev = log.read_body(&node.body, node.seq, &mut file)?;
         if let Some(m) = project(&ev) {
             buf.clear();
+            if !first {
+                buf.push(',');
+            }
+            first = false;
             m.write_json(&mut buf);
             out.write_all(buf.as_bytes()).map_err(io)?;
         }
     }
+    if let Some(w) = &window {
+        write_pending(w, &mut pending, &mut first, out).map_err(io)?;
+    }
     out.write_all(b"]\n").map_err(io)?;
+    Ok(())
+}
+
+/// Write the pending window ranges, comma-separated, in one vectored write.
+fn write_pending(
+    w: &crate::log::SpanWindow,
+    pending: &mut Vec<(u64, usize)>,
+    first: &mut bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    use std::io::IoSlice;
+    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(pending.len() * 2);
+    for &(at, len) in pending.iter() {
+        if !*first {
+            slices.push(IoSlice::new(b","));
+        }
+        *first = false;
+        slices.push(IoSlice::new(w.slice(at, len)));
+    }
+    pending.clear();
+    let mut bufs = &mut slices[..];
+    while !bufs.is_empty() {
+        match out.write_vectored(bufs) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
     Ok(())
 }
 

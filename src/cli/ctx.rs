@@ -221,3 +221,41 @@ pub fn truncate(s: &str, width: usize) -> String {
     out.push('…');
     out
 }
+
+/// Standard output without the line buffering of [`std::io::Stdout`], for
+/// large documents: `Stdout` scans every write for newlines, which for a
+/// vectored write of mapped log bytes means reading them all once more.
+/// Anything already printed through `Stdout` is flushed first.
+pub fn raw_stdout() -> Box<dyn Write> {
+    let _ = std::io::stdout().flush();
+    #[cfg(unix)]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 1 is open for the life of the process; ManuallyDrop
+        // keeps this handle from closing it.
+        let file = unsafe { std::fs::File::from_raw_fd(1) };
+        Box::new(RawStdout(std::mem::ManuallyDrop::new(file)))
+    }
+    #[cfg(not(unix))]
+    {
+        Box::new(std::io::stdout())
+    }
+}
+
+#[cfg(unix)]
+struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
+
+#[cfg(unix)]
+impl Write for RawStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        (&*self.0).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

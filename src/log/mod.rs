@@ -239,9 +239,9 @@ impl LoadedLog {
         Ok(true)
     }
 
-    /// A reader of byte ranges of the log file that reads ahead in large
-    /// windows, for walking many node lines in file order; `None` when the
-    /// log cannot be re-read (stdin, Zstandard).
+    /// A view of byte ranges of the log file through a moving map, for
+    /// walking many node lines in file order; `None` when the log cannot be
+    /// read again (stdin, Zstandard).
     pub fn span_window(&self) -> Option<SpanWindow> {
         if self.container != Container::Plain {
             return None;
@@ -249,7 +249,7 @@ impl LoadedLog {
         Some(SpanWindow {
             path: self.source.path()?.to_path_buf(),
             file: None,
-            buf: Vec::new(),
+            map: None,
             at: 0,
         })
     }
@@ -292,48 +292,79 @@ impl LoadedLog {
     }
 }
 
-/// Byte ranges of a plain log file, read through a window of about a
-/// megabyte: ranges read in file order cost one read per window, not one
-/// per range.
+/// Byte ranges of a plain log file through a moving memory map of a few
+/// megabytes: ranges taken in file order cost one map per window, and no
+/// copy at all (a vectored write hands the kernel the mapped bytes).
+///
+/// Mapping a file is sound only while nobody shrinks it: a DSH log is
+/// append-only (writers, dsh's included, only ever add lines past the
+/// length a reader validated), and a window never reaches past the file's
+/// length when it is mapped.
 pub struct SpanWindow {
     path: std::path::PathBuf,
     file: Option<std::fs::File>,
-    buf: Vec<u8>,
-    /// File offset of `buf[0]`.
+    map: Option<memmap2::Mmap>,
+    /// File offset of the map's first byte.
     at: u64,
 }
 
 impl SpanWindow {
-    const WINDOW: usize = 1 << 20;
+    const WINDOW: usize = 8 << 20;
+
+    /// Whether `offset .. offset + len` is in the window now.
+    pub fn holds(&self, offset: u64, len: usize) -> bool {
+        self.map
+            .as_ref()
+            .is_some_and(|m| offset >= self.at && offset + len as u64 <= self.at + m.len() as u64)
+    }
+
+    /// Move the window to start at `offset` and hold at least `len` bytes.
+    pub fn fill(&mut self, offset: u64, len: usize) -> Result<(), LoadError> {
+        let io = |what: &str, e: std::io::Error| {
+            LoadError::new(LoadErrorKind::Io, format!("cannot {what} the log: {e}"))
+        };
+        self.map = None;
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self
+                .file
+                .insert(std::fs::File::open(&self.path).map_err(|e| io("reopen", e))?),
+        };
+        let file_len = file.metadata().map_err(|e| io("stat", e))?.len();
+        if offset + len as u64 > file_len {
+            return Err(LoadError::corrupt(
+                "the log changed while it was being read",
+            ));
+        }
+        let want = (len.max(Self::WINDOW) as u64).min(file_len - offset) as usize;
+        // SAFETY: see the type's doc: the mapped bytes exist and an
+        // append-only log never shrinks under them.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(want)
+                .map(&*file)
+                .map_err(|e| io("map", e))?
+        };
+        self.at = offset;
+        self.map = Some(map);
+        Ok(())
+    }
+
+    /// Bytes the window holds (see [`Self::holds`]).
+    pub fn slice(&self, offset: u64, len: usize) -> &[u8] {
+        let start = (offset - self.at) as usize;
+        self.map
+            .as_ref()
+            .map_or(&[][..], |m| &m[start..start + len])
+    }
 
     /// The bytes `offset .. offset + len` of the file.
     pub fn bytes(&mut self, offset: u64, len: usize) -> Result<&[u8], LoadError> {
-        let inside = offset >= self.at && offset + len as u64 <= self.at + self.buf.len() as u64;
-        if !inside {
-            let file = match &mut self.file {
-                Some(f) => f,
-                None => self
-                    .file
-                    .insert(std::fs::File::open(&self.path).map_err(|e| {
-                        LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
-                    })?),
-            };
-            self.buf.clear();
-            let want = len.max(Self::WINDOW) as u64;
-            file.seek(SeekFrom::Start(offset))
-                .and_then(|_| file.take(want).read_to_end(&mut self.buf))
-                .map_err(|e| {
-                    LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
-                })?;
-            self.at = offset;
-            if self.buf.len() < len {
-                return Err(LoadError::corrupt(
-                    "the log changed while it was being read",
-                ));
-            }
+        if !self.holds(offset, len) {
+            self.fill(offset, len)?;
         }
-        let start = (offset - self.at) as usize;
-        Ok(&self.buf[start..start + len])
+        Ok(self.slice(offset, len))
     }
 }
 

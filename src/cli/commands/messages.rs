@@ -32,13 +32,15 @@ pub struct MessagesArgs {
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if ctx.json && !args.request {
+        // Unbuffered: the writer hands over large vectored writes itself.
+        let mut out = crate::cli::ctx::raw_stdout();
         dsh::derive::write_messages_json(&log, &mut out)?;
         out.flush()?;
         return Ok(Status::Ok);
     }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     if ctx.json {
         let mut first = true;
         out.write_all(b"[")?;

@@ -25,15 +25,29 @@ pub fn for_each_message<E: From<LoadError>>(
     Ok(())
 }
 
+/// Why [`write_messages_json`] stopped: the log could not be read again, or
+/// the output could not be written (a reader that went away is not a bad
+/// log).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteMessagesError {
+    /// Reading a node again failed.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Writing failed.
+    #[error("cannot write: {0}")]
+    Write(#[source] std::io::Error),
+}
+
 /// Write `deriveMessages()` as a compact JSON array, streaming.
 ///
 /// A message whose line is exactly what `JSON.stringify` writes is copied
 /// from the file as it is; any other is parsed and re-serialised. Both give
 /// the same bytes.
-pub fn write_messages_json(log: &LoadedLog, out: &mut dyn std::io::Write) -> Result<(), LoadError> {
-    let io = |e: std::io::Error| {
-        LoadError::new(crate::log::LoadErrorKind::Io, format!("cannot write: {e}"))
-    };
+pub fn write_messages_json(
+    log: &LoadedLog,
+    out: &mut dyn std::io::Write,
+) -> Result<(), WriteMessagesError> {
+    let io = WriteMessagesError::Write;
     out.write_all(b"[").map_err(io)?;
     let mut first = true;
     let mut buf = String::new();

@@ -399,3 +399,49 @@ fn lenient_decodes_range_encoded_sources() {
         SESSION_NODES
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    use std::io::Read;
+    // A message far larger than a pipe's buffer, so the writer is still
+    // writing when the reader closes its end.
+    let big = "x".repeat(4 << 20);
+    let text: String = std::fs::read_to_string(sample("coding-session.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let l = if l.contains("\"type\":\"user/message\"") {
+                l.replacen("\"text\":\"", &format!("\"text\":\"{big}"), 1)
+            } else {
+                l.to_string()
+            };
+            l + "\n"
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("big.jsonl");
+    std::fs::write(&log, text).unwrap();
+    for args in [
+        &["messages", "--json"][..],
+        &["messages"][..],
+        &["events"][..],
+    ] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"))
+            .args(args)
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+        // The read end is dropped here.
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -35,7 +35,11 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     if ctx.json && !args.request {
         // Unbuffered: the writer hands over large vectored writes itself.
         let mut out = crate::cli::ctx::raw_stdout();
-        dsh::derive::write_messages_json(&log, &mut out)?;
+        match dsh::derive::write_messages_json(&log, &mut out) {
+            Ok(()) => {}
+            Err(dsh::derive::WriteMessagesError::Load(e)) => return Err(e.into()),
+            Err(dsh::derive::WriteMessagesError::Write(e)) => return Err(e.into()),
+        }
         out.flush()?;
         return Ok(Status::Ok);
     }

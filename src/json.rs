@@ -1057,6 +1057,19 @@ pub fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, Par
     Ok(p.i)
 }
 
+/// [`check_string`]'s end and UTF-16 length, with a short way for strings
+/// without escapes (nearly all): one scan, no parser set up.
+#[inline]
+pub fn check_string_len16(text: &[u8], start: usize) -> Result<(usize, usize), ParseError> {
+    if text.get(start) == Some(&b'"') {
+        let (end, units) = plain_run(text, start + 1);
+        if text.get(end) == Some(&b'"') {
+            return Ok((end + 1, units));
+        }
+    }
+    check_string(text, start).map(|(end, s)| (end, s.len16()))
+}
+
 /// Check that `text[start..]` begins with one JSON string; gives the offset
 /// just past it and its contents (as [`Value::parse`] would read them).
 pub fn check_string(text: &[u8], start: usize) -> Result<(usize, JStr<'_>), ParseError> {
@@ -1202,6 +1215,18 @@ impl<'a> Parser<'a> {
 
     /// Check one value exactly as [`Self::value`] parses it (same grammar,
     /// same depth limit, same errors) without building anything.
+    /// Check the string at `self.i` (at its opening quote): a string without
+    /// escapes in one scan, any other the full way.
+    #[inline]
+    fn check_string(&mut self) -> Result<(), ParseError> {
+        let (end, _) = plain_run(self.b, self.i + 1);
+        if self.b.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            return Ok(());
+        }
+        self.string().map(|_| ())
+    }
+
     fn check(&mut self, depth: usize) -> Result<(), ParseError> {
         if depth > MAX_DEPTH {
             return Err(self.err("nesting too deep"));
@@ -1222,7 +1247,7 @@ impl<'a> Parser<'a> {
                     if self.b.get(self.i) != Some(&b'"') {
                         return Err(self.err("expected a property name in double quotes"));
                     }
-                    self.string()?;
+                    self.check_string()?;
                     self.ws();
                     if self.b.get(self.i) != Some(&b':') {
                         return Err(self.err("expected ':' after property name"));
@@ -1262,7 +1287,7 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            b'"' => self.string().map(|_| ()),
+            b'"' => self.check_string(),
             b'-' | b'0'..=b'9' => self.number().map(|_| ()),
             _ => self.value(depth).map(|_| ()),
         }

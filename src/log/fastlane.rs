@@ -10,7 +10,7 @@
 //! would accept with the same seqs and times; a line it refuses is never an
 //! error by itself.
 
-use crate::json::{MAX_SAFE, check_string, check_value};
+use crate::json::{MAX_SAFE, check_string_len16, check_value};
 
 use super::packed::{RowFacts, RowSpan};
 
@@ -59,6 +59,7 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    #[inline]
     fn lit(&mut self, s: &[u8]) -> Option<()> {
         if self.b[self.i..].starts_with(s) {
             self.i += s.len();
@@ -113,9 +114,9 @@ impl Cursor<'_> {
 
     /// A string; gives its UTF-16 length.
     fn string(&mut self) -> Option<usize> {
-        let (end, s) = check_string(self.b, self.i).ok()?;
+        let (end, len16) = check_string_len16(self.b, self.i).ok()?;
         self.i = end;
-        Some(s.len16())
+        Some(len16)
     }
 
     fn end(&self) -> Option<()> {

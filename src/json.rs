@@ -1040,6 +1040,34 @@ fn plain_run(b: &[u8], mut i: usize) -> (usize, usize) {
     (i, units)
 }
 
+/// A non-negative integer literal of at most 15 digits at `b[i..]` (so
+/// exact as a double), not followed by a fraction or exponent: its value
+/// and end. `None` for anything else, which the general number reader
+/// then takes.
+#[inline]
+fn small_count(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
+    let start = i;
+    let mut v: u64 = 0;
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while let Some(&c) = b.get(i) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                v = v.wrapping_mul(10).wrapping_add(d as u64);
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    if i - start > 15 || matches!(b.get(i), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    Some((v, i))
+}
+
 /// Check that `text[start..]` begins with one JSON value, by exactly the
 /// grammar [`Value::parse`] applies, without building it; gives the offset
 /// just past the value. `depth` is the value's nesting depth in its line.
@@ -1481,6 +1509,28 @@ impl<'a> Parser<'a> {
             self.i += 1;
             return Ok(Value::Arr(items));
         }
+        // Arrays of small counts written without spaces (source seqs, the
+        // longest arrays of a log): a tight loop; anything else, from
+        // wherever it shows up, the general way.
+        if depth < MAX_DEPTH {
+            let b = self.b;
+            let mut i = self.i;
+            while let Some((v, end)) = small_count(b, i) {
+                match b.get(end) {
+                    Some(b',') => {
+                        items.push(Value::Num(v as f64));
+                        i = end + 1;
+                        self.i = i;
+                    }
+                    Some(b']') => {
+                        items.push(Value::Num(v as f64));
+                        self.i = end + 1;
+                        return Ok(Value::Arr(items));
+                    }
+                    _ => break,
+                }
+            }
+        }
         loop {
             self.ws();
             items.push(self.value(depth + 1)?);
@@ -1589,6 +1639,40 @@ mod tests {
                 "{s}"
             );
         }
+    }
+
+    #[test]
+    fn arrays_of_counts_read_like_any_array() {
+        for (text, want) in [
+            ("[1,2,3]", Some("[1,2,3]")),
+            ("[0,10,200]", Some("[0,10,200]")),
+            ("[1,2.5,3]", Some("[1,2.5,3]")),
+            ("[1, 2,3 ]", Some("[1,2,3]")),
+            ("[1,-2,3e2]", Some("[1,-2,300]")),
+            ("[1,\"a\",[2,3]]", Some("[1,\"a\",[2,3]]")),
+            (
+                "[123456789012345,1234567890123456]",
+                Some("[123456789012345,1234567890123456]"),
+            ),
+            ("[12345678901234567890]", Some("[12345678901234567000]")),
+            ("[01]", None),
+            ("[1,]", None),
+            ("[1,2", None),
+            ("[1 2]", None),
+            ("[1,2]x", None),
+        ] {
+            let got = Value::parse(text.as_bytes()).ok().map(|v| v.to_json());
+            assert_eq!(got.as_deref(), want, "{text}");
+        }
+        // The depth limit holds for arrays of numbers too.
+        let deep = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(Value::parse(deep.as_bytes()).is_ok());
+        let deeper = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
+        assert!(Value::parse(deeper.as_bytes()).is_err());
     }
 
     #[test]

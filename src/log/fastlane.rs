@@ -59,7 +59,7 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
-    #[inline]
+    #[inline(always)]
     fn lit(&mut self, s: &[u8]) -> Option<()> {
         if self.b[self.i..].starts_with(s) {
             self.i += s.len();
@@ -75,6 +75,7 @@ impl Cursor<'_> {
 
     /// A JSON integer literal of at most 15 digits (so exact as a double and
     /// a safe integer), not `-0` and not followed by a fraction or exponent.
+    #[inline(always)]
     fn int(&mut self) -> Option<i64> {
         let b = self.b;
         let mut i = self.i;
@@ -113,6 +114,7 @@ impl Cursor<'_> {
     }
 
     /// A string; gives its UTF-16 length.
+    #[inline(always)]
     fn string(&mut self) -> Option<usize> {
         let (end, len16) = check_string_len16(self.b, self.i).ok()?;
         self.i = end;

@@ -1593,7 +1593,15 @@ impl<'a> Parser<'a> {
                 self.value(depth + 1)?
             };
             // Duplicate keys: the last value wins, at the first key's position.
-            if let Some(slot) = members.iter_mut().find(|(k2, _)| k2.same(&k)) {
+            // Cheap tests first: plain keys of another length or first byte
+            // differ (an escaped spelling is compared in full).
+            let (klen, kfirst) = (k.raw.len(), k.raw.first().copied());
+            if let Some(slot) = members.iter_mut().find(|(k2, _)| {
+                (k.escaped
+                    || k2.escaped
+                    || (k2.raw.len() == klen && k2.raw.first().copied() == kfirst))
+                    && k2.same(&k)
+            }) {
                 slot.1 = v;
                 self.canonical = false;
             } else {
@@ -1784,6 +1792,9 @@ mod tests {
     fn duplicate_keys_last_wins_at_first_position() {
         assert_eq!(rt(r#"{"a":1,"b":2,"a":3}"#), r#"{"a":3,"b":2}"#);
         assert_eq!(rt(r#"{"a":1,"\u0061":3}"#), r#"{"a":3}"#);
+        assert_eq!(rt(r#"{"ab":1,"a\u0062":2,"b":0}"#), r#"{"ab":2,"b":0}"#);
+        assert_eq!(rt(r#"{"\u0061b":1,"ab":2}"#), r#"{"ab":2}"#);
+        assert_eq!(rt(r#"{"ab":1,"ac":2,"ab":3}"#), r#"{"ab":3,"ac":2}"#);
     }
 
     #[test]

@@ -1756,7 +1756,7 @@ mod tests {
 
     #[test]
     fn plain_runs_stop_at_quotes_backslashes_and_control_characters() {
-        for len in 0..70 {
+        for len in 0..140 {
             for stop in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
                 let mut b = vec![b'x'; len];
                 b.push(stop);

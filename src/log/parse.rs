@@ -1,14 +1,16 @@
-//! A parsing stage on its own thread: lines are cut and parsed as JSON while
-//! the folding thread validates and folds the previous batch.
+//! A reading thread and the folding thread share the parsing: the reader
+//! cuts lines into batches and queues them raw; either thread parses a raw
+//! batch (the reader the newest, the folder the one it needs next), and the
+//! folder validates and folds the batches in file order (see [`Incoming`]).
 //!
 //! A batch owns a copy of its lines' bytes; the parsed values borrow from that
 //! copy. The borrow is tied to the batch by construction: values are only
 //! reachable through [`Batch::lines`], and the buffers they point into are
 //! heap allocations owned by the same batch that never move or change.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::json::{EventSpans, Value};
@@ -147,31 +149,91 @@ impl RawBatch {
     }
 }
 
-/// Messages from the reading thread.
-pub enum Msg {
-    /// More lines, parsed by the reading thread.
-    Lines(Batch),
-    /// More lines for the receiver to parse: sent when it had nothing queued,
-    /// so that both threads parse while the log is read.
+/// The batches between the reading thread and the folder, in file order.
+///
+/// Both threads parse: the reading thread reads ahead and parses the newest
+/// raw batch whenever enough are waiting; the folder takes the oldest batch,
+/// parsing it itself if nobody has yet. So neither waits while the other has
+/// work it could share, and the folder waits only for the one batch it needs
+/// next when the reading thread is parsing exactly that one.
+struct Queue {
+    state: Mutex<QueueState>,
+    changed: Condvar,
+}
+
+struct QueueState {
+    /// Slots from the folder's next batch on.
+    slots: VecDeque<Slot>,
+    /// Sequence number of `slots[0]`.
+    base: u64,
+    /// The reading thread added its last slot.
+    done: bool,
+    /// Reading failed after the last slot.
+    error: Option<LoadError>,
+    /// The folder stopped early (a refusal): stop reading.
+    stop: bool,
+}
+
+enum Slot {
     Raw(RawBatch),
-    /// Reading failed (I/O, damaged Zstandard frame); nothing follows.
-    Error(LoadError),
+    /// Being parsed by the reading thread.
+    Parsing,
+    Parsed(Batch),
+}
+
+/// Slots the reading thread keeps read ahead before it parses any.
+const READ_AHEAD: usize = 4;
+/// Slots at most in the queue: the reading thread then only parses, or waits.
+const MAX_SLOTS: usize = 24;
+
+/// The folder's end of the queue.
+pub struct Incoming {
+    queue: Arc<Queue>,
+    lanes: Lanes,
 }
 
 impl Incoming {
-    /// The next batch, parsed (here, if it came raw), or the reading error.
+    /// The next batch in file order, parsed (here, if nobody had), or the
+    /// reading error; `None` at the end.
     pub fn next_batch(&mut self) -> Option<Result<Batch, LoadError>> {
-        Some(match self.next()? {
-            Msg::Lines(b) => Ok(b),
-            Msg::Raw(r) => {
-                self.parsing.store(true, Ordering::SeqCst);
-                let b = r.parse(false, self.lanes);
-                self.parsing.store(false, Ordering::SeqCst);
-                Ok(b)
+        let mut st = lock(&self.queue.state);
+        loop {
+            match st.slots.front() {
+                Some(Slot::Parsed(_)) | Some(Slot::Raw(_)) => {
+                    let slot = st.slots.pop_front();
+                    st.base += 1;
+                    drop(st);
+                    self.queue.changed.notify_all();
+                    return match slot {
+                        Some(Slot::Parsed(b)) => Some(Ok(b)),
+                        Some(Slot::Raw(r)) => Some(Ok(r.parse(false, self.lanes))),
+                        _ => None,
+                    };
+                }
+                Some(Slot::Parsing) => {}
+                None if st.done => return st.error.take().map(Err),
+                None => {}
             }
-            Msg::Error(e) => Err(e),
-        })
+            st = self
+                .queue
+                .changed
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
+        }
     }
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        lock(&self.queue.state).stop = true;
+        self.queue.changed.notify_all();
+    }
+}
+
+fn lock(m: &Mutex<QueueState>) -> std::sync::MutexGuard<'_, QueueState> {
+    // A panic elsewhere is reported by the panic hook; the state itself
+    // stays consistent (every change is a single step under the lock).
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 const BATCH_BYTES: usize = 32 << 10;
@@ -190,43 +252,28 @@ impl Recycler {
     }
 }
 
-/// The receiving end: counts what is queued so the reader knows when the
-/// folder is idle.
-pub struct Incoming {
-    rx: Receiver<Msg>,
-    queued: Arc<AtomicUsize>,
-    /// The receiver is parsing a raw batch right now.
-    parsing: Arc<AtomicBool>,
-    /// Which chunk records take the fast lane.
-    lanes: Lanes,
-}
-
-impl Iterator for Incoming {
-    type Item = Msg;
-    fn next(&mut self) -> Option<Msg> {
-        let m = self.rx.recv().ok()?;
-        self.queued.fetch_sub(1, Ordering::SeqCst);
-        Some(m)
-    }
-}
-
 /// Start reading `reader` on a new thread. The handle returns the reader at
 /// the end (for its torn-tail report).
 pub fn spawn(
     mut reader: LineReader,
     lanes: Lanes,
 ) -> Result<(Incoming, Recycler, JoinHandle<LineReader>), LoadError> {
-    // Room for a few batches: the reader must not stall while the folder
-    // parses a batch of its own.
-    let (tx, rx) = sync_channel::<Msg>(8);
     let (rtx, rrx) = channel::<Batch>();
-    let queued = Arc::new(AtomicUsize::new(0));
-    let parsing = Arc::new(AtomicBool::new(false));
-    let (q, p) = (queued.clone(), parsing.clone());
+    let queue = Arc::new(Queue {
+        state: Mutex::new(QueueState {
+            slots: VecDeque::new(),
+            base: 0,
+            done: false,
+            error: None,
+            stop: false,
+        }),
+        changed: Condvar::new(),
+    });
+    let q = queue.clone();
     let handle = std::thread::Builder::new()
         .name("dsh-parse".into())
         .spawn(move || {
-            run(&mut reader, &tx, &rrx, &q, &p, lanes);
+            run(&mut reader, &q, &rrx, lanes);
             reader
         })
         .map_err(|e| {
@@ -235,57 +282,97 @@ pub fn spawn(
                 format!("cannot start the parsing thread: {e}"),
             )
         })?;
-    Ok((
-        Incoming {
-            rx,
-            queued,
-            parsing,
-            lanes,
-        },
-        Recycler(rtx),
-        handle,
-    ))
+    Ok((Incoming { queue, lanes }, Recycler(rtx), handle))
 }
 
-fn run(
-    reader: &mut LineReader,
-    tx: &SyncSender<Msg>,
-    recycled: &Receiver<Batch>,
-    queued: &AtomicUsize,
-    parsing: &AtomicBool,
-    lanes: Lanes,
-) {
+/// What the reading thread did with its turn at the queue.
+enum Turn {
+    Parsed,
+    Nothing,
+    Stop,
+}
+
+/// Parse the newest raw slot when at least `min_raw` are waiting. The front
+/// slot is left to the folder, which needs it first and parses it itself.
+fn parse_newest(queue: &Queue, lanes: Lanes, min_raw: usize) -> Turn {
+    let mut st = lock(&queue.state);
+    if st.stop {
+        return Turn::Stop;
+    }
+    let raws = st
+        .slots
+        .iter()
+        .filter(|s| matches!(s, Slot::Raw(_)))
+        .count();
+    let newest = st.slots.iter().rposition(|s| matches!(s, Slot::Raw(_)));
+    let Some(k) = newest.filter(|&k| k > 0 && raws >= min_raw) else {
+        return Turn::Nothing;
+    };
+    let at = st.base + k as u64;
+    let Slot::Raw(raw) = std::mem::replace(&mut st.slots[k], Slot::Parsing) else {
+        return Turn::Nothing;
+    };
+    drop(st);
+    let batch = raw.parse(true, lanes);
+    let mut st = lock(&queue.state);
+    // The folder never takes a slot being parsed: it is still there.
+    let k = (at - st.base) as usize;
+    st.slots[k] = Slot::Parsed(batch);
+    drop(st);
+    queue.changed.notify_all();
+    Turn::Parsed
+}
+
+fn run(reader: &mut LineReader, queue: &Queue, recycled: &Receiver<Batch>, lanes: Lanes) {
+    let finish = |error: Option<LoadError>| {
+        let mut st = lock(&queue.state);
+        st.done = true;
+        st.error = error;
+        drop(st);
+        queue.changed.notify_all();
+    };
     loop {
         while let Ok(old) = recycled.try_recv() {
             drop(old);
         }
+        // Parse while enough is read ahead; read when there is room;
+        // otherwise wait for the folder.
+        loop {
+            let full = lock(&queue.state).slots.len() >= MAX_SLOTS;
+            match parse_newest(queue, lanes, if full { 1 } else { READ_AHEAD }) {
+                Turn::Stop => return,
+                Turn::Parsed => continue,
+                Turn::Nothing if !full => break,
+                Turn::Nothing => {
+                    let st = lock(&queue.state);
+                    if st.slots.len() >= MAX_SLOTS && !st.stop {
+                        let _st = queue.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+            }
+        }
         let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
         let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
-        let done = match reader.next_lines(&mut text, &mut spans, BATCH_BYTES) {
-            Ok(more) => !more,
-            Err(e) => {
-                queued.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send(Msg::Error(e.or_rule(super::error::LoadRule::Unparsable)));
-                return;
-            }
+        let more = match reader.next_lines(&mut text, &mut spans, BATCH_BYTES) {
+            Ok(more) => more,
+            Err(e) => return finish(Some(e.or_rule(super::error::LoadRule::Unparsable))),
         };
-        let raw = RawBatch { text, spans };
-        // When the folder has at most two batches waiting and is not
-        // parsing, it would soon wait for this one: let it parse this batch
-        // itself while this thread reads the next. The busier the folder,
-        // the more this thread parses.
-        let keeping_up = queued.load(Ordering::SeqCst) <= 2 && !parsing.load(Ordering::SeqCst);
-        let msg = if keeping_up && !done {
-            Msg::Raw(raw)
-        } else {
-            Msg::Lines(raw.parse(true, lanes))
-        };
-        queued.fetch_add(1, Ordering::SeqCst);
-        if tx.send(msg).is_err() {
-            return; // the folder stopped early (a refusal)
+        if !spans.is_empty() {
+            let mut st = lock(&queue.state);
+            st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
+            drop(st);
+            queue.changed.notify_all();
         }
-        if done {
-            return;
+        if !more {
+            // Help with what is left while the folder works through it.
+            loop {
+                match parse_newest(queue, lanes, 1) {
+                    Turn::Parsed => continue,
+                    Turn::Stop => return,
+                    Turn::Nothing => break,
+                }
+            }
+            return finish(None);
         }
     }
 }

@@ -381,21 +381,26 @@ impl Surface {
     /// The oracle's `surface` shape: `{"nodes": [seq…], "replaceGeneration",
     /// "replacements": [{"seq","start","end","shadowedSeqs"}]}`.
     pub fn to_json(&self) -> crate::json::OwnedValue {
-        let reps: Vec<Value<'static>> = self
-            .replacements
-            .iter()
-            .map(|r| {
-                Value::obj()
-                    .with("seq", r.seq.into())
-                    .with("start", r.start.into())
-                    .with("end", r.end.into())
-                    .with("shadowedSeqs", r.shadowed.clone().into())
-            })
-            .collect();
         Value::obj()
             .with("nodes", self.seqs().into())
             .with("replaceGeneration", self.replace_generation.into())
-            .with("replacements", Value::Arr(reps))
+            .with("replacements", self.replacements_json())
+    }
+
+    /// The `replacements` member of [`Self::to_json`].
+    pub fn replacements_json(&self) -> crate::json::OwnedValue {
+        Value::Arr(
+            self.replacements
+                .iter()
+                .map(|r| {
+                    Value::obj()
+                        .with("seq", r.seq.into())
+                        .with("start", r.start.into())
+                        .with("end", r.end.into())
+                        .with("shadowedSeqs", r.shadowed.clone().into())
+                })
+                .collect(),
+        )
     }
 
     /// The R16 fingerprint of a node's event, read again if it is not in

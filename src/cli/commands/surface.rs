@@ -29,9 +29,20 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
     let s = &log.surface;
     if ctx.json {
         // Written piece by piece: a surface can have many thousand nodes and
-        // the document should not be built in memory first.
-        let mut out = s.to_json().to_json();
-        out.pop(); // the closing brace; our keys follow
+        // the document should not be built as values first. The first keys
+        // are `Surface::to_json`'s, in its order.
+        let mut out = String::with_capacity(64 * s.nodes.len() + 256);
+        out.push_str("{\"nodes\":[");
+        for (i, n) in s.nodes.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_u64(&mut out, n.seq);
+        }
+        out.push_str("],\"replaceGeneration\":");
+        push_u64(&mut out, s.replace_generation);
+        out.push_str(",\"replacements\":");
+        s.replacements_json().write_json(&mut out);
         out.push_str(",\"positions\":[");
         for (i, n) in s.nodes.iter().enumerate() {
             if i > 0 {

@@ -21,7 +21,7 @@ pub mod fastlane;
 pub mod header;
 pub mod legacy;
 pub mod packed;
-pub mod parse;
+pub(crate) mod parse;
 pub(crate) mod prefix;
 pub mod reader;
 pub mod repair;

@@ -154,8 +154,9 @@ impl RawBatch {
 /// Both threads parse: the reading thread reads ahead and parses the newest
 /// raw batch whenever enough are waiting; the folder takes the oldest batch,
 /// parsing it itself if nobody has yet. So neither waits while the other has
-/// work it could share, and the folder waits only for the one batch it needs
-/// next when the reading thread is parsing exactly that one.
+/// work it could share: the folder waits only for a batch not read yet or
+/// being parsed by the reading thread, and the reading thread only when the
+/// queue is full of parsed batches.
 struct Queue {
     state: Mutex<QueueState>,
     changed: Condvar,

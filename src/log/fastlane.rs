@@ -41,6 +41,8 @@ impl Lane {
 /// Take the line (valid UTF-8, as the parse stage checks first) if it is a
 /// packed row, or with `chunk_lines` a plain chunk line, in its canonical
 /// spelling and valid; `None` means "read it the normal way", not "invalid".
+/// `chunk_lines` is for readers that want nothing of chunks: their rows'
+/// facts carry no lengths.
 pub fn classify(line: &[u8], chunk_lines: bool) -> Option<Lane> {
     const CHUNK: &[u8] = br#"{"type":"assistant/chunk","seq":"#;
     if line.starts_with(CHUNK) {
@@ -50,7 +52,8 @@ pub fn classify(line: &[u8], chunk_lines: bool) -> Option<Lane> {
             None
         };
     }
-    packed_row(line)
+    // Readers that skip chunk lines want no facts from rows either.
+    packed_row(line, !chunk_lines)
 }
 
 struct Cursor<'a> {
@@ -144,7 +147,7 @@ fn chunk_line(line: &[u8], at: usize) -> Option<Lane> {
 }
 
 /// A packed row, checked as [`super::packed::check`] does.
-fn packed_row(line: &[u8]) -> Option<Lane> {
+fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
     let mut c = Cursor { b: line, i: 0 };
     c.lit(br#"{"type":""#)?;
     let tool = if c.lit(br#"text-chunks""#).is_some() || c.lit(br#"reasoning-chunks""#).is_some() {
@@ -172,6 +175,7 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
         br#""texts":["#
     };
     let mut seen = 0u8;
+    let mut members = 0u64;
     let mut dt_len = 0u64;
     let mut last_time = time0;
     let mut facts = RowFacts {
@@ -228,7 +232,10 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
                 if c.lit(b"]").is_none() {
                     loop {
                         let len = c.string()?;
-                        facts.lens.push(u32::try_from(len).ok()?);
+                        if with_lengths {
+                            facts.lens.push(u32::try_from(len).ok()?);
+                        }
+                        members += 1;
                         if c.lit(b",").is_none() {
                             break;
                         }
@@ -247,7 +254,7 @@ fn packed_row(line: &[u8]) -> Option<Lane> {
     }
     c.lit(b"}}")?;
     c.end()?;
-    let payload_len = facts.lens.len() as u64;
+    let payload_len = members;
     let required = TURN | STEP | INDEX | DT | PAYLOAD | if tool { ID } else { 0 };
     if seen & required != required || payload_len == 0 || dt_len != payload_len - 1 {
         return None;
@@ -286,8 +293,27 @@ mod tests {
             r#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","dt":[],"args":["x"]}}"#,
         ];
         for r in rows {
-            let fast = classify(r.as_bytes(), true).expect(r);
+            let fast = classify(r.as_bytes(), false).expect(r);
             assert_eq!(Some(fast), normal_way(r.as_bytes()), "{r}");
+            // Without lengths when nothing of chunks is wanted.
+            let Some(Lane::Row(span, facts)) = classify(r.as_bytes(), true) else {
+                panic!("{r}")
+            };
+            assert_eq!(
+                Some(Lane::Row(
+                    span,
+                    RowFacts {
+                        lens: vec![],
+                        ..facts
+                    }
+                )),
+                {
+                    let Some(Lane::Row(s, f)) = normal_way(r.as_bytes()) else {
+                        panic!()
+                    };
+                    Some(Lane::Row(s, RowFacts { lens: vec![], ..f }))
+                }
+            );
         }
     }
 
@@ -362,7 +388,10 @@ mod tests {
         };
         let (mut taken, mut total) = (0, 0);
         for base in seeds {
-            assert_eq!(classify(base, true), normal_lane(base));
+            assert_eq!(
+                classify(base, false).or(classify(base, true)),
+                normal_lane(base)
+            );
             for _ in 0..20_000 {
                 let mut l = base.to_vec();
                 for _ in 0..1 + next(3) {
@@ -380,7 +409,7 @@ mod tests {
                     continue;
                 }
                 total += 1;
-                if let Some(lane) = classify(&l, true) {
+                if let Some(lane) = classify(&l, false).or_else(|| classify(&l, true)) {
                     taken += 1;
                     assert_eq!(
                         Some(lane),

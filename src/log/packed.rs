@@ -51,7 +51,8 @@ pub struct RowFacts {
     pub index: f64,
     /// UTF-16 length of `data.name` when present and not empty.
     pub name_len: Option<usize>,
-    /// UTF-16 length of each member's text or arguments delta.
+    /// UTF-16 length of each member's text or arguments delta (none when
+    /// the reader asked for none, see [`super::fastlane::classify`]).
     pub lens: Vec<u32>,
 }
 

@@ -2,7 +2,8 @@
 //! into a [`Surface`] as they stream past (session-log §16).
 //!
 //! The loader holds a few small batches of lines at a time: a reading thread
-//! cuts and parses them ([`parse`]) while this thread validates and folds.
+//! cuts them, both threads parse them (the `parse` module), and this thread
+//! validates and folds them in file order.
 //! Every event is validated in the reference's order, then handed to the
 //! caller's observer with what the surface fold did with it, so measuring,
 //! auditing and listing need no second pass and no copy of the log. What

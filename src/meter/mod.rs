@@ -834,7 +834,7 @@ impl Observer for Meter {
         }
     }
 
-    /// What [`Meter::fold`] does for each delta chunk of a row: mark it,
+    /// What the meter's fold does for each delta chunk of a row: mark it,
     /// keep its [`ChunkOp`] for assembly, disarm the projection's claim.
     fn packed_row(&mut self, span: &RowSpan, facts: &RowFacts, folded: &Folded<'_>) -> bool {
         self.consumed += span.count;

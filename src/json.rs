@@ -1040,13 +1040,11 @@ fn plain_run(b: &[u8], mut i: usize) -> (usize, usize) {
     (i, units)
 }
 
-/// A non-negative integer literal of at most 15 digits at `b[i..]` (so
-/// exact as a double), not followed by a fraction or exponent: its value
-/// and end. `None` for anything else, which the general number reader
-/// then takes.
+/// The integer part of a number literal at `b[i..]`: `0`, or digits not
+/// starting with `0`. Gives its end and value (exact up to 15 digits, which
+/// is all its callers use; it wraps beyond).
 #[inline]
-fn small_count(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
-    let start = i;
+fn int_part(b: &[u8], mut i: usize) -> Option<(usize, u64)> {
     let mut v: u64 = 0;
     match b.get(i) {
         Some(b'0') => i += 1,
@@ -1062,10 +1060,22 @@ fn small_count(b: &[u8], mut i: usize) -> Option<(u64, usize)> {
         }
         _ => return None,
     }
-    if i - start > 15 || matches!(b.get(i), Some(b'.' | b'e' | b'E')) {
+    Some((i, v))
+}
+
+/// A short integer literal at `b[i..]`: an optional `-`, at most 15 digits
+/// (so exact as a double), no fraction or exponent after. Gives whether it
+/// is negative, its magnitude and its end; `None` for anything else, which
+/// the general number reader takes.
+#[inline]
+pub(crate) fn short_int(b: &[u8], i: usize) -> Option<(bool, u64, usize)> {
+    let neg = b.get(i) == Some(&b'-');
+    let start = i + neg as usize;
+    let (end, v) = int_part(b, start)?;
+    if end - start > 15 || matches!(b.get(end), Some(b'.' | b'e' | b'E')) {
         return None;
     }
-    Some((v, i))
+    Some((neg, v, end))
 }
 
 /// Check that `text[start..]` begins with one JSON value, by exactly the
@@ -1339,27 +1349,11 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let int_start = i;
-        // The integer part's value, accumulated as it is scanned (exact for
-        // up to 15 digits, which is all the fast path below uses).
-        let mut v: u64 = 0;
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(&c) = b.get(i) {
-                    let d = c.wrapping_sub(b'0');
-                    if d > 9 {
-                        break;
-                    }
-                    v = v.wrapping_mul(10).wrapping_add(d as u64);
-                    i += 1;
-                }
-            }
-            _ => {
-                self.i = i;
-                return Err(self.err("no number after minus sign"));
-            }
-        }
-        let int_end = i;
+        let Some((int_end, v)) = int_part(b, i) else {
+            self.i = i;
+            return Err(self.err("no number after minus sign"));
+        };
+        i = int_end;
         // Integers (nearly every number in a log): done.
         if !matches!(b.get(i), Some(b'.' | b'e' | b'E')) && int_end - int_start <= 15 {
             self.i = i;
@@ -1515,7 +1509,7 @@ impl<'a> Parser<'a> {
         if depth < MAX_DEPTH {
             let b = self.b;
             let mut i = self.i;
-            while let Some((v, end)) = small_count(b, i) {
+            while let Some((false, v, end)) = short_int(b, i) {
                 match b.get(end) {
                     Some(b',') => {
                         items.push(Value::Num(v as f64));

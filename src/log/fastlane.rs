@@ -10,7 +10,7 @@
 //! would accept with the same seqs and times; a line it refuses is never an
 //! error by itself.
 
-use crate::json::{MAX_SAFE, check_string_len16, check_value};
+use crate::json::{MAX_SAFE, check_string_len16, check_value, short_int};
 
 use super::packed::{RowFacts, RowSpan};
 
@@ -80,33 +80,12 @@ impl Cursor<'_> {
     /// a safe integer), not `-0` and not followed by a fraction or exponent.
     #[inline(always)]
     fn int(&mut self) -> Option<i64> {
-        let b = self.b;
-        let mut i = self.i;
-        let neg = b.get(i) == Some(&b'-');
-        if neg {
-            i += 1;
-        }
-        let start = i;
-        let mut v: i64 = 0;
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(&c) = b.get(i) {
-                    let d = c.wrapping_sub(b'0');
-                    if d > 9 {
-                        break;
-                    }
-                    v = v.wrapping_mul(10).wrapping_add(i64::from(d));
-                    i += 1;
-                }
-            }
-            _ => return None,
-        }
-        if i - start > 15 || matches!(b.get(i), Some(b'.' | b'e' | b'E')) || (neg && v == 0) {
+        let (neg, v, end) = short_int(self.b, self.i)?;
+        if neg && v == 0 {
             return None;
         }
-        self.i = i;
-        Some(if neg { -v } else { v })
+        self.i = end;
+        Some(if neg { -(v as i64) } else { v as i64 })
     }
 
     fn count(&mut self) -> Option<u64> {

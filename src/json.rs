@@ -621,12 +621,8 @@ impl<'a> Value<'a> {
         track: bool,
     ) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
         let mut p = Parser {
-            b: text,
-            i: 0,
-            canonical: true,
             track,
-            in_data: false,
-            spans: EventSpans::default(),
+            ..Parser::at(text, 0, true)
         };
         p.ws();
         let v = p.value(0)?;
@@ -1083,61 +1079,29 @@ pub(crate) fn short_int(b: &[u8], i: usize) -> Option<(bool, u64, usize)> {
 /// just past the value. `depth` is the value's nesting depth in its line.
 pub fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, ParseError> {
     // Canonical spelling is not asked for here: skip its bookkeeping.
-    let mut p = Parser {
-        b: text,
-        i: start,
-        canonical: false,
-        track: false,
-        in_data: false,
-        spans: EventSpans::default(),
-    };
+    let mut p = Parser::at(text, start, false);
     p.check(depth)?;
     Ok(p.i)
 }
 
-/// [`check_string`]'s end and UTF-16 length, with a short way for strings
-/// without escapes (nearly all): one scan, no parser set up.
+/// Check that `text[start..]` begins with one JSON string (as
+/// [`Value::parse`] reads strings); gives the offset just past it and its
+/// UTF-16 length.
 #[inline]
 pub fn check_string_len16(text: &[u8], start: usize) -> Result<(usize, usize), ParseError> {
-    if text.get(start) == Some(&b'"') {
-        let (end, units) = plain_run(text, start + 1);
-        if text.get(end) == Some(&b'"') {
-            return Ok((end + 1, units));
-        }
-    }
-    check_string(text, start).map(|(end, s)| (end, s.len16()))
-}
-
-/// Check that `text[start..]` begins with one JSON string; gives the offset
-/// just past it and its contents (as [`Value::parse`] would read them).
-pub fn check_string(text: &[u8], start: usize) -> Result<(usize, JStr<'_>), ParseError> {
-    let mut p = Parser {
-        b: text,
-        i: start,
-        canonical: false,
-        track: false,
-        in_data: false,
-        spans: EventSpans::default(),
-    };
+    let mut p = Parser::at(text, start, false);
     if text.get(start) != Some(&b'"') {
         return Err(p.err("expected a string"));
     }
-    let s = p.string()?;
-    Ok((p.i, s))
+    let len16 = p.check_string()?;
+    Ok((p.i, len16))
 }
 
 /// Byte range of the value reached by following object keys `path` from the
 /// top of a valid JSON text, without building values (e.g. `["data",
 /// "message"]`). Keys are compared as raw (unescaped) source text.
 pub fn member_span(text: &[u8], path: &[&str]) -> Option<(usize, usize)> {
-    let mut p = Parser {
-        b: text,
-        i: 0,
-        canonical: true,
-        track: false,
-        in_data: false,
-        spans: EventSpans::default(),
-    };
+    let mut p = Parser::at(text, 0, false);
     let mut start = 0;
     let mut end = text.len();
     for key in path {
@@ -1158,7 +1122,7 @@ pub fn member_span(text: &[u8], path: &[&str]) -> Option<(usize, usize)> {
             p.i += 1; // ':'
             p.ws();
             let vs = p.i;
-            p.skip_value(0).ok()?;
+            p.check(0).ok()?;
             if !k.escaped && &*k.raw == key.as_bytes() {
                 found = Some((vs, p.i)); // the last one wins, as in parsing
             }
@@ -1187,6 +1151,19 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
+    /// A parser at `i` in `b`. `canonical`: track whether the text is what
+    /// `JSON.stringify` writes (checks that need no answer skip the work).
+    fn at(b: &'a [u8], i: usize, canonical: bool) -> Self {
+        Parser {
+            b,
+            i,
+            canonical,
+            track: false,
+            in_data: false,
+            spans: EventSpans::default(),
+        }
+    }
+
     fn err(&self, what: &'static str) -> ParseError {
         ParseError { what, at: self.i }
     }
@@ -1223,48 +1200,21 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Skip one value without building it.
-    fn skip_value(&mut self, depth: usize) -> Result<(), ParseError> {
-        if depth > MAX_DEPTH {
-            return Err(self.err("nesting too deep"));
+    /// Check the string at `self.i` (at its opening quote) and give its
+    /// UTF-16 length: a string without escapes (nearly all) in one scan, any
+    /// other the full way.
+    #[inline]
+    fn check_string(&mut self) -> Result<usize, ParseError> {
+        let (end, units) = plain_run(self.b, self.i + 1);
+        if self.b.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            return Ok(units);
         }
-        match self.b.get(self.i) {
-            Some(b'"') => self.string().map(|_| ()),
-            Some(b'{') | Some(b'[') => {
-                let close = if self.b[self.i] == b'{' { b'}' } else { b']' };
-                self.i += 1;
-                loop {
-                    self.ws();
-                    match self.b.get(self.i) {
-                        Some(c) if *c == close => {
-                            self.i += 1;
-                            return Ok(());
-                        }
-                        Some(b',') | Some(b':') => self.i += 1,
-                        Some(_) => self.skip_value(depth + 1)?,
-                        None => return Err(self.err("unexpected end of JSON input")),
-                    }
-                }
-            }
-            Some(_) => self.value(depth).map(|_| ()),
-            None => Err(self.err("unexpected end of JSON input")),
-        }
+        self.string().map(|s| s.len16())
     }
 
     /// Check one value exactly as [`Self::value`] parses it (same grammar,
     /// same depth limit, same errors) without building anything.
-    /// Check the string at `self.i` (at its opening quote): a string without
-    /// escapes in one scan, any other the full way.
-    #[inline]
-    fn check_string(&mut self) -> Result<(), ParseError> {
-        let (end, _) = plain_run(self.b, self.i + 1);
-        if self.b.get(end) == Some(&b'"') {
-            self.i = end + 1;
-            return Ok(());
-        }
-        self.string().map(|_| ())
-    }
-
     fn check(&mut self, depth: usize) -> Result<(), ParseError> {
         if depth > MAX_DEPTH {
             return Err(self.err("nesting too deep"));
@@ -1325,7 +1275,7 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            b'"' => self.check_string(),
+            b'"' => self.check_string().map(|_| ()),
             b'-' | b'0'..=b'9' => self.number().map(|_| ()),
             _ => self.value(depth).map(|_| ()),
         }

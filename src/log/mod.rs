@@ -359,14 +359,6 @@ impl SpanWindow {
             .as_ref()
             .map_or(&[][..], |m| &m[start..start + len])
     }
-
-    /// The bytes `offset .. offset + len` of the file.
-    pub fn bytes(&mut self, offset: u64, len: usize) -> Result<&[u8], LoadError> {
-        if !self.holds(offset, len) {
-            self.fill(offset, len)?;
-        }
-        Ok(self.slice(offset, len))
-    }
 }
 
 fn failed_validation(id: &str, index: u64, msg: &str) -> LoadError {

@@ -364,6 +364,24 @@ impl ChunkStore {
         });
     }
 
+    /// [`Self::mark`] and [`Self::push`] for each chunk of a packed row,
+    /// from the row's facts.
+    fn push_row(&mut self, span: &RowSpan, facts: &RowFacts) {
+        let turn = Scalar::Num(facts.turn);
+        let step = Scalar::Num(facts.step);
+        self.kept.reserve(facts.lens.len());
+        for (i, &len) in facts.lens.iter().enumerate() {
+            let seq = span.seq0 + i as u64;
+            self.mark(seq, true);
+            self.kept.push(ChunkRec {
+                seq,
+                turn: turn.clone(),
+                step: step.clone(),
+                op: ChunkOp::of_packed(facts, len as usize),
+            });
+        }
+    }
+
     /// A step opened: only chunks carrying its labels can still be cited.
     fn step_opened(&mut self, turn: &Scalar, step: &Scalar) {
         if self.retain_all || self.kept.is_empty() {
@@ -841,20 +859,7 @@ impl Observer for Meter {
         if self.error.is_some() {
             return true;
         }
-        let turn = Scalar::Num(facts.turn);
-        let step = Scalar::Num(facts.step);
-        self.chunks.kept.reserve(facts.lens.len());
-        for (i, &len) in facts.lens.iter().enumerate() {
-            let seq = span.seq0 + i as u64;
-            self.chunks.mark(seq, true);
-            let op = ChunkOp::of_packed(facts, len as usize);
-            self.chunks.kept.push(ChunkRec {
-                seq,
-                turn: turn.clone(),
-                step: step.clone(),
-                op,
-            });
-        }
+        self.chunks.push_row(span, facts);
         self.surface_tokens = folded.surface.tokens;
         self.projections.apply_delta_chunks();
         true

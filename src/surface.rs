@@ -423,18 +423,10 @@ impl Surface {
             .ok_or_else(|| cannot("no file".into()))?;
         let mut line = vec![0u8; len];
         std::fs::File::open(path.as_path())
-            .and_then(|mut f| {
-                use std::io::{Read, Seek};
-                f.seek(std::io::SeekFrom::Start(offset))?;
-                f.read_exact(&mut line)
-            })
+            .and_then(|mut f| crate::log::read_exact_at(&mut f, offset, &mut line))
             .map_err(|e| cannot(e.to_string()))?;
-        // Read as the loader read it: invalid UTF-8 becomes U+FFFD.
-        let text = match simdutf8::basic::from_utf8(&line) {
-            Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(&line),
-        };
-        let v = Value::parse(text.as_bytes()).map_err(|_| cannot("the log changed".into()))?;
+        let v =
+            crate::log::parse_line_again(&line).ok_or_else(|| cannot("the log changed".into()))?;
         Ok(rewrite_key(v.get("data").unwrap_or(&Value::Null)))
     }
 

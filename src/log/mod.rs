@@ -230,13 +230,13 @@ impl LoadedLog {
                 LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
             })?);
         }
-        let f = file.as_mut().unwrap();
+        let Some(f) = file.as_mut() else {
+            return Ok(false);
+        };
         buf.resize(*len as usize, 0);
-        f.seek(SeekFrom::Start(*offset))
-            .and_then(|_| f.read_exact(buf))
-            .map_err(|e| {
-                LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
-            })?;
+        read_exact_at(f, *offset, buf).map_err(|e| {
+            LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
+        })?;
         Ok(true)
     }
 
@@ -272,15 +272,9 @@ impl LoadedLog {
                         "node span without a file",
                     ));
                 }
-                let text = match String::from_utf8(buf) {
-                    Ok(s) => s,
-                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                };
-                let v = Value::parse(text.as_bytes())
-                    .map_err(|_| {
-                        LoadError::corrupt("the log changed while it was being read").seq(seq)
-                    })?
-                    .into_owned();
+                let v = parse_line_again(&buf).ok_or_else(|| {
+                    LoadError::corrupt("the log changed while it was being read").seq(seq)
+                })?;
                 let kind = Kind::of(&v.get("type").and_then(|t| t.as_str()).unwrap_or_default());
                 Ok(Event {
                     kind,
@@ -359,6 +353,26 @@ impl SpanWindow {
             .as_ref()
             .map_or(&[][..], |m| &m[start..start + len])
     }
+}
+
+/// `buf.len()` bytes of `file` from `offset`.
+pub(crate) fn read_exact_at(
+    file: &mut std::fs::File,
+    offset: u64,
+    buf: &mut [u8],
+) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+/// A line of the log read again, decoded as the loader decodes lines
+/// (invalid UTF-8 becomes U+FFFD); `None` when it is no longer JSON.
+pub(crate) fn parse_line_again(bytes: &[u8]) -> Option<OwnedValue> {
+    let text = match simdutf8::basic::from_utf8(bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
+    Value::parse(text.as_bytes()).ok().map(Value::into_owned)
 }
 
 fn failed_validation(id: &str, index: u64, msg: &str) -> LoadError {

@@ -419,8 +419,9 @@ struct Pipeline<'o> {
 }
 
 impl Pipeline<'_> {
-    /// Account for the chunks of a valid packed row without building them:
-    /// they are log-only events that change nothing but counts and the clock.
+    /// Account for the chunks of a valid packed row, or one valid chunk
+    /// line, without building them: they are log-only events that change
+    /// nothing but counts and the clock.
     fn skip_chunks(&mut self, span: packed::RowSpan) {
         let last_seq = span.seq0 + span.count - 1;
         let time = span.last_time as f64;
@@ -448,16 +449,6 @@ impl Pipeline<'_> {
                 synthetic: false,
             },
         )
-    }
-
-    /// Account for one valid `assistant/chunk` line without building it:
-    /// what [`Self::process`] does for such an event, observer aside.
-    fn skip_chunk_line(&mut self, seq: u64, time: f64) {
-        self.skip_chunks(packed::RowSpan {
-            seq0: seq,
-            count: 1,
-            last_time: time as i64,
-        });
     }
 
     /// Steps 4–10 of §16 for one event; gives the event back.
@@ -680,18 +671,18 @@ fn load_inner(
             let in_order = |seq: u64, prefix: &prefix::CommittedPrefix| {
                 prefix.is_clean() && truncated_at.is_none() && seq == prefix.expected
             };
-            let taken = match line.lane.take() {
+            let counted = match line.lane.take() {
                 Some(fastlane::Lane::Chunk { seq, time }) if in_order(seq, &prefix) => {
-                    p.skip_chunk_line(seq, time);
-                    prefix.expected += 1;
-                    true
+                    Some(packed::RowSpan {
+                        seq0: seq,
+                        count: 1,
+                        last_time: time as i64,
+                    })
                 }
                 Some(fastlane::Lane::Row(span, facts))
                     if in_order(span.seq0, &prefix) && p.take_row(skip_chunks, &span, &facts) =>
                 {
-                    p.skip_chunks(span);
-                    prefix.expected += span.count;
-                    true
+                    Some(span)
                 }
                 Some(_) => {
                     // Out of sequence, after damage, or declined: the
@@ -701,27 +692,24 @@ fn load_inner(
                         line.canonical = c;
                         line.spans = s;
                     }
-                    false
+                    None
                 }
-                None => {
-                    if opts.upto.is_none()
-                        && let Some(v) = &line.value
-                        && packed::is_row(v)
-                        && let Ok(span) = packed::check(v)
-                        && in_order(span.seq0, &prefix)
-                        && (skip_chunks
-                            || packed::RowFacts::of(v)
-                                .is_some_and(|f| p.take_row(false, &span, &f)))
-                    {
-                        p.skip_chunks(span);
-                        prefix.expected += span.count;
-                        true
-                    } else {
-                        false
-                    }
+                None if opts.upto.is_none()
+                    && let Some(v) = &line.value
+                    && packed::is_row(v)
+                    && let Ok(span) = packed::check(v)
+                    && in_order(span.seq0, &prefix)
+                    && (skip_chunks
+                        || packed::RowFacts::of(v)
+                            .is_some_and(|f| p.take_row(false, &span, &f))) =>
+                {
+                    Some(span)
                 }
+                None => None,
             };
-            if taken {
+            if let Some(span) = counted {
+                p.skip_chunks(span);
+                prefix.expected += span.count;
                 committed_len = offset + len as u64 + 1;
                 continue;
             }

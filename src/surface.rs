@@ -159,15 +159,10 @@ pub fn check_local_with(
     }
 }
 
-/// Source rules R5–R9 (R6's exception: `[]` on assistant messages).
-pub fn check_sources(ev: &Event<'_>) -> Result<Option<Vec<u64>>, SurfaceError> {
-    let mut seqs = Vec::new();
-    Ok(scan_sources(ev, Some(&mut seqs))?.then_some(seqs))
-}
-
-/// [`check_sources`], collecting the seqs only when asked (a replacement
-/// needs them; an append only needs them checked). `true` when the event
-/// has `sourceEventSeqs`.
+/// Source rules R5–R9 (R6's exception: `[]` on assistant messages),
+/// collecting the seqs into `keep` when asked (a replacement needs them; an
+/// append only needs them checked). `true` when the event has
+/// `sourceEventSeqs`.
 fn scan_sources(ev: &Event<'_>, mut keep: Option<&mut Vec<u64>>) -> Result<bool, SurfaceError> {
     let Some(raw) = ev.value.get("sourceEventSeqs") else {
         return Ok(false);

@@ -237,10 +237,7 @@ pub fn map_stop(reason: Option<&str>) -> Finish {
         None | Some("end_turn") | Some("stop_sequence") => Finish::Stop,
         Some("tool_use") => Finish::ToolCalls,
         Some("max_tokens") => Finish::MaxTokens,
-        Some(other) => Finish::Error {
-            message: format!("model stopped: {other}"),
-            code: other.to_uppercase(),
-        },
+        Some(other) => Finish::unknown(other),
     }
 }
 

@@ -37,6 +37,15 @@ pub enum Finish {
 }
 
 impl Finish {
+    /// A provider's stop reason that means none of the others: an error
+    /// naming it (`content_filter` → code `CONTENT_FILTER`).
+    pub fn unknown(reason: &str) -> Finish {
+        Finish::Error {
+            message: format!("model stopped: {reason}"),
+            code: reason.to_uppercase(),
+        }
+    }
+
     /// The DSH `kind` spelling.
     pub fn kind(&self) -> &'static str {
         match self {

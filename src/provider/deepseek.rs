@@ -223,10 +223,7 @@ pub fn map_finish(reason: Option<&str>) -> Finish {
         None | Some("stop") => Finish::Stop,
         Some("tool_calls") => Finish::ToolCalls,
         Some("length") => Finish::MaxTokens,
-        Some(other) => Finish::Error {
-            message: format!("model stopped: {other}"),
-            code: other.to_uppercase(),
-        },
+        Some(other) => Finish::unknown(other),
     }
 }
 

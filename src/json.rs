@@ -1202,8 +1202,9 @@ impl<'a> Parser<'a> {
 
     /// Check the string at `self.i` (at its opening quote) and give its
     /// UTF-16 length: a string without escapes (nearly all) in one scan, any
-    /// other the full way.
-    #[inline]
+    /// other the full way. Inlined always: where the length is dropped,
+    /// its counting is compiled away.
+    #[inline(always)]
     fn check_string(&mut self) -> Result<usize, ParseError> {
         let (end, units) = plain_run(self.b, self.i + 1);
         if self.b.get(end) == Some(&b'"') {

@@ -560,7 +560,7 @@ mod tests {
                 r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"id":"a{seq}","role":"assistant","source":{{"kind":"model","provider":"p","model":"m"}},"content":[]}}}}{extra}}}"#
             ),
         };
-        let value = Value::parse(text.as_bytes()).unwrap().into_owned();
+        let value = Value::parse(&text).unwrap().into_owned();
         let kind = if kind == "user" {
             Kind::UserMessage
         } else {
@@ -646,7 +646,7 @@ mod tests {
     }
 
     fn key(s: &str) -> u64 {
-        rewrite_key(&Value::parse(s.as_bytes()).unwrap())
+        rewrite_key(&Value::parse(s).unwrap())
     }
 
     const BASE: &str = r#"{"turn":2,"step":1,"message":{"source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"long output"}],"isError":true}],"role":"user","id":"m1"},"error":{"name":"E","code":"X"}}"#;

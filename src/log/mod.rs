@@ -372,7 +372,7 @@ pub(crate) fn parse_line_again(bytes: &[u8]) -> Option<OwnedValue> {
         Ok(t) => std::borrow::Cow::Borrowed(t),
         Err(_) => String::from_utf8_lossy(bytes),
     };
-    Value::parse(text.as_bytes()).ok().map(Value::into_owned)
+    Value::parse(&text).ok().map(Value::into_owned)
 }
 
 fn failed_validation(id: &str, index: u64, msg: &str) -> LoadError {

@@ -432,7 +432,7 @@ fn a_reader_that_goes_away_is_not_an_error() {
         &["messages"][..],
         &["events"][..],
     ] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"))
+        let mut child = crate::support::dsh_process()
             .args(args)
             .arg(&log)
             .stdout(std::process::Stdio::piped())

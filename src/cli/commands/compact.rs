@@ -781,7 +781,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         Err(f) => {
             let status = failure_status(&f);
             let hint = match (&f.provider, f.kind) {
-                (Some(p), _) if p.code == "AUTH" => Some(format!(
+                (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
                     "the provider rejected the API key (HTTP {}): check ${}",
                     p.status.unwrap_or(401),
                     plan.key_env
@@ -793,7 +793,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                 let mut err = Value::obj()
                     .with("message", f.message.clone().into())
                     .with("kind", format!("{:?}", f.kind).to_lowercase().into())
-                    .with("code", opt(f.code.clone()));
+                    .with("code", opt(f.code.as_ref().map(ToString::to_string)));
                 if let Some(h) = &hint {
                     err = err.with("hint", h.clone().into());
                 }

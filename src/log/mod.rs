@@ -227,17 +227,15 @@ impl LoadedLog {
             return Ok(false);
         };
         if file.is_none() {
-            *file = Some(std::fs::File::open(path).map_err(|e| {
-                LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
-            })?);
+            *file = Some(
+                std::fs::File::open(path).map_err(|e| LoadError::io("cannot reopen the log", e))?,
+            );
         }
         let Some(f) = file.as_mut() else {
             return Ok(false);
         };
         buf.resize(*len as usize, 0);
-        read_exact_at(f, *offset, buf).map_err(|e| {
-            LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
-        })?;
+        read_exact_at(f, *offset, buf).map_err(|e| LoadError::io("cannot re-read the log", e))?;
         Ok(true)
     }
 
@@ -316,9 +314,8 @@ impl SpanWindow {
 
     /// Move the window to start at `offset` and hold at least `len` bytes.
     pub fn fill(&mut self, offset: u64, len: usize) -> Result<(), LoadError> {
-        let io = |what: &str, e: std::io::Error| {
-            LoadError::new(LoadErrorKind::Io, format!("cannot {what} the log: {e}"))
-        };
+        let io =
+            |what: &str, e: std::io::Error| LoadError::io(&format!("cannot {what} the log"), e);
         self.map = None;
         let file = match &mut self.file {
             Some(f) => f,

@@ -93,7 +93,7 @@ enum Inner {
 }
 
 fn io_err(e: io::Error, what: &str) -> LoadError {
-    LoadError::new(LoadErrorKind::Io, format!("{what}: {e}"))
+    LoadError::io(what, e)
 }
 
 impl LineReader {

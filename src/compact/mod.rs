@@ -24,6 +24,7 @@
 //! ([`crate::meter::Meter::snapshot`]) after each batch, and prunes with
 //! [`crate::prune`].
 
+pub mod plan;
 pub mod session;
 pub mod summary;
 
@@ -800,10 +801,12 @@ pub fn run(
 ) -> Result<Report, Box<Failure>> {
     let open_turn = session.open_turn();
     let dry_run = session.is_dry_run();
-    let mode = match (opts.mode, open_turn) {
-        (Mode::Auto, None) => Mode::Manual,
-        (Mode::Auto, Some(_)) => Mode::Pressure,
-        (m, _) => m,
+    // An explicit mode is held to its own rules below (the reference's
+    // compactNow / compactIfNeeded refuse the wrong tail); only Auto is
+    // decided by the tail.
+    let mode = match opts.mode {
+        Mode::Auto => plan::mode_for_tail(Mode::Auto, open_turn),
+        m => m,
     };
     let report = Report {
         mode,

@@ -65,10 +65,11 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// The wire protocol a route speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The wire protocol a route speaks (a config route's `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
     /// DeepSeek chat completions (`POST {base}/chat/completions`).
+    #[default]
     DeepSeek,
     /// Anthropic-compatible Messages (`POST {base}/v1/messages`).
     Anthropic,
@@ -86,6 +87,11 @@ impl Protocol {
 
     /// The config spelling.
     pub fn name(self) -> &'static str {
+        self.as_str()
+    }
+
+    /// The config spelling (`"deepseek"` / `"anthropic"`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Protocol::DeepSeek => "deepseek",
             Protocol::Anthropic => "anthropic",

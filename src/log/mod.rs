@@ -18,17 +18,17 @@
 //! differ from the reference's, never whether the log is refused.
 
 pub mod error;
-pub mod fastlane;
+pub(crate) mod fastlane;
 pub mod g3;
 pub mod header;
-pub mod legacy;
-pub mod packed;
+pub(crate) mod legacy;
+pub(crate) mod packed;
 pub(crate) mod parse;
 pub(crate) mod prefix;
-pub mod reader;
-pub mod repair;
+pub(crate) mod reader;
+pub(crate) mod repair;
 pub mod source;
-pub mod validate;
+pub(crate) mod validate;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};

@@ -11,17 +11,17 @@
 //!   error normalisation (`CONTEXT_WINDOW_EXCEEDED`);
 //! * the Anthropic-compatible Messages protocol ([`anthropic`], §6.7).
 //!
-//! The HTTP layer ([`http`]) adds timeouts and bounded retries with backoff.
+//! The HTTP layer (`provider::http`, internal) adds timeouts and bounded retries with backoff.
 //! The API key is passed in by the caller (the library never reads the
 //! environment) as an [`ApiKey`], which never prints and is scrubbed from every
 //! error message.
 
 pub mod anthropic;
-pub mod assemble;
-pub mod classify;
+pub(crate) mod assemble;
+pub(crate) mod classify;
 pub mod deepseek;
-pub mod http;
-pub mod sse;
+pub(crate) mod http;
+pub(crate) mod sse;
 
 use std::time::Duration;
 

@@ -26,7 +26,7 @@
 
 pub mod plan;
 pub mod session;
-pub mod summary;
+pub(crate) mod summary;
 
 use crate::append::AppendError;
 use crate::event::{Kind, OwnedEvent, owned_event};

@@ -6,20 +6,20 @@
 //! finish reason and the provider usage in DSH's disjoint form. Two wire
 //! protocols are spoken, both streaming over Server-Sent Events:
 //!
-//! * DeepSeek chat completions ([`deepseek`]), exactly as the rc.8 adapter
+//! * DeepSeek chat completions (internal `deepseek` module), exactly as the rc.8 adapter
 //!   speaks it: request body, SSE translation, usage mapping (cache hits) and
 //!   error normalisation (`CONTEXT_WINDOW_EXCEEDED`);
-//! * the Anthropic-compatible Messages protocol ([`anthropic`], §6.7).
+//! * the Anthropic-compatible Messages protocol (internal `anthropic` module, §6.7).
 //!
 //! The HTTP layer (`provider::http`, internal) adds timeouts and bounded retries with backoff.
 //! The API key is passed in by the caller (the library never reads the
 //! environment) as an [`ApiKey`], which never prints and is scrubbed from every
 //! error message.
 
-pub mod anthropic;
+pub(crate) mod anthropic;
 pub(crate) mod assemble;
 pub(crate) mod classify;
-pub mod deepseek;
+pub(crate) mod deepseek;
 pub(crate) mod http;
 pub(crate) mod sse;
 

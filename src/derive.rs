@@ -1,5 +1,17 @@
 //! `deriveMessages`: the model-visible messages, in surface order
 //! (session-log §8). Each message is written exactly as stored.
+//!
+//! ```
+//! let src = dsh::LogSource::File("samples/compacted.jsonl".into());
+//! let log = dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! let mut roles = Vec::new();
+//! dsh::derive::for_each_message(&log, &mut |_, message| {
+//!     roles.push(message.get("role").and_then(|r| r.as_str()).unwrap_or_default().into_owned());
+//!     Ok::<(), dsh::LoadError>(())
+//! })?;
+//! assert!(roles.iter().any(|r| r == "user"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::event::OwnedEvent;
 use crate::log::{LoadError, LoadedLog};

@@ -23,6 +23,19 @@
 //! Feed it the events stored in the file only: the in-memory crash-repair
 //! closers and the `session/end-seed` a resuming session would add are not in
 //! the file, and counting that marker would make every lock stale.
+//!
+//! ```
+//! use dsh::lock::{LockScan, LockState};
+//! let mut scan = LockScan::new();
+//! let src = dsh::LogSource::File("samples/locks-busy.jsonl".into());
+//! dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |ev: &dsh::Event<'_>, f: &dsh::log::Folded<'_>| {
+//!     if !f.synthetic {
+//!         scan.observe(ev);
+//!     }
+//! })?;
+//! assert_eq!(scan.report().state, LockState::Busy);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};

@@ -10,6 +10,15 @@
 //!   arithmetic (`floor(cw × ratio)`, as JavaScript computes it).
 //! * [`resolve_capacity`] picks the context window: flag, config model entry,
 //!   logged `request/context`, config route default, built-in adapter table.
+//!
+//! ```
+//! use dsh::policy::PolicyConfig;
+//! // DSH's defaults: compact at 0.8 of the window, keep 0.16 of it.
+//! let policy = PolicyConfig::default().resolve("deepseek", "deepseek-chat");
+//! let budgets = policy.budgets(128_000.0).unwrap();
+//! assert_eq!(budgets.threshold_tokens, 102_400);
+//! assert_eq!(budgets.retain_tokens, 20_480);
+//! ```
 
 /// Default `thresholdRatio`.
 pub const DEFAULT_THRESHOLD_RATIO: f64 = 0.8;

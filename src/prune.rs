@@ -12,6 +12,16 @@
 //!
 //! [`plan`] computes the events (never writes): give them to
 //! [`crate::append::Appender`] after the lifecycle prefix.
+//!
+//! ```
+//! let src = dsh::LogSource::File("samples/prune-open-turn.jsonl".into());
+//! let log = dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! let plan = dsh::prune::plan(&log, &dsh::prune::PruneConfig::default(), 0.0)?;
+//! // One oversized tool result, cut to head + marker + tail.
+//! assert!(!plan.pruned.is_empty());
+//! assert!(plan.surface_tokens_after < plan.surface_tokens_before);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{JStr, OwnedValue, Value, js_number};

@@ -7,6 +7,18 @@
 //! selection keeps a recent tail worth `retainTokens` (the node that crosses
 //! the budget is kept), rounds the cut towards the head to the nearest
 //! balanced cut, and always starts at position 0.
+//!
+//! ```
+//! let src = dsh::LogSource::File("samples/compacted.jsonl".into());
+//! let log = dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! use dsh::range::{Selection, select_range};
+//! // Keep about 200 tokens of recent history; the rest is a candidate span.
+//! match select_range(&log.surface.nodes, 200)? {
+//!     Selection::Range(region) => println!("compact {region:?}"),
+//!     Selection::Declined(why) => println!("nothing to compact: {why:?}"),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::event::Kind;
 use crate::surface::Node;

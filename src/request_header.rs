@@ -3,6 +3,15 @@
 //! Every `request/header` is a full snapshot; the fold keeps the latest one in
 //! canonical form (empty `system`/`tools` and all-false `adapterDefaults`
 //! dropped, unknown keys dropped).
+//!
+//! ```
+//! let src = dsh::LogSource::File("samples/measure-example.jsonl".into());
+//! let log = dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! // The folded header names the routed target.
+//! let (provider, model) = log.headers.route().expect("a request/header");
+//! println!("routed to {provider}/{model}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};

@@ -7,6 +7,17 @@
 //! seqs: after the first replacement the list is no longer sorted by seq.
 //! Checks run before an event changes anything, so a [`SurfaceError`] shows the
 //! surface as it was. Spec: session-log §7 (rules R1–R16).
+//!
+//! ```
+//! let src = dsh::LogSource::File("samples/compacted.jsonl".into());
+//! let log = dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! // The model sees the nodes in order; a compaction replaced a span.
+//! let seqs: Vec<u64> = log.surface.nodes.iter().map(|n| n.seq).collect();
+//! assert!(!seqs.is_empty());
+//! assert!(log.surface.replace_generation > 0);
+//! println!("{} nodes, {} tokens by DSH's heuristic", seqs.len(), log.surface.tokens);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::hash::Hasher;
 use std::sync::Arc;

@@ -65,6 +65,15 @@
 //! is in-process only. So there is none to respect, and a harness that has
 //! the session open is not visible offline: do not write to a session a
 //! running harness holds.
+//!
+//! ```
+//! use dsh::append::{AppendOptions, AppendTarget, Appender};
+//! // A dry run validates everything a write would, and writes nothing.
+//! let src = dsh::LogSource::File("samples/prune-open-turn.jsonl".into());
+//! let app = Appender::open(&src, AppendTarget::DryRun, &AppendOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! println!("next seq {}, {} blocker(s)", app.next_seq(), app.blockers().len());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};

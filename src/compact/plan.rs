@@ -172,16 +172,19 @@ fn resolve_policy(
 
 /// Decide what a compaction of `session` will do.
 ///
-/// ```no_run
+/// ```
 /// use dsh::append::{AppendOptions, AppendTarget};
-/// use dsh::compact::{Session, plan::{PlanInputs, plan}};
+/// use dsh::compact::{Mode, Session, plan::{PlanInputs, plan}};
 /// use dsh::config::Config;
 ///
-/// let src = dsh::LogSource::File("session.jsonl".into());
+/// let src = dsh::LogSource::File("samples/compacted.jsonl".into());
 /// let session = Session::open(&src, AppendTarget::DryRun, &AppendOptions::default()).unwrap();
 /// let inputs = PlanInputs { route: Some("deepseek/deepseek-chat".into()), ..Default::default() };
 /// let plan = plan(&inputs, &Config::default(), &session).unwrap();
-/// println!("{:?} compaction through {}/{}", plan.mode, plan.target.0, plan.target.1);
+/// // The last turn is closed: maintenance (manual) compaction, default wire settings.
+/// assert_eq!(plan.mode, Mode::Manual);
+/// assert_eq!(plan.base_url, "https://api.deepseek.com");
+/// assert_eq!(plan.key_env, "DEEPSEEK_API_KEY");
 /// ```
 pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<Plan, PlanError> {
     let mode = mode_for_tail(inputs.mode.unwrap_or(Mode::Auto), session.open_turn());

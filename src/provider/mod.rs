@@ -15,6 +15,15 @@
 //! The API key is passed in by the caller (the library never reads the
 //! environment) as an [`ApiKey`], which never prints and is scrubbed from every
 //! error message.
+//!
+//! ```no_run
+//! use dsh::provider::{ApiKey, Endpoint, HttpSummarizer, Protocol};
+//! let key = std::env::var("DEEPSEEK_API_KEY").unwrap_or_default();
+//! let endpoint = Endpoint::new(Protocol::DeepSeek, "https://api.deepseek.com", ApiKey::new(key));
+//! // Give it to `dsh::compact::run` as the summariser.
+//! let summarizer = HttpSummarizer { endpoint };
+//! # let _ = summarizer;
+//! ```
 
 pub(crate) mod anthropic;
 pub(crate) mod assemble;

@@ -29,6 +29,13 @@
 //! same pass (§7.5, V-MTR-*). The content half of V-PRV-10 re-runs the
 //! pruner ([`crate::prune`]) after the pass on the original of every pruned
 //! tool result, re-reading just those two lines per pair.
+//!
+//! ```
+//! use dsh::verify::{Verdict, verify};
+//! let src = dsh::LogSource::File("samples/verify-clean.jsonl".into());
+//! let report = verify(&src, &dsh::LoadOptions::default());
+//! assert_eq!(report.verdict(false), Verdict::Clean);
+//! ```
 
 pub mod check;
 mod commands;

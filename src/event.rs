@@ -201,6 +201,7 @@ impl<'a> Event<'a> {
     }
 
     /// The `data` member (`null` when absent).
+    #[inline]
     pub fn data(&self) -> &Value<'a> {
         static NULL: Value<'static> = Value::Null;
         self.value.get("data").unwrap_or(&NULL)

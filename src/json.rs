@@ -685,6 +685,7 @@ impl<'a> Value<'a> {
     }
 
     /// Object member by key (JavaScript `obj[key]` on an own key).
+    #[inline]
     pub fn get(&self, key: &str) -> Option<&Value<'a>> {
         match self {
             Value::Obj(o) => o.iter().find(|(k, _)| k.eq_str(key)).map(|(_, v)| v),

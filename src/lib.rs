@@ -17,13 +17,23 @@
 //! * **rewrite** ([`prune`], [`range`], [`compact`] with a [`provider`]): plans
 //!   of events to append, written only by the [`append`] writer.
 //!
-//! ```no_run
-//! use dsh::log::{LoadOptions, LogSource, load};
+//! ```
+//! use dsh::{LoadOptions, LogSource};
 //!
-//! let src = LogSource::File("session.jsonl".into());
-//! let log = load(&src, &LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
-//! println!("{} nodes, replaceGeneration {}", log.surface.nodes.len(), log.surface.replace_generation);
-//! # Ok::<(), dsh::LoadError>(())
+//! let src = LogSource::File("samples/compacted.jsonl".into());
+//! let log = dsh::log::load(&src, &LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! println!("{} nodes, {} heuristic tokens", log.surface.nodes.len(), log.surface.tokens);
+//!
+//! // What the model sees, message by message.
+//! dsh::derive::for_each_message(&log, &mut |_, message| {
+//!     println!("{}", message.get("role").and_then(|r| r.as_str()).unwrap_or_default());
+//!     Ok::<(), dsh::LoadError>(())
+//! })?;
+//!
+//! // The audit CI runs.
+//! let report = dsh::verify::verify(&src, &LoadOptions::default());
+//! assert_eq!(report.verdict(false), dsh::verify::Verdict::Clean);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The library never touches a terminal or the environment; the `dsh` binary

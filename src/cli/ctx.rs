@@ -26,6 +26,8 @@ pub struct Ctx {
     pub home: Option<PathBuf>,
     /// Whether stderr is a terminal (progress bars only then).
     pub stderr_tty: bool,
+    /// Standard output: every command prints through it.
+    pub out: super::render::Out,
 }
 
 impl Ctx {
@@ -38,6 +40,7 @@ impl Ctx {
             quiet,
             home,
             stderr_tty: std::io::stderr().is_terminal(),
+            out: super::render::Out::new(),
         }
     }
 
@@ -104,9 +107,7 @@ impl Ctx {
     pub fn print_json(&self, v: &OwnedValue) -> std::io::Result<()> {
         let mut s = v.to_json();
         s.push('\n');
-        let mut out = std::io::stdout().lock();
-        out.write_all(s.as_bytes())?;
-        out.flush()
+        self.out.write_all(s.as_bytes())
     }
 
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line

@@ -45,8 +45,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let first = ctx.load(&args.log)?;
     let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
     drop(first);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = ctx.out.stream();
     let mut turn: Option<u64> = None;
     let mut werr: Option<std::io::Error> = None;
     let mut shown = 0u64;

@@ -6,6 +6,7 @@ use dsh::json::Value;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// Show the folded request header and the latest route / context window.
 ///
@@ -132,6 +133,6 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
             ]);
         }
     }
-    println!("{t}");
+    outln!(ctx.out, "{t}")?;
     Ok(Status::Ok)
 }

@@ -6,6 +6,7 @@ use dsh::json::Value;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// Show what reading produced: header, event counts, closers, tolerances.
 ///
@@ -132,6 +133,6 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
     for (k, n) in &log.event_types {
         t.add_row(vec![k.clone(), n.to_string()]);
     }
-    println!("{t}");
+    outln!(ctx.out, "{t}")?;
     Ok(Status::Ok)
 }

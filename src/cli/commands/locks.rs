@@ -13,6 +13,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// List compaction locks (matched, stale, busy) and release a crashed one.
 ///
@@ -222,7 +223,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         .with("schema_version", SCHEMA_VERSION.into()),
                 )?;
             } else {
-                println!("no session logs under {}", root.display());
+                outln!(ctx.out, "no session logs under {}", root.display())?;
             }
             return Ok(Status::Ok);
         }
@@ -327,19 +328,21 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         )?;
         return Ok(status);
     }
-    println!("{t}");
+    outln!(ctx.out, "{t}")?;
     for n in &notes {
-        println!("{n}");
+        outln!(ctx.out, "{n}")?;
     }
-    println!(
+    outln!(
+        ctx.out,
         "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {errors} unreadable",
         sources.len(),
         if anomalies == 1 { "y" } else { "ies" }
-    );
+    )?;
     if busy > 0 {
-        println!(
+        outln!(
+            ctx.out,
             "a busy lock blocks every compaction; if that compaction crashed, `dsh locks --release LOG` ends it"
-        );
+        )?;
     }
     Ok(status)
 }
@@ -369,10 +372,11 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                     .with("schema_version", SCHEMA_VERSION.into()),
             )?;
         } else {
-            println!(
+            outln!(
+                ctx.out,
                 "{file}: nothing to release: the compaction lock is {}",
                 report.state.as_str()
-            );
+            )?;
         }
         return Ok(Status::Ok);
     };
@@ -449,14 +453,15 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 .with("schema_version", SCHEMA_VERSION.into()),
         )?;
     } else {
-        println!(
+        outln!(
+            ctx.out,
             "released: appended {} event(s) (seq {}–{}) to {file}; compaction/start @{} is now {} crash evidence",
             rep.events,
             rep.first_seq,
             rep.first_seq + rep.events - 1,
             b.seq,
             after.as_str()
-        );
+        )?;
     }
     Ok(Status::Ok)
 }

@@ -14,6 +14,7 @@ use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::{Out, outln};
 use crate::cli::{many, render};
 
 /// Measure context pressure exactly as the DSH harness does.
@@ -260,7 +261,7 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     if ctx.json {
         ctx.print_json(&report_json(&r, args.at, true))?;
     } else {
-        print_report(&r, args);
+        print_report(&ctx.out, &r, args)?;
     }
     Ok(if args.fail_over && over {
         Status::Findings
@@ -396,11 +397,11 @@ fn kind_name(k: dsh::Kind) -> &'static str {
     crate::cli::commands::surface::kind_name(k)
 }
 
-fn print_report(r: &Report, args: &MeasureArgs) {
+fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> {
     let m = &r.m;
-    println!("session {}  ({})", r.session, r.file);
+    outln!(o, "session {}  ({})", r.session, r.file)?;
     if let Some(at) = args.at {
-        println!("as it stood at seq {at}");
+        outln!(o, "as it stood at seq {at}")?;
     }
     let total = m.total_tokens;
     match &r.policy {
@@ -411,7 +412,8 @@ fn print_report(r: &Report, args: &MeasureArgs) {
                 Some(s) => format!("request/context seq {s}"),
                 None => p.capacity.source.as_str().to_string(),
             };
-            println!(
+            outln!(
+                o,
                 "route     {}{}",
                 p.policy.target_key(),
                 if p.policy.overridden {
@@ -419,14 +421,16 @@ fn print_report(r: &Report, args: &MeasureArgs) {
                 } else {
                     ""
                 }
-            );
-            println!(
+            )?;
+            outln!(
+                o,
                 "pressure  {} {:.2}% of the {} window ({src})",
                 bar(total / window, 30),
                 total / window * 100.0,
                 fmt_u(b.context_window)
-            );
-            println!(
+            )?;
+            outln!(
+                o,
                 "tokens    {} (DSH estimate) · threshold {} ({}%) · {} {}",
                 fmt_tokens(total),
                 fmt_u(b.threshold_tokens),
@@ -437,15 +441,16 @@ fn print_report(r: &Report, args: &MeasureArgs) {
                     "headroom"
                 },
                 fmt_tokens(b.headroom(total).abs())
-            );
-            println!(
+            )?;
+            outln!(
+                o,
                 "retain    {} tokens kept verbatim when compacting",
                 fmt_u(b.retain_tokens)
-            );
+            )?;
         }
         Err(e) => {
-            println!("tokens    {} (DSH estimate)", fmt_tokens(total));
-            println!("policy    {e}");
+            outln!(o, "tokens    {} (DSH estimate)", fmt_tokens(total))?;
+            outln!(o, "policy    {e}")?;
         }
     }
     let anchor = match (m.baseline.kind, m.anchor_seq) {
@@ -461,11 +466,12 @@ fn print_report(r: &Report, args: &MeasureArgs) {
         ),
         (k, _) => format!("{} {}", k.as_str(), fmt_tokens(m.baseline.tokens)),
     };
-    println!(
+    outln!(
+        o,
         "baseline  {anchor}, surface delta {}{}",
         if m.surface_delta_tokens >= 0 { "+" } else { "" },
         m.surface_delta_tokens
-    );
+    )?;
     let c = &m.composition;
     let bpe = r.tokens.as_ref().map(|t| &t.0);
     let mut head = vec!["part", "nodes", "tokens", "share"];
@@ -546,44 +552,48 @@ fn print_report(r: &Report, args: &MeasureArgs) {
         row.push(fmt_u(b.total_tokens));
     }
     t.add_row(row);
-    println!("{t}");
+    outln!(o, "{t}")?;
     match &m.projections {
         Ok(p) => {
             let u = &p.token_usage;
             let cp = &p.context_pressure;
-            println!(
+            outln!(
+                o,
                 "provider usage so far: {} uncached input, {} cache read, {} cache write, {} output",
                 fmt_tokens(u.uncached_input_tokens),
                 fmt_tokens(u.cache_read_tokens),
                 fmt_tokens(u.cache_write_tokens),
                 fmt_tokens(u.output_tokens)
-            );
+            )?;
             if let (Some(pr), Some(pj)) = (cp.pressure_tokens, cp.projected_tokens) {
-                println!(
+                outln!(
+                    o,
                     "last request prompt: {} tokens; projected next prompt: {}",
                     fmt_tokens(pr),
                     fmt_tokens(pj)
-                );
+                )?;
             }
             let drift = m.surface_tokens as f64 - p.context_breakdown.message_tokens;
             if drift != 0.0 {
-                println!(
+                outln!(
+                    o,
                     "note: the shadow-price projection differs from the surface by {} tokens (a replace without an adjacent metering event)",
                     fmt_tokens(drift)
-                );
+                )?;
             }
         }
-        Err((seq, msg)) => println!("projections: error at seq {seq}: {msg}"),
+        Err((seq, msg)) => outln!(o, "projections: error at seq {seq}: {msg}")?,
     }
     if let Some((b, secs)) = &r.tokens {
-        println!(
+        outln!(
+            o,
             "{}: {} tokens exactly vs {} by the heuristic (system + tools + surface); {} bytes in {:.2}s",
             b.encoding.name(),
             fmt_u(b.total_tokens),
             fmt_u(c.system_tokens + c.tools_tokens + c.message_tokens),
             fmt_u(b.text_bytes),
             secs
-        );
+        )?;
     }
     if args.nodes {
         let mut head = vec!["pos", "seq", "type", "tokens"];
@@ -603,8 +613,9 @@ fn print_report(r: &Report, args: &MeasureArgs) {
             }
             t.add_row(row);
         }
-        println!("{t}");
+        outln!(o, "{t}")?;
     }
+    Ok(())
 }
 
 fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
@@ -723,9 +734,9 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 .with("schema_version", SCHEMA_VERSION.into()),
         )?;
     } else {
-        println!("{table}");
+        outln!(ctx.out, "{table}")?;
         for e in &errors {
-            println!("{e}");
+            outln!(ctx.out, "{e}")?;
         }
     }
     Ok(status)

@@ -1,12 +1,11 @@
 //! `dsh surface`: the ordered surface.
 
-use std::io::Write;
-
 use anyhow::Result;
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// Show the current surface: the ordered nodes the model sees.
 ///
@@ -72,7 +71,7 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             "],\"version\":{},\"contentGeneration\":{cg},\"schema_version\":{SCHEMA_VERSION}}}\n",
             log.header.version
         ));
-        std::io::stdout().lock().write_all(out.as_bytes())?;
+        ctx.out.write_all(out.as_bytes())?;
         return Ok(Status::Ok);
     }
     let mut file = None;
@@ -101,14 +100,15 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             shadows,
         ]);
     }
-    println!("{t}");
-    println!(
+    outln!(ctx.out, "{t}")?;
+    outln!(
+        ctx.out,
         "{} node(s), {} token(s) by the DSH heuristic, replaceGeneration {}, {} event(s) in the log",
         s.nodes.len(),
         s.tokens,
         s.replace_generation,
         log.event_count()
-    );
+    )?;
     Ok(Status::Ok)
 }
 

@@ -202,8 +202,12 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
             };
             ctx.print_json(&v)?;
         }
-        Format::Github => print_out(&github(&reports, args.deny_warnings))?,
-        Format::Human => print_out(&human(&reports, args.deny_warnings))?,
+        Format::Github => ctx
+            .out
+            .write_all(github(&reports, args.deny_warnings).as_bytes())?,
+        Format::Human => ctx
+            .out
+            .write_all(human(&reports, args.deny_warnings).as_bytes())?,
     }
     Ok(status)
 }
@@ -237,15 +241,8 @@ fn list_checks(ctx: &Ctx, format: Format) -> Result<()> {
             c.title().to_string(),
         ]);
     }
-    print_out(&format!("{t}\n"))?;
+    ctx.out.write_all(format!("{t}\n").as_bytes())?;
     Ok(())
-}
-
-fn print_out(s: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(s.as_bytes())?;
-    out.flush()
 }
 
 fn opt(v: Option<u64>) -> OwnedValue {

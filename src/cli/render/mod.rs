@@ -1,4 +1,8 @@
-//! Rendering helpers: tables and progress.
+//! Rendering helpers: the output door, tables and progress.
+
+pub mod out;
+
+pub(crate) use out::{Out, outln, outp};
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 

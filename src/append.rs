@@ -611,7 +611,7 @@ fn acquire(
 fn last_record_seq(plain: &[u8]) -> Option<u64> {
     let body = plain.strip_suffix(b"\n")?;
     let start = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let v = Value::parse(&body[start..]).ok()?;
+    let v = Value::parse(std::str::from_utf8(&body[start..]).ok()?).ok()?;
     if let Some(s) = v.get("seq").and_then(|s| s.as_count()) {
         return Some(s);
     }
@@ -1347,7 +1347,7 @@ mod tests {
             r#"{{"type":"user/message","seq":{seq},"time":99,"data":{{"role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}},"id":"u{seq}"}},"surfaceOp":"append"}}"#,
             "x".repeat(300)
         );
-        let v = Value::parse(line.as_bytes()).unwrap().into_owned();
+        let v = Value::parse(&line).unwrap().into_owned();
         owned_event(Kind::UserMessage, seq, v)
     }
 
@@ -1600,7 +1600,7 @@ mod tests {
         let mut bad = user_msg(10);
         bad.value.set(
             "surfaceOp",
-            Value::parse(br#"{"op":"replace","start":77,"end":77}"#)
+            Value::parse(r#"{"op":"replace","start":77,"end":77}"#)
                 .unwrap()
                 .into_owned(),
         );
@@ -1610,7 +1610,7 @@ mod tests {
         // Retired shapes the loader refuses are never written either.
         let mut batch = app.lifecycle_prefix(5.0);
         let fallback = Value::parse(
-            br#"{"type":"request/header","seq":10,"time":5,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"fallback"}}"#,
+            r#"{"type":"request/header","seq":10,"time":5,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"fallback"}}"#,
         )
         .unwrap()
         .into_owned();

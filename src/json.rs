@@ -18,8 +18,16 @@ use std::fmt::Write as _;
 /// A JSON string. Either decoded UTF-8 text, or the escaped source text of a
 /// string that had backslash escapes (decoded on demand, because it may hold
 /// lone surrogates that no Rust `str` can).
+///
+/// Invariant: `raw` is always valid UTF-8. Unescaped strings are slices of
+/// a `&str` the parser was given (or text from [`JStr::from_text`]); escaped
+/// ones are such slices too, or text with `\uXXXX` escapes written by
+/// [`JStr::from_units`]. The `unsafe` reads of `raw` as `str` below rest on
+/// this, and it is why [`Value::parse`] takes `&str`, not bytes.
 #[derive(Clone, Debug)]
 pub struct JStr<'a> {
+    /// UTF-8 (see the invariant above); bytes only so that both kinds share
+    /// one field.
     raw: Cow<'a, [u8]>,
     /// `raw` is JSON-escaped source text (between the quotes) rather than text.
     escaped: bool,
@@ -159,6 +167,7 @@ impl<'a> JStr<'a> {
     /// The UTF-16 code units (JavaScript's view of the string).
     pub fn units(&self) -> Vec<u16> {
         if !self.escaped {
+            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             return s.encode_utf16().collect();
         }
@@ -181,6 +190,7 @@ impl<'a> JStr<'a> {
     /// The code points (`Array.from(s)`): a lone surrogate is one code point.
     pub fn code_points(&self) -> Vec<u32> {
         if !self.escaped {
+            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             return s.chars().map(|c| c as u32).collect();
         }
@@ -190,6 +200,7 @@ impl<'a> JStr<'a> {
     /// Number of code points.
     pub fn count_code_points(&self) -> usize {
         if !self.escaped {
+            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             return s.chars().count();
         }
@@ -223,6 +234,7 @@ impl<'a> JStr<'a> {
             (false, false) => self.raw == other.raw,
             (true, true) => self.escaped_units().eq(other.escaped_units()),
             (true, false) => {
+                // SAFETY: `other.raw` is UTF-8 (the invariant on `JStr`).
                 let s = unsafe { std::str::from_utf8_unchecked(&other.raw) };
                 self.escaped_units().eq(s.encode_utf16())
             }
@@ -234,6 +246,7 @@ impl<'a> JStr<'a> {
     pub fn write_json(&self, out: &mut String) {
         out.push('"');
         if !self.escaped {
+            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             write_escaped_str(out, s);
         } else {
@@ -400,6 +413,8 @@ impl Iterator for EscapedUnits<'_> {
             });
         }
         let len = utf8_len(c);
+        // SAFETY: `raw` is UTF-8 (the parser's input, or a `JStr`'s `raw`), and
+        // `c` is the lead byte of a character `utf8_len(c)` bytes long.
         let s = unsafe { std::str::from_utf8_unchecked(&raw[self.i..self.i + len]) };
         self.i += len;
         let ch = s.chars().next().unwrap();
@@ -453,6 +468,8 @@ fn decode_escaped(raw: &[u8], f: &mut dyn FnMut(u16)) {
         } else {
             // One UTF-8 character.
             let len = utf8_len(c);
+            // SAFETY: `raw` is UTF-8 (the parser's input, or a `JStr`'s `raw`), and
+            // `c` is the lead byte of a character `utf8_len(c)` bytes long.
             let s = unsafe { std::str::from_utf8_unchecked(&raw[i..i + len]) };
             let ch = s.chars().next().unwrap();
             let mut buf = [0u16; 2];
@@ -512,6 +529,8 @@ fn write_reescaped(out: &mut String, raw: &[u8]) {
     let mut i = 0;
     let mut run = 0;
     let flush = |out: &mut String, from: usize, to: usize| {
+        // SAFETY: `raw` is UTF-8 and the range starts and ends at an escape
+        // sequence (ASCII) or an end of `raw`: always character boundaries.
         out.push_str(unsafe { std::str::from_utf8_unchecked(&raw[from..to]) });
     };
     while i < raw.len() {
@@ -598,7 +617,22 @@ pub fn js_number(n: f64, out: &mut String) {
 
 impl<'a> Value<'a> {
     /// Parse one complete JSON text (surrounding whitespace allowed).
-    pub fn parse(text: &'a [u8]) -> Result<Value<'a>, ParseError> {
+    ///
+    /// The text is `&str` because the parser keeps unescaped strings as
+    /// borrowed bytes and hands them out as `&str` later ([`JStr::as_str`]):
+    /// the UTF-8 guarantee has to come from the caller's type.
+    ///
+    /// ```
+    /// let v = dsh::Value::parse(r#"{"type":"user/message","seq":3}"#).unwrap();
+    /// assert_eq!(v.get("seq").and_then(|s| s.as_count()), Some(3));
+    /// ```
+    ///
+    /// Bytes that may not be UTF-8 do not compile; validate them first:
+    ///
+    /// ```compile_fail
+    /// let _ = dsh::Value::parse(b"\"\xff\xfe\"");
+    /// ```
+    pub fn parse(text: &'a str) -> Result<Value<'a>, ParseError> {
         Self::parse_canonical(text).map(|(v, _)| v)
     }
 
@@ -606,16 +640,18 @@ impl<'a> Value<'a> {
     /// writes for the value (no whitespace, JavaScript's escapes and number
     /// spelling, no duplicate keys). For such a text any member's bytes can
     /// be copied instead of re-serialised.
-    pub fn parse_canonical(text: &'a [u8]) -> Result<(Value<'a>, bool), ParseError> {
-        Self::parse_with(text, false).map(|(v, c, _)| (v, c))
+    pub fn parse_canonical(text: &'a str) -> Result<(Value<'a>, bool), ParseError> {
+        Self::parse_with(text.as_bytes(), false).map(|(v, c, _)| (v, c))
     }
 
     /// [`Self::parse_canonical`] for an event line, also giving where its
     /// `data` and `data.message` values sit in the text.
-    pub fn parse_event_line(text: &'a [u8]) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
-        Self::parse_with(text, true)
+    pub fn parse_event_line(text: &'a str) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
+        Self::parse_with(text.as_bytes(), true)
     }
 
+    /// The parser proper. `text` must be valid UTF-8 (see [`JStr`]'s
+    /// invariant); only the `&str` entry points above call it.
     fn parse_with(
         text: &'a [u8],
         track: bool,
@@ -1354,6 +1390,7 @@ impl<'a> Parser<'a> {
             let f = v as f64;
             return Ok(Value::Num(if neg { -f } else { f }));
         }
+        // SAFETY: `b[start..i]` was scanned as a number literal: ASCII only.
         let s = unsafe { std::str::from_utf8_unchecked(&b[start..i]) };
         let f = s.parse::<f64>().unwrap_or(f64::NAN);
         if self.canonical {
@@ -1570,7 +1607,7 @@ mod tests {
     use super::*;
 
     fn rt(s: &str) -> String {
-        Value::parse(s.as_bytes()).unwrap().to_json()
+        Value::parse(s).unwrap().to_json()
     }
 
     #[test]
@@ -1614,18 +1651,18 @@ mod tests {
             ("[1 2]", None),
             ("[1,2]x", None),
         ] {
-            let got = Value::parse(text.as_bytes()).ok().map(|v| v.to_json());
+            let got = Value::parse(text).ok().map(|v| v.to_json());
             assert_eq!(got.as_deref(), want, "{text}");
         }
         // The depth limit holds for arrays of numbers too.
         let deep = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-        assert!(Value::parse(deep.as_bytes()).is_ok());
+        assert!(Value::parse(&deep).is_ok());
         let deeper = format!(
             "{}1{}",
             "[".repeat(MAX_DEPTH + 1),
             "]".repeat(MAX_DEPTH + 1)
         );
-        assert!(Value::parse(deeper.as_bytes()).is_err());
+        assert!(Value::parse(&deeper).is_err());
     }
 
     #[test]
@@ -1691,7 +1728,7 @@ mod tests {
                 lit.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
             }
             lit.push('"');
-            let Value::Str(s) = Value::parse(lit.as_bytes()).unwrap() else {
+            let Value::Str(s) = Value::parse(&lit).unwrap() else {
                 panic!()
             };
             assert_ne!(s.len16, LEN16_UNKNOWN);
@@ -1723,7 +1760,7 @@ mod tests {
 
     #[test]
     fn strings_keep_lone_surrogates_and_escape_like_javascript() {
-        let v = Value::parse(br#""\ud83d\ude80 \u0000 \u007f \u2028 \ud800 \/""#).unwrap();
+        let v = Value::parse(r#""\ud83d\ude80 \u0000 \u007f \u2028 \ud800 \/""#).unwrap();
         assert_eq!(
             v.to_json(),
             "\"\u{1F680} \\u0000 \u{7f} \u{2028} \\ud800 /\""
@@ -1756,16 +1793,16 @@ mod tests {
             "{}x",
             "\"\\x\"",
         ] {
-            assert!(Value::parse(bad.as_bytes()).is_err(), "{bad}");
+            assert!(Value::parse(bad).is_err(), "{bad}");
         }
-        assert!(Value::parse(b" {} \r").is_ok());
+        assert!(Value::parse(" {} \r").is_ok());
     }
 
     #[test]
     fn reescaping_matches_decode_then_escape() {
         let src =
             r#""a\/b \u00e9 \u0001 \n \" \\ \ud83d\ude80 \ud800x \udc00 \u2028 \u005c \u0022 \t""#;
-        let v = Value::parse(src.as_bytes()).unwrap();
+        let v = Value::parse(src).unwrap();
         let s = v.as_jstr().unwrap();
         let mut direct = String::new();
         s.write_json(&mut direct);
@@ -1784,7 +1821,7 @@ mod tests {
             s.push_str(if i % 7 == 0 { mixed } else { piece });
         }
         let json = Value::str(s.clone()).to_json();
-        let v = Value::parse(json.as_bytes()).unwrap();
+        let v = Value::parse(&json).unwrap();
         assert_eq!(v.as_jstr().unwrap().len16(), s.encode_utf16().count());
         let plain = JStr::from_text(s.clone());
         assert_eq!(plain.len16(), s.encode_utf16().count());
@@ -1806,7 +1843,7 @@ mod tests {
             (r#"{"a":1e21}"#, false),
             (r#"{"a":1e+21}"#, true),
         ] {
-            let (v, c) = Value::parse_canonical(s.as_bytes()).unwrap();
+            let (v, c) = Value::parse_canonical(s).unwrap();
             assert_eq!(c, want, "{s}");
             if c {
                 assert_eq!(v.to_json(), s);
@@ -1886,7 +1923,7 @@ mod tests {
                 let pos = (0..=pos).rev().find(|&p| s.is_char_boundary(p)).unwrap();
                 s.insert_str(pos, junk[next(junk.len() as u64) as usize]);
             }
-            let ours = Value::parse(s.as_bytes());
+            let ours = Value::parse(&s);
             let strict: Result<serde_json::Value, _> = serde_json::from_str(&s);
             if strict.as_ref().is_err_and(|e| {
                 let m = e.to_string();
@@ -1899,7 +1936,7 @@ mod tests {
             assert_eq!(ours.is_ok(), strict.is_ok(), "{s:?}: ours {ours:?}");
             if let Ok(v) = ours {
                 let text = v.to_json();
-                let again = Value::parse(text.as_bytes()).unwrap();
+                let again = Value::parse(&text).unwrap();
                 assert!(v.deep_eq(&again), "{s:?}");
             }
         }
@@ -1907,14 +1944,14 @@ mod tests {
 
     #[test]
     fn utf16_lengths() {
-        let v = Value::parse("\"a\u{1F642}é\"".as_bytes()).unwrap();
+        let v = Value::parse("\"a\u{1F642}é\"").unwrap();
         assert_eq!(v.as_jstr().unwrap().len16(), 4);
         assert_eq!(v.as_jstr().unwrap().count_code_points(), 3);
     }
 
     #[test]
     fn canonical_pretty_sorts_keys() {
-        let v = Value::parse(br#"{"b":[1,{}],"a":[]}"#).unwrap();
+        let v = Value::parse(r#"{"b":[1,{}],"a":[]}"#).unwrap();
         assert_eq!(
             v.to_canonical_pretty(),
             "{\n  \"a\": [],\n  \"b\": [\n    1,\n    {}\n  ]\n}"

@@ -9,7 +9,7 @@
 //! * **load** ([`log`]): bytes (plain or Zstandard) → validated events, each
 //!   streamed once to an [`log::Observer`] as it is folded into the
 //!   [`surface`] and the [`request_header`] fold; generation 3 has its own
-//!   decoder ([`g3`]);
+//!   decoder ([`log::g3`]);
 //! * **derive** ([`derive`](mod@derive)): the model-visible messages;
 //! * **measure** ([`meter`], [`policy`], [`config`]): DSH's token figure and
 //!   the routed pressure policy;
@@ -36,7 +36,7 @@ pub mod compact;
 pub mod config;
 pub mod derive;
 pub mod event;
-pub mod g3;
+pub mod heuristic;
 pub mod json;
 pub mod lock;
 pub mod log;

@@ -443,7 +443,7 @@ mod tests {
     use crate::event::Event;
 
     fn ev(seq: u64, line: &str) -> Event<'static> {
-        let v = Value::parse(line.as_bytes()).unwrap().into_owned();
+        let v = Value::parse(line).unwrap().into_owned();
         let kind = Kind::of(&v.get("type").unwrap().as_str().unwrap());
         Event {
             kind,

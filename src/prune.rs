@@ -532,7 +532,7 @@ mod tests {
     use super::*;
 
     fn blocks(json: &str) -> Vec<OwnedValue> {
-        Value::parse(json.as_bytes())
+        Value::parse(json)
             .unwrap()
             .into_owned()
             .as_arr()
@@ -552,7 +552,7 @@ mod tests {
             c.to_json().to_json(),
             r#"{"thresholdChars":8192,"headChars":4096,"tailChars":1024}"#
         );
-        let v = |s: &str| Value::parse(s.as_bytes()).unwrap().into_owned();
+        let v = |s: &str| Value::parse(s).unwrap().into_owned();
         assert_eq!(
             PruneConfig::resolve(Some(&v("100")), None, None)
                 .unwrap_err()

@@ -102,9 +102,20 @@ pub struct Surface {
     pub replacements: Vec<Replacement>,
     /// Sum of node prices.
     pub tokens: u64,
-    /// The plain log file that [`NodeBody::Span`] bodies point into, for
-    /// the rare rule that needs an old node's event again (R16).
-    pub reread: Option<Arc<std::path::PathBuf>>,
+    /// Where [`NodeBody::Span`] bodies can be read again, for the rare rule
+    /// that needs an old node's event (R16).
+    pub reread: Option<Arc<dyn NodeLines>>,
+}
+
+/// Reads a log line again by its place in the file.
+///
+/// The surface fold keeps most node bodies as `(offset, len)` spans into
+/// the log and needs one back only for rule R16. It gets them through this
+/// trait so that it does not depend on the loader's file handling (the
+/// loader depends on the surface, not the other way round).
+pub trait NodeLines: Send + Sync + std::fmt::Debug {
+    /// The `len` bytes of the line that starts at byte `offset`.
+    fn line_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>>;
 }
 
 fn err(rule: &'static str, message: impl Into<String>) -> SurfaceError {
@@ -322,7 +333,7 @@ pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
     let msg = ev.message();
     let projected = project(ev);
     let derives = projected.is_some();
-    let tokens = projected.map_or(0, crate::meter::estimate::price_message);
+    let tokens = projected.map_or(0, crate::heuristic::price_message);
     let msg_id = msg
         .and_then(|m| m.get("id"))
         .and_then(|i| i.as_jstr())
@@ -412,16 +423,16 @@ impl Surface {
                 format!("cannot read seq {} again to compare it: {why}", node.seq),
             )
         };
-        let path = self
+        let lines = self
             .reread
             .as_ref()
             .ok_or_else(|| cannot("no file".into()))?;
-        let mut line = vec![0u8; len];
-        std::fs::File::open(path.as_path())
-            .and_then(|mut f| crate::log::read_exact_at(&mut f, offset, &mut line))
+        let line = lines
+            .line_at(offset, len)
             .map_err(|e| cannot(e.to_string()))?;
-        let v =
-            crate::log::parse_line_again(&line).ok_or_else(|| cannot("the log changed".into()))?;
+        // Decoded as the loader decodes lines: invalid UTF-8 becomes U+FFFD.
+        let text = String::from_utf8_lossy(&line);
+        let v = Value::parse(&text).map_err(|_| cannot("the log changed".into()))?;
         Ok(rewrite_key(v.get("data").unwrap_or(&Value::Null)))
     }
 
@@ -560,7 +571,7 @@ mod tests {
                 r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"id":"a{seq}","role":"assistant","source":{{"kind":"model","provider":"p","model":"m"}},"content":[]}}}}{extra}}}"#
             ),
         };
-        let value = Value::parse(text.as_bytes()).unwrap().into_owned();
+        let value = Value::parse(&text).unwrap().into_owned();
         let kind = if kind == "user" {
             Kind::UserMessage
         } else {
@@ -646,7 +657,7 @@ mod tests {
     }
 
     fn key(s: &str) -> u64 {
-        rewrite_key(&Value::parse(s.as_bytes()).unwrap())
+        rewrite_key(&Value::parse(s).unwrap())
     }
 
     const BASE: &str = r#"{"turn":2,"step":1,"message":{"source":{"kind":"tool","callId":"c1"},"content":[{"type":"tool-result","toolCallId":"c1","content":[{"type":"text","text":"long output"}],"isError":true}],"role":"user","id":"m1"},"error":{"name":"E","code":"X"}}"#;

@@ -258,7 +258,7 @@ mod tests {
     use crate::log::packed;
 
     fn normal_way(line: &[u8]) -> Option<Lane> {
-        let v = Value::parse(line).ok()?;
+        let v = Value::parse(std::str::from_utf8(line).ok()?).ok()?;
         let span = packed::check(&v).ok()?;
         Some(Lane::Row(span, RowFacts::of(&v)?))
     }
@@ -330,7 +330,7 @@ mod tests {
     /// What the normal way makes of a line the lane took.
     fn normal_lane(line: &[u8]) -> Option<Lane> {
         use crate::event::{Event, Kind};
-        let v = Value::parse(std::str::from_utf8(line).ok()?.as_bytes()).ok()?;
+        let v = Value::parse(std::str::from_utf8(line).ok()?).ok()?;
         if packed::is_row(&v) {
             let span = packed::check(&v).ok()?;
             return Some(Lane::Row(span, RowFacts::of(&v)?));

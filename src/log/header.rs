@@ -44,7 +44,7 @@ fn is_neg_zero(v: &Value<'_>) -> bool {
 /// `delegationDepth` to 0; the returned warnings say so.
 pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<String>), LoadError> {
     let text = String::from_utf8_lossy(line);
-    let v = Value::parse(text.as_bytes()).map_err(|_| {
+    let v = Value::parse(&text).map_err(|_| {
         LoadError::corrupt("corrupt session log: header line is not valid JSON").line(1)
     })?;
     let mut warnings = Vec::new();

@@ -19,6 +19,7 @@
 
 pub mod error;
 pub mod fastlane;
+pub mod g3;
 pub mod header;
 pub mod legacy;
 pub mod packed;
@@ -365,6 +366,18 @@ pub(crate) fn read_exact_at(
     file.read_exact(buf)
 }
 
+/// A plain log file, read again by line for the surface fold's rule R16.
+#[derive(Debug)]
+struct FileLines(std::path::PathBuf);
+
+impl crate::surface::NodeLines for FileLines {
+    fn line_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let mut line = vec![0u8; len];
+        read_exact_at(&mut std::fs::File::open(&self.0)?, offset, &mut line)?;
+        Ok(line)
+    }
+}
+
 /// A line of the log read again, decoded as the loader decodes lines
 /// (invalid UTF-8 becomes U+FFFD); `None` when it is no longer JSON.
 pub(crate) fn parse_line_again(bytes: &[u8]) -> Option<OwnedValue> {
@@ -372,7 +385,7 @@ pub(crate) fn parse_line_again(bytes: &[u8]) -> Option<OwnedValue> {
         Ok(t) => std::borrow::Cow::Borrowed(t),
         Err(_) => String::from_utf8_lossy(bytes),
     };
-    Value::parse(text.as_bytes()).ok().map(Value::into_owned)
+    Value::parse(&text).ok().map(Value::into_owned)
 }
 
 fn failed_validation(id: &str, index: u64, msg: &str) -> LoadError {
@@ -468,13 +481,12 @@ impl Pipeline<'_> {
             && src.iter().any(|m| m.is_arr())
         {
             // Range-encoded sources (`[a, b]` for a..=b), tolerated on request.
-            let decoded =
-                crate::g3::decode_sources(ev.value.get("sourceEventSeqs").unwrap(), ev.seq)
-                    .map_err(|m| {
-                        failed_validation(&self.id, ev.seq, &format!("sourceEventSeqs: {m}"))
-                            .line(ev.line)
-                            .rule(LoadRule::Surface("R7"))
-                    })?;
+            let decoded = g3::decode_sources(ev.value.get("sourceEventSeqs").unwrap(), ev.seq)
+                .map_err(|m| {
+                    failed_validation(&self.id, ev.seq, &format!("sourceEventSeqs: {m}"))
+                        .line(ev.line)
+                        .rule(LoadRule::Surface("R7"))
+                })?;
             ev.value.set(
                 "sourceEventSeqs",
                 Value::Arr(decoded.into_iter().map(|n| Value::Num(n as f64)).collect()),
@@ -612,7 +624,7 @@ fn load_inner(
         .map_err(|e| raw_note(e.rule(LoadRule::Header)))?;
     if header.version == 3 {
         // A separate decoder: no G0 rule runs on a G3 log (§14.2).
-        return crate::g3::load(source, reader, header, warnings, opts, observer);
+        return g3::load(source, reader, header, warnings, opts, observer);
     }
     let container = reader.container();
     let span_bodies =
@@ -626,7 +638,7 @@ fn load_inner(
         span_bodies,
         surface: Surface {
             reread: match source {
-                LogSource::File(path) if span_bodies => Some(Arc::new(path.clone())),
+                LogSource::File(path) if span_bodies => Some(Arc::new(FileLines(path.clone()))),
                 _ => None,
             },
             ..Surface::default()

@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn check_agrees_with_expand() {
-        let row = br#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[2,-1],"args":["{\"a","\":","1}"]}}"#;
+        let row = r#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[2,-1],"args":["{\"a","\":","1}"]}}"#;
         let v = Value::parse(row).unwrap();
         let events = expand(&v).unwrap();
         let span = check(&v).unwrap();
@@ -255,7 +255,7 @@ mod tests {
             events[0].to_json(),
             r#"{"type":"assistant/chunk","seq":6,"time":100,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":0,"id":"c","name":"bash","argumentsDelta":"{\"a"}}}"#
         );
-        let bad = Value::parse(br#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b"]}}"#).unwrap();
+        let bad = Value::parse(r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b"]}}"#).unwrap();
         assert!(check(&bad).is_err() && expand(&bad).is_err());
     }
 }

@@ -44,7 +44,7 @@ pub struct ParsedLine {
     /// A chunk record checked by the fast lane, not parsed.
     pub lane: Option<Lane>,
     /// The line's text (as parsed: lossy-decoded if it was not UTF-8).
-    pub text: &'static [u8],
+    pub text: &'static str,
     /// The line is exactly what `JSON.stringify` writes for its value.
     pub canonical: bool,
     /// Where its `data` and `data.message` sit in the line.
@@ -96,20 +96,25 @@ impl RawBatch {
             let bytes = &base[start..start + len];
             // Node reads text as UTF-8 with replacement characters; valid
             // lines (nearly all) are used as they are.
-            let src: &'static [u8] = match simdutf8::basic::from_utf8(bytes) {
-                Ok(_) => bytes,
+            let src: &'static str = match simdutf8::basic::from_utf8(bytes) {
+                Ok(s) => s,
                 Err(_) => {
                     let s: Box<str> = String::from_utf8_lossy(bytes).into_owned().into_boxed_str();
                     // SAFETY: as above, the boxed str's heap buffer is owned by
-                    // the batch and never moves.
-                    let r: &'static [u8] =
-                        unsafe { std::slice::from_raw_parts(s.as_ptr(), s.len()) };
+                    // the batch and never moves; it came from a `str`, so it is
+                    // UTF-8.
+                    let r: &'static str = unsafe {
+                        std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                            s.as_ptr(),
+                            s.len(),
+                        ))
+                    };
                     lossy.push(s);
                     r
                 }
             };
             if lanes.rows
-                && let Some(lane) = fastlane::classify(src, lanes.chunk_lines)
+                && let Some(lane) = fastlane::classify(src.as_bytes(), lanes.chunk_lines)
             {
                 lines.push(ParsedLine {
                     no,

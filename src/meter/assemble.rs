@@ -488,7 +488,7 @@ mod tests {
     use super::*;
 
     fn op(json: &str) -> ChunkOp {
-        let v = Value::parse(json.as_bytes()).unwrap();
+        let v = Value::parse(json).unwrap();
         let mut id = 0;
         ChunkOp::of(Some(&v), &mut id)
     }
@@ -555,11 +555,11 @@ mod tests {
     fn javascript_concatenation_lengths() {
         // undefined text appends "undefined" (9 units); an emoji counts 2.
         assert_eq!(js_string_len16(None), 9);
-        let v = Value::parse("\"🙂\"".as_bytes()).unwrap();
+        let v = Value::parse("\"🙂\"").unwrap();
         assert_eq!(js_string_len16(Some(&v)), 2);
-        let v = Value::parse(b"[1,null,\"ab\"]").unwrap();
+        let v = Value::parse("[1,null,\"ab\"]").unwrap();
         assert_eq!(js_string_len16(Some(&v)), 5); // "1,,ab"
-        let v = Value::parse(b"1e21").unwrap();
+        let v = Value::parse("1e21").unwrap();
         assert_eq!(js_string_len16(Some(&v)), 5); // "1e+21"
     }
 

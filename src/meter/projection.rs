@@ -359,7 +359,7 @@ mod tests {
     use crate::event::owned_event;
 
     fn ev(seq: u64, json: &str) -> crate::event::OwnedEvent {
-        let v = Value::parse(json.as_bytes()).unwrap().into_owned();
+        let v = Value::parse(json).unwrap().into_owned();
         let kind = Kind::of(&v.get("type").unwrap().as_str().unwrap());
         owned_event(kind, seq, v)
     }

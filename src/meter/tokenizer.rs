@@ -181,7 +181,7 @@ mod tests {
     fn counts_the_priced_text_only() {
         let mut c = Counter::new(Encoding::O200k);
         let v = Value::parse(
-            br#"[{"type":"text","text":"hello world"},{"type":"tool-call","id":"ignored id","name":"bash","arguments":"{}"}]"#,
+            r#"[{"type":"text","text":"hello world"},{"type":"tool-call","id":"ignored id","name":"bash","arguments":"{}"}]"#,
         )
         .unwrap();
         let direct = c.count_str("hello world") + c.count_str("bash") + c.count_str("{}");

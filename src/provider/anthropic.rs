@@ -88,7 +88,7 @@ fn assistant_blocks(blocks: &[Value<'_>]) -> Vec<OwnedValue> {
                     .get("arguments")
                     .and_then(|a| a.as_str())
                     .unwrap_or_default();
-                let input = Value::parse(args.as_bytes())
+                let input = Value::parse(&args)
                     .ok()
                     .filter(|v| v.is_obj())
                     .map(|v| v.into_owned())
@@ -286,7 +286,7 @@ impl StreamDecoder for Decoder {
     }
 
     fn event(&mut self, ev: &SseEvent) -> Result<bool, ProviderError> {
-        let v = Value::parse(ev.data.as_bytes()).map_err(|_| malformed(&ev.data))?;
+        let v = Value::parse(&ev.data).map_err(|_| malformed(&ev.data))?;
         let ty = v
             .get("type")
             .and_then(|t| t.as_str())
@@ -472,7 +472,7 @@ mod tests {
             r#"{"role":"user","content":[{"type":"text","text":"instr"}]}"#,
         ]
         .iter()
-        .map(|s| Value::parse(s.as_bytes()).unwrap().into_owned())
+        .map(|s| Value::parse(s).unwrap().into_owned())
         .collect();
         let ep = Endpoint::new(Protocol::Anthropic, "http://h/anthropic", ApiKey::new("k"));
         let req = CompletionRequest {
@@ -480,7 +480,7 @@ mod tests {
             system: Some(Value::str("sys")),
             tools: Some(
                 Value::parse(
-                    br#"[{"name":"read","description":"d","parameters":{"type":"object"}}]"#,
+                    r#"[{"name":"read","description":"d","parameters":{"type":"object"}}]"#,
                 )
                 .unwrap()
                 .into_owned(),

@@ -66,7 +66,7 @@ impl ErrorBody {
     /// Read `{error:{message, type, code}}` from a body text (anything else
     /// gives empty parts).
     pub fn parse(body: &str) -> ErrorBody {
-        let Ok(v) = Value::parse(body.as_bytes()) else {
+        let Ok(v) = Value::parse(body) else {
             return ErrorBody::default();
         };
         Self::from_value(v.get("error").unwrap_or(&Value::Null))

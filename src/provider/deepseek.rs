@@ -329,7 +329,7 @@ impl StreamDecoder for Decoder {
         if ev.data == "[DONE]" {
             return Ok(true);
         }
-        let v = Value::parse(ev.data.as_bytes()).map_err(|_| malformed(&ev.data))?;
+        let v = Value::parse(&ev.data).map_err(|_| malformed(&ev.data))?;
         self.chunk(&v)?;
         Ok(false)
     }
@@ -424,12 +424,11 @@ mod tests {
     #[test]
     fn usage_prefers_cached_tokens_and_last_wins() {
         let u = map_usage(
-            &Value::parse(br#"{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":60},"prompt_cache_hit_tokens":10}"#).unwrap(),
+            &Value::parse(r#"{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":60},"prompt_cache_hit_tokens":10}"#).unwrap(),
         );
         assert_eq!(u.input_tokens, 40.0);
         assert_eq!(u.cache_read_tokens, Some(60.0));
-        let u =
-            map_usage(&Value::parse(br#"{"prompt_tokens":100,"completion_tokens":5}"#).unwrap());
+        let u = map_usage(&Value::parse(r#"{"prompt_tokens":100,"completion_tokens":5}"#).unwrap());
         assert_eq!(
             u.to_value().to_json(),
             r#"{"inputTokens":100,"outputTokens":5}"#
@@ -512,7 +511,7 @@ mod tests {
             r#"{"role":"user","content":[{"type":"tool-result","toolCallId":"d","content":[{"type":"text","text":"x"}]},{"type":"text","text":"t"}]}"#,
         ]
         .iter()
-        .map(|s| Value::parse(s.as_bytes()).unwrap().into_owned())
+        .map(|s| Value::parse(s).unwrap().into_owned())
         .collect();
         let out = map_messages(Some(&Value::str("sys")), &msgs).unwrap();
         assert_eq!(
@@ -524,7 +523,7 @@ mod tests {
                 r#"{"role":"user","content":"t"},{"role":"tool","tool_call_id":"d","content":"x"}]"#
             )
         );
-        let img = Value::parse(br#"{"role":"user","content":[{"type":"image","attachment":{}}]}"#)
+        let img = Value::parse(r#"{"role":"user","content":[{"type":"image","attachment":{}}]}"#)
             .unwrap()
             .into_owned();
         assert_eq!(

@@ -126,7 +126,7 @@ mod tests {
     use super::*;
 
     fn js(text: &str) -> Js {
-        let v = Value::parse(text.as_bytes()).unwrap();
+        let v = Value::parse(text).unwrap();
         Js::of(Some(&v))
     }
 
@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(js("{\"a\":1}").template(), "[object Object]");
         assert_eq!(stringify(None), "undefined");
         assert_eq!(
-            stringify(Some(&Value::parse(b"\"cmd\"").unwrap())),
+            stringify(Some(&Value::parse("\"cmd\"").unwrap())),
             "\"cmd\""
         );
     }

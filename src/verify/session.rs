@@ -309,7 +309,7 @@ mod tests {
     use crate::json::Value;
 
     fn event(seq: u64, text: &str) -> Event<'static> {
-        let value = Value::parse(text.as_bytes()).unwrap().into_owned();
+        let value = Value::parse(text).unwrap().into_owned();
         let kind = Kind::of(&value.get("type").unwrap().as_str().unwrap());
         Event {
             kind,

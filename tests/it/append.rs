@@ -154,7 +154,7 @@ fn user_message(seq: u64, text: &str) -> dsh::OwnedEvent {
     let line = format!(
         r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"role":"user","content":[{{"type":"text","text":"{text}"}}],"source":{{"kind":"user"}},"id":"w-{seq}"}},"surfaceOp":"append"}}"#
     );
-    let v = Value::parse(line.as_bytes()).unwrap().into_owned();
+    let v = Value::parse(&line).unwrap().into_owned();
     dsh::event::owned_event(dsh::Kind::UserMessage, seq, v)
 }
 

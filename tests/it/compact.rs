@@ -663,9 +663,7 @@ fn shared() -> Option<PathBuf> {
 
 /// Drop `time`, the compaction ids and the checkpoint message id.
 fn normalized(line: &str) -> String {
-    let mut v = dsh::json::Value::parse(line.as_bytes())
-        .unwrap()
-        .into_owned();
+    let mut v = dsh::json::Value::parse(line).unwrap().into_owned();
     v.remove("time");
     if let Some(d) = v.get_mut("data") {
         if d.has("compactionId") {
@@ -747,7 +745,7 @@ fn pressure_worked_example_reproduces_the_reference_bracket_and_request() {
     // The captured request body, byte for byte.
     let req = &server.join()[0];
     let captured = std::fs::read(ex.join("compact-pressure.summarizer-request.json")).unwrap();
-    let want = dsh::json::Value::parse(&captured).unwrap();
+    let want = dsh::json::Value::parse(std::str::from_utf8(&captured).unwrap()).unwrap();
     assert_eq!(
         String::from_utf8(req.body.clone()).unwrap(),
         want.get("body").unwrap().to_json()

@@ -9,7 +9,9 @@ use crate::support::{contains, corpus_logs, read_json, shared};
 fn messages_json(log: &dsh::LoadedLog) -> Value<'static> {
     let mut out = Vec::new();
     dsh::derive::write_messages_json(log, &mut out).unwrap();
-    Value::parse(&out).unwrap().into_owned()
+    Value::parse(std::str::from_utf8(&out).unwrap())
+        .unwrap()
+        .into_owned()
 }
 
 #[test]

@@ -81,7 +81,7 @@ fn stdin_reads_plain_and_zstd() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{name}");
-        let v = Value::parse(&out.stdout).unwrap();
+        let v = Value::parse(std::str::from_utf8(&out.stdout).unwrap()).unwrap();
         assert_eq!(seqs(&v, "nodes"), SESSION_NODES, "{name}");
     }
 }
@@ -124,7 +124,7 @@ fn messages_are_the_stored_messages_in_surface_order() {
         .arg(sample("coding-session.jsonl"))
         .output()
         .unwrap();
-    let v = Value::parse(&out.stdout).unwrap();
+    let v = Value::parse(std::str::from_utf8(&out.stdout).unwrap()).unwrap();
     let ids: Vec<String> = v
         .as_arr()
         .unwrap()
@@ -204,7 +204,7 @@ fn torn_tail_is_reported_and_the_open_turn_closed_in_memory() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("torn final line"), "{stderr}");
     assert!(stderr.contains("4 synthetic closer"), "{stderr}");
-    let v = Value::parse(&out.stdout).unwrap();
+    let v = Value::parse(std::str::from_utf8(&out.stdout).unwrap()).unwrap();
     assert_eq!(seqs(&v, "nodes"), [4, 24, 26, 27]);
     // Reading never modifies the file.
     assert_eq!(before, std::fs::read(&p).unwrap());
@@ -249,7 +249,7 @@ fn events_filters_by_type_and_turn() {
     let lines: Vec<Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
-        .map(|l| Value::parse(l.as_bytes()).unwrap().into_owned())
+        .map(|l| Value::parse(l).unwrap().into_owned())
         .collect();
     let got: Vec<(u64, String)> = lines
         .iter()
@@ -313,7 +313,10 @@ fn session_directory_id_and_cwd_resolve_under_dsh_home() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(
-            seqs(&Value::parse(&out.stdout).unwrap(), "nodes"),
+            seqs(
+                &Value::parse(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
+                "nodes"
+            ),
             SESSION_NODES,
             "{arg}"
         );
@@ -368,7 +371,7 @@ fn lenient_decodes_range_encoded_sources() {
         .lines()
         .find(|l| l.contains("\"type\":\"assistant/message\""))
         .unwrap();
-    let v = Value::parse(line.as_bytes()).unwrap();
+    let v = Value::parse(line).unwrap();
     let src: Vec<u64> = v
         .get("sourceEventSeqs")
         .unwrap()
@@ -395,7 +398,10 @@ fn lenient_decodes_range_encoded_sources() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("range-encoded sourceEventSeqs decoded"));
     assert_eq!(
-        seqs(&Value::parse(&out.stdout).unwrap(), "nodes"),
+        seqs(
+            &Value::parse(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
+            "nodes"
+        ),
         SESSION_NODES
     );
 }

@@ -127,7 +127,12 @@ fn invalid_generation_3_variants_are_refused() {
             "case {i} should be refused: {}",
             String::from_utf8_lossy(&out.stdout)
         );
-        assert!(Value::parse(&out.stdout).unwrap().get("error").is_some());
+        assert!(
+            Value::parse(std::str::from_utf8(&out.stdout).unwrap())
+                .unwrap()
+                .get("error")
+                .is_some()
+        );
     }
 }
 

@@ -9,6 +9,7 @@ mod completions;
 mod conformance;
 mod foundation;
 mod g3;
+mod layering;
 mod locks;
 mod measure;
 mod provider;

@@ -59,7 +59,7 @@ pub fn load(p: &Path) -> LoadedLog {
 
 pub fn json(out: &[u8]) -> Value<'static> {
     let text = String::from_utf8_lossy(out);
-    Value::parse(text.trim().as_bytes())
+    Value::parse(text.trim())
         .unwrap_or_else(|e| panic!("not JSON ({e}): {text:.300}"))
         .into_owned()
 }
@@ -130,7 +130,7 @@ fn prune_example_reproduced_byte_for_byte() {
         .unwrap();
     assert_eq!(plan.events.len(), expected.len());
     for (ev, want) in plan.events.iter().zip(&expected) {
-        let want_v = Value::parse(want.as_bytes()).unwrap();
+        let want_v = Value::parse(want).unwrap();
         let mut got = ev.value.clone();
         got.set("time", want_v.get("time").unwrap().clone().into_owned());
         assert_eq!(got.to_json(), *want, "seq {}", ev.seq);
@@ -170,13 +170,13 @@ fn prune_example_reproduced_byte_for_byte() {
     );
     for (g, want) in got[2..].iter().zip(&expected) {
         let shift = |s: &str| -> String {
-            let mut v = Value::parse(s.as_bytes()).unwrap().into_owned();
+            let mut v = Value::parse(s).unwrap().into_owned();
             v.set("time", Value::from(0u64));
             let seq = v.get("seq").unwrap().as_f64().unwrap();
             v.set("seq", Value::from(seq));
             v.to_json()
         };
-        let mut gv = Value::parse(g.as_bytes()).unwrap().into_owned();
+        let mut gv = Value::parse(g).unwrap().into_owned();
         let seq = gv.get("seq").unwrap().as_f64().unwrap();
         gv.set("seq", Value::from(seq - 2.0));
         assert_eq!(shift(&gv.to_json()), shift(want));
@@ -214,7 +214,9 @@ fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
             let Ok(bytes) = fs::read(&exp_path) else {
                 continue;
             };
-            let expected = Value::parse(&bytes).unwrap().into_owned();
+            let expected = Value::parse(std::str::from_utf8(&bytes).unwrap())
+                .unwrap()
+                .into_owned();
             let out = dsh()
                 .args(["prune", "--dry-run", "--json", "-q"])
                 .arg(&p)
@@ -305,7 +307,7 @@ fn prune_writes_the_lifecycle_then_the_pairs() {
     let types: Vec<String> = new
         .iter()
         .map(|l| {
-            Value::parse(l.as_bytes())
+            Value::parse(l)
                 .unwrap()
                 .get("type")
                 .unwrap()

@@ -43,7 +43,7 @@ pub fn json_of(args: &[&str]) -> (Value<'static>, i32) {
     let out = dsh().args(args).output().unwrap();
     let code = out.status.code().unwrap_or(-1);
     let text = String::from_utf8(out.stdout).unwrap();
-    let v = Value::parse(text.trim().as_bytes())
+    let v = Value::parse(text.trim())
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {text:.300}"))
         .into_owned();
     (v, code)
@@ -52,7 +52,9 @@ pub fn json_of(args: &[&str]) -> (Value<'static>, i32) {
 /// Parse a file as one JSON document.
 pub fn read_json(p: &Path) -> Value<'static> {
     let bytes = std::fs::read(p).unwrap();
-    Value::parse(&bytes).unwrap().into_owned()
+    Value::parse(std::str::from_utf8(&bytes).unwrap())
+        .unwrap()
+        .into_owned()
 }
 
 /// Check that `actual` holds every key and value of `expected` (extra object

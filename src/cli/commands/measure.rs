@@ -115,7 +115,7 @@ fn parse_header(arg: &str) -> Result<OwnedValue> {
             .map_err(|e| UsageError(format!("{e:#}")))?,
         None => arg.to_string(),
     };
-    let v = Value::parse(text.as_bytes())
+    let v = Value::parse(&text)
         .map_err(|e| UsageError(format!("--header-json is not JSON: {e}")))?
         .into_owned();
     let v = match (v.get("config"), v.get("header")) {

@@ -400,7 +400,7 @@ pub(crate) fn load(
     {
         let no = line.no;
         let text = String::from_utf8_lossy(line.bytes);
-        let parsed = Value::parse(text.as_bytes());
+        let parsed = Value::parse(&text);
         if truncated_at.is_some() {
             continue;
         }

@@ -67,7 +67,7 @@ mod tests {
     use super::*;
 
     fn v(s: &str) -> Value<'_> {
-        Value::parse(s.as_bytes()).unwrap()
+        Value::parse(s).unwrap()
     }
 
     #[test]

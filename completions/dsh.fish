@@ -81,7 +81,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand measure" -s h -l help -d 'Print 
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s t -l type -d 'Only events of these types (a trailing `/` matches a family, e.g. `tool/`)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l turn -d 'Only events of this turn' -r
-complete -c dsh -n "__fish_dsh_using_subcommand events" -l width -d 'Cut previews to this many characters' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l width -d 'Cut previews to this many characters (default: what fits the terminal, 100 into a pipe)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s a -l all -d 'Show every event, log-only ones (chunks, steps, headers…) included'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'

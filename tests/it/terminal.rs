@@ -62,3 +62,100 @@ fn a_closed_pipe_ends_every_reader_quietly_with_its_own_status() {
         );
     }
 }
+
+/// Run dsh in a pseudo-terminal of `cols` columns (through `script`), and
+/// return its output without escape sequences; `None` when `script` is absent.
+fn in_terminal(cols: u16, args: &[&str]) -> Option<String> {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED pseudo-terminal test: `script` (util-linux) is not installed");
+        return None;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("dsh");
+    let quoted: Vec<String> = std::iter::once(bin.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let cmd = format!("stty cols {cols} rows 50; {}", quoted.join(" "));
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("COLUMNS")
+        .env_remove("DSH_HOME")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let ansi = regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
+    Some(ansi.replace_all(&text, "").into_owned())
+}
+
+fn widest(text: &str) -> usize {
+    text.lines()
+        .map(unicode_width::UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn reports_fit_80_columns_and_use_200() {
+    let log = sample("coding-session.jsonl");
+    let log = log.to_str().unwrap();
+    let compacted = sample("compacted.jsonl");
+    let busy = sample("locks-busy.jsonl");
+    let cases: &[&[&str]] = &[
+        &["surface", log],
+        &["measure", log],
+        &["measure", "--nodes", log],
+        &["measure", log, compacted.to_str().unwrap()],
+        &["events", log],
+        &["locks", busy.to_str().unwrap()],
+        &["verify", log],
+        &["header", log],
+        &["load", log],
+        &["prune", "--dry-run", "--allow-closed-turn", log],
+    ];
+    for cols in [80u16, 200] {
+        for args in cases {
+            let Some(text) = in_terminal(cols, args) else {
+                return;
+            };
+            assert!(
+                !text.trim().is_empty(),
+                "`dsh {}` printed nothing",
+                args.join(" ")
+            );
+            assert!(
+                widest(&text) <= usize::from(cols),
+                "{cols} columns: `dsh {}` has a {}-column line:\n{text}",
+                args.join(" "),
+                widest(&text)
+            );
+        }
+    }
+    let Some(wide) = in_terminal(200, &["surface", log]) else {
+        return;
+    };
+    assert!(
+        widest(&wide) > 120,
+        "a 200-column terminal is used:\n{wide}"
+    );
+    let narrow = in_terminal(80, &["surface", log]).unwrap();
+    assert!(
+        narrow.contains('…'),
+        "previews are cut with an ellipsis:\n{narrow}"
+    );
+    let rows = narrow.lines().filter(|l| l.starts_with('│')).count();
+    assert_eq!(rows, 17, "one line per node plus the header:\n{narrow}");
+}
+
+#[test]
+fn numbers_have_one_thousands_format_and_are_right_aligned() {
+    let log = sample("coding-session.jsonl");
+    let out = dsh()
+        .args(["surface", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("1,050 token(s)"), "{text}");
+    // The tokens column is right-aligned: `    27 ┆` not `27     ┆`.
+    assert!(text.contains("┆     27 ┆"), "{text}");
+}

@@ -122,7 +122,7 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
             t.add_row(vec![
                 "context window".to_string(),
                 c.get("contextWindow")
-                    .map(|w| w.to_json())
+                    .map(|w| w.as_f64().map_or_else(|| w.to_json(), render::num_f64))
                     .unwrap_or_else(|| "unknown".into()),
             ]);
         }

@@ -246,6 +246,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         "age",
         "detail",
     ]);
+    t.drop_first(&["compactionId", "owner", "seq"]);
     let mut notes = Vec::new();
     for (src, r) in sources.iter().zip(results) {
         let file = src.display();

@@ -362,25 +362,12 @@ fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
     v
 }
 
-/// `1234567` → `1,234,567`; non-integers as JavaScript prints them.
 fn fmt_tokens(x: f64) -> String {
-    if !(x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15) {
-        return Value::Num(x).to_json();
-    }
-    let neg = x < 0.0;
-    let digits = (x.abs() as u64).to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if neg { format!("-{out}") } else { out }
+    render::num_f64(x)
 }
 
 fn fmt_u(x: u64) -> String {
-    fmt_tokens(x as f64)
+    render::num(x)
 }
 
 fn bar(fraction: f64, width: usize) -> String {
@@ -646,6 +633,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         "headroom",
         "baseline",
     ]);
+    table.drop_first(&["baseline", "route", "window", "threshold"]);
     for item in &items {
         let (file, outcome) = match item {
             Err((arg, e)) => (arg.clone(), Err(load_error_json(e))),

@@ -15,7 +15,7 @@ use crate::cli::ctx::load_config;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
-use crate::cli::render::{Out, outln, outp};
+use crate::cli::render::{Out, num, outln, outp};
 
 /// Prune oversized tool results exactly as the reference does, appended to the log.
 ///
@@ -497,12 +497,12 @@ fn print_readable(
             p.original_seq.to_string(),
             p.replacement_seq.to_string(),
             call,
-            format!("{} → {}", p.chars_before, p.chars_after),
-            format!("{} → {}", p.tokens_before, p.tokens_after),
+            format!("{} → {}", num(p.chars_before), num(p.chars_after)),
+            format!("{} → {}", num(p.tokens_before), num(p.tokens_after)),
         ];
         for b in bpe {
             let (_, before, after) = b.pruned[i];
-            row.push(format!("{before} → {after}"));
+            row.push(format!("{} → {}", num(before), num(after)));
         }
         t.add_row(row);
     }
@@ -512,19 +512,19 @@ fn print_readable(
     outln!(
         o,
         "{verb} {n} tool result(s): {} code point(s) removed; surface {} → {} tokens by the DSH heuristic ({} saved)",
-        plan.chars_removed,
-        plan.surface_tokens_before,
-        plan.surface_tokens_after,
-        plan.surface_tokens_before - plan.surface_tokens_after
+        num(plan.chars_removed),
+        num(plan.surface_tokens_before),
+        num(plan.surface_tokens_after),
+        num(plan.surface_tokens_before - plan.surface_tokens_after)
     )?;
     for b in bpe {
         outln!(
             o,
             "  {}: surface {} → {} tokens ({} saved)",
             b.encoding.name(),
-            b.surface_before,
-            b.surface_after(),
-            b.saved()
+            num(b.surface_before),
+            num(b.surface_after()),
+            num(b.saved())
         )?;
     }
     let first = prefix.first().map_or(plan.base_seq, |e| e.seq);

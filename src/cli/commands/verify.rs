@@ -205,9 +205,7 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         Format::Github => ctx
             .out
             .write_all(github(&reports, args.deny_warnings).as_bytes())?,
-        Format::Human => ctx
-            .out
-            .write_all(human(&reports, args.deny_warnings).as_bytes())?,
+        Format::Human => ctx.out.text(&human(&reports, args.deny_warnings))?,
     }
     Ok(status)
 }

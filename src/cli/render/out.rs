@@ -31,11 +31,39 @@ impl Out {
         w.flush()
     }
 
-    /// Print formatted text and a newline.
+    /// Print formatted text and a newline. On a terminal, prose wider than
+    /// it is word-wrapped (tables arrive already fitted).
     pub fn line(&self, args: fmt::Arguments<'_>) -> io::Result<()> {
         let mut w = self.stream();
-        w.write_fmt(args)?;
-        w.write_all(b"\n")?;
+        match super::width() {
+            Some(width) => {
+                let text = args.to_string();
+                for l in text.split('\n') {
+                    w.write_all(super::wrap(l, width).as_bytes())?;
+                    w.write_all(b"\n")?;
+                }
+            }
+            None => {
+                w.write_fmt(args)?;
+                w.write_all(b"\n")?;
+            }
+        }
+        w.flush()
+    }
+
+    /// Print a report of text lines; on a terminal, lines wider than it
+    /// are word-wrapped.
+    pub fn text(&self, s: &str) -> io::Result<()> {
+        let Some(width) = super::width() else {
+            return self.write_all(s.as_bytes());
+        };
+        let mut w = self.stream();
+        for (i, l) in s.split('\n').enumerate() {
+            if i > 0 {
+                w.write_all(b"\n")?;
+            }
+            w.write_all(super::wrap(l, width).as_bytes())?;
+        }
         w.flush()
     }
 

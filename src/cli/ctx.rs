@@ -99,7 +99,11 @@ impl Ctx {
             return;
         }
         for w in &log.warnings {
-            eprintln!("dsh: warning: {}: {w}", log.source.display());
+            eprintln!(
+                "{} {}: {w}",
+                crate::cli::render::warning_tag(),
+                log.source.display()
+            );
         }
     }
 
@@ -113,7 +117,7 @@ impl Ctx {
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line
     /// on stderr always.
     pub fn report_load_error(&self, e: &LoadError) -> Status {
-        eprintln!("dsh: error: {e}");
+        eprintln!("{} {e}", crate::cli::render::error_tag());
         if self.json {
             let _ = self.print_json(&load_error_json(e));
         }

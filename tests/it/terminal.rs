@@ -66,6 +66,13 @@ fn a_closed_pipe_ends_every_reader_quietly_with_its_own_status() {
 /// Run dsh in a pseudo-terminal of `cols` columns (through `script`), and
 /// return its output without escape sequences; `None` when `script` is absent.
 fn in_terminal(cols: u16, args: &[&str]) -> Option<String> {
+    let text = in_terminal_env(cols, args, &[("NO_COLOR", "1")])?;
+    let ansi = regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
+    Some(ansi.replace_all(&text, "").into_owned())
+}
+
+/// [`in_terminal`] with these variables set, escape sequences kept.
+fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("SKIPPED pseudo-terminal test: `script` (util-linux) is not installed");
         return None;
@@ -80,12 +87,13 @@ fn in_terminal(cols: u16, args: &[&str]) -> Option<String> {
         .args(["-qec", &cmd, "/dev/null"])
         .env_remove("COLUMNS")
         .env_remove("DSH_HOME")
-        .env("NO_COLOR", "1")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env("TERM", "xterm-256color")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
-    let ansi = regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
-    Some(ansi.replace_all(&text, "").into_owned())
+    Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
 }
 
 fn widest(text: &str) -> usize {
@@ -158,4 +166,63 @@ fn numbers_have_one_thousands_format_and_are_right_aligned() {
     assert!(text.contains("1,050 token(s)"), "{text}");
     // The tokens column is right-aligned: `    27 ┆` not `27     ┆`.
     assert!(text.contains("┆     27 ┆"), "{text}");
+}
+
+#[test]
+fn color_follows_the_flag_no_color_and_clicolor_force() {
+    let log = sample("coding-session.jsonl");
+    let busy = sample("locks-busy.jsonl");
+    let refused = sample("refused.jsonl");
+    let esc = |o: &std::process::Output| o.stdout.contains(&0x1b);
+    for args in [
+        vec!["measure", log.to_str().unwrap()],
+        vec!["locks", busy.to_str().unwrap()],
+        vec!["verify", refused.to_str().unwrap()],
+    ] {
+        let plain = dsh()
+            .args(&args)
+            .env_remove("CLICOLOR_FORCE")
+            .output()
+            .unwrap();
+        assert!(!esc(&plain), "no color into a pipe: dsh {args:?}");
+        let always = dsh().arg("--color=always").args(&args).output().unwrap();
+        assert!(esc(&always), "--color always colors: dsh {args:?}");
+        let forced = dsh()
+            .args(&args)
+            .env("CLICOLOR_FORCE", "1")
+            .output()
+            .unwrap();
+        assert!(esc(&forced), "CLICOLOR_FORCE colors: dsh {args:?}");
+        let never = dsh()
+            .arg("--color=never")
+            .args(&args)
+            .env("CLICOLOR_FORCE", "1")
+            .output()
+            .unwrap();
+        assert!(!esc(&never), "--color never wins: dsh {args:?}");
+        // Color never changes the JSON.
+        let json = dsh()
+            .arg("--color=always")
+            .arg("--json")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!esc(&json), "no color in JSON: dsh {args:?}");
+    }
+}
+
+#[test]
+fn no_color_on_a_terminal_means_no_escapes() {
+    let log = sample("coding-session.jsonl");
+    let Some(colored) = in_terminal_env(100, &["measure", log.to_str().unwrap()], &[]) else {
+        return;
+    };
+    assert!(colored.contains('\x1b'), "a terminal gets color: {colored}");
+    let plain = in_terminal_env(
+        100,
+        &["measure", log.to_str().unwrap()],
+        &[("NO_COLOR", "1")],
+    )
+    .unwrap();
+    assert!(!plain.contains('\x1b'), "NO_COLOR: {plain}");
 }

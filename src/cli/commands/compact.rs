@@ -703,7 +703,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     if session.is_dry_run() && !ctx.quiet {
         for b in session.blockers() {
             if !matches!(b, Blocker::CompactionLock { .. }) {
-                eprintln!("dsh: warning: a real run would refuse: {b}");
+                eprintln!(
+                    "{} a real run would refuse: {b}",
+                    crate::cli::render::warning_tag()
+                );
             }
         }
     }

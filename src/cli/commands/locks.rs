@@ -13,7 +13,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
-use crate::cli::render::outln;
+use crate::cli::render::{Tone, outln};
 
 /// List compaction locks (matched, stale, busy) and release a crashed one.
 ///
@@ -255,7 +255,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 errors += 1;
                 status = status.worst(Status::InvalidLog);
                 if !ctx.quiet || ctx.json {
-                    eprintln!("dsh: error: {e}");
+                    eprintln!("{} {e}", crate::cli::render::error_tag());
                 }
                 let mut v = load_error_json(&e);
                 if let Value::Obj(o) = &mut v {
@@ -266,7 +266,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             Ok((rep, warnings)) => {
                 if !ctx.quiet {
                     for w in &warnings {
-                        eprintln!("dsh: warning: {file}: {w}");
+                        eprintln!("{} {file}: {w}", crate::cli::render::warning_tag());
                     }
                 }
                 busy += rep
@@ -300,14 +300,19 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         .as_jstr()
                         .map(|s| s.to_lossy().into_owned())
                         .unwrap_or_else(|| b.compaction_id.to_json());
-                    t.add_row(vec![
-                        file.clone(),
-                        b.seq.to_string(),
-                        id,
-                        b.owner(),
-                        b.status.as_str().to_string(),
-                        age(now - b.time),
-                        detail(b),
+                    let tone = match b.status {
+                        LockStatus::Busy => Some(Tone::Bad),
+                        LockStatus::Stale | LockStatus::Orphaned => Some(Tone::Warn),
+                        _ => None,
+                    };
+                    t.add_toned_row(vec![
+                        (file.clone(), None),
+                        (b.seq.to_string(), None),
+                        (id, None),
+                        (b.owner(), None),
+                        (b.status.as_str().to_string(), tone),
+                        (age(now - b.time), None),
+                        (detail(b), None),
                     ]);
                 }
                 for a in &rep.anomalies {

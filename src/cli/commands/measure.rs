@@ -14,7 +14,7 @@ use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::{Out, outln};
+use crate::cli::render::{Out, Tone, outln, paint};
 use crate::cli::{many, render};
 
 /// Measure context pressure exactly as the DSH harness does.
@@ -242,7 +242,12 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
         Ok(x) => x,
         Err(MeasureError::Load(e)) => return Err(e.into()),
         Err(MeasureError::Meter(e)) => {
-            eprintln!("dsh: error: {}: {e} (seq {})", src.display(), e.seq());
+            eprintln!(
+                "{} {}: {e} (seq {})",
+                crate::cli::render::error_tag(),
+                src.display(),
+                e.seq()
+            );
             if ctx.json {
                 ctx.print_json(&meter_error_json(&e, &src.display()))?;
             }
@@ -251,7 +256,7 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     };
     if !ctx.quiet {
         for w in &warnings {
-            eprintln!("dsh: warning: {}: {w}", r.file);
+            eprintln!("{} {}: {w}", crate::cli::render::warning_tag(), r.file);
         }
     }
     let over = r
@@ -409,11 +414,16 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
                     ""
                 }
             )?;
+            let tone = if b.over_threshold(total) {
+                Tone::Bad
+            } else {
+                Tone::Good
+            };
             outln!(
                 o,
-                "pressure  {} {:.2}% of the {} window ({src})",
-                bar(total / window, 30),
-                total / window * 100.0,
+                "pressure  {} {} of the {} window ({src})",
+                paint(&bar(total / window, 30), tone),
+                paint(&format!("{:.2}%", total / window * 100.0), tone),
                 fmt_u(b.context_window)
             )?;
             outln!(
@@ -423,9 +433,9 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
                 fmt_u(b.threshold_tokens),
                 Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),
                 if b.over_threshold(total) {
-                    "OVER by"
+                    paint("OVER by", Tone::Bad)
                 } else {
-                    "headroom"
+                    "headroom".to_string()
                 },
                 fmt_tokens(b.headroom(total).abs())
             )?;
@@ -658,7 +668,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                     .and_then(|e| e.as_str())
                     .unwrap_or_default()
                     .into_owned();
-                eprintln!("dsh: error: {file}: {msg}");
+                eprintln!("{} {file}: {msg}", crate::cli::render::error_tag());
                 ev.remove("schema_version");
                 ev.set("file", file.as_str().into());
                 json_rows.push(ev);
@@ -668,10 +678,14 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
             Ok((r, warnings)) => {
                 if !ctx.quiet {
                     for w in &warnings {
-                        eprintln!("dsh: warning: {}: {w}", r.file);
+                        eprintln!("{} {}: {w}", crate::cli::render::warning_tag(), r.file);
                     }
                 }
                 let total = r.m.total_tokens;
+                let over = r
+                    .policy
+                    .as_ref()
+                    .is_ok_and(|p| p.budgets.over_threshold(total));
                 let (route, window, pct, thr, head) = match &r.policy {
                     Ok(p) => {
                         let b = &p.budgets;
@@ -701,15 +715,16 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                         )
                     }
                 };
-                table.add_row(vec![
-                    shown,
-                    route,
-                    fmt_tokens(total),
-                    window,
-                    pct,
-                    thr,
-                    head,
-                    r.m.baseline.kind.as_str().to_string(),
+                let hot = over.then_some(Tone::Bad);
+                table.add_toned_row(vec![
+                    (shown, None),
+                    (route, None),
+                    (fmt_tokens(total), hot),
+                    (window, None),
+                    (pct, hot),
+                    (thr, None),
+                    (head, hot),
+                    (r.m.baseline.kind.as_str().to_string(), None),
                 ]);
                 json_rows.push(report_json(&r, args.at, false));
             }

@@ -17,6 +17,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
+use crate::cli::render::{Tone, paint};
 
 /// Audit logs against every check of the compaction spec (all violations).
 ///
@@ -188,7 +189,7 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     if !ctx.quiet && format != Format::Json {
         for r in &reports {
             for n in &r.notes {
-                eprintln!("dsh: warning: {}: {n}", r.file);
+                eprintln!("{} {}: {n}", crate::cli::render::warning_tag(), r.file);
             }
         }
     }
@@ -382,6 +383,25 @@ fn location(f: &Finding) -> String {
     s
 }
 
+/// A count in its tone when it is not zero.
+fn toned(s: String, tone: Tone) -> String {
+    if s.starts_with("0 ") {
+        s
+    } else {
+        paint(&s, tone)
+    }
+}
+
+/// A severity in its color.
+fn severity(s: Severity) -> String {
+    let tone = if s == Severity::Error {
+        Tone::Bad
+    } else {
+        Tone::Warn
+    };
+    paint(&s.to_string(), tone)
+}
+
 /// The readable report: per file, findings grouped by check.
 fn human(reports: &[Report], deny_warnings: bool) -> String {
     let mut out = String::new();
@@ -389,10 +409,16 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
         let verdict = r.verdict(deny_warnings);
         match verdict {
             Verdict::Refused => {
-                let _ = writeln!(out, "{}: refused", r.file);
+                let _ = writeln!(out, "{}: {}", r.file, paint("refused", Tone::Bad));
             }
             _ if r.findings.is_empty() => {
-                let _ = writeln!(out, "{}: clean ({} events)", r.file, r.events);
+                let _ = writeln!(
+                    out,
+                    "{}: {} ({} events)",
+                    r.file,
+                    paint("clean", Tone::Good),
+                    r.events
+                );
                 continue;
             }
             _ => {
@@ -400,8 +426,8 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
                     out,
                     "{}: {}, {} ({} events){}",
                     r.file,
-                    plural(r.count(Severity::Error), "error"),
-                    plural(r.count(Severity::Warning), "warning"),
+                    toned(plural(r.count(Severity::Error), "error"), Tone::Bad),
+                    toned(plural(r.count(Severity::Warning), "warning"), Tone::Warn),
                     r.events,
                     if verdict == Verdict::Clean {
                         ": clean"
@@ -423,7 +449,7 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {check} ({}{section}): {}",
-                check.severity(),
+                severity(check.severity()),
                 check.title()
             );
             for f in fs {

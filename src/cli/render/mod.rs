@@ -1,11 +1,23 @@
 //! Rendering helpers: the output door, tables and progress.
 
+pub mod color;
 pub mod out;
 pub mod table;
 
 pub(crate) use out::{Out, outln, outp};
 
+pub use color::{Tone, paint};
 pub use table::{table, width};
+
+/// `dsh: error:` for standard error, red when it gets color.
+pub fn error_tag() -> String {
+    color::paint_err("dsh: error:", Tone::Bad)
+}
+
+/// `dsh: warning:` for standard error, yellow when it gets color.
+pub fn warning_tag() -> String {
+    color::paint_err("dsh: warning:", Tone::Warn)
+}
 
 /// Cut a line to `width` terminal columns (wide characters count two),
 /// ending in `…` when something was cut.
@@ -30,8 +42,24 @@ pub fn cut(s: &str, width: usize) -> String {
 }
 
 /// Display width of a string in terminal columns.
+/// Escape sequences (color) take no room.
 pub fn display_width(s: &str) -> usize {
-    unicode_width::UnicodeWidthStr::width(s)
+    use unicode_width::UnicodeWidthChar;
+    let mut w = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: ESC [ parameters… final letter.
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        w += c.width().unwrap_or(0);
+    }
+    w
 }
 
 /// Word-wrap one line of prose to `width` columns. Continuation lines are

@@ -72,9 +72,28 @@ impl Tbl {
         self
     }
 
+    /// Add a row whose cells may carry a tone (colored when stdout gets color).
+    pub fn add_toned_row(&mut self, cells: Vec<(String, Option<super::Tone>)>) -> &mut Self {
+        let row: Vec<comfy_table::Cell> = cells
+            .into_iter()
+            .map(|(s, tone)| {
+                let cell = comfy_table::Cell::new(s);
+                match tone.and_then(|t| t.cell_color()) {
+                    Some(c) if super::color::on() => cell.fg(c),
+                    _ => cell,
+                }
+            })
+            .collect();
+        self.table.add_row(row);
+        self
+    }
+
     /// The table laid out for `width` columns (`None`: no limit).
     pub fn fitted(&self, width: Option<usize>) -> Table {
         let mut t = self.table.clone();
+        if super::color::on() {
+            t.enforce_styling();
+        }
         right_align_numbers(&mut t);
         for r in t.row_iter_mut() {
             r.max_height(1);

@@ -56,6 +56,7 @@ use crate::policy::{
     DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER, ModelPolicy, Policy, PolicyConfig,
     Retention,
 };
+use crate::provider::Protocol;
 
 /// The pruner marker length in code points (`"\n\n[... tool result middle pruned ...]\n\n"`).
 pub const PRUNE_MARKER_CHARS: u64 = 39;
@@ -98,26 +99,6 @@ impl Default for PrunerConfig {
     }
 }
 
-/// The wire protocol of a route (dsh extension).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RouteKind {
-    /// DeepSeek chat completions (compaction §6.3).
-    #[default]
-    Deepseek,
-    /// Anthropic-compatible messages (compaction §6.7).
-    Anthropic,
-}
-
-impl RouteKind {
-    /// `"deepseek"` / `"anthropic"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RouteKind::Deepseek => "deepseek",
-            RouteKind::Anthropic => "anthropic",
-        }
-    }
-}
-
 /// One `models` entry of a route.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteModel {
@@ -133,7 +114,7 @@ pub struct RouteConfig {
     /// Provider name (unique).
     pub provider: String,
     /// Wire protocol.
-    pub kind: RouteKind,
+    pub kind: Protocol,
     /// Capacity of models not listed.
     pub default_context_window: Option<u64>,
     /// The model catalog.
@@ -154,7 +135,7 @@ pub struct Route {
     /// Model.
     pub model: String,
     /// Wire protocol.
-    pub kind: RouteKind,
+    pub kind: Protocol,
     /// `baseURL`.
     pub base_url: Option<String>,
     /// Name of the API-key variable.
@@ -495,9 +476,9 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
             )));
         }
         let kind = match t.get("kind") {
-            None => RouteKind::Deepseek,
-            Some(T::String(s)) if s == "deepseek" => RouteKind::Deepseek,
-            Some(T::String(s)) if s == "anthropic" => RouteKind::Anthropic,
+            None => Protocol::DeepSeek,
+            Some(T::String(s)) if s == "deepseek" => Protocol::DeepSeek,
+            Some(T::String(s)) if s == "anthropic" => Protocol::Anthropic,
             Some(v) => {
                 return Err(cerr(format!(
                     "{name}.kind ({}) must be \"deepseek\" or \"anthropic\"",
@@ -642,7 +623,7 @@ impl Config {
             kind: if cfg.is_some() {
                 r.kind
             } else {
-                RouteKind::Deepseek
+                Protocol::DeepSeek
             },
             base_url: or_builtin(&r.base_url, "https://api.deepseek.com"),
             api_key_env: or_builtin(&r.api_key_env, "DEEPSEEK_API_KEY"),
@@ -719,7 +700,7 @@ reasoningEffort = "high"
         let r = cfg.route("deepseek-official", "deepseek-v4-pro").unwrap();
         assert_eq!(r.context_window, Some(1_000_000));
         assert_eq!(r.reasoning_effort.as_deref(), Some("high"));
-        assert_eq!(r.kind, RouteKind::Deepseek);
+        assert_eq!(r.kind, Protocol::DeepSeek);
         assert_eq!(cfg.pruner, PrunerConfig::default());
     }
 
@@ -820,7 +801,7 @@ reasoningEffort = "high"
         )
         .unwrap();
         let r = cfg.route("anth", "small").unwrap();
-        assert_eq!(r.kind, RouteKind::Anthropic);
+        assert_eq!(r.kind, Protocol::Anthropic);
         assert_eq!(
             (r.context_window, r.context_window_source),
             (Some(200_000), Some("config-route"))

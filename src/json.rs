@@ -72,7 +72,7 @@ pub struct ParseError {
 /// Where an event line's `data` and `data.message` values sit (byte ranges
 /// of the line), as recorded by [`Value::parse_event_line`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EventSpans {
+pub(crate) struct EventSpans {
     /// The top-level `data` member's value.
     pub data: Option<(u32, u32)>,
     /// `data.message`'s value.
@@ -80,7 +80,7 @@ pub struct EventSpans {
 }
 
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
-pub const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+pub(crate) const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
 /// `n` as an integer when `Number.isSafeInteger(n)` (`-0` gives 0). A cast
 /// round trip instead of `fract()`, which is a libm call on baseline x86_64.
@@ -276,14 +276,14 @@ impl From<String> for JStr<'static> {
 
 /// The code point of a high and a low surrogate, when they form a pair.
 #[inline]
-pub fn surrogate_pair(hi: u16, lo: u16) -> Option<u32> {
+pub(crate) fn surrogate_pair(hi: u16, lo: u16) -> Option<u32> {
     ((0xD800..0xDC00).contains(&hi) && (0xDC00..0xE000).contains(&lo))
         .then(|| 0x10000 + (((hi as u32) - 0xD800) << 10) + ((lo as u32) - 0xDC00))
 }
 
 /// Append one code point (a lone surrogate included) as UTF-16 units.
 #[inline]
-pub fn push_code_point_utf16(cp: u32, out: &mut Vec<u16>) {
+pub(crate) fn push_code_point_utf16(cp: u32, out: &mut Vec<u16>) {
     if cp >= 0x10000 {
         let v = cp - 0x10000;
         out.push(0xD800 + (v >> 10) as u16);
@@ -294,7 +294,7 @@ pub fn push_code_point_utf16(cp: u32, out: &mut Vec<u16>) {
 }
 
 /// Convert UTF-16 units to code points the way `Array.from` iterates.
-pub fn units_to_code_points(units: &[u16]) -> Vec<u32> {
+pub(crate) fn units_to_code_points(units: &[u16]) -> Vec<u32> {
     let mut out = Vec::with_capacity(units.len());
     let mut i = 0;
     while i < units.len() {
@@ -311,19 +311,6 @@ pub fn units_to_code_points(units: &[u16]) -> Vec<u32> {
         }
     }
     out
-}
-
-/// Build a string from code points (lone surrogates allowed).
-pub fn string_from_code_points(cps: &[u32]) -> JStr<'static> {
-    if cps.iter().all(|&c| !(0xD800..0xE000).contains(&c)) {
-        let s: String = cps.iter().filter_map(|&c| char::from_u32(c)).collect();
-        return JStr::from_text(s);
-    }
-    let mut units = Vec::with_capacity(cps.len());
-    for &c in cps {
-        push_code_point_utf16(c, &mut units);
-    }
-    JStr::from_units(&units)
 }
 
 fn utf16_len_of_utf8(b: &[u8]) -> usize {
@@ -598,7 +585,7 @@ fn write_escaped_units(out: &mut String, units: &[u16]) {
 }
 
 /// Format a number as ECMAScript `Number::toString` does.
-pub fn js_number(n: f64, out: &mut String) {
+pub(crate) fn js_number(n: f64, out: &mut String) {
     if !n.is_finite() {
         out.push_str("null");
         return;
@@ -646,7 +633,9 @@ impl<'a> Value<'a> {
 
     /// [`Self::parse_canonical`] for an event line, also giving where its
     /// `data` and `data.message` values sit in the text.
-    pub fn parse_event_line(text: &'a str) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
+    pub(crate) fn parse_event_line(
+        text: &'a str,
+    ) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
         Self::parse_with(text.as_bytes(), true)
     }
 
@@ -1113,7 +1102,7 @@ pub(crate) fn short_int(b: &[u8], i: usize) -> Option<(bool, u64, usize)> {
 /// Check that `text[start..]` begins with one JSON value, by exactly the
 /// grammar [`Value::parse`] applies, without building it; gives the offset
 /// just past the value. `depth` is the value's nesting depth in its line.
-pub fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, ParseError> {
+pub(crate) fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, ParseError> {
     // Canonical spelling is not asked for here: skip its bookkeeping.
     let mut p = Parser::at(text, start, false);
     p.check(depth)?;
@@ -1124,54 +1113,13 @@ pub fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, Par
 /// [`Value::parse`] reads strings); gives the offset just past it and its
 /// UTF-16 length.
 #[inline]
-pub fn check_string_len16(text: &[u8], start: usize) -> Result<(usize, usize), ParseError> {
+pub(crate) fn check_string_len16(text: &[u8], start: usize) -> Result<(usize, usize), ParseError> {
     let mut p = Parser::at(text, start, false);
     if text.get(start) != Some(&b'"') {
         return Err(p.err("expected a string"));
     }
     let len16 = p.check_string()?;
     Ok((p.i, len16))
-}
-
-/// Byte range of the value reached by following object keys `path` from the
-/// top of a valid JSON text, without building values (e.g. `["data",
-/// "message"]`). Keys are compared as raw (unescaped) source text.
-pub fn member_span(text: &[u8], path: &[&str]) -> Option<(usize, usize)> {
-    let mut p = Parser::at(text, 0, false);
-    let mut start = 0;
-    let mut end = text.len();
-    for key in path {
-        p.i = start;
-        p.ws();
-        if p.b.get(p.i) != Some(&b'{') {
-            return None;
-        }
-        p.i += 1;
-        let mut found = None;
-        loop {
-            p.ws();
-            if p.b.get(p.i) != Some(&b'"') {
-                break;
-            }
-            let k = p.string().ok()?;
-            p.ws();
-            p.i += 1; // ':'
-            p.ws();
-            let vs = p.i;
-            p.check(0).ok()?;
-            if !k.escaped && &*k.raw == key.as_bytes() {
-                found = Some((vs, p.i)); // the last one wins, as in parsing
-            }
-            p.ws();
-            if p.b.get(p.i) == Some(&b',') {
-                p.i += 1;
-            } else {
-                break;
-            }
-        }
-        (start, end) = found?;
-    }
-    Some((start, end))
 }
 
 struct Parser<'a> {
@@ -1849,17 +1797,6 @@ mod tests {
                 assert_eq!(v.to_json(), s);
             }
         }
-    }
-
-    #[test]
-    fn member_spans() {
-        let s =
-            br#"{"type":"x","data":{"turn":1,"message":{"id":"m","content":[{"a":"}"}]}},"seq":3}"#;
-        let (a, b) = member_span(s, &["data", "message"]).unwrap();
-        assert_eq!(&s[a..b], br#"{"id":"m","content":[{"a":"}"}]}"#);
-        let (a, b) = member_span(s, &["seq"]).unwrap();
-        assert_eq!(&s[a..b], b"3");
-        assert!(member_span(s, &["nope"]).is_none());
     }
 
     /// Accept/reject agrees with a strict JSON parser (serde_json) on many

@@ -24,14 +24,15 @@
 //! ([`crate::meter::Meter::snapshot`]) after each batch, and prunes with
 //! [`crate::prune`].
 
+pub mod plan;
 pub mod session;
-pub mod summary;
+pub(crate) mod summary;
 
 use crate::append::AppendError;
 use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{OwnedValue, Value};
 use crate::lock::LockState;
-use crate::provider::{Progress, ProviderError, Summarizer, Usage, WireRequest};
+use crate::provider::{ErrorCode, Progress, ProviderError, Summarizer, Usage, WireRequest};
 use crate::prune::{PruneConfig, PruneError, PrunedResult};
 use crate::range::{self, Decline, Region, Selection};
 
@@ -223,7 +224,7 @@ pub struct Failure {
     /// bracket failures).
     pub message: String,
     /// The DSH error code, when there is one (`CONTEXT_WINDOW_EXCEEDED`, …).
-    pub code: Option<String>,
+    pub code: Option<ErrorCode>,
     /// The provider failure, when the model call failed.
     pub provider: Option<ProviderError>,
     /// What was written before and while failing.
@@ -267,21 +268,49 @@ struct Run<'s, 'e, 'a> {
     report: Report,
 }
 
-/// An internal failure: class, message, code, provider error.
-type StepErr = Box<(FailureKind, String, Option<String>, Option<ProviderError>)>;
+/// A failure inside one step of a run, before it is turned into the
+/// public [`Failure`] with the report.
+#[derive(Debug)]
+struct StepFailure {
+    kind: FailureKind,
+    message: String,
+    code: Option<ErrorCode>,
+    provider: Option<ProviderError>,
+}
+
+impl StepFailure {
+    fn new(kind: FailureKind, message: impl Into<String>) -> Box<StepFailure> {
+        Box::new(StepFailure {
+            kind,
+            message: message.into(),
+            code: None,
+            provider: None,
+        })
+    }
+
+    fn coded(kind: FailureKind, message: impl Into<String>, code: ErrorCode) -> Box<StepFailure> {
+        Box::new(StepFailure {
+            code: Some(code),
+            ..*StepFailure::new(kind, message)
+        })
+    }
+}
+
+/// Boxed: the error path is rare and the value is large.
+type StepErr = Box<StepFailure>;
 type Step<T> = Result<T, StepErr>;
 
 fn fail<T>(kind: FailureKind, message: impl Into<String>) -> Step<T> {
-    Err(Box::new((kind, message.into(), None, None)))
+    Err(StepFailure::new(kind, message))
 }
 
 fn provider_failure(e: ProviderError) -> StepErr {
-    Box::new((
-        FailureKind::Summary,
-        e.message.clone(),
-        Some(e.code.clone()),
-        Some(e),
-    ))
+    Box::new(StepFailure {
+        kind: FailureKind::Summary,
+        message: e.message.clone(),
+        code: Some(e.code.clone()),
+        provider: Some(e),
+    })
 }
 
 impl Run<'_, '_, '_> {
@@ -346,7 +375,7 @@ impl Run<'_, '_, '_> {
 
     fn select(&self, retain: u64) -> Step<Selection> {
         range::select_range(&self.session.surface().nodes, retain)
-            .map_err(|e| Box::new((FailureKind::Corrupt, e.0, None, None)))
+            .map_err(|e| StepFailure::new(FailureKind::Corrupt, e.0))
     }
 
     fn busy_check(&self) -> Step<()> {
@@ -456,9 +485,8 @@ impl Run<'_, '_, '_> {
                 Ok(c) => {
                     self.report.brackets[bi].attempts = c.attempts;
                     self.report.brackets[bi].usage = c.usage.clone();
-                    summary::process_reply(c).map_err(|e| {
-                        Box::new((FailureKind::Summary, e.message, Some(e.code), None))
-                    })
+                    summary::process_reply(c)
+                        .map_err(|e| StepFailure::coded(FailureKind::Summary, e.message, e.code))
                 }
             },
         };
@@ -468,12 +496,11 @@ impl Run<'_, '_, '_> {
             let framed = summary::framed_price(&content);
             self.report.brackets[bi].checkpoint_tokens = Some(framed);
             if let Some(msg) = summary::shrink_violation(framed, shadowed_tokens) {
-                return Err(Box::new((
+                return Err(StepFailure::coded(
                     FailureKind::Summary,
                     msg,
-                    Some("SUMMARY_NOT_SMALLER".into()),
-                    None,
-                )));
+                    ErrorCode::SummaryNotSmaller,
+                ));
             }
             self.commit(
                 bi,
@@ -487,7 +514,12 @@ impl Run<'_, '_, '_> {
             )
         });
         if let Err(failure) = committed {
-            let (kind, message, code, provider) = *failure;
+            let StepFailure {
+                kind,
+                message,
+                code,
+                provider,
+            } = *failure;
             // Close the bracket with the error; the surface is unchanged.
             let end_seq = self.session.next_seq();
             let end = owned_event(
@@ -507,18 +539,23 @@ impl Run<'_, '_, '_> {
             match self.write(vec![end]) {
                 Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
                 Err(werr) => {
-                    let werr = werr.1;
-                    return Err(Box::new((
-                        FailureKind::Commit,
-                        format!(
+                    let werr = werr.message;
+                    return Err(Box::new(StepFailure {
+                        kind: FailureKind::Commit,
+                        message: format!(
                             "{message}; and the bracket could not be closed ({werr}): the compaction lock stays held"
                         ),
                         code,
                         provider,
-                    )));
+                    }));
                 }
             }
-            return Err(Box::new((kind, message, code, provider)));
+            return Err(Box::new(StepFailure {
+                kind,
+                message,
+                code,
+                provider,
+            }));
         }
         Ok(())
     }
@@ -682,7 +719,7 @@ impl Run<'_, '_, '_> {
     fn total(&self) -> Step<f64> {
         self.session
             .total_tokens()
-            .map_err(|e| Box::new((FailureKind::Corrupt, e.to_string(), None, None)))
+            .map_err(|e| StepFailure::new(FailureKind::Corrupt, e.to_string()))
     }
 
     fn pressure(&mut self, turn: f64) -> Step<Outcome> {
@@ -764,10 +801,12 @@ pub fn run(
 ) -> Result<Report, Box<Failure>> {
     let open_turn = session.open_turn();
     let dry_run = session.is_dry_run();
-    let mode = match (opts.mode, open_turn) {
-        (Mode::Auto, None) => Mode::Manual,
-        (Mode::Auto, Some(_)) => Mode::Pressure,
-        (m, _) => m,
+    // An explicit mode is held to its own rules below (the reference's
+    // compactNow / compactIfNeeded refuse the wrong tail); only Auto is
+    // decided by the tail.
+    let mode = match opts.mode {
+        Mode::Auto => plan::mode_for_tail(Mode::Auto, open_turn),
+        m => m,
     };
     let report = Report {
         mode,
@@ -821,7 +860,12 @@ pub fn run(
             Ok(report)
         }
         Err(failure) => {
-            let (kind, message, code, provider) = *failure;
+            let StepFailure {
+                kind,
+                message,
+                code,
+                provider,
+            } = *failure;
             Err(Box::new(Failure {
                 kind,
                 message,

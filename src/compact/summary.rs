@@ -3,6 +3,7 @@
 
 use crate::json::{JStr, OwnedValue, Value};
 use crate::meter::estimate::price_message;
+use crate::provider::ErrorCode;
 use crate::provider::{Completion, CompletionRequest, Finish, Usage, has_image};
 
 /// `COMPACTION_INSTRUCTION` **\[CONST\]**: 1802 UTF-16 units, no trailing newline.
@@ -71,7 +72,7 @@ pub fn build_request(
 pub struct SummaryError {
     /// DSH code (`MAX_TOKENS`, `UNSUPPORTED_CONTENT`, the finish failure's
     /// code, or `EMPTY_SUMMARY`).
-    pub code: String,
+    pub code: ErrorCode,
     /// The message.
     pub message: String,
 }
@@ -111,13 +112,13 @@ pub fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
         }
         Finish::Aborted => {
             return Err(SummaryError {
-                code: "ABORTED".into(),
+                code: ErrorCode::Aborted,
                 message: "summarization was aborted".into(),
             });
         }
         Finish::MaxTokens => {
             return Err(SummaryError {
-                code: "MAX_TOKENS".into(),
+                code: ErrorCode::MaxTokens,
                 message: "summarization truncated at the token cap (incomplete checkpoint)".into(),
             });
         }
@@ -125,7 +126,7 @@ pub fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
     }
     if has_image(&c.blocks) {
         return Err(SummaryError {
-            code: "UNSUPPORTED_CONTENT".into(),
+            code: ErrorCode::UnsupportedContent,
             message: "compaction summary cannot contain image output".into(),
         });
     }
@@ -142,7 +143,7 @@ pub fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
     });
     if !has_text {
         return Err(SummaryError {
-            code: "EMPTY_SUMMARY".into(),
+            code: ErrorCode::EmptySummary,
             message: "summarization produced no text summary content".into(),
         });
     }
@@ -256,7 +257,7 @@ mod tests {
         assert_eq!(e.message, "summarization produced no text summary content");
         let e = process_reply(completion(vec![text("x")], Finish::MaxTokens)).unwrap_err();
         assert_eq!(
-            (e.code.as_str(), e.message.as_str()),
+            (e.code.to_string().as_str(), e.message.as_str()),
             (
                 "MAX_TOKENS",
                 "summarization truncated at the token cap (incomplete checkpoint)"
@@ -269,7 +270,7 @@ mod tests {
             vec![text("x")],
             Finish::Error {
                 message: "model stopped: content_filter".into(),
-                code: "CONTENT_FILTER".into(),
+                code: ErrorCode::ContentFilter,
             },
         ))
         .unwrap_err();

@@ -91,6 +91,11 @@ pub struct LoadError {
     pub file: Option<PathBuf>,
     /// The rule broken, when the refusal is about one.
     pub rule: Option<LoadRule>,
+    /// The operating-system error behind an [`LoadErrorKind::Io`] failure
+    /// (shared, so that the error stays `Clone`). Its text is already part
+    /// of [`Self::message`]; it is kept so callers can tell, say, a
+    /// permission problem from a missing file by [`std::io::ErrorKind`].
+    pub io: Option<std::sync::Arc<std::io::Error>>,
 }
 
 impl LoadError {
@@ -102,7 +107,21 @@ impl LoadError {
             at: Location::default(),
             file: None,
             rule: None,
+            io: None,
         }
+    }
+
+    /// An I/O failure: `what` went wrong (`cannot open the log`), because of
+    /// `cause`, which stays available as the error's source.
+    pub fn io(what: &str, cause: std::io::Error) -> Self {
+        let mut e = Self::new(LoadErrorKind::Io, format!("{what}: {cause}"));
+        e.io = Some(std::sync::Arc::new(cause));
+        e
+    }
+
+    /// The [`std::io::ErrorKind`] of the cause, for an I/O failure.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.io.as_ref().map(|e| e.kind())
     }
 
     /// Attach a location.
@@ -182,4 +201,10 @@ impl fmt::Display for LoadError {
     }
 }
 
-impl std::error::Error for LoadError {}
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.io
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

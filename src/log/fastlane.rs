@@ -28,16 +28,6 @@ pub enum Lane {
     },
 }
 
-impl Lane {
-    /// The seq of the first event the line stands for.
-    pub fn first_seq(&self) -> u64 {
-        match self {
-            Lane::Row(span, _) => span.seq0,
-            Lane::Chunk { seq, .. } => *seq,
-        }
-    }
-}
-
 /// Take the line (valid UTF-8, as the parse stage checks first) if it is a
 /// packed row, or with `chunk_lines` a plain chunk line, in its canonical
 /// spelling and valid; `None` means "read it the normal way", not "invalid".

@@ -242,7 +242,7 @@ pub(crate) fn load(
     source: &LogSource,
     mut reader: LineReader,
     header: SessionHeader,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
     opts: &LoadOptions,
     observer: &mut dyn Observer,
 ) -> Result<LoadedLog, LoadError> {
@@ -442,40 +442,54 @@ pub(crate) fn load(
     }
     let _ = process;
     let stored_events = prefix.expected;
-    let dropped = prefix.finish().map(|(region, warning)| {
-        warnings.push(warning);
-        region
-    });
-    let torn = reader.torn_tail();
-    if let Some(t) = torn {
-        warnings.push(format!(
+    let container = reader.container();
+    let notes = if skipped > 0 {
+        vec![format!("{skipped} unknown ignorable event(s) skipped")]
+    } else {
+        Vec::new()
+    };
+    Ok(crate::log::finish_load(
+        crate::log::LoadStart {
+            source,
+            container,
+            header,
+            warnings,
+        },
+        prefix,
+        reader.torn_tail(),
+        crate::log::FoldResult {
+            surface,
+            headers,
+            event_types,
+            closers,
+            stored_events,
+            upgraded: 0,
+            last_end_seed,
+            last_kind,
+            last_time,
+            committed_len,
+            truncated_at,
+            content_generation: Some(content_generation),
+        },
+        &Generation3 { notes },
+    ))
+}
+
+/// Generation 3's wording of the shared warnings.
+struct Generation3 {
+    notes: Vec<String>,
+}
+
+impl crate::log::Generation for Generation3 {
+    fn torn_warning(&self, t: &crate::log::TornTail) -> String {
+        format!(
             "ignored a torn final line ({} byte(s) without a newline)",
             t.len
-        ));
+        )
     }
-    if skipped > 0 {
-        warnings.push(format!("{skipped} unknown ignorable event(s) skipped"));
+    fn notes(&self) -> &[String] {
+        &self.notes
     }
-    Ok(LoadedLog {
-        source: source.clone(),
-        container: reader.container(),
-        header,
-        surface,
-        stored_events,
-        closers,
-        headers,
-        event_types,
-        torn,
-        dropped,
-        upgraded: 0,
-        warnings,
-        last_end_seed,
-        ends_with_end_seed: last_kind == Some(Kind::SessionEndSeed),
-        last_time,
-        committed_len,
-        truncated_at,
-        content_generation: Some(content_generation),
-    })
 }
 
 /// Validate an `image/offload` event and mark the images on the surface (§13.4).

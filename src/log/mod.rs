@@ -18,17 +18,17 @@
 //! differ from the reference's, never whether the log is refused.
 
 pub mod error;
-pub mod fastlane;
+pub(crate) mod fastlane;
 pub mod g3;
 pub mod header;
-pub mod legacy;
-pub mod packed;
+pub(crate) mod legacy;
+pub(crate) mod packed;
 pub(crate) mod parse;
 pub(crate) mod prefix;
-pub mod reader;
-pub mod repair;
+pub(crate) mod reader;
+pub(crate) mod repair;
 pub mod source;
-pub mod validate;
+pub(crate) mod validate;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -227,17 +227,15 @@ impl LoadedLog {
             return Ok(false);
         };
         if file.is_none() {
-            *file = Some(std::fs::File::open(path).map_err(|e| {
-                LoadError::new(LoadErrorKind::Io, format!("cannot reopen the log: {e}"))
-            })?);
+            *file = Some(
+                std::fs::File::open(path).map_err(|e| LoadError::io("cannot reopen the log", e))?,
+            );
         }
         let Some(f) = file.as_mut() else {
             return Ok(false);
         };
         buf.resize(*len as usize, 0);
-        read_exact_at(f, *offset, buf).map_err(|e| {
-            LoadError::new(LoadErrorKind::Io, format!("cannot re-read the log: {e}"))
-        })?;
+        read_exact_at(f, *offset, buf).map_err(|e| LoadError::io("cannot re-read the log", e))?;
         Ok(true)
     }
 
@@ -316,9 +314,8 @@ impl SpanWindow {
 
     /// Move the window to start at `offset` and hold at least `len` bytes.
     pub fn fill(&mut self, offset: u64, len: usize) -> Result<(), LoadError> {
-        let io = |what: &str, e: std::io::Error| {
-            LoadError::new(LoadErrorKind::Io, format!("cannot {what} the log: {e}"))
-        };
+        let io =
+            |what: &str, e: std::io::Error| LoadError::io(&format!("cannot {what} the log"), e);
         self.map = None;
         let file = match &mut self.file {
             Some(f) => f,
@@ -620,7 +617,7 @@ fn load_inner(
             e
         }
     };
-    let (header, mut warnings) = header::parse_header(&header_line, opts.lenient)
+    let (header, warnings) = header::parse_header(&header_line, opts.lenient)
         .map_err(|e| raw_note(e.rule(LoadRule::Header)))?;
     if header.version == 3 {
         // A separate decoder: no G0 rule runs on a G3 log (§14.2).
@@ -798,53 +795,140 @@ fn load_inner(
     for c in &closers {
         p.process(c.clone(), None, true)?;
     }
-    let dropped = prefix.finish().map(|(region, warning)| {
-        warnings.push(warning);
-        region
-    });
-    let torn = reader.torn_tail();
-    if let Some(t) = torn {
-        warnings.push(format!(
-            "ignored a torn final line ({} byte(s) without a newline at byte {})",
-            t.len, t.offset
-        ));
-    }
+    let mut notes = Vec::new();
     if !closers.is_empty() {
-        warnings.push(format!(
+        notes.push(format!(
             "the last turn is open: {} synthetic closer(s) computed in memory",
             closers.len()
         ));
     }
     if p.range_decoded > 0 {
-        warnings.push(format!(
+        notes.push(format!(
             "{} range-encoded sourceEventSeqs decoded (--lenient)",
             p.range_decoded
         ));
     }
     if p.upgraded > 0 {
-        warnings.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
+        notes.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
     }
-    let ends_with_end_seed = p.last_kind == Some(Kind::SessionEndSeed);
-    Ok(LoadedLog {
-        source: source.clone(),
-        container,
-        header,
-        surface: p.surface,
-        stored_events,
-        closers,
-        headers: p.headers,
-        event_types: p.event_types,
+    Ok(finish_load(
+        LoadStart {
+            source,
+            container,
+            header,
+            warnings,
+        },
+        prefix,
+        reader.torn_tail(),
+        FoldResult {
+            surface: p.surface,
+            headers: p.headers,
+            event_types: p.event_types,
+            closers,
+            stored_events,
+            upgraded: p.upgraded,
+            last_end_seed: p.last_end_seed,
+            last_kind: p.last_kind,
+            last_time: p.last_time,
+            committed_len,
+            truncated_at,
+            content_generation: None,
+        },
+        &Generation0 { notes },
+    ))
+}
+
+/// What a load knows before its first event: the source, its container, the
+/// header and the header's warnings.
+pub(crate) struct LoadStart<'s> {
+    pub(crate) source: &'s LogSource,
+    pub(crate) container: Container,
+    pub(crate) header: header::SessionHeader,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// What a generation's fold of the events leaves for the finishing step.
+pub(crate) struct FoldResult {
+    pub(crate) surface: Surface,
+    pub(crate) headers: HeaderFold,
+    pub(crate) event_types: BTreeMap<String, u64>,
+    pub(crate) closers: Vec<OwnedEvent>,
+    pub(crate) stored_events: u64,
+    pub(crate) upgraded: u64,
+    pub(crate) last_end_seed: Option<u64>,
+    pub(crate) last_kind: Option<Kind>,
+    pub(crate) last_time: f64,
+    pub(crate) committed_len: u64,
+    pub(crate) truncated_at: Option<u64>,
+    pub(crate) content_generation: Option<u64>,
+}
+
+/// The per-generation parts of the finishing step: each generation's
+/// decoder words its warnings as its reference package does.
+pub(crate) trait Generation {
+    /// The warning for a torn final line.
+    fn torn_warning(&self, torn: &TornTail) -> String;
+    /// The generation's own warnings, which follow the torn tail's.
+    fn notes(&self) -> &[String];
+}
+
+/// Generation 0 (and the legacy shapes it upgrades).
+struct Generation0 {
+    notes: Vec<String>,
+}
+
+impl Generation for Generation0 {
+    fn torn_warning(&self, t: &TornTail) -> String {
+        format!(
+            "ignored a torn final line ({} byte(s) without a newline at byte {})",
+            t.len, t.offset
+        )
+    }
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+}
+
+/// The step every loader ends with: the committed prefix's verdict (a
+/// dropped region) and the torn tail become warnings, in the reference's
+/// order (dropped, torn, then the generation's notes), and everything
+/// becomes the [`LoadedLog`].
+pub(crate) fn finish_load(
+    start: LoadStart<'_>,
+    prefix: prefix::CommittedPrefix,
+    torn: Option<TornTail>,
+    fold: FoldResult,
+    generation: &dyn Generation,
+) -> LoadedLog {
+    let mut warnings = start.warnings;
+    let dropped = prefix.finish().map(|(region, warning)| {
+        warnings.push(warning);
+        region
+    });
+    if let Some(t) = &torn {
+        warnings.push(generation.torn_warning(t));
+    }
+    warnings.extend(generation.notes().iter().cloned());
+    LoadedLog {
+        source: start.source.clone(),
+        container: start.container,
+        header: start.header,
+        surface: fold.surface,
+        stored_events: fold.stored_events,
+        closers: fold.closers,
+        headers: fold.headers,
+        event_types: fold.event_types,
         torn,
         dropped,
-        upgraded: p.upgraded,
+        upgraded: fold.upgraded,
         warnings,
-        last_end_seed: p.last_end_seed,
-        ends_with_end_seed,
-        last_time: p.last_time,
-        committed_len,
-        truncated_at,
-        content_generation: None,
-    })
+        last_end_seed: fold.last_end_seed,
+        ends_with_end_seed: fold.last_kind == Some(Kind::SessionEndSeed),
+        last_time: fold.last_time,
+        committed_len: fold.committed_len,
+        truncated_at: fold.truncated_at,
+        content_generation: fold.content_generation,
+    }
 }
 
 /// An owned JSON value for an event, as written in a log line.

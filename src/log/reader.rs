@@ -70,8 +70,6 @@ pub struct LineReader {
     /// Logical offset of the next line.
     offset: u64,
     torn: Option<TornTail>,
-    /// Physical length of the input (compressed size for zstd).
-    physical_len: u64,
 }
 
 enum Inner {
@@ -93,13 +91,13 @@ enum Inner {
 }
 
 fn io_err(e: io::Error, what: &str) -> LoadError {
-    LoadError::new(LoadErrorKind::Io, format!("{what}: {e}"))
+    LoadError::io(what, e)
 }
 
 impl LineReader {
     /// Open a source and read its header line (returned as bytes).
     pub fn open(source: &LogSource) -> Result<(LineReader, Vec<u8>), LoadError> {
-        let (mut src, physical_len): (Box<dyn Read + Send>, u64) = match source {
+        let mut src: Box<dyn Read + Send> = match source {
             LogSource::File(p) => {
                 let f = File::open(p).map_err(|e| io_err(e, "cannot open the log"))?;
                 let md = f.metadata().map_err(|e| io_err(e, "cannot stat the log"))?;
@@ -109,9 +107,9 @@ impl LineReader {
                         "is a directory, not a session log",
                     ));
                 }
-                (Box::new(f), md.len())
+                Box::new(f)
             }
-            LogSource::Stdin => (Box::new(io::stdin()), 0),
+            LogSource::Stdin => Box::new(io::stdin()),
         };
         // Peek at the magic number.
         let mut head = Vec::with_capacity(64 << 10);
@@ -131,7 +129,6 @@ impl LineReader {
             let mut data = head;
             src.read_to_end(&mut data)
                 .map_err(|e| io_err(e, "cannot read the log"))?;
-            let physical_len = data.len() as u64;
             let mut r = LineReader {
                 container: Container::Zstd,
                 inner: Inner::Zstd {
@@ -145,7 +142,6 @@ impl LineReader {
                 next_no: 1,
                 offset: 0,
                 torn: None,
-                physical_len,
             };
             let header = r.zstd_header()?;
             return Ok((r, header));
@@ -164,7 +160,6 @@ impl LineReader {
             next_no: 1,
             offset: 0,
             torn: None,
-            physical_len,
         };
         let header = match r.next_line()? {
             Some(l) => l.bytes.to_vec(),
@@ -182,11 +177,6 @@ impl LineReader {
     /// The container kind.
     pub fn container(&self) -> Container {
         self.container
-    }
-
-    /// Physical size of the input when known.
-    pub fn physical_len(&self) -> u64 {
-        self.physical_len
     }
 
     /// The torn tail found after the last complete line, once reading ended.

@@ -135,15 +135,6 @@ impl RepairTracker {
         }
     }
 
-    /// Whether the last turn is open (the log needs closers).
-    pub fn is_open(&self) -> bool {
-        self.last.is_some()
-            && self
-                .open_turn
-                .as_ref()
-                .is_some_and(|t| !matches!(t, Value::Null))
-    }
-
     /// The closers, in order, starting after the last observed event.
     pub fn closers(&self) -> Vec<OwnedEvent> {
         let Some((last_seq, time)) = self.last else {

@@ -135,13 +135,6 @@ impl IndexKey {
             _ => false,
         }
     }
-
-    fn display(&self) -> String {
-        match self {
-            IndexKey::Scalar(s) => s.display(),
-            IndexKey::Object(_) => "[object Object]".into(),
-        }
-    }
 }
 
 /// The type a block will assemble as.
@@ -473,14 +466,10 @@ impl Assembler {
     }
 
     /// Number of distinct block indexes seen.
-    pub fn block_count(&self) -> usize {
+    #[cfg(test)]
+    fn block_count(&self) -> usize {
         self.partials.len()
     }
-}
-
-/// Describe an index key for diagnostics.
-pub fn describe_index(k: &IndexKey) -> String {
-    k.display()
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@
 //!   prices with [`estimate`] (§1.1–§1.3);
 //! * the provider-usage anchor (§1.5) is re-computed at every
 //!   `assistant/message`, re-assembling the cited `assistant/chunk` events
-//!   with [`assemble`] and keeping rc.8's double count of input appended after
+//!   with `meter::assemble` (internal) and keeping rc.8's double count of input appended after
 //!   `step/start`;
 //! * the replay errors of §1.5/§1.7 are a [`MeterError`] naming the seq;
-//! * the three O(1) projections of §1.8 ride along ([`projection`]).
+//! * the three O(1) projections of §1.8 ride along (`meter::projection`, internal).
 //!
 //! Memory follows the surface, not the log: the meter keeps the chunks of the
 //! open step only (a few words each, no text), one bit per event to tell
@@ -30,11 +30,11 @@
 //! # Ok::<(), dsh::meter::MeasureError>(())
 //! ```
 
-pub mod assemble;
+pub(crate) mod assemble;
 /// DSH's fixed heuristic; it lives below the surface (which prices nodes
 /// with it) and is re-exported here, where readers look for it.
 pub use crate::heuristic as estimate;
-pub mod projection;
+pub(crate) mod projection;
 pub mod tokenizer;
 
 use std::collections::HashSet;
@@ -855,7 +855,7 @@ impl Observer for Meter {
     }
 
     /// What the meter's fold does for each delta chunk of a row: mark it,
-    /// keep its [`ChunkOp`] for assembly, disarm the projection's claim.
+    /// keep its `ChunkOp` for assembly, disarm the projection's claim.
     fn packed_row(&mut self, span: &RowSpan, facts: &RowFacts, folded: &Folded<'_>) -> bool {
         self.consumed += span.count;
         if self.error.is_some() {

@@ -8,6 +8,7 @@
 //! The stream is `message_start`, `content_block_*`, `message_delta`,
 //! `message_stop`; usage accumulates field by field and is already disjoint.
 
+use super::ErrorCode;
 use super::assemble::{Assembler, Chunk, Finish, units_of};
 use super::classify::{self, ErrorBody};
 use super::deepseek::{NO_OUTPUT, join_url, malformed};
@@ -126,7 +127,7 @@ pub fn map_messages(messages: &[OwnedValue]) -> Result<Vec<OwnedValue>, Provider
         let blocks = m.get("content").and_then(|c| c.as_arr()).unwrap_or(&EMPTY);
         if super::has_image(blocks) {
             return Err(ProviderError::new(
-                "UNSUPPORTED_CONTENT",
+                ErrorCode::UnsupportedContent,
                 "Anthropic-compatible messages (text-only path) cannot send image content",
             ));
         }
@@ -411,7 +412,7 @@ mod tests {
                 return Ok(d.finish());
             }
         }
-        Err(ProviderError::new("STREAM_CLOSED", "x"))
+        Err(ProviderError::new(ErrorCode::StreamClosed, "x"))
     }
 
     #[test]
@@ -458,7 +459,7 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(
-            (e.code.as_str(), e.message.as_str()),
+            (e.code.to_string().as_str(), e.message.as_str()),
             ("SERVER", "Overloaded")
         );
     }

@@ -12,6 +12,7 @@
 //! lengths ([`crate::meter::assemble`]), so that metering a long log holds no
 //! text; a change to the §6.6 rules belongs in both.
 
+use super::ErrorCode;
 use crate::json::{JStr, OwnedValue, Value};
 
 use super::Usage;
@@ -30,7 +31,7 @@ pub enum Finish {
         /// `failure.message`
         message: String,
         /// `failure.code`
-        code: String,
+        code: ErrorCode,
     },
     /// `aborted`
     Aborted,
@@ -42,7 +43,7 @@ impl Finish {
     pub fn unknown(reason: &str) -> Finish {
         Finish::Error {
             message: format!("model stopped: {reason}"),
-            code: reason.to_uppercase(),
+            code: ErrorCode::from_stop_reason(reason),
         }
     }
 

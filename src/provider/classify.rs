@@ -1,6 +1,7 @@
 //! Error normalisation (compaction §6.5, §6.7): HTTP status plus the
 //! provider's `{error:{message?, type?, code?}}` body → a DSH error code.
 
+use super::ErrorCode;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -105,10 +106,10 @@ pub fn retry_after(value: Option<&str>) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
-fn error(code: &str, message: String, status: u16) -> ProviderError {
-    let retryable = matches!(code, "RATE_LIMIT" | "SERVER");
+fn error(code: ErrorCode, message: String, status: u16) -> ProviderError {
+    let retryable = code.is_retryable();
     ProviderError {
-        code: code.to_string(),
+        code,
         message,
         status: Some(status),
         retry_after: None,
@@ -121,27 +122,27 @@ fn error(code: &str, message: String, status: u16) -> ProviderError {
 pub fn deepseek_http(status: u16, body: &ErrorBody) -> ProviderError {
     let detail = body.detail();
     let code = if status == 401 || status == 403 {
-        "AUTH".to_string()
+        ErrorCode::Auth
     } else if status == 413 {
-        "INVALID_REQUEST".to_string()
+        ErrorCode::InvalidRequest
     } else if is_quota(&detail) {
-        "QUOTA".to_string()
+        ErrorCode::Quota
     } else if status == 429 {
-        "RATE_LIMIT".to_string()
+        ErrorCode::RateLimit
     } else if status == 400 && is_context_window_exceeded(&detail) {
-        "CONTEXT_WINDOW_EXCEEDED".to_string()
+        ErrorCode::ContextWindowExceeded
     } else if status == 400 {
-        "INVALID_REQUEST".to_string()
+        ErrorCode::InvalidRequest
     } else if status >= 500 {
-        "SERVER".to_string()
+        ErrorCode::Server
     } else {
-        format!("HTTP_{status}")
+        ErrorCode::Http(status)
     };
     let message = body
         .message
         .clone()
         .unwrap_or_else(|| format!("DeepSeek API error (HTTP {status})"));
-    error(&code, message, status)
+    error(code, message, status)
 }
 
 /// The Anthropic-compatible classification (§6.7): the error `type` counts
@@ -153,25 +154,25 @@ pub fn anthropic_http(status: u16, body: &ErrorBody) -> ProviderError {
         || status == 401
         || status == 403
     {
-        "AUTH".to_string()
+        ErrorCode::Auth
     } else if status == 402 || is_quota(&detail) {
-        "QUOTA".to_string()
+        ErrorCode::Quota
     } else if kind == "rate_limit_error" || status == 429 {
-        "RATE_LIMIT".to_string()
+        ErrorCode::RateLimit
     } else if is_context_window_exceeded(&detail) {
-        "CONTEXT_WINDOW_EXCEEDED".to_string()
+        ErrorCode::ContextWindowExceeded
     } else if kind == "invalid_request_error" || status == 400 || status == 413 {
-        "INVALID_REQUEST".to_string()
+        ErrorCode::InvalidRequest
     } else if matches!(kind, "api_error" | "overloaded_error") || status >= 500 {
-        "SERVER".to_string()
+        ErrorCode::Server
     } else {
-        format!("HTTP_{status}")
+        ErrorCode::Http(status)
     };
     let message = body
         .message
         .clone()
         .unwrap_or_else(|| format!("Anthropic-compatible API error (HTTP {status})"));
-    error(&code, message, status)
+    error(code, message, status)
 }
 
 /// Classify an error object that arrived inside a stream (no status).
@@ -179,17 +180,17 @@ pub fn stream_error(body: &ErrorBody, anthropic: bool) -> ProviderError {
     let detail = body.detail();
     let kind = body.kind.as_deref().unwrap_or("");
     let code = if is_context_window_exceeded(&detail) {
-        "CONTEXT_WINDOW_EXCEEDED"
+        ErrorCode::ContextWindowExceeded
     } else if is_quota(&detail) {
-        "QUOTA"
+        ErrorCode::Quota
     } else if anthropic && matches!(kind, "authentication_error" | "permission_error") {
-        "AUTH"
+        ErrorCode::Auth
     } else if anthropic && kind == "rate_limit_error" {
-        "RATE_LIMIT"
+        ErrorCode::RateLimit
     } else if anthropic && kind == "invalid_request_error" {
-        "INVALID_REQUEST"
+        ErrorCode::InvalidRequest
     } else {
-        "SERVER"
+        ErrorCode::Server
     };
     ProviderError::new(
         code,
@@ -242,16 +243,16 @@ mod tests {
         assert!(deepseek_http(429, &body("slow down")).retryable);
         assert_eq!(
             deepseek_http(429, &body("Insufficient Balance")).code,
-            "QUOTA"
+            ErrorCode::Quota
         );
         assert_eq!(
             deepseek_http(402, &body("Insufficient Balance")).code,
-            "QUOTA"
+            ErrorCode::Quota
         );
         assert_eq!(deepseek_http(400, &body("bad")).code, "INVALID_REQUEST");
         let e = deepseek_http(503, &ErrorBody::default());
         assert_eq!(
-            (e.code.as_str(), e.message.as_str()),
+            (e.code.to_string().as_str(), e.message.as_str()),
             ("SERVER", "DeepSeek API error (HTTP 503)")
         );
         assert!(e.retryable);

@@ -7,6 +7,7 @@
 //! call index, in first-seen order), usage mapped to disjoint counts, the
 //! finish reason mapped, `[DONE]` required.
 
+use super::ErrorCode;
 use super::assemble::{Assembler, Chunk, Finish, units_of};
 use super::classify::{self, ErrorBody};
 use super::http::StreamDecoder;
@@ -19,7 +20,7 @@ pub const NO_OUTPUT: &str = "(no output)";
 
 fn unsupported(what: &str) -> ProviderError {
     ProviderError::new(
-        "UNSUPPORTED_CONTENT",
+        ErrorCode::UnsupportedContent,
         format!("DeepSeek chat completions (text-only path) cannot send {what}"),
     )
 }
@@ -361,7 +362,7 @@ impl StreamDecoder for Decoder {
 pub fn empty_response() -> Finish {
     Finish::Error {
         message: "model returned a completed response with no content".into(),
-        code: "EMPTY_RESPONSE".into(),
+        code: ErrorCode::EmptyResponse,
     }
 }
 
@@ -369,7 +370,7 @@ pub fn empty_response() -> Finish {
 pub fn malformed(data: &str) -> ProviderError {
     let units: Vec<u16> = data.encode_utf16().take(120).collect();
     ProviderError::new(
-        "MALFORMED_RESPONSE",
+        ErrorCode::MalformedResponse,
         format!(
             "malformed SSE payload: {}",
             String::from_utf16_lossy(&units)
@@ -393,7 +394,7 @@ mod tests {
                 return Ok(d.finish());
             }
         }
-        Err(ProviderError::new("STREAM_CLOSED", "no done"))
+        Err(ProviderError::new(ErrorCode::StreamClosed, "no done"))
     }
 
     #[test]
@@ -459,7 +460,7 @@ mod tests {
             f,
             Finish::Error {
                 message: "model stopped: content_filter".into(),
-                code: "CONTENT_FILTER".into()
+                code: ErrorCode::ContentFilter
             }
         );
         let (_, f, _) = decode(&[

@@ -4,6 +4,7 @@
 //! connection failures before any response). Nothing is retried once the
 //! reply started streaming.
 
+use super::ErrorCode;
 use std::io::Read;
 use std::time::Duration;
 
@@ -39,7 +40,7 @@ fn is_timeout(e: &std::io::Error) -> bool {
 
 fn idle_timeout(label: &str, idle: Duration) -> ProviderError {
     ProviderError::new(
-        "TIMEOUT",
+        ErrorCode::Timeout,
         format!("{label} stream idle timeout after {}ms", idle.as_millis()),
     )
 }
@@ -51,7 +52,7 @@ fn transport_error(t: &ureq::Transport, label: &str, ep: &Endpoint) -> ProviderE
     {
         return if t.kind() == ureq::ErrorKind::ConnectionFailed {
             let mut e = ProviderError::new(
-                "NETWORK",
+                ErrorCode::Network,
                 format!(
                     "{label} connection timed out after {}ms",
                     ep.connect_timeout.as_millis()
@@ -67,7 +68,7 @@ fn transport_error(t: &ureq::Transport, label: &str, ep: &Endpoint) -> ProviderE
         t.kind(),
         ureq::ErrorKind::ConnectionFailed | ureq::ErrorKind::Io | ureq::ErrorKind::BadStatus
     );
-    let mut e = ProviderError::new("NETWORK", format!("{label} request failed: {t}"));
+    let mut e = ProviderError::new(ErrorCode::Network, format!("{label} request failed: {t}"));
     e.retryable = retryable;
     e
 }
@@ -112,7 +113,7 @@ fn stream(
             Err(e) if is_timeout(&e) => return Err(idle_timeout(label, ep.idle_timeout)),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return Err(ProviderError::new(
-                    "STREAM_CLOSED",
+                    ErrorCode::StreamClosed,
                     format!(
                         "SSE stream ended without {} (the connection closed mid-transfer)",
                         dec.end_marker()
@@ -121,7 +122,7 @@ fn stream(
             }
             Err(e) => {
                 return Err(ProviderError::new(
-                    "NETWORK",
+                    ErrorCode::Network,
                     format!("{label} connection lost while streaming the reply: {e}"),
                 ));
             }
@@ -142,7 +143,7 @@ fn stream(
         }
         if n == 0 {
             return Err(ProviderError::new(
-                "STREAM_CLOSED",
+                ErrorCode::StreamClosed,
                 format!("SSE stream ended without {}", dec.end_marker()),
             ));
         }
@@ -194,7 +195,7 @@ pub fn call(
                 let delay = e.retry_after.unwrap_or(backoff).min(ep.retry_max_delay);
                 let reason = match e.status {
                     Some(s) => format!("HTTP {s} {}", e.code),
-                    None => e.code.clone(),
+                    None => e.code.to_string(),
                 };
                 progress(&Progress::Retrying {
                     attempt,

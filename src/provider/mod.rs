@@ -6,22 +6,22 @@
 //! finish reason and the provider usage in DSH's disjoint form. Two wire
 //! protocols are spoken, both streaming over Server-Sent Events:
 //!
-//! * DeepSeek chat completions ([`deepseek`]), exactly as the rc.8 adapter
+//! * DeepSeek chat completions (internal `deepseek` module), exactly as the rc.8 adapter
 //!   speaks it: request body, SSE translation, usage mapping (cache hits) and
 //!   error normalisation (`CONTEXT_WINDOW_EXCEEDED`);
-//! * the Anthropic-compatible Messages protocol ([`anthropic`], §6.7).
+//! * the Anthropic-compatible Messages protocol (internal `anthropic` module, §6.7).
 //!
-//! The HTTP layer ([`http`]) adds timeouts and bounded retries with backoff.
+//! The HTTP layer (`provider::http`, internal) adds timeouts and bounded retries with backoff.
 //! The API key is passed in by the caller (the library never reads the
 //! environment) as an [`ApiKey`], which never prints and is scrubbed from every
 //! error message.
 
-pub mod anthropic;
-pub mod assemble;
-pub mod classify;
-pub mod deepseek;
-pub mod http;
-pub mod sse;
+pub(crate) mod anthropic;
+pub(crate) mod assemble;
+pub(crate) mod classify;
+pub(crate) mod deepseek;
+pub(crate) mod http;
+pub(crate) mod sse;
 
 use std::time::Duration;
 
@@ -65,10 +65,11 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// The wire protocol a route speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The wire protocol a route speaks (a config route's `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
     /// DeepSeek chat completions (`POST {base}/chat/completions`).
+    #[default]
     DeepSeek,
     /// Anthropic-compatible Messages (`POST {base}/v1/messages`).
     Anthropic,
@@ -86,6 +87,11 @@ impl Protocol {
 
     /// The config spelling.
     pub fn name(self) -> &'static str {
+        self.as_str()
+    }
+
+    /// The config spelling (`"deepseek"` / `"anthropic"`).
+    pub fn as_str(self) -> &'static str {
         match self {
             Protocol::DeepSeek => "deepseek",
             Protocol::Anthropic => "anthropic",
@@ -291,11 +297,8 @@ pub struct Completion {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct ProviderError {
-    /// `AUTH`, `QUOTA`, `RATE_LIMIT`, `CONTEXT_WINDOW_EXCEEDED`,
-    /// `INVALID_REQUEST`, `SERVER`, `HTTP_<status>`, `TIMEOUT`,
-    /// `STREAM_CLOSED`, `MALFORMED_RESPONSE`, `EMPTY_RESPONSE`, `NETWORK`,
-    /// `UNSUPPORTED_CONTENT`, …
-    pub code: String,
+    /// What kind of failure it is; written into the log as its wire name.
+    pub code: ErrorCode,
     /// The message (the provider's own where it gave one).
     pub message: String,
     /// HTTP status, for HTTP failures.
@@ -309,11 +312,109 @@ pub struct ProviderError {
     pub retryable: bool,
 }
 
+/// The kind of a provider failure (§6.4, §6.5). Its [`Display`] is the
+/// reference's wire name (`AUTH`, `HTTP_404`, …), which is what the log's
+/// `compaction/end` records and what scripts match on.
+///
+/// [`Display`]: std::fmt::Display
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// `AUTH`: the key was refused (401, 403).
+    Auth,
+    /// `QUOTA`: the account is out of balance or quota.
+    Quota,
+    /// `RATE_LIMIT`: too many requests (429); retryable.
+    RateLimit,
+    /// `CONTEXT_WINDOW_EXCEEDED`: the request is larger than the model's window.
+    ContextWindowExceeded,
+    /// `INVALID_REQUEST`: the provider refused the request as malformed.
+    InvalidRequest,
+    /// `SERVER`: a provider-side failure (5xx, or an error inside the stream); retryable.
+    Server,
+    /// `HTTP_<status>`: any other non-2xx status.
+    Http(u16),
+    /// `TIMEOUT`: the stream stayed idle too long.
+    Timeout,
+    /// `STREAM_CLOSED`: the stream ended without its end marker.
+    StreamClosed,
+    /// `MALFORMED_RESPONSE`: a stream event was not what the protocol allows.
+    MalformedResponse,
+    /// `EMPTY_RESPONSE`: the stream ended with no content.
+    EmptyResponse,
+    /// `NETWORK`: the connection failed or was lost.
+    Network,
+    /// `UNSUPPORTED_CONTENT`: the route cannot send some content (images on a text-only path).
+    UnsupportedContent,
+    /// `CONTENT_FILTER`: the provider stopped the reply for its content policy.
+    ContentFilter,
+    /// `ABORTED`: the call was cancelled.
+    Aborted,
+    /// `MAX_TOKENS`: the summary hit the output cap.
+    MaxTokens,
+    /// `EMPTY_SUMMARY`: the reply held no summary text.
+    EmptySummary,
+    /// `SUMMARY_NOT_SMALLER`: the checkpoint would not be smaller than what it replaces.
+    SummaryNotSmaller,
+    /// A stop reason no protocol names, upper-cased as the reference does
+    /// (`foo_bar` → `FOO_BAR`).
+    Stopped(String),
+}
+
+impl ErrorCode {
+    /// Whether a retry may succeed for this kind of failure by itself.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ErrorCode::RateLimit | ErrorCode::Server)
+    }
+
+    /// The code for a provider's stop reason that means an error
+    /// (`content_filter` → [`ErrorCode::ContentFilter`]).
+    pub fn from_stop_reason(reason: &str) -> ErrorCode {
+        match reason.to_uppercase().as_str() {
+            "CONTENT_FILTER" => ErrorCode::ContentFilter,
+            other => ErrorCode::Stopped(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            ErrorCode::Auth => "AUTH",
+            ErrorCode::Quota => "QUOTA",
+            ErrorCode::RateLimit => "RATE_LIMIT",
+            ErrorCode::ContextWindowExceeded => "CONTEXT_WINDOW_EXCEEDED",
+            ErrorCode::InvalidRequest => "INVALID_REQUEST",
+            ErrorCode::Server => "SERVER",
+            ErrorCode::Http(status) => return write!(f, "HTTP_{status}"),
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::StreamClosed => "STREAM_CLOSED",
+            ErrorCode::MalformedResponse => "MALFORMED_RESPONSE",
+            ErrorCode::EmptyResponse => "EMPTY_RESPONSE",
+            ErrorCode::Network => "NETWORK",
+            ErrorCode::UnsupportedContent => "UNSUPPORTED_CONTENT",
+            ErrorCode::ContentFilter => "CONTENT_FILTER",
+            ErrorCode::Aborted => "ABORTED",
+            ErrorCode::MaxTokens => "MAX_TOKENS",
+            ErrorCode::EmptySummary => "EMPTY_SUMMARY",
+            ErrorCode::SummaryNotSmaller => "SUMMARY_NOT_SMALLER",
+            ErrorCode::Stopped(reason) => reason,
+        };
+        f.write_str(name)
+    }
+}
+
+/// Compare with a wire name (`code == "AUTH"`), as tests and scripts think of it.
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        *other == self.to_string().as_str()
+    }
+}
+
 impl ProviderError {
     /// A failure with a code and message, not retryable.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> ProviderError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ProviderError {
         ProviderError {
-            code: code.into(),
+            code,
             message: message.into(),
             status: None,
             retry_after: None,
@@ -429,6 +530,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn error_codes_print_their_wire_names() {
+        let cases = [
+            (ErrorCode::Auth, "AUTH"),
+            (ErrorCode::ContextWindowExceeded, "CONTEXT_WINDOW_EXCEEDED"),
+            (ErrorCode::Http(404), "HTTP_404"),
+            (ErrorCode::SummaryNotSmaller, "SUMMARY_NOT_SMALLER"),
+            (
+                ErrorCode::from_stop_reason("content_filter"),
+                "CONTENT_FILTER",
+            ),
+            (ErrorCode::from_stop_reason("pause_turn"), "PAUSE_TURN"),
+        ];
+        for (code, name) in cases {
+            assert_eq!(code.to_string(), name);
+            assert!(code == name);
+        }
+        assert_eq!(
+            ErrorCode::from_stop_reason("content_filter"),
+            ErrorCode::ContentFilter
+        );
+        assert!(ErrorCode::Server.is_retryable() && !ErrorCode::Auth.is_retryable());
+    }
+
+    #[test]
     fn api_key_never_prints() {
         let k = ApiKey::new("sk-secret-123");
         assert_eq!(format!("{k:?}"), "ApiKey([REDACTED])");
@@ -436,7 +561,7 @@ mod tests {
             k.scrub("bad key sk-secret-123 given"),
             "bad key [REDACTED] given"
         );
-        let e = ProviderError::new("AUTH", "Invalid key sk-secret-123").scrubbed(&k);
+        let e = ProviderError::new(ErrorCode::Auth, "Invalid key sk-secret-123").scrubbed(&k);
         assert!(!format!("{e:?} {e}").contains("sk-secret"));
     }
 

@@ -33,7 +33,7 @@
 pub mod check;
 mod commands;
 mod compaction;
-pub mod js;
+pub(crate) mod js;
 mod load;
 mod meter;
 mod provenance;

@@ -24,10 +24,6 @@ impl Lcg {
     }
 }
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin("dsh")
-}
-
 /// Wait until the file at `p` is longer than `len` (the writer has the
 /// lock and is writing), or the child has exited.
 fn wait_for_growth(p: &Path, len: usize, child: &mut std::process::Child) {
@@ -60,7 +56,7 @@ fn kill_loop(log_src: &Path, name: &str, runs: u64, pause_ms: u64, pauses: u64) 
     for i in 0..runs {
         let (_d, log) = copy_of(log_src, name);
         let before = fs::read(&log).unwrap();
-        let mut child = std::process::Command::new(bin())
+        let mut child = crate::support::dsh_process()
             .args([
                 "prune",
                 "-q",
@@ -223,7 +219,7 @@ fn a_second_dsh_prune_fails_fast_or_waits() {
     let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
     let before = fs::read(&log).unwrap();
     // The first holds the lock for a while (slow writes).
-    let mut first = std::process::Command::new(bin())
+    let mut first = crate::support::dsh_process()
         .args([
             "prune",
             "-q",
@@ -238,7 +234,7 @@ fn a_second_dsh_prune_fails_fast_or_waits() {
         .unwrap();
     // Once bytes land, the first holds the lock for several pauses more.
     wait_for_growth(&log, before.len(), &mut first);
-    let second = std::process::Command::new(bin())
+    let second = crate::support::dsh_process()
         .args(["prune", "--allow-closed-turn"])
         .arg(&log)
         .output()
@@ -250,7 +246,7 @@ fn a_second_dsh_prune_fails_fast_or_waits() {
         "{err}"
     );
     assert!(err.contains("--wait"), "{err}");
-    let third = std::process::Command::new(bin())
+    let third = crate::support::dsh_process()
         .args(["prune", "--allow-closed-turn", "--wait", "20"])
         .arg(&log)
         .output()

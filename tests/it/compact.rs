@@ -64,11 +64,10 @@ fn lines(p: &Path) -> Vec<J> {
         .collect()
 }
 
+/// dsh in the shared test environment, with the test key set.
 fn dsh() -> Command {
-    let mut c = Command::cargo_bin("dsh").unwrap();
-    c.env("DEEPSEEK_API_KEY", KEY)
-        .env_remove("DEEPSEEK_BASE_URL")
-        .env("HOME", std::env::temp_dir());
+    let mut c = crate::support::dsh();
+    c.env("DEEPSEEK_API_KEY", KEY);
     c
 }
 
@@ -557,9 +556,8 @@ fn kill_between_start_and_end_leaves_a_held_lock_with_a_way_out() {
     let dir = tempfile::tempdir().unwrap();
     let log = write_log(dir.path(), "s.jsonl", &closed_log());
     let server = Server::start(vec![Reply::Stall(Duration::from_secs(30))]);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"))
+    let mut child = crate::support::dsh_process()
         .env("DEEPSEEK_API_KEY", KEY)
-        .env("HOME", std::env::temp_dir())
         .args(["compact", "--base-url", &server.base])
         .arg(&log)
         .stdout(std::process::Stdio::null())

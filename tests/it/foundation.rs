@@ -432,7 +432,7 @@ fn a_reader_that_goes_away_is_not_an_error() {
         &["messages"][..],
         &["events"][..],
     ] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"))
+        let mut child = crate::support::dsh_process()
             .args(args)
             .arg(&log)
             .stdout(std::process::Stdio::piped())
@@ -450,4 +450,26 @@ fn a_reader_that_goes_away_is_not_an_error() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn io_failures_keep_the_os_error_as_their_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.jsonl");
+    let err = dsh::log::load(
+        &dsh::LogSource::File(missing),
+        &dsh::LoadOptions::default(),
+        &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+    )
+    .unwrap_err();
+    assert_eq!(err.kind, dsh::LoadErrorKind::Io);
+    assert_eq!(err.io_kind(), Some(std::io::ErrorKind::NotFound));
+    let source = std::error::Error::source(&err).expect("an io source");
+    let io = source.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(
+        err.message().starts_with("cannot open the log: "),
+        "{}",
+        err.message()
+    );
 }

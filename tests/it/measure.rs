@@ -4,37 +4,19 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use dsh::json::Value;
 use dsh::log::{LoadOptions, LogSource};
 use dsh::meter::{BaselineKind, Meter, MeterError, measure};
 use serde_json::{Value as J, json};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::sample;
 
-fn sample(name: &str) -> PathBuf {
-    root().join("samples").join(name)
-}
-
+/// `../shared`, or `None` with a printed skip notice.
 fn shared() -> Option<PathBuf> {
-    let p = root().join("../shared");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: ../shared (spec, corpus, oracle outputs) is not present");
-        None
-    }
+    crate::support::shared("measure")
 }
 
-fn dsh() -> Command {
-    let mut c = Command::cargo_bin("dsh").unwrap();
-    c.env_remove("DSH_CONFIG")
-        .env("XDG_CONFIG_HOME", root().join("samples/no-config-here"))
-        .env_remove("COLUMNS");
-    c
-}
+use crate::support::dsh;
 
 /// Run `dsh measure --json ARGS`, returning (exit code, parsed stdout).
 fn measure_json(args: &[&str]) -> (i32, J) {

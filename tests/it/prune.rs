@@ -4,37 +4,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use dsh::json::Value;
 use dsh::log::{LoadOptions, LoadedLog, LogSource};
 
-pub fn dsh() -> Command {
-    let mut c = Command::cargo_bin("dsh").unwrap();
-    // No home and no dsh config from the environment.
-    c.env_remove("DSH_HOME")
-        .env_remove("DSH_CONFIG")
-        .env("XDG_CONFIG_HOME", root().join("samples/no-config-here"));
-    c
-}
+pub use crate::support::dsh;
 
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-pub fn sample(name: &str) -> PathBuf {
-    root().join("samples").join(name)
-}
-
-/// `../shared` beside the checkout, or `None` (with a printed skip notice).
-pub fn shared(test: &str) -> Option<PathBuf> {
-    let p = root().join("../shared");
-    if p.join("spec").is_dir() {
-        Some(p)
-    } else {
-        eprintln!("SKIPPED {test}: ../shared (spec and corpus) is not beside the checkout");
-        None
-    }
-}
+pub use crate::support::{contains, sample, shared};
 
 /// A writable copy of a file in a fresh temporary directory.
 pub fn copy_of(src: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -62,34 +37,6 @@ pub fn json(out: &[u8]) -> Value<'static> {
     Value::parse(text.trim())
         .unwrap_or_else(|e| panic!("not JSON ({e}): {text:.300}"))
         .into_owned()
-}
-
-/// Every key of `expected` is in `actual` with an equal value.
-pub fn contains(expected: &Value<'_>, actual: &Value<'_>, path: &str) -> Result<(), String> {
-    match (expected, actual) {
-        (Value::Obj(e), Value::Obj(_)) => {
-            for (k, v) in e {
-                let key = k.to_lossy();
-                let a = actual
-                    .get(&key)
-                    .ok_or_else(|| format!("{path}.{key}: missing"))?;
-                contains(v, a, &format!("{path}.{key}"))?;
-            }
-            Ok(())
-        }
-        (Value::Arr(e), Value::Arr(a)) if e.len() == a.len() => {
-            for (i, (x, y)) in e.iter().zip(a).enumerate() {
-                contains(x, y, &format!("{path}[{i}]"))?;
-            }
-            Ok(())
-        }
-        _ if expected.deep_eq(actual) => Ok(()),
-        _ => Err(format!(
-            "{path}: {:.120} != expected {:.120}",
-            actual.to_json(),
-            expected.to_json()
-        )),
-    }
 }
 
 fn lines(p: &Path) -> Vec<String> {

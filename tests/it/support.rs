@@ -31,11 +31,110 @@ pub fn shared(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// The `dsh` binary under test.
-pub fn dsh() -> Command {
-    let mut c = Command::cargo_bin("dsh").unwrap();
-    c.env_remove("DSH_HOME").env_remove("DSH_CONFIG");
+/// Variables that would let the machine's environment into a test: the
+/// user's dsh home and config, provider keys and endpoints, proxies, and
+/// terminal settings. [`TestEnv`] removes them all.
+const LEAKY_VARS: &[&str] = &[
+    "DSH_HOME",
+    "DSH_CONFIG",
+    "DSH_PAGER",
+    "PAGER",
+    "COLUMNS",
+    "LINES",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "DEEPSEEK_API_KEY",
+    "DEEPSEEK_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+];
+
+/// A hermetic environment for running `dsh`: an empty `HOME` of its own
+/// (so `~/.dsh` and `~/.config/dsh` do not exist), `XDG_CONFIG_HOME` inside
+/// it, `NO_COLOR`, and none of [`LEAKY_VARS`]. Every integration test runs
+/// the binary through one of these (via [`dsh`] or [`TestEnv::dsh`]).
+pub struct TestEnv {
+    home: tempfile::TempDir,
+}
+
+impl TestEnv {
+    /// A fresh, empty environment.
+    pub fn new() -> Self {
+        TestEnv {
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The pinned `HOME`.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// Where `~/.dsh` would be (not created).
+    pub fn dsh_home(&self) -> PathBuf {
+        self.home().join(".dsh")
+    }
+
+    /// The `dsh` binary under test, in this environment.
+    pub fn dsh(&self) -> Command {
+        let mut c = Command::cargo_bin("dsh").unwrap();
+        pin(&mut c, self.home());
+        c
+    }
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn pin(c: &mut Command, home: &Path) {
+    for var in LEAKY_VARS {
+        c.env_remove(var);
+    }
+    c.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("NO_COLOR", "1");
+}
+
+fn pin_process(c: &mut std::process::Command, home: &Path) {
+    for var in LEAKY_VARS {
+        c.env_remove(var);
+    }
+    c.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("NO_COLOR", "1");
+}
+
+fn shared_env() -> &'static TestEnv {
+    static SHARED: std::sync::OnceLock<TestEnv> = std::sync::OnceLock::new();
+    SHARED.get_or_init(TestEnv::new)
+}
+
+/// [`dsh`] as a `std::process::Command`, for tests that spawn the binary
+/// and signal it or read its pipes while it runs.
+pub fn dsh_process() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("dsh"));
+    pin_process(&mut c, shared_env().home());
     c
+}
+
+/// The `dsh` binary under test in a shared empty environment (one per test
+/// process; nothing is ever written into it). Tests that need their own
+/// home, config or keys set them on the returned command, or use a
+/// [`TestEnv`] of their own.
+pub fn dsh() -> Command {
+    shared_env().dsh()
 }
 
 /// Run dsh and parse its stdout as one JSON document.
@@ -111,4 +210,17 @@ pub fn corpus_logs(shared: &Path) -> Vec<(String, PathBuf)> {
     }
     out.sort();
     out
+}
+
+#[test]
+fn the_test_environment_pins_home_and_hides_the_machine() {
+    let env = TestEnv::new();
+    // `locks` with no LOG means the whole home: it must look in the pinned
+    // one, whatever the machine's DSH_HOME or HOME say.
+    let out = env.dsh().arg("locks").output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let home = env.dsh_home();
+    assert!(text.contains(&*home.to_string_lossy()), "{text}");
+    assert!(!home.exists(), "nothing was created in the pinned home");
 }

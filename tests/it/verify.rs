@@ -3,17 +3,14 @@
 //! the command line (formats, exit codes, many files).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use assert_cmd::Command;
 use dsh::log::{LoadOptions, LogSource};
 use dsh::prune::PruneConfig;
 use dsh::verify::{CheckId, Report, Severity, Verdict, VerifyOptions, verify, verify_with};
 use serde_json::{Value as J, json};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::root;
 
 fn sample_path() -> PathBuf {
     root().join("samples/verify-clean.jsonl")
@@ -1257,13 +1254,8 @@ fn reference_written_compaction_and_prune_are_clean_without_warnings() {
 // ---------------------------------------------------------------------------
 // The command line.
 
-fn dsh() -> Command {
-    let mut c = Command::cargo_bin("dsh").unwrap();
-    // No dsh config from the environment: the pruner defaults apply.
-    c.env_remove("DSH_CONFIG")
-        .env("XDG_CONFIG_HOME", root().join("samples/no-config-here"));
-    c
-}
+// No dsh config from the environment: the pruner defaults apply.
+use crate::support::dsh;
 
 fn mutated(f: impl FnOnce(&mut Log)) -> tempfile::NamedTempFile {
     let mut log = Log::sample();

@@ -7,15 +7,14 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use dsh::append::{AppendOptions, AppendTarget, Blocker, Lifecycle};
+use dsh::compact::plan::{Plan, PlanInputs};
 use dsh::compact::{
     self, BracketReport, Env, Failure, FailureKind, Mode, OpenError, Options, Outcome, Report,
     Session,
 };
-use dsh::config::{Config, RouteKind};
 use dsh::json::{OwnedValue, Value};
-use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_capacity};
+use dsh::policy::{Policy, Retention};
 use dsh::provider::{ApiKey, Endpoint, HttpSummarizer, Progress, Protocol};
-use dsh::prune::PruneConfig;
 
 use crate::cli::commands::prune::{append_error, now_ms};
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_config};
@@ -179,13 +178,6 @@ pub enum KindArg {
     Anthropic,
 }
 
-fn split_route(s: &str) -> anyhow::Result<(String, String)> {
-    match s.split_once('/') {
-        Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p.to_string(), m.to_string())),
-        _ => Err(UsageError(format!("--route must be PROVIDER/MODEL, got \"{s}\"")).into()),
-    }
-}
-
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
@@ -236,27 +228,6 @@ fn bracket_json(b: &BracketReport, with_request: bool) -> OwnedValue {
         v = v.with("request", r.to_value());
     }
     v
-}
-
-/// Everything resolved from the config, the flags and the log.
-struct Plan {
-    /// Summarisation target.
-    target: (String, String),
-    /// The log's routed target.
-    routed: Option<(String, String)>,
-    /// The policy for the routed target, flags applied.
-    policy: Policy,
-    /// Pressure only: the capacity and budgets.
-    capacity: Option<Capacity>,
-    budgets: Option<Budgets>,
-    /// Wire settings.
-    kind: RouteKind,
-    base_url: String,
-    key_env: String,
-    reasoning_effort: Option<String>,
-    /// The config file read, if any.
-    config_path: Option<PathBuf>,
-    pruner: PruneConfig,
 }
 
 fn policy_json(p: &Policy) -> OwnedValue {
@@ -316,7 +287,7 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
         .with(
             "summarizer",
             Value::obj()
-                .with("kind", plan.kind.as_str().into())
+                .with("kind", plan.protocol.as_str().into())
                 .with("baseURL", plan.base_url.clone().into())
                 .with("apiKeyEnv", plan.key_env.clone().into())
                 .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
@@ -511,157 +482,31 @@ fn failure_status(f: &Failure) -> Status {
     }
 }
 
-fn check_ratio(flag: &str, v: Option<f64>) -> anyhow::Result<Option<f64>> {
-    match v {
-        Some(r) if !(r.is_finite() && r > 0.0 && r <= 1.0) => {
-            Err(UsageError(format!("{flag} {r}: must be a number in (0, 1]")).into())
-        }
-        v => Ok(v),
+/// The flags as the library's plan inputs.
+fn plan_inputs(args: &CompactArgs) -> PlanInputs {
+    PlanInputs {
+        mode: Some(match args.mode {
+            ModeArg::Auto => Mode::Auto,
+            ModeArg::Pressure => Mode::Pressure,
+            ModeArg::Overflow => Mode::Overflow,
+        }),
+        route: args.route.clone(),
+        protocol: args.kind.map(|k| match k {
+            KindArg::Deepseek => Protocol::DeepSeek,
+            KindArg::Anthropic => Protocol::Anthropic,
+        }),
+        base_url: args.base_url.clone(),
+        default_base_url: std::env::var("DEEPSEEK_BASE_URL").ok(),
+        api_key_env: args.api_key_env.clone(),
+        reasoning_effort: args.reasoning_effort.clone(),
+        context_window: args.context_window,
+        threshold_ratio: args.threshold_ratio,
+        retain_ratio: args.retain_ratio,
+        retain_tokens: args.retain_tokens,
+        max_tokens: args.max_tokens,
+        compaction_retries: args.compaction_retries,
+        max_overflow_retries: args.max_overflow_retries,
     }
-}
-
-/// The policy of the routed target from the config, flags overriding.
-fn resolve_policy(
-    args: &CompactArgs,
-    config: &Config,
-    routed: Option<&(String, String)>,
-) -> anyhow::Result<Policy> {
-    let (p, m) = routed.cloned().unwrap_or_default();
-    let mut policy = config.policy_for(&p, &m);
-    if let Some(t) = check_ratio("--threshold-ratio", args.threshold_ratio)? {
-        policy.threshold_ratio = t;
-    }
-    if let Some(r) = check_ratio("--retain-ratio", args.retain_ratio)? {
-        policy.retention = Retention::Ratio(r);
-    }
-    if let Some(t) = args.retain_tokens {
-        policy.retention = Retention::Tokens(t);
-    }
-    if let Retention::Ratio(r) = policy.retention
-        && r >= policy.threshold_ratio
-    {
-        return Err(UsageError(format!(
-            "retainRatio ({}) must be less than the resolved thresholdRatio ({})",
-            Value::from(r).to_json(),
-            Value::from(policy.threshold_ratio).to_json()
-        ))
-        .into());
-    }
-    if let Some(t) = args.max_tokens {
-        if t == 0 {
-            return Err(UsageError("--max-tokens must be a positive integer".into()).into());
-        }
-        policy.max_tokens = t;
-    }
-    if let Some(n) = args.compaction_retries {
-        policy.compaction_retries = n;
-    }
-    if let Some(n) = args.max_overflow_retries {
-        policy.max_overflow_retries = n;
-    }
-    Ok(policy)
-}
-
-fn plan(
-    args: &CompactArgs,
-    config: &Config,
-    session: &Session,
-    mode: Mode,
-) -> anyhow::Result<Plan> {
-    let routed = session.headers().route();
-    let policy = resolve_policy(args, config, routed.as_ref())?;
-    let target = match &args.route {
-        Some(r) => split_route(r)?,
-        None if !policy.summarization_provider.is_empty() => (
-            policy.summarization_provider.clone(),
-            policy.summarization_model.clone(),
-        ),
-        None => routed
-            .clone()
-            .filter(|(p, m)| !p.is_empty() && !m.is_empty())
-            .ok_or_else(|| UsageError(compact::NO_TARGET.to_string()))?,
-    };
-    let (mut capacity, mut budgets) = (None, None);
-    if mode == Mode::Pressure {
-        let (p, m) = routed
-            .clone()
-            .filter(|(p, m)| !p.is_empty() && !m.is_empty())
-            .ok_or_else(|| {
-                UsageError(
-                    "pressure compaction needs a routed target (no request/header in the log)"
-                        .into(),
-                )
-            })?;
-        let (config_model, config_route_default) = config.configured_capacity(&p, &m);
-        let logged = session
-            .measure()
-            .ok()
-            .and_then(|x| x.logged_context_window(&p, &m))
-            .map(|l| l.0);
-        let inputs = CapacityInputs {
-            flag: args.context_window,
-            config_model,
-            logged,
-            config_route_default,
-        };
-        let c = resolve_capacity(&p, &inputs)
-            .ok_or_else(|| UsageError(dsh::policy::no_capacity_message(&p, &m)))?;
-        let b = policy
-            .budgets(c.context_window)
-            .map_err(|e| UsageError(e.message))?;
-        capacity = Some(c);
-        budgets = Some(b);
-    }
-    let route_cfg = config.route_config(&target.0);
-    let kind = match args.kind {
-        Some(KindArg::Deepseek) => RouteKind::Deepseek,
-        Some(KindArg::Anthropic) => RouteKind::Anthropic,
-        None => route_cfg.map_or(RouteKind::Deepseek, |r| r.kind),
-    };
-    let base_url = match args
-        .base_url
-        .clone()
-        .or_else(|| route_cfg.and_then(|r| r.base_url.clone()))
-    {
-        Some(u) => u,
-        None => {
-            let root = std::env::var("DEEPSEEK_BASE_URL")
-                .ok()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "https://api.deepseek.com".into());
-            match kind {
-                RouteKind::Deepseek => root,
-                RouteKind::Anthropic => format!("{}/anthropic", root.trim_end_matches('/')),
-            }
-        }
-    };
-    let key_env = args
-        .api_key_env
-        .clone()
-        .or_else(|| route_cfg.and_then(|r| r.api_key_env.clone()))
-        .unwrap_or_else(|| "DEEPSEEK_API_KEY".into());
-    let reasoning_effort = args
-        .reasoning_effort
-        .clone()
-        .or_else(|| route_cfg.and_then(|r| r.reasoning_effort.clone()));
-    let p = config.pruner;
-    Ok(Plan {
-        target,
-        routed,
-        policy,
-        capacity,
-        budgets,
-        kind,
-        base_url,
-        key_env,
-        reasoning_effort,
-        config_path: config.path.clone(),
-        pruner: PruneConfig {
-            threshold_chars: p.threshold_chars,
-            head_chars: p.head_chars,
-            tail_chars: p.tail_chars,
-        },
-    })
 }
 
 fn busy_hint(log: &str) -> String {
@@ -710,16 +555,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             }
         }
     }
-    let mode = match (args.mode, session.open_turn()) {
-        (_, None) => Mode::Manual,
-        (ModeArg::Auto | ModeArg::Pressure, Some(_)) => Mode::Pressure,
-        (ModeArg::Overflow, Some(_)) => Mode::Overflow,
-    };
-    let plan = plan(args, &config, &session, mode)?;
-    let protocol = match plan.kind {
-        RouteKind::Deepseek => Protocol::DeepSeek,
-        RouteKind::Anthropic => Protocol::Anthropic,
-    };
+    let plan =
+        compact::plan::plan(&plan_inputs(args), &config, &session).map_err(|e| UsageError(e.0))?;
+    let mode = plan.mode;
     let key = std::env::var(&plan.key_env).unwrap_or_default();
     if key.is_empty() && !args.dry_run {
         return Err(UsageError(format!(
@@ -728,7 +566,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         ))
         .into());
     }
-    let mut endpoint = Endpoint::new(protocol, plan.base_url.clone(), ApiKey::new(key));
+    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), ApiKey::new(key));
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
     endpoint.idle_timeout = Duration::from_secs_f64(args.timeout.max(0.001));
     endpoint.max_retries = args.retries;
@@ -807,7 +645,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         Err(f) => {
             let status = failure_status(&f);
             let hint = match (&f.provider, f.kind) {
-                (Some(p), _) if p.code == "AUTH" => Some(format!(
+                (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
                     "the provider rejected the API key (HTTP {}): check ${}",
                     p.status.unwrap_or(401),
                     plan.key_env
@@ -819,7 +657,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                 let mut err = Value::obj()
                     .with("message", f.message.clone().into())
                     .with("kind", format!("{:?}", f.kind).to_lowercase().into())
-                    .with("code", opt(f.code.clone()));
+                    .with("code", opt(f.code.as_ref().map(ToString::to_string)));
                 if let Some(h) = &hint {
                     err = err.with("hint", h.clone().into());
                 }

@@ -1,0 +1,511 @@
+//! The writer's unit tests: units, frames, roll-back and refusals.
+
+use super::write::{Payload, WriteOps, write_payload};
+use super::*;
+use crate::log::load;
+use std::io::Write as _;
+use std::os::unix::fs::FileExt;
+
+const HEADER: &str =
+    r#"{"type":"session","version":0,"id":"t","createdAt":0,"cwd":"/tmp","delegationDepth":0}"#;
+
+/// An open turn: call `a` has a result, call `b` none, the step is open.
+fn open_turn_log() -> String {
+    let lines = [
+        HEADER,
+        r#"{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":11,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"user/message","seq":2,"time":12,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"u1"},"surfaceOp":"append"}"#,
+        r#"{"type":"assistant/message","seq":3,"time":13,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","id":"a","name":"bash","arguments":"{}"},{"type":"tool-call","id":"b","name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"}},"surfaceOp":"append"}"#,
+        r#"{"type":"tool/call","seq":4,"time":14,"data":{"turn":1,"step":1,"callId":"a","name":"bash","arguments":"{}"}}"#,
+        r#"{"type":"tool/result","seq":5,"time":15,"data":{"turn":1,"step":1,"message":{"role":"user","content":[{"type":"tool-result","toolCallId":"a","content":[{"type":"text","text":"ok"}]}],"source":{"kind":"tool","callId":"a"},"id":"r1"}},"surfaceOp":"append"}"#,
+    ];
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}
+
+fn user_msg(seq: u64) -> OwnedEvent {
+    let line = format!(
+        r#"{{"type":"user/message","seq":{seq},"time":99,"data":{{"role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}},"id":"u{seq}"}},"surfaceOp":"append"}}"#,
+        "x".repeat(300)
+    );
+    let v = Value::parse(&line).unwrap().into_owned();
+    owned_event(Kind::UserMessage, seq, v)
+}
+
+fn loaded(path: &Path) -> LoadedLog {
+    load(
+        &LogSource::File(path.to_path_buf()),
+        &LoadOptions::default(),
+        &mut |_: &Event<'_>, _: &Folded<'_>| {},
+    )
+    .unwrap()
+}
+
+/// Records every operation instead of doing it.
+#[derive(Default)]
+struct Recorder {
+    ops: Vec<Op>,
+}
+#[derive(Clone)]
+enum Op {
+    Write(u64, Vec<u8>),
+    Sync,
+}
+impl WriteOps for Recorder {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.ops.push(Op::Write(offset, buf.to_vec()));
+        Ok(())
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.ops.push(Op::Sync);
+        Ok(())
+    }
+    fn truncate(&mut self, _: u64) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Apply the first `n` operations, the last one cut to `cut` bytes.
+fn replay(base: &[u8], ops: &[Op], n: usize, cut: Option<usize>, path: &Path) {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    f.write_all(base).unwrap();
+    for (i, op) in ops[..n].iter().enumerate() {
+        if let Op::Write(off, bytes) = op {
+            let len = if i + 1 == n {
+                cut.unwrap_or(bytes.len())
+            } else {
+                bytes.len()
+            };
+            f.write_all_at(&bytes[..len], *off).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_intermediate_state_of_a_plain_batch_is_none_or_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let base = open_turn_log();
+    fs::write(&path, &base).unwrap();
+    let before = loaded(&path);
+    assert_eq!(before.closers.len(), 3, "result for b, step/end, turn/end");
+    let mut batch = lifecycle_prefix(&before, 50.0);
+    batch.push(user_msg(before.session_length()));
+    let (payload, _) = encode(&batch, Container::Plain).unwrap();
+    let Payload::Units(units) = &payload else {
+        panic!()
+    };
+    assert_eq!(units.len(), 2, "split before the turn/end closer");
+    let mut rec = Recorder::default();
+    write_payload(&mut rec, base.len() as u64, &payload, None).unwrap();
+    let (none, all) = (before.event_count(), before.session_length() + 1);
+    let mut seen_all = 0;
+    let probe = dir.path().join("probe.jsonl");
+    for n in 0..=rec.ops.len() {
+        let max = match rec.ops.get(n.wrapping_sub(1)) {
+            Some(Op::Write(_, b)) if n > 0 => b.len(),
+            _ => 0,
+        };
+        let mut cuts: Vec<Option<usize>> = (0..max).step_by(13).map(Some).collect();
+        cuts.push(None);
+        for cut in cuts {
+            replay(base.as_bytes(), &rec.ops, n, cut, &probe);
+            let l = loaded(&probe);
+            let count = l.event_count() + l.end_seed_appended() as u64;
+            let n_events = l.event_count();
+            assert!(
+                n_events == none || n_events == all,
+                "after {n} op(s), cut {cut:?}: {n_events} events (want {none} or {all})"
+            );
+            if n_events == all {
+                seen_all += 1;
+                assert_eq!(l.surface.seqs(), vec![2, 3, 5, 6, 10]);
+            } else {
+                assert_eq!(count, none + 1);
+                assert_eq!(l.surface.seqs(), vec![2, 3, 5, 6]);
+            }
+        }
+    }
+    assert!(seen_all > 0);
+}
+
+#[test]
+fn a_zstd_batch_is_one_checksummed_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl.zstd");
+    let base = open_turn_log();
+    let (head, body) = base.split_at(HEADER.len() + 1);
+    let mut bytes = zstd_frame(head.as_bytes()).unwrap();
+    bytes.extend(zstd_frame(body.as_bytes()).unwrap());
+    fs::write(&path, &bytes).unwrap();
+    let src = LogSource::File(path.clone());
+    let mut app = Appender::open(
+        &src,
+        AppendTarget::InPlace,
+        &AppendOptions::default(),
+        &mut |_: &Event<'_>, _: &Folded<'_>| {},
+    )
+    .unwrap();
+    let mut batch = app.lifecycle_prefix(50.0);
+    batch.push(user_msg(app.log().session_length()));
+    let r = app.append(&batch).unwrap();
+    assert_eq!(r.offset, bytes.len() as u64);
+    app.finish().unwrap();
+    let after = fs::read(&path).unwrap();
+    assert_eq!(&after[..bytes.len()], &bytes[..], "old bytes untouched");
+    let frame = &after[bytes.len()..];
+    assert_eq!(
+        zstd::zstd_safe::find_frame_compressed_size(frame).unwrap(),
+        frame.len()
+    );
+    assert_ne!(frame[4] & 0x04, 0, "content checksum flag");
+    let l = loaded(&path);
+    assert_eq!(l.event_count(), 11);
+    assert!(l.closers.is_empty());
+    // Cut the new frame anywhere: the log loads as before (a torn frame).
+    for cut in (1..frame.len()).step_by(7) {
+        fs::write(&path, &after[..bytes.len() + cut]).unwrap();
+        let l = loaded(&path);
+        assert_eq!(l.stored_events, 6, "cut at {cut}");
+        assert_eq!(l.event_count(), 9);
+    }
+}
+
+/// Fails the n-th write (after writing part of it) or every sync.
+struct Failing {
+    file: File,
+    fail_write: usize,
+    fail_truncate: bool,
+    writes: usize,
+}
+impl WriteOps for Failing {
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.writes += 1;
+        if self.writes == self.fail_write {
+            FileExt::write_all_at(&self.file, &buf[..buf.len() / 2], offset)?;
+            return Err(io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        FileExt::write_all_at(&self.file, buf, offset)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_all()
+    }
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        if self.fail_truncate {
+            return Err(io::Error::other("cannot truncate"));
+        }
+        self.file.set_len(len)
+    }
+}
+
+#[test]
+fn a_failed_write_is_cut_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let base = open_turn_log();
+    fs::write(&path, &base).unwrap();
+    let before = loaded(&path);
+    let batch = lifecycle_prefix(&before, 50.0);
+    let (payload, _) = encode(&batch, Container::Plain).unwrap();
+    for fail_write in 1..=4 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let mut ops = Failing {
+            file,
+            fail_write,
+            fail_truncate: false,
+            writes: 0,
+        };
+        let e = commit(&mut ops, &path, base.len() as u64, &payload, None).unwrap_err();
+        assert!(
+            matches!(&e, AppendError::Io { len, source, .. } if *len == base.len() as u64 && source.raw_os_error() == Some(28)),
+            "{e}"
+        );
+        assert!(e.to_string().contains("restored to its previous"));
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            base,
+            "write {fail_write}"
+        );
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let mut ops = Failing {
+        file,
+        fail_write: 3,
+        fail_truncate: true,
+        writes: 0,
+    };
+    let e = commit(&mut ops, &path, base.len() as u64, &payload, None).unwrap_err();
+    assert!(matches!(e, AppendError::RollbackFailed { .. }), "{e}");
+    // Even then the incomplete batch is invisible to the loader.
+    assert_eq!(loaded(&path).event_count(), before.event_count());
+}
+
+#[test]
+fn the_batch_must_start_a_lifecycle_and_be_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, open_turn_log()).unwrap();
+    let src = LogSource::File(path.clone());
+    let mut app = Appender::open(
+        &src,
+        AppendTarget::DryRun,
+        &AppendOptions::default(),
+        &mut |_: &Event<'_>, _: &Folded<'_>| {},
+    )
+    .unwrap();
+    assert!(app.file_turn_open());
+    assert!(!app.turn_open(), "the closers close the turn");
+    // Skipping the closers.
+    let e = app.append(&[user_msg(6)]).unwrap_err();
+    assert!(e.to_string().contains("crash-repair closers"), "{e}");
+    // The right prefix, then an event with a gap.
+    let mut batch = app.lifecycle_prefix(5.0);
+    batch.push(user_msg(11));
+    let e = app.append(&batch).unwrap_err();
+    assert!(e.to_string().contains("expected seq 10"), "{e}");
+    // A replace of a node that is not on the surface.
+    let mut batch = app.lifecycle_prefix(5.0);
+    let mut bad = user_msg(10);
+    bad.value.set(
+        "surfaceOp",
+        Value::parse(r#"{"op":"replace","start":77,"end":77}"#)
+            .unwrap()
+            .into_owned(),
+    );
+    bad.value.set("sourceEventSeqs", vec![7u64].into());
+    batch.push(bad);
+    assert!(app.append(&batch).is_err());
+    // Retired shapes the loader refuses are never written either.
+    let mut batch = app.lifecycle_prefix(5.0);
+    let fallback = Value::parse(
+        r#"{"type":"request/header","seq":10,"time":5,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"fallback"}}"#,
+    )
+    .unwrap()
+    .into_owned();
+    batch.push(crate::event::owned_event(Kind::RequestHeader, 10, fallback));
+    let e = app.append(&batch).unwrap_err();
+    assert!(e.to_string().contains("fallback"), "{e}");
+    // A good batch passes; the dry run wrote nothing.
+    let mut batch = app.lifecycle_prefix(5.0);
+    batch.push(user_msg(10));
+    let r = app.append(&batch).unwrap();
+    assert_eq!((r.first_seq, r.events, r.written), (6, 5, 0));
+    assert_eq!(app.next_seq(), 11);
+    assert!(app.lifecycle_prefix(5.0).is_empty());
+    assert_eq!(app.surface().seqs(), vec![2, 3, 5, 6, 10]);
+    assert_eq!(fs::read_to_string(&path).unwrap(), open_turn_log());
+}
+
+#[test]
+fn a_copy_takes_several_batches_and_appears_only_when_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, open_turn_log()).unwrap();
+    let out = dir.path().join("copy.jsonl");
+    let src = LogSource::File(path.clone());
+    let mut app = Appender::open(
+        &src,
+        AppendTarget::Copy(out.clone()),
+        &AppendOptions::default(),
+        &mut |_: &Event<'_>, _: &Folded<'_>| {},
+    )
+    .unwrap();
+    let mut first = app.lifecycle_prefix(7.0);
+    first.push(user_msg(10));
+    app.append(&first).unwrap();
+    assert!(!out.exists(), "published only by finish()");
+    let r = app.append(&[user_msg(11)]).unwrap();
+    assert_eq!((r.first_seq, r.events), (11, 1));
+    assert_eq!(app.batches(), 2);
+    assert_eq!(app.finish().unwrap(), Some(out.clone()));
+    assert_eq!(fs::read_to_string(&path).unwrap(), open_turn_log());
+    let l = loaded(&out);
+    assert_eq!(l.stored_events, 12);
+    assert_eq!(l.surface.seqs(), vec![2, 3, 5, 6, 10, 11]);
+    let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 2, "no temporary file left");
+    // Dropped without finish: no copy, no leftovers.
+    let out2 = dir.path().join("copy2.jsonl");
+    let mut app = Appender::open(
+        &src,
+        AppendTarget::Copy(out2.clone()),
+        &AppendOptions::default(),
+        &mut |_: &Event<'_>, _: &Folded<'_>| {},
+    )
+    .unwrap();
+    let prefix = app.lifecycle_prefix(7.0);
+    app.append(&prefix).unwrap();
+    drop(app);
+    assert!(!out2.exists());
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn a_live_compaction_lock_refuses_appends_until_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let mut text = open_turn_log();
+    text.push_str(
+        r#"{"type":"compaction/start","seq":6,"time":16,"data":{"compactionId":"c1","turn":1}}"#,
+    );
+    text.push('\n');
+    fs::write(&path, &text).unwrap();
+    let src = LogSource::File(path.clone());
+    let open = || {
+        Appender::open(
+            &src,
+            AppendTarget::InPlace,
+            &AppendOptions::default(),
+            &mut |_: &Event<'_>, _: &Folded<'_>| {},
+        )
+        .unwrap()
+    };
+    let mut app = open();
+    assert_eq!(app.compaction_lock().state, LockState::Busy);
+    assert!(matches!(
+        app.blockers(),
+        [Blocker::CompactionLock { seq: 6, .. }]
+    ));
+    let batch = app.lifecycle_prefix(20.0);
+    let e = app.append(&batch).unwrap_err();
+    assert!(
+        e.is_busy() && e.to_string().contains("live compaction lock"),
+        "{e}"
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    // Release: the closers (the bracket's turn ends), then the end-seed.
+    let r = app.release_compaction_lock(20.0).unwrap().unwrap();
+    assert_eq!((r.first_seq, r.events), (7, 4));
+    assert_eq!(app.compaction_lock().state, LockState::Stale);
+    assert!(app.blockers().is_empty());
+    app.append(&[user_msg(11)]).unwrap();
+    app.finish().unwrap();
+    let after = fs::read_to_string(&path).unwrap();
+    assert!(
+        after.starts_with(&text),
+        "the compaction/start is untouched"
+    );
+    let mut app = open();
+    assert_eq!(app.compaction_lock().state, LockState::Stale);
+    assert!(app.release_compaction_lock(30.0).unwrap().is_none());
+    assert_eq!(app.compaction_lock().brackets[0].end_seed_seq, Some(10));
+}
+
+fn noop() -> impl FnMut(&Event<'_>, &Folded<'_>) {
+    |_: &Event<'_>, _: &Folded<'_>| {}
+}
+
+#[test]
+fn continue_appends_inside_the_open_turn_without_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, open_turn_log()).unwrap();
+    let src = LogSource::File(path.clone());
+    let opts = AppendOptions {
+        lifecycle: Lifecycle::Continue,
+        ..AppendOptions::default()
+    };
+    let mut app = Appender::open(&src, AppendTarget::InPlace, &opts, &mut noop()).unwrap();
+    assert_eq!(app.lifecycle(), Lifecycle::Continue);
+    assert!(app.lifecycle_prefix(5.0).is_empty());
+    assert!(app.turn_open(), "the closers are not written");
+    assert_eq!(
+        app.surface().seqs(),
+        vec![2, 3, 5],
+        "no synthetic result for b"
+    );
+    assert_eq!(app.next_seq(), 6);
+    let tokens = app.surface().tokens;
+    let mut seen = Vec::new();
+    let r = app
+        .append_observed(&[user_msg(6)], &mut |ev: &Event<'_>, f: &Folded<'_>| {
+            seen.push((
+                ev.seq,
+                f.applied.map(|a| a.tokens),
+                f.surface.tokens,
+                f.synthetic,
+            ))
+        })
+        .unwrap();
+    assert_eq!((r.first_seq, r.events), (6, 1));
+    // 300 characters: q(300) + 4 per block + 4 per message.
+    assert_eq!(seen, vec![(6, Some(83), tokens + 83, false)]);
+    assert_eq!(app.surface().tokens, tokens + 83);
+    assert!(app.turn_open());
+    app.finish().unwrap();
+    let l = loaded(&path);
+    assert_eq!(l.stored_events, 7);
+    assert!(!l.ends_with_end_seed);
+    // Still interrupted: the closers now follow the appended event.
+    assert_eq!(l.closers.len(), 3);
+    assert_eq!(l.closers[0].seq, 7);
+    assert_eq!(l.surface.seqs(), vec![2, 3, 5, 6, 7]);
+}
+
+#[test]
+fn continue_needs_an_open_turn_and_cannot_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, open_turn_log()).unwrap();
+    let src = LogSource::File(path.clone());
+    // Resume once: closers and end-seed close the turn.
+    let mut app = Appender::open(
+        &src,
+        AppendTarget::InPlace,
+        &AppendOptions::default(),
+        &mut noop(),
+    )
+    .unwrap();
+    let prefix = app.lifecycle_prefix(5.0);
+    app.append(&prefix).unwrap();
+    // The lifecycle is chosen before the first batch.
+    assert!(app.set_lifecycle(Lifecycle::Continue).is_err());
+    app.finish().unwrap();
+    let before = fs::read(&path).unwrap();
+    let mut app = Appender::open(
+        &src,
+        AppendTarget::InPlace,
+        &AppendOptions::default(),
+        &mut noop(),
+    )
+    .unwrap();
+    assert!(!app.file_turn_open());
+    app.set_lifecycle(Lifecycle::Continue).unwrap();
+    let e = app.append(&[user_msg(10)]).unwrap_err();
+    assert!(e.to_string().contains("last turn is closed"), "{e}");
+    drop(app);
+    assert_eq!(fs::read(&path).unwrap(), before);
+    // A live compaction lock: Continue refuses appends and cannot release.
+    let mut text = open_turn_log();
+    text.push_str(
+        r#"{"type":"compaction/start","seq":6,"time":16,"data":{"compactionId":"c1","turn":1}}"#,
+    );
+    text.push('\n');
+    fs::write(&path, &text).unwrap();
+    let opts = AppendOptions {
+        lifecycle: Lifecycle::Continue,
+        ..AppendOptions::default()
+    };
+    let mut app = Appender::open(&src, AppendTarget::InPlace, &opts, &mut noop()).unwrap();
+    let e = app.append(&[user_msg(7)]).unwrap_err();
+    assert!(e.is_busy(), "{e}");
+    let e = app.release_compaction_lock(20.0).unwrap_err();
+    assert!(e.to_string().contains("new lifecycle"), "{e}");
+    drop(app);
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+}

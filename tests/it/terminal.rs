@@ -8,10 +8,8 @@ use crate::support::{dsh, sample};
 /// Run dsh with its stdout a pipe whose reader is gone before dsh writes
 /// (as `dsh … | head -0` would), and return (exit code, stderr).
 fn closed_pipe(args: &[&str]) -> (i32, String) {
-    let bin = assert_cmd::cargo::cargo_bin("dsh");
-    let mut child = Command::new(bin)
+    let mut child = crate::support::dsh_process()
         .args(args)
-        .env_remove("DSH_HOME")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -83,6 +81,7 @@ fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<Str
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
         .collect();
     let cmd = format!("stty cols {cols} rows 50; {}", quoted.join(" "));
+    let home = tempfile::tempdir().unwrap();
     let out = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
         .env_remove("COLUMNS")
@@ -90,6 +89,9 @@ fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<Str
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env("TERM", "xterm-256color")
+        // No user config or home can change what is printed.
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
         .envs(env.iter().copied())
         .output()
         .unwrap();
@@ -189,6 +191,7 @@ fn color_follows_the_flag_no_color_and_clicolor_force() {
         assert!(esc(&always), "--color always colors: dsh {args:?}");
         let forced = dsh()
             .args(&args)
+            .env_remove("NO_COLOR")
             .env("CLICOLOR_FORCE", "1")
             .output()
             .unwrap();

@@ -229,3 +229,88 @@ fn no_color_on_a_terminal_means_no_escapes() {
     .unwrap();
     assert!(!plain.contains('\x1b'), "NO_COLOR: {plain}");
 }
+
+/// A DSH home holding copies of a sample as sessions `ids` of working
+/// directory `cwd`.
+fn home_with(cwd: &std::path::Path, ids: &[&str]) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    for id in ids {
+        let d = home
+            .path()
+            .join("sessions")
+            .join(dsh::log::source::project_dir_name(cwd.to_str()))
+            .join(dsh::log::source::session_dir_name(id));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(sample("coding-session.jsonl"), d.join("session.jsonl")).unwrap();
+    }
+    home
+}
+
+#[test]
+fn a_session_is_found_by_its_working_directory_and_an_id_prefix() {
+    let proj = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(proj.path()).unwrap();
+    let home = home_with(&cwd, &["5b1d6c2e-0f3a", "5b1d9999-aaaa"]);
+    let found = |args: &[&str], dir: &std::path::Path| {
+        dsh()
+            .args(args)
+            .env("DSH_HOME", home.path())
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let root = crate::support::root();
+    for (what, args, dir) in [
+        (
+            "absolute cwd",
+            vec!["surface", cwd.to_str().unwrap()],
+            root.as_path(),
+        ),
+        ("`.`", vec!["surface", "."], cwd.as_path()),
+        ("id prefix", vec!["header", "5b1d6"], root.as_path()),
+        ("measure .", vec!["measure", "."], cwd.as_path()),
+        ("verify .", vec!["verify", "."], cwd.as_path()),
+        ("measure home", vec!["measure"], root.as_path()),
+        ("verify home", vec!["verify"], root.as_path()),
+        ("locks home", vec!["locks"], root.as_path()),
+    ] {
+        let out = found(&args, dir);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let many = found(&["measure", "--json"], &root);
+    let text = String::from_utf8_lossy(&many.stdout);
+    assert_eq!(text.matches("\"file\"").count(), 2, "both sessions: {text}");
+    // An ambiguous prefix lists the candidates and is a usage error.
+    let amb = found(&["surface", "5b1d"], &root);
+    let err = String::from_utf8_lossy(&amb.stderr);
+    assert_eq!(amb.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("5b1d6c2e-0f3a") && err.contains("5b1d9999-aaaa"),
+        "{err}"
+    );
+    // An unknown directory says what was looked for.
+    let none = found(&["surface", "."], &root.join("src"));
+    assert_eq!(none.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("working directory"));
+}
+
+#[test]
+fn a_missing_home_is_the_same_refusal_for_measure_verify_and_locks() {
+    let gone = tempfile::tempdir().unwrap().path().join("no-such-home");
+    let mut seen = Vec::new();
+    for cmd in ["measure", "verify", "locks"] {
+        let out = dsh().arg(cmd).env("DSH_HOME", &gone).output().unwrap();
+        seen.push((
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    assert_eq!(seen[0].0, Some(3), "{seen:?}");
+    assert!(seen.iter().all(|s| s == &seen[0]), "{seen:?}");
+    assert!(seen[0].1.contains("no DSH home"), "{seen:?}");
+}

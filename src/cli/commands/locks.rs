@@ -206,10 +206,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         return release(ctx, args);
     }
     let sources = if args.logs.is_empty() {
-        let Some(home) = ctx.home.clone() else {
-            return Err(UsageError("no LOG given and no $DSH_HOME".into()).into());
-        };
-        let root = home.join("sessions");
+        let root = ctx.home_sessions()?;
         let found = dsh::log::source::discover(&root);
         if found.is_empty() {
             if ctx.json {

@@ -44,10 +44,11 @@ use crate::cli::{many, render};
 ///
 /// Exit status: 0 ok; 1 with --fail-over when a log is at or over its
 /// threshold; 2 bad flags or config; 3 a log refused or not replayable.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct MeasureArgs {
     /// Logs: files, `-`, session directories or ids, or directories of sessions.
-    #[arg(value_name = "LOG", required = true)]
+    /// With none: every session under $DSH_HOME.
+    #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// Show the per-node table (position, seq, type, tokens).
     #[arg(long)]
@@ -215,10 +216,13 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
         config: &config,
         encoding: args.tokenizer.as_deref().and_then(Encoding::parse),
     };
-    let single = args.logs.len() == 1 && {
-        let p = Path::new(&args.logs[0]);
-        !(args.logs[0] != "-" && p.is_dir() && dsh::log::source::session_file_in(p).is_none())
-    };
+    if args.logs.is_empty() {
+        let mut all = MeasureArgs::clone(args);
+        all.logs = vec![ctx.home_sessions()?.display().to_string()];
+        return run_many(ctx, &all, &job);
+    }
+    let single =
+        args.logs.len() == 1 && !dsh::log::lookup::is_tree(&args.logs[0], ctx.home.as_deref());
     if single {
         run_one(ctx, args, &job)
     } else {

@@ -108,9 +108,8 @@ enum Target {
     Unresolved(String, dsh::LoadError),
 }
 
-fn is_tree(arg: &str) -> bool {
-    let p = Path::new(arg);
-    arg != "-" && p.is_dir() && dsh::log::source::session_file_in(p).is_none()
+fn is_tree(arg: &str, home: Option<&Path>) -> bool {
+    dsh::log::lookup::is_tree(arg, home)
 }
 
 /// Run it.
@@ -127,21 +126,16 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         return Ok(Status::Ok);
     }
     let mut inputs = args.logs.clone();
-    if args.all {
-        let Some(home) = &ctx.home else {
-            return Err(UsageError("--all needs $DSH_HOME (or --home)".into()).into());
-        };
-        inputs.push(home.display().to_string());
+    let all = args.all || inputs.is_empty();
+    if all {
+        inputs.push(ctx.home_sessions()?.display().to_string());
     }
-    if inputs.is_empty() {
-        return Err(UsageError("name at least one LOG, or pass --all".into()).into());
-    }
-    let single = inputs.len() == 1 && !args.all && !is_tree(&inputs[0]);
+    let single = inputs.len() == 1 && !all && !is_tree(&inputs[0], ctx.home.as_deref());
     let mut targets = Vec::new();
     for arg in &inputs {
-        match dsh::log::source::resolve_many(arg, ctx.home.as_deref()) {
+        match dsh::log::lookup::resolve_many(arg, ctx.home.as_deref()) {
             Ok(found) => targets.extend(found.into_iter().map(Target::Log)),
-            Err(e) => targets.push(Target::Unresolved(arg.clone(), e)),
+            Err(e) => targets.push(Target::Unresolved(arg.clone(), e.into_load_error())),
         }
     }
     let sources: Vec<LogSource> = targets

@@ -26,6 +26,8 @@ pub struct Ctx {
     pub home: Option<PathBuf>,
     /// Whether stderr is a terminal (progress bars only then).
     pub stderr_tty: bool,
+    /// Standard output: every command prints through it.
+    pub out: super::render::Out,
 }
 
 impl Ctx {
@@ -38,21 +40,50 @@ impl Ctx {
             quiet,
             home,
             stderr_tty: std::io::stderr().is_terminal(),
+            out: super::render::Out::new(),
         }
     }
 
-    /// Resolve one log argument.
-    pub fn resolve(&self, arg: &str) -> Result<LogSource, LoadError> {
-        dsh::log::source::resolve(arg, self.home.as_deref())
+    /// Resolve one log argument: a file, `-`, a session directory, a
+    /// working directory, a session id or a unique prefix of one. An
+    /// ambiguous prefix is a usage error (it lists the candidates).
+    pub fn resolve(&self, arg: &str) -> anyhow::Result<LogSource> {
+        dsh::log::lookup::resolve(arg, self.home.as_deref()).map_err(lookup_error)
     }
 
     /// Resolve arguments that may each name many logs.
     pub fn resolve_many(&self, args: &[String]) -> Result<Vec<LogSource>, LoadError> {
         let mut out = Vec::new();
         for a in args {
-            out.extend(dsh::log::source::resolve_many(a, self.home.as_deref())?);
+            out.extend(
+                dsh::log::lookup::resolve_many(a, self.home.as_deref())
+                    .map_err(|e| e.into_load_error())?,
+            );
         }
         Ok(out)
+    }
+
+    /// What "no LOG" means for the commands that read many logs (measure,
+    /// verify, locks): every session under the DSH home. A home that is not
+    /// there is the same refusal for all of them.
+    pub fn home_sessions(&self) -> anyhow::Result<PathBuf> {
+        let Some(home) = &self.home else {
+            return Err(super::exit::UsageError(
+                "no LOG given and no DSH home: name a LOG, or set $DSH_HOME (or --home DIR)".into(),
+            )
+            .into());
+        };
+        if !home.is_dir() {
+            return Err(LoadError::new(
+                dsh::LoadErrorKind::NotFound,
+                format!(
+                    "{}: no DSH home there: name a LOG, or point $DSH_HOME (or --home) at the harness's home",
+                    home.display()
+                ),
+            )
+            .into());
+        }
+        Ok(home.join("sessions"))
     }
 
     /// Load options from the global flags.
@@ -69,7 +100,7 @@ impl Ctx {
         arg: &str,
         opts: &LoadOptions,
         observer: &mut dyn Observer,
-    ) -> Result<LoadedLog, LoadError> {
+    ) -> anyhow::Result<LoadedLog> {
         let src = self.resolve(arg)?;
         let log = dsh::log::load(&src, opts, observer)?;
         self.warn_all(&log);
@@ -77,7 +108,7 @@ impl Ctx {
     }
 
     /// Resolve and load one log.
-    pub fn load(&self, arg: &str) -> Result<LoadedLog, LoadError> {
+    pub fn load(&self, arg: &str) -> anyhow::Result<LoadedLog> {
         // Nothing observes the events here, so packed chunks need not be built.
         let opts = LoadOptions {
             skip_chunk_events: true,
@@ -96,7 +127,11 @@ impl Ctx {
             return;
         }
         for w in &log.warnings {
-            eprintln!("dsh: warning: {}: {w}", log.source.display());
+            eprintln!(
+                "{} {}: {w}",
+                crate::cli::render::warning_tag(),
+                log.source.display()
+            );
         }
     }
 
@@ -104,15 +139,13 @@ impl Ctx {
     pub fn print_json(&self, v: &OwnedValue) -> std::io::Result<()> {
         let mut s = v.to_json();
         s.push('\n');
-        let mut out = std::io::stdout().lock();
-        out.write_all(s.as_bytes())?;
-        out.flush()
+        self.out.write_all(s.as_bytes())
     }
 
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line
     /// on stderr always.
     pub fn report_load_error(&self, e: &LoadError) -> Status {
-        eprintln!("dsh: error: {e}");
+        eprintln!("{} {e}", crate::cli::render::error_tag());
         if self.json {
             let _ = self.print_json(&load_error_json(e));
         }
@@ -140,6 +173,15 @@ pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
         return Ok(Config::default());
     }
     Config::load(&path).map_err(|e| super::exit::UsageError(format!("config: {e}")).into())
+}
+
+/// A failed lookup as the error the command line reports: not found is a
+/// load error (exit 3), an ambiguous id prefix a usage error (exit 2).
+fn lookup_error(e: dsh::log::lookup::LookupError) -> anyhow::Error {
+    match e {
+        dsh::log::lookup::LookupError::NotFound(le) => le.into(),
+        ambiguous => super::exit::UsageError(ambiguous.to_string()).into(),
+    }
 }
 
 /// The `{"error": …}` object for a refused log.

@@ -40,6 +40,10 @@ pub struct Cli {
     /// Do not print warnings on stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// When to color the output: auto (a terminal, unless NO_COLOR is set;
+    /// CLICOLOR_FORCE forces it), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = render::color::When::Auto, value_name = "WHEN")]
+    pub color: render::color::When,
     /// DSH home directory for session ids and cwds (default `~/.dsh`).
     #[arg(long, global = true, env = "DSH_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
@@ -85,6 +89,7 @@ pub fn run() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    render::color::init(cli.color);
     let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, cli.home.clone());
     let result = match &cli.command {
         Command::Surface(a) => commands::surface::run(&mut ctx, a),
@@ -109,7 +114,7 @@ pub fn run() -> ExitCode {
             if let Some(le) = err.chain().find_map(|c| c.downcast_ref::<dsh::LoadError>()) {
                 return ExitCode::from(ctx.report_load_error(le).code());
             }
-            eprintln!("dsh: error: {err:#}");
+            eprintln!("{} {err:#}", crate::cli::render::error_tag());
             if ctx.json {
                 let v = dsh::Value::obj()
                     .with("error", format!("{err:#}").into())

@@ -22,6 +22,7 @@ pub(crate) mod fastlane;
 pub mod g3;
 pub mod header;
 pub(crate) mod legacy;
+pub mod lookup;
 pub(crate) mod packed;
 pub(crate) mod parse;
 pub(crate) mod prefix;

@@ -192,7 +192,7 @@ fn header_fold_and_context() {
         .stdout(predicate::str::contains(
             "deepseek-official/deepseek-v4-flash",
         ))
-        .stdout(predicate::str::contains("128000"));
+        .stdout(predicate::str::contains("128,000"));
 }
 
 #[test]

@@ -14,4 +14,5 @@ mod locks;
 mod measure;
 mod provider;
 mod prune;
+mod terminal;
 mod verify;

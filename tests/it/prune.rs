@@ -570,7 +570,16 @@ fn prune_reports_bpe_savings_per_tokenizer() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("o200k tokens"), "{text}");
     let saved = t[0].get("saved").unwrap().as_f64().unwrap();
-    assert!(text.contains(&format!("({saved} saved)")), "{text}");
+    // Human figures carry thousands separators: 12345 → 12,345.
+    let digits = (saved as u64).to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    assert!(text.contains(&format!("({grouped} saved)")), "{text}");
     // Unknown encodings are refused.
     dsh()
         .args(["prune", "--dry-run", "--tokenizer", "p50k"])

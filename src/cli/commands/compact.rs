@@ -19,6 +19,7 @@ use dsh::provider::{ApiKey, Endpoint, HttpSummarizer, Progress, Protocol};
 use crate::cli::commands::prune::{append_error, now_ms};
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_config};
 use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::{Out, outln};
 
 /// Compact a session log: summarise its oldest history through a model and
 /// replace it with one checkpoint.
@@ -336,67 +337,81 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
     v
 }
 
-fn print_human(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) {
+fn print_human(
+    o: &Out,
+    r: &Report,
+    plan: &Plan,
+    lifecycle: Lifecycle,
+    dry_run: bool,
+) -> std::io::Result<()> {
     let route = format!("{}/{}", plan.target.0, plan.target.1);
-    println!(
+    outln!(
+        o,
         "mode: {} ({} lifecycle)   summarizer: {route}",
         r.mode.name(),
         lifecycle.as_str()
-    );
+    )?;
     if let (Some(b), Some(c)) = (plan.budgets, plan.capacity) {
-        println!(
+        outln!(
+            o,
             "capacity {} tokens ({}), threshold {}, retain {}",
             c.context_window,
             c.source.as_str(),
             b.threshold_tokens,
             b.retain_tokens
-        );
+        )?;
     }
     for e in &r.appended {
         if e.kind == dsh::Kind::SessionEndSeed {
-            println!("new lifecycle: session/end-seed seq {}", e.seq);
+            outln!(o, "new lifecycle: session/end-seed seq {}", e.seq)?;
         }
     }
     for p in &r.pruned {
-        println!(
+        outln!(
+            o,
             "pruned tool result seq {} -> replacement seq {} ({} -> {} code points)",
-            p.original_seq, p.replacement_seq, p.chars_before, p.chars_after
-        );
+            p.original_seq,
+            p.replacement_seq,
+            p.chars_before,
+            p.chars_after
+        )?;
     }
     for b in &r.brackets {
-        println!(
+        outln!(
+            o,
             "range seqs {}..{} ({} nodes, {} tokens): {:?}",
             b.start,
             b.end,
             b.shadowed_seqs.len(),
             b.shadowed_tokens,
             b.shadowed_seqs
-        );
+        )?;
         if dry_run {
             if let Some(req) = &b.request {
-                println!("request: {} {}", req.method, req.url);
+                outln!(o, "request: {} {}", req.method, req.url)?;
                 for (k, v) in req.redacted_headers() {
-                    println!("  {k}: {v}");
+                    outln!(o, "  {k}: {v}")?;
                 }
-                println!("{}", req.body.to_json());
+                outln!(o, "{}", req.body.to_json())?;
             }
             continue;
         }
         if !b.compaction_id.is_empty() {
-            println!("compaction id: {}", b.compaction_id);
+            outln!(o, "compaction id: {}", b.compaction_id)?;
         }
         if let Some(cp) = b.checkpoint_seq {
-            println!(
+            outln!(
+                o,
                 "checkpoint seq {cp}: {} tokens (shadowed {})",
                 b.checkpoint_tokens.unwrap_or(0),
                 b.shadowed_tokens
-            );
+            )?;
         }
         if let Some(u) = &b.usage {
-            println!("provider usage: {}", u.to_value().to_json());
+            outln!(o, "provider usage: {}", u.to_value().to_json())?;
         }
         if let Some(e) = &b.error {
-            println!("bracket failed: {e}");
+            outln!(o, "bracket failed: {e}")?;
         }
     }
     let tokens = |t: Option<f64>| {
@@ -410,42 +425,50 @@ fn print_human(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) {
     match r.outcome {
         Some(Outcome::Declined(d)) => {
             if r.mode == Mode::Manual {
-                println!("No compactable history yet.");
+                outln!(o, "No compactable history yet.")?;
             }
-            println!("nothing to compact: {}", d.explain());
+            outln!(o, "nothing to compact: {}", d.explain())?;
         }
-        Some(Outcome::BelowThreshold) => println!(
+        Some(Outcome::BelowThreshold) => outln!(
+            o,
             "below threshold: {} tokens < {threshold}; nothing written",
             tokens(r.tokens_before),
-        ),
-        Some(Outcome::PrunedBelowThreshold) => println!(
+        )?,
+        Some(Outcome::PrunedBelowThreshold) => outln!(
+            o,
             "pruning alone brought it below threshold: {} -> {} tokens",
             tokens(r.tokens_before),
             tokens(r.tokens_after_prune)
-        ),
-        Some(Outcome::OverflowDisabled) => {
-            println!("overflow recovery is disabled (maxOverflowRetries = 0); nothing written")
-        }
-        Some(Outcome::DryRun) => println!("dry run: nothing written, no one called"),
+        )?,
+        Some(Outcome::OverflowDisabled) => outln!(
+            o,
+            "overflow recovery is disabled (maxOverflowRetries = 0); nothing written"
+        )?,
+        Some(Outcome::DryRun) => outln!(o, "dry run: nothing written, no one called")?,
         _ => {}
     }
     if r.tokens_before.is_some() {
-        println!(
+        outln!(
+            o,
             "tokens before {} after {}",
             tokens(r.tokens_before),
             tokens(r.tokens_after)
-        );
+        )?;
     }
-    println!(
+    outln!(
+        o,
         "surface tokens before {} after {}",
-        r.surface_before, r.surface_after
-    );
+        r.surface_before,
+        r.surface_after
+    )?;
     if r.mode == Mode::Overflow {
-        println!(
+        outln!(
+            o,
             "retry of the failed request authorised: {}",
             r.retry_authorized()
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn failure_status(f: &Failure) -> Status {
@@ -525,7 +548,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     if session.is_dry_run() && !ctx.quiet {
         for b in session.blockers() {
             if !matches!(b, Blocker::CompactionLock { .. }) {
-                eprintln!("dsh: warning: a real run would refuse: {b}");
+                eprintln!(
+                    "{} a real run would refuse: {b}",
+                    crate::cli::render::warning_tag()
+                );
             }
         }
     }
@@ -612,7 +638,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                     .with("schema_version", SCHEMA_VERSION.into());
                 ctx.print_json(&v)?;
             } else {
-                print_human(&report, &plan, lifecycle, args.dry_run);
+                print_human(&ctx.out, &report, &plan, lifecycle, args.dry_run)?;
             }
             Ok(Status::Ok)
         }
@@ -640,7 +666,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                     .with("schema_version", SCHEMA_VERSION.into());
                 ctx.print_json(&v)?;
             } else {
-                print_human(&f.report, &plan, lifecycle, args.dry_run);
+                print_human(&ctx.out, &f.report, &plan, lifecycle, args.dry_run)?;
             }
             eprintln!("dsh: compact failed: {}", f.message);
             if let Some(h) = hint {

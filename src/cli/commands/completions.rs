@@ -17,8 +17,10 @@ pub struct CompletionsArgs {
 }
 
 /// Run it.
-pub fn run(_ctx: &mut Ctx, args: &CompletionsArgs) -> Result<Status> {
+pub fn run(ctx: &mut Ctx, args: &CompletionsArgs) -> Result<Status> {
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "dsh", &mut std::io::stdout());
+    let mut out = ctx.out.stream();
+    clap_complete::generate(args.shell, &mut cmd, "dsh", &mut out);
+    std::io::Write::flush(&mut out)?;
     Ok(Status::Ok)
 }

@@ -10,6 +10,7 @@ use dsh::log::Folded;
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview, truncate};
 use crate::cli::exit::Status;
+use crate::cli::render;
 
 /// Show the raw log as a human transcript.
 ///
@@ -34,9 +35,10 @@ pub struct EventsArgs {
     /// Show every event, log-only ones (chunks, steps, headers…) included.
     #[arg(long, short)]
     pub all: bool,
-    /// Cut previews to this many characters.
-    #[arg(long, default_value_t = 100, value_name = "CHARS")]
-    pub width: usize,
+    /// Cut previews to this many characters (default: what fits the
+    /// terminal, 100 into a pipe).
+    #[arg(long, value_name = "CHARS")]
+    pub width: Option<usize>,
 }
 
 /// Run it.
@@ -45,8 +47,12 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let first = ctx.load(&args.log)?;
     let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
     drop(first);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = ctx.out.stream();
+    let term = render::width();
+    // seq, turn, type and mark take about 47 columns before the preview.
+    let width = args
+        .width
+        .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20)));
     let mut turn: Option<u64> = None;
     let mut werr: Option<std::io::Error> = None;
     let mut shown = 0u64;
@@ -122,7 +128,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             } else {
                 ""
             };
-            let detail = describe(ev, folded, args.width);
+            let detail = describe(ev, folded, width);
             let t = ev_turn
                 .map(|t| format!("t{t}"))
                 .unwrap_or_else(|| "-".into());
@@ -136,7 +142,13 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                     ev.seq, t, name, mark, detail
                 ),
             };
-            out.write_all(line.as_bytes())
+            match term {
+                // One line per event: cut, never wrapped by the terminal.
+                Some(w) => out
+                    .write_all(render::cut(line.trim_end_matches('\n'), w).as_bytes())
+                    .and_then(|()| out.write_all(b"\n")),
+                None => out.write_all(line.as_bytes()),
+            }
         };
         if let Err(e) = res {
             werr = Some(e);

@@ -6,6 +6,7 @@ use dsh::json::Value;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// Show the folded request header and the latest route / context window.
 ///
@@ -121,7 +122,7 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
             t.add_row(vec![
                 "context window".to_string(),
                 c.get("contextWindow")
-                    .map(|w| w.to_json())
+                    .map(|w| w.as_f64().map_or_else(|| w.to_json(), render::num_f64))
                     .unwrap_or_else(|| "unknown".into()),
             ]);
         }
@@ -132,6 +133,6 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
             ]);
         }
     }
-    println!("{t}");
+    outln!(ctx.out, "{t}")?;
     Ok(Status::Ok)
 }

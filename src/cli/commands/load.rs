@@ -6,6 +6,7 @@ use dsh::json::Value;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// Show what reading produced: header, event counts, closers, tolerances.
 ///
@@ -109,15 +110,15 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
     ]);
     t.add_row(vec![
         "stored events".to_string(),
-        log.stored_events.to_string(),
+        render::num(log.stored_events),
     ]);
     t.add_row(vec![
         "synthetic closers".to_string(),
-        log.closers.len().to_string(),
+        render::num(log.closers.len() as u64),
     ]);
     t.add_row(vec![
         "surface nodes".to_string(),
-        log.surface.nodes.len().to_string(),
+        render::num(log.surface.nodes.len() as u64),
     ]);
     t.add_row(vec![
         "legacy upgrades".to_string(),
@@ -130,8 +131,8 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
             .unwrap_or_else(|| "none".into()),
     ]);
     for (k, n) in &log.event_types {
-        t.add_row(vec![k.clone(), n.to_string()]);
+        t.add_row(vec![k.clone(), render::num(*n)]);
     }
-    println!("{t}");
+    outln!(ctx.out, "{t}")?;
     Ok(Status::Ok)
 }

@@ -13,6 +13,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
+use crate::cli::render::{Tone, outln};
 
 /// List compaction locks (matched, stale, busy) and release a crashed one.
 ///
@@ -205,10 +206,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         return release(ctx, args);
     }
     let sources = if args.logs.is_empty() {
-        let Some(home) = ctx.home.clone() else {
-            return Err(UsageError("no LOG given and no $DSH_HOME".into()).into());
-        };
-        let root = home.join("sessions");
+        let root = ctx.home_sessions()?;
         let found = dsh::log::source::discover(&root);
         if found.is_empty() {
             if ctx.json {
@@ -222,7 +220,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         .with("schema_version", SCHEMA_VERSION.into()),
                 )?;
             } else {
-                println!("no session logs under {}", root.display());
+                outln!(ctx.out, "no session logs under {}", root.display())?;
             }
             return Ok(Status::Ok);
         }
@@ -245,6 +243,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         "age",
         "detail",
     ]);
+    t.drop_first(&["compactionId", "owner", "seq"]);
     let mut notes = Vec::new();
     for (src, r) in sources.iter().zip(results) {
         let file = src.display();
@@ -253,7 +252,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 errors += 1;
                 status = status.worst(Status::InvalidLog);
                 if !ctx.quiet || ctx.json {
-                    eprintln!("dsh: error: {e}");
+                    eprintln!("{} {e}", crate::cli::render::error_tag());
                 }
                 let mut v = load_error_json(&e);
                 if let Value::Obj(o) = &mut v {
@@ -264,7 +263,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             Ok((rep, warnings)) => {
                 if !ctx.quiet {
                     for w in &warnings {
-                        eprintln!("dsh: warning: {file}: {w}");
+                        eprintln!("{} {file}: {w}", crate::cli::render::warning_tag());
                     }
                 }
                 busy += rep
@@ -298,14 +297,19 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         .as_jstr()
                         .map(|s| s.to_lossy().into_owned())
                         .unwrap_or_else(|| b.compaction_id.to_json());
-                    t.add_row(vec![
-                        file.clone(),
-                        b.seq.to_string(),
-                        id,
-                        b.owner(),
-                        b.status.as_str().to_string(),
-                        age(now - b.time),
-                        detail(b),
+                    let tone = match b.status {
+                        LockStatus::Busy => Some(Tone::Bad),
+                        LockStatus::Stale | LockStatus::Orphaned => Some(Tone::Warn),
+                        _ => None,
+                    };
+                    t.add_toned_row(vec![
+                        (file.clone(), None),
+                        (b.seq.to_string(), None),
+                        (id, None),
+                        (b.owner(), None),
+                        (b.status.as_str().to_string(), tone),
+                        (age(now - b.time), None),
+                        (detail(b), None),
                     ]);
                 }
                 for a in &rep.anomalies {
@@ -327,19 +331,21 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         )?;
         return Ok(status);
     }
-    println!("{t}");
+    outln!(ctx.out, "{t}")?;
     for n in &notes {
-        println!("{n}");
+        outln!(ctx.out, "{n}")?;
     }
-    println!(
+    outln!(
+        ctx.out,
         "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {errors} unreadable",
         sources.len(),
         if anomalies == 1 { "y" } else { "ies" }
-    );
+    )?;
     if busy > 0 {
-        println!(
+        outln!(
+            ctx.out,
             "a busy lock blocks every compaction; if that compaction crashed, `dsh locks --release LOG` ends it"
-        );
+        )?;
     }
     Ok(status)
 }
@@ -369,10 +375,11 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                     .with("schema_version", SCHEMA_VERSION.into()),
             )?;
         } else {
-            println!(
+            outln!(
+                ctx.out,
                 "{file}: nothing to release: the compaction lock is {}",
                 report.state.as_str()
-            );
+            )?;
         }
         return Ok(Status::Ok);
     };
@@ -449,14 +456,15 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 .with("schema_version", SCHEMA_VERSION.into()),
         )?;
     } else {
-        println!(
+        outln!(
+            ctx.out,
             "released: appended {} event(s) (seq {}–{}) to {file}; compaction/start @{} is now {} crash evidence",
             rep.events,
             rep.first_seq,
             rep.first_seq + rep.events - 1,
             b.seq,
             after.as_str()
-        );
+        )?;
     }
     Ok(Status::Ok)
 }

@@ -14,6 +14,7 @@ use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::{Out, Tone, outln, paint};
 use crate::cli::{many, render};
 
 /// Measure context pressure exactly as the DSH harness does.
@@ -43,10 +44,11 @@ use crate::cli::{many, render};
 ///
 /// Exit status: 0 ok; 1 with --fail-over when a log is at or over its
 /// threshold; 2 bad flags or config; 3 a log refused or not replayable.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct MeasureArgs {
     /// Logs: files, `-`, session directories or ids, or directories of sessions.
-    #[arg(value_name = "LOG", required = true)]
+    /// With none: every session under $DSH_HOME.
+    #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// Show the per-node table (position, seq, type, tokens).
     #[arg(long)]
@@ -214,10 +216,13 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
         config: &config,
         encoding: args.tokenizer.as_deref().and_then(Encoding::parse),
     };
-    let single = args.logs.len() == 1 && {
-        let p = Path::new(&args.logs[0]);
-        !(args.logs[0] != "-" && p.is_dir() && dsh::log::source::session_file_in(p).is_none())
-    };
+    if args.logs.is_empty() {
+        let mut all = MeasureArgs::clone(args);
+        all.logs = vec![ctx.home_sessions()?.display().to_string()];
+        return run_many(ctx, &all, &job);
+    }
+    let single =
+        args.logs.len() == 1 && !dsh::log::lookup::is_tree(&args.logs[0], ctx.home.as_deref());
     if single {
         run_one(ctx, args, &job)
     } else {
@@ -241,7 +246,12 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
         Ok(x) => x,
         Err(MeasureError::Load(e)) => return Err(e.into()),
         Err(MeasureError::Meter(e)) => {
-            eprintln!("dsh: error: {}: {e} (seq {})", src.display(), e.seq());
+            eprintln!(
+                "{} {}: {e} (seq {})",
+                crate::cli::render::error_tag(),
+                src.display(),
+                e.seq()
+            );
             if ctx.json {
                 ctx.print_json(&meter_error_json(&e, &src.display()))?;
             }
@@ -250,7 +260,7 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     };
     if !ctx.quiet {
         for w in &warnings {
-            eprintln!("dsh: warning: {}: {w}", r.file);
+            eprintln!("{} {}: {w}", crate::cli::render::warning_tag(), r.file);
         }
     }
     let over = r
@@ -260,7 +270,7 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     if ctx.json {
         ctx.print_json(&report_json(&r, args.at, true))?;
     } else {
-        print_report(&r, args);
+        print_report(&ctx.out, &r, args)?;
     }
     Ok(if args.fail_over && over {
         Status::Findings
@@ -361,25 +371,12 @@ fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
     v
 }
 
-/// `1234567` → `1,234,567`; non-integers as JavaScript prints them.
 fn fmt_tokens(x: f64) -> String {
-    if !(x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15) {
-        return Value::Num(x).to_json();
-    }
-    let neg = x < 0.0;
-    let digits = (x.abs() as u64).to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if neg { format!("-{out}") } else { out }
+    render::num_f64(x)
 }
 
 fn fmt_u(x: u64) -> String {
-    fmt_tokens(x as f64)
+    render::num(x)
 }
 
 fn bar(fraction: f64, width: usize) -> String {
@@ -396,11 +393,11 @@ fn kind_name(k: dsh::Kind) -> &'static str {
     crate::cli::commands::surface::kind_name(k)
 }
 
-fn print_report(r: &Report, args: &MeasureArgs) {
+fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> {
     let m = &r.m;
-    println!("session {}  ({})", r.session, r.file);
+    outln!(o, "session {}  ({})", r.session, r.file)?;
     if let Some(at) = args.at {
-        println!("as it stood at seq {at}");
+        outln!(o, "as it stood at seq {at}")?;
     }
     let total = m.total_tokens;
     match &r.policy {
@@ -411,7 +408,8 @@ fn print_report(r: &Report, args: &MeasureArgs) {
                 Some(s) => format!("request/context seq {s}"),
                 None => p.capacity.source.as_str().to_string(),
             };
-            println!(
+            outln!(
+                o,
                 "route     {}{}",
                 p.policy.target_key(),
                 if p.policy.overridden {
@@ -419,33 +417,41 @@ fn print_report(r: &Report, args: &MeasureArgs) {
                 } else {
                     ""
                 }
-            );
-            println!(
-                "pressure  {} {:.2}% of the {} window ({src})",
-                bar(total / window, 30),
-                total / window * 100.0,
+            )?;
+            let tone = if b.over_threshold(total) {
+                Tone::Bad
+            } else {
+                Tone::Good
+            };
+            outln!(
+                o,
+                "pressure  {} {} of the {} window ({src})",
+                paint(&bar(total / window, 30), tone),
+                paint(&format!("{:.2}%", total / window * 100.0), tone),
                 fmt_u(b.context_window)
-            );
-            println!(
+            )?;
+            outln!(
+                o,
                 "tokens    {} (DSH estimate) · threshold {} ({}%) · {} {}",
                 fmt_tokens(total),
                 fmt_u(b.threshold_tokens),
                 Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),
                 if b.over_threshold(total) {
-                    "OVER by"
+                    paint("OVER by", Tone::Bad)
                 } else {
-                    "headroom"
+                    "headroom".to_string()
                 },
                 fmt_tokens(b.headroom(total).abs())
-            );
-            println!(
+            )?;
+            outln!(
+                o,
                 "retain    {} tokens kept verbatim when compacting",
                 fmt_u(b.retain_tokens)
-            );
+            )?;
         }
         Err(e) => {
-            println!("tokens    {} (DSH estimate)", fmt_tokens(total));
-            println!("policy    {e}");
+            outln!(o, "tokens    {} (DSH estimate)", fmt_tokens(total))?;
+            outln!(o, "policy    {e}")?;
         }
     }
     let anchor = match (m.baseline.kind, m.anchor_seq) {
@@ -461,11 +467,12 @@ fn print_report(r: &Report, args: &MeasureArgs) {
         ),
         (k, _) => format!("{} {}", k.as_str(), fmt_tokens(m.baseline.tokens)),
     };
-    println!(
+    outln!(
+        o,
         "baseline  {anchor}, surface delta {}{}",
         if m.surface_delta_tokens >= 0 { "+" } else { "" },
         m.surface_delta_tokens
-    );
+    )?;
     let c = &m.composition;
     let bpe = r.tokens.as_ref().map(|t| &t.0);
     let mut head = vec!["part", "nodes", "tokens", "share"];
@@ -546,44 +553,48 @@ fn print_report(r: &Report, args: &MeasureArgs) {
         row.push(fmt_u(b.total_tokens));
     }
     t.add_row(row);
-    println!("{t}");
+    outln!(o, "{t}")?;
     match &m.projections {
         Ok(p) => {
             let u = &p.token_usage;
             let cp = &p.context_pressure;
-            println!(
+            outln!(
+                o,
                 "provider usage so far: {} uncached input, {} cache read, {} cache write, {} output",
                 fmt_tokens(u.uncached_input_tokens),
                 fmt_tokens(u.cache_read_tokens),
                 fmt_tokens(u.cache_write_tokens),
                 fmt_tokens(u.output_tokens)
-            );
+            )?;
             if let (Some(pr), Some(pj)) = (cp.pressure_tokens, cp.projected_tokens) {
-                println!(
+                outln!(
+                    o,
                     "last request prompt: {} tokens; projected next prompt: {}",
                     fmt_tokens(pr),
                     fmt_tokens(pj)
-                );
+                )?;
             }
             let drift = m.surface_tokens as f64 - p.context_breakdown.message_tokens;
             if drift != 0.0 {
-                println!(
+                outln!(
+                    o,
                     "note: the shadow-price projection differs from the surface by {} tokens (a replace without an adjacent metering event)",
                     fmt_tokens(drift)
-                );
+                )?;
             }
         }
-        Err((seq, msg)) => println!("projections: error at seq {seq}: {msg}"),
+        Err((seq, msg)) => outln!(o, "projections: error at seq {seq}: {msg}")?,
     }
     if let Some((b, secs)) = &r.tokens {
-        println!(
+        outln!(
+            o,
             "{}: {} tokens exactly vs {} by the heuristic (system + tools + surface); {} bytes in {:.2}s",
             b.encoding.name(),
             fmt_u(b.total_tokens),
             fmt_u(c.system_tokens + c.tools_tokens + c.message_tokens),
             fmt_u(b.text_bytes),
             secs
-        );
+        )?;
     }
     if args.nodes {
         let mut head = vec!["pos", "seq", "type", "tokens"];
@@ -603,8 +614,9 @@ fn print_report(r: &Report, args: &MeasureArgs) {
             }
             t.add_row(row);
         }
-        println!("{t}");
+        outln!(o, "{t}")?;
     }
+    Ok(())
 }
 
 fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
@@ -635,6 +647,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         "headroom",
         "baseline",
     ]);
+    table.drop_first(&["baseline", "route", "window", "threshold"]);
     for item in &items {
         let (file, outcome) = match item {
             Err((arg, e)) => (arg.clone(), Err(load_error_json(e))),
@@ -659,7 +672,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                     .and_then(|e| e.as_str())
                     .unwrap_or_default()
                     .into_owned();
-                eprintln!("dsh: error: {file}: {msg}");
+                eprintln!("{} {file}: {msg}", crate::cli::render::error_tag());
                 ev.remove("schema_version");
                 ev.set("file", file.as_str().into());
                 json_rows.push(ev);
@@ -669,10 +682,14 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
             Ok((r, warnings)) => {
                 if !ctx.quiet {
                     for w in &warnings {
-                        eprintln!("dsh: warning: {}: {w}", r.file);
+                        eprintln!("{} {}: {w}", crate::cli::render::warning_tag(), r.file);
                     }
                 }
                 let total = r.m.total_tokens;
+                let over = r
+                    .policy
+                    .as_ref()
+                    .is_ok_and(|p| p.budgets.over_threshold(total));
                 let (route, window, pct, thr, head) = match &r.policy {
                     Ok(p) => {
                         let b = &p.budgets;
@@ -702,15 +719,16 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                         )
                     }
                 };
-                table.add_row(vec![
-                    shown,
-                    route,
-                    fmt_tokens(total),
-                    window,
-                    pct,
-                    thr,
-                    head,
-                    r.m.baseline.kind.as_str().to_string(),
+                let hot = over.then_some(Tone::Bad);
+                table.add_toned_row(vec![
+                    (shown, None),
+                    (route, None),
+                    (fmt_tokens(total), hot),
+                    (window, None),
+                    (pct, hot),
+                    (thr, None),
+                    (head, hot),
+                    (r.m.baseline.kind.as_str().to_string(), None),
                 ]);
                 json_rows.push(report_json(&r, args.at, false));
             }
@@ -723,9 +741,9 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 .with("schema_version", SCHEMA_VERSION.into()),
         )?;
     } else {
-        println!("{table}");
+        outln!(ctx.out, "{table}")?;
         for e in &errors {
-            println!("{e}");
+            outln!(ctx.out, "{e}")?;
         }
     }
     Ok(status)

@@ -34,7 +34,7 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
     if ctx.json && !args.request {
         // Unbuffered: the writer hands over large vectored writes itself.
-        let mut out = crate::cli::ctx::raw_stdout();
+        let mut out = ctx.out.raw();
         match dsh::derive::write_messages_json(&log, &mut out) {
             Ok(()) => {}
             Err(dsh::derive::WriteMessagesError::Load(e)) => return Err(e.into()),
@@ -43,8 +43,7 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
         out.flush()?;
         return Ok(Status::Ok);
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = ctx.out.stream();
     if ctx.json {
         let mut first = true;
         out.write_all(b"[")?;

@@ -15,6 +15,7 @@ use crate::cli::ctx::load_config;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
+use crate::cli::render::{Out, num, outln, outp};
 
 /// Prune oversized tool results exactly as the reference does, appended to the log.
 ///
@@ -296,7 +297,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
             out.push_str(&e.value.to_json());
             out.push('\n');
         }
-        print!("{out}");
+        outp!(ctx.out, "{out}")?;
         return Ok(status);
     }
     if ctx.json {
@@ -343,6 +344,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         return Ok(status);
     }
     print_readable(
+        &ctx.out,
         &plan,
         &bpe,
         &prefix,
@@ -352,7 +354,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         wrote_to.as_ref(),
         &refused,
         turn_open,
-    );
+    )?;
     Ok(status)
 }
 
@@ -459,6 +461,7 @@ fn tokens_json(plan: &PrunePlan) -> OwnedValue {
 
 #[allow(clippy::too_many_arguments)]
 fn print_readable(
+    o: &Out,
     plan: &PrunePlan,
     bpe: &[BpeSavings],
     prefix: &[dsh::OwnedEvent],
@@ -468,13 +471,14 @@ fn print_readable(
     out: Option<&PathBuf>,
     refused: &Option<String>,
     turn_open: bool,
-) {
+) -> std::io::Result<()> {
     if plan.pruned.is_empty() {
-        println!(
+        outln!(
+            o,
             "{file}: nothing to prune: no tool result on the surface exceeds {} code points",
             plan.config.threshold_chars
-        );
-        return;
+        )?;
+        return Ok(());
     }
     let mut head = vec!["seq", "→ seq", "callId", "chars", "tokens"];
     let names: Vec<String> = bpe
@@ -493,33 +497,35 @@ fn print_readable(
             p.original_seq.to_string(),
             p.replacement_seq.to_string(),
             call,
-            format!("{} → {}", p.chars_before, p.chars_after),
-            format!("{} → {}", p.tokens_before, p.tokens_after),
+            format!("{} → {}", num(p.chars_before), num(p.chars_after)),
+            format!("{} → {}", num(p.tokens_before), num(p.tokens_after)),
         ];
         for b in bpe {
             let (_, before, after) = b.pruned[i];
-            row.push(format!("{before} → {after}"));
+            row.push(format!("{} → {}", num(before), num(after)));
         }
         t.add_row(row);
     }
-    println!("{t}");
+    outln!(o, "{t}")?;
     let n = plan.pruned.len();
     let verb = if written { "pruned" } else { "would prune" };
-    println!(
+    outln!(
+        o,
         "{verb} {n} tool result(s): {} code point(s) removed; surface {} → {} tokens by the DSH heuristic ({} saved)",
-        plan.chars_removed,
-        plan.surface_tokens_before,
-        plan.surface_tokens_after,
-        plan.surface_tokens_before - plan.surface_tokens_after
-    );
+        num(plan.chars_removed),
+        num(plan.surface_tokens_before),
+        num(plan.surface_tokens_after),
+        num(plan.surface_tokens_before - plan.surface_tokens_after)
+    )?;
     for b in bpe {
-        println!(
+        outln!(
+            o,
             "  {}: surface {} → {} tokens ({} saved)",
             b.encoding.name(),
-            b.surface_before,
-            b.surface_after(),
-            b.saved()
-        );
+            num(b.surface_before),
+            num(b.surface_after()),
+            num(b.saved())
+        )?;
     }
     let first = prefix.first().map_or(plan.base_seq, |e| e.seq);
     let last = plan.base_seq + plan.events.len() as u64 - 1;
@@ -543,28 +549,29 @@ fn print_readable(
     );
     if written {
         match out {
-            Some(o) if args.out.is_some() => {
-                println!(
-                    "wrote a copy of {file} with {what} appended to {}",
-                    o.display()
-                )
-            }
-            _ => println!("appended {what} to {file}"),
+            Some(path) if args.out.is_some() => outln!(
+                o,
+                "wrote a copy of {file} with {what} appended to {}",
+                path.display()
+            )?,
+            _ => outln!(o, "appended {what} to {file}")?,
         }
         if !turn_open {
-            println!(
+            outln!(
+                o,
                 "note: written outside an open turn (--allow-closed-turn): the reference's dsh-session invariant flags it (\"tool/result surface replacement appended outside any open turn\")"
-            );
+            )?;
         }
     } else if args.dry_run {
-        println!("dry run: would append {what}:");
+        outln!(o, "dry run: would append {what}:")?;
         for e in prefix.iter().chain(&plan.events) {
-            println!("  {}", describe(e));
+            outln!(o, "  {}", describe(e))?;
         }
         if let Some(why) = refused {
-            println!("a write would be refused: {why}");
+            outln!(o, "a write would be refused: {why}")?;
         }
     }
+    Ok(())
 }
 
 /// One line about an appended event.

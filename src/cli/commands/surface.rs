@@ -1,12 +1,11 @@
 //! `dsh surface`: the ordered surface.
 
-use std::io::Write;
-
 use anyhow::Result;
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::render::outln;
 
 /// Show the current surface: the ordered nodes the model sees.
 ///
@@ -72,11 +71,14 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             "],\"version\":{},\"contentGeneration\":{cg},\"schema_version\":{SCHEMA_VERSION}}}\n",
             log.header.version
         ));
-        std::io::stdout().lock().write_all(out.as_bytes())?;
+        ctx.out.write_all(out.as_bytes())?;
         return Ok(Status::Ok);
     }
     let mut file = None;
     let mut t = render::table(&["pos", "seq", "type", "role", "tokens", "preview", "shadows"]);
+    t.drop_first(&["role", "shadows", "pos"]);
+    // The table cuts previews to the terminal; into a pipe they stay short.
+    let preview_chars = render::width().unwrap_or(60).max(60);
     for (i, n) in s.nodes.iter().enumerate() {
         let ev = log.read_body(&n.body, n.seq, &mut file)?;
         let role = ev
@@ -96,19 +98,20 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             n.seq.to_string(),
             kind_name(n.kind).to_string(),
             role,
-            n.tokens.to_string(),
-            preview(ev.message(), 60),
+            render::num(n.tokens),
+            preview(ev.message(), preview_chars),
             shadows,
         ]);
     }
-    println!("{t}");
-    println!(
+    outln!(ctx.out, "{t}")?;
+    outln!(
+        ctx.out,
         "{} node(s), {} token(s) by the DSH heuristic, replaceGeneration {}, {} event(s) in the log",
-        s.nodes.len(),
-        s.tokens,
+        render::num(s.nodes.len() as u64),
+        render::num(s.tokens),
         s.replace_generation,
-        log.event_count()
-    );
+        render::num(log.event_count())
+    )?;
     Ok(Status::Ok)
 }
 

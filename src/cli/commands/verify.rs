@@ -17,6 +17,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
+use crate::cli::render::{Tone, paint};
 
 /// Audit logs against every check of the compaction spec (all violations).
 ///
@@ -107,9 +108,8 @@ enum Target {
     Unresolved(String, dsh::LoadError),
 }
 
-fn is_tree(arg: &str) -> bool {
-    let p = Path::new(arg);
-    arg != "-" && p.is_dir() && dsh::log::source::session_file_in(p).is_none()
+fn is_tree(arg: &str, home: Option<&Path>) -> bool {
+    dsh::log::lookup::is_tree(arg, home)
 }
 
 /// Run it.
@@ -126,21 +126,16 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         return Ok(Status::Ok);
     }
     let mut inputs = args.logs.clone();
-    if args.all {
-        let Some(home) = &ctx.home else {
-            return Err(UsageError("--all needs $DSH_HOME (or --home)".into()).into());
-        };
-        inputs.push(home.display().to_string());
+    let all = args.all || inputs.is_empty();
+    if all {
+        inputs.push(ctx.home_sessions()?.display().to_string());
     }
-    if inputs.is_empty() {
-        return Err(UsageError("name at least one LOG, or pass --all".into()).into());
-    }
-    let single = inputs.len() == 1 && !args.all && !is_tree(&inputs[0]);
+    let single = inputs.len() == 1 && !all && !is_tree(&inputs[0], ctx.home.as_deref());
     let mut targets = Vec::new();
     for arg in &inputs {
-        match dsh::log::source::resolve_many(arg, ctx.home.as_deref()) {
+        match dsh::log::lookup::resolve_many(arg, ctx.home.as_deref()) {
             Ok(found) => targets.extend(found.into_iter().map(Target::Log)),
-            Err(e) => targets.push(Target::Unresolved(arg.clone(), e)),
+            Err(e) => targets.push(Target::Unresolved(arg.clone(), e.into_load_error())),
         }
     }
     let sources: Vec<LogSource> = targets
@@ -188,7 +183,7 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     if !ctx.quiet && format != Format::Json {
         for r in &reports {
             for n in &r.notes {
-                eprintln!("dsh: warning: {}: {n}", r.file);
+                eprintln!("{} {}: {n}", crate::cli::render::warning_tag(), r.file);
             }
         }
     }
@@ -202,8 +197,10 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
             };
             ctx.print_json(&v)?;
         }
-        Format::Github => print_out(&github(&reports, args.deny_warnings))?,
-        Format::Human => print_out(&human(&reports, args.deny_warnings))?,
+        Format::Github => ctx
+            .out
+            .write_all(github(&reports, args.deny_warnings).as_bytes())?,
+        Format::Human => ctx.out.text(&human(&reports, args.deny_warnings))?,
     }
     Ok(status)
 }
@@ -237,15 +234,8 @@ fn list_checks(ctx: &Ctx, format: Format) -> Result<()> {
             c.title().to_string(),
         ]);
     }
-    print_out(&format!("{t}\n"))?;
+    ctx.out.write_all(format!("{t}\n").as_bytes())?;
     Ok(())
-}
-
-fn print_out(s: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(s.as_bytes())?;
-    out.flush()
 }
 
 fn opt(v: Option<u64>) -> OwnedValue {
@@ -387,6 +377,25 @@ fn location(f: &Finding) -> String {
     s
 }
 
+/// A count in its tone when it is not zero.
+fn toned(s: String, tone: Tone) -> String {
+    if s.starts_with("0 ") {
+        s
+    } else {
+        paint(&s, tone)
+    }
+}
+
+/// A severity in its color.
+fn severity(s: Severity) -> String {
+    let tone = if s == Severity::Error {
+        Tone::Bad
+    } else {
+        Tone::Warn
+    };
+    paint(&s.to_string(), tone)
+}
+
 /// The readable report: per file, findings grouped by check.
 fn human(reports: &[Report], deny_warnings: bool) -> String {
     let mut out = String::new();
@@ -394,10 +403,16 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
         let verdict = r.verdict(deny_warnings);
         match verdict {
             Verdict::Refused => {
-                let _ = writeln!(out, "{}: refused", r.file);
+                let _ = writeln!(out, "{}: {}", r.file, paint("refused", Tone::Bad));
             }
             _ if r.findings.is_empty() => {
-                let _ = writeln!(out, "{}: clean ({} events)", r.file, r.events);
+                let _ = writeln!(
+                    out,
+                    "{}: {} ({} events)",
+                    r.file,
+                    paint("clean", Tone::Good),
+                    r.events
+                );
                 continue;
             }
             _ => {
@@ -405,8 +420,8 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
                     out,
                     "{}: {}, {} ({} events){}",
                     r.file,
-                    plural(r.count(Severity::Error), "error"),
-                    plural(r.count(Severity::Warning), "warning"),
+                    toned(plural(r.count(Severity::Error), "error"), Tone::Bad),
+                    toned(plural(r.count(Severity::Warning), "warning"), Tone::Warn),
                     r.events,
                     if verdict == Verdict::Clean {
                         ": clean"
@@ -428,7 +443,7 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {check} ({}{section}): {}",
-                check.severity(),
+                severity(check.severity()),
                 check.title()
             );
             for f in fs {

@@ -1,0 +1,164 @@
+//! The one door to standard output. Every byte a command prints goes through
+//! [`Out`], which turns a reader that went away (`dsh … | head -1`, EPIPE)
+//! into silence: later writes are dropped and the command ends with the exit
+//! status it would have had with its whole output read.
+
+use std::fmt;
+use std::io::{self, IoSlice, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Standard output for one command run.
+#[derive(Debug, Default)]
+pub struct Out {
+    closed: AtomicBool,
+}
+
+impl Out {
+    /// A fresh door; nothing is opened until the first write.
+    pub fn new() -> Out {
+        Out::default()
+    }
+
+    /// Whether the reader closed the pipe (nothing more will be shown).
+    pub fn closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// Print formatted text.
+    pub fn print(&self, args: fmt::Arguments<'_>) -> io::Result<()> {
+        let mut w = self.stream();
+        w.write_fmt(args)?;
+        w.flush()
+    }
+
+    /// Print formatted text and a newline. On a terminal, prose wider than
+    /// it is word-wrapped (tables arrive already fitted).
+    pub fn line(&self, args: fmt::Arguments<'_>) -> io::Result<()> {
+        let mut w = self.stream();
+        match super::width() {
+            Some(width) => {
+                let text = args.to_string();
+                for l in text.split('\n') {
+                    w.write_all(super::wrap(l, width).as_bytes())?;
+                    w.write_all(b"\n")?;
+                }
+            }
+            None => {
+                w.write_fmt(args)?;
+                w.write_all(b"\n")?;
+            }
+        }
+        w.flush()
+    }
+
+    /// Print a report of text lines; on a terminal, lines wider than it
+    /// are word-wrapped.
+    pub fn text(&self, s: &str) -> io::Result<()> {
+        let Some(width) = super::width() else {
+            return self.write_all(s.as_bytes());
+        };
+        let mut w = self.stream();
+        for (i, l) in s.split('\n').enumerate() {
+            if i > 0 {
+                w.write_all(b"\n")?;
+            }
+            w.write_all(super::wrap(l, width).as_bytes())?;
+        }
+        w.flush()
+    }
+
+    /// Print bytes as they are.
+    pub fn write_all(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut w = self.stream();
+        w.write_all(bytes)?;
+        w.flush()
+    }
+
+    /// A buffered writer on standard output for long streams; flush it at the end.
+    pub fn stream(&self) -> Guarded<'_, io::BufWriter<io::StdoutLock<'static>>> {
+        Guarded {
+            out: self,
+            inner: io::BufWriter::with_capacity(1 << 16, io::stdout().lock()),
+        }
+    }
+
+    /// An unbuffered writer on the file descriptor itself, for large
+    /// vectored writes (see [`super::super::ctx::raw_stdout`]).
+    pub fn raw(&self) -> Guarded<'_, Box<dyn Write>> {
+        Guarded {
+            out: self,
+            inner: super::super::ctx::raw_stdout(),
+        }
+    }
+
+    /// Note a write result: a broken pipe closes the door and counts as done.
+    fn absorb<T>(&self, r: io::Result<T>, done: T) -> io::Result<T> {
+        match r {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed.store(true, Ordering::Relaxed);
+                Ok(done)
+            }
+            other => other,
+        }
+    }
+}
+
+/// A writer that drops everything once the reader has gone away.
+pub struct Guarded<'a, W: Write> {
+    out: &'a Out,
+    inner: W,
+}
+
+impl<W: Write> Write for Guarded<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.closed() {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.out.absorb(r, buf.len())
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let total = bufs.iter().map(|b| b.len()).sum();
+        if self.out.closed() {
+            return Ok(total);
+        }
+        let r = self.inner.write_vectored(bufs);
+        self.out.absorb(r, total)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.out.closed() {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.out.absorb(r, ())
+    }
+}
+
+impl<W: Write> Drop for Guarded<'_, W> {
+    fn drop(&mut self) {
+        // A BufWriter flushes on drop and ignores the error; flushing here
+        // first records a broken pipe instead.
+        let _ = self.flush();
+    }
+}
+
+/// `outln!(out, "fmt", args…)`: a line through an [`Out`]; an `io::Result`.
+macro_rules! outln {
+    ($out:expr) => {
+        $out.line(format_args!(""))
+    };
+    ($out:expr, $($arg:tt)*) => {
+        $out.line(format_args!($($arg)*))
+    };
+}
+
+/// `outp!(out, "fmt", args…)`: text without a newline through an [`Out`].
+macro_rules! outp {
+    ($out:expr, $($arg:tt)*) => {
+        $out.print(format_args!($($arg)*))
+    };
+}
+
+pub(crate) use {outln, outp};

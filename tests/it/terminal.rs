@@ -1,0 +1,316 @@
+//! Everyday terminal use: pipes that close early, terminal width, color,
+//! lookups by working directory and id prefix.
+
+use std::process::{Command, Stdio};
+
+use crate::support::{dsh, sample};
+
+/// Run dsh with its stdout a pipe whose reader is gone before dsh writes
+/// (as `dsh … | head -0` would), and return (exit code, stderr).
+fn closed_pipe(args: &[&str]) -> (i32, String) {
+    let mut child = crate::support::dsh_process()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_pipe_ends_every_reader_quietly_with_its_own_status() {
+    let log = sample("coding-session.jsonl");
+    let log = log.to_str().unwrap();
+    let busy = sample("locks-busy.jsonl");
+    let cases: &[&[&str]] = &[
+        &["measure", log],
+        &["measure", "--nodes", log],
+        &["measure", "--json", log],
+        &["surface", log],
+        &["surface", "--json", log],
+        &["header", log],
+        &["load", log],
+        &["messages", log],
+        &["messages", "--json", log],
+        &["events", log],
+        &["verify", log],
+        &["locks", log],
+        &["locks", busy.to_str().unwrap()],
+        &["prune", "--dry-run", "--allow-closed-turn", log],
+        &["completions", "bash"],
+    ];
+    for args in cases {
+        let whole = dsh().args(*args).output().unwrap();
+        let (code, err) = closed_pipe(args);
+        assert_eq!(
+            Some(code),
+            whole.status.code(),
+            "`dsh {}` into a closed pipe: {err}",
+            args.join(" ")
+        );
+        assert!(
+            !err.contains("internal error") && !err.contains("Broken pipe"),
+            "`dsh {}`: {err}",
+            args.join(" ")
+        );
+    }
+}
+
+/// Run dsh in a pseudo-terminal of `cols` columns (through `script`), and
+/// return its output without escape sequences; `None` when `script` is absent.
+fn in_terminal(cols: u16, args: &[&str]) -> Option<String> {
+    let text = in_terminal_env(cols, args, &[("NO_COLOR", "1")])?;
+    let ansi = regex::Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").unwrap();
+    Some(ansi.replace_all(&text, "").into_owned())
+}
+
+/// [`in_terminal`] with these variables set, escape sequences kept.
+fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED pseudo-terminal test: `script` (util-linux) is not installed");
+        return None;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("dsh");
+    let quoted: Vec<String> = std::iter::once(bin.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect();
+    let cmd = format!("stty cols {cols} rows 50; {}", quoted.join(" "));
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("COLUMNS")
+        .env_remove("DSH_HOME")
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env("TERM", "xterm-256color")
+        // No user config or home can change what is printed.
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+fn widest(text: &str) -> usize {
+    text.lines()
+        .map(unicode_width::UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn reports_fit_80_columns_and_use_200() {
+    let log = sample("coding-session.jsonl");
+    let log = log.to_str().unwrap();
+    let compacted = sample("compacted.jsonl");
+    let busy = sample("locks-busy.jsonl");
+    let cases: &[&[&str]] = &[
+        &["surface", log],
+        &["measure", log],
+        &["measure", "--nodes", log],
+        &["measure", log, compacted.to_str().unwrap()],
+        &["events", log],
+        &["locks", busy.to_str().unwrap()],
+        &["verify", log],
+        &["header", log],
+        &["load", log],
+        &["prune", "--dry-run", "--allow-closed-turn", log],
+    ];
+    for cols in [80u16, 200] {
+        for args in cases {
+            let Some(text) = in_terminal(cols, args) else {
+                return;
+            };
+            assert!(
+                !text.trim().is_empty(),
+                "`dsh {}` printed nothing",
+                args.join(" ")
+            );
+            assert!(
+                widest(&text) <= usize::from(cols),
+                "{cols} columns: `dsh {}` has a {}-column line:\n{text}",
+                args.join(" "),
+                widest(&text)
+            );
+        }
+    }
+    let Some(wide) = in_terminal(200, &["surface", log]) else {
+        return;
+    };
+    assert!(
+        widest(&wide) > 120,
+        "a 200-column terminal is used:\n{wide}"
+    );
+    let narrow = in_terminal(80, &["surface", log]).unwrap();
+    assert!(
+        narrow.contains('…'),
+        "previews are cut with an ellipsis:\n{narrow}"
+    );
+    let rows = narrow.lines().filter(|l| l.starts_with('│')).count();
+    assert_eq!(rows, 17, "one line per node plus the header:\n{narrow}");
+}
+
+#[test]
+fn numbers_have_one_thousands_format_and_are_right_aligned() {
+    let log = sample("coding-session.jsonl");
+    let out = dsh()
+        .args(["surface", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("1,050 token(s)"), "{text}");
+    // The tokens column is right-aligned: `    27 ┆` not `27     ┆`.
+    assert!(text.contains("┆     27 ┆"), "{text}");
+}
+
+#[test]
+fn color_follows_the_flag_no_color_and_clicolor_force() {
+    let log = sample("coding-session.jsonl");
+    let busy = sample("locks-busy.jsonl");
+    let refused = sample("refused.jsonl");
+    let esc = |o: &std::process::Output| o.stdout.contains(&0x1b);
+    for args in [
+        vec!["measure", log.to_str().unwrap()],
+        vec!["locks", busy.to_str().unwrap()],
+        vec!["verify", refused.to_str().unwrap()],
+    ] {
+        let plain = dsh()
+            .args(&args)
+            .env_remove("CLICOLOR_FORCE")
+            .output()
+            .unwrap();
+        assert!(!esc(&plain), "no color into a pipe: dsh {args:?}");
+        let always = dsh().arg("--color=always").args(&args).output().unwrap();
+        assert!(esc(&always), "--color always colors: dsh {args:?}");
+        let forced = dsh()
+            .args(&args)
+            .env_remove("NO_COLOR")
+            .env("CLICOLOR_FORCE", "1")
+            .output()
+            .unwrap();
+        assert!(esc(&forced), "CLICOLOR_FORCE colors: dsh {args:?}");
+        let never = dsh()
+            .arg("--color=never")
+            .args(&args)
+            .env("CLICOLOR_FORCE", "1")
+            .output()
+            .unwrap();
+        assert!(!esc(&never), "--color never wins: dsh {args:?}");
+        // Color never changes the JSON.
+        let json = dsh()
+            .arg("--color=always")
+            .arg("--json")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!esc(&json), "no color in JSON: dsh {args:?}");
+    }
+}
+
+#[test]
+fn no_color_on_a_terminal_means_no_escapes() {
+    let log = sample("coding-session.jsonl");
+    let Some(colored) = in_terminal_env(100, &["measure", log.to_str().unwrap()], &[]) else {
+        return;
+    };
+    assert!(colored.contains('\x1b'), "a terminal gets color: {colored}");
+    let plain = in_terminal_env(
+        100,
+        &["measure", log.to_str().unwrap()],
+        &[("NO_COLOR", "1")],
+    )
+    .unwrap();
+    assert!(!plain.contains('\x1b'), "NO_COLOR: {plain}");
+}
+
+/// A DSH home holding copies of a sample as sessions `ids` of working
+/// directory `cwd`.
+fn home_with(cwd: &std::path::Path, ids: &[&str]) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    for id in ids {
+        let d = home
+            .path()
+            .join("sessions")
+            .join(dsh::log::source::project_dir_name(cwd.to_str()))
+            .join(dsh::log::source::session_dir_name(id));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(sample("coding-session.jsonl"), d.join("session.jsonl")).unwrap();
+    }
+    home
+}
+
+#[test]
+fn a_session_is_found_by_its_working_directory_and_an_id_prefix() {
+    let proj = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(proj.path()).unwrap();
+    let home = home_with(&cwd, &["5b1d6c2e-0f3a", "5b1d9999-aaaa"]);
+    let found = |args: &[&str], dir: &std::path::Path| {
+        dsh()
+            .args(args)
+            .env("DSH_HOME", home.path())
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let root = crate::support::root();
+    for (what, args, dir) in [
+        (
+            "absolute cwd",
+            vec!["surface", cwd.to_str().unwrap()],
+            root.as_path(),
+        ),
+        ("`.`", vec!["surface", "."], cwd.as_path()),
+        ("id prefix", vec!["header", "5b1d6"], root.as_path()),
+        ("measure .", vec!["measure", "."], cwd.as_path()),
+        ("verify .", vec!["verify", "."], cwd.as_path()),
+        ("measure home", vec!["measure"], root.as_path()),
+        ("verify home", vec!["verify"], root.as_path()),
+        ("locks home", vec!["locks"], root.as_path()),
+    ] {
+        let out = found(&args, dir);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let many = found(&["measure", "--json"], &root);
+    let text = String::from_utf8_lossy(&many.stdout);
+    assert_eq!(text.matches("\"file\"").count(), 2, "both sessions: {text}");
+    // An ambiguous prefix lists the candidates and is a usage error.
+    let amb = found(&["surface", "5b1d"], &root);
+    let err = String::from_utf8_lossy(&amb.stderr);
+    assert_eq!(amb.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("5b1d6c2e-0f3a") && err.contains("5b1d9999-aaaa"),
+        "{err}"
+    );
+    // An unknown directory says what was looked for.
+    let none = found(&["surface", "."], &root.join("src"));
+    assert_eq!(none.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("working directory"));
+}
+
+#[test]
+fn a_missing_home_is_the_same_refusal_for_measure_verify_and_locks() {
+    let gone = tempfile::tempdir().unwrap().path().join("no-such-home");
+    let mut seen = Vec::new();
+    for cmd in ["measure", "verify", "locks"] {
+        let out = dsh().arg(cmd).env("DSH_HOME", &gone).output().unwrap();
+        seen.push((
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    assert_eq!(seen[0].0, Some(3), "{seen:?}");
+    assert!(seen.iter().all(|s| s == &seen[0]), "{seen:?}");
+    assert!(seen[0].1.contains("no DSH home"), "{seen:?}");
+}

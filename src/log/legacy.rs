@@ -90,157 +90,186 @@ pub fn upgrade(
         return Ok(false);
     }
     let name = ev.type_name().into_owned();
-    // 1. turn/start with trigger.
+    // Each rule in its own function, in the reference's order; a rule
+    // sees what the earlier ones made of the event.
     if name == "turn/start" && ev.data().has("trigger") {
-        let d = ev.data();
-        let ok = keys_exactly(d, &["turn", "trigger"])
-            && is_turn_number(d.get("turn"))
-            && d.get("trigger")
-                .is_some_and(|t| t.is_obj() && t.get("kind").is_some_and(|k| k.is_nonempty_str()));
-        if !ok {
-            return Err(corrupt(ev, "turn/start"));
-        }
-        let turn = d.get("turn").unwrap().clone();
-        ev.value.set("data", Value::Obj(vec![(k("turn"), turn)]));
-        changed = true;
+        changed |= turn_start_trigger(ev)?;
     }
-    // 2. turn/end reasons.
     if name == "turn/end" {
-        let d = ev.data();
-        let ok = keys_exactly(d, &["turn", "reason"])
-            && is_turn_number(d.get("turn"))
-            && d.get("reason")
-                .is_some_and(|r| r.is_obj() && matches!(r.get("kind"), Some(Value::Str(_))));
-        if !ok {
-            return Err(corrupt(ev, "turn/end"));
+        changed |= turn_end_reason(ev)?;
+    }
+    if name == "steering/message" {
+        changed |= steering_message(ev, &id)?;
+    }
+    changed |= message_identity(ev, &id, message_id_of)?;
+    Ok(changed)
+}
+
+/// 1. `turn/start` with a `trigger`: the trigger goes.
+fn turn_start_trigger(ev: &mut Event<'_>) -> Result<bool, LoadError> {
+    let d = ev.data();
+    let ok = keys_exactly(d, &["turn", "trigger"])
+        && is_turn_number(d.get("turn"))
+        && d.get("trigger")
+            .is_some_and(|t| t.is_obj() && t.get("kind").is_some_and(|k| k.is_nonempty_str()));
+    if !ok {
+        return Err(corrupt(ev, "turn/start"));
+    }
+    let turn = d.get("turn").unwrap().clone();
+    ev.value.set("data", Value::Obj(vec![(k("turn"), turn)]));
+    Ok(true)
+}
+
+/// 2. `turn/end` reasons in their legacy shapes.
+fn turn_end_reason(ev: &mut Event<'_>) -> Result<bool, LoadError> {
+    let mut changed = false;
+    let d = ev.data();
+    let ok = keys_exactly(d, &["turn", "reason"])
+        && is_turn_number(d.get("turn"))
+        && d.get("reason")
+            .is_some_and(|r| r.is_obj() && matches!(r.get("kind"), Some(Value::Str(_))));
+    if !ok {
+        return Err(corrupt(ev, "turn/end"));
+    }
+    let reason = d.get("reason").unwrap();
+    let kind = reason
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .unwrap_or_default()
+        .into_owned();
+    let only_kind = reason.as_obj().unwrap().len() == 1;
+    let new_reason: Option<Value<'static>> = match kind.as_str() {
+        "completed" | "blocked" | "max-tokens" | "interrupted" => {
+            if !only_kind {
+                return Err(corrupt(ev, "turn/end"));
+            }
+            None
         }
-        let reason = d.get("reason").unwrap();
-        let kind = reason
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or_default()
-            .into_owned();
-        let only_kind = reason.as_obj().unwrap().len() == 1;
-        let new_reason: Option<Value<'static>> = match kind.as_str() {
-            "completed" | "blocked" | "max-tokens" | "interrupted" => {
-                if !only_kind {
+        "aborted" => {
+            if reason.has("reason") {
+                None
+            } else if only_kind {
+                Some(
+                    Value::obj()
+                        .with("kind", "aborted".into())
+                        .with("reason", Value::obj().with("kind", "legacy".into())),
+                )
+            } else {
+                return Err(corrupt(ev, "turn/end"));
+            }
+        }
+        "disposed" => {
+            if !only_kind {
+                return Err(corrupt(ev, "turn/end"));
+            }
+            Some(
+                Value::obj()
+                    .with("kind", "aborted".into())
+                    .with("reason", Value::obj().with("kind", "disposed".into())),
+            )
+        }
+        "error" => {
+            if reason.has("error") {
+                None
+            } else {
+                if reason.get("step").and_then(|s| s.as_count()).is_none() {
                     return Err(corrupt(ev, "turn/end"));
                 }
-                None
-            }
-            "aborted" => {
-                if reason.has("reason") {
-                    None
-                } else if only_kind {
+                if keys_exactly(reason, &["kind", "step", "failure"]) {
+                    let f = reason.get("failure").unwrap();
+                    let fo = f.as_obj().ok_or_else(|| corrupt(ev, "turn/end"))?;
+                    let mut ok = matches!(f.get("message"), Some(Value::Str(_)))
+                        && matches!(f.get("code"), Some(Value::Str(_)));
+                    for (key, val) in fo {
+                        let good = if key.eq_str("message") || key.eq_str("code") {
+                            true
+                        } else if key.eq_str("status") || key.eq_str("providerRetryAfterMs") {
+                            matches!(val, Value::Num(_))
+                        } else if key.eq_str("requestId") {
+                            matches!(val, Value::Str(_))
+                        } else {
+                            false
+                        };
+                        ok &= good;
+                    }
+                    if !ok {
+                        return Err(corrupt(ev, "turn/end"));
+                    }
                     Some(
                         Value::obj()
-                            .with("kind", "aborted".into())
-                            .with("reason", Value::obj().with("kind", "legacy".into())),
+                            .with("kind", "error".into())
+                            .with("error", f.to_owned_value()),
+                    )
+                } else if keys_exactly(reason, &["kind", "step", "message"])
+                    || keys_exactly(reason, &["kind", "step", "message", "code"])
+                {
+                    let msg = reason.get("message").unwrap();
+                    if !matches!(msg, Value::Str(_)) {
+                        return Err(corrupt(ev, "turn/end"));
+                    }
+                    let code = match reason.get("code") {
+                        None => Value::from("UNKNOWN"),
+                        Some(c @ Value::Str(_)) => c.to_owned_value(),
+                        Some(_) => return Err(corrupt(ev, "turn/end")),
+                    };
+                    Some(
+                        Value::obj().with("kind", "error".into()).with(
+                            "error",
+                            Value::obj()
+                                .with("message", msg.to_owned_value())
+                                .with("code", code),
+                        ),
                     )
                 } else {
                     return Err(corrupt(ev, "turn/end"));
                 }
             }
-            "disposed" => {
-                if !only_kind {
-                    return Err(corrupt(ev, "turn/end"));
-                }
-                Some(
-                    Value::obj()
-                        .with("kind", "aborted".into())
-                        .with("reason", Value::obj().with("kind", "disposed".into())),
-                )
-            }
-            "error" => {
-                if reason.has("error") {
-                    None
-                } else {
-                    if reason.get("step").and_then(|s| s.as_count()).is_none() {
-                        return Err(corrupt(ev, "turn/end"));
-                    }
-                    if keys_exactly(reason, &["kind", "step", "failure"]) {
-                        let f = reason.get("failure").unwrap();
-                        let fo = f.as_obj().ok_or_else(|| corrupt(ev, "turn/end"))?;
-                        let mut ok = matches!(f.get("message"), Some(Value::Str(_)))
-                            && matches!(f.get("code"), Some(Value::Str(_)));
-                        for (key, val) in fo {
-                            let good = if key.eq_str("message") || key.eq_str("code") {
-                                true
-                            } else if key.eq_str("status") || key.eq_str("providerRetryAfterMs") {
-                                matches!(val, Value::Num(_))
-                            } else if key.eq_str("requestId") {
-                                matches!(val, Value::Str(_))
-                            } else {
-                                false
-                            };
-                            ok &= good;
-                        }
-                        if !ok {
-                            return Err(corrupt(ev, "turn/end"));
-                        }
-                        Some(
-                            Value::obj()
-                                .with("kind", "error".into())
-                                .with("error", f.to_owned_value()),
-                        )
-                    } else if keys_exactly(reason, &["kind", "step", "message"])
-                        || keys_exactly(reason, &["kind", "step", "message", "code"])
-                    {
-                        let msg = reason.get("message").unwrap();
-                        if !matches!(msg, Value::Str(_)) {
-                            return Err(corrupt(ev, "turn/end"));
-                        }
-                        let code = match reason.get("code") {
-                            None => Value::from("UNKNOWN"),
-                            Some(c @ Value::Str(_)) => c.to_owned_value(),
-                            Some(_) => return Err(corrupt(ev, "turn/end")),
-                        };
-                        Some(
-                            Value::obj().with("kind", "error".into()).with(
-                                "error",
-                                Value::obj()
-                                    .with("message", msg.to_owned_value())
-                                    .with("code", code),
-                            ),
-                        )
-                    } else {
-                        return Err(corrupt(ev, "turn/end"));
-                    }
-                }
-            }
-            _ => None,
-        };
-        if let Some(r) = new_reason {
-            if let Some(d) = ev.value.get_mut("data") {
-                d.set("reason", r);
-            }
-            changed = true;
         }
-    }
-    // 3. steering/message → user/message.
-    if name == "steering/message" {
-        let d = ev.data();
-        let new_data = if keys_exactly(d, &["turn", "message"])
-            && d.get("turn").is_some_and(|t| t.is_safe_int())
-            && d.get("message").is_some_and(|m| m.is_obj())
-        {
-            d.get("message").unwrap().clone()
-        } else if keys_exactly(d, &["turn", "content", "source"]) {
-            Value::Obj(vec![
-                (k("content"), d.get("content").unwrap().clone()),
-                (k("source"), d.get("source").unwrap().clone()),
-                (k("id"), id(ev.seq)),
-                (k("role"), Value::from("user")),
-            ])
-        } else {
-            return Err(corrupt(ev, "steering/message"));
-        };
-        ev.value.set("data", new_data);
-        ev.value.set("type", Value::from("user/message"));
-        ev.kind = Kind::UserMessage;
+        _ => None,
+    };
+    if let Some(r) = new_reason {
+        if let Some(d) = ev.value.get_mut("data") {
+            d.set("reason", r);
+        }
         changed = true;
     }
-    // 4. Pre-identity messages.
+    Ok(changed)
+}
+
+/// 3. `steering/message` becomes `user/message`.
+fn steering_message(
+    ev: &mut Event<'_>,
+    id: &dyn Fn(u64) -> Value<'static>,
+) -> Result<bool, LoadError> {
+    let d = ev.data();
+    let new_data = if keys_exactly(d, &["turn", "message"])
+        && d.get("turn").is_some_and(|t| t.is_safe_int())
+        && d.get("message").is_some_and(|m| m.is_obj())
+    {
+        d.get("message").unwrap().clone()
+    } else if keys_exactly(d, &["turn", "content", "source"]) {
+        Value::Obj(vec![
+            (k("content"), d.get("content").unwrap().clone()),
+            (k("source"), d.get("source").unwrap().clone()),
+            (k("id"), id(ev.seq)),
+            (k("role"), Value::from("user")),
+        ])
+    } else {
+        return Err(corrupt(ev, "steering/message"));
+    };
+    ev.value.set("data", new_data);
+    ev.value.set("type", Value::from("user/message"));
+    ev.kind = Kind::UserMessage;
+    Ok(true)
+}
+
+/// 4. Messages from before message ids: each gets one.
+fn message_identity(
+    ev: &mut Event<'_>,
+    id: &dyn Fn(u64) -> Value<'static>,
+    message_id_of: &dyn Fn(u64) -> Option<String>,
+) -> Result<bool, LoadError> {
+    let mut changed = false;
     match ev.kind {
         Kind::UserMessage => {
             let d = ev.data();

@@ -725,6 +725,7 @@ impl Appender {
         self.write_batch(events, false, Some(observer))
     }
 
+    // One piece on purpose: the write protocol in order (validate, re-check the file, encode, write, sync, roll back on any error); each step depends on the previous one's state.
     fn write_batch(
         &mut self,
         events: &[OwnedEvent],

@@ -387,6 +387,7 @@ impl Run<'_, '_, '_> {
 
     /// One bracket over `region` (§5). `owner` is the open turn for automatic
     /// brackets, `None` for manual ones.
+    // One piece on purpose: the bracket's steps (start, summarise, stability check, commit; or the error end) in the order of compaction §5, with one failure path.
     fn bracket(&mut self, region: Region, owner: Option<f64>) -> Step<()> {
         let nodes = &self.session.surface().nodes;
         let region = match range::validate_region(nodes, region.start, region.end) {

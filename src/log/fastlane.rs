@@ -116,6 +116,7 @@ fn chunk_line(line: &[u8], at: usize) -> Option<Lane> {
 }
 
 /// A packed row, checked as [`super::packed::check`] does.
+// One piece on purpose: a byte-level scanner over one canonically spelled row; a straight-line state machine is what keeps it fast.
 fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
     let mut c = Cursor { b: line, i: 0 };
     c.lit(br#"{"type":""#)?;

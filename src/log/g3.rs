@@ -238,6 +238,7 @@ fn block_at<'v, 'a>(content: &'v mut Value<'a>, path: &[usize]) -> Option<&'v mu
 }
 
 /// Load the rest of a generation-3 log (the header is already read).
+// One piece on purpose: the generation-3 decoder's single pass; its fold closure and the read loop share the surface, header fold and repair state. The shared ending is `finish_load`.
 pub(crate) fn load(
     source: &LogSource,
     mut reader: LineReader,

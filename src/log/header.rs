@@ -42,6 +42,7 @@ fn is_neg_zero(v: &Value<'_>) -> bool {
 
 /// Parse and check the header line. `lenient` defaults a missing
 /// `delegationDepth` to 0; the returned warnings say so.
+// One piece on purpose: the reference's header checks in its order; the first that fails chooses the message, so they read best in sequence.
 pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<String>), LoadError> {
     let text = String::from_utf8_lossy(line);
     let v = Value::parse(&text).map_err(|_| {

@@ -463,6 +463,7 @@ impl Pipeline<'_> {
     }
 
     /// Steps 4–10 of §16 for one event; gives the event back.
+    // One piece on purpose: the per-event fold in the reference's order (envelope, upgrade, shapes, surface, headers, repair, observer); the order is the contract, so it stays visible in one place.
     fn process<'a>(
         &mut self,
         mut ev: Event<'a>,
@@ -600,6 +601,7 @@ impl Pipeline<'_> {
     }
 }
 
+// One piece on purpose: the loader's hot loop. Fast-lane records, counted rows and decoded lines share the committed-prefix state line by line, on the hot path of every command, so it stays one loop. The shared ending is `finish_load`.
 fn load_inner(
     source: &LogSource,
     opts: &LoadOptions,

@@ -95,6 +95,7 @@ pub fn check(row: &Value<'_>) -> Result<RowSpan, String> {
     expand_or_check(row, false).map(|(_, s)| s)
 }
 
+// One piece on purpose: one walk over a packed row both checks and expands it, so the check and the expansion can never disagree (session-log §3.5).
 fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, RowSpan), String> {
     let obj = row.as_obj().ok_or("row is not an object")?;
     let tag = row

@@ -561,6 +561,7 @@ impl Meter {
         Ok(asm.price().map_err(replay)?.map_or(0, |p| p + 4))
     }
 
+    // One piece on purpose: the meter's per-event fold (compaction §1.4–§1.9): one match over event kinds on the hot path.
     fn fold(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         let is_chunk = ev.kind == Kind::AssistantChunk;
         self.chunks.mark(ev.seq, is_chunk);

@@ -183,8 +183,8 @@ fn events_json(evs: &[dsh::OwnedEvent]) -> OwnedValue {
 }
 
 /// Run it.
-pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
-    let config = load_config(args.config.as_deref())?;
+/// The pruner's settings: the config's `[pruner]`, flags overriding.
+fn pruner_config(args: &PruneArgs, config: &dsh::config::Config) -> Result<PruneConfig> {
     let base = config.pruner;
     let pick = |flag: Option<f64>, configured: u64| Value::from(flag.unwrap_or(configured as f64));
     let (t, h, l) = (
@@ -192,10 +192,15 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         pick(args.head_chars, base.head_chars),
         pick(args.tail_chars, base.tail_chars),
     );
-    let cfg = PruneConfig::resolve(Some(&t), Some(&h), Some(&l))
-        .map_err(|e| UsageError(e.to_string()))?;
-    let encodings: Vec<Encoding> = args
-        .tokenizer
+    Ok(
+        PruneConfig::resolve(Some(&t), Some(&h), Some(&l))
+            .map_err(|e| UsageError(e.to_string()))?,
+    )
+}
+
+/// The `--tokenizer` encodings asked for, each once, in order.
+fn tokenizers(args: &PruneArgs) -> Vec<Encoding> {
+    args.tokenizer
         .iter()
         .filter_map(|e| Encoding::parse(e))
         .fold(Vec::new(), |mut v, e| {
@@ -203,7 +208,65 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
                 v.push(e);
             }
             v
-        });
+        })
+}
+
+/// What the run did, for the JSON report.
+struct Outcome<'a> {
+    file: &'a str,
+    refused: &'a Option<String>,
+    written: bool,
+    out: Option<&'a std::path::PathBuf>,
+    events: u64,
+    bytes: u64,
+    turn_open: bool,
+    file_turn_open: bool,
+}
+
+/// The `--json` document.
+fn report_json(
+    plan: &dsh::prune::PrunePlan,
+    prefix: &[dsh::OwnedEvent],
+    bpe: &[BpeSavings],
+    o: &Outcome<'_>,
+    args: &PruneArgs,
+    config_path: Option<&std::path::Path>,
+) -> OwnedValue {
+    let path_json = |p: Option<&std::path::Path>| {
+        p.map(|p| Value::from(p.display().to_string()))
+            .unwrap_or(Value::Null)
+    };
+    let v = to_json(plan, prefix)
+        .with("surfaceTokens", tokens_json(plan))
+        .with("openTurn", o.turn_open.into())
+        .with("fileTurnOpen", o.file_turn_open.into())
+        .with("allowClosedTurn", args.allow_closed_turn.into())
+        .with(
+            "refused",
+            o.refused.clone().map(Value::from).unwrap_or(Value::Null),
+        )
+        .with("dryRun", args.dry_run.into())
+        .with("written", o.written.into())
+        .with("file", o.file.to_string().into())
+        .with("out", path_json(o.out.map(|p| p.as_path())))
+        .with("events", o.events.into())
+        .with("bytes", o.bytes.into())
+        .with("configFile", path_json(config_path));
+    let v = if bpe.is_empty() {
+        v
+    } else {
+        v.with(
+            "tokenizers",
+            Value::Arr(bpe.iter().map(BpeSavings::to_json).collect()),
+        )
+    };
+    v.with("schema_version", SCHEMA_VERSION.into())
+}
+
+pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
+    let config = load_config(args.config.as_deref())?;
+    let cfg = pruner_config(args, &config)?;
+    let encodings = tokenizers(args);
     let target = if args.dry_run {
         AppendTarget::DryRun
     } else if let Some(out) = &args.out {
@@ -301,45 +364,17 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         return Ok(status);
     }
     if ctx.json {
-        let v = to_json(&plan, &prefix)
-            .with("surfaceTokens", tokens_json(&plan))
-            .with("openTurn", turn_open.into())
-            .with("fileTurnOpen", file_turn_open.into())
-            .with("allowClosedTurn", args.allow_closed_turn.into())
-            .with(
-                "refused",
-                refused.clone().map(Value::from).unwrap_or(Value::Null),
-            )
-            .with("dryRun", args.dry_run.into())
-            .with("written", written.into())
-            .with("file", file.clone().into())
-            .with(
-                "out",
-                wrote_to
-                    .as_ref()
-                    .filter(|_| args.out.is_some())
-                    .map(|p| Value::from(p.display().to_string()))
-                    .unwrap_or(Value::Null),
-            )
-            .with("events", (batch.len() as u64).into())
-            .with("bytes", bytes.into())
-            .with(
-                "configFile",
-                config
-                    .path
-                    .as_ref()
-                    .map(|p| Value::from(p.display().to_string()))
-                    .unwrap_or(Value::Null),
-            );
-        let v = if bpe.is_empty() {
-            v
-        } else {
-            v.with(
-                "tokenizers",
-                Value::Arr(bpe.iter().map(BpeSavings::to_json).collect()),
-            )
+        let outcome = Outcome {
+            file: &file,
+            refused: &refused,
+            written,
+            out: wrote_to.as_ref().filter(|_| args.out.is_some()),
+            events: batch.len() as u64,
+            bytes,
+            turn_open,
+            file_turn_open,
         };
-        let v = v.with("schema_version", SCHEMA_VERSION.into());
+        let v = report_json(&plan, &prefix, &bpe, &outcome, args, config.path.as_deref());
         ctx.print_json(&v)?;
         return Ok(status);
     }

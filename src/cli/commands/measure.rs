@@ -393,6 +393,7 @@ fn kind_name(k: dsh::Kind) -> &'static str {
     crate::cli::commands::surface::kind_name(k)
 }
 
+// About 130 lines on purpose: the rest is the composition table, row by row in the order it prints.
 fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> {
     let m = &r.m;
     outln!(o, "session {}  ({})", r.session, r.file)?;
@@ -400,79 +401,8 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
         outln!(o, "as it stood at seq {at}")?;
     }
     let total = m.total_tokens;
-    match &r.policy {
-        Ok(p) => {
-            let b = &p.budgets;
-            let window = b.context_window as f64;
-            let src = match p.logged_seq {
-                Some(s) => format!("request/context seq {s}"),
-                None => p.capacity.source.as_str().to_string(),
-            };
-            outln!(
-                o,
-                "route     {}{}",
-                p.policy.target_key(),
-                if p.policy.overridden {
-                    "  (model policy)"
-                } else {
-                    ""
-                }
-            )?;
-            let tone = if b.over_threshold(total) {
-                Tone::Bad
-            } else {
-                Tone::Good
-            };
-            outln!(
-                o,
-                "pressure  {} {} of the {} window ({src})",
-                paint(&bar(total / window, 30), tone),
-                paint(&format!("{:.2}%", total / window * 100.0), tone),
-                fmt_u(b.context_window)
-            )?;
-            outln!(
-                o,
-                "tokens    {} (DSH estimate) · threshold {} ({}%) · {} {}",
-                fmt_tokens(total),
-                fmt_u(b.threshold_tokens),
-                Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),
-                if b.over_threshold(total) {
-                    paint("OVER by", Tone::Bad)
-                } else {
-                    "headroom".to_string()
-                },
-                fmt_tokens(b.headroom(total).abs())
-            )?;
-            outln!(
-                o,
-                "retain    {} tokens kept verbatim when compacting",
-                fmt_u(b.retain_tokens)
-            )?;
-        }
-        Err(e) => {
-            outln!(o, "tokens    {} (DSH estimate)", fmt_tokens(total))?;
-            outln!(o, "policy    {e}")?;
-        }
-    }
-    let anchor = match (m.baseline.kind, m.anchor_seq) {
-        (dsh::meter::BaselineKind::Usage, Some(s)) => {
-            format!(
-                "provider usage {} at assistant/message seq {s}",
-                fmt_tokens(m.baseline.tokens)
-            )
-        }
-        (dsh::meter::BaselineKind::Estimated, Some(s)) => format!(
-            "estimate {} anchored at assistant/message seq {s}",
-            fmt_tokens(m.baseline.tokens)
-        ),
-        (k, _) => format!("{} {}", k.as_str(), fmt_tokens(m.baseline.tokens)),
-    };
-    outln!(
-        o,
-        "baseline  {anchor}, surface delta {}{}",
-        if m.surface_delta_tokens >= 0 { "+" } else { "" },
-        m.surface_delta_tokens
-    )?;
+    print_pressure(o, r, total)?;
+    print_baseline(o, m)?;
     let c = &m.composition;
     let bpe = r.tokens.as_ref().map(|t| &t.0);
     let mut head = vec!["part", "nodes", "tokens", "share"];
@@ -597,25 +527,121 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
         )?;
     }
     if args.nodes {
-        let mut head = vec!["pos", "seq", "type", "tokens"];
-        if let Some(h) = &enc_head {
-            head.push(h);
-        }
-        let mut t = render::table(&head);
-        for (i, (n, k)) in m.nodes.iter().zip(&r.node_kinds).enumerate() {
-            let mut row = vec![
-                i.to_string(),
-                n.seq.to_string(),
-                kind_name(*k).to_string(),
-                fmt_u(n.tokens),
-            ];
-            if let Some(b) = bpe {
-                row.push(fmt_u(b.nodes[i].tokens));
-            }
-            t.add_row(row);
-        }
-        outln!(o, "{t}")?;
+        print_nodes(o, r, bpe, enc_head.as_deref())?;
     }
+    Ok(())
+}
+
+/// The route, the pressure bar, the threshold and the retained budget (or
+/// why there is no policy).
+fn print_pressure(o: &Out, r: &Report, total: f64) -> std::io::Result<()> {
+    match &r.policy {
+        Ok(p) => {
+            let b = &p.budgets;
+            let window = b.context_window as f64;
+            let src = match p.logged_seq {
+                Some(s) => format!("request/context seq {s}"),
+                None => p.capacity.source.as_str().to_string(),
+            };
+            outln!(
+                o,
+                "route     {}{}",
+                p.policy.target_key(),
+                if p.policy.overridden {
+                    "  (model policy)"
+                } else {
+                    ""
+                }
+            )?;
+            let tone = if b.over_threshold(total) {
+                Tone::Bad
+            } else {
+                Tone::Good
+            };
+            outln!(
+                o,
+                "pressure  {} {} of the {} window ({src})",
+                paint(&bar(total / window, 30), tone),
+                paint(&format!("{:.2}%", total / window * 100.0), tone),
+                fmt_u(b.context_window)
+            )?;
+            outln!(
+                o,
+                "tokens    {} (DSH estimate) · threshold {} ({}%) · {} {}",
+                fmt_tokens(total),
+                fmt_u(b.threshold_tokens),
+                Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),
+                if b.over_threshold(total) {
+                    paint("OVER by", Tone::Bad)
+                } else {
+                    "headroom".to_string()
+                },
+                fmt_tokens(b.headroom(total).abs())
+            )?;
+            outln!(
+                o,
+                "retain    {} tokens kept verbatim when compacting",
+                fmt_u(b.retain_tokens)
+            )?;
+        }
+        Err(e) => {
+            outln!(o, "tokens    {} (DSH estimate)", fmt_tokens(total))?;
+            outln!(o, "policy    {e}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Where the figure is anchored: the provider's reported usage, or an estimate.
+fn print_baseline(o: &Out, m: &dsh::meter::Measurement) -> std::io::Result<()> {
+    let anchor = match (m.baseline.kind, m.anchor_seq) {
+        (dsh::meter::BaselineKind::Usage, Some(s)) => {
+            format!(
+                "provider usage {} at assistant/message seq {s}",
+                fmt_tokens(m.baseline.tokens)
+            )
+        }
+        (dsh::meter::BaselineKind::Estimated, Some(s)) => format!(
+            "estimate {} anchored at assistant/message seq {s}",
+            fmt_tokens(m.baseline.tokens)
+        ),
+        (k, _) => format!("{} {}", k.as_str(), fmt_tokens(m.baseline.tokens)),
+    };
+    outln!(
+        o,
+        "baseline  {anchor}, surface delta {}{}",
+        if m.surface_delta_tokens >= 0 { "+" } else { "" },
+        m.surface_delta_tokens
+    )?;
+    Ok(())
+}
+
+/// `--nodes`: one row per surface node.
+fn print_nodes(
+    o: &Out,
+    r: &Report,
+    bpe: Option<&TokenCounts>,
+    enc_head: Option<&str>,
+) -> std::io::Result<()> {
+    let m = &r.m;
+    let mut head = vec!["pos", "seq", "type", "tokens"];
+    if let Some(h) = &enc_head {
+        head.push(h);
+    }
+    let mut t = render::table(&head);
+    for (i, (n, k)) in m.nodes.iter().zip(&r.node_kinds).enumerate() {
+        let mut row = vec![
+            i.to_string(),
+            n.seq.to_string(),
+            kind_name(*k).to_string(),
+            fmt_u(n.tokens),
+        ];
+        if let Some(b) = bpe {
+            row.push(fmt_u(b.nodes[i].tokens));
+        }
+        t.add_row(row);
+    }
+    outln!(o, "{t}")?;
     Ok(())
 }
 

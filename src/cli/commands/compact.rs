@@ -594,18 +594,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     });
     let mut progress = |p: &Progress| {
         if let Some(pb) = &spinner {
-            match p {
-                Progress::Sending { attempt } if *attempt > 1 => {
-                    pb.set_message(format!("summarising (attempt {attempt})"))
-                }
-                Progress::Retrying { delay, reason, .. } => {
-                    pb.set_message(format!("{reason}; retrying in {:.1}s", delay.as_secs_f64()))
-                }
-                Progress::Receiving { bytes } => {
-                    pb.set_message(format!("receiving the summary ({bytes} bytes)"))
-                }
-                _ => {}
-            }
+            show_progress(pb, p);
         }
     };
     let mut ids = uuid;
@@ -642,37 +631,63 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             }
             Ok(Status::Ok)
         }
-        Err(f) => {
-            let status = failure_status(&f);
-            let hint = match (&f.provider, f.kind) {
-                (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
-                    "the provider rejected the API key (HTTP {}): check ${}",
-                    p.status.unwrap_or(401),
-                    plan.key_env
-                )),
-                (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
-                _ => None,
-            };
-            if ctx.json {
-                let mut err = Value::obj()
-                    .with("message", f.message.clone().into())
-                    .with("kind", format!("{:?}", f.kind).to_lowercase().into())
-                    .with("code", opt(f.code.as_ref().map(ToString::to_string)));
-                if let Some(h) = &hint {
-                    err = err.with("hint", h.clone().into());
-                }
-                let v = report_json(&f.report, &plan, lifecycle, args.dry_run)
-                    .with("error", err)
-                    .with("schema_version", SCHEMA_VERSION.into());
-                ctx.print_json(&v)?;
-            } else {
-                print_human(&ctx.out, &f.report, &plan, lifecycle, args.dry_run)?;
-            }
-            eprintln!("dsh: compact failed: {}", f.message);
-            if let Some(h) = hint {
-                eprintln!("dsh: hint: {h}");
-            }
-            Ok(status)
-        }
+        Err(f) => report_failure(ctx, args, &plan, lifecycle, &f),
     }
+}
+
+/// The spinner's line for a step of the summariser call.
+fn show_progress(pb: &indicatif::ProgressBar, p: &Progress) {
+    match p {
+        Progress::Sending { attempt } if *attempt > 1 => {
+            pb.set_message(format!("summarising (attempt {attempt})"))
+        }
+        Progress::Retrying { delay, reason, .. } => {
+            pb.set_message(format!("{reason}; retrying in {:.1}s", delay.as_secs_f64()))
+        }
+        Progress::Receiving { bytes } => {
+            pb.set_message(format!("receiving the summary ({bytes} bytes)"))
+        }
+        _ => {}
+    }
+}
+
+/// A failed run: the report of what was written, the error (with a next
+/// step where one is known), and the exit status of its class.
+fn report_failure(
+    ctx: &mut Ctx,
+    args: &CompactArgs,
+    plan: &Plan,
+    lifecycle: Lifecycle,
+    f: &Failure,
+) -> anyhow::Result<Status> {
+    let status = failure_status(f);
+    let hint = match (&f.provider, f.kind) {
+        (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
+            "the provider rejected the API key (HTTP {}): check ${}",
+            p.status.unwrap_or(401),
+            plan.key_env
+        )),
+        (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
+        _ => None,
+    };
+    if ctx.json {
+        let mut err = Value::obj()
+            .with("message", f.message.clone().into())
+            .with("kind", format!("{:?}", f.kind).to_lowercase().into())
+            .with("code", opt(f.code.as_ref().map(ToString::to_string)));
+        if let Some(h) = &hint {
+            err = err.with("hint", h.clone().into());
+        }
+        let v = report_json(&f.report, plan, lifecycle, args.dry_run)
+            .with("error", err)
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+    } else {
+        print_human(&ctx.out, &f.report, plan, lifecycle, args.dry_run)?;
+    }
+    eprintln!("dsh: compact failed: {}", f.message);
+    if let Some(h) = hint {
+        eprintln!("dsh: hint: {h}");
+    }
+    Ok(status)
 }

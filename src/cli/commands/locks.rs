@@ -201,6 +201,42 @@ fn scan(ctx: &Ctx, src: &LogSource) -> Result<(LockReport, Vec<String>), dsh::Lo
 }
 
 /// Run it.
+/// The table rows of one log: one per bracket, or one "free" row.
+fn add_rows(t: &mut render::table::Tbl, file: &str, rep: &LockReport, now: f64) {
+    if rep.brackets.is_empty() {
+        t.add_row(vec![
+            file.to_string(),
+            "—".into(),
+            "—".into(),
+            "—".into(),
+            "free".into(),
+            "".into(),
+            "no compaction/start".into(),
+        ]);
+    }
+    for b in &rep.brackets {
+        let id = b
+            .compaction_id
+            .as_jstr()
+            .map(|s| s.to_lossy().into_owned())
+            .unwrap_or_else(|| b.compaction_id.to_json());
+        let tone = match b.status {
+            LockStatus::Busy => Some(Tone::Bad),
+            LockStatus::Stale | LockStatus::Orphaned => Some(Tone::Warn),
+            _ => None,
+        };
+        t.add_toned_row(vec![
+            (file.to_string(), None),
+            (b.seq.to_string(), None),
+            (id, None),
+            (b.owner(), None),
+            (b.status.as_str().to_string(), tone),
+            (age(now - b.time), None),
+            (detail(b), None),
+        ]);
+    }
+}
+
 pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     if args.release {
         return release(ctx, args);
@@ -280,38 +316,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 if rep.state == LockState::Busy || !rep.anomalies.is_empty() {
                     status = status.worst(Status::Findings);
                 }
-                if rep.brackets.is_empty() {
-                    t.add_row(vec![
-                        file.clone(),
-                        "—".into(),
-                        "—".into(),
-                        "—".into(),
-                        "free".into(),
-                        "".into(),
-                        "no compaction/start".into(),
-                    ]);
-                }
-                for b in &rep.brackets {
-                    let id = b
-                        .compaction_id
-                        .as_jstr()
-                        .map(|s| s.to_lossy().into_owned())
-                        .unwrap_or_else(|| b.compaction_id.to_json());
-                    let tone = match b.status {
-                        LockStatus::Busy => Some(Tone::Bad),
-                        LockStatus::Stale | LockStatus::Orphaned => Some(Tone::Warn),
-                        _ => None,
-                    };
-                    t.add_toned_row(vec![
-                        (file.clone(), None),
-                        (b.seq.to_string(), None),
-                        (id, None),
-                        (b.owner(), None),
-                        (b.status.as_str().to_string(), tone),
-                        (age(now - b.time), None),
-                        (detail(b), None),
-                    ]);
-                }
+                add_rows(&mut t, &file, &rep, now);
                 for a in &rep.anomalies {
                     notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
                 }

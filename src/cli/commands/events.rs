@@ -42,7 +42,7 @@ pub struct EventsArgs {
 }
 
 /// Run it.
-// About 125 lines on purpose: one pass over the log that prints each event as it is folded (no list is kept, so stdin needs no second read).
+// About 125 lines on purpose: the printing observer keeps its state (turn, width, count) in one closure beside the load it observes.
 pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     // Pass 1: which nodes are still on the surface at the end.
     let first = ctx.load(&args.log)?;

@@ -638,3 +638,27 @@ fn a_caller_feeding_the_end_seed_marker_is_not_counted_twice() {
     assert_eq!(m.log_revision, log.session_length());
     assert_eq!(m.total_tokens, 362.0);
 }
+
+#[test]
+fn at_past_the_last_seq_is_refused_with_the_last_seq_named() {
+    let log = sample("compacted.jsonl");
+    let out = dsh()
+        .args(["measure", "--at", "55"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--at 55 is past the end of the log (its last seq is 54)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    // The last seq itself is fine.
+    let ok = dsh()
+        .args(["measure", "--at", "54"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(ok.status.code(), Some(0));
+}

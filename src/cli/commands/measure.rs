@@ -166,6 +166,23 @@ impl Job<'_> {
 
     fn run(&self, src: &LogSource) -> Result<(Report, Vec<String>), MeasureError> {
         let (log, m) = dsh::meter::measure(src, &self.opts, self.header.clone())?;
+        // `--at` names a seq of this log; past its end there is nothing it
+        // could mean (the full log would silently be measured).
+        if let Some(at) = self.opts.upto
+            && log.truncated_at.is_none()
+            && at >= log.stored_events
+        {
+            let last = match log.stored_events {
+                0 => "it has no events".to_string(),
+                n => format!("its last seq is {}", n - 1),
+            };
+            return Err(MeasureError::Load(
+                dsh::LoadError::invalid(format!(
+                    "--at {at} is past the end of the log ({last}): give a seq up to the last one"
+                ))
+                .file(src.display()),
+            ));
+        }
         let policy = self.policy(&log, &m);
         let tokens = match self.encoding {
             None => None,

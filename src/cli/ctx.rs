@@ -192,6 +192,7 @@ pub fn load_error_json(e: &LoadError) -> OwnedValue {
         dsh::LoadErrorKind::Unsupported => "unsupported",
         dsh::LoadErrorKind::Invalid => "invalid",
         dsh::LoadErrorKind::NotFound => "not-found",
+        dsh::LoadErrorKind::Limit => "limit",
         _ => "other",
     };
     let mut v = Value::obj()

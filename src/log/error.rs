@@ -48,6 +48,8 @@ pub enum LoadErrorKind {
     Invalid,
     /// A session directory or id that holds no session log.
     NotFound,
+    /// The log exceeds a configured bound (line length, decompressed size).
+    Limit,
 }
 
 /// The rule a refusal broke, so that tools (e.g. `verify`) can map a refusal

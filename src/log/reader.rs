@@ -70,6 +70,7 @@ pub struct LineReader {
     /// Logical offset of the next line.
     offset: u64,
     torn: Option<TornTail>,
+    limits: Limits,
 }
 
 enum Inner {
@@ -80,14 +81,96 @@ enum Inner {
         end: usize,
         eof: bool,
     },
-    Zstd {
-        data: Vec<u8>,
-        pos: usize,
-        plain: Vec<u8>,
-        start: usize,
-        strict: bool,
-        done: bool,
-    },
+    Zstd(Box<ZstdState>),
+}
+
+/// A Zstandard artifact read as a stream: compressed bytes are read only up
+/// to the end of the frame being decoded, and a frame's plaintext is held
+/// whole only up to [`FRAME_HOLD`] (so that a damaged ordinary frame is
+/// refused before any of its lines is used); beyond that it is decoded in
+/// chunks, so memory stays bounded whatever a frame expands to.
+struct ZstdState {
+    src: Box<dyn Read + Send>,
+    /// Compressed bytes read; `cbuf[cstart..]` is not yet walked.
+    cbuf: Vec<u8>,
+    cstart: usize,
+    /// Physical offset of `cbuf[0]`.
+    cbase: u64,
+    eof: bool,
+    dec: zstd::stream::raw::Decoder<'static>,
+    /// The frame being decoded, if any.
+    frame: Option<FrameDec>,
+    /// Decoded plaintext; `plain[start..]` is not yet handed out.
+    plain: Vec<u8>,
+    start: usize,
+    done: bool,
+    /// Plaintext decoded so far (for the total limit).
+    total: u64,
+}
+
+struct FrameDec {
+    /// Where the frame's unread compressed bytes are in `cbuf`.
+    pos: usize,
+    end: usize,
+    /// Physical offset of the frame (for messages).
+    at: u64,
+    /// The first line number of the frame (for messages).
+    first_line: u64,
+    /// Structurally complete (its lines are strict), or the torn last one.
+    complete: bool,
+    finished: bool,
+    /// Lines handed out from this frame.
+    lines: u64,
+}
+
+/// Plaintext of one frame held whole before its lines are used.
+const FRAME_HOLD: usize = 8 << 20;
+/// Plaintext decoded per step once a frame is larger than that.
+const DECODE_STEP: usize = 1 << 20;
+
+/// Default for [`Limits::max_line_bytes`]: far above any real event line,
+/// low enough that a line that never ends cannot exhaust memory.
+pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
+/// Default for [`Limits::max_decompressed`]: far above any real session.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 64 << 30;
+
+/// Bounds on what one log may make the reader hold or produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest line accepted, in bytes without the newline.
+    pub max_line_bytes: u64,
+    /// Most plaintext a Zstandard artifact may decompress to.
+    pub max_decompressed: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        // Not yet configurable: `--max-line-bytes` / `--max-decompressed`
+        // are to come as `LoadOptions` fields (issue 18 F1).
+        Limits {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        }
+    }
+}
+
+fn line_limit(no: u64, limit: u64) -> LoadError {
+    LoadError::new(
+        LoadErrorKind::Limit,
+        format!(
+            "line {no} exceeds the limit of {limit} bytes for one line: not a session log dsh can read safely"
+        ),
+    )
+    .line(no)
+}
+
+fn total_limit(limit: u64) -> LoadError {
+    LoadError::new(
+        LoadErrorKind::Limit,
+        format!(
+            "the decompressed log exceeds the limit of {limit} bytes: not a session log dsh can read safely"
+        ),
+    )
 }
 
 fn io_err(e: io::Error, what: &str) -> LoadError {
@@ -97,6 +180,7 @@ fn io_err(e: io::Error, what: &str) -> LoadError {
 impl LineReader {
     /// Open a source and read its header line (returned as bytes).
     pub fn open(source: &LogSource) -> Result<(LineReader, Vec<u8>), LoadError> {
+        let limits = Limits::default();
         let mut src: Box<dyn Read + Send> = match source {
             LogSource::File(p) => {
                 let f = File::open(p).map_err(|e| io_err(e, "cannot open the log"))?;
@@ -126,22 +210,27 @@ impl LineReader {
         }
         head.extend_from_slice(&tmp[..got]);
         if got == 4 && tmp == ZSTD_MAGIC {
-            let mut data = head;
-            src.read_to_end(&mut data)
-                .map_err(|e| io_err(e, "cannot read the log"))?;
+            let dec = zstd::stream::raw::Decoder::new()
+                .map_err(|e| io_err(e, "cannot start a Zstandard decoder"))?;
             let mut r = LineReader {
                 container: Container::Zstd,
-                inner: Inner::Zstd {
-                    data,
-                    pos: 0,
+                inner: Inner::Zstd(Box::new(ZstdState {
+                    src,
+                    cbuf: head,
+                    cstart: 0,
+                    cbase: 0,
+                    eof: false,
+                    dec,
+                    frame: None,
                     plain: Vec::new(),
                     start: 0,
-                    strict: true,
                     done: false,
-                },
+                    total: 0,
+                })),
                 next_no: 1,
                 offset: 0,
                 torn: None,
+                limits,
             };
             let header = r.zstd_header()?;
             return Ok((r, header));
@@ -160,6 +249,7 @@ impl LineReader {
             next_no: 1,
             offset: 0,
             torn: None,
+            limits,
         };
         let header = match r.next_line()? {
             Some(l) => l.bytes.to_vec(),
@@ -190,36 +280,51 @@ impl LineReader {
     }
 
     fn zstd_header(&mut self) -> Result<Vec<u8>, LoadError> {
-        let Inner::Zstd { data, pos, .. } = &mut self.inner else {
+        let limits = self.limits;
+        let Inner::Zstd(z) = &mut self.inner else {
             unreachable!()
         };
-        match scan_frame(&data[*pos..]) {
-            FrameScan::Complete(len) => {
-                let plain = zstd::stream::decode_all(&data[*pos..*pos + len]).map_err(|e| {
-                    LoadError::corrupt(format!(
-                        "corrupt session log: first Zstandard frame does not decompress: {e}"
-                    ))
-                })?;
-                *pos += len;
-                if plain.last() != Some(&b'\n')
-                    || memchr::memchr(b'\n', &plain[..plain.len() - 1]).is_some()
-                {
-                    return Err(LoadError::corrupt(
-                        "corrupt session log: first Zstandard frame must hold exactly the header line",
-                    )
-                    .line(1));
-                }
-                self.next_no = 2;
-                self.offset = plain.len() as u64;
-                Ok(plain[..plain.len() - 1].to_vec())
+        match z.next_frame(1)? {
+            Some(true) => {}
+            Some(false) => {
+                return Err(LoadError::corrupt(
+                    "corrupt session log: header-less Zstandard artifact (no complete first frame)",
+                ));
             }
-            FrameScan::Torn => Err(LoadError::corrupt(
-                "corrupt session log: header-less Zstandard artifact (no complete first frame)",
-            )),
-            FrameScan::Bad(why) => Err(LoadError::corrupt(format!(
-                "corrupt session log: Zstandard frame 1 is damaged: {why}"
-            ))),
+            None => {
+                return Err(LoadError::corrupt(
+                    "corrupt session log: header-less Zstandard artifact (no complete first frame)",
+                ));
+            }
         }
+        while !z.frame.as_ref().is_some_and(|f| f.finished) {
+            if z.plain.len() as u64 > limits.max_line_bytes + 1 {
+                return Err(line_limit(1, limits.max_line_bytes));
+            }
+            z.decode(DECODE_STEP, &limits).map_err(|e| match e {
+                Decode::Limit(e) => e,
+                Decode::Failed(e) => LoadError::corrupt(format!(
+                    "corrupt session log: first Zstandard frame does not decompress: {e}"
+                )),
+            })?;
+        }
+        let plain = std::mem::take(&mut z.plain);
+        z.start = 0;
+        if plain.last() != Some(&b'\n')
+            || memchr::memchr(b'\n', &plain[..plain.len() - 1]).is_some()
+        {
+            return Err(LoadError::corrupt(
+                "corrupt session log: first Zstandard frame must hold exactly the header line",
+            )
+            .line(1));
+        }
+        if plain.len() as u64 > limits.max_line_bytes + 1 {
+            return Err(line_limit(1, limits.max_line_bytes));
+        }
+        z.frame = None;
+        self.next_no = 2;
+        self.offset = plain.len() as u64;
+        Ok(plain[..plain.len() - 1].to_vec())
     }
 
     /// Append whole lines to `text` until it holds at least `min` bytes or
@@ -233,6 +338,7 @@ impl LineReader {
         spans: &mut Vec<LineSpan>,
         min: usize,
     ) -> Result<bool, LoadError> {
+        let max_line = self.limits.max_line_bytes;
         let Inner::Plain {
             src,
             buf,
@@ -242,13 +348,17 @@ impl LineReader {
         } = &mut self.inner
         else {
             // Zstandard: lines come out of decompressed frames one by one.
-            while text.len() < min {
+            // Newlines count towards the batch, so that a run of empty
+            // lines cannot grow one batch's spans without bound.
+            let mut budget = 0usize;
+            while budget < min {
                 let Some(l) = self.next_line()? else {
                     return Ok(false);
                 };
                 let (no, offset, strict, len) = (l.no, l.offset, l.strict, l.bytes.len());
                 let at = text.len();
                 text.extend_from_slice(l.bytes);
+                budget += len + 1;
                 spans.push(LineSpan {
                     no,
                     offset,
@@ -288,8 +398,12 @@ impl LineReader {
                     text.truncate(base);
                     return Ok(false);
                 }
-                // One line longer than the batch: read on.
-                None => want = (text.len() - base) * 2,
+                None if (text.len() - base) as u64 > max_line => {
+                    return Err(line_limit(self.next_no, max_line));
+                }
+                // One line longer than the batch: read on (never much past
+                // the limit, so that a line that never ends stays bounded).
+                None => want = ((text.len() - base) * 2).min(max_line.saturating_add(1) as usize),
             }
         };
         // Keep the fragment after the last newline for the next call.
@@ -303,6 +417,9 @@ impl LineReader {
         let mut at = base;
         for i in memchr::memchr_iter(b'\n', &text[base..]) {
             let stop = base + i;
+            if (stop - at) as u64 > max_line {
+                return Err(line_limit(self.next_no, max_line));
+            }
             spans.push(LineSpan {
                 no: self.next_no,
                 offset: self.offset,
@@ -319,6 +436,7 @@ impl LineReader {
 
     /// The next complete line, or `None` at the end (a torn tail is recorded).
     pub fn next_line(&mut self) -> Result<Option<RawLine<'_>>, LoadError> {
+        let limits = self.limits;
         match &mut self.inner {
             Inner::Plain {
                 src,
@@ -328,6 +446,9 @@ impl LineReader {
                 eof,
             } => loop {
                 if let Some(i) = memchr::memchr(b'\n', &buf[*start..*end]) {
+                    if i as u64 > limits.max_line_bytes {
+                        return Err(line_limit(self.next_no, limits.max_line_bytes));
+                    }
                     let s = *start;
                     *start += i + 1;
                     let no = self.next_no;
@@ -350,6 +471,9 @@ impl LineReader {
                     }
                     return Ok(None);
                 }
+                if (*end - *start) as u64 > limits.max_line_bytes {
+                    return Err(line_limit(self.next_no, limits.max_line_bytes));
+                }
                 // Move the partial line to the front and read more.
                 if *start > 0 {
                     buf.copy_within(*start..*end, 0);
@@ -357,7 +481,8 @@ impl LineReader {
                     *start = 0;
                 }
                 if *end == buf.len() {
-                    let n = buf.len() * 2;
+                    let cap = limits.max_line_bytes.saturating_add(1) as usize;
+                    let n = (buf.len() * 2).min(cap.max(buf.len() + 1));
                     buf.resize(n, 0);
                 }
                 let n = loop {
@@ -373,111 +498,226 @@ impl LineReader {
                     *end += n;
                 }
             },
-            Inner::Zstd {
-                data,
-                pos,
-                plain,
-                start,
-                strict,
-                done,
-            } => loop {
-                if *start < plain.len() {
-                    let rest = &plain[*start..];
-                    match memchr::memchr(b'\n', rest) {
-                        Some(i) => {
-                            let s = *start;
-                            *start += i + 1;
-                            let no = self.next_no;
-                            self.next_no += 1;
-                            let offset = self.offset;
-                            self.offset += (i + 1) as u64;
-                            return Ok(Some(RawLine {
-                                no,
-                                offset,
-                                bytes: &plain[s..s + i],
-                                strict: *strict,
-                            }));
-                        }
-                        None => {
-                            // Only a torn final frame may end mid-line.
-                            self.torn = Some(TornTail {
-                                offset: self.offset,
-                                len: rest.len() as u64,
-                            });
-                            *start = plain.len();
-                            *done = true;
-                        }
+            Inner::Zstd(z) => loop {
+                let rest = &z.plain[z.start..];
+                if let Some(i) = memchr::memchr(b'\n', rest) {
+                    if i as u64 > limits.max_line_bytes {
+                        return Err(line_limit(self.next_no, limits.max_line_bytes));
                     }
+                    let s = z.start;
+                    z.start += i + 1;
+                    let no = self.next_no;
+                    self.next_no += 1;
+                    let offset = self.offset;
+                    self.offset += (i + 1) as u64;
+                    let f = z.frame.as_mut().expect("plaintext comes from a frame");
+                    f.lines += 1;
+                    return Ok(Some(RawLine {
+                        no,
+                        offset,
+                        bytes: &z.plain[s..s + i],
+                        strict: f.complete,
+                    }));
                 }
-                if *done || *pos >= data.len() {
-                    *done = true;
+                let frag = rest.len();
+                if frag as u64 > limits.max_line_bytes {
+                    return Err(line_limit(self.next_no, limits.max_line_bytes));
+                }
+                if z.done {
                     return Ok(None);
                 }
                 let frame_no = self.next_no; // for messages only
-                match scan_frame(&data[*pos..]) {
-                    FrameScan::Complete(len) => {
-                        let out = zstd::stream::decode_all(&data[*pos..*pos + len]).map_err(|e| {
-                            LoadError::corrupt(format!(
-                                "corrupt session log: Zstandard frame at byte {} fails to decompress (checksum or data error): {e}",
-                                *pos
-                            ))
-                            .line(frame_no)
-                        })?;
-                        if !out.is_empty() && out.last() != Some(&b'\n') {
-                            return Err(LoadError::corrupt(format!(
-                                "corrupt session log: Zstandard frame at byte {} does not end on a line boundary",
-                                *pos
-                            ))
-                            .line(frame_no));
-                        }
-                        *pos += len;
-                        *plain = out;
-                        *start = 0;
-                        *strict = true;
-                    }
-                    FrameScan::Torn => {
-                        // Recover what a streaming decoder can from the torn frame.
-                        let mut out = Vec::new();
-                        if let Ok(mut dec) = zstd::stream::read::Decoder::new(&data[*pos..]) {
-                            let mut chunk = [0u8; 64 * 1024];
-                            loop {
-                                match dec.read(&mut chunk) {
-                                    Ok(0) | Err(_) => break,
-                                    Ok(n) => out.extend_from_slice(&chunk[..n]),
+                match &z.frame {
+                    Some(f) if !f.finished => {
+                        let (complete, at, first) = (f.complete, f.at, f.first_line);
+                        // The whole of an ordinary frame is decoded (and its
+                        // checksum verified) before its first line is used.
+                        let step = if f.lines == 0 && z.plain.is_empty() {
+                            FRAME_HOLD
+                        } else {
+                            DECODE_STEP
+                        };
+                        match z.decode(step, &limits) {
+                            Ok(()) => {}
+                            Err(Decode::Limit(e)) => return Err(e),
+                            Err(Decode::Failed(e)) if complete => {
+                                return Err(LoadError::corrupt(format!(
+                                    "corrupt session log: Zstandard frame at byte {at} fails to decompress (checksum or data error): {e}"
+                                ))
+                                .line(first));
+                            }
+                            // What a torn frame decodes to ends at the damage.
+                            Err(Decode::Failed(_)) => {
+                                if let Some(f) = z.frame.as_mut() {
+                                    f.finished = true;
                                 }
                             }
                         }
-                        let cut = out.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-                        let torn_len = (out.len() - cut) as u64;
-                        out.truncate(cut);
-                        *pos = data.len();
-                        *plain = out;
-                        *start = 0;
-                        *strict = false;
-                        *done = false;
-                        if torn_len > 0 || cut == 0 {
-                            // Remember that a frame was torn even if nothing was lost
-                            // in plaintext terms.
-                            self.torn = Some(TornTail {
-                                offset: self.offset + cut as u64,
-                                len: torn_len.max(1),
-                            });
-                        }
-                        if plain.is_empty() {
-                            *done = true;
+                    }
+                    Some(f) => {
+                        if f.complete {
+                            if frag > 0 {
+                                return Err(LoadError::corrupt(format!(
+                                    "corrupt session log: Zstandard frame at byte {} does not end on a line boundary",
+                                    f.at
+                                ))
+                                .line(f.first_line));
+                            }
+                            z.frame = None;
+                        } else {
+                            // Only complete lines of a torn final frame are
+                            // kept; a frame was torn even if no plaintext was
+                            // lost.
+                            if frag > 0 || f.lines == 0 {
+                                self.torn = Some(TornTail {
+                                    offset: self.offset,
+                                    len: (frag as u64).max(1),
+                                });
+                            }
+                            z.done = true;
                             return Ok(None);
                         }
                     }
-                    FrameScan::Bad(why) => {
-                        return Err(LoadError::corrupt(format!(
-                            "corrupt session log: Zstandard frame at byte {} is damaged: {why}",
-                            *pos
-                        ))
-                        .line(frame_no));
-                    }
+                    None => match z.next_frame(frame_no)? {
+                        Some(_) => {}
+                        None => {
+                            z.done = true;
+                            return Ok(None);
+                        }
+                    },
                 }
             },
         }
+    }
+}
+
+/// Why decoding more of a frame stopped.
+enum Decode {
+    Limit(LoadError),
+    Failed(io::Error),
+}
+
+impl ZstdState {
+    /// Read compressed bytes until `cbuf[cstart..]` holds at least `more`
+    /// more than now, or the input ends.
+    fn read_more(&mut self, more: usize) -> Result<(), LoadError> {
+        if self.cstart > 0 && self.frame.is_none() {
+            self.cbuf.drain(..self.cstart);
+            self.cbase += self.cstart as u64;
+            self.cstart = 0;
+        }
+        let want = self.cbuf.len() + more;
+        while self.cbuf.len() < want {
+            let n = (&mut self.src)
+                .take((want - self.cbuf.len()) as u64)
+                .read_to_end(&mut self.cbuf)
+                .map_err(|e| io_err(e, "cannot read the log"))?;
+            if n == 0 {
+                self.eof = true;
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Find the next frame and start decoding it: `Some(complete)`, or
+    /// `None` when the input ends on a frame boundary.
+    fn next_frame(&mut self, first_line: u64) -> Result<Option<bool>, LoadError> {
+        self.plain.clear();
+        self.start = 0;
+        loop {
+            let d = &self.cbuf[self.cstart..];
+            if d.is_empty() && self.eof {
+                return Ok(None);
+            }
+            let scan = if d.is_empty() {
+                FrameScan::Torn
+            } else {
+                scan_frame(d)
+            };
+            let (len, complete) = match scan {
+                FrameScan::Complete(len) => (len, true),
+                FrameScan::Torn if !self.eof => {
+                    // Read at least as much again as is waiting, so that a
+                    // large frame is walked a bounded number of times.
+                    let more = (self.cbuf.len() - self.cstart).max(64 << 10);
+                    self.read_more(more)?;
+                    continue;
+                }
+                FrameScan::Torn => (d.len(), false),
+                FrameScan::Bad(why) => {
+                    let at = self.cbase + self.cstart as u64;
+                    return Err(if at == 0 {
+                        LoadError::corrupt(format!(
+                            "corrupt session log: Zstandard frame 1 is damaged: {why}"
+                        ))
+                    } else {
+                        LoadError::corrupt(format!(
+                            "corrupt session log: Zstandard frame at byte {at} is damaged: {why}"
+                        ))
+                        .line(first_line)
+                    });
+                }
+            };
+            zstd::stream::raw::Operation::reinit(&mut self.dec)
+                .map_err(|e| io_err(e, "cannot reset the Zstandard decoder"))?;
+            self.frame = Some(FrameDec {
+                pos: self.cstart,
+                end: self.cstart + len,
+                at: self.cbase + self.cstart as u64,
+                first_line,
+                complete,
+                finished: false,
+                lines: 0,
+            });
+            self.cstart += len;
+            return Ok(Some(complete));
+        }
+    }
+
+    /// Decode up to `step` more plaintext of the current frame into `plain`
+    /// (dropping what was handed out already).
+    fn decode(&mut self, step: usize, limits: &Limits) -> Result<(), Decode> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        if self.start > 0 {
+            self.plain.drain(..self.start);
+            self.start = 0;
+        }
+        let Some(f) = self.frame.as_mut() else {
+            return Ok(());
+        };
+        let goal = self.plain.len() + step;
+        while self.plain.len() < goal && !f.finished {
+            let old = self.plain.len();
+            let room = (goal - old).min(DECODE_STEP);
+            self.plain.resize(old + room, 0);
+            let mut input = InBuffer::around(&self.cbuf[f.pos..f.end]);
+            let mut output = OutBuffer::around(&mut self.plain[old..]);
+            let r = self.dec.run(&mut input, &mut output);
+            let (read, written) = (input.pos(), output.pos());
+            self.plain.truncate(old + written);
+            f.pos += read;
+            self.total += written as u64;
+            if self.total > limits.max_decompressed {
+                return Err(Decode::Limit(total_limit(limits.max_decompressed)));
+            }
+            match r {
+                Err(e) => return Err(Decode::Failed(e)),
+                Ok(0) => f.finished = true,
+                Ok(_) if read == 0 && written == 0 => {
+                    // No progress: the frame's bytes ran out before its end.
+                    if f.complete {
+                        return Err(Decode::Failed(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "incomplete frame",
+                        )));
+                    }
+                    f.finished = true;
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
     }
 }
 

@@ -27,7 +27,7 @@ fn check_of_rule(rule: LoadRule) -> CheckId {
 pub fn classify_refusal(e: &LoadError) -> CheckId {
     let m = e.message.as_str();
     match e.kind {
-        LoadErrorKind::Io | LoadErrorKind::NotFound => return CheckId::Log1,
+        LoadErrorKind::Io | LoadErrorKind::NotFound | LoadErrorKind::Limit => return CheckId::Log1,
         LoadErrorKind::Unsupported => return CheckId::Log3,
         _ => {}
     }

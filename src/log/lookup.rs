@@ -62,21 +62,9 @@ pub fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
         let Some(s) = cwd.to_str() else { continue };
         let s = s.trim_end_matches('/');
         let s = if s.is_empty() { "/" } else { s };
-        let proj = home
-            .join("sessions")
-            .join(source::project_dir_name(Some(s)));
-        let mut found: Vec<(std::time::SystemTime, PathBuf)> = source::discover(&proj)
-            .into_iter()
-            .map(|f| {
-                let t = std::fs::metadata(&f)
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH);
-                (t, f)
-            })
-            .collect();
+        let found = source::project_sessions(&home.join("sessions"), s);
         if !found.is_empty() {
-            found.sort();
-            return found.into_iter().map(|(_, f)| f).collect();
+            return found;
         }
     }
     Vec::new()

@@ -105,6 +105,24 @@ pub fn session_file_in(dir: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The session logs of the project whose working directory is `cwd`
+/// under the `sessions` directory of a home, oldest first (by the file's
+/// modification time).
+pub fn project_sessions(sessions: &Path, cwd: &str) -> Vec<PathBuf> {
+    let proj = sessions.join(project_dir_name(Some(cwd)));
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = discover(&proj)
+        .into_iter()
+        .map(|f| {
+            let t = std::fs::metadata(&f)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (t, f)
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, f)| f).collect()
+}
+
 /// Every session log under `root`: a session directory, a project directory,
 /// a `sessions` root or a DSH home. Sorted by path.
 pub fn discover(root: &Path) -> Vec<PathBuf> {
@@ -191,21 +209,10 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
             }
         }
         // As a working directory: the newest session of that project.
-        if arg.starts_with('/') {
-            let proj = sessions.join(project_dir_name(Some(arg)));
-            let mut found: Vec<(std::time::SystemTime, PathBuf)> = discover(&proj)
-                .into_iter()
-                .map(|f| {
-                    let t = std::fs::metadata(&f)
-                        .and_then(|m| m.modified())
-                        .unwrap_or(std::time::UNIX_EPOCH);
-                    (t, f)
-                })
-                .collect();
-            found.sort();
-            if let Some((_, f)) = found.pop() {
-                return Ok(LogSource::File(f));
-            }
+        if arg.starts_with('/')
+            && let Some(f) = project_sessions(&sessions, arg).pop()
+        {
+            return Ok(LogSource::File(f));
         }
         return Err(LoadError::new(
             LoadErrorKind::NotFound,

@@ -95,7 +95,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version surface messages header measure events load prune compact verify locks completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version surface messages header measure events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -117,7 +117,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -219,7 +219,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__completions)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version bash elvish fish powershell zsh"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -241,7 +241,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__events)
-            opts="-t -a -q -h -V --type --turn --all --width --json --lenient --quiet --color --home --help --version"
+            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -263,6 +263,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -279,7 +287,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__header)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -483,7 +491,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__load)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -505,7 +513,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__locks)
-            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --color --home --help --version"
+            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -543,7 +551,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__measure)
-            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --home --help --version"
+            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -597,13 +605,21 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__messages)
-            opts="-q -h -V --system --request --width --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --system --request --width --limit --tail --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --width)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tail)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -623,7 +639,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__prune)
-            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --home --help --version"
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -681,12 +697,20 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__surface)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --limit --tail --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -703,7 +727,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__verify)
-            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --home --help --version"
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --no-pager --home --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_global_optspecs
-    string join \n json lenient q/quiet color= home= h/help V/version
+    string join \n json lenient q/quiet color= no-pager home= h/help V/version
 end
 
 function __fish_dsh_needs_command
@@ -31,6 +31,7 @@ complete -c dsh -n "__fish_dsh_needs_command" -l home -d 'DSH home directory for
 complete -c dsh -n "__fish_dsh_needs_command" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_needs_command" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_needs_command" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_needs_command" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_needs_command" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
@@ -45,6 +46,8 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs agai
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l limit -d 'Show only the first N rows' -r
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l tail -d 'Show only the last N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -52,9 +55,12 @@ complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home di
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l width -d 'Cut each text block to this many characters in the readable view (0: no limit)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l limit -d 'Show only the first N rows' -r
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l tail -d 'Show only the last N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -64,6 +70,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand messages" -l request -d 'Show th
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -73,6 +80,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home dir
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count the envelope and surface text with a real BPE tokenizer' -r -f -a "o200k\t''
@@ -92,11 +100,14 @@ complete -c dsh -n "__fish_dsh_using_subcommand measure" -l fail-over -d 'Exit 1
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s t -l type -d 'Only events of these types (a trailing `/` matches a family, e.g. `tool/`)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l turn -d 'Only events of this turn' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l width -d 'Cut previews to this many characters (default: what fits the terminal, 100 into a pipe)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l limit -d 'Show only the first N rows' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l tail -d 'Show only the last N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -105,6 +116,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -s a -l all -d 'Show eve
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -114,6 +126,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home direc
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l out -d 'Write a copy of the log with the appends to FILE (which must not exist) instead of touching the log' -r -F
@@ -136,6 +149,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l events -d 'With --dry-
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l route -d 'Summarisation target `PROVIDER/MODEL` (default: the config\'s summarization pair, else the route of the latest request/header)' -r
@@ -169,6 +183,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l dry-run -d 'Show the
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l format -d 'Output: a grouped report, JSON (same as --json), or GitHub workflow annotations (`::error file=…,line=…::…`)' -r -f -a "human\t'Grouped, readable report'
@@ -187,6 +202,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l list-checks -d 'Print
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l wait -d 'With --release: wait up to SECONDS for another dsh writer' -r
@@ -201,6 +217,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s y -l yes -d 'Do not as
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -210,6 +227,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH hom
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'

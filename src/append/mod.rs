@@ -429,8 +429,8 @@ impl Appender {
         observer: &mut dyn Observer,
     ) -> Result<Appender, AppendError> {
         let path = match (source, &target) {
-            (LogSource::Stdin, AppendTarget::DryRun) => None,
-            (LogSource::Stdin, _) => return Err(AppendError::Stdin),
+            (LogSource::Stdin | LogSource::Spooled(_), AppendTarget::DryRun) => None,
+            (LogSource::Stdin | LogSource::Spooled(_), _) => return Err(AppendError::Stdin),
             (LogSource::File(p), _) => Some(p.clone()),
         };
         let held = match &path {

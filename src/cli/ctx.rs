@@ -28,6 +28,14 @@ pub struct Ctx {
     pub stderr_tty: bool,
     /// Standard output: every command prints through it.
     pub out: super::render::Out,
+    /// The subcommand being run (`surface`, …), for hints.
+    pub command: &'static str,
+    /// Whether long human output may go through a pager.
+    pub paging: bool,
+    /// The pager, once a command started it.
+    pub pager: Option<super::render::pager::Pager>,
+    /// Standard input copied to a temporary file, kept until the run ends.
+    spooled: Vec<tempfile::NamedTempFile>,
 }
 
 impl Ctx {
@@ -41,6 +49,19 @@ impl Ctx {
             home,
             stderr_tty: std::io::stderr().is_terminal(),
             out: super::render::Out::new(),
+            command: "COMMAND",
+            paging: false,
+            pager: None,
+            spooled: Vec::new(),
+        }
+    }
+
+    /// Send the rest of this command's output through the pager, when
+    /// standard output is a terminal and paging is on. Commands with long
+    /// human output call it once they know they have something to show.
+    pub fn page(&mut self) {
+        if self.paging && self.pager.is_none() {
+            self.pager = super::render::pager::start(true);
         }
     }
 
@@ -49,6 +70,20 @@ impl Ctx {
     /// ambiguous prefix is a usage error (it lists the candidates).
     pub fn resolve(&self, arg: &str) -> anyhow::Result<LogSource> {
         dsh::log::lookup::resolve(arg, self.home.as_deref()).map_err(lookup_error)
+    }
+
+    /// [`Ctx::resolve`] for a command that may read the log twice:
+    /// standard input is copied once into a temporary file (see
+    /// [`super::spool`]), which lives as long as the context.
+    pub fn resolve_rereadable(&mut self, arg: &str) -> anyhow::Result<LogSource> {
+        let src = self.resolve(arg)?;
+        if src != LogSource::Stdin {
+            return Ok(src);
+        }
+        let (file, src) =
+            super::spool::stdin(self.max_line_bytes()).map_err(|e| LoadError::io("-", e))?;
+        self.spooled.push(file);
+        Ok(src)
     }
 
     /// Resolve arguments that may each name many logs.
@@ -84,6 +119,11 @@ impl Ctx {
             .into());
         }
         Ok(home.join("sessions"))
+    }
+
+    /// The longest line a log may hold.
+    pub fn max_line_bytes(&self) -> u64 {
+        dsh::log::DEFAULT_MAX_LINE_BYTES
     }
 
     /// Load options from the global flags.
@@ -145,11 +185,38 @@ impl Ctx {
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line
     /// on stderr always.
     pub fn report_load_error(&self, e: &LoadError) -> Status {
-        eprintln!("{} {e}", crate::cli::render::error_tag());
+        eprintln!(
+            "{} {}",
+            crate::cli::render::error_tag(),
+            self.describe_load_error(e)
+        );
         if self.json {
-            let _ = self.print_json(&load_error_json(e));
+            let mut v = load_error_json(e);
+            if let Some(h) = &e.hint {
+                v = v.with("hint", self.render_hint(h, e).into());
+            }
+            let _ = self.print_json(&v);
         }
         Status::InvalidLog
+    }
+
+    /// `path: line N: what is wrong: what to do`, the hint naming this
+    /// command where it suggests a command line.
+    pub fn describe_load_error(&self, e: &LoadError) -> String {
+        let Some(h) = &e.hint else {
+            return e.to_string();
+        };
+        let mut bare = e.clone();
+        bare.hint = None;
+        format!("{bare}: {}", self.render_hint(h, e))
+    }
+
+    fn render_hint(&self, h: &dsh::log::Hint, e: &LoadError) -> String {
+        let file = e
+            .file
+            .as_ref()
+            .map_or_else(|| "FILE".to_string(), |p| p.display().to_string());
+        h.render(&file, self.command)
     }
 }
 

@@ -5,6 +5,8 @@ pub mod ctx;
 pub mod exit;
 pub mod many;
 pub mod render;
+pub mod rows;
+pub mod spool;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +46,10 @@ pub struct Cli {
     /// CLICOLOR_FORCE forces it), always, never.
     #[arg(long, global = true, value_enum, default_value_t = render::color::When::Auto, value_name = "WHEN")]
     pub color: render::color::When,
+    /// Do not page long output (surface, messages, events, verify) through
+    /// `$DSH_PAGER`, `$PAGER` or `less -FRX`.
+    #[arg(long, global = true)]
+    pub no_pager: bool,
     /// DSH home directory for session ids and cwds (default `~/.dsh`).
     #[arg(long, global = true, env = "DSH_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
@@ -75,6 +81,25 @@ pub enum Command {
     Completions(commands::completions::CompletionsArgs),
 }
 
+impl Command {
+    /// The subcommand's name as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Surface(_) => "surface",
+            Command::Messages(_) => "messages",
+            Command::Header(_) => "header",
+            Command::Measure(_) => "measure",
+            Command::Events(_) => "events",
+            Command::Load(_) => "load",
+            Command::Prune(_) => "prune",
+            Command::Compact(_) => "compact",
+            Command::Verify(_) => "verify",
+            Command::Locks(_) => "locks",
+            Command::Completions(_) => "completions",
+        }
+    }
+}
+
 /// Parse, run, and turn the outcome into an exit code.
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -91,6 +116,8 @@ pub fn run() -> ExitCode {
     };
     render::color::init(cli.color);
     let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, cli.home.clone());
+    ctx.paging = !cli.no_pager && !cli.json;
+    ctx.command = cli.command.name();
     let result = match &cli.command {
         Command::Surface(a) => commands::surface::run(&mut ctx, a),
         Command::Messages(a) => commands::messages::run(&mut ctx, a),
@@ -104,6 +131,9 @@ pub fn run() -> ExitCode {
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
+    if let Some(pager) = ctx.pager.take() {
+        pager.finish();
+    }
     match result {
         Ok(status) => ExitCode::from(status.code()),
         Err(err) => {

@@ -1,7 +1,7 @@
 //! Why a log could not be read, and where.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where in a log a problem sits: 1-based physical line and, when known, the
 /// event seq.
@@ -90,7 +90,7 @@ pub struct LoadError {
     /// Where.
     pub at: Location,
     /// The file, when one is involved.
-    pub file: Option<PathBuf>,
+    pub file: Option<Box<Path>>,
     /// The rule broken, when the refusal is about one.
     pub rule: Option<LoadRule>,
     /// The operating-system error behind an [`LoadErrorKind::Io`] failure
@@ -98,6 +98,42 @@ pub struct LoadError {
     /// of [`Self::message`]; it is kept so callers can tell, say, a
     /// permission problem from a missing file by [`std::io::ErrorKind`].
     pub io: Option<std::sync::Arc<std::io::Error>>,
+    /// What the user can do about it, when dsh can tell.
+    pub hint: Option<Box<Hint>>,
+}
+
+/// A next step for a refused log: what dsh recognised and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Hint {
+    /// The header misses only what `--lenient` tolerates (`detail` names it).
+    Lenient(String),
+    /// The header line is a session header with one problem, named here.
+    Header(String),
+    /// A Zstandard file of one frame, as the `zstd` tool writes it, not the
+    /// harness's artifact (header frame first): decompress it first.
+    SingleFrameZstd,
+    /// Another agent's transcript (Claude Code, Codex, OpenCode, …).
+    ForeignTranscript(&'static str),
+}
+
+impl Hint {
+    /// The hint as one clause, with `command` (e.g. `surface`) where it
+    /// suggests a command line.
+    pub fn render(&self, file: &str, command: &str) -> String {
+        match self {
+            Hint::Lenient(detail) => format!(
+                "{detail}; add --lenient to read it as the harness's recovery does (assumes 0, with a warning)"
+            ),
+            Hint::Header(detail) => detail.clone(),
+            Hint::SingleFrameZstd => format!(
+                "this is a single-frame zstd file, not a harness artifact (whose first frame is the header line alone); read it with `zstd -dc {file} | dsh {command} -`"
+            ),
+            Hint::ForeignTranscript(agent) => {
+                format!("not a DSH session log (looks like a {agent} transcript)")
+            }
+        }
+    }
 }
 
 impl LoadError {
@@ -110,6 +146,7 @@ impl LoadError {
             file: None,
             rule: None,
             io: None,
+            hint: None,
         }
     }
 
@@ -146,6 +183,12 @@ impl LoadError {
         self
     }
 
+    /// Attach a next step.
+    pub fn hint(mut self, hint: Hint) -> Self {
+        self.hint = Some(Box::new(hint));
+        self
+    }
+
     /// Attach a line.
     pub fn line(mut self, line: u64) -> Self {
         self.at.line = Some(line);
@@ -161,7 +204,7 @@ impl LoadError {
     /// Attach the file.
     pub fn file(mut self, file: impl Into<PathBuf>) -> Self {
         if self.file.is_none() {
-            self.file = Some(file.into());
+            self.file = Some(file.into().into_boxed_path());
         }
         self
     }
@@ -199,7 +242,15 @@ impl fmt::Display for LoadError {
         if self.at.line.is_some() || self.at.seq.is_some() {
             write!(f, "{}: ", self.at)?;
         }
-        write!(f, "{}", self.message)
+        write!(f, "{}", self.message)?;
+        if let Some(h) = &self.hint {
+            let file = self
+                .file
+                .as_ref()
+                .map_or_else(|| "FILE".to_string(), |p| p.display().to_string());
+            write!(f, ": {}", h.render(&file, "COMMAND"))?;
+        }
+        Ok(())
     }
 }
 

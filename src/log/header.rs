@@ -2,7 +2,7 @@
 
 use crate::json::{OwnedValue, Value};
 
-use super::error::LoadError;
+use super::error::{Hint, LoadError};
 
 /// The validated session header line.
 #[derive(Debug, Clone)]
@@ -32,8 +32,55 @@ pub struct SessionHeader {
 /// Highest format generation this reader decodes (G0 and, separately, G3).
 pub const SUPPORTED_VERSIONS: [u64; 2] = [0, 3];
 
-fn not_header() -> LoadError {
-    LoadError::corrupt("corrupt session log: first line is not a session header").line(1)
+/// The reference's refusal of a header line, with what exactly is wrong
+/// as the hint (the message itself stays the reference's).
+fn not_header(hint: Hint) -> LoadError {
+    LoadError::corrupt("corrupt session log: first line is not a session header")
+        .line(1)
+        .hint(hint)
+}
+
+fn bad_field(detail: &str) -> LoadError {
+    not_header(Hint::Header(format!("the header line {detail}")))
+}
+
+/// What a first line that is not a DSH header looks like: another agent's
+/// transcript, recognised by the keys its lines carry.
+fn foreign(v: &Value<'_>) -> Hint {
+    let ty = v
+        .get("type")
+        .and_then(|t| t.as_str())
+        .map(|t| t.into_owned());
+    let has = |k: &str| v.has(k);
+    let agent = if has("parentUuid")
+        || (has("sessionId") && has("uuid"))
+        || (ty.as_deref() == Some("summary") && has("leafUuid"))
+    {
+        Some("Claude Code")
+    } else if matches!(
+        ty.as_deref(),
+        Some("session_meta" | "response_item" | "event_msg" | "turn_context")
+    ) || (has("instructions") && has("id") && has("timestamp"))
+    {
+        Some("Codex")
+    } else if has("projectID") || has("sessionID") {
+        Some("OpenCode")
+    } else {
+        None
+    };
+    match (agent, ty) {
+        (Some(a), _) => Hint::ForeignTranscript(a),
+        (None, Some(t)) => Hint::Header(format!(
+            "the first line is a \"{t}\" record; a DSH log starts with {{\"type\":\"session\",…}}"
+        )),
+        (None, None) if v.is_obj() => Hint::Header(
+            "the first line has no \"type\"; a DSH log starts with {\"type\":\"session\",…}".into(),
+        ),
+        (None, None) => Hint::Header(
+            "the first line is not a JSON object; a DSH log starts with {\"type\":\"session\",…}"
+                .into(),
+        ),
+    }
 }
 
 fn is_neg_zero(v: &Value<'_>) -> bool {
@@ -75,42 +122,53 @@ pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<St
         }
     }
     if !v.is_obj() || !v.get("type").is_some_and(|t| t.is_str("session")) {
-        return Err(not_header());
+        return Err(not_header(foreign(&v)));
     }
     let version = match v.get("version") {
         Some(Value::Num(n)) => *n,
-        _ => return Err(not_header()),
+        Some(_) => return Err(bad_field("has a \"version\" that is not a number")),
+        None => return Err(bad_field("has no \"version\"")),
     };
     let id = match v.get("id") {
         Some(Value::Str(s)) => s.to_lossy().into_owned(),
-        _ => return Err(not_header()),
+        Some(_) => return Err(bad_field("has an \"id\" that is not a string")),
+        None => return Err(bad_field("has no \"id\"")),
     };
-    let created = v.get("createdAt").ok_or_else(not_header)?;
+    let bad_created =
+        || bad_field("needs \"createdAt\" as whole milliseconds since 1970, 0 or more");
+    let created = v
+        .get("createdAt")
+        .ok_or_else(|| bad_field("has no \"createdAt\""))?;
     if is_neg_zero(created) {
-        return Err(not_header());
+        return Err(bad_created());
     }
     let created_at = created
         .as_safe_int()
         .filter(|n| *n >= 0)
-        .ok_or_else(not_header)?;
+        .ok_or_else(bad_created)?;
+    let bad_depth = || bad_field("needs \"delegationDepth\" as a whole number, 0 or more");
     let delegation_depth = match v.get("delegationDepth") {
-        Some(d) if !is_neg_zero(d) => d.as_count().ok_or_else(not_header)?,
-        Some(_) => return Err(not_header()),
+        Some(d) if !is_neg_zero(d) => d.as_count().ok_or_else(bad_depth)?,
+        Some(_) => return Err(bad_depth()),
         None if lenient => {
             warnings.push("header has no delegationDepth; assumed 0 (--lenient)".to_string());
             0
         }
-        None => return Err(not_header()),
+        None => {
+            return Err(not_header(Hint::Lenient(
+                "the header has no \"delegationDepth\" (older harnesses did not write it)".into(),
+            )));
+        }
     };
     let origin = match v.get("origin") {
         None => None,
         Some(o) if o.is_str("subagent") => Some("subagent".to_string()),
-        Some(_) => return Err(not_header()),
+        Some(_) => return Err(bad_field("has an \"origin\" other than \"subagent\"")),
     };
     let agent_preset = match v.get("agentPreset") {
         None => None,
         Some(Value::Str(s)) => Some(s.to_lossy().into_owned()),
-        Some(_) => return Err(not_header()),
+        Some(_) => return Err(bad_field("has an \"agentPreset\" that is not a string")),
     };
     if v.has("sandboxMode") || v.has("approvalPolicy") {
         return Err(

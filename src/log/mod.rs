@@ -35,9 +35,9 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-pub use error::{LoadError, LoadErrorKind, LoadRule, Location};
+pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
 pub use header::SessionHeader;
-pub use reader::{Container, TornTail};
+pub use reader::{Container, DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_LINE_BYTES, TornTail};
 pub use source::LogSource;
 
 use crate::event::{Event, Kind, OwnedEvent};
@@ -224,7 +224,7 @@ impl LoadedLog {
         let NodeBody::Span { offset, len } = body else {
             return Ok(false);
         };
-        let Some(path) = self.source.path() else {
+        let Some(path) = self.source.reread_path() else {
             return Ok(false);
         };
         if file.is_none() {
@@ -248,7 +248,7 @@ impl LoadedLog {
             return None;
         }
         Some(SpanWindow {
-            path: self.source.path()?.to_path_buf(),
+            path: self.source.reread_path()?.to_path_buf(),
             file: None,
             map: None,
             at: 0,
@@ -627,8 +627,9 @@ fn load_inner(
         return g3::load(source, reader, header, warnings, opts, observer);
     }
     let container = reader.container();
-    let span_bodies =
-        !opts.keep_nodes && container == Container::Plain && matches!(source, LogSource::File(_));
+    let span_bodies = !opts.keep_nodes
+        && container == Container::Plain
+        && matches!(source, LogSource::File(_) | LogSource::Spooled(_));
     let lanes = parse::Lanes {
         rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
         chunk_lines: opts.skip_chunk_events,
@@ -638,7 +639,9 @@ fn load_inner(
         span_bodies,
         surface: Surface {
             reread: match source {
-                LogSource::File(path) if span_bodies => Some(Arc::new(FileLines(path.clone()))),
+                LogSource::File(path) | LogSource::Spooled(path) if span_bodies => {
+                    Some(Arc::new(FileLines(path.clone())))
+                }
                 _ => None,
             },
             ..Surface::default()

@@ -182,7 +182,7 @@ impl LineReader {
     pub fn open(source: &LogSource) -> Result<(LineReader, Vec<u8>), LoadError> {
         let limits = Limits::default();
         let mut src: Box<dyn Read + Send> = match source {
-            LogSource::File(p) => {
+            LogSource::File(p) | LogSource::Spooled(p) => {
                 let f = File::open(p).map_err(|e| io_err(e, "cannot open the log"))?;
                 let md = f.metadata().map_err(|e| io_err(e, "cannot stat the log"))?;
                 if md.is_dir() {
@@ -313,10 +313,14 @@ impl LineReader {
         if plain.last() != Some(&b'\n')
             || memchr::memchr(b'\n', &plain[..plain.len() - 1]).is_some()
         {
-            return Err(LoadError::corrupt(
+            let mut e = LoadError::corrupt(
                 "corrupt session log: first Zstandard frame must hold exactly the header line",
             )
-            .line(1));
+            .line(1);
+            if plain.len() > 1 && memchr::memchr(b'\n', &plain[..plain.len() - 1]).is_some() {
+                e = e.hint(super::error::Hint::SingleFrameZstd);
+            }
+            return Err(e);
         }
         if plain.len() as u64 > limits.max_line_bytes + 1 {
             return Err(line_limit(1, limits.max_line_bytes));

@@ -16,6 +16,10 @@ pub enum LogSource {
     File(PathBuf),
     /// Standard input.
     Stdin,
+    /// Standard input already copied into this file, so that it can be read
+    /// more than once. It is shown as `-` and, like standard input, is never
+    /// written to.
+    Spooled(PathBuf),
 }
 
 impl LogSource {
@@ -23,15 +27,24 @@ impl LogSource {
     pub fn display(&self) -> String {
         match self {
             LogSource::File(p) => p.display().to_string(),
-            LogSource::Stdin => "-".to_string(),
+            LogSource::Stdin | LogSource::Spooled(_) => "-".to_string(),
         }
     }
 
-    /// The path, for files.
+    /// The file to read the log from again: the path of a file or of the
+    /// copy of standard input.
+    pub fn reread_path(&self) -> Option<&Path> {
+        match self {
+            LogSource::File(p) | LogSource::Spooled(p) => Some(p),
+            LogSource::Stdin => None,
+        }
+    }
+
+    /// The path, for files (not for standard input, spooled or not).
     pub fn path(&self) -> Option<&Path> {
         match self {
             LogSource::File(p) => Some(p),
-            LogSource::Stdin => None,
+            LogSource::Stdin | LogSource::Spooled(_) => None,
         }
     }
 }

@@ -210,3 +210,167 @@ fn refusals_name_the_rule_they_broke() {
     let p = write(&dir, "bad-json.jsonl", (l.join("\n") + "\n").as_bytes());
     assert_eq!(rule_of(&p), Some(LoadRule::Unparsable));
 }
+
+/// Run dsh on a log whose first line is `header` and return its stderr.
+fn refusal_of(first_line: &str, cmd: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.jsonl");
+    std::fs::write(&p, format!("{first_line}\n")).unwrap();
+    let out = dsh().args([cmd, p.to_str().unwrap()]).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_refused_header_names_its_problem_and_the_next_step() {
+    let (code, err) = refusal_of(
+        r#"{"type":"session","version":0,"id":"s","createdAt":1}"#,
+        "surface",
+    );
+    assert_eq!(code, 3);
+    assert!(err.contains("first line is not a session header"), "{err}");
+    assert!(
+        err.contains("delegationDepth") && err.contains("--lenient"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let (_, err) = refusal_of(
+        r#"{"type":"session","version":0,"id":"s","createdAt":-5,"delegationDepth":0}"#,
+        "header",
+    );
+    assert!(
+        err.contains("createdAt") && !err.contains("--lenient"),
+        "{err}"
+    );
+    let (_, err) = refusal_of(
+        r#"{"type":"session","version":0,"createdAt":1,"delegationDepth":0}"#,
+        "load",
+    );
+    assert!(err.contains(r#"has no "id""#), "{err}");
+    // The JSON error keeps the reference's message and adds the hint.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.jsonl");
+    std::fs::write(
+        &p,
+        "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1}\n",
+    )
+    .unwrap();
+    let out = dsh()
+        .args(["surface", "--json", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let v = dsh::Value::parse(std::str::from_utf8(&out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(
+        v.get("error").and_then(|e| e.as_str()).as_deref(),
+        Some("corrupt session log: first line is not a session header")
+    );
+    assert!(
+        v.get("hint")
+            .and_then(|h| h.as_str())
+            .is_some_and(|h| h.contains("--lenient"))
+    );
+}
+
+#[test]
+fn other_agents_transcripts_are_recognised() {
+    for (line, agent) in [
+        (
+            r#"{"parentUuid":null,"isSidechain":false,"sessionId":"a","uuid":"b","type":"user","message":{"role":"user","content":"hi"}}"#,
+            "Claude Code",
+        ),
+        (
+            r#"{"type":"summary","summary":"x","leafUuid":"b"}"#,
+            "Claude Code",
+        ),
+        (
+            r#"{"timestamp":"2025-01-01T00:00:00Z","type":"session_meta","payload":{"id":"x"}}"#,
+            "Codex",
+        ),
+        (
+            r#"{"id":"ses_1","projectID":"p","directory":"/w","title":"t","time":{"created":1}}"#,
+            "OpenCode",
+        ),
+    ] {
+        let (code, err) = refusal_of(line, "measure");
+        assert_eq!(code, 3);
+        assert!(
+            err.contains(&format!(
+                "not a DSH session log (looks like a {agent} transcript)"
+            )),
+            "{agent}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_single_frame_zstd_file_gets_the_command_that_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl.zst");
+    let plain = std::fs::read(sample("compacted.jsonl")).unwrap();
+    std::fs::write(&p, zstd::encode_all(&plain[..], 3).unwrap()).unwrap();
+    let out = dsh()
+        .args(["events", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(&format!("zstd -dc {} | dsh events -", p.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_reading_command_reads_standard_input() {
+    for (name, args) in [
+        ("compacted.jsonl", &["surface"][..]),
+        ("compacted.jsonl", &["messages"]),
+        ("compacted.jsonl", &["messages", "--json"]),
+        ("compacted.jsonl", &["header"]),
+        ("compacted.jsonl", &["load"]),
+        ("compacted.jsonl", &["measure"]),
+        ("compacted.jsonl", &["events"]),
+        ("compacted.jsonl", &["events", "--json"]),
+        ("compacted.jsonl", &["verify"]),
+        ("compacted.jsonl", &["locks"]),
+        ("prune-open-turn.jsonl", &["prune", "--dry-run"]),
+        (
+            "compacted.jsonl",
+            &["compact", "--dry-run", "--route", "deepseek/deepseek-chat"],
+        ),
+        // Repeated step labels: measure and compact read the log twice.
+        ("meter-repeated-labels.jsonl", &["measure"]),
+        ("meter-repeated-labels.jsonl", &["measure", "--json"]),
+        (
+            "meter-repeated-labels.jsonl",
+            &["compact", "--dry-run", "--route", "deepseek/deepseek-chat"],
+        ),
+    ] {
+        let input = std::fs::read(sample(name)).unwrap();
+        let out = dsh()
+            .args(args)
+            .arg("-")
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{args:?} - < {name}: {err}"
+        );
+        assert!(!out.stdout.is_empty(), "{args:?} printed something");
+        assert!(
+            !err.contains("dsh-stdin-"),
+            "the spool file stays hidden: {err}"
+        );
+    }
+    // Standard input is never written to, spooled or not.
+    let input = std::fs::read(sample("compacted.jsonl")).unwrap();
+    dsh()
+        .args(["compact", "--route", "deepseek/deepseek-chat", "-"])
+        .write_stdin(input)
+        .assert()
+        .code(2);
+}

@@ -89,6 +89,9 @@ fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<Str
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
         .env("TERM", "xterm-256color")
+        // The pager is tested on its own; elsewhere output comes straight.
+        .env_remove("PAGER")
+        .env("DSH_PAGER", "cat")
         // No user config or home can change what is printed.
         .env("HOME", home.path())
         .env("XDG_CONFIG_HOME", home.path().join(".config"))
@@ -313,4 +316,77 @@ fn a_missing_home_is_the_same_refusal_for_measure_verify_and_locks() {
     assert_eq!(seen[0].0, Some(3), "{seen:?}");
     assert!(seen.iter().all(|s| s == &seen[0]), "{seen:?}");
     assert!(seen[0].1.contains("no DSH home"), "{seen:?}");
+}
+
+#[test]
+fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
+    let log = sample("coding-session.jsonl");
+    let log = log.to_str().unwrap();
+    let pager = [("DSH_PAGER", "sed s/^/PAGED:/"), ("NO_COLOR", "1")];
+    for cmd in ["surface", "messages", "events", "verify"] {
+        let Some(paged) = in_terminal_env(80, &[cmd, log], &pager) else {
+            return;
+        };
+        let lines: Vec<&str> = paged.lines().filter(|l| !l.is_empty()).collect();
+        assert!(!lines.is_empty(), "{cmd} printed something");
+        assert!(
+            lines.iter().all(|l| l.starts_with("PAGED:")),
+            "{cmd} goes through $DSH_PAGER:\n{paged}"
+        );
+        let direct = in_terminal_env(80, &["--no-pager", cmd, log], &pager).unwrap();
+        assert!(
+            !direct.contains("PAGED:"),
+            "{cmd} --no-pager prints directly"
+        );
+    }
+    // Short reports and JSON never page.
+    let json = in_terminal_env(80, &["surface", "--json", log], &pager).unwrap();
+    assert!(!json.contains("PAGED:"));
+    // Into a pipe nothing pages.
+    let piped = dsh()
+        .env("DSH_PAGER", "sed s/^/PAGED:/")
+        .args(["surface", log])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains("PAGED:"));
+}
+
+#[test]
+fn limit_and_tail_cut_long_listings() {
+    let log = sample("coding-session.jsonl");
+    let log = log.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = dsh().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let all = run(&["events", log]);
+    let rows: Vec<&str> = all.lines().filter(|l| l.starts_with(' ')).collect();
+    assert!(rows.len() > 4);
+    let first = run(&["events", "--limit", "2", log]);
+    let first_rows: Vec<&str> = first.lines().filter(|l| l.starts_with(' ')).collect();
+    assert_eq!(first_rows, rows[..2].to_vec());
+    assert!(first.contains(&format!("showing the first 2 of {} events", rows.len())));
+    let last = run(&["events", "--tail", "2", log]);
+    let last_rows: Vec<&str> = last.lines().filter(|l| l.starts_with(' ')).collect();
+    assert_eq!(last_rows, rows[rows.len() - 2..].to_vec());
+
+    let surface = run(&["surface", "--tail", "1", log]);
+    assert!(surface.contains("showing the last 1 of"), "{surface}");
+    let messages = run(&["messages", "--limit", "1", log]);
+    assert_eq!(messages.matches("── ").count(), 1, "{messages}");
+    assert!(messages.contains("showing the first 1 of"));
+
+    let events_json = run(&["events", "--json", "--tail", "3", log]);
+    assert_eq!(events_json.lines().count(), 3);
+    for cmd in ["surface", "messages"] {
+        dsh()
+            .args([cmd, "--json", "--limit", "1", log])
+            .assert()
+            .code(2);
+    }
+    dsh()
+        .args(["events", "--limit", "1", "--tail", "1", log])
+        .assert()
+        .code(2);
 }

@@ -519,7 +519,8 @@ fn busy_hint(log: &str) -> String {
 /// Run `dsh compact`.
 pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     let config = load_config(args.config.as_deref())?;
-    let src = ctx.resolve(&args.log)?;
+    // Read twice when step labels repeat (see `Session::open`).
+    let src = ctx.resolve_rereadable(&args.log)?;
     let target = match (&args.out, args.dry_run) {
         (_, true) => AppendTarget::DryRun,
         (Some(out), false) => AppendTarget::Copy(out.clone()),

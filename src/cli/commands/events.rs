@@ -11,6 +11,7 @@ use dsh::log::Folded;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview, truncate};
 use crate::cli::exit::Status;
 use crate::cli::render;
+use crate::cli::rows::RowWindow;
 
 /// Show the raw log as a human transcript.
 ///
@@ -39,16 +40,31 @@ pub struct EventsArgs {
     /// terminal, 100 into a pipe).
     #[arg(long, value_name = "CHARS")]
     pub width: Option<usize>,
+    #[command(flatten)]
+    pub rows: RowWindow,
 }
 
 /// Run it.
 // About 125 lines on purpose: the printing observer keeps its state (turn, width, count) in one closure beside the load it observes.
 pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
-    // Pass 1: which nodes are still on the surface at the end.
-    let first = ctx.load(&args.log)?;
+    // Pass 1: which nodes are still on the surface at the end. Standard
+    // input is spooled so that pass 2 can read it again.
+    let src = ctx.resolve_rereadable(&args.log)?;
+    let opts = ctx.load_options();
+    let first = dsh::log::load(
+        &src,
+        &dsh::log::LoadOptions {
+            skip_chunk_events: true,
+            ..opts.clone()
+        },
+        &mut |_: &Event<'_>, _: &Folded<'_>| {},
+    )?;
     let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
     drop(first);
+    ctx.page();
     let mut out = ctx.out.stream();
+    // --tail keeps the last N rendered rows until the end.
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     let term = render::width();
     // seq, turn, type and mark take about 47 columns before the preview.
     let width = args
@@ -99,8 +115,14 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             return;
         }
         shown += 1;
+        if args.rows.limit.is_some_and(|n| shown > n as u64) {
+            if ev.kind == Kind::TurnEnd {
+                turn = None;
+            }
+            return;
+        }
         let on_surface = current.contains(&ev.seq);
-        let res = if ctx.json {
+        let row = if ctx.json {
             let v = Value::obj()
                 .with("seq", ev.seq.into())
                 .with(
@@ -120,7 +142,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 .with("schema_version", SCHEMA_VERSION.into());
             let mut s = v.to_json();
             s.push('\n');
-            out.write_all(s.as_bytes())
+            s
         } else {
             let mark = if folded.synthetic {
                 "synthetic"
@@ -145,27 +167,42 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             };
             match term {
                 // One line per event: cut, never wrapped by the terminal.
-                Some(w) => out
-                    .write_all(render::cut(line.trim_end_matches('\n'), w).as_bytes())
-                    .and_then(|()| out.write_all(b"\n")),
-                None => out.write_all(line.as_bytes()),
+                Some(w) => render::cut(line.trim_end_matches('\n'), w) + "\n",
+                None => line,
             }
         };
-        if let Err(e) = res {
-            werr = Some(e);
+        match args.rows.tail {
+            Some(n) => {
+                if tail.len() == n {
+                    tail.pop_front();
+                }
+                if n > 0 {
+                    tail.push_back(row);
+                }
+            }
+            None => {
+                if let Err(e) = out.write_all(row.as_bytes()) {
+                    werr = Some(e);
+                }
+            }
         }
         if ev.kind == Kind::TurnEnd {
             turn = None;
         }
     };
-    let opts = ctx.load_options();
-    let src = ctx.resolve(&args.log)?;
     dsh::log::load(&src, &opts, &mut obs)?;
     if let Some(e) = werr {
         return Err(e.into());
     }
+    for row in &tail {
+        out.write_all(row.as_bytes())?;
+    }
     if !ctx.json {
-        writeln!(out, "{shown} event(s) shown")?;
+        let total = shown as usize;
+        match args.rows.note(total, "events") {
+            Some(note) => writeln!(out, "{note}")?,
+            None => writeln!(out, "{} event(s) shown", render::num(shown))?,
+        }
     }
     out.flush()?;
     Ok(Status::Ok)

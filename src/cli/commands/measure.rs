@@ -258,7 +258,8 @@ fn meter_error_json(e: &dsh::meter::MeterError, file: &str) -> OwnedValue {
 }
 
 fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
-    let src = ctx.resolve(&args.logs[0])?;
+    // Read twice when step labels repeat (see `dsh::meter::measure`).
+    let src = ctx.resolve_rereadable(&args.logs[0])?;
     let (r, warnings) = match job.run(&src) {
         Ok(x) => x,
         Err(MeasureError::Load(e)) => return Err(e.into()),

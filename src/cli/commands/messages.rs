@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use crate::cli::ctx::{Ctx, truncate};
 use crate::cli::exit::Status;
+use crate::cli::rows::RowWindow;
 
 /// Show the messages the model sees (deriveMessages), in surface order.
 ///
@@ -27,10 +28,13 @@ pub struct MessagesArgs {
     /// Cut each text block to this many characters in the readable view (0: no limit).
     #[arg(long, default_value_t = 2000, value_name = "CHARS")]
     pub width: usize,
+    #[command(flatten)]
+    pub rows: RowWindow,
 }
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
+    args.rows.whole_json_only(ctx.json)?;
     let log = ctx.load(&args.log)?;
     if ctx.json && !args.request {
         // Unbuffered: the writer hands over large vectored writes itself.
@@ -43,8 +47,8 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
         out.flush()?;
         return Ok(Status::Ok);
     }
-    let mut out = ctx.out.stream();
     if ctx.json {
+        let mut out = ctx.out.stream();
         let mut first = true;
         out.write_all(b"[")?;
         dsh::derive::for_each_message(&log, &mut |_, m| -> anyhow::Result<()> {
@@ -61,6 +65,8 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
         out.flush()?;
         return Ok(Status::Ok);
     }
+    ctx.page();
+    let mut out = ctx.out.stream();
     let cut = |s: &str| {
         if args.width == 0 {
             s.to_string()
@@ -78,9 +84,15 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     {
         writeln!(out, "── system ──\n{}\n", cut(&sys.to_lossy()))?;
     }
+    // The number of messages is known only at the end; --tail keeps the
+    // last N rendered until then.
     let mut n = 0usize;
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     dsh::derive::for_each_message(&log, &mut |ev, m| -> anyhow::Result<()> {
         n += 1;
+        if args.rows.limit.is_some_and(|l| n > l) {
+            return Ok(());
+        }
         let role = m
             .get("role")
             .and_then(|r| r.as_str())
@@ -99,10 +111,26 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
             }
         }
         s.push('\n');
-        out.write_all(s.as_bytes())?;
+        match args.rows.tail {
+            Some(t) => {
+                if tail.len() == t {
+                    tail.pop_front();
+                }
+                if t > 0 {
+                    tail.push_back(s);
+                }
+            }
+            None => out.write_all(s.as_bytes())?,
+        }
         Ok(())
     })?;
-    writeln!(out, "{n} message(s)")?;
+    for s in &tail {
+        out.write_all(s.as_bytes())?;
+    }
+    match args.rows.note(n, "messages") {
+        Some(note) => writeln!(out, "{note}")?,
+        None => writeln!(out, "{} message(s)", crate::cli::render::num(n as u64))?,
+    }
     out.flush()?;
     Ok(Status::Ok)
 }

@@ -6,6 +6,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
 use crate::cli::render;
 use crate::cli::render::outln;
+use crate::cli::rows::RowWindow;
 
 /// Show the current surface: the ordered nodes the model sees.
 ///
@@ -20,10 +21,13 @@ pub struct SurfaceArgs {
     /// The log.
     #[arg(value_name = "LOG")]
     pub log: String,
+    #[command(flatten)]
+    pub rows: RowWindow,
 }
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
+    args.rows.whole_json_only(ctx.json)?;
     let log = ctx.load(&args.log)?;
     let s = &log.surface;
     if ctx.json {
@@ -74,12 +78,20 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
         ctx.out.write_all(out.as_bytes())?;
         return Ok(Status::Ok);
     }
+    ctx.page();
     let mut file = None;
     let mut t = render::table(&["pos", "seq", "type", "role", "tokens", "preview", "shadows"]);
     t.drop_first(&["role", "shadows", "pos"]);
     // The table cuts previews to the terminal; into a pipe they stay short.
     let preview_chars = render::width().unwrap_or(60).max(60);
-    for (i, n) in s.nodes.iter().enumerate() {
+    let shown = args.rows.range(s.nodes.len());
+    for (i, n) in s
+        .nodes
+        .iter()
+        .enumerate()
+        .skip(shown.start)
+        .take(shown.len())
+    {
         let ev = log.read_body(&n.body, n.seq, &mut file)?;
         let role = ev
             .message()
@@ -104,6 +116,9 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
         ]);
     }
     outln!(ctx.out, "{t}")?;
+    if let Some(note) = args.rows.note(s.nodes.len(), "nodes") {
+        outln!(ctx.out, "{note}")?;
+    }
     outln!(
         ctx.out,
         "{} node(s), {} token(s) by the DSH heuristic, replaceGeneration {}, {} event(s) in the log",

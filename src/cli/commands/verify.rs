@@ -200,7 +200,10 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         Format::Github => ctx
             .out
             .write_all(github(&reports, args.deny_warnings).as_bytes())?,
-        Format::Human => ctx.out.text(&human(&reports, args.deny_warnings))?,
+        Format::Human => {
+            ctx.page();
+            ctx.out.text(&human(&reports, args.deny_warnings))?
+        }
     }
     Ok(status)
 }

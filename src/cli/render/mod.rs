@@ -1,7 +1,8 @@
-//! Rendering helpers: the output door, tables and progress.
+//! Rendering helpers: the output door, tables, colors, the pager and progress.
 
 pub mod color;
 pub mod out;
+pub mod pager;
 pub mod table;
 
 pub(crate) use out::{Out, outln, outp};

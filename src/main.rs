@@ -1,5 +1,21 @@
 //! The `dsh` binary: a thin command-line layer over the `dsh` library.
 
+// Writing to standard error must never abort the process (a full or
+// closed stderr, `2>/dev/full`): these shadow std's macros in every module
+// below and drop a failed write, where std's would panic.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 
 fn main() -> std::process::ExitCode {

@@ -920,3 +920,26 @@ fn prune_past_a_file_size_limit_fails_cleanly() {
     assert!(err.contains("restored to its previous"), "{err}");
     assert_eq!(fs::read(&log).unwrap(), before, "the log is untouched");
 }
+
+#[test]
+fn prune_to_a_full_stdout_says_the_write_landed() {
+    let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = crate::support::dsh_process()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The batch was committed; only the report could not be printed.
+    assert!(fs::read(&log).unwrap().len() > before.len());
+    assert_eq!(out.status.code(), Some(70), "{err}");
+    assert!(err.contains("the write landed"), "{err}");
+    assert!(err.contains("only printing the report failed"), "{err}");
+    assert!(!err.contains("rolled back"), "{err}");
+}

@@ -1,8 +1,25 @@
 //! The `dsh` binary: a thin command-line layer over the `dsh` library.
 
+// Writing to standard error must never abort the process (a full or
+// closed stderr, `2>/dev/full`): these shadow std's macros in every module
+// below and drop a failed write, where std's would panic.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 
 fn main() -> std::process::ExitCode {
+    ignore_file_size_signal();
     // A bug must still end in one clear line and a stable status, never a
     // stack trace.
     std::panic::set_hook(Box::new(|info| {
@@ -20,6 +37,17 @@ fn main() -> std::process::ExitCode {
         std::process::exit(70);
     }));
     cli::run()
+}
+
+/// Past a file size limit (`ulimit -f`), a write must fail with `EFBIG`
+/// and be rolled back like a full disk, instead of SIGXFSZ killing the
+/// process mid-write and leaving a torn tail.
+fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN touches no Rust
+    // state and is valid at any time.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// Allocator options, set before anything allocates: mimalloc reads some of

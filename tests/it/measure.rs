@@ -662,3 +662,21 @@ fn at_past_the_last_seq_is_refused_with_the_last_seq_named() {
         .unwrap();
     assert_eq!(ok.status.code(), Some(0));
 }
+
+#[test]
+fn a_warning_to_a_full_stderr_does_not_abort() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = crate::support::dsh_process()
+        .arg("measure")
+        .arg(crate::support::sample("torn.jsonl"))
+        .stderr(full)
+        .output()
+        .unwrap();
+    // The torn tail is warned about on stderr; that write fails, and dsh
+    // carries on and reports on stdout as usual.
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    assert!(!out.stdout.is_empty());
+}

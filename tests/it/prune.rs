@@ -889,3 +889,57 @@ fn a_replacement_may_change_only_the_result_content() {
         assert!(err.contains("may change only content"), "{err}");
     }
 }
+
+#[test]
+fn prune_past_a_file_size_limit_fails_cleanly() {
+    use std::os::unix::process::CommandExt;
+    let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    // Room for a few bytes of the batch, not all of it (`ulimit -f`).
+    let limit = before.len() as u64 + 10;
+    let mut cmd = crate::support::dsh_process();
+    cmd.args(["prune", "--allow-closed-turn"]).arg(&log);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Not killed by SIGXFSZ: the write fails with EFBIG and is rolled back.
+    assert_eq!(out.status.code(), Some(70), "{:?} {err}", out.status);
+    assert!(err.contains("File too large"), "{err}");
+    assert!(err.contains("restored to its previous"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), before, "the log is untouched");
+}
+
+#[test]
+fn prune_to_a_full_stdout_says_the_write_landed() {
+    let (_d, log) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = crate::support::dsh_process()
+        .args(["prune", "--allow-closed-turn"])
+        .arg(&log)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The batch was committed; only the report could not be printed.
+    assert!(fs::read(&log).unwrap().len() > before.len());
+    assert_eq!(out.status.code(), Some(70), "{err}");
+    assert!(err.contains("the write landed"), "{err}");
+    assert!(err.contains("only printing the report failed"), "{err}");
+    assert!(!err.contains("rolled back"), "{err}");
+}

@@ -354,43 +354,70 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     if written {
         wrote_to = app.finish().map_err(append_error)?;
     }
-    if args.events {
-        let mut out = String::new();
-        for e in &batch {
-            out.push_str(&e.value.to_json());
-            out.push('\n');
+    let events = batch.len();
+    let report = || -> Result<()> {
+        if args.events {
+            let mut out = String::new();
+            for e in &batch {
+                out.push_str(&e.value.to_json());
+                out.push('\n');
+            }
+            outp!(ctx.out, "{out}")?;
+            return Ok(());
         }
-        outp!(ctx.out, "{out}")?;
-        return Ok(status);
-    }
-    if ctx.json {
-        let outcome = Outcome {
-            file: &file,
-            refused: &refused,
+        if ctx.json {
+            let outcome = Outcome {
+                file: &file,
+                refused: &refused,
+                written,
+                out: wrote_to.as_ref().filter(|_| args.out.is_some()),
+                events: batch.len() as u64,
+                bytes,
+                turn_open,
+                file_turn_open,
+            };
+            let v = report_json(&plan, &prefix, &bpe, &outcome, args, config.path.as_deref());
+            ctx.print_json(&v)?;
+            return Ok(());
+        }
+        print_readable(
+            &ctx.out,
+            &plan,
+            &bpe,
+            &prefix,
+            &file,
+            args,
             written,
-            out: wrote_to.as_ref().filter(|_| args.out.is_some()),
-            events: batch.len() as u64,
-            bytes,
+            wrote_to.as_ref(),
+            &refused,
             turn_open,
-            file_turn_open,
-        };
-        let v = report_json(&plan, &prefix, &bpe, &outcome, args, config.path.as_deref());
-        ctx.print_json(&v)?;
-        return Ok(status);
+        )?;
+        Ok(())
+    };
+    match report() {
+        Ok(()) => Ok(status),
+        Err(e) if written && !is_broken_pipe(&e) => Err(crate::cli::exit::StatusError {
+            status: Status::Internal,
+            message: format!(
+                "{file}: the write landed ({events} event(s) appended{}); only printing the report failed: {e:#}",
+                wrote_to
+                    .as_ref()
+                    .filter(|_| args.out.is_some())
+                    .map(|p| format!(" to {}", p.display()))
+                    .unwrap_or_default()
+            ),
+        }
+        .into()),
+        Err(e) => Err(e),
     }
-    print_readable(
-        &ctx.out,
-        &plan,
-        &bpe,
-        &prefix,
-        &file,
-        args,
-        written,
-        wrote_to.as_ref(),
-        &refused,
-        turn_open,
-    )?;
-    Ok(status)
+}
+
+/// The reader of stdout went away (dsh ends quietly).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// BPE token counts of the pruned results, before and after, with one

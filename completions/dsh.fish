@@ -179,7 +179,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l color -d 'When to co
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -s n -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s q -l quiet -d 'Do not print warnings on stderr'

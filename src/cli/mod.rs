@@ -16,6 +16,9 @@ use clap::{Parser, Subcommand};
 use ctx::Ctx;
 use exit::Status;
 
+/// The heading of the flags every command takes.
+const GLOBAL: &str = "Global options";
+
 /// Offline tool for DeepSeek Harness (DSH) session logs.
 ///
 /// Reads the append-only JSONL event logs a DSH agent records, derives the
@@ -32,26 +35,26 @@ use exit::Status;
 #[command(name = "dsh", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Print machine-readable JSON (stable, documented shapes) instead of tables.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// Accept documented tolerances (e.g. a header without delegationDepth),
     /// reporting each as a warning. Off by default: without it dsh accepts and
     /// refuses exactly the logs the reference does.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub lenient: bool,
     /// Do not print warnings on stderr.
-    #[arg(long, short, global = true)]
+    #[arg(long, short, global = true, help_heading = GLOBAL)]
     pub quiet: bool,
     /// When to color the output: auto (a terminal, unless NO_COLOR is set;
     /// CLICOLOR_FORCE forces it), always, never.
-    #[arg(long, global = true, value_enum, default_value_t = render::color::When::Auto, value_name = "WHEN")]
+    #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value_t = render::color::When::Auto, value_name = "WHEN")]
     pub color: render::color::When,
     /// Do not page long output (surface, messages, events, verify) through
     /// `$DSH_PAGER`, `$PAGER` or `less -FRX`.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_pager: bool,
     /// DSH home directory for session ids and cwds (default `~/.dsh`).
-    #[arg(long, global = true, env = "DSH_HOME", value_name = "DIR")]
+    #[arg(long, global = true, help_heading = GLOBAL, env = "DSH_HOME", value_name = "DIR")]
     pub home: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,

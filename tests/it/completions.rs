@@ -27,3 +27,39 @@ fn help_explains_every_command() {
     }
     assert!(text.contains("Exit status"));
 }
+
+#[test]
+fn every_subcommand_help_has_examples_and_speaks_of_dsh() {
+    for cmd in [
+        "surface",
+        "messages",
+        "header",
+        "measure",
+        "events",
+        "load",
+        "prune",
+        "compact",
+        "verify",
+        "locks",
+        "completions",
+    ] {
+        for flag in ["-h", "--help"] {
+            let out = dsh().args([cmd, flag]).output().unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            let examples = text
+                .split_once("Examples:")
+                .unwrap_or_else(|| panic!("dsh {cmd} {flag} has examples"))
+                .1;
+            let n = examples
+                .lines()
+                .filter(|l| l.trim_start().starts_with("dsh ") || l.contains("| dsh "))
+                .count();
+            assert!((2..=4).contains(&n), "dsh {cmd} {flag}: {n} examples");
+            assert!(text.contains("Global options:"), "dsh {cmd} {flag}");
+            for internal in ["oracle", "rc.8"] {
+                assert!(!text.contains(internal), "dsh {cmd} {flag} says {internal}");
+            }
+        }
+    }
+}

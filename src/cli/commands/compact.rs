@@ -79,6 +79,9 @@ use crate::cli::render::{Out, outln};
 /// 4 compaction lock held or the log busy (see `dsh locks`), 5 summarisation
 /// failed (the failed bracket is recorded in the log), 70 a write failed.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  dsh compact -n --route deepseek/deepseek-chat session.jsonl\n  dsh compact --route deepseek/deepseek-chat session.jsonl\n  dsh compact --mode pressure --wait 30 --json 5b1d\n  dsh compact --out copy.jsonl --route deepseek/deepseek-chat s.jsonl"
+)]
 pub struct CompactArgs {
     /// The session log.
     pub log: String,
@@ -91,7 +94,7 @@ pub struct CompactArgs {
     pub mode: ModeArg,
     /// Show the range, the tokens it would shadow and the exact request;
     /// call no one, write nothing.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Write to a copy of the log at FILE (must not exist) instead of the log.
     #[arg(long, value_name = "FILE")]

@@ -10,6 +10,9 @@ use crate::cli::exit::Status;
 /// Print a completion script for a shell (the committed ones live in
 /// `completions/`).
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh completions bash > ~/.local/share/bash-completion/completions/dsh\n  dsh completions zsh > ~/.zfunc/_dsh\n  dsh completions fish > ~/.config/fish/completions/dsh.fish"
+)]
 pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]

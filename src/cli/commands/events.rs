@@ -23,6 +23,9 @@ use crate::cli::rows::RowWindow;
 /// `{"seq","line","type","turn","origin":"append"|"replace"|"log",
 /// "onSurface","synthetic","event","schema_version"}`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh events session.jsonl\n  dsh events --type compaction/ --turn 3 session.jsonl\n  dsh events --all --tail 50 session.jsonl\n  dsh events --json session.jsonl | jq -c 'select(.onSurface|not)'"
+)]
 pub struct EventsArgs {
     /// The log.
     #[arg(value_name = "LOG")]

@@ -17,6 +17,9 @@ use crate::cli::render::outln;
 /// With --json: `{"header", "headerSeq", "headerEvents": [{"seq","reason"}],
 /// "context", "contextSeq", "session": {…header line…}, "schema_version"}`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh header session.jsonl\n  dsh header --json session.jsonl | jq .system"
+)]
 pub struct HeaderArgs {
     /// The log.
     #[arg(value_name = "LOG")]

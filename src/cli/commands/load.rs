@@ -1,4 +1,4 @@
-//! `dsh load`: what the loader made of a log (the oracle's `load` command).
+//! `dsh load`: what the loader made of a log (what the reference's loader reports).
 
 use anyhow::Result;
 use dsh::json::Value;
@@ -17,8 +17,11 @@ use crate::cli::render::outln;
 ///
 /// With --json: `{"header", "storedEvents", "closers": [event…], "events",
 /// "endSeedAppended", "eventTypes": {type: n}, "container", "tornTail",
-/// "dropped", "warnings", "schema_version"}` (the oracle's `load` keys plus ours).
+/// "dropped", "warnings", "schema_version"}` (the reference loader's keys plus dsh's).
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh load session.jsonl\n  dsh load --json session.jsonl | jq .eventTypes"
+)]
 pub struct LoadArgs {
     /// The log.
     #[arg(value_name = "LOG")]

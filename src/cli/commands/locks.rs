@@ -47,6 +47,9 @@ use crate::cli::render::{Tone, outln};
 /// --release: `{"file", "released", "state", "bracket", "appended",
 /// "schema_version"}`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh locks                             # every session under $DSH_HOME\n  dsh locks session.jsonl\n  dsh locks --release --yes session.jsonl"
+)]
 pub struct LocksArgs {
     /// Logs, session directories or directory trees (default: all sessions
     /// under $DSH_HOME).

@@ -19,8 +19,7 @@ use crate::cli::{many, render};
 
 /// Measure context pressure exactly as the DSH harness does.
 ///
-/// The token meter of `@deepseek-ai/dsh-token-meter` 0.1.0-rc.8, and the
-/// routed compaction policy: context window, threshold, retention, headroom.
+/// The harness's own token meter and its routed compaction policy: context window, threshold, retention, headroom.
 ///
 /// The figure is the harness's own heuristic (4 UTF-16 units per token,
 /// anchored on the provider's reported usage), so it equals the number that
@@ -45,6 +44,9 @@ use crate::cli::{many, render};
 /// Exit status: 0 ok; 1 with --fail-over when a log is at or over its
 /// threshold; 2 bad flags or config; 3 a log refused or not replayable.
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh measure session.jsonl\n  dsh measure                          # every session under $DSH_HOME\n  dsh measure --tokenizer o200k --route deepseek/deepseek-chat s.jsonl\n  dsh measure --fail-over --json ~/.dsh/sessions   # CI: exit 1 when over"
+)]
 pub struct MeasureArgs {
     /// Logs: files, `-`, session directories or ids, or directories of sessions.
     /// With none: every session under $DSH_HOME.

@@ -14,6 +14,9 @@ use crate::cli::rows::RowWindow;
 /// `source`, `content`), byte for byte what the reference's
 /// `JSON.stringify(session.deriveMessages())` prints.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh messages session.jsonl\n  dsh messages --system --width 200 5b1d\n  dsh messages --json session.jsonl > messages.json\n  zstd -dc s.jsonl.zstd | dsh messages --tail 5 -"
+)]
 pub struct MessagesArgs {
     /// The log.
     #[arg(value_name = "LOG")]

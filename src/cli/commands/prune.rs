@@ -37,8 +37,8 @@ use crate::cli::render::{Out, num, outln, outp};
 /// A log with a torn tail, a damaged region, or a live compaction lock is
 /// refused (exit 4), as is one another dsh writer holds (unless --wait).
 ///
-/// --dry-run stamps new events with the log's last event time (the clock the
-/// oracle pins, so the output is reproducible); a write stamps the current
+/// --dry-run stamps new events with the log's last event time (so the
+/// output is reproducible and matches the reference's); a write stamps the current
 /// time; --time overrides both.
 ///
 /// Budgets: the [pruner] table of the dsh config (--config, else
@@ -63,6 +63,9 @@ use crate::cli::render::{Out, num, outln, outp};
 /// tokens), `"schema_version"`. With --dry-run --events: the
 /// batch exactly as it would be appended, as JSON lines.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh prune -n session.jsonl            # show what would be pruned\n  dsh prune session.jsonl               # append the prune pairs\n  dsh prune --out pruned.jsonl session.jsonl"
+)]
 pub struct PruneArgs {
     /// The log.
     #[arg(value_name = "LOG")]

@@ -17,6 +17,9 @@ use crate::cli::rows::RowWindow;
 /// [{"seq","start","end","shadowedSeqs"}], "positions": [{"position","seq",
 /// "type","role","tokens","derives"}], "schema_version"}`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh surface session.jsonl\n  dsh surface .                      # newest session of this directory\n  dsh surface 5b1d --tail 20          # id prefix, last 20 nodes\n  dsh surface --json s.jsonl | jq '.positions | length'"
+)]
 pub struct SurfaceArgs {
     /// The log.
     #[arg(value_name = "LOG")]

@@ -28,8 +28,8 @@ use crate::cli::render::{Tone, paint};
 /// Checks: V-LOG-1…3 and V-ENV-1…4, V-SURF-1…5 (load boundary: the log is
 /// refused), V-SESS-1…6 (turn/step enclosure, tool call/result pairing),
 /// V-CMP-1…7 (compaction brackets), V-CMD-1…3 (command pairing), V-MTR-1…4
-/// (the token meter's replay: measure() and its projections throw), all
-/// errors; V-MTR-5 (projections drifting from measure()) and V-PRV-1…13
+/// (the token meter cannot replay the log), all errors; V-MTR-5 (the
+/// meter's projections drift from its measurement) and V-PRV-1…13
 /// (provenance the reference writers guarantee), warnings. Error checks are
 /// exactly those the reference enforces, so a log has violations for dsh
 /// exactly when the reference's verification reports one or its meter cannot
@@ -58,6 +58,9 @@ use crate::cli::render::{Tone, paint};
 /// logs print `{"files": [those], "summary": {"files","clean","violations",
 /// "refused","errors","warnings"}, "verdict", "schema_version"}`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh verify session.jsonl\n  dsh verify                            # every session under $DSH_HOME\n  dsh verify --format github --deny-warnings logs/   # CI annotations\n  dsh verify --list-checks"
+)]
 pub struct VerifyArgs {
     /// Logs to audit.
     #[arg(value_name = "LOG")]

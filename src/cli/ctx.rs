@@ -28,6 +28,8 @@ pub struct Ctx {
     pub stderr_tty: bool,
     /// Standard output: every command prints through it.
     pub out: super::render::Out,
+    /// `--max-line-bytes` / `--max-decompressed`.
+    pub limits: dsh::log::Limits,
 }
 
 impl Ctx {
@@ -41,6 +43,7 @@ impl Ctx {
             home,
             stderr_tty: std::io::stderr().is_terminal(),
             out: super::render::Out::new(),
+            limits: dsh::log::Limits::default(),
         }
     }
 
@@ -90,6 +93,7 @@ impl Ctx {
     pub fn load_options(&self) -> LoadOptions {
         LoadOptions {
             lenient: self.lenient,
+            limits: self.limits,
             ..LoadOptions::default()
         }
     }

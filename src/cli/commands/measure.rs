@@ -223,9 +223,8 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
     let header = args.header_json.as_deref().map(parse_header).transpose()?;
     let job = Job {
         opts: LoadOptions {
-            lenient: ctx.lenient,
             upto: args.at,
-            ..LoadOptions::default()
+            ..ctx.load_options()
         },
         header,
         route,

@@ -1170,3 +1170,38 @@ fn a_torn_tail_or_another_writer_is_refused_before_anything_is_written() {
     drop(f);
     assert_eq!(std::fs::read(&log).unwrap(), bytes);
 }
+
+#[test]
+fn a_key_given_as_the_variable_name_is_refused_and_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, format!("[compaction]\n\n[[routes]]\nprovider = \"deepseek-official\"\napiKeyEnv = \"{KEY}\"\nmodels = [ {{ id = \"deepseek-v4-flash\", contextWindow = 64000 }} ]\n")).unwrap();
+    let runs: [&[&str]; 4] = [
+        &["compact", "--dry-run", "--json", "--api-key-env", KEY],
+        &["compact", "--dry-run", "--api-key-env", KEY],
+        &["compact", "--api-key-env", KEY],
+        &[
+            "compact",
+            "--dry-run",
+            "--json",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    ];
+    for args in runs {
+        let out = dsh().args(args).arg(&log).output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("SECRET"), "{args:?} echoed the key: {all}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {all}");
+        assert!(
+            all.contains("NAME of an environment variable"),
+            "{args:?}: {all}"
+        );
+    }
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("SECRET"));
+}

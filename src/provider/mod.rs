@@ -245,10 +245,32 @@ impl WireRequest {
         }
         Value::obj()
             .with("method", self.method.into())
-            .with("url", self.url.clone().into())
+            .with("url", redact_url(&self.url).into())
             .with("path", self.path().into())
             .with("headers", h)
             .with("body", self.body.clone())
+    }
+}
+
+/// The userinfo (`user:password`) of a URL's authority, if it has one.
+pub fn url_userinfo(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    authority.rfind('@').map(|i| &authority[..i])
+}
+
+/// A URL safe to print: any userinfo in its authority becomes `***`
+/// (`http://user:secret@host/` → `http://***@host/`).
+pub fn redact_url(url: &str) -> String {
+    redact_userinfo(url, url)
+}
+
+/// `text` with the userinfo of `url` (if any) replaced by `***` wherever it
+/// occurs, for messages that may quote the URL.
+pub fn redact_userinfo(text: &str, url: &str) -> String {
+    match url_userinfo(url) {
+        Some(u) if !u.is_empty() => text.replace(u, "***"),
+        _ => text.to_string(),
     }
 }
 
@@ -599,5 +621,27 @@ mod tests {
         };
         assert_eq!(w.path(), "/chat/completions");
         assert!(!w.to_value().to_json().contains("sk-x"));
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_is_redacted_from_urls() {
+        assert_eq!(
+            redact_url("http://user:secret@host:8/p?a@b"),
+            "http://***@host:8/p?a@b"
+        );
+        assert_eq!(
+            redact_url("https://api.deepseek.com"),
+            "https://api.deepseek.com"
+        );
+        assert_eq!(redact_url("https://h/x@y"), "https://h/x@y");
+        assert_eq!(
+            redact_userinfo("POST http://u:pw@h/v1: refused", "http://u:pw@h"),
+            "POST http://***@h/v1: refused"
+        );
     }
 }

@@ -1205,3 +1205,33 @@ fn a_key_given_as_the_variable_name_is_refused_and_never_echoed() {
     }
     assert!(!std::fs::read_to_string(&log).unwrap().contains("SECRET"));
 }
+
+#[test]
+fn userinfo_in_the_base_url_is_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    // Port 9 on loopback: nothing listens, the call fails at once.
+    let url = "http://user:pw-SECRET-7@127.0.0.1:9";
+    let runs: [&[&str]; 3] = [
+        &["compact", "--dry-run", "--json", "--base-url", url],
+        &["compact", "--dry-run", "--base-url", url],
+        &["compact", "--json", "--base-url", url, "--retries", "0"],
+    ];
+    for args in runs {
+        let out = dsh().args(args).arg(&log).output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !all.contains("SECRET"),
+            "{args:?} printed the password: {all}"
+        );
+        assert!(
+            !all.contains("user:"),
+            "{args:?} printed the userinfo: {all}"
+        );
+    }
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("SECRET"));
+}

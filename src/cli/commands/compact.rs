@@ -288,7 +288,7 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
             "summarizer",
             Value::obj()
                 .with("kind", plan.protocol.as_str().into())
-                .with("baseURL", plan.base_url.clone().into())
+                .with("baseURL", dsh::provider::redact_url(&plan.base_url).into())
                 .with("apiKeyEnv", plan.key_env.clone().into())
                 .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
         )
@@ -389,7 +389,12 @@ fn print_human(
         )?;
         if dry_run {
             if let Some(req) = &b.request {
-                outln!(o, "request: {} {}", req.method, req.url)?;
+                outln!(
+                    o,
+                    "request: {} {}",
+                    req.method,
+                    dsh::provider::redact_url(&req.url)
+                )?;
                 for (k, v) in req.redacted_headers() {
                     outln!(o, "  {k}: {v}")?;
                 }

@@ -528,8 +528,32 @@ impl Summarizer for HttpSummarizer {
                 Box::new(anthropic::Decoder::default())
             }),
         };
-        out.map_err(|e| e.scrubbed(key))
+        out.map(|c| scrub_completion(c, key))
+            .map_err(|e| e.scrubbed(key))
     }
+}
+
+/// A completion with every occurrence of the key (a provider may echo it in
+/// the summary) replaced by `[REDACTED]`, so that nothing derived from it
+/// and appended to the log (summary, checkpoint) carries the key.
+fn scrub_completion(mut c: Completion, key: &ApiKey) -> Completion {
+    if key.is_empty() {
+        return c;
+    }
+    let needle = Value::from(key.expose()).to_json();
+    let needle = &needle[1..needle.len() - 1];
+    for b in &mut c.blocks {
+        let text = b.to_json();
+        if text.contains(needle)
+            && let Ok(v) = Value::parse(&text.replace(needle, "[REDACTED]"))
+        {
+            *b = v.into_owned();
+        }
+    }
+    if let Some(id) = &c.request_id {
+        c.request_id = Some(key.scrub(id));
+    }
+    c
 }
 
 /// Concatenate the `text` of every block of type `ty` (JavaScript string

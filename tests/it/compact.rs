@@ -1235,3 +1235,22 @@ fn userinfo_in_the_base_url_is_never_printed() {
     }
     assert!(!std::fs::read_to_string(&log).unwrap().contains("SECRET"));
 }
+
+#[test]
+fn a_key_the_provider_echoes_is_redacted_from_what_is_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let echoed = SUMMARY.replace("- cargo", &format!("- cargo, with the key {KEY}"));
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(&echoed))]);
+    let r = compact(&log, &server.base, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["outcome"], json!("compacted"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(KEY), "the key was appended to the log");
+    assert!(text.contains("with the key [REDACTED]"));
+    for out in [&r.stdout, &r.stderr] {
+        assert!(!out.contains(KEY), "printed: {out}");
+    }
+    let surface = surface_nodes(&log).to_string();
+    assert!(!surface.contains(KEY));
+}

@@ -301,3 +301,33 @@ fn a_many_log_scan_reports_a_bomb_and_carries_on() {
         assert!(all.contains("good.jsonl"), "{cmd} went on: {all}");
     }
 }
+
+#[test]
+fn extreme_flag_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        &dir,
+        "s.jsonl",
+        (session_lines().join("\n") + "\n").as_bytes(),
+    );
+    let p = p.to_str().unwrap();
+    let max = u64::MAX.to_string();
+    let runs: [&[&str]; 6] = [
+        &["compact", "--dry-run", "--wait", "1e300", p],
+        &["prune", "--dry-run", "--wait", "1e300", p],
+        &["compact", "--timeout", &max, p],
+        &["compact", "--retry-delay", &max, p],
+        &["prune", "--dry-run", "--time", "9007199254740993", p],
+        &["compact", "--dry-run", "--wait", "-1", p],
+    ];
+    for args in runs {
+        let out = dsh()
+            .env("DEEPSEEK_API_KEY", "k")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("internal error"), "{args:?}: {err}");
+    }
+}

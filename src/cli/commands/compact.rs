@@ -530,11 +530,12 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         (Some(out), false) => AppendTarget::Copy(out.clone()),
         (None, false) => AppendTarget::InPlace,
     };
-    let wait = match args.wait {
-        None => None,
-        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(UsageError(format!("--wait {s}: expected seconds >= 0")).into()),
-    };
+    let wait = args
+        .wait
+        .map(|s| crate::cli::commands::prune::seconds("--wait", s))
+        .transpose()?;
+    let idle_timeout = crate::cli::commands::prune::seconds("--timeout", args.timeout)?;
+    let retry_base = crate::cli::commands::prune::seconds("--retry-delay", args.retry_delay)?;
     let opts = AppendOptions {
         wait,
         load: ctx.load_options(),
@@ -574,9 +575,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     }
     let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), ApiKey::new(key));
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
-    endpoint.idle_timeout = Duration::from_secs_f64(args.timeout.max(0.001));
+    endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
     endpoint.max_retries = args.retries;
-    endpoint.retry_base = Duration::from_secs_f64(args.retry_delay.max(0.0));
+    endpoint.retry_base = retry_base;
     let summarizer = HttpSummarizer { endpoint };
     let options = Options {
         mode,

@@ -95,7 +95,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version surface messages header measure events load prune compact verify locks completions help"
+            opts="-q -h -V --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -109,6 +109,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -117,7 +125,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,6 +219,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -219,7 +235,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__completions)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version bash elvish fish powershell zsh"
+            opts="-q -h -V --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -233,6 +249,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -241,7 +265,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__events)
-            opts="-t -a -q -h -V --type --turn --all --width --json --lenient --quiet --color --home --help --version"
+            opts="-t -a -q -h -V --type --turn --all --width --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -271,6 +295,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -279,7 +311,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__header)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -290,6 +322,14 @@ _dsh() {
                     return 0
                     ;;
                 --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -483,7 +523,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__load)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -497,6 +537,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -505,7 +553,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__locks)
-            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --color --home --help --version"
+            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -535,6 +583,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -543,7 +599,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__measure)
-            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --home --help --version"
+            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -589,6 +645,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -597,7 +661,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__messages)
-            opts="-q -h -V --system --request --width --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --system --request --width --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -615,6 +679,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -623,7 +695,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__prune)
-            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --home --help --version"
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -673,6 +745,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -681,7 +761,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__surface)
-            opts="-q -h -V --json --lenient --quiet --color --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,6 +775,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -703,7 +791,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__verify)
-            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --home --help --version"
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -730,6 +818,14 @@ _dsh() {
                     return 0
                     ;;
                 --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -331,3 +331,13 @@ fn extreme_flag_values_are_usage_errors() {
         assert!(!err.contains("internal error"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn measure_context_window_zero_is_a_usage_error() {
+    let out = dsh()
+        .args(["measure", "--context-window", "0"])
+        .arg(sample("coding-session.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

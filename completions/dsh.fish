@@ -27,7 +27,7 @@ end
 complete -c dsh -n "__fish_dsh_needs_command" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_needs_command" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_needs_command" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_needs_command" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_needs_command" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_needs_command" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -50,7 +50,7 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this messag
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -62,7 +62,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand messages" -l width -d 'Cut each 
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand messages" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l system -d 'Also print the folded system prompt first (readable view only)'
@@ -75,7 +75,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand messages" -s V -l version -d 'Pr
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -94,7 +94,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand measure" -s j -l jobs -d 'Logs m
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand measure" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l nodes -d 'Show the per-node table (position, seq, type, tokens)'
@@ -110,7 +110,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -l width -d 'Cut preview
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand events" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s a -l all -d 'Show every event, log-only ones (chunks, steps, headers…) included'
@@ -122,7 +122,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Prin
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -143,7 +143,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l debug-write-pause-ms -
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand prune" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s n -l dry-run -d 'Show what would be appended; write nothing'
@@ -180,7 +180,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l wait -d 'Wait up to 
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
@@ -197,7 +197,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l config -d 'The dsh co
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
@@ -215,7 +215,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s j -l jobs -d 'Logs rea
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand locks" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l release -d 'Release the live lock of one LOG (append the session/end-seed marker)'
@@ -228,7 +228,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'

@@ -44,8 +44,9 @@ pub struct Cli {
     /// CLICOLOR_FORCE forces it), always, never.
     #[arg(long, global = true, value_enum, default_value_t = render::color::When::Auto, value_name = "WHEN")]
     pub color: render::color::When,
-    /// DSH home directory for session ids and cwds (default `~/.dsh`).
-    #[arg(long, global = true, env = "DSH_HOME", value_name = "DIR")]
+    /// DSH home directory for session ids and cwds (default `$DSH_HOME`
+    /// when set and not empty, else `~/.dsh`).
+    #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
     /// Refuse a log with a line longer than this (bytes; suffixes K, M, G, T
     /// in powers of 1024). Default 64M: far above any real event, low enough
@@ -99,7 +100,13 @@ pub fn run() -> ExitCode {
         }
     };
     render::color::init(cli.color);
-    let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, cli.home.clone());
+    // Read here rather than by clap, so that an empty $DSH_HOME means unset.
+    let home = cli.home.clone().or_else(|| {
+        std::env::var_os("DSH_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, home);
     if let Some(n) = cli.max_line_bytes {
         ctx.limits.max_line_bytes = n;
     }

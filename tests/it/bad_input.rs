@@ -341,3 +341,10 @@ fn measure_context_window_zero_is_a_usage_error() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn an_empty_dsh_home_is_no_home_flag_error() {
+    let out = dsh().env("DSH_HOME", "").arg("verify").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("--home <DIR>' but none"), "{err}");
+}

@@ -95,7 +95,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version surface messages header measure events load prune compact verify locks completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -109,6 +109,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -117,7 +125,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,6 +219,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -219,7 +235,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__completions)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version bash elvish fish powershell zsh"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -233,6 +249,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -241,7 +265,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__events)
-            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -279,6 +303,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -287,7 +319,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__header)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -298,6 +330,14 @@ _dsh() {
                     return 0
                     ;;
                 --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -491,7 +531,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__load)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -505,6 +545,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -513,7 +561,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__locks)
-            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-y -j -q -h -V --release --yes --wait --time --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -543,6 +591,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -551,7 +607,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__measure)
-            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -597,6 +653,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -605,7 +669,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__messages)
-            opts="-q -h -V --system --request --width --limit --tail --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-q -h -V --system --request --width --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -631,6 +695,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -639,7 +711,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__prune)
-            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -689,6 +761,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -697,7 +777,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__surface)
-            opts="-q -h -V --limit --tail --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-q -h -V --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -719,6 +799,14 @@ _dsh() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -727,7 +815,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__verify)
-            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --no-pager --home --help --version"
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -754,6 +842,14 @@ _dsh() {
                     return 0
                     ;;
                 --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

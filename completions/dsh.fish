@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dsh_global_optspecs
-    string join \n json lenient q/quiet color= no-pager home= h/help V/version
+    string join \n json lenient q/quiet color= no-pager home= max-line-bytes= max-decompressed= h/help V/version
 end
 
 function __fish_dsh_needs_command
@@ -27,7 +27,9 @@ end
 complete -c dsh -n "__fish_dsh_needs_command" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_needs_command" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_needs_command" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_needs_command" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_needs_command" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_needs_command" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_needs_command" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_needs_command" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -51,7 +53,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand surface" -l tail -d 'Show only t
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand surface" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -64,7 +68,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand messages" -l tail -d 'Show only 
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand messages" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand messages" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l system -d 'Also print the folded system prompt first (readable view only)'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l request -d 'Show the request projection: offloaded images (generation 3) become the placeholder text the model receives instead of the stored block'
 complete -c dsh -n "__fish_dsh_using_subcommand messages" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -76,7 +82,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand messages" -s V -l version -d 'Pr
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand header" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -94,7 +102,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand measure" -s j -l jobs -d 'Logs m
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand measure" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l nodes -d 'Show the per-node table (position, seq, type, tokens)'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l fail-over -d 'Exit 1 when any log is at or over its compaction threshold'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -111,7 +121,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -l tail -d 'Show only th
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand events" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s a -l all -d 'Show every event, log-only ones (chunks, steps, headers…) included'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
@@ -122,7 +134,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Prin
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand load" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -142,7 +156,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l debug-write-pause-ms -
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand prune" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s n -l dry-run -d 'Show what would be appended; write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l allow-closed-turn -d 'Write even though no turn is open at the end of the log (the result is a log the reference\'s session invariant flags)'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l events -d 'With --dry-run: print the batch as the JSON lines it would append'
@@ -178,7 +194,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l wait -d 'Wait up to 
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s n -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
@@ -194,7 +212,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l config -d 'The dsh co
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand verify" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l all -d 'Audit every session under $DSH_HOME'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l deny-warnings -d 'Warnings count as violations (exit 1)'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -l exit-zero -d 'Exit 0 even when violations are found (refused logs still exit 3), for report-only CI steps and comparisons with the reference, whose verification succeeds with a list of violations'
@@ -211,7 +231,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s j -l jobs -d 'Logs rea
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand locks" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l release -d 'Release the live lock of one LOG (append the session/end-seed marker)'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s y -l yes -d 'Do not ask before releasing'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
@@ -223,7 +245,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'Do not print warnings on stderr'

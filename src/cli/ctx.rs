@@ -36,6 +36,8 @@ pub struct Ctx {
     pub pager: Option<super::render::pager::Pager>,
     /// Standard input copied to a temporary file, kept until the run ends.
     spooled: Vec<tempfile::NamedTempFile>,
+    /// `--max-line-bytes` / `--max-decompressed`.
+    pub limits: dsh::log::Limits,
 }
 
 impl Ctx {
@@ -49,6 +51,7 @@ impl Ctx {
             home,
             stderr_tty: std::io::stderr().is_terminal(),
             out: super::render::Out::new(),
+            limits: dsh::log::Limits::default(),
             command: "COMMAND",
             paging: false,
             pager: None,
@@ -123,13 +126,14 @@ impl Ctx {
 
     /// The longest line a log may hold.
     pub fn max_line_bytes(&self) -> u64 {
-        dsh::log::DEFAULT_MAX_LINE_BYTES
+        self.limits.max_line_bytes
     }
 
     /// Load options from the global flags.
     pub fn load_options(&self) -> LoadOptions {
         LoadOptions {
             lenient: self.lenient,
+            limits: self.limits,
             ..LoadOptions::default()
         }
     }

@@ -53,9 +53,19 @@ pub struct Cli {
     /// `$DSH_PAGER`, `$PAGER` or `less -FRX`.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_pager: bool,
-    /// DSH home directory for session ids and cwds (default `~/.dsh`).
-    #[arg(long, global = true, help_heading = GLOBAL, env = "DSH_HOME", value_name = "DIR")]
+    /// DSH home directory for session ids and cwds (default `$DSH_HOME`
+    /// when set and not empty, else `~/.dsh`).
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// Refuse a log with a line longer than this (bytes; suffixes K, M, G, T
+    /// in powers of 1024). Default 64M: far above any real event, low enough
+    /// that a line that never ends cannot exhaust memory.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "N", value_parser = parse_size)]
+    pub max_line_bytes: Option<u64>,
+    /// Refuse a Zstandard log that decompresses to more than this (bytes;
+    /// suffixes K, M, G, T). Default 64G.
+    #[arg(long, global = true, help_heading = GLOBAL, value_name = "N", value_parser = parse_size)]
+    pub max_decompressed: Option<u64>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -118,7 +128,19 @@ pub fn run() -> ExitCode {
         }
     };
     render::color::init(cli.color);
-    let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, cli.home.clone());
+    // Read here rather than by clap, so that an empty $DSH_HOME means unset.
+    let home = cli.home.clone().or_else(|| {
+        std::env::var_os("DSH_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let mut ctx = Ctx::new(cli.json, cli.lenient, cli.quiet, home);
+    if let Some(n) = cli.max_line_bytes {
+        ctx.limits.max_line_bytes = n;
+    }
+    if let Some(n) = cli.max_decompressed {
+        ctx.limits.max_decompressed = n;
+    }
     ctx.paging = !cli.no_pager && !cli.json;
     ctx.command = cli.command.name();
     let result = match &cli.command {
@@ -156,5 +178,48 @@ pub fn run() -> ExitCode {
             }
             ExitCode::from(status.code())
         }
+    }
+}
+
+/// A byte count: digits with an optional K, M, G or T suffix (powers of
+/// 1024; `KiB`, `MB` and the like are read the same), at least 1.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (num, unit) = t.split_at(digits);
+    let expected = || format!("expected a byte count such as 1048576, 64M or 1G, got {s:?}");
+    let n: u64 = num.parse().map_err(|_| expected())?;
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(expected()),
+    };
+    let v = n
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))?;
+    if v == 0 {
+        return Err("must be at least 1 byte".into());
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("2KiB"), Ok(2048));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("1.5G").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999T").is_err());
+        assert!(parse_size("").is_err());
     }
 }

@@ -260,6 +260,13 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
         .clone()
         .or_else(|| route_cfg.and_then(|r| r.api_key_env.clone()))
         .unwrap_or_else(|| DEFAULT_API_KEY_ENV.into());
+    if !is_env_name(&key_env) {
+        // Never echoed: a key pasted where its variable's name goes.
+        return Err(PlanError(
+            "apiKeyEnv / --api-key-env must be the NAME of an environment variable (letters, digits and _, not starting with a digit), not the key itself; the value given is not shown"
+                .into(),
+        ));
+    }
     let reasoning_effort = inputs
         .reasoning_effort
         .clone()
@@ -285,9 +292,25 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
     })
 }
 
+/// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn is_env_name(s: &str) -> bool {
+    let mut b = s.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_variable_names_name_the_key() {
+        assert!(is_env_name("DEEPSEEK_API_KEY"));
+        assert!(is_env_name("_k1"));
+        for bad in ["", "sk-abc123", "1KEY", "A B", "$KEY", "KEY=x"] {
+            assert!(!is_env_name(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn a_closed_tail_is_always_manual_and_auto_means_pressure() {

@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
 pub use header::SessionHeader;
-pub use reader::{Container, DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_LINE_BYTES, TornTail};
+pub use reader::{Container, Limits, TornTail};
 pub use source::LogSource;
 
 use crate::event::{Event, Kind, OwnedEvent};
@@ -62,6 +62,10 @@ pub struct LoadOptions {
     /// commands that need only the surface, the headers and the counts
     /// (chunks never change those).
     pub skip_chunk_events: bool,
+    /// Bounds on one line's length and on what a Zstandard artifact may
+    /// decompress to; a log past either is refused
+    /// ([`LoadErrorKind::Limit`]).
+    pub limits: Limits,
 }
 
 /// What the fold did with one event, for observers.
@@ -609,7 +613,7 @@ fn load_inner(
 ) -> Result<LoadedLog, LoadError> {
     // Damage before the first event is the header's; after it, the framing's.
     let (reader, header_line) =
-        reader::LineReader::open(source).map_err(|e| e.or_rule(LoadRule::Header))?;
+        reader::LineReader::open(source, opts.limits).map_err(|e| e.or_rule(LoadRule::Header))?;
     // The reference names the raw log in its "unsupported" refusals.
     let raw_note = |e: LoadError| -> LoadError {
         if e.kind == LoadErrorKind::Unsupported {

@@ -145,8 +145,6 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        // Not yet configurable: `--max-line-bytes` / `--max-decompressed`
-        // are to come as `LoadOptions` fields (issue 18 F1).
         Limits {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
@@ -178,9 +176,9 @@ fn io_err(e: io::Error, what: &str) -> LoadError {
 }
 
 impl LineReader {
-    /// Open a source and read its header line (returned as bytes).
-    pub fn open(source: &LogSource) -> Result<(LineReader, Vec<u8>), LoadError> {
-        let limits = Limits::default();
+    /// Open a source and read its header line (returned as bytes), holding
+    /// the reader to `limits`.
+    pub fn open(source: &LogSource, limits: Limits) -> Result<(LineReader, Vec<u8>), LoadError> {
         let mut src: Box<dyn Read + Send> = match source {
             LogSource::File(p) | LogSource::Spooled(p) => {
                 let f = File::open(p).map_err(|e| io_err(e, "cannot open the log"))?;
@@ -487,6 +485,9 @@ impl LineReader {
                 if *end == buf.len() {
                     let cap = limits.max_line_bytes.saturating_add(1) as usize;
                     let n = (buf.len() * 2).min(cap.max(buf.len() + 1));
+                    // Exactly: an amortised doubling would reserve twice the
+                    // line limit.
+                    buf.reserve_exact(n - buf.len());
                     buf.resize(n, 0);
                 }
                 let n = loop {

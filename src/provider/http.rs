@@ -68,7 +68,8 @@ fn transport_error(t: &ureq::Transport, label: &str, ep: &Endpoint) -> ProviderE
         t.kind(),
         ureq::ErrorKind::ConnectionFailed | ureq::ErrorKind::Io | ureq::ErrorKind::BadStatus
     );
-    let mut e = ProviderError::new(ErrorCode::Network, format!("{label} request failed: {t}"));
+    let msg = super::redact_userinfo(&format!("{label} request failed: {t}"), &ep.base_url);
+    let mut e = ProviderError::new(ErrorCode::Network, msg);
     e.retryable = retryable;
     e
 }

@@ -245,10 +245,32 @@ impl WireRequest {
         }
         Value::obj()
             .with("method", self.method.into())
-            .with("url", self.url.clone().into())
+            .with("url", redact_url(&self.url).into())
             .with("path", self.path().into())
             .with("headers", h)
             .with("body", self.body.clone())
+    }
+}
+
+/// The userinfo (`user:password`) of a URL's authority, if it has one.
+pub fn url_userinfo(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    authority.rfind('@').map(|i| &authority[..i])
+}
+
+/// A URL safe to print: any userinfo in its authority becomes `***`
+/// (`http://user:secret@host/` → `http://***@host/`).
+pub fn redact_url(url: &str) -> String {
+    redact_userinfo(url, url)
+}
+
+/// `text` with the userinfo of `url` (if any) replaced by `***` wherever it
+/// occurs, for messages that may quote the URL.
+pub fn redact_userinfo(text: &str, url: &str) -> String {
+    match url_userinfo(url) {
+        Some(u) if !u.is_empty() => text.replace(u, "***"),
+        _ => text.to_string(),
     }
 }
 
@@ -506,8 +528,32 @@ impl Summarizer for HttpSummarizer {
                 Box::new(anthropic::Decoder::default())
             }),
         };
-        out.map_err(|e| e.scrubbed(key))
+        out.map(|c| scrub_completion(c, key))
+            .map_err(|e| e.scrubbed(key))
     }
+}
+
+/// A completion with every occurrence of the key (a provider may echo it in
+/// the summary) replaced by `[REDACTED]`, so that nothing derived from it
+/// and appended to the log (summary, checkpoint) carries the key.
+fn scrub_completion(mut c: Completion, key: &ApiKey) -> Completion {
+    if key.is_empty() {
+        return c;
+    }
+    let needle = Value::from(key.expose()).to_json();
+    let needle = &needle[1..needle.len() - 1];
+    for b in &mut c.blocks {
+        let text = b.to_json();
+        if text.contains(needle)
+            && let Ok(v) = Value::parse(&text.replace(needle, "[REDACTED]"))
+        {
+            *b = v.into_owned();
+        }
+    }
+    if let Some(id) = &c.request_id {
+        c.request_id = Some(key.scrub(id));
+    }
+    c
 }
 
 /// Concatenate the `text` of every block of type `ty` (JavaScript string
@@ -599,5 +645,27 @@ mod tests {
         };
         assert_eq!(w.path(), "/chat/completions");
         assert!(!w.to_value().to_json().contains("sk-x"));
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_is_redacted_from_urls() {
+        assert_eq!(
+            redact_url("http://user:secret@host:8/p?a@b"),
+            "http://***@host:8/p?a@b"
+        );
+        assert_eq!(
+            redact_url("https://api.deepseek.com"),
+            "https://api.deepseek.com"
+        );
+        assert_eq!(redact_url("https://h/x@y"), "https://h/x@y");
+        assert_eq!(
+            redact_userinfo("POST http://u:pw@h/v1: refused", "http://u:pw@h"),
+            "POST http://***@h/v1: refused"
+        );
     }
 }

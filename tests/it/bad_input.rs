@@ -374,3 +374,141 @@ fn every_reading_command_reads_standard_input() {
         .assert()
         .code(2);
 }
+
+/// Address space every bomb must stay within (256 MiB).
+const BOMB_KIB: u64 = 256 << 10;
+
+/// A header frame, then one frame of RLE blocks holding `newlines` bytes of
+/// `\n` (a multiple of 128 KiB): a few KB on disk.
+fn zstd_bomb(newlines: usize) -> Vec<u8> {
+    zstd_rle_bomb(b'\n', newlines)
+}
+
+/// [`zstd_bomb`] of any byte.
+fn zstd_rle_bomb(byte: u8, newlines: usize) -> Vec<u8> {
+    const BLOCK: usize = 128 << 10;
+    let header = format!("{}\n", session_lines()[0]);
+    let mut out = zstd::encode_all(header.as_bytes(), 3).unwrap();
+    // Magic, no content size or checksum, a 128 KiB window.
+    out.extend([0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x38]);
+    let blocks = newlines / BLOCK;
+    for i in 0..blocks {
+        let last = (i + 1 == blocks) as u32;
+        let h = ((BLOCK as u32) << 3) | (1 << 1) | last;
+        out.extend(&h.to_le_bytes()[..3]);
+        out.push(byte);
+    }
+    out
+}
+
+fn refused_capped(args: &[&str], file: &str, stdin: Option<std::fs::File>) -> String {
+    let mut c = crate::support::dsh_capped(BOMB_KIB);
+    c.args(args);
+    if let Some(f) = stdin {
+        c.stdin(f);
+    }
+    let out = c.output().unwrap();
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+    assert!(err.contains(file), "{args:?} names {file}: {err}");
+    err
+}
+
+#[test]
+fn zstd_bombs_are_refused_within_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let b100m = write(&dir, "b100m.jsonl.zstd", &zstd_bomb(100 << 20));
+    let p = b100m.to_str().unwrap();
+    refused_capped(&["surface", p], "b100m.jsonl.zstd", None);
+    // Past a small decompression limit: the limit is named.
+    let bx = write(&dir, "bx.jsonl.zstd", &zstd_rle_bomb(b'x', 100 << 20));
+    let err = refused_capped(
+        &["--max-decompressed", "10M", "surface", bx.to_str().unwrap()],
+        "bx.jsonl.zstd",
+        None,
+    );
+    assert!(err.contains("exceeds the limit of 10485760 bytes"), "{err}");
+    let b1g = write(&dir, "b1g.jsonl.zstd", &zstd_bomb(1 << 30));
+    refused_capped(&["verify", b1g.to_str().unwrap()], "b1g.jsonl.zstd", None);
+}
+
+#[test]
+fn endless_stdin_is_refused_within_bounded_memory() {
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let err = refused_capped(&["--max-line-bytes", "8M", "surface", "-"], "-", Some(zero));
+    assert!(err.contains("exceeds the limit of 8388608 bytes"), "{err}");
+}
+
+#[test]
+fn a_many_log_scan_reports_a_bomb_and_carries_on() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir, "bomb.jsonl.zstd", &zstd_bomb(100 << 20));
+    let good = session_lines().join("\n") + "\n";
+    write(&dir, "good.jsonl", good.as_bytes());
+    let d = dir.path().to_str().unwrap();
+    for cmd in ["verify", "measure"] {
+        let out = crate::support::dsh_capped(BOMB_KIB)
+            .args(["--max-decompressed", "10M", cmd, "--json", d])
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(134), "{cmd}: {all}");
+        assert!(all.contains("bomb.jsonl.zstd"), "{cmd}: {all}");
+        assert!(all.contains("good.jsonl"), "{cmd} went on: {all}");
+    }
+}
+
+#[test]
+fn extreme_flag_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        &dir,
+        "s.jsonl",
+        (session_lines().join("\n") + "\n").as_bytes(),
+    );
+    let p = p.to_str().unwrap();
+    let max = u64::MAX.to_string();
+    let runs: [&[&str]; 6] = [
+        &["compact", "--dry-run", "--wait", "1e300", p],
+        &["prune", "--dry-run", "--wait", "1e300", p],
+        &["compact", "--timeout", &max, p],
+        &["compact", "--retry-delay", &max, p],
+        &["prune", "--dry-run", "--time", "9007199254740993", p],
+        &["compact", "--dry-run", "--wait", "-1", p],
+    ];
+    for args in runs {
+        let out = dsh()
+            .env("DEEPSEEK_API_KEY", "k")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("internal error"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn measure_context_window_zero_is_a_usage_error() {
+    let out = dsh()
+        .args(["measure", "--context-window", "0"])
+        .arg(sample("coding-session.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn an_empty_dsh_home_is_no_home_flag_error() {
+    let out = dsh().env("DSH_HOME", "").arg("verify").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("--home <DIR>' but none"), "{err}");
+}

@@ -1170,3 +1170,87 @@ fn a_torn_tail_or_another_writer_is_refused_before_anything_is_written() {
     drop(f);
     assert_eq!(std::fs::read(&log).unwrap(), bytes);
 }
+
+#[test]
+fn a_key_given_as_the_variable_name_is_refused_and_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, format!("[compaction]\n\n[[routes]]\nprovider = \"deepseek-official\"\napiKeyEnv = \"{KEY}\"\nmodels = [ {{ id = \"deepseek-v4-flash\", contextWindow = 64000 }} ]\n")).unwrap();
+    let runs: [&[&str]; 4] = [
+        &["compact", "--dry-run", "--json", "--api-key-env", KEY],
+        &["compact", "--dry-run", "--api-key-env", KEY],
+        &["compact", "--api-key-env", KEY],
+        &[
+            "compact",
+            "--dry-run",
+            "--json",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    ];
+    for args in runs {
+        let out = dsh().args(args).arg(&log).output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("SECRET"), "{args:?} echoed the key: {all}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {all}");
+        assert!(
+            all.contains("NAME of an environment variable"),
+            "{args:?}: {all}"
+        );
+    }
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("SECRET"));
+}
+
+#[test]
+fn userinfo_in_the_base_url_is_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    // Port 9 on loopback: nothing listens, the call fails at once.
+    let url = "http://user:pw-SECRET-7@127.0.0.1:9";
+    let runs: [&[&str]; 3] = [
+        &["compact", "--dry-run", "--json", "--base-url", url],
+        &["compact", "--dry-run", "--base-url", url],
+        &["compact", "--json", "--base-url", url, "--retries", "0"],
+    ];
+    for args in runs {
+        let out = dsh().args(args).arg(&log).output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !all.contains("SECRET"),
+            "{args:?} printed the password: {all}"
+        );
+        assert!(
+            !all.contains("user:"),
+            "{args:?} printed the userinfo: {all}"
+        );
+    }
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("SECRET"));
+}
+
+#[test]
+fn a_key_the_provider_echoes_is_redacted_from_what_is_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let echoed = SUMMARY.replace("- cargo", &format!("- cargo, with the key {KEY}"));
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(&echoed))]);
+    let r = compact(&log, &server.base, &[]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json["outcome"], json!("compacted"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(KEY), "the key was appended to the log");
+    assert!(text.contains("with the key [REDACTED]"));
+    for out in [&r.stdout, &r.stderr] {
+        assert!(!out.contains(KEY), "printed: {out}");
+    }
+    let surface = surface_nodes(&log).to_string();
+    assert!(!surface.contains(KEY));
+}

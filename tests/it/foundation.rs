@@ -476,15 +476,15 @@ fn io_failures_keep_the_os_error_as_their_source() {
 
 #[test]
 fn a_line_that_never_ends_is_refused_at_the_line_limit() {
-    // 65 MiB without a newline on stdin (the reader's cap is 64 MiB): a
-    // clear refusal with exit 3, not unbounded growth.
-    let endless = vec![b'x'; 65 << 20];
+    // 2 MiB without a newline on stdin, against a 1 MiB line limit: a clear
+    // refusal with exit 3, not unbounded growth.
+    let endless = vec![b'x'; 2 << 20];
     let out = crate::support::dsh()
-        .args(["surface", "-"])
+        .args(["--max-line-bytes", "1M", "surface", "-"])
         .write_stdin(endless)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("exceeds the limit of 67108864 bytes"), "{err}");
+    assert!(err.contains("exceeds the limit of 1048576 bytes"), "{err}");
 }

@@ -224,3 +224,15 @@ fn the_test_environment_pins_home_and_hides_the_machine() {
     assert!(text.contains(&*home.to_string_lossy()), "{text}");
     assert!(!home.exists(), "nothing was created in the pinned home");
 }
+
+/// [`dsh`] run under `sh -c 'ulimit -v KIB'`: the binary's address space is
+/// capped, so a test fails if dsh ever holds more than `kib` KiB (an
+/// allocation past it aborts the process).
+pub fn dsh_capped(kib: u64) -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(assert_cmd::cargo::cargo_bin("dsh"));
+    pin_process(&mut c, shared_env().home());
+    c
+}

@@ -291,7 +291,7 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
             "summarizer",
             Value::obj()
                 .with("kind", plan.protocol.as_str().into())
-                .with("baseURL", plan.base_url.clone().into())
+                .with("baseURL", dsh::provider::redact_url(&plan.base_url).into())
                 .with("apiKeyEnv", plan.key_env.clone().into())
                 .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
         )
@@ -392,7 +392,12 @@ fn print_human(
         )?;
         if dry_run {
             if let Some(req) = &b.request {
-                outln!(o, "request: {} {}", req.method, req.url)?;
+                outln!(
+                    o,
+                    "request: {} {}",
+                    req.method,
+                    dsh::provider::redact_url(&req.url)
+                )?;
                 for (k, v) in req.redacted_headers() {
                     outln!(o, "  {k}: {v}")?;
                 }
@@ -529,11 +534,12 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         (Some(out), false) => AppendTarget::Copy(out.clone()),
         (None, false) => AppendTarget::InPlace,
     };
-    let wait = match args.wait {
-        None => None,
-        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(UsageError(format!("--wait {s}: expected seconds >= 0")).into()),
-    };
+    let wait = args
+        .wait
+        .map(|s| crate::cli::commands::prune::seconds("--wait", s))
+        .transpose()?;
+    let idle_timeout = crate::cli::commands::prune::seconds("--timeout", args.timeout)?;
+    let retry_base = crate::cli::commands::prune::seconds("--retry-delay", args.retry_delay)?;
     let opts = AppendOptions {
         wait,
         load: ctx.load_options(),
@@ -573,9 +579,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     }
     let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), ApiKey::new(key));
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
-    endpoint.idle_timeout = Duration::from_secs_f64(args.timeout.max(0.001));
+    endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
     endpoint.max_retries = args.retries;
-    endpoint.retry_base = Duration::from_secs_f64(args.retry_delay.max(0.0));
+    endpoint.retry_base = retry_base;
     let summarizer = HttpSummarizer { endpoint };
     let options = Options {
         mode,

@@ -391,7 +391,10 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         }
         return Ok(Status::Ok);
     };
-    let time = args.time.map_or(now, |t| t as f64);
+    let time = match args.time {
+        Some(t) => crate::cli::commands::prune::time_ms(t)?,
+        None => now,
+    };
     let prefix = app.lifecycle_prefix(time);
     let id = b
         .compaction_id

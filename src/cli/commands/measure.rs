@@ -222,12 +222,16 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
             _ => return Err(UsageError(format!("--route {r}: expected PROVIDER/MODEL")).into()),
         },
     };
+    if args.context_window == Some(0) {
+        return Err(
+            UsageError("--context-window 0: expected a positive number of tokens".into()).into(),
+        );
+    }
     let header = args.header_json.as_deref().map(parse_header).transpose()?;
     let job = Job {
         opts: LoadOptions {
-            lenient: ctx.lenient,
             upto: args.at,
-            ..LoadOptions::default()
+            ..ctx.load_options()
         },
         header,
         route,

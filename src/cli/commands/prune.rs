@@ -157,17 +157,37 @@ pub fn append_options(
     wait: Option<f64>,
     pause_ms: Option<u64>,
 ) -> Result<AppendOptions> {
-    let wait = match wait {
-        None => None,
-        Some(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => return Err(UsageError(format!("--wait {s}: expected seconds >= 0")).into()),
-    };
+    let wait = wait.map(|s| seconds("--wait", s)).transpose()?;
     Ok(AppendOptions {
         wait,
         load: ctx.load_options(),
         debug_pause: pause_ms.map(Duration::from_millis),
         ..AppendOptions::default()
     })
+}
+
+/// A seconds flag as a duration: a usage error (exit 2) when it is negative,
+/// not a number, or too large for one.
+pub fn seconds(flag: &str, s: f64) -> Result<Duration> {
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if s >= 0.0 => Ok(d),
+        _ => Err(UsageError(format!(
+            "{flag} {s}: expected seconds >= 0 (and not absurdly large)"
+        ))
+        .into()),
+    }
+}
+
+/// A `--time` in ms since the epoch: at most 2^53 (exactly representable,
+/// as the reference's numbers are), else a usage error.
+pub fn time_ms(t: u64) -> Result<f64> {
+    if t > 1 << 53 {
+        return Err(UsageError(format!(
+            "--time {t}: expected milliseconds since the epoch, at most 9007199254740992"
+        ))
+        .into());
+    }
+    Ok(t as f64)
 }
 
 fn closed_turn_refusal(app: &Appender) -> String {
@@ -283,7 +303,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
     ctx.warn_all(app.log());
     let time = match args.time {
-        Some(t) => t as f64,
+        Some(t) => time_ms(t)?,
         None if args.dry_run => app.log().last_time,
         None => now_ms(),
     };

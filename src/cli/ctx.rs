@@ -32,8 +32,6 @@ pub struct Ctx {
     pub command: &'static str,
     /// Whether long human output may go through a pager.
     pub paging: bool,
-    /// The pager, once a command started it.
-    pub pager: Option<super::render::pager::Pager>,
     /// Standard input copied to a temporary file, kept until the run ends.
     spooled: Vec<tempfile::NamedTempFile>,
     /// `--max-line-bytes` / `--max-decompressed`.
@@ -54,17 +52,17 @@ impl Ctx {
             limits: dsh::log::Limits::default(),
             command: "COMMAND",
             paging: false,
-            pager: None,
             spooled: Vec::new(),
         }
     }
 
-    /// Send the rest of this command's output through the pager, when
-    /// standard output is a terminal and paging is on. Commands with long
-    /// human output call it once they know they have something to show.
+    /// Send the rest of this command's output through the pager once it is
+    /// longer than the terminal (when standard output is one and paging is
+    /// on). Commands with long human output call it once they know they
+    /// have something to show.
     pub fn page(&mut self) {
-        if self.paging && self.pager.is_none() {
-            self.pager = super::render::pager::start(true);
+        if self.paging {
+            self.out.page_when_long();
         }
     }
 

@@ -156,9 +156,7 @@ pub fn run() -> ExitCode {
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
-    if let Some(pager) = ctx.pager.take() {
-        pager.finish();
-    }
+    ctx.out.finish();
     match result {
         Ok(status) => ExitCode::from(status.code()),
         Err(err) => {

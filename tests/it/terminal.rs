@@ -71,6 +71,12 @@ fn in_terminal(cols: u16, args: &[&str]) -> Option<String> {
 
 /// [`in_terminal`] with these variables set, escape sequences kept.
 fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
+    in_terminal_sized(cols, 50, args, env)
+}
+
+/// [`in_terminal_env`] in a terminal of `rows` lines (0: one that reports
+/// no height).
+fn in_terminal_sized(cols: u16, rows: u16, args: &[&str], env: &[(&str, &str)]) -> Option<String> {
     if Command::new("script").arg("--version").output().is_err() {
         eprintln!("SKIPPED pseudo-terminal test: `script` (util-linux) is not installed");
         return None;
@@ -80,7 +86,7 @@ fn in_terminal_env(cols: u16, args: &[&str], env: &[(&str, &str)]) -> Option<Str
         .chain(args.iter().map(|a| a.to_string()))
         .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
         .collect();
-    let cmd = format!("stty cols {cols} rows 50; {}", quoted.join(" "));
+    let cmd = format!("stty cols {cols} rows {rows}; {}", quoted.join(" "));
     let home = tempfile::tempdir().unwrap();
     let out = Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
@@ -323,8 +329,10 @@ fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
     let log = sample("coding-session.jsonl");
     let log = log.to_str().unwrap();
     let pager = [("DSH_PAGER", "sed s/^/PAGED:/"), ("NO_COLOR", "1")];
-    for cmd in ["surface", "messages", "events", "verify"] {
-        let Some(paged) = in_terminal_env(80, &[cmd, log], &pager) else {
+    // verify's report of one clean log is short; the other three are
+    // longer than a 6-line terminal.
+    for cmd in ["surface", "messages", "events"] {
+        let Some(paged) = in_terminal_sized(80, 6, &[cmd, log], &pager) else {
             return;
         };
         let lines: Vec<&str> = paged.lines().filter(|l| !l.is_empty()).collect();
@@ -333,11 +341,18 @@ fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
             lines.iter().all(|l| l.starts_with("PAGED:")),
             "{cmd} goes through $DSH_PAGER:\n{paged}"
         );
-        let direct = in_terminal_env(80, &["--no-pager", cmd, log], &pager).unwrap();
+        let direct = in_terminal_sized(80, 6, &["--no-pager", cmd, log], &pager).unwrap();
         assert!(
             !direct.contains("PAGED:"),
             "{cmd} --no-pager prints directly"
         );
+        // Output that fits the screen, or a terminal of unknown height,
+        // never starts the pager.
+        let fits = in_terminal_sized(200, 500, &[cmd, log], &pager).unwrap();
+        assert!(!fits.contains("PAGED:"), "{cmd} fits 500 rows:\n{fits}");
+        assert!(fits.lines().filter(|l| !l.is_empty()).count() > 6);
+        let unknown = in_terminal_sized(80, 0, &[cmd, log], &pager).unwrap();
+        assert!(!unknown.contains("PAGED:"), "{cmd} with no known height");
     }
     // Short reports and JSON never page.
     let json = in_terminal_env(80, &["surface", "--json", log], &pager).unwrap();

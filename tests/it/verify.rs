@@ -1438,17 +1438,17 @@ fn cli_many_logs_keep_going_past_a_bad_one() {
     assert_eq!(v["verdict"], "refused");
     assert_eq!(
         v["summary"],
-        json!({"files": 3, "clean": 1, "violations": 1, "refused": 1,
-               "errors": v["files"][1]["counts"]["error"].as_u64().unwrap() + 1, "warnings": 0})
+        json!({"logs": 3, "clean": 1, "violations": 1, "refused": 1,
+               "errors": v["logs"][1]["counts"]["error"].as_u64().unwrap() + 1, "warnings": 0})
     );
-    let verdicts: Vec<&str> = v["files"]
+    let verdicts: Vec<&str> = v["logs"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| f["verdict"].as_str().unwrap())
         .collect();
     assert_eq!(verdicts, ["clean", "violations", "refused"]);
-    assert_eq!(v["files"][2]["findings"][0]["check"], "V-LOG-2");
+    assert_eq!(v["logs"][2]["findings"][0]["check"], "V-LOG-2");
 
     // A missing file is reported among the others, not fatal.
     let out = dsh()
@@ -1461,8 +1461,8 @@ fn cli_many_logs_keep_going_past_a_bad_one() {
         .stdout
         .clone();
     let v: J = serde_json::from_slice(&out).unwrap();
-    assert_eq!(v["files"][0]["verdict"], "clean");
-    assert_eq!(v["files"][1]["findings"][0]["check"], "V-LOG-1");
+    assert_eq!(v["logs"][0]["verdict"], "clean");
+    assert_eq!(v["logs"][1]["findings"][0]["check"], "V-LOG-1");
 }
 
 #[test]
@@ -1482,8 +1482,8 @@ fn cli_all_audits_the_home_and_usage_errors_exit_2() {
         .stdout
         .clone();
     let v: J = serde_json::from_slice(&out).unwrap();
-    assert_eq!(v["summary"]["files"], 1);
-    assert_eq!(v["files"][0]["verdict"], "clean");
+    assert_eq!(v["summary"]["logs"], 1);
+    assert_eq!(v["logs"][0]["verdict"], "clean");
 
     // No LOG means the whole home, like measure and locks; this test
     // environment's home does not exist.

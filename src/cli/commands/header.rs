@@ -15,7 +15,7 @@ use crate::cli::render::outln;
 /// `request/context`.
 ///
 /// With --json: `{"header", "headerSeq", "headerEvents": [{"seq","reason"}],
-/// "context", "contextSeq", "session": {…header line…}, "schema_version"}`.
+/// "context", "contextSeq", "session": {…header line…}, "file", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh header session.jsonl\n  dsh header --json session.jsonl | jq .system"
@@ -34,6 +34,7 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
         let mut v = h.to_json();
         v = v
             .with("session", log.header.value.clone())
+            .with("file", log.source.display().into())
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
         return Ok(Status::Ok);

@@ -17,7 +17,7 @@ use crate::cli::render::outln;
 ///
 /// With --json: `{"header", "storedEvents", "closers": [event…], "events",
 /// "endSeedAppended", "eventTypes": {type: n}, "container", "tornTail",
-/// "dropped", "warnings", "schema_version"}` (the reference loader's keys plus dsh's).
+/// "dropped", "warnings", "file", "session", "schema_version"}` (the reference loader's keys plus dsh's).
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh load session.jsonl\n  dsh load --json session.jsonl | jq .eventTypes"
@@ -101,6 +101,8 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
                 "warnings",
                 Value::Arr(log.warnings.iter().map(|w| w.as_str().into()).collect()),
             )
+            .with("file", log.source.display().into())
+            .with("session", log.header.id.as_str().into())
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
         return Ok(Status::Ok);

@@ -343,7 +343,7 @@ fn round2(x: f64) -> f64 {
 }
 
 fn tokenizer_json(t: &(TokenCounts, f64)) -> OwnedValue {
-    let (c, secs) = t;
+    let (c, _elapsed) = t;
     let nodes: Vec<OwnedValue> = c
         .nodes
         .iter()
@@ -360,7 +360,6 @@ fn tokenizer_json(t: &(TokenCounts, f64)) -> OwnedValue {
         .with("messageTokens", c.message_tokens.into())
         .with("totalTokens", c.total_tokens.into())
         .with("textBytes", c.text_bytes.into())
-        .with("elapsedSeconds", num((secs * 1000.0).round() / 1000.0))
         .with("nodes", Value::Arr(nodes))
 }
 
@@ -550,10 +549,27 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
             secs
         )?;
     }
+    outln!(
+        o,
+        "{}",
+        paint_dim(
+            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text"
+        )
+    )?;
     if args.nodes {
         print_nodes(o, r, bpe, enc_head.as_deref())?;
     }
     Ok(())
+}
+
+/// Secondary text: dimmed when standard output gets color.
+fn paint_dim(s: &str) -> String {
+    if render::color::on() {
+        let st = anstyle::Style::new().dimmed();
+        format!("{st}{s}{st:#}")
+    } else {
+        s.to_string()
+    }
 }
 
 /// The route, the pressure bar, the threshold and the retained budget (or

@@ -15,7 +15,8 @@ use crate::cli::rows::RowWindow;
 ///
 /// With --json: `{"nodes": [seq…], "replaceGeneration", "replacements":
 /// [{"seq","start","end","shadowedSeqs"}], "positions": [{"position","seq",
-/// "type","role","tokens","derives"}], "schema_version"}`.
+/// "type","tokens","derives"}], "version", "contentGeneration", "file",
+/// "session", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh surface session.jsonl\n  dsh surface .                      # newest session of this directory\n  dsh surface 5b1d --tail 20          # id prefix, last 20 nodes\n  dsh surface --json s.jsonl | jq '.positions | length'"
@@ -75,9 +76,14 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "null".into());
         out.push_str(&format!(
-            "],\"version\":{},\"contentGeneration\":{cg},\"schema_version\":{SCHEMA_VERSION}}}\n",
+            "],\"version\":{},\"contentGeneration\":{cg},",
             log.header.version
         ));
+        out.push_str("\"file\":");
+        dsh::Value::from(log.source.display()).write_json(&mut out);
+        out.push_str(",\"session\":");
+        dsh::Value::from(log.header.id.as_str()).write_json(&mut out);
+        out.push_str(&format!(",\"schema_version\":{SCHEMA_VERSION}}}\n"));
         ctx.out.write_all(out.as_bytes())?;
         return Ok(Status::Ok);
     }

@@ -55,7 +55,7 @@ use crate::cli::render::{Tone, paint};
 /// `checked`/`violations` are the reference's shape (its first violation per
 /// invariant package); a refused log prints `{"error", "kind", "stage",
 /// "file", "line"?, "seq"?, "verdict": "refused", "findings", …}`. Several
-/// logs print `{"files": [those], "summary": {"files","clean","violations",
+/// logs print `{"logs": [those], "summary": {"logs","clean","violations",
 /// "refused","errors","warnings"}, "verdict", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -344,14 +344,14 @@ fn many_json(reports: &[Report], deny_warnings: bool) -> OwnedValue {
         .collect();
     let t = totals(reports, deny_warnings);
     let summary = Value::obj()
-        .with("files", reports.len().into())
+        .with("logs", reports.len().into())
         .with("clean", t.clean.into())
         .with("violations", t.violations.into())
         .with("refused", t.refused.into())
         .with("errors", t.errors.into())
         .with("warnings", t.warnings.into());
     Value::obj()
-        .with("files", Value::Arr(files))
+        .with("logs", Value::Arr(files))
         .with("summary", summary)
         .with("verdict", overall(&t).as_str().into())
         .with("schema_version", SCHEMA_VERSION.into())

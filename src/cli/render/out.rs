@@ -5,18 +5,96 @@
 
 use std::fmt;
 use std::io::{self, IoSlice, Write};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::pager::Pager;
+
 /// Standard output for one command run.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Out {
     closed: AtomicBool,
+    paging: Mutex<Paging>,
+}
+
+/// Where long output stands with the pager.
+#[derive(Default)]
+enum Paging {
+    /// Straight to standard output.
+    #[default]
+    Off,
+    /// Held back until it outgrows a screen of `rows` lines: output that
+    /// fits is printed as it is, and no pager ever starts for it.
+    Holding {
+        rows: usize,
+        lines: usize,
+        held: Vec<u8>,
+    },
+    /// Going through the pager.
+    On(Pager),
 }
 
 impl Out {
     /// A fresh door; nothing is opened until the first write.
     pub fn new() -> Out {
         Out::default()
+    }
+
+    /// Page the rest of this run's output once it is longer than the
+    /// terminal (standard output a terminal of known height, a pager asked
+    /// for; see [`super::pager`]).
+    pub fn page_when_long(&self) {
+        let Some(rows) = super::pager::screen_rows() else {
+            return;
+        };
+        let mut p = self.paging.lock().unwrap();
+        if matches!(*p, Paging::Off) {
+            *p = Paging::Holding {
+                rows,
+                lines: 0,
+                held: Vec::new(),
+            };
+        }
+    }
+
+    /// End of the run: print what is still held, or hand the pager the
+    /// end of the text and wait until the user leaves it.
+    pub fn finish(&self) {
+        let state = std::mem::take(&mut *self.paging.lock().unwrap());
+        match state {
+            Paging::Off => {}
+            Paging::Holding { held, .. } => {
+                let mut w = io::stdout().lock();
+                let r = w.write_all(&held).and_then(|()| w.flush());
+                let _ = self.absorb(r, ());
+            }
+            Paging::On(pager) => pager.finish(),
+        }
+    }
+
+    /// Take `buf` into the held output when output is being held; `true`
+    /// when it was taken. Starts the pager (and passes it everything held)
+    /// once the output outgrows the screen.
+    fn hold(&self, buf: &[u8]) -> io::Result<bool> {
+        let mut p = self.paging.lock().unwrap();
+        let Paging::Holding { rows, lines, held } = &mut *p else {
+            return Ok(false);
+        };
+        held.extend_from_slice(buf);
+        *lines += memchr::memchr_iter(b'\n', buf).count();
+        if *lines < *rows {
+            return Ok(true);
+        }
+        let held = std::mem::take(held);
+        *p = match super::pager::start() {
+            Some(pager) => Paging::On(pager),
+            None => Paging::Off,
+        };
+        drop(p);
+        let mut w = io::stdout().lock();
+        w.write_all(&held)?;
+        w.flush()?;
+        Ok(true)
     }
 
     /// Whether the reader closed the pipe (nothing more will be shown).
@@ -114,6 +192,11 @@ impl<W: Write> Write for Guarded<'_, W> {
         if self.out.closed() {
             return Ok(buf.len());
         }
+        match self.out.hold(buf) {
+            Ok(true) => return Ok(buf.len()),
+            Ok(false) => {}
+            Err(e) => return self.out.absorb(Err(e), buf.len()),
+        }
         let r = self.inner.write(buf);
         self.out.absorb(r, buf.len())
     }
@@ -121,6 +204,15 @@ impl<W: Write> Write for Guarded<'_, W> {
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let total = bufs.iter().map(|b| b.len()).sum();
         if self.out.closed() {
+            return Ok(total);
+        }
+        if !matches!(
+            *self.out.paging.lock().unwrap(),
+            Paging::Off | Paging::On(_)
+        ) {
+            for b in bufs {
+                self.write_all(b)?;
+            }
             return Ok(total);
         }
         let r = self.inner.write_vectored(bufs);

@@ -2,6 +2,9 @@
 //! `$DSH_PAGER`, else `$PAGER`, else `less -FRX` (which exits at once when
 //! the text fits one screen, keeps colors and leaves the text on the screen).
 //! An empty value or `cat` means no pager; `--no-pager` turns it off.
+//! The pager starts only once the output is longer than the terminal
+//! (see [`super::Out::page_when_long`]): what fits is printed as it is, and a
+//! terminal that reports no height gets no pager.
 //!
 //! The pager's input pipe is put on file descriptor 1 itself, so every
 //! writer (buffered, raw, comfy-table) reaches it unchanged. The width of
@@ -28,10 +31,26 @@ fn command() -> Option<String> {
     (!cmd.is_empty() && cmd != "cat").then_some(cmd)
 }
 
-/// Start the pager when standard output is a terminal and paging is on.
-/// A pager that cannot be started means printing directly.
-pub fn start(enabled: bool) -> Option<Pager> {
-    if !enabled || !std::io::stdout().is_terminal() {
+/// The height of the terminal on standard output, when output there should
+/// be paged once it outgrows it: a terminal of known size and a pager asked
+/// for (a terminal that reports no size, as a bare pseudo-terminal does,
+/// gets no pager).
+pub fn screen_rows() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    command()?;
+    // SAFETY: winsize is plain integers, for which all zeroes is valid.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ on fd 1 fills the winsize struct passed by pointer.
+    let ok = unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_row > 1).then(|| usize::from(ws.ws_row) - 1)
+}
+
+/// Start the pager on standard output. A pager that cannot be started
+/// means printing directly.
+pub fn start() -> Option<Pager> {
+    if !std::io::stdout().is_terminal() {
         return None;
     }
     let cmd = command()?;

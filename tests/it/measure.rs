@@ -680,3 +680,19 @@ fn a_warning_to_a_full_stderr_does_not_abort() {
     assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
     assert!(!out.stdout.is_empty());
 }
+
+#[test]
+fn a_refused_log_among_many_is_reported_once_on_stderr() {
+    let out = dsh()
+        .args(["measure"])
+        .arg(sample("refused.jsonl"))
+        .arg(sample("compacted.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("seq gap").count(), 1, "{stderr}");
+    assert!(!stdout.contains("seq gap"), "{stdout}");
+    assert!(stdout.contains("refused"), "{stdout}");
+}

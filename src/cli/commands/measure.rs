@@ -743,8 +743,11 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 ev.remove("schema_version");
                 ev.set("file", file.as_str().into());
                 json_rows.push(ev);
-                table.add_row(vec![shown.clone(), "error (below)".into()]);
-                errors.push(format!("{shown}: {msg}"));
+                // The reason is on stderr, once; the row only marks the log.
+                table.add_toned_row(vec![
+                    (shown.clone(), None),
+                    ("refused (reason on stderr)".into(), Some(Tone::Bad)),
+                ]);
             }
             Ok((r, warnings)) => {
                 if !ctx.quiet {

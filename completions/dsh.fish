@@ -226,6 +226,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -l no-pager -d 'Do not p
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand verify" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l wait -d 'With --release: wait up to SECONDS for another dsh writer' -r
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l out -d 'With --release: append to a copy of the log at FILE (must not exist) instead of the log itself; no confirmation is asked' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l time -d 'With --release: stamp the marker with this time (epoch ms) instead of now' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s j -l jobs -d 'Logs read in parallel (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -236,6 +237,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-line-bytes -d 'Ref
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l release -d 'Release the live lock of one LOG (append the session/end-seed marker)'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s y -l yes -d 'Do not ask before releasing'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -s n -l dry-run -d 'With --release: show what would be appended; write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not print warnings on stderr'

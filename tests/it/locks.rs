@@ -253,3 +253,72 @@ fn locks_scan_every_session_under_dsh_home() {
     let v = json(&out.stdout);
     assert_eq!(v.get("errors").unwrap().as_f64(), Some(1.0));
 }
+
+#[test]
+fn locks_release_has_a_dry_run_and_writes_a_copy_with_out() {
+    let (dir, log) = copy_of(&sample("locks-open-turn.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    // -n: the plan on stdout, nothing written, no confirmation needed.
+    let out = dsh()
+        .args(["locks", "--release", "-n"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("would append"), "{text}");
+    assert!(text.contains("session/end-seed at seq 10"), "{text}");
+    assert!(text.contains("nothing written"), "{text}");
+    assert_eq!(fs::read(&log).unwrap(), before);
+    let v = json(
+        &dsh()
+            .args(["locks", "--release", "--dry-run", "--json"])
+            .arg(&log)
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(v.get("dryRun").map(|d| d.is_true()), Some(true));
+    assert_eq!(v.get("released").map(|d| d.is_true()), Some(false));
+    assert!(
+        !v.get("appended")
+            .and_then(|a| a.as_arr())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(fs::read(&log).unwrap(), before);
+
+    // --out: the copy gets the release, the log stays as it was.
+    let copy = dir.path().join("released.jsonl");
+    let out = dsh()
+        .args(["locks", "--release", "--out"])
+        .arg(&copy)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fs::read(&log).unwrap(), before);
+    let after = fs::read(&copy).unwrap();
+    assert!(after.starts_with(&before) && after.len() > before.len());
+    let v = json(
+        &dsh()
+            .args(["locks", "--json"])
+            .arg(&copy)
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(v.get("busy").and_then(|b| b.as_count()), Some(0));
+    // An existing --out file is refused.
+    dsh()
+        .args(["locks", "--release", "--out"])
+        .arg(&copy)
+        .arg(&log)
+        .assert()
+        .code(2);
+}

@@ -44,8 +44,9 @@ use crate::cli::render::{Tone, outln};
 /// "outcome", "endSeq", "error", "endSeedSeq", "supersededBy", "summarySeq",
 /// "checkpointSeq"}], "anomalies": [{"seq","message"}]} | {"file","error",…}],
 /// "busy", "stale", "anomalies", "errors", "schema_version"}`; with
-/// --release: `{"file", "released", "state", "bracket", "appended",
-/// "schema_version"}`.
+/// --release: `{"file", "out", "released", "state", "bracket", "appended",
+/// "schema_version"}` (with --dry-run: `"released": false, "dryRun": true`
+/// and what would be appended).
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh locks                             # every session under $DSH_HOME\n  dsh locks session.jsonl\n  dsh locks --release --yes session.jsonl"
@@ -64,6 +65,18 @@ pub struct LocksArgs {
     /// With --release: wait up to SECONDS for another dsh writer.
     #[arg(long, value_name = "SECONDS", requires = "release")]
     pub wait: Option<f64>,
+    /// With --release: show what would be appended; write nothing.
+    #[arg(long, short = 'n', requires = "release")]
+    pub dry_run: bool,
+    /// With --release: append to a copy of the log at FILE (must not
+    /// exist) instead of the log itself; no confirmation is asked.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "release",
+        conflicts_with = "dry_run"
+    )]
+    pub out: Option<std::path::PathBuf>,
     /// With --release: stamp the marker with this time (epoch ms) instead of now.
     #[arg(long, value_name = "MS", requires = "release")]
     pub time: Option<u64>,
@@ -365,8 +378,13 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     let opts = append_options(ctx, args.wait, None)?;
     let src = ctx.resolve(log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
-    let mut app =
-        Appender::open(&src, AppendTarget::InPlace, &opts, &mut noop).map_err(append_error)?;
+    let target = match (&args.out, args.dry_run) {
+        (_, true) => AppendTarget::DryRun,
+        (Some(out), false) => AppendTarget::Copy(out.clone()),
+        (None, false) => AppendTarget::InPlace,
+    };
+    let in_place = matches!(target, AppendTarget::InPlace);
+    let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
     ctx.warn_all(app.log());
     let file = src.display();
     let report = app.compaction_lock();
@@ -428,7 +446,32 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     plan.push_str(
         "\nThe compaction/start stays in the log as stale crash evidence. Do this only if no harness has the session open.",
     );
-    if !args.yes {
+    if args.dry_run {
+        if ctx.json {
+            ctx.print_json(
+                &Value::obj()
+                    .with("file", file.into())
+                    .with("released", false.into())
+                    .with("dryRun", true.into())
+                    .with("state", report.state.as_str().into())
+                    .with("bracket", bracket_json(&b, now))
+                    .with(
+                        "appended",
+                        Value::Arr(prefix.iter().map(|e| e.value.clone()).collect()),
+                    )
+                    .with("schema_version", SCHEMA_VERSION.into()),
+            )?;
+        } else {
+            let plan = plan.replace("dsh will append:", "dsh would append:");
+            outln!(
+                ctx.out,
+                "{plan}
+(dry run: nothing written)"
+            )?;
+        }
+        return Ok(Status::Ok);
+    }
+    if in_place && !args.yes {
         if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
             eprintln!("{plan}");
             return Err(UsageError(
@@ -444,7 +487,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             eprintln!("nothing written");
             return Ok(Status::Findings);
         }
-    } else if !ctx.json && !ctx.quiet {
+    } else if in_place && !ctx.json && !ctx.quiet {
         eprintln!("{plan}");
     }
     let rep = app
@@ -453,10 +496,18 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .expect("the lock is busy");
     let after = app.compaction_lock().state;
     app.finish().map_err(append_error)?;
+    let written = args
+        .out
+        .as_ref()
+        .map_or_else(|| file.clone(), |o| o.display().to_string());
     if ctx.json {
         ctx.print_json(
             &Value::obj()
                 .with("file", file.into())
+                .with(
+                    "out",
+                    args.out.as_ref().map(|o| o.display().to_string()).into(),
+                )
                 .with("released", true.into())
                 .with("state", after.as_str().into())
                 .with("bracket", bracket_json(&b, now))
@@ -469,7 +520,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     } else {
         outln!(
             ctx.out,
-            "released: appended {} event(s) (seq {}–{}) to {file}; compaction/start @{} is now {} crash evidence",
+            "released: appended {} event(s) (seq {}–{}) to {written}; compaction/start @{} is now {} crash evidence",
             rep.events,
             rep.first_seq,
             rep.first_seq + rep.events - 1,

@@ -140,15 +140,33 @@ pub fn project_sessions(sessions: &Path, cwd: &str) -> Vec<PathBuf> {
 /// a `sessions` root or a DSH home. Sorted by path.
 pub fn discover(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    walk(root, 0, &mut out);
+    let mut seen = std::collections::HashSet::new();
+    walk(root, 0, &mut seen, &mut out);
     out.sort();
     out.dedup();
     out
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+/// Walk `dir`, entering each directory once: a symbolic link back up the
+/// tree (or two links to one place) is not walked again, so a home full of
+/// self-links cannot make the walk exponential.
+fn walk(
+    dir: &Path,
+    depth: usize,
+    seen: &mut std::collections::HashSet<(u64, u64)>,
+    out: &mut Vec<PathBuf>,
+) {
     if depth > 4 {
         return;
+    }
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(md) = std::fs::metadata(dir) else {
+            return;
+        };
+        if !seen.insert((md.dev(), md.ino())) {
+            return;
+        }
     }
     if let Some(f) = session_file_in(dir) {
         out.push(f);
@@ -160,7 +178,7 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     for entry in rd.flatten() {
         let p = entry.path();
         if p.is_dir() {
-            walk(&p, depth + 1, out);
+            walk(&p, depth + 1, seen, out);
         } else if depth == 0 && is_log_name(&p) {
             out.push(p);
         }

@@ -512,3 +512,34 @@ fn an_empty_dsh_home_is_no_home_flag_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("--home <DIR>' but none"), "{err}");
 }
+
+#[test]
+fn a_home_full_of_self_links_is_walked_once() {
+    let home = tempfile::tempdir().unwrap();
+    let sessions = home.path().join("sessions");
+    let session = sessions.join("--proj--").join("s1");
+    std::fs::create_dir_all(&session).unwrap();
+    std::fs::copy(sample("compacted.jsonl"), session.join("session.jsonl")).unwrap();
+    // 30 links back to the top: without a visited set the walk would enter
+    // 30^4 (810,000) directories; 20 took about 10 s where this was found.
+    for i in 0..30 {
+        std::os::unix::fs::symlink(&sessions, sessions.join(format!("loop{i}"))).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let out = dsh()
+        .args(["locks", "--json"])
+        .arg(&sessions)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = dsh::Value::parse(std::str::from_utf8(&out.stdout).unwrap().trim()).unwrap();
+    assert_eq!(
+        v.get("logs").and_then(|l| l.as_arr()).map(|l| l.len()),
+        Some(1)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -701,6 +701,12 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         .collect();
     let results = many::run_many(ctx, &sources, args.jobs, "measuring", &|s| job.run(s));
     let mut results = results.into_iter();
+    let dir_args: Vec<&Path> = args
+        .logs
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.is_dir())
+        .collect();
     let mut status = Status::Ok;
     let mut json_rows = Vec::new();
     let mut errors = Vec::new();
@@ -730,7 +736,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 )
             }
         };
-        let shown = short_name(&file, &args.logs);
+        let shown = short_name(&file, &dir_args);
         match outcome {
             Err(mut ev) => {
                 status = status.worst(Status::InvalidLog);
@@ -819,12 +825,12 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
     Ok(status)
 }
 
-/// A log's path relative to the directory argument it was found under.
-fn short_name(file: &str, args: &[String]) -> String {
-    for a in args {
-        let dir = Path::new(a);
-        if dir.is_dir()
-            && let Ok(rest) = Path::new(file).strip_prefix(dir)
+/// A log's path relative to the directory argument it was found under
+/// (`dirs`: the arguments that are directories, found once, so that many
+/// file arguments stay linear).
+fn short_name(file: &str, dirs: &[&Path]) -> String {
+    for dir in dirs {
+        if let Ok(rest) = Path::new(file).strip_prefix(dir)
             && !rest.as_os_str().is_empty()
         {
             return rest.display().to_string();

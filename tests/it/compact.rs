@@ -1342,3 +1342,41 @@ fn a_signal_during_the_summariser_call_closes_the_bracket() {
         server2.join();
     }
 }
+
+/// Before `compaction/start` (here: waiting for another writer's lock) a
+/// signal ends dsh with 128 + its number and nothing is written.
+#[test]
+fn a_signal_before_the_bracket_exits_and_writes_nothing() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let before = std::fs::read(&log).unwrap();
+    let holder = std::fs::File::open(&log).unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let child = crate::support::dsh_process()
+        .env("DEEPSEEK_API_KEY", KEY)
+        .args(["compact", "--wait", "30", "--base-url", &server.base])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(holder);
+    assert_eq!(std::fs::read(&log).unwrap(), before, "nothing written");
+    assert!(server.requests().is_empty(), "no one called");
+}

@@ -18,6 +18,12 @@ pub enum Status {
     Provider = 5,
     /// Anything else (a bug, an I/O failure while writing output).
     Internal = 70,
+    /// Ended by SIGHUP (128 + 1); a compaction bracket in progress was closed.
+    Hangup = 129,
+    /// Ended by SIGINT (128 + 2, Ctrl-C); a compaction bracket in progress was closed.
+    Interrupted = 130,
+    /// Ended by SIGTERM (128 + 15); a compaction bracket in progress was closed.
+    Terminated = 143,
 }
 
 impl Status {
@@ -37,6 +43,7 @@ impl Status {
                 Status::Provider => 4,
                 Status::Usage => 5,
                 Status::Internal => 6,
+                Status::Hangup | Status::Interrupted | Status::Terminated => 7,
             }
         }
         if rank(other) > rank(self) {

@@ -6,6 +6,7 @@ pub mod exit;
 pub mod many;
 pub mod render;
 pub mod rows;
+pub mod signals;
 pub mod spool;
 
 use std::path::PathBuf;
@@ -30,7 +31,8 @@ const GLOBAL: &str = "Global options";
 /// looked up under `$DSH_HOME/sessions`.
 ///
 /// Exit status: 0 ok, 1 findings, 2 usage, 3 invalid or unreadable log,
-/// 4 log busy (compaction lock or writer lock), 5 provider failure, 70 internal.
+/// 4 log busy (compaction lock or writer lock), 5 provider failure, 70 internal,
+/// 129/130/143 compact stopped by SIGHUP/SIGINT/SIGTERM.
 #[derive(Debug, Parser)]
 #[command(name = "dsh", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {

@@ -29,6 +29,7 @@ pub mod session;
 pub(crate) mod summary;
 
 use crate::append::AppendError;
+use crate::cancel::{Cancel, INTERRUPTED};
 use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{OwnedValue, Value};
 use crate::lock::LockState;
@@ -99,6 +100,10 @@ pub struct Env<'a> {
     pub ids: &'a mut dyn FnMut() -> String,
     /// Progress of the model call.
     pub progress: &'a mut dyn FnMut(&Progress),
+    /// A cancellation request (a signal): checked before each write and
+    /// while the model works; a bracket already started is closed with
+    /// `compaction/end{error: "interrupted"}` (§5.6).
+    pub cancel: &'a Cancel,
 }
 
 /// One bracket, as written (or as it would be, in a dry run).
@@ -213,6 +218,9 @@ pub enum FailureKind {
     StillAboveThreshold,
     /// The surface is corrupt (tool pairing) or a replay rule failed.
     Corrupt,
+    /// Cancelled ([`Env::cancel`]): nothing more written, an open bracket
+    /// closed with the error `interrupted`.
+    Cancelled,
 }
 
 /// A failed run, with what it wrote.
@@ -304,6 +312,10 @@ fn fail<T>(kind: FailureKind, message: impl Into<String>) -> Step<T> {
     Err(StepFailure::new(kind, message))
 }
 
+fn cancelled() -> StepErr {
+    StepFailure::coded(FailureKind::Cancelled, INTERRUPTED, ErrorCode::Aborted)
+}
+
 fn provider_failure(e: ProviderError) -> StepErr {
     Box::new(StepFailure {
         kind: FailureKind::Summary,
@@ -314,7 +326,22 @@ fn provider_failure(e: ProviderError) -> StepErr {
 }
 
 impl Run<'_, '_, '_> {
+    /// Stop at a safe point once cancellation was requested.
+    fn check_cancel(&self) -> Step<()> {
+        if self.env.cancel.is_cancelled() {
+            return Err(cancelled());
+        }
+        Ok(())
+    }
+
+    /// Append a batch, unless cancellation was requested.
     fn write(&mut self, events: Vec<OwnedEvent>) -> Step<()> {
+        self.check_cancel()?;
+        self.append(events)
+    }
+
+    /// Append a batch (also after cancellation: the closing `compaction/end`).
+    fn append(&mut self, events: Vec<OwnedEvent>) -> Step<()> {
         let time = (self.env.clock)();
         match self.session.write(events, time) {
             Ok(written) => {
@@ -473,15 +500,22 @@ impl Run<'_, '_, '_> {
                 ids_data(vec![("turn", turn_value(owner))]),
             ),
         );
+        // Cancelled before the start: nothing of this bracket is written.
+        self.check_cancel()?;
         br.start_seq = Some(start_seq);
         self.report.brackets.push(br);
         let bi = self.report.brackets.len() - 1;
-        self.write(vec![start])?;
+        self.append(vec![start])?;
 
         // Summarise. Nothing is written while the model works.
         let outcome: Step<summary::Summary> = match wire {
             Err(e) => Err(provider_failure(e)),
-            Ok(_) => match self.env.summarizer.complete(&req, self.env.progress) {
+            Ok(_) => match self.env.summarizer.complete_cancellable(
+                &req,
+                self.env.progress,
+                self.env.cancel,
+            ) {
+                Err(_) if self.env.cancel.is_cancelled() => Err(cancelled()),
                 Err(e) => Err(provider_failure(e)),
                 Ok(c) => {
                     self.report.brackets[bi].attempts = c.attempts;
@@ -537,7 +571,7 @@ impl Run<'_, '_, '_> {
                 ),
             );
             self.report.brackets[bi].error = Some(message.clone());
-            match self.write(vec![end]) {
+            match self.append(vec![end]) {
                 Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
                 Err(werr) => {
                     let werr = werr.message;

@@ -34,6 +34,7 @@ pub(crate) mod sse;
 
 use std::time::Duration;
 
+use crate::cancel::{Cancel, INTERRUPTED};
 use crate::json::{JStr, OwnedValue, Value};
 
 pub use assemble::{Assembler, Chunk, Finish};
@@ -496,7 +497,35 @@ pub trait Summarizer {
         req: &CompletionRequest,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Completion, ProviderError>;
+
+    /// Run the call, giving up with an `ABORTED` error as soon as `cancel`
+    /// is requested. The default checks only before the call.
+    fn complete_cancellable(
+        &self,
+        req: &CompletionRequest,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &Cancel,
+    ) -> Result<Completion, ProviderError> {
+        if cancel.is_cancelled() {
+            return Err(aborted());
+        }
+        self.complete(req, progress)
+    }
 }
+
+/// The error of a cancelled call.
+fn aborted() -> ProviderError {
+    ProviderError::new(ErrorCode::Aborted, INTERRUPTED)
+}
+
+/// What the call's worker thread reports.
+enum Worker {
+    Progress(Progress),
+    Done(Result<Completion, ProviderError>),
+}
+
+/// How often a waiting caller looks at the cancellation request.
+const CANCEL_POLL: Duration = Duration::from_millis(25);
 
 /// The HTTP summariser for an [`Endpoint`].
 #[derive(Debug, Clone)]
@@ -530,6 +559,52 @@ impl Summarizer for HttpSummarizer {
         };
         out.map(|c| scrub_completion(c, key))
             .map_err(|e| e.scrubbed(key))
+    }
+
+    /// The blocking HTTP call runs on a worker thread; this thread relays
+    /// its progress and, once `cancel` is requested, stops waiting (the
+    /// worker is abandoned; its connection ends with the process).
+    fn complete_cancellable(
+        &self,
+        req: &CompletionRequest,
+        progress: &mut dyn FnMut(&Progress),
+        cancel: &Cancel,
+    ) -> Result<Completion, ProviderError> {
+        if cancel.is_cancelled() {
+            return Err(aborted());
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let me = self.clone();
+        let owned = req.clone();
+        let spawned = std::thread::Builder::new()
+            .name("dsh-summarise".into())
+            .spawn(move || {
+                let relay = tx.clone();
+                let mut report = |p: &Progress| {
+                    let _ = relay.send(Worker::Progress(p.clone()));
+                };
+                let out = me.complete(&owned, &mut report);
+                let _ = tx.send(Worker::Done(out));
+            });
+        if spawned.is_err() {
+            return self.complete(req, progress);
+        }
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(Worker::Progress(p)) => progress(&p),
+                Ok(Worker::Done(out)) => return out,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ProviderError::new(
+                        ErrorCode::Network,
+                        "the summariser call ended without a result",
+                    ));
+                }
+            }
+            if cancel.is_cancelled() {
+                return Err(aborted());
+            }
+        }
     }
 }
 

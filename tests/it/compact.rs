@@ -1254,3 +1254,129 @@ fn a_key_the_provider_echoes_is_redacted_from_what_is_appended() {
     let surface = surface_nodes(&log).to_string();
     assert!(!surface.contains(KEY));
 }
+
+/// A signal while the summariser call is in flight closes the bracket with
+/// one `compaction/end {error: "interrupted"}`, unlocks the log and exits
+/// 128 + the signal's number.
+#[test]
+fn a_signal_during_the_summariser_call_closes_the_bracket() {
+    for (sig, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = write_log(dir.path(), "s.jsonl", &closed_log());
+        // Accepts the request and never answers.
+        let server = Server::start(vec![Reply::Stall(Duration::from_secs(60))]);
+        let child = crate::support::dsh_process()
+            .env("DEEPSEEK_API_KEY", KEY)
+            .args(["compact", "--json", "--base-url", &server.base])
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        // end-seed (12) and compaction/start (13), written as one batch.
+        while visible_lines(&log) < 14 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "compaction/start never written"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let started = std::time::Instant::now();
+        // SAFETY: a plain kill(2) of our own child.
+        let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        assert_eq!(rc, 0);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the signal did not stop the call"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "signal {sig}: {stderr}");
+        assert!(stderr.contains("interrupted"), "{stderr}");
+        let v: J = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["error"]["kind"], json!("cancelled"));
+        assert_eq!(v["error"]["code"], json!("ABORTED"));
+        assert_eq!(v["brackets"][0]["error"], json!("interrupted"));
+        assert_eq!(v["brackets"][0]["endSeq"], json!(14));
+        let all = lines(&log);
+        assert_eq!(all.len(), 15, "exactly one event after the start");
+        assert_eq!(all[13]["type"], json!("compaction/start"));
+        let end = &all[14];
+        assert_eq!(end["type"], json!("compaction/end"));
+        assert_eq!(end["seq"], json!(14));
+        assert_eq!(
+            end["data"],
+            json!({"compactionId": all[13]["data"]["compactionId"], "turn": null, "error": "interrupted"})
+        );
+        // The surface is unchanged, the log verifies and no lock is held.
+        assert_eq!(surface_nodes(&log), json!([2, 4, 6, 9]));
+        let verify = dsh().arg("verify").arg(&log).output().unwrap();
+        assert_eq!(
+            verify.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
+        let locks = dsh()
+            .args(["locks", "--json", "-q"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(locks.status.code(), Some(0));
+        let lv: J = serde_json::from_slice(&locks.stdout).unwrap();
+        assert_eq!(lv["busy"], json!(0), "{lv}");
+        assert_eq!(lv["logs"][0]["state"], json!("free"), "{lv}");
+        // The writer lock is gone too: the next compaction runs.
+        let server2 = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+        let r = compact(&log, &server2.base, &[]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        // A new lifecycle: an end-seed at 15, the bracket from 16.
+        assert_eq!(r.json["endSeedSeq"], json!(15));
+        assert_eq!(r.json["brackets"][0]["startSeq"], json!(16));
+        drop(server);
+        server2.join();
+    }
+}
+
+/// Before `compaction/start` (here: waiting for another writer's lock) a
+/// signal ends dsh with 128 + its number and nothing is written.
+#[test]
+fn a_signal_before_the_bracket_exits_and_writes_nothing() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let before = std::fs::read(&log).unwrap();
+    let holder = std::fs::File::open(&log).unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(unsafe { libc::flock(holder.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let child = crate::support::dsh_process()
+        .env("DEEPSEEK_API_KEY", KEY)
+        .args(["compact", "--wait", "30", "--base-url", &server.base])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: a plain kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(holder);
+    assert_eq!(std::fs::read(&log).unwrap(), before, "nothing written");
+    assert!(server.requests().is_empty(), "no one called");
+}

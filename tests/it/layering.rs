@@ -8,7 +8,7 @@ use std::path::Path;
 /// Top-level library modules, bottom layer first. Keep in step with the
 /// README's Layout section.
 const LAYERS: &[&[&str]] = &[
-    &["json"],
+    &["json", "cancel"],
     &["event", "heuristic", "policy", "provider"],
     &["request_header", "lock", "surface", "config"],
     &["log"],

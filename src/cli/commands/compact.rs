@@ -20,6 +20,7 @@ use crate::cli::commands::prune::{append_error, now_ms};
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_config};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{Out, outln};
+use crate::cli::signals;
 
 /// Compact a session log: summarise its oldest history through a model and
 /// replace it with one checkpoint.
@@ -77,7 +78,11 @@ use crate::cli::render::{Out, outln};
 /// Exit status: 0 done (also when nothing needed doing), 1 the surface
 /// changed or pressure remains, 2 usage/configuration, 3 invalid log,
 /// 4 compaction lock held or the log busy (see `dsh locks`), 5 summarisation
-/// failed (the failed bracket is recorded in the log), 70 a write failed.
+/// failed (the failed bracket is recorded in the log), 70 a write failed,
+/// 130 / 143 / 129 stopped by SIGINT (Ctrl-C) / SIGTERM / SIGHUP. A signal
+/// after `compaction/start` stops the model call and closes the bracket with
+/// one `compaction/end {error: "interrupted"}`, so no lock is left held;
+/// before it, nothing more is written.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  dsh compact -n --route deepseek/deepseek-chat session.jsonl\n  dsh compact --route deepseek/deepseek-chat session.jsonl\n  dsh compact --mode pressure --wait 30 --json 5b1d\n  dsh compact --out copy.jsonl --route deepseek/deepseek-chat s.jsonl"
@@ -488,6 +493,7 @@ fn failure_status(f: &Failure) -> Status {
         FailureKind::Changed | FailureKind::StillAboveThreshold => Status::Findings,
         FailureKind::Corrupt => Status::InvalidLog,
         FailureKind::Commit => Status::Internal,
+        FailureKind::Cancelled => signals::status().unwrap_or(Status::Interrupted),
     }
 }
 
@@ -526,6 +532,9 @@ fn busy_hint(log: &str) -> String {
 
 /// Run `dsh compact`.
 pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
+    // A signal exits 128 + its number; once the run may write, it closes
+    // what is open first (see `signals`).
+    signals::catch();
     let config = load_config(args.config.as_deref())?;
     // Read twice when step labels repeat (see `Session::open`).
     let src = ctx.resolve_rereadable(&args.log)?;
@@ -615,7 +624,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         clock: &clock,
         ids: &mut ids,
         progress: &mut progress,
+        cancel: &signals::CANCEL,
     };
+    let guard = (!args.dry_run).then(signals::guard);
     let result = compact::run(&mut session, &mut env, &options);
     if let Some(pb) = &spinner {
         pb.finish_and_clear();
@@ -631,6 +642,8 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     if wrote {
         session.finish().map_err(append_error)?;
     }
+    drop(guard);
+    let interrupted = signals::status();
     match result {
         Ok(report) => {
             if ctx.json {
@@ -640,7 +653,8 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             } else {
                 print_human(&ctx.out, &report, &plan, lifecycle, args.dry_run)?;
             }
-            Ok(Status::Ok)
+            // A signal that came while the bracket was being committed.
+            Ok(interrupted.unwrap_or(Status::Ok))
         }
         Err(f) => report_failure(ctx, args, &plan, lifecycle, &f),
     }
@@ -679,6 +693,12 @@ fn report_failure(
             plan.key_env
         )),
         (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
+        (_, FailureKind::Cancelled) => Some(match f.report.brackets.iter().any(|b| b.error.as_deref() == Some(dsh::cancel::INTERRUPTED) && b.end_seq.is_some()) {
+            true => {
+                "stopped by a signal; the open bracket was closed with compaction/end {error: \"interrupted\"} and the log is unlocked".to_string()
+            }
+            false => "stopped by a signal before compaction/start; no bracket was written".to_string(),
+        }),
         _ => None,
     };
     if ctx.json {

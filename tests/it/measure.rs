@@ -584,9 +584,19 @@ fn many_logs_one_row_each_and_bad_files_do_not_stop_the_scan() {
         s.lines()
             .any(|l| l.contains("b.jsonl") && l.contains(" 124 "))
     );
+    // A refused log's reason is on stderr, once; its row says refused.
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        s.contains("c.jsonl: token meter: step/start at seq 5 arrived before turn 1/step 1 ended")
+        err.contains(
+            "c.jsonl: token meter: step/start at seq 5 arrived before turn 1/step 1 ended"
+        ),
+        "{err}"
     );
+    assert!(
+        s.lines()
+            .any(|l| l.contains("c.jsonl") && l.contains("refused"))
+    );
+    assert!(!s.contains("token meter: step/start"));
     // Only good logs, one over its threshold: --fail-over exits 1.
     let (code, v) = measure_json(&[
         "--fail-over",

@@ -429,10 +429,11 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .find(|e| e.kind == dsh::Kind::SessionEndSeed)
         .map(|e| e.seq);
     let mut plan = format!(
-        "{file}: compaction/start at seq {} (compactionId {id}, {}, started {} ago) holds a live compaction lock.\nAs a resuming harness does, dsh will append:",
+        "{file}: compaction/start at seq {} (compactionId {id}, {}, started {} ago) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
         b.seq,
         b.owner(),
-        age(now - b.time)
+        age(now - b.time),
+        if args.dry_run { "would" } else { "will" }
     );
     if !closers.is_empty() {
         plan.push_str(&format!(
@@ -449,20 +450,11 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     if args.dry_run {
         if ctx.json {
             ctx.print_json(
-                &Value::obj()
-                    .with("file", file.into())
+                &release_json(&file, &b, now, report.state.as_str(), &prefix)
                     .with("released", false.into())
-                    .with("dryRun", true.into())
-                    .with("state", report.state.as_str().into())
-                    .with("bracket", bracket_json(&b, now))
-                    .with(
-                        "appended",
-                        Value::Arr(prefix.iter().map(|e| e.value.clone()).collect()),
-                    )
-                    .with("schema_version", SCHEMA_VERSION.into()),
+                    .with("dryRun", true.into()),
             )?;
         } else {
-            let plan = plan.replace("dsh will append:", "dsh would append:");
             outln!(
                 ctx.out,
                 "{plan}
@@ -502,20 +494,12 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .map_or_else(|| file.clone(), |o| o.display().to_string());
     if ctx.json {
         ctx.print_json(
-            &Value::obj()
-                .with("file", file.into())
+            &release_json(&file, &b, now, after.as_str(), &prefix)
                 .with(
                     "out",
                     args.out.as_ref().map(|o| o.display().to_string()).into(),
                 )
-                .with("released", true.into())
-                .with("state", after.as_str().into())
-                .with("bracket", bracket_json(&b, now))
-                .with(
-                    "appended",
-                    Value::Arr(prefix.iter().map(|e| e.value.clone()).collect()),
-                )
-                .with("schema_version", SCHEMA_VERSION.into()),
+                .with("released", true.into()),
         )?;
     } else {
         outln!(
@@ -529,4 +513,24 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         )?;
     }
     Ok(Status::Ok)
+}
+
+/// What `--release --json` prints in its dry run and its real run alike:
+/// the file, the lock state after the run, the bracket and the events appended.
+fn release_json(
+    file: &str,
+    b: &dsh::lock::Bracket,
+    now: f64,
+    state: &str,
+    appended: &[dsh::OwnedEvent],
+) -> OwnedValue {
+    Value::obj()
+        .with("file", file.into())
+        .with("state", state.into())
+        .with("bracket", bracket_json(b, now))
+        .with(
+            "appended",
+            Value::Arr(appended.iter().map(|e| e.value.clone()).collect()),
+        )
+        .with("schema_version", SCHEMA_VERSION.into())
 }

@@ -228,6 +228,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand verify" -s V -l version -d 'Prin
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l wait -d 'With --release: wait up to SECONDS for another dsh writer' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l out -d 'With --release: append to a copy of the log at FILE (must not exist) instead of the log itself; no confirmation is asked' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l time -d 'With --release: stamp the marker with this time (epoch ms) instead of now' -r
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l now -d 'Measure ages from this time (epoch ms) instead of the clock; with --json it implies --age' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s j -l jobs -d 'Logs read in parallel (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
@@ -238,23 +239,14 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -l max-decompressed -d 'R
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l release -d 'Release the live lock of one LOG (append the session/end-seed marker)'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s y -l yes -d 'Do not ask before releasing'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s n -l dry-run -d 'With --release: show what would be appended; write nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l age -d 'With --json: give each lock\'s age (`ageMs`), measured from the clock (or from --now). The table always shows ages'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not print warnings on stderr'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
-always\t'Always color, even into a pipe or file'
-never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
-complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'

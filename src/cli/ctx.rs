@@ -87,14 +87,32 @@ impl Ctx {
         Ok(src)
     }
 
-    /// Resolve arguments that may each name many logs.
-    pub fn resolve_many(&self, args: &[String]) -> Result<Vec<LogSource>, LoadError> {
+    /// Resolve arguments that may each name many logs; the first that
+    /// names nothing stops the run.
+    pub fn resolve_many(&self, args: &[String]) -> anyhow::Result<Vec<LogSource>> {
+        let mut out = Vec::new();
+        for found in self.resolve_each(args)? {
+            out.extend(found?);
+        }
+        Ok(out)
+    }
+
+    /// Resolve arguments that may each name many logs, one result per
+    /// argument: one that names nothing is that argument's error (a bad row
+    /// of a many-log report, the rest go on), but an ambiguous session-id
+    /// prefix stops the run as a usage error listing the candidates (exit
+    /// 2), as it does for a single LOG.
+    pub fn resolve_each(
+        &self,
+        args: &[String],
+    ) -> anyhow::Result<Vec<Result<Vec<LogSource>, LoadError>>> {
         let mut out = Vec::new();
         for a in args {
-            out.extend(
-                dsh::log::lookup::resolve_many(a, self.home.as_deref())
-                    .map_err(|e| e.into_load_error())?,
-            );
+            match dsh::log::lookup::resolve_many(a, self.home.as_deref()) {
+                Ok(found) => out.push(Ok(found)),
+                Err(dsh::log::lookup::LookupError::NotFound(e)) => out.push(Err(e)),
+                Err(ambiguous) => return Err(lookup_error(ambiguous)),
+            }
         }
         Ok(out)
     }

@@ -12,7 +12,7 @@ pub mod spool;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use ctx::Ctx;
 use exit::Status;
@@ -115,9 +115,27 @@ impl Command {
     }
 }
 
+/// The command line as clap sees it, for parsing, help and completions:
+/// the global options, which do nothing for `completions`, are hidden from
+/// its help and from the completion scripts' suggestions after it.
+pub fn command() -> clap::Command {
+    let cmd = Cli::command();
+    // A subcommand that already has an argument of a global's id keeps its
+    // own: give `completions` hidden copies.
+    let hidden: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    cmd.mut_subcommand("completions", |sub| sub.args(hidden))
+}
+
 /// Parse, run, and turn the outcome into an exit code.
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() {

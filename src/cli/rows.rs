@@ -1,4 +1,8 @@
-//! `--limit N` / `--tail N`: which rows of a long listing to show.
+//! `--limit N` / `--tail N`: which rows of a long listing to show, and
+//! [`Rows`], which applies them to rows streamed one at a time.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
 
 /// The rows of a listing to show: all, the first N, or the last N.
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
@@ -57,9 +61,100 @@ impl RowWindow {
     }
 }
 
+/// Rows streamed through a [`RowWindow`] into a writer: without `--tail`
+/// each row is written as it comes; with `--tail N` the last N are kept
+/// until [`Rows::finish`], since how many rows there are is known only at
+/// the end.
+pub struct Rows<W: Write> {
+    window: RowWindow,
+    out: W,
+    seen: usize,
+    tail: VecDeque<String>,
+}
+
+impl<W: Write> Rows<W> {
+    /// Stream rows into `out`.
+    pub fn new(window: RowWindow, out: W) -> Rows<W> {
+        Rows {
+            window,
+            out,
+            seen: 0,
+            tail: VecDeque::new(),
+        }
+    }
+
+    /// Count one more row; `false` when it is past `--limit`, so it need
+    /// not even be rendered.
+    pub fn admit(&mut self) -> bool {
+        self.seen += 1;
+        self.window.limit.is_none_or(|l| self.seen <= l)
+    }
+
+    /// The rows counted so far, shown or not.
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
+    /// Write an admitted row now, or keep it for `--tail`.
+    pub fn push(&mut self, row: String) -> io::Result<()> {
+        match self.window.tail {
+            Some(0) => Ok(()),
+            Some(n) => {
+                if self.tail.len() == n {
+                    self.tail.pop_front();
+                }
+                self.tail.push_back(row);
+                Ok(())
+            }
+            None => self.out.write_all(row.as_bytes()),
+        }
+    }
+
+    /// Write the rows kept for `--tail`; the writer back, for a footer.
+    pub fn finish(mut self) -> io::Result<W> {
+        for row in std::mem::take(&mut self.tail) {
+            self.out.write_all(row.as_bytes())?;
+        }
+        Ok(self.out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::RowWindow;
+    use super::{RowWindow, Rows};
+
+    fn streamed(window: RowWindow, n: usize) -> (String, usize) {
+        let mut rows = Rows::new(window, Vec::new());
+        for i in 0..n {
+            if rows.admit() {
+                rows.push(format!("{i}\n")).unwrap();
+            }
+        }
+        let seen = rows.seen();
+        (String::from_utf8(rows.finish().unwrap()).unwrap(), seen)
+    }
+
+    #[test]
+    fn rows_stream_the_window() {
+        let all = RowWindow::default();
+        assert_eq!(streamed(all, 3), ("0\n1\n2\n".into(), 3));
+        let first = RowWindow {
+            limit: Some(2),
+            tail: None,
+        };
+        assert_eq!(streamed(first, 5), ("0\n1\n".into(), 5));
+        let last = RowWindow {
+            limit: None,
+            tail: Some(2),
+        };
+        assert_eq!(streamed(last, 5), ("3\n4\n".into(), 5));
+        assert_eq!(streamed(last, 1), ("0\n".into(), 1));
+        let none = RowWindow {
+            limit: None,
+            tail: Some(0),
+        };
+        assert_eq!(streamed(none, 4), (String::new(), 4));
+    }
 
     #[test]
     fn limit_and_tail_pick_the_ends() {

@@ -28,18 +28,6 @@ pub enum LookupError {
     },
 }
 
-impl LookupError {
-    /// As a load error (ambiguity reads as "not found" there).
-    pub fn into_load_error(self) -> LoadError {
-        match self {
-            LookupError::NotFound(e) => e,
-            e @ LookupError::Ambiguous { .. } => {
-                LoadError::new(LoadErrorKind::NotFound, e.to_string())
-            }
-        }
-    }
-}
-
 impl From<LoadError> for LookupError {
     fn from(e: LoadError) -> Self {
         LookupError::NotFound(e)

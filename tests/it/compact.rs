@@ -1329,7 +1329,7 @@ fn a_signal_during_the_summariser_call_closes_the_bracket() {
             .unwrap();
         assert_eq!(locks.status.code(), Some(0));
         let lv: J = serde_json::from_slice(&locks.stdout).unwrap();
-        assert_eq!(lv["busy"], json!(0), "{lv}");
+        assert_eq!(lv["summary"]["busy"], json!(0), "{lv}");
         assert_eq!(lv["logs"][0]["state"], json!("free"), "{lv}");
         // The writer lock is gone too: the next compaction runs.
         let server2 = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);

@@ -15,6 +15,29 @@ fn committed_completions_are_current() {
             generated.stdout == committed,
             "completions/{file} is stale: run completions/generate.sh and commit the result"
         );
+        // Nothing but the shell is offered after `completions`.
+        let script = String::from_utf8(generated.stdout).unwrap();
+        let after = match shell {
+            "bash" => script
+                .split_once("dsh__subcmd__completions)\n")
+                .map(|(_, t)| t),
+            "zsh" => script.split_once("(completions)\n").map(|(_, t)| t),
+            _ => Some(script.as_str()),
+        }
+        .unwrap_or_else(|| panic!("completions/{file} has a `completions` entry"));
+        let entry: String = match shell {
+            "fish" => after
+                .lines()
+                .filter(|l| l.contains("__fish_dsh_using_subcommand completions\""))
+                .collect(),
+            _ => after.split(";;").next().unwrap().to_string(),
+        };
+        for global in ["json", "lenient", "color", "home"] {
+            assert!(
+                !entry.contains(global),
+                "completions/{file} offers --{global} after `completions`: {entry}"
+            );
+        }
     }
 }
 
@@ -56,7 +79,14 @@ fn every_subcommand_help_has_examples_and_speaks_of_dsh() {
                 .filter(|l| l.trim_start().starts_with("dsh ") || l.contains("| dsh "))
                 .count();
             assert!((2..=4).contains(&n), "dsh {cmd} {flag}: {n} examples");
-            assert!(text.contains("Global options:"), "dsh {cmd} {flag}");
+            if cmd == "completions" {
+                // The global options do nothing there: not shown.
+                for global in ["Global options:", "--json", "--lenient", "--color"] {
+                    assert!(!text.contains(global), "dsh {cmd} {flag} lists {global}");
+                }
+            } else {
+                assert!(text.contains("Global options:"), "dsh {cmd} {flag}");
+            }
             for internal in ["oracle", "rc.8"] {
                 assert!(!text.contains(internal), "dsh {cmd} {flag} says {internal}");
             }

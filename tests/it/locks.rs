@@ -48,7 +48,10 @@ fn locks_on_the_spec_examples() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "a busy lock is a finding");
     let v = json(&out.stdout);
-    assert_eq!(v.get("busy").unwrap().as_f64(), Some(1.0));
+    assert_eq!(
+        v.get("summary").unwrap().get("busy").unwrap().as_f64(),
+        Some(1.0)
+    );
     let log = &v.get("logs").unwrap().as_arr().unwrap()[0];
     assert!(log.get("state").unwrap().is_str("busy"));
     assert_eq!(log.get("lastBracketSeq").unwrap().as_f64(), Some(14.0));
@@ -57,7 +60,32 @@ fn locks_on_the_spec_examples() {
     let b = &log.get("brackets").unwrap().as_arr().unwrap()[1];
     assert!(b.get("turn").unwrap().to_json() == "null");
     assert!(b.get("sourceCommandId").unwrap().is_str("cmd-0001"));
-    assert!(b.get("ageMs").unwrap().as_f64().unwrap() > 0.0);
+    // No clock reading unless asked: the same log gives the same document.
+    assert!(b.get("ageMs").is_none(), "{}", b.to_json());
+    assert!(v.get("now").is_none());
+    let time = b.get("time").unwrap().as_f64().unwrap();
+    let aged = |extra: &[&str]| {
+        let out = dsh()
+            .args(["locks", "--json", "-q"])
+            .args(extra)
+            .arg(ex.join("v0-lock-busy.jsonl"))
+            .output()
+            .unwrap();
+        let v = json(&out.stdout);
+        let log = &v.get("logs").unwrap().as_arr().unwrap()[0];
+        let b = &log.get("brackets").unwrap().as_arr().unwrap()[1];
+        (
+            b.get("ageMs").and_then(|a| a.as_f64()),
+            v.get("now").and_then(|n| n.as_f64()),
+        )
+    };
+    let now = time + 90_000.0;
+    assert_eq!(
+        aged(&["--now", &format!("{now}")]),
+        (Some(90_000.0), Some(now))
+    );
+    let (age, clock) = aged(&["--age"]);
+    assert!(age.unwrap() > 0.0 && clock.unwrap() > time);
 
     let out = dsh()
         .args(["locks", "--json", "-q"])
@@ -251,7 +279,10 @@ fn locks_scan_every_session_under_dsh_home() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let v = json(&out.stdout);
-    assert_eq!(v.get("errors").unwrap().as_f64(), Some(1.0));
+    assert_eq!(
+        v.get("summary").unwrap().get("errors").unwrap().as_f64(),
+        Some(1.0)
+    );
 }
 
 #[test]
@@ -280,6 +311,16 @@ fn locks_release_has_a_dry_run_and_writes_a_copy_with_out() {
     );
     assert_eq!(v.get("dryRun").map(|d| d.is_true()), Some(true));
     assert_eq!(v.get("released").map(|d| d.is_true()), Some(false));
+    // A dry run reads no clock: run twice, the same bytes.
+    let again = || {
+        dsh()
+            .args(["locks", "--release", "--dry-run", "--json"])
+            .arg(&log)
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(again(), again());
     assert!(
         !v.get("appended")
             .and_then(|a| a.as_arr())
@@ -313,7 +354,12 @@ fn locks_release_has_a_dry_run_and_writes_a_copy_with_out() {
             .unwrap()
             .stdout,
     );
-    assert_eq!(v.get("busy").and_then(|b| b.as_count()), Some(0));
+    assert_eq!(
+        v.get("summary")
+            .and_then(|s| s.get("busy"))
+            .and_then(|b| b.as_count()),
+        Some(0)
+    );
     // An existing --out file is refused.
     dsh()
         .args(["locks", "--release", "--out"])

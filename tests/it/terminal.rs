@@ -302,6 +302,20 @@ fn a_session_is_found_by_its_working_directory_and_an_id_prefix() {
         err.contains("5b1d6c2e-0f3a") && err.contains("5b1d9999-aaaa"),
         "{err}"
     );
+    // So it is among many LOGs, for every command that takes many: the
+    // candidates, exit 2, and nothing measured.
+    let sample = crate::support::sample("coding-session.jsonl");
+    let sample = sample.to_str().unwrap();
+    for cmd in ["measure", "verify", "locks"] {
+        let amb = found(&[cmd, sample, "5b1d"], &root);
+        let err = String::from_utf8_lossy(&amb.stderr);
+        assert_eq!(amb.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("5b1d6c2e-0f3a") && err.contains("5b1d9999-aaaa"),
+            "{cmd}: {err}"
+        );
+        assert!(amb.stdout.is_empty(), "{cmd}: {:?}", amb.stdout);
+    }
     // An unknown directory says what was looked for.
     let none = found(&["surface", "."], &root.join("src"));
     assert_eq!(none.status.code(), Some(3));

@@ -11,7 +11,7 @@ use dsh::log::Folded;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview, truncate};
 use crate::cli::exit::Status;
 use crate::cli::render;
-use crate::cli::rows::RowWindow;
+use crate::cli::rows::{RowWindow, Rows};
 
 /// Show the raw log as a human transcript.
 ///
@@ -65,9 +65,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
     drop(first);
     ctx.page();
-    let mut out = ctx.out.stream();
-    // --tail keeps the last N rendered rows until the end.
-    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut rows = Rows::new(args.rows, ctx.out.stream());
     let term = render::width();
     // seq, turn, type and mark take about 47 columns before the preview.
     let width = args
@@ -75,7 +73,6 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
         .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20)));
     let mut turn: Option<u64> = None;
     let mut werr: Option<std::io::Error> = None;
-    let mut shown = 0u64;
     let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
         if werr.is_some() {
             return;
@@ -117,8 +114,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             }
             return;
         }
-        shown += 1;
-        if args.rows.limit.is_some_and(|n| shown > n as u64) {
+        if !rows.admit() {
             if ev.kind == Kind::TurnEnd {
                 turn = None;
             }
@@ -174,20 +170,8 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 None => line,
             }
         };
-        match args.rows.tail {
-            Some(n) => {
-                if tail.len() == n {
-                    tail.pop_front();
-                }
-                if n > 0 {
-                    tail.push_back(row);
-                }
-            }
-            None => {
-                if let Err(e) = out.write_all(row.as_bytes()) {
-                    werr = Some(e);
-                }
-            }
+        if let Err(e) = rows.push(row) {
+            werr = Some(e);
         }
         if ev.kind == Kind::TurnEnd {
             turn = None;
@@ -197,14 +181,12 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     if let Some(e) = werr {
         return Err(e.into());
     }
-    for row in &tail {
-        out.write_all(row.as_bytes())?;
-    }
+    let shown = rows.seen();
+    let mut out = rows.finish()?;
     if !ctx.json {
-        let total = shown as usize;
-        match args.rows.note(total, "events") {
+        match args.rows.note(shown, "events") {
             Some(note) => writeln!(out, "{note}")?,
-            None => writeln!(out, "{} event(s) shown", render::num(shown))?,
+            None => writeln!(out, "{} event(s) shown", render::num(shown as u64))?,
         }
     }
     out.flush()?;

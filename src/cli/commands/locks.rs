@@ -40,13 +40,16 @@ use crate::cli::render::{Tone, outln};
 ///
 /// With --json: `{"logs": [{"file", "state", "lastBracketSeq",
 /// "lastEndSeedSeq", "lastSeq", "brackets": [{"seq", "compactionId",
-/// "sourceCommandId"?, "turn", "openTurn", "time", "ageMs", "status",
+/// "sourceCommandId"?, "turn", "openTurn", "time", "ageMs"?, "status",
 /// "outcome", "endSeq", "error", "endSeedSeq", "supersededBy", "summarySeq",
 /// "checkpointSeq"}], "anomalies": [{"seq","message"}]} | {"file","error",…}],
-/// "busy", "stale", "anomalies", "errors", "schema_version"}`; with
-/// --release: `{"file", "out", "released", "state", "bracket", "appended",
-/// "schema_version"}` (with --dry-run: `"released": false, "dryRun": true`
-/// and what would be appended).
+/// "summary": {"logs", "busy", "stale", "anomalies", "errors"}, "now"?,
+/// "schema_version"}`; with --release: `{"file", "session", "out",
+/// "released", "state", "bracket", "appended", "schema_version"}` (with
+/// --dry-run: `"released": false, "dryRun": true` and what would be
+/// appended, stamped with the log's last event time unless --time). The
+/// JSON holds no clock reading unless asked: `ageMs` (and the `now` it is
+/// measured from) only with --age or --now.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh locks                             # every session under $DSH_HOME\n  dsh locks session.jsonl\n  dsh locks --release --yes session.jsonl"
@@ -80,6 +83,14 @@ pub struct LocksArgs {
     /// With --release: stamp the marker with this time (epoch ms) instead of now.
     #[arg(long, value_name = "MS", requires = "release")]
     pub time: Option<u64>,
+    /// With --json: give each lock's age (`ageMs`), measured from the
+    /// clock (or from --now). The table always shows ages.
+    #[arg(long)]
+    pub age: bool,
+    /// Measure ages from this time (epoch ms) instead of the clock; with
+    /// --json it implies --age.
+    #[arg(long, value_name = "MS")]
+    pub now: Option<u64>,
     /// Logs read in parallel (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0)]
     pub jobs: usize,
@@ -107,7 +118,8 @@ fn opt_seq(v: Option<u64>) -> OwnedValue {
     v.map(Value::from).unwrap_or(Value::Null)
 }
 
-fn bracket_json(b: &Bracket, now: f64) -> OwnedValue {
+/// One bracket; `ageMs` only when a reference time is given.
+fn bracket_json(b: &Bracket, now: Option<f64>) -> OwnedValue {
     let mut v = Value::obj()
         .with("seq", b.seq.into())
         .with("compactionId", b.compaction_id.clone());
@@ -119,14 +131,17 @@ fn bracket_json(b: &Bracket, now: f64) -> OwnedValue {
         LockStatus::Matched => Value::from("ok"),
         _ => Value::Null,
     };
-    v.with("turn", b.turn.clone())
+    v = v
+        .with("turn", b.turn.clone())
         .with(
             "openTurn",
             b.open_turn.map(Value::from).unwrap_or(Value::Null),
         )
-        .with("time", b.time.into())
-        .with("ageMs", (now - b.time).into())
-        .with("status", b.status.as_str().into())
+        .with("time", b.time.into());
+    if let Some(now) = now {
+        v = v.with("ageMs", (now - b.time).into());
+    }
+    v.with("status", b.status.as_str().into())
         .with("outcome", outcome)
         .with("endSeq", opt_seq(b.end_seq))
         .with("error", b.error.clone().unwrap_or(Value::Null))
@@ -136,7 +151,12 @@ fn bracket_json(b: &Bracket, now: f64) -> OwnedValue {
         .with("checkpointSeq", opt_seq(b.checkpoint_seq))
 }
 
-fn report_json(file: &str, r: &LockReport, now: f64) -> OwnedValue {
+fn report_json(
+    src: &LogSource,
+    r: &LockReport,
+    session: Option<String>,
+    now: Option<f64>,
+) -> OwnedValue {
     let anomalies: Vec<OwnedValue> = r
         .anomalies
         .iter()
@@ -147,7 +167,8 @@ fn report_json(file: &str, r: &LockReport, now: f64) -> OwnedValue {
         })
         .collect();
     Value::obj()
-        .with("file", file.into())
+        .with("file", src.display().into())
+        .with("session", session.into())
         .with("state", r.state.as_str().into())
         .with("lastBracketSeq", opt_seq(r.last_bracket_seq))
         .with("lastEndSeedSeq", opt_seq(r.last_end_seed_seq))
@@ -205,7 +226,7 @@ fn detail(b: &Bracket) -> String {
 
 /// Scan one log (stored events only: closers and the in-memory end-seed are
 /// not in the file).
-fn scan(ctx: &Ctx, src: &LogSource) -> Result<(LockReport, Vec<String>), dsh::LoadError> {
+fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
     let mut s = LockScan::new();
     let mut obs = |ev: &dsh::Event<'_>, f: &dsh::log::Folded<'_>| {
         if !f.synthetic {
@@ -213,7 +234,45 @@ fn scan(ctx: &Ctx, src: &LogSource) -> Result<(LockReport, Vec<String>), dsh::Lo
         }
     };
     let log = dsh::log::load(src, &ctx.load_options(), &mut obs)?;
-    Ok((s.report(), log.warnings))
+    Ok(Scanned {
+        report: s.report(),
+        session: log.header.id.clone(),
+        warnings: log.warnings,
+    })
+}
+
+/// What scanning one log found.
+struct Scanned {
+    report: LockReport,
+    session: String,
+    warnings: Vec<String>,
+}
+
+/// The reference time of the ages in JSON: none unless asked for.
+fn json_now(args: &LocksArgs) -> Option<f64> {
+    match args.now {
+        Some(t) => Some(t as f64),
+        None if args.age => Some(now_ms()),
+        None => None,
+    }
+}
+
+/// The many-log envelope: `{"logs", "summary", "now"?, "schema_version"}`.
+fn envelope(logs: Vec<OwnedValue>, counts: [u64; 4], now: Option<f64>) -> OwnedValue {
+    let [busy, stale, anomalies, errors] = counts;
+    let summary = Value::obj()
+        .with("logs", (logs.len() as u64).into())
+        .with("busy", busy.into())
+        .with("stale", stale.into())
+        .with("anomalies", anomalies.into())
+        .with("errors", errors.into());
+    let mut v = Value::obj()
+        .with("logs", Value::Arr(logs))
+        .with("summary", summary);
+    if let Some(now) = now {
+        v = v.with("now", now.into());
+    }
+    v.with("schema_version", SCHEMA_VERSION.into())
 }
 
 /// Run it.
@@ -262,15 +321,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         let found = dsh::log::source::discover(&root);
         if found.is_empty() {
             if ctx.json {
-                ctx.print_json(
-                    &Value::obj()
-                        .with("logs", Value::Arr(Vec::new()))
-                        .with("busy", 0u64.into())
-                        .with("stale", 0u64.into())
-                        .with("anomalies", 0u64.into())
-                        .with("errors", 0u64.into())
-                        .with("schema_version", SCHEMA_VERSION.into()),
-                )?;
+                ctx.print_json(&envelope(Vec::new(), [0; 4], json_now(args)))?;
             } else {
                 outln!(ctx.out, "no session logs under {}", root.display())?;
             }
@@ -282,7 +333,8 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     };
     let c: &Ctx = ctx;
     let results = run_many(c, &sources, args.jobs, "scanning locks", &|s| scan(c, s));
-    let now = now_ms();
+    let asked = json_now(args);
+    let now = asked.unwrap_or_else(now_ms);
     let mut status = Status::Ok;
     let (mut busy, mut stale, mut anomalies, mut errors) = (0u64, 0u64, 0u64, 0u64);
     let mut logs = Vec::new();
@@ -306,13 +358,22 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 if !ctx.quiet || ctx.json {
                     eprintln!("{} {e}", crate::cli::render::error_tag());
                 }
-                let mut v = load_error_json(&e);
-                if let Value::Obj(o) = &mut v {
-                    o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
+                // The same entry as a refused log of `measure` and `verify`.
+                let mut entry = Value::obj().with("file", file.into());
+                if let Value::Obj(o) = load_error_json(&e) {
+                    for (k, v) in o {
+                        if !k.eq_str("schema_version") && !k.eq_str("file") {
+                            entry = entry.with(&k.to_lossy(), v);
+                        }
+                    }
                 }
-                logs.push(Value::obj().with("file", file.into()).with("error", v));
+                logs.push(entry);
             }
-            Ok((rep, warnings)) => {
+            Ok(Scanned {
+                report: rep,
+                session,
+                warnings,
+            }) => {
                 if !ctx.quiet {
                     for w in &warnings {
                         eprintln!("{} {file}: {w}", crate::cli::render::warning_tag());
@@ -336,20 +397,12 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 for a in &rep.anomalies {
                     notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
                 }
-                logs.push(report_json(&file, &rep, now));
+                logs.push(report_json(src, &rep, Some(session), asked));
             }
         }
     }
     if ctx.json {
-        ctx.print_json(
-            &Value::obj()
-                .with("logs", Value::Arr(logs))
-                .with("busy", busy.into())
-                .with("stale", stale.into())
-                .with("anomalies", anomalies.into())
-                .with("errors", errors.into())
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        ctx.print_json(&envelope(logs, [busy, stale, anomalies, errors], asked))?;
         return Ok(status);
     }
     outln!(ctx.out, "{t}")?;
@@ -388,12 +441,15 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     ctx.warn_all(app.log());
     let file = src.display();
     let report = app.compaction_lock();
-    let now = now_ms();
+    let session = app.log().header.id.clone();
+    let asked = json_now(args);
+    let now = asked.unwrap_or_else(now_ms);
     let Some(b) = report.busy().cloned() else {
         if ctx.json {
             ctx.print_json(
                 &Value::obj()
                     .with("file", file.into())
+                    .with("session", session.into())
                     .with("released", false.into())
                     .with("state", report.state.as_str().into())
                     .with("bracket", Value::Null)
@@ -409,9 +465,12 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         }
         return Ok(Status::Ok);
     };
+    // A dry run is reproducible: stamped with the log's last event time,
+    // as `prune --dry-run` does.
     let time = match args.time {
         Some(t) => crate::cli::commands::prune::time_ms(t)?,
-        None => now,
+        None if args.dry_run => app.log().last_time,
+        None => now_ms(),
     };
     let prefix = app.lifecycle_prefix(time);
     let id = b
@@ -450,9 +509,10 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     if args.dry_run {
         if ctx.json {
             ctx.print_json(
-                &release_json(&file, &b, now, report.state.as_str(), &prefix)
+                &release_json(&file, &session, &b, asked, report.state.as_str(), &prefix)
                     .with("released", false.into())
-                    .with("dryRun", true.into()),
+                    .with("dryRun", true.into())
+                    .with("schema_version", SCHEMA_VERSION.into()),
             )?;
         } else {
             outln!(
@@ -494,12 +554,13 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .map_or_else(|| file.clone(), |o| o.display().to_string());
     if ctx.json {
         ctx.print_json(
-            &release_json(&file, &b, now, after.as_str(), &prefix)
+            &release_json(&file, &session, &b, asked, after.as_str(), &prefix)
                 .with(
                     "out",
                     args.out.as_ref().map(|o| o.display().to_string()).into(),
                 )
-                .with("released", true.into()),
+                .with("released", true.into())
+                .with("schema_version", SCHEMA_VERSION.into()),
         )?;
     } else {
         outln!(
@@ -516,21 +577,23 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
 }
 
 /// What `--release --json` prints in its dry run and its real run alike:
-/// the file, the lock state after the run, the bracket and the events appended.
+/// the file, the lock state after the run, the bracket and the events
+/// appended (the caller adds its own keys and `schema_version`).
 fn release_json(
     file: &str,
+    session: &str,
     b: &dsh::lock::Bracket,
-    now: f64,
+    now: Option<f64>,
     state: &str,
     appended: &[dsh::OwnedEvent],
 ) -> OwnedValue {
     Value::obj()
         .with("file", file.into())
+        .with("session", session.into())
         .with("state", state.into())
         .with("bracket", bracket_json(b, now))
         .with(
             "appended",
             Value::Arr(appended.iter().map(|e| e.value.clone()).collect()),
         )
-        .with("schema_version", SCHEMA_VERSION.into())
 }

@@ -689,8 +689,8 @@ fn print_nodes(
 fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     // Resolve every argument; one that names nothing is a bad row, not a stop.
     let mut items: Vec<Result<LogSource, (String, dsh::LoadError)>> = Vec::new();
-    for a in &args.logs {
-        match ctx.resolve_many(std::slice::from_ref(a)) {
+    for (a, found) in args.logs.iter().zip(ctx.resolve_each(&args.logs)?) {
+        match found {
             Ok(s) => items.extend(s.into_iter().map(Ok)),
             Err(e) => items.push(Err((a.clone(), e))),
         }

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use crate::cli::ctx::{Ctx, truncate};
 use crate::cli::exit::Status;
-use crate::cli::rows::RowWindow;
+use crate::cli::rows::{RowWindow, Rows};
 
 /// Show the messages the model sees (deriveMessages), in surface order.
 ///
@@ -87,13 +87,9 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
     {
         writeln!(out, "── system ──\n{}\n", cut(&sys.to_lossy()))?;
     }
-    // The number of messages is known only at the end; --tail keeps the
-    // last N rendered until then.
-    let mut n = 0usize;
-    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut rows = Rows::new(args.rows, out);
     dsh::derive::for_each_message(&log, &mut |ev, m| -> anyhow::Result<()> {
-        n += 1;
-        if args.rows.limit.is_some_and(|l| n > l) {
+        if !rows.admit() {
             return Ok(());
         }
         let role = m
@@ -114,22 +110,11 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
             }
         }
         s.push('\n');
-        match args.rows.tail {
-            Some(t) => {
-                if tail.len() == t {
-                    tail.pop_front();
-                }
-                if t > 0 {
-                    tail.push_back(s);
-                }
-            }
-            None => out.write_all(s.as_bytes())?,
-        }
+        rows.push(s)?;
         Ok(())
     })?;
-    for s in &tail {
-        out.write_all(s.as_bytes())?;
-    }
+    let n = rows.seen();
+    let mut out = rows.finish()?;
     match args.rows.note(n, "messages") {
         Some(note) => writeln!(out, "{note}")?,
         None => writeln!(out, "{} message(s)", crate::cli::render::num(n as u64))?,

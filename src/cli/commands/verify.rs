@@ -135,10 +135,10 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     }
     let single = inputs.len() == 1 && !all && !is_tree(&inputs[0], ctx.home.as_deref());
     let mut targets = Vec::new();
-    for arg in &inputs {
-        match dsh::log::lookup::resolve_many(arg, ctx.home.as_deref()) {
+    for (arg, found) in inputs.iter().zip(ctx.resolve_each(&inputs)?) {
+        match found {
             Ok(found) => targets.extend(found.into_iter().map(Target::Log)),
-            Err(e) => targets.push(Target::Unresolved(arg.clone(), e.into_load_error())),
+            Err(e) => targets.push(Target::Unresolved(arg.clone(), e)),
         }
     }
     let sources: Vec<LogSource> = targets

@@ -20,25 +20,73 @@ pub fn warning_tag() -> String {
     color::paint_err("dsh: warning:", Tone::Warn)
 }
 
-/// Cut a line to `width` terminal columns (wide characters count two),
-/// ending in `…` when something was cut.
+/// The length in bytes of the escape sequence at the start of `s`, or 0
+/// when `s` does not start with one: CSI (`ESC [` … a final byte, as in
+/// colors), OSC (`ESC ]` … BEL or `ESC \\`, as in hyperlinks) or a
+/// two-byte `ESC X`.
+fn escape_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    if b.first() != Some(&0x1b) {
+        return 0;
+    }
+    match b.get(1) {
+        Some(b'[') => b[2..]
+            .iter()
+            .position(|c| (0x40..=0x7e).contains(c))
+            .map_or(b.len(), |i| i + 3),
+        Some(b']') => {
+            let mut i = 2;
+            while i < b.len() {
+                if b[i] == 0x07 {
+                    return i + 1;
+                }
+                if b[i] == 0x1b && b.get(i + 1) == Some(&b'\\') {
+                    return i + 2;
+                }
+                i += 1;
+            }
+            b.len()
+        }
+        Some(c) if c.is_ascii() => 2,
+        _ => 1,
+    }
+}
+
+/// Cut a line to `width` terminal columns (wide characters count two,
+/// escape sequences none), ending in `…` when something was cut. Escape
+/// sequences are kept whole, never cut inside; when the line had any, a
+/// reset (`ESC [0m`) follows the cut so no color runs on past it.
 pub fn cut(s: &str, width: usize) -> String {
     use unicode_width::UnicodeWidthChar;
-    let full: usize = s.chars().map(|c| c.width().unwrap_or(0)).sum();
-    if full <= width {
+    if display_width(s) <= width {
         return s.to_string();
     }
     let mut out = String::new();
     let mut w = 0;
-    for c in s.chars() {
+    let mut escaped = false;
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        let esc = escape_len(rest);
+        if esc > 0 {
+            out.push_str(&rest[..esc]);
+            escaped = true;
+            rest = &rest[esc..];
+            continue;
+        }
         let cw = c.width().unwrap_or(0);
         if w + cw + 1 > width {
             break;
         }
         w += cw;
         out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
-    out.push('…');
+    if width > 0 {
+        out.push('…');
+    }
+    if escaped {
+        out.push_str("\x1b[0m");
+    }
     out
 }
 
@@ -47,18 +95,15 @@ pub fn cut(s: &str, width: usize) -> String {
 pub fn display_width(s: &str) -> usize {
     use unicode_width::UnicodeWidthChar;
     let mut w = 0;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            // CSI: ESC [ parameters… final letter.
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        let esc = escape_len(rest);
+        if esc > 0 {
+            rest = &rest[esc..];
             continue;
         }
         w += c.width().unwrap_or(0);
+        rest = &rest[c.len_utf8()..];
     }
     w
 }
@@ -135,4 +180,48 @@ pub fn progress(enabled: bool, len: u64, what: &str) -> Option<indicatif::Progre
     );
     pb.set_message(what.to_string());
     Some(pb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cut, display_width};
+
+    const RED: &str = "\x1b[31m";
+    const RESET: &str = "\x1b[0m";
+
+    #[test]
+    fn cut_counts_columns_not_bytes() {
+        assert_eq!(cut("abcdef", 6), "abcdef");
+        assert_eq!(cut("abcdef", 4), "abc…");
+        assert_eq!(cut("日本語です", 5), "日本…");
+        assert_eq!(display_width("日本"), 4);
+    }
+
+    #[test]
+    fn cut_keeps_escapes_whole_and_counts_them_as_nothing() {
+        // A colored cell that fits is left as it is, escapes and all.
+        let cell = format!("{RED}busy{RESET}");
+        assert_eq!(display_width(&cell), 4);
+        assert_eq!(cut(&cell, 4), cell);
+        // Cut inside the colored text: the escape stays whole, a reset
+        // ends the color, and the visible text is width columns.
+        let long = format!("{RED}stale lock{RESET} detail");
+        let c = cut(&long, 6);
+        assert_eq!(c, format!("{RED}stale…{RESET}"));
+        assert_eq!(display_width(&c), 6);
+        // Cutting where an escape begins never leaves half of one.
+        for w in 1..display_width(&long) {
+            let c = cut(&long, w);
+            assert_eq!(display_width(&c), w, "{c:?}");
+            let bare = c.replace(RED, "").replace(RESET, "");
+            assert!(!bare.contains('\x1b'), "half an escape in {c:?}");
+        }
+        // A hyperlink (OSC 8) is an escape too.
+        let link = "\x1b]8;;https://example.org\x1b\\site\x1b]8;;\x1b\\ more";
+        assert_eq!(display_width(link), 9);
+        assert_eq!(
+            cut(link, 5),
+            "\x1b]8;;https://example.org\x1b\\site\x1b]8;;\x1b\\…\x1b[0m"
+        );
+    }
 }

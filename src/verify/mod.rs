@@ -113,6 +113,8 @@ pub struct ReferenceViolation {
 pub struct Report {
     /// The log, as given.
     pub file: String,
+    /// The session id of its header (none when the log was refused).
+    pub session: Option<String>,
     /// Every finding, in log order (seq, then the order the checks ran).
     pub findings: Vec<Finding>,
     /// Why the loader refused the log, when it did.
@@ -149,6 +151,7 @@ impl Report {
         }
         Report {
             file,
+            session: None,
             findings,
             refusal: Some(e),
             events: 0,
@@ -352,6 +355,7 @@ impl Verifier {
         findings.retain(|f| seen.insert((f.seq, f.check, f.message.clone())));
         Report {
             file: self.sink.file,
+            session: Some(log.header.id.clone()),
             findings,
             refusal: None,
             events: log.event_count(),

@@ -14,5 +14,6 @@ mod locks;
 mod measure;
 mod provider;
 mod prune;
+mod schemas;
 mod terminal;
 mod verify;

@@ -73,7 +73,7 @@ use crate::cli::signals;
 /// shadowedSeqs, shadowedTokenCount, startSeq, summarySeq, checkpointSeq,
 /// endSeq, checkpointTokens, usage, attempts, error, request?}],
 /// "appendedSeqs", "endSeedSeq", "declined"?, "retryAuthorized"?,
-/// "wouldAppend"?, "error"?: {message, kind, code, hint?}, "schema_version"}`.
+/// "wouldAppend"?, "error"?: {message, kind, code, hint?}, "file", "session", "schema_version"}`.
 ///
 /// Exit status: 0 done (also when nothing needed doing), 1 the surface
 /// changed or pressure remains, 2 usage/configuration, 3 invalid log,
@@ -565,6 +565,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         }
     };
     ctx.warn_all(session.appender().log());
+    let who = Who {
+        file: src.display(),
+        session: session.appender().log().header.id.clone(),
+    };
     if session.is_dry_run() && !ctx.quiet {
         for b in session.blockers() {
             if !matches!(b, Blocker::CompactionLock { .. }) {
@@ -648,6 +652,8 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         Ok(report) => {
             if ctx.json {
                 let v = report_json(&report, &plan, lifecycle, args.dry_run)
+                    .with("file", who.file.into())
+                    .with("session", who.session.into())
                     .with("schema_version", SCHEMA_VERSION.into());
                 ctx.print_json(&v)?;
             } else {
@@ -656,8 +662,14 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             // A signal that came while the bracket was being committed.
             Ok(interrupted.unwrap_or(Status::Ok))
         }
-        Err(f) => report_failure(ctx, args, &plan, lifecycle, &f),
+        Err(f) => report_failure(ctx, args, &plan, lifecycle, &f, &who),
     }
+}
+
+/// The log a run compacts, for its JSON document.
+struct Who {
+    file: String,
+    session: String,
 }
 
 /// The spinner's line for a step of the summariser call.
@@ -684,6 +696,7 @@ fn report_failure(
     plan: &Plan,
     lifecycle: Lifecycle,
     f: &Failure,
+    who: &Who,
 ) -> anyhow::Result<Status> {
     let status = failure_status(f);
     let hint = match (&f.provider, f.kind) {
@@ -711,6 +724,8 @@ fn report_failure(
         }
         let v = report_json(&f.report, plan, lifecycle, args.dry_run)
             .with("error", err)
+            .with("file", who.file.as_str().into())
+            .with("session", who.session.as_str().into())
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
     } else {

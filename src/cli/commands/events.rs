@@ -21,7 +21,7 @@ use crate::cli::rows::{RowWindow, Rows};
 ///
 /// With --json: one JSON object per line (JSON Lines):
 /// `{"seq","line","type","turn","origin":"append"|"replace"|"log",
-/// "onSurface","synthetic","event","schema_version"}`.
+/// "onSurface","synthetic","event","file","schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh events session.jsonl\n  dsh events --type compaction/ --turn 3 session.jsonl\n  dsh events --all --tail 50 session.jsonl\n  dsh events --json session.jsonl | jq -c 'select(.onSurface|not)'"
@@ -71,6 +71,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let width = args
         .width
         .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20)));
+    let file = src.display();
     let mut turn: Option<u64> = None;
     let mut werr: Option<std::io::Error> = None;
     let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
@@ -138,6 +139,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 .with("onSurface", on_surface.into())
                 .with("synthetic", folded.synthetic.into())
                 .with("event", ev.value.to_owned_value())
+                .with("file", file.as_str().into())
                 .with("schema_version", SCHEMA_VERSION.into());
             let mut s = v.to_json();
             s.push('\n');

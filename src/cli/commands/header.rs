@@ -15,7 +15,7 @@ use crate::cli::render::outln;
 /// `request/context`.
 ///
 /// With --json: `{"header", "headerSeq", "headerEvents": [{"seq","reason"}],
-/// "context", "contextSeq", "session": {…header line…}, "file", "schema_version"}`.
+/// "context", "contextSeq", "sessionHeader": {…header line…}, "file", "session", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh header session.jsonl\n  dsh header --json session.jsonl | jq .system"
@@ -33,8 +33,9 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
     if ctx.json {
         let mut v = h.to_json();
         v = v
-            .with("session", log.header.value.clone())
+            .with("sessionHeader", log.header.value.clone())
             .with("file", log.source.display().into())
+            .with("session", log.header.id.as_str().into())
             .with("schema_version", SCHEMA_VERSION.into());
         ctx.print_json(&v)?;
         return Ok(Status::Ok);

@@ -39,7 +39,9 @@ use crate::cli::{many, render};
 /// percentOfWindow, modelPolicy}` (or `{error}`), `tokenizer` (with
 /// --tokenizer), `anchorSeq`, `headerSeq`, `at`, `schema_version`. A refused
 /// log or a replay error prints `{"error", "stage", …}` and exits 3. Many
-/// logs: `{"logs": [{"file", …measure…} | {"file", "error"}], "schema_version"}`.
+/// logs: `{"logs": [{"file", "session", …measure…} | {"file", "error",
+/// "kind"?, "stage", …}], "summary": {"logs", "measured", "overThreshold",
+/// "refused"}, "schema_version"}`.
 ///
 /// Exit status: 0 ok; 1 with --fail-over when a log is at or over its
 /// threshold; 2 bad flags or config; 3 a log refused or not replayable.
@@ -708,6 +710,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         .filter(|p| p.is_dir())
         .collect();
     let mut status = Status::Ok;
+    let (mut measured, mut over_threshold, mut refused) = (0u64, 0u64, 0u64);
     let mut json_rows = Vec::new();
     let mut errors = Vec::new();
     let mut table = render::table(&[
@@ -745,7 +748,13 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                     .and_then(|e| e.as_str())
                     .unwrap_or_default()
                     .into_owned();
-                eprintln!("{} {file}: {msg}", crate::cli::render::error_tag());
+                refused += 1;
+                // Some reasons name the file themselves: name it once.
+                if msg.starts_with(&format!("{file}: ")) {
+                    eprintln!("{} {msg}", crate::cli::render::error_tag());
+                } else {
+                    eprintln!("{} {file}: {msg}", crate::cli::render::error_tag());
+                }
                 ev.remove("schema_version");
                 ev.set("file", file.as_str().into());
                 json_rows.push(ev);
@@ -795,6 +804,8 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                         )
                     }
                 };
+                measured += 1;
+                over_threshold += u64::from(over);
                 let hot = over.then_some(Tone::Bad);
                 table.add_toned_row(vec![
                     (shown, None),
@@ -811,9 +822,15 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         }
     }
     if ctx.json {
+        let summary = Value::obj()
+            .with("logs", (json_rows.len() as u64).into())
+            .with("measured", measured.into())
+            .with("overThreshold", over_threshold.into())
+            .with("refused", refused.into());
         ctx.print_json(
             &Value::obj()
                 .with("logs", Value::Arr(json_rows))
+                .with("summary", summary)
                 .with("schema_version", SCHEMA_VERSION.into()),
         )?;
     } else {

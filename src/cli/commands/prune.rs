@@ -56,7 +56,7 @@ use crate::cli::render::{Out, num, outln, outp};
 /// "pruned", "charsRemoved"}` plus `"lifecycle"` (closers and end-seed
 /// written first), `"surfaceTokens": {"before","after","saved"}`,
 /// `"openTurn"`, `"fileTurnOpen"`, `"refused"` (why a write does not or
-/// would not happen, or null), `"dryRun"`, `"written"`, `"file"`,
+/// would not happen, or null), `"dryRun"`, `"written"`, `"file"`, `"session"`,
 /// `"events"`, `"bytes"`, `"configFile"` (the config read, or null),
 /// `"tokenizers"` (with --tokenizer: `[{"encoding", "before", "after",
 /// "saved", "pruned": [{"originalSeq", "before", "after"}]}]`, surface BPE
@@ -238,6 +238,7 @@ fn tokenizers(args: &PruneArgs) -> Vec<Encoding> {
 struct Outcome<'a> {
     file: &'a str,
     refused: &'a Option<String>,
+    session: &'a str,
     written: bool,
     out: Option<&'a std::path::PathBuf>,
     events: u64,
@@ -271,6 +272,7 @@ fn report_json(
         .with("dryRun", args.dry_run.into())
         .with("written", o.written.into())
         .with("file", o.file.to_string().into())
+        .with("session", o.session.into())
         .with("out", path_json(o.out.map(|p| p.as_path())))
         .with("events", o.events.into())
         .with("bytes", o.bytes.into())
@@ -372,6 +374,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         Status::Ok
     };
     let file = app.log().source.display();
+    let session = app.log().header.id.clone();
     let turn_open = app.turn_open();
     let file_turn_open = app.file_turn_open();
     if written {
@@ -392,6 +395,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
             let outcome = Outcome {
                 file: &file,
                 refused: &refused,
+                session: &session,
                 written,
                 out: wrote_to.as_ref().filter(|_| args.out.is_some()),
                 events: batch.len() as u64,

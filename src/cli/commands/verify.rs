@@ -48,7 +48,7 @@ use crate::cli::render::{Tone, paint};
 ///
 /// `--list-checks` prints the full list with what each check requires.
 ///
-/// With --json, one log prints `{"file", "verdict", "checked", "violations",
+/// With --json, one log prints `{"file", "session", "verdict", "checked", "violations",
 /// "findings": [{"check","severity","section","package"?,"file","seq","line",
 /// "synthetic","message"}], "counts": {"error","warning"}, "events",
 /// "closers", "endSeedAppended", "loadWarnings", "schema_version"}`, where
@@ -293,6 +293,7 @@ fn report_json(r: &Report, deny_warnings: bool) -> OwnedValue {
     let notes: Vec<OwnedValue> = r.notes.iter().map(|n| n.as_str().into()).collect();
     Value::obj()
         .with("file", r.file.as_str().into())
+        .with("session", r.session.clone().into())
         .with("verdict", verdict.into())
         .with("checked", REFERENCE_COMPANIONS.to_vec().into())
         .with("violations", Value::Arr(violations))

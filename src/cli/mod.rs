@@ -8,6 +8,7 @@ pub mod render;
 pub mod rows;
 pub mod signals;
 pub mod spool;
+pub mod writes;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

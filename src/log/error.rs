@@ -233,11 +233,7 @@ impl LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(file) = &self.file {
-            write!(f, "{}", file.display())?;
-            if self.at.line.is_some() || self.at.seq.is_some() {
-                write!(f, ":")?;
-            }
-            write!(f, " ")?;
+            write!(f, "{}: ", file.display())?;
         }
         if self.at.line.is_some() || self.at.seq.is_some() {
             write!(f, "{}: ", self.at)?;

@@ -157,3 +157,30 @@ fn the_check_catches_upward_imports_and_circles() {
     )]);
     assert!(violations(&ok).is_empty(), "{:?}", violations(&ok));
 }
+
+/// Command files are compositions of library and render calls: none
+/// imports another (what several share lives in `src/cli/`).
+#[test]
+fn command_files_do_not_import_each_other() {
+    let dir = crate::support::root().join("src/cli/commands");
+    let mut bad = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "mod.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap();
+            if code.contains("commands::") || code.contains("super::") {
+                bad.push(format!("{name}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "command files importing each other:\n{}",
+        bad.join("\n")
+    );
+}

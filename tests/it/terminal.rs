@@ -419,3 +419,34 @@ fn limit_and_tail_cut_long_listings() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn every_reader_warns_about_an_open_turn_once() {
+    let log = sample("prune-open-turn.jsonl");
+    for cmd in [
+        &["surface"][..],
+        &["messages"],
+        &["header"],
+        &["events"],
+        &["load"],
+        &["measure"],
+        &["verify"],
+        &["locks"],
+        &["prune", "-n"],
+    ] {
+        let out = dsh().args(cmd).arg(&log).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches("the last turn is open").count(),
+            1,
+            "dsh {}: {err}",
+            cmd.join(" ")
+        );
+        let quiet = dsh().args(cmd).arg("-q").arg(&log).output().unwrap();
+        assert!(
+            !String::from_utf8_lossy(&quiet.stderr).contains("last turn"),
+            "dsh {} -q",
+            cmd.join(" ")
+        );
+    }
+}

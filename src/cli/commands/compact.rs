@@ -16,11 +16,11 @@ use dsh::json::{OwnedValue, Value};
 use dsh::policy::{Policy, Retention};
 use dsh::provider::{ApiKey, Endpoint, HttpSummarizer, Progress, Protocol};
 
-use crate::cli::commands::prune::{append_error, now_ms};
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_config};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{Out, outln};
 use crate::cli::signals;
+use crate::cli::writes::{append_error, now_ms};
 
 /// Compact a session log: summarise its oldest history through a model and
 /// replace it with one checkpoint.
@@ -545,10 +545,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     };
     let wait = args
         .wait
-        .map(|s| crate::cli::commands::prune::seconds("--wait", s))
+        .map(|s| crate::cli::writes::seconds("--wait", s))
         .transpose()?;
-    let idle_timeout = crate::cli::commands::prune::seconds("--timeout", args.timeout)?;
-    let retry_base = crate::cli::commands::prune::seconds("--retry-delay", args.retry_delay)?;
+    let idle_timeout = crate::cli::writes::seconds("--timeout", args.timeout)?;
+    let retry_base = crate::cli::writes::seconds("--retry-delay", args.retry_delay)?;
     let opts = AppendOptions {
         wait,
         load: ctx.load_options(),

@@ -62,6 +62,8 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
         },
         &mut |_: &Event<'_>, _: &Folded<'_>| {},
     )?;
+    // The loader's warnings once, from the first pass.
+    ctx.warn_all(&first);
     let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
     drop(first);
     ctx.page();

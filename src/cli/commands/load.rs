@@ -56,6 +56,10 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
     for (k, n) in &log.event_types {
         types = types.with(k, (*n).into());
     }
+    let container = match log.container {
+        dsh::log::Container::Plain => "jsonl",
+        dsh::log::Container::Zstd => "zstd",
+    };
     if ctx.json {
         let v = Value::obj()
             .with("header", header)
@@ -67,14 +71,7 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
             .with("events", log.event_count().into())
             .with("endSeedAppended", log.end_seed_appended().into())
             .with("eventTypes", types)
-            .with(
-                "container",
-                match log.container {
-                    dsh::log::Container::Plain => "jsonl",
-                    dsh::log::Container::Zstd => "zstd",
-                }
-                .into(),
-            )
+            .with("container", container.into())
             .with(
                 "tornTail",
                 log.torn
@@ -107,11 +104,11 @@ pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
         ctx.print_json(&v)?;
         return Ok(Status::Ok);
     }
-    let mut t = render::table(&["", ""]);
+    let mut t = render::table(&["field", "value"]);
     t.add_row(vec!["session".to_string(), h.id.clone()]);
     t.add_row(vec![
         "format".to_string(),
-        format!("generation {} ({:?})", h.version, log.container),
+        format!("generation {} ({container})", h.version),
     ]);
     t.add_row(vec![
         "stored events".to_string(),

@@ -8,12 +8,12 @@ use dsh::append::{AppendTarget, Appender};
 use dsh::json::{OwnedValue, Value};
 use dsh::lock::{Bracket, LockReport, LockScan, LockState, LockStatus};
 
-use crate::cli::commands::prune::{append_error, append_options, now_ms};
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
 use crate::cli::render::{Tone, outln};
+use crate::cli::writes::{append_error, append_options, now_ms};
 
 /// List compaction locks (matched, stale, busy) and release a crashed one.
 ///
@@ -468,7 +468,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     // A dry run is reproducible: stamped with the log's last event time,
     // as `prune --dry-run` does.
     let time = match args.time {
-        Some(t) => crate::cli::commands::prune::time_ms(t)?,
+        Some(t) => crate::cli::writes::time_ms(t)?,
         None if args.dry_run => app.log().last_time,
         None => now_ms(),
     };

@@ -415,7 +415,7 @@ fn bar(fraction: f64, width: usize) -> String {
 }
 
 fn kind_name(k: dsh::Kind) -> &'static str {
-    crate::cli::commands::surface::kind_name(k)
+    render::kind_name(k)
 }
 
 // About 130 lines on purpose: the rest is the composition table, row by row in the order it prints.

@@ -1,10 +1,9 @@
 //! `dsh prune`: the reference's tool-result pruner, appended to the log.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Result;
-use dsh::append::{AppendError, AppendOptions, AppendTarget, Appender, Blocker};
+use dsh::append::{AppendTarget, Appender, Blocker};
 use dsh::json::{OwnedValue, Value};
 use dsh::log::LoadedLog;
 use dsh::meter::tokenizer::{self, Counter, Encoding};
@@ -16,6 +15,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
 use crate::cli::render::{Out, num, outln, outp};
+use crate::cli::writes::{append_error, append_options, now_ms, time_ms};
 
 /// Prune oversized tool results exactly as the reference does, appended to the log.
 ///
@@ -118,76 +118,6 @@ pub struct PruneArgs {
     /// Test hook: pause this long between the steps of the write.
     #[arg(long, hide = true, value_name = "MS")]
     pub debug_write_pause_ms: Option<u64>,
-}
-
-/// The current time in epoch milliseconds.
-pub fn now_ms() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_millis() as f64)
-}
-
-/// Turn a writer error into an error with the right exit status.
-pub fn append_error(e: AppendError) -> anyhow::Error {
-    let status = match &e {
-        AppendError::Load(_) => {
-            let AppendError::Load(le) = e else {
-                unreachable!()
-            };
-            return le.into();
-        }
-        AppendError::Unsupported { .. } => Status::InvalidLog,
-        AppendError::Stdin
-        | AppendError::Symlink { .. }
-        | AppendError::ReadOnly { .. }
-        | AppendError::TargetExists { .. } => Status::Usage,
-        e if e.is_busy() => Status::Busy,
-        _ => Status::Internal,
-    };
-    StatusError {
-        status,
-        message: e.to_string(),
-    }
-    .into()
-}
-
-/// Writer options from the command line.
-pub fn append_options(
-    ctx: &Ctx,
-    wait: Option<f64>,
-    pause_ms: Option<u64>,
-) -> Result<AppendOptions> {
-    let wait = wait.map(|s| seconds("--wait", s)).transpose()?;
-    Ok(AppendOptions {
-        wait,
-        load: ctx.load_options(),
-        debug_pause: pause_ms.map(Duration::from_millis),
-        ..AppendOptions::default()
-    })
-}
-
-/// A seconds flag as a duration: a usage error (exit 2) when it is negative,
-/// not a number, or too large for one.
-pub fn seconds(flag: &str, s: f64) -> Result<Duration> {
-    match Duration::try_from_secs_f64(s) {
-        Ok(d) if s >= 0.0 => Ok(d),
-        _ => Err(UsageError(format!(
-            "{flag} {s}: expected seconds >= 0 (and not absurdly large)"
-        ))
-        .into()),
-    }
-}
-
-/// A `--time` in ms since the epoch: at most 2^53 (exactly representable,
-/// as the reference's numbers are), else a usage error.
-pub fn time_ms(t: u64) -> Result<f64> {
-    if t > 1 << 53 {
-        return Err(UsageError(format!(
-            "--time {t}: expected milliseconds since the epoch, at most 9007199254740992"
-        ))
-        .into());
-    }
-    Ok(t as f64)
 }
 
 fn closed_turn_refusal(app: &Appender) -> String {

@@ -62,7 +62,7 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             out.push_str(",\"seq\":");
             push_u64(&mut out, n.seq);
             out.push_str(",\"type\":\"");
-            out.push_str(kind_name(n.kind));
+            out.push_str(render::kind_name(n.kind));
             out.push_str("\",\"tokens\":");
             push_u64(&mut out, n.tokens);
             out.push_str(if n.derives {
@@ -117,7 +117,7 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
         t.add_row(vec![
             i.to_string(),
             n.seq.to_string(),
-            kind_name(n.kind).to_string(),
+            render::kind_name(n.kind).to_string(),
             role,
             render::num(n.tokens),
             preview(ev.message(), preview_chars),
@@ -137,17 +137,6 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
         render::num(log.event_count())
     )?;
     Ok(Status::Ok)
-}
-
-/// The event type name of a surface kind.
-pub fn kind_name(k: dsh::Kind) -> &'static str {
-    match k {
-        dsh::Kind::UserMessage => "user/message",
-        dsh::Kind::AssistantMessage => "assistant/message",
-        dsh::Kind::ToolResult => "tool/result",
-        dsh::Kind::SystemMessage => "system/message",
-        _ => "other",
-    }
 }
 
 /// Append `n` in decimal.

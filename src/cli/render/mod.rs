@@ -10,6 +10,17 @@ pub(crate) use out::{Out, outln, outp};
 pub use color::{Tone, paint};
 pub use table::{table, width};
 
+/// The event type name of a surface kind.
+pub fn kind_name(k: dsh::Kind) -> &'static str {
+    match k {
+        dsh::Kind::UserMessage => "user/message",
+        dsh::Kind::AssistantMessage => "assistant/message",
+        dsh::Kind::ToolResult => "tool/result",
+        dsh::Kind::SystemMessage => "system/message",
+        _ => "other",
+    }
+}
+
 /// `dsh: error:` for standard error, red when it gets color.
 pub fn error_tag() -> String {
     color::paint_err("dsh: error:", Tone::Bad)

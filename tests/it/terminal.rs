@@ -450,3 +450,35 @@ fn every_reader_warns_about_an_open_turn_once() {
         );
     }
 }
+
+#[test]
+fn reports_name_home_sessions_by_short_id_and_project() {
+    let proj = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(proj.path()).unwrap();
+    let home = home_with(&cwd, &["5b1d6c2e-0f3a-4c1e", "7c2e0000-1111-2222"]);
+    for cmd in ["measure", "verify", "locks"] {
+        let out = dsh()
+            .arg(cmd)
+            .env("DSH_HOME", home.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        for id in ["5b1d6c2e", "7c2e0000"] {
+            assert!(text.contains(id), "dsh {cmd}: {text}");
+        }
+        assert!(
+            !text.contains(&*home.path().to_string_lossy()),
+            "dsh {cmd} shows the long path: {text}"
+        );
+        // JSON keeps the path itself.
+        let json = dsh()
+            .args([cmd, "--json"])
+            .env("DSH_HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&json.stdout).contains(&*home.path().to_string_lossy()),
+            "dsh {cmd} --json"
+        );
+    }
+}

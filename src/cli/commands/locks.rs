@@ -393,7 +393,12 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 if rep.state == LockState::Busy || !rep.anomalies.is_empty() {
                     status = status.worst(Status::Findings);
                 }
-                add_rows(&mut t, &file, &rep, now);
+                add_rows(
+                    &mut t,
+                    &render::log_label(&file, ctx.home.as_deref()),
+                    &rep,
+                    now,
+                );
                 for a in &rep.anomalies {
                     notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
                 }

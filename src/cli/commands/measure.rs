@@ -739,7 +739,10 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 )
             }
         };
-        let shown = short_name(&file, &dir_args);
+        let shown = match render::log_label(&file, ctx.home.as_deref()) {
+            label if label != file => label,
+            _ => short_name(&file, &dir_args),
+        };
         match outcome {
             Err(mut ev) => {
                 status = status.worst(Status::InvalidLog);

@@ -205,7 +205,8 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
             .write_all(github(&reports, args.deny_warnings).as_bytes())?,
         Format::Human => {
             ctx.page();
-            ctx.out.text(&human(&reports, args.deny_warnings))?
+            ctx.out
+                .text(&human(&reports, args.deny_warnings, ctx.home.as_deref()))?
         }
     }
     Ok(status)
@@ -404,19 +405,19 @@ fn severity(s: Severity) -> String {
 }
 
 /// The readable report: per file, findings grouped by check.
-fn human(reports: &[Report], deny_warnings: bool) -> String {
+fn human(reports: &[Report], deny_warnings: bool, home: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     for r in reports {
         let verdict = r.verdict(deny_warnings);
+        let label = crate::cli::render::log_label(&r.file, home);
         match verdict {
             Verdict::Refused => {
-                let _ = writeln!(out, "{}: {}", r.file, paint("refused", Tone::Bad));
+                let _ = writeln!(out, "{label}: {}", paint("refused", Tone::Bad));
             }
             _ if r.findings.is_empty() => {
                 let _ = writeln!(
                     out,
-                    "{}: {} ({} events)",
-                    r.file,
+                    "{label}: {} ({} events)",
                     paint("clean", Tone::Good),
                     r.events
                 );
@@ -425,8 +426,7 @@ fn human(reports: &[Report], deny_warnings: bool) -> String {
             _ => {
                 let _ = writeln!(
                     out,
-                    "{}: {}, {} ({} events){}",
-                    r.file,
+                    "{label}: {}, {} ({} events){}",
                     toned(plural(r.count(Severity::Error), "error"), Tone::Bad),
                     toned(plural(r.count(Severity::Warning), "warning"), Tone::Warn),
                     r.events,

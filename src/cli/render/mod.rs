@@ -21,6 +21,40 @@ pub fn kind_name(k: dsh::Kind) -> &'static str {
     }
 }
 
+/// How a report names a log: a session under the DSH home as its project
+/// and short id (`5b1d6c2e home-dev-dsh-demo`) instead of the long path the
+/// harness lays out (`HOME/sessions/--home-dev-dsh-demo--/ID/session.jsonl`);
+/// any other path as it is. JSON always carries the path itself.
+pub fn log_label(file: &str, home: Option<&std::path::Path>) -> String {
+    let Some(rest) = home.and_then(|h| {
+        std::path::Path::new(file)
+            .strip_prefix(h.join("sessions"))
+            .ok()
+    }) else {
+        return file.to_string();
+    };
+    let parts: Vec<String> = rest
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let [project, id, _log] = parts.as_slice() else {
+        return file.to_string();
+    };
+    let project = project.trim_start_matches("--").trim_end_matches("--");
+    let n = project.chars().count();
+    let tail: String = if n > 20 {
+        let kept: String = project.chars().skip(n - 19).collect();
+        format!("…{kept}")
+    } else {
+        project.to_string()
+    };
+    // The id first: it tells sessions of one project apart when a narrow
+    // table cuts the label; a no-break space, so that a table cell is cut
+    // at its width rather than at the space.
+    let short: String = id.chars().take(8).collect();
+    format!("{short}\u{a0}{tail}")
+}
+
 /// `dsh: error:` for standard error, red when it gets color.
 pub fn error_tag() -> String {
     color::paint_err("dsh: error:", Tone::Bad)
@@ -126,24 +160,32 @@ pub fn wrap(line: &str, width: usize) -> String {
     if display_width(line) <= width || width < 20 {
         return line.to_string();
     }
-    let indent = line
-        .find("  ")
-        .map(|i| i + line[i..].len() - line[i..].trim_start().len())
-        .filter(|&i| i <= 12 && !line[..i].trim().is_empty())
-        .unwrap_or(2);
-    let pad = " ".repeat(indent);
+    // A line's own indentation stays, and its continuation lines go under
+    // its text.
+    let lead = line.len() - line.trim_start_matches(' ').len();
+    let text = &line[lead..];
+    let indent = lead
+        + text
+            .find("  ")
+            .map(|i| i + text[i..].len() - text[i..].trim_start().len())
+            .filter(|&i| i <= 12 && !text[..i].trim().is_empty())
+            .unwrap_or(2);
+    let pad = " ".repeat(indent.min(width / 2));
     let mut out = String::new();
-    let mut cur = String::new();
-    for word in line.split(' ') {
+    let mut cur = " ".repeat(lead);
+    let mut words = 0;
+    for word in text.split(' ') {
         let fits = display_width(&cur) + 1 + display_width(word) <= width;
-        if !cur.trim().is_empty() && !fits {
+        if words > 0 && !cur.trim().is_empty() && !fits {
             out.push_str(cur.trim_end());
             out.push('\n');
             cur = pad.clone();
-        } else if !cur.is_empty() {
+            words = 0;
+        } else if words > 0 {
             cur.push(' ');
         }
         cur.push_str(word);
+        words += 1;
     }
     out.push_str(&cut(cur.trim_end(), width));
     out
@@ -199,6 +241,24 @@ mod tests {
 
     const RED: &str = "\x1b[31m";
     const RESET: &str = "\x1b[0m";
+
+    #[test]
+    fn wrap_keeps_a_line_s_indentation() {
+        use super::wrap;
+        let line = format!("  V-MTR-5 (warning): {}", "word ".repeat(12).trim_end());
+        let w = wrap(&line, 30);
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(lines[0].starts_with("  V-MTR-5"), "{w}");
+        assert!(lines[1..].iter().all(|l| l.starts_with("    ")), "{w}");
+        assert!(lines.iter().all(|l| display_width(l) <= 30), "{w}");
+        let label = format!("tokens    {}", "3,482 ".repeat(10).trim_end());
+        let w = wrap(&label, 30);
+        assert!(
+            w.lines().skip(1).all(|l| l.starts_with("          3")),
+            "{w}"
+        );
+        assert_eq!(wrap("short line", 30), "short line");
+    }
 
     #[test]
     fn cut_counts_columns_not_bytes() {

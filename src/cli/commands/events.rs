@@ -233,7 +233,7 @@ fn describe(ev: &Event<'_>, folded: &Folded<'_>, width: usize) -> String {
                 .map(|s| s.to_json())
                 .unwrap_or_default(),
             d.get("shadowedTokenCount")
-                .map(|s| s.to_json())
+                .map(|s| s.as_f64().map_or_else(|| s.to_json(), render::num_f64))
                 .unwrap_or_default()
         ),
         _ => truncate(&d.to_json(), width),

@@ -124,6 +124,7 @@ fn check_readers(log: &Path) {
             false,
         ),
         ("compact", &["compact", "-n", "--json"], false),
+        ("compact", &["compact", "-n", "--json", "--mode", "overflow"], false),
         (
             "locks-release",
             &["locks", "--release", "-n", "--json"],
@@ -175,6 +176,21 @@ fn every_command_on_every_sample_prints_its_documented_shape() {
         .unwrap());
     check("surface", &docs[0], "surface -");
     assert_eq!(docs[0]["file"], json!("-"));
+    // An absolute retain budget instead of a ratio.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[compaction]\nretainTokens = 100\n").unwrap();
+    let (_, docs) = run(dsh()
+        .args(["measure", "--json", "--config"])
+        .arg(&config)
+        .arg(sample("coding-session.jsonl")));
+    check("measure", &docs[0], "measure with retainTokens");
+    assert_eq!(docs[0]["policy"]["retainTokensAbsolute"], json!(100));
+    let (_, docs) = run(dsh()
+        .args(["compact", "-n", "--json", "--retain-tokens", "100"])
+        .arg(sample("compacted.jsonl")));
+    check("compact", &docs[0], "compact --retain-tokens");
+    assert_eq!(docs[0]["policy"]["retainTokensAbsolute"], json!(100));
     let (_, docs) = run(dsh().args(["verify", "--list-checks", "--json"]));
     check("verify-checks", &docs[0], "verify --list-checks");
 }

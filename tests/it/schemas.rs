@@ -124,7 +124,11 @@ fn check_readers(log: &Path) {
             false,
         ),
         ("compact", &["compact", "-n", "--json"], false),
-        ("compact", &["compact", "-n", "--json", "--mode", "overflow"], false),
+        (
+            "compact",
+            &["compact", "-n", "--json", "--mode", "overflow"],
+            false,
+        ),
         (
             "locks-release",
             &["locks", "--release", "-n", "--json"],

@@ -197,7 +197,7 @@ never\t'Never color'"
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
-complete -c dsh -n "__fish_dsh_using_subcommand compact" -s n -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -s n -l dry-run -d 'Show the range, the tokens it would shadow and the exact request; call no one, write nothing (events it would append are stamped with the log\'s last event time, so the output is reproducible)'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -s q -l quiet -d 'Do not print warnings on stderr'

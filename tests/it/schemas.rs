@@ -543,3 +543,31 @@ fn every_schema_is_some_command_s_document() {
         );
     }
 }
+
+/// Dry runs read no clock: the same log gives the same document, also a
+/// second later.
+#[test]
+fn dry_runs_are_reproducible() {
+    for args in [
+        &["compact", "-n", "--json", "--mode", "overflow"][..],
+        &["prune", "-n", "--json", "--allow-closed-turn"],
+        &["locks", "--release", "-n", "--json"],
+    ] {
+        let log = match args[0] {
+            "locks" => sample("locks-busy.jsonl"),
+            _ => sample("prune-open-turn.jsonl"),
+        };
+        let once = || {
+            dsh()
+                .args(args)
+                .arg("-q")
+                .arg(&log)
+                .output()
+                .unwrap()
+                .stdout
+        };
+        let first = once();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(first, once(), "{args:?}");
+    }
+}

@@ -98,7 +98,8 @@ pub struct CompactArgs {
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
     pub mode: ModeArg,
     /// Show the range, the tokens it would shadow and the exact request;
-    /// call no one, write nothing.
+    /// call no one, write nothing (events it would append are stamped with
+    /// the log's last event time, so the output is reproducible).
     #[arg(long, short = 'n')]
     pub dry_run: bool,
     /// Write to a copy of the log at FILE (must not exist) instead of the log.
@@ -622,7 +623,12 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         }
     };
     let mut ids = uuid;
-    let clock = now_ms;
+    // A dry run reads no clock: what it would append is stamped with the
+    // log's last event time, as `prune --dry-run` does, so equal logs give
+    // equal output.
+    let last_time = session.appender().log().last_time;
+    let dry_run = args.dry_run;
+    let clock = move || if dry_run { last_time } else { now_ms() };
     let mut env = Env {
         summarizer: &summarizer,
         clock: &clock,

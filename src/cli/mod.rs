@@ -52,8 +52,8 @@ pub struct Cli {
     /// CLICOLOR_FORCE forces it), always, never.
     #[arg(long, global = true, help_heading = GLOBAL, value_enum, default_value_t = render::color::When::Auto, value_name = "WHEN")]
     pub color: render::color::When,
-    /// Do not page long output (surface, messages, events, verify) through
-    /// `$DSH_PAGER`, `$PAGER` or `less -FRX`.
+    /// Do not page long output (surface, messages, events, verify,
+    /// compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_pager: bool,
     /// DSH home directory for session ids and cwds (default `$DSH_HOME`

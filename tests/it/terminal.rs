@@ -368,6 +368,17 @@ fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
         let unknown = in_terminal_sized(80, 0, &[cmd, log], &pager).unwrap();
         assert!(!unknown.contains("PAGED:"), "{cmd} with no known height");
     }
+    // The exact request of `compact --dry-run` is long too.
+    let compacted = sample("compacted.jsonl");
+    let args = ["compact", "-n", compacted.to_str().unwrap()];
+    let paged = in_terminal_sized(80, 6, &args, &pager).unwrap();
+    assert!(
+        paged
+            .lines()
+            .filter(|l| !l.is_empty())
+            .all(|l| l.starts_with("PAGED:")),
+        "compact -n goes through $DSH_PAGER:\n{paged}"
+    );
     // Short reports and JSON never page.
     let json = in_terminal_env(80, &["surface", "--json", log], &pager).unwrap();
     assert!(!json.contains("PAGED:"));

@@ -663,6 +663,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
                     .with("schema_version", SCHEMA_VERSION.into());
                 ctx.print_json(&v)?;
             } else {
+                if args.dry_run {
+                    // The exact request can be long: paged like a report.
+                    ctx.page();
+                }
                 print_human(&ctx.out, &report, &plan, lifecycle, args.dry_run)?;
             }
             // A signal that came while the bracket was being committed.

@@ -38,7 +38,7 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// It says what it will do and asks on a terminal; scripts pass --yes. Do not
 /// release a session a running harness has open.
 ///
-/// With --json: `{"logs": [{"file", "state", "lastBracketSeq",
+/// With --json: `{"logs": [{"file", "session", "state", "lastBracketSeq",
 /// "lastEndSeedSeq", "lastSeq", "brackets": [{"seq", "compactionId",
 /// "sourceCommandId"?, "turn", "openTurn", "time", "ageMs"?, "status",
 /// "outcome", "endSeq", "error", "endSeedSeq", "supersededBy", "summarySeq",

@@ -124,6 +124,7 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupError>
     match source::resolve(arg, home) {
         Ok(s) => Ok(s),
         Err(e) => {
+            let e = with_suggestion(e, arg);
             let Some(h) = home else { return Err(e.into()) };
             if arg.is_empty() || arg.contains('/') {
                 return Err(e.into());
@@ -139,6 +140,59 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupError>
             }
         }
     }
+}
+
+/// A log file beside a mistyped path whose name is close to it, if any:
+/// `sampels/x.jsonl` finds nothing, `samples/coding-sesion.jsonl` finds
+/// `samples/coding-session.jsonl`.
+pub fn near_miss(arg: &str) -> Option<PathBuf> {
+    let p = Path::new(arg);
+    let name = p.file_name()?.to_str()?;
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let limit = (name.chars().count() / 5).clamp(1, 3);
+    let mut best: Option<(usize, PathBuf)> = None;
+    for e in std::fs::read_dir(&dir).ok()?.flatten() {
+        let cand = e.file_name();
+        let Some(cand) = cand.to_str() else { continue };
+        let is_log = cand.ends_with(".jsonl") || cand.ends_with(".jsonl.zstd");
+        if !is_log || !e.path().is_file() {
+            continue;
+        }
+        let d = edit_distance(name, cand);
+        if d <= limit && best.as_ref().is_none_or(|(b, _)| d < *b) {
+            best = Some((d, p.with_file_name(cand)));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// A not-found error for a path that looks mistyped, with the next step.
+fn with_suggestion(mut e: LoadError, arg: &str) -> LoadError {
+    if e.kind == LoadErrorKind::NotFound
+        && let Some(near) = near_miss(arg)
+    {
+        e.message = format!("{}: did you mean {}?", e.message, near.display());
+    }
+    e
 }
 
 /// Resolve an argument that may name many logs: a directory tree, a home,
@@ -202,5 +256,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("working directory"), "{msg}");
+    }
+
+    #[test]
+    fn a_mistyped_log_name_suggests_the_one_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("coding-session.jsonl"), "{}\n").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "").unwrap();
+        let typo = dir.path().join("coding-sesion.jsonl");
+        assert_eq!(
+            near_miss(typo.to_str().unwrap()),
+            Some(dir.path().join("coding-session.jsonl"))
+        );
+        let far = dir.path().join("other.jsonl");
+        assert_eq!(near_miss(far.to_str().unwrap()), None);
+        assert_eq!(
+            near_miss(dir.path().join("notes.tx").to_str().unwrap()),
+            None
+        );
+        match resolve(typo.to_str().unwrap(), None) {
+            Err(LookupError::NotFound(e)) => {
+                assert!(e.message.contains("did you mean"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

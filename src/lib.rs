@@ -52,6 +52,7 @@ pub mod json;
 pub mod lock;
 pub mod log;
 pub mod meter;
+pub mod pack;
 pub mod policy;
 pub mod provider;
 pub mod prune;

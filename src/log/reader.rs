@@ -106,6 +106,8 @@ struct ZstdState {
     done: bool,
     /// Plaintext decoded so far (for the total limit).
     total: u64,
+    /// Frames started so far (the header frame included).
+    frames: u64,
 }
 
 struct FrameDec {
@@ -224,6 +226,7 @@ impl LineReader {
                     start: 0,
                     done: false,
                     total: 0,
+                    frames: 0,
                 })),
                 next_no: 1,
                 offset: 0,
@@ -270,6 +273,14 @@ impl LineReader {
     /// The torn tail found after the last complete line, once reading ended.
     pub fn torn_tail(&self) -> Option<TornTail> {
         self.torn
+    }
+
+    /// Zstandard frames started so far (0 for a plain log).
+    pub fn frames_read(&self) -> u64 {
+        match &self.inner {
+            Inner::Zstd(z) => z.frames,
+            Inner::Plain { .. } => 0,
+        }
     }
 
     /// Logical bytes consumed so far.
@@ -676,6 +687,7 @@ impl ZstdState {
                 lines: 0,
             });
             self.cstart += len;
+            self.frames += 1;
             return Ok(Some(complete));
         }
     }

@@ -261,3 +261,86 @@ fn the_reference_reads_what_pack_writes() {
         }
     }
 }
+
+/// Corpus logs, packed: an artifact reads exactly as its plain log does
+/// (the corpus holds no artifacts, so this is where the Zstandard path meets
+/// the reference's answers): the same messages byte for byte, the same
+/// surface and price, the same audit, the same `measure` document.
+#[test]
+fn every_corpus_log_reads_the_same_packed() {
+    let Some(shared) = shared("every_corpus_log_reads_the_same_packed") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let opts = dsh::LoadOptions::default();
+    let mut compared = 0;
+    // Every other log: the library runs unoptimised under `cargo test`.
+    for (name, plain) in crate::support::corpus_logs(&shared).into_iter().step_by(2) {
+        let art = dir.path().join(format!("{name}.jsonl.zstd"));
+        let src = dsh::LogSource::File(plain.clone());
+        let mut bytes = Vec::new();
+        // Small frames, so that spans are read again across many of them.
+        if dsh::pack::pack(
+            &src,
+            Default::default(),
+            dsh::pack::Batching::Lines(3),
+            &mut bytes,
+        )
+        .is_err()
+        {
+            continue; // a torn tail: pack refuses it (tested above)
+        }
+        std::fs::write(&art, &bytes).unwrap();
+        let zsrc = dsh::LogSource::File(art.clone());
+        let load = |s: &dsh::LogSource| {
+            dsh::log::load(
+                s,
+                &opts,
+                &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+            )
+        };
+        let (p, z) = match (load(&src), load(&zsrc)) {
+            (Ok(p), Ok(z)) => (p, z),
+            (Err(a), Err(b)) => {
+                assert_eq!((a.kind, a.rule), (b.kind, b.rule), "{name}: refused alike");
+                continue;
+            }
+            // A damaged tail that a plain log drops as torn is refused in a
+            // complete frame, whose lines are strict (session-log §2).
+            (Ok(p), Err(_)) if p.dropped.is_some() => continue,
+            (a, b) => panic!("{name}: plain {:?} vs packed {:?}", a.err(), b.err()),
+        };
+        let messages = |log: &dsh::LoadedLog| {
+            let mut out = Vec::new();
+            dsh::derive::write_messages_json(log, &mut out).unwrap();
+            out
+        };
+        assert_eq!(messages(&p), messages(&z), "{name}: messages");
+        let seqs =
+            |log: &dsh::LoadedLog| log.surface.nodes.iter().map(|n| n.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(&p), seqs(&z), "{name}: surface");
+        assert_eq!(p.surface.tokens, z.surface.tokens, "{name}: price");
+        let (vp, vz) = (
+            dsh::verify::verify(&src, &opts),
+            dsh::verify::verify(&zsrc, &opts),
+        );
+        let findings = |r: &dsh::verify::Report| {
+            r.findings
+                .iter()
+                .map(|f| (f.check, f.severity, f.seq, f.line, f.message.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(findings(&vp), findings(&vz), "{name}: verify");
+        let measure = |f: &std::path::Path| {
+            let mut v = json_of(&["measure", "--json", f.to_str().unwrap()]).0;
+            v.as_object_mut().unwrap().remove("file");
+            v
+        };
+        // The CLI's measure (a debug binary) is slow to start: a sample of logs.
+        if compared % 10 == 0 {
+            assert_eq!(measure(&plain), measure(&art), "{name}: measure");
+        }
+        compared += 1;
+    }
+    assert!(compared > 60, "only {compared} corpus logs compared");
+}

@@ -125,7 +125,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --images --summarizer-context-window --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -208,6 +208,14 @@ _dsh() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --images)
+                    COMPREPLY=($(compgen -W "refuse placeholder" -- "${cur}"))
+                    return 0
+                    ;;
+                --summarizer-context-window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -65,6 +65,20 @@ impl Mode {
     }
 }
 
+/// What the summariser request does with image blocks of the shadowed
+/// messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Images {
+    /// Send them; a text-only route refuses the request (the reference's
+    /// `UNSUPPORTED_CONTENT`), and the run stops before anything is written.
+    #[default]
+    Refuse,
+    /// A dsh extension: send each image as the harness's image-offload
+    /// placeholder text (session-log §13.4, the offline form), so the
+    /// summariser sees that an image was there.
+    Placeholder,
+}
+
 /// What to do.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -88,6 +102,12 @@ pub struct Options {
     /// Overflow: `maxOverflowRetries`; `0` disables overflow recovery
     /// (nothing is written).
     pub max_overflow_retries: u64,
+    /// Image blocks in the summariser request.
+    pub images: Images,
+    /// The summarising model's context window, when known: a request whose
+    /// input (DSH heuristic price) exceeds it is not sent, and nothing of its
+    /// bracket is written ([`FailureKind::TooLarge`]).
+    pub summarizer_window: Option<u64>,
 }
 
 /// Where the engine gets time, ids and reports progress.
@@ -139,6 +159,14 @@ pub struct BracketReport {
     pub error: Option<String>,
     /// The request (always built; shown by `--dry-run`).
     pub request: Option<WireRequest>,
+    /// DSH heuristic price of the summariser request's input (system,
+    /// tools, the shadowed messages and the instruction).
+    pub request_tokens: u64,
+    /// Whether the request's input fits the summarising model's window
+    /// (`None`: the window is not known).
+    pub fits: Option<bool>,
+    /// Image blocks sent as placeholder text ([`Images::Placeholder`]).
+    pub images_replaced: u64,
 }
 
 /// How a run ended without failing.
@@ -221,6 +249,12 @@ pub enum FailureKind {
     /// Cancelled ([`Env::cancel`]): nothing more written, an open bracket
     /// closed with the error `interrupted`.
     Cancelled,
+    /// The summariser request cannot be sent on the route (images on a
+    /// text-only path): refused before its bracket is written.
+    Unsendable,
+    /// The summariser request does not fit the summarising model's window:
+    /// refused before its bracket is written.
+    TooLarge,
 }
 
 /// A failed run, with what it wrote.
@@ -444,6 +478,7 @@ impl Run<'_, '_, '_> {
             Ok(m) => m,
             Err(e) => return fail(FailureKind::Corrupt, e),
         };
+        let (messages, images_replaced) = summary::request_messages(messages, self.opts.images);
         let model = self.opts.target.1.clone();
         let req = summary::build_request(
             self.session.headers().header.as_ref(),
@@ -452,6 +487,8 @@ impl Run<'_, '_, '_> {
             self.opts.max_tokens,
             self.session.id(),
         );
+        let request_tokens = summary::request_tokens(&req);
+        let fits = self.opts.summarizer_window.map(|w| request_tokens <= w);
         let wire = self.env.summarizer.wire_request(&req);
         let mut br = BracketReport {
             compaction_id: String::new(),
@@ -469,13 +506,37 @@ impl Run<'_, '_, '_> {
             attempts: 0,
             error: None,
             request: wire.as_ref().ok().cloned(),
+            request_tokens,
+            fits,
+            images_replaced,
         };
-        if self.session.is_dry_run() {
+        // What is known before the call refuses the bracket before its
+        // compaction/start: a request the route cannot send, or one larger
+        // than the summarising model's window.
+        let refusal = match (&wire, fits) {
+            (Err(e), _) => Some(StepFailure::coded(
+                FailureKind::Unsendable,
+                e.message.clone(),
+                e.code.clone(),
+            )),
+            (Ok(_), Some(false)) => Some(StepFailure::coded(
+                FailureKind::TooLarge,
+                format!(
+                    "the summariser request ({request_tokens} estimated tokens) does not fit the context window of {}/{} ({} tokens)",
+                    self.opts.target.0,
+                    self.opts.target.1,
+                    self.opts.summarizer_window.unwrap_or(0)
+                ),
+                ErrorCode::ContextWindowExceeded,
+            )),
+            _ => None,
+        };
+        if self.session.is_dry_run() || refusal.is_some() {
             self.report.brackets.push(br);
-            if let Err(e) = wire {
-                return Err(provider_failure(e));
-            }
-            return Ok(());
+            return match refusal {
+                Some(r) => Err(r),
+                None => Ok(()),
+            };
         }
         let cid = (self.env.ids)();
         br.compaction_id = cid.clone();

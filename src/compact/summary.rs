@@ -66,6 +66,68 @@ pub fn build_request(
     }
 }
 
+/// The shadowed messages as the request sends them: images already marked
+/// `offloaded` become the harness's placeholder text (its request
+/// projection), and with [`super::Images::Placeholder`] every other image
+/// block too, nested ones included. Returns the messages and the number of
+/// images replaced.
+pub fn request_messages(
+    messages: Vec<OwnedValue>,
+    images: super::Images,
+) -> (Vec<OwnedValue>, u64) {
+    let mut replaced = 0u64;
+    let out = messages
+        .into_iter()
+        .map(|m| {
+            let m = if has_image(m.get("content").and_then(|c| c.as_arr()).map_or(&[], |c| c)) {
+                crate::derive::request_projection(&m)
+            } else {
+                return m;
+            };
+            if images == super::Images::Refuse {
+                return m;
+            }
+            let mut m = m;
+            if let Some(c) = m.get("content").and_then(|c| c.as_arr()) {
+                let c = placeholder_blocks(c, &mut replaced);
+                m.set("content", Value::Arr(c));
+            }
+            m
+        })
+        .collect();
+    (out, replaced)
+}
+
+/// Every image block (at any tool-result depth) as its placeholder text.
+fn placeholder_blocks(blocks: &[Value<'_>], replaced: &mut u64) -> Vec<OwnedValue> {
+    blocks
+        .iter()
+        .map(|b| {
+            let ty = b.get("type");
+            if ty.is_some_and(|t| t.is_str("image")) {
+                *replaced += 1;
+                Value::obj()
+                    .with("type", "text".into())
+                    .with("text", crate::derive::offloaded_image_text(b).into())
+            } else if let Some(inner) = b.get("content").and_then(|c| c.as_arr()) {
+                let mut nb = b.to_owned_value();
+                nb.set("content", Value::Arr(placeholder_blocks(inner, replaced)));
+                nb
+            } else {
+                b.to_owned_value()
+            }
+        })
+        .collect()
+}
+
+/// The DSH heuristic price of a request's input: system, tools, every
+/// message.
+pub fn request_tokens(req: &CompletionRequest) -> u64 {
+    crate::heuristic::system_tokens(req.system.as_ref())
+        + crate::heuristic::tools_tokens(req.tools.as_ref())
+        + req.messages.iter().map(price_message).sum::<u64>()
+}
+
 /// A reply rejected by §6.2, with the text `compaction/end.error` records.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]

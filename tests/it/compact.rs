@@ -1415,6 +1415,11 @@ fn pre_write_checks_refuse_with_a_hint_and_append_nothing() {
     )
     .unwrap();
     let pruner = pruner.to_str().unwrap().to_string();
+    // A port nothing listens on: the connection is refused.
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
     struct Case<'a> {
         name: &'a str,
         events: Vec<J>,
@@ -1460,6 +1465,15 @@ fn pre_write_checks_refuse_with_a_hint_and_append_nothing() {
             code: 2,
             says: "does not parse",
             hint: "http:// or https://",
+        },
+        Case {
+            name: "connection refused",
+            events: closed_log(),
+            key: Some(KEY),
+            args: vec!["--base-url", &refused],
+            code: 2,
+            says: "cannot reach the provider",
+            hint: "reachable",
         },
         Case {
             name: "too large (manual)",

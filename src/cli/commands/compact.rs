@@ -84,7 +84,8 @@ use crate::cli::signals;
 /// entry, the built-in deepseek-official, or --base-url), the base URL
 /// parses (each exit 2), and, playing the run dry, that the request can be
 /// sent (images need --images placeholder on the text-only routes) and
-/// fits the summarising model's window when known (exit 1): one error line,
+/// fits the summarising model's window when known (exit 1), and that the
+/// provider's host accepts a connection (exit 2): one error line,
 /// one hint, nothing appended. --images placeholder (a dsh extension) sends
 /// each image as the harness's image-offload placeholder text. A dry run
 /// reports the request's tokens against that window (a warning when they do
@@ -790,11 +791,27 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             progress: &mut quiet,
             cancel: &signals::CANCEL,
         };
-        if let Err(f) = compact::run(&mut dry, &mut env, &options)
-            && let Some(hint) = refusal_hint(&f)
-        {
-            let kind = format!("{:?}", f.kind).to_lowercase();
-            return refuse(ctx, &file, &kind, &f.message, &hint, failure_status(&f));
+        match compact::run(&mut dry, &mut env, &options) {
+            Err(f) if refusal_hint(&f).is_some() => {
+                let kind = format!("{:?}", f.kind).to_lowercase();
+                let hint = refusal_hint(&f).unwrap_or_default();
+                return refuse(ctx, &file, &kind, &f.message, &hint, failure_status(&f));
+            }
+            // A bracket is due: the provider must at least accept a
+            // connection, or the attempt would only record its failure.
+            Ok(r) if !r.brackets.is_empty() => {
+                if let Err(e) = summarizer.endpoint.probe() {
+                    return refuse(
+                        ctx,
+                        &file,
+                        "unreachable",
+                        &e.message,
+                        "check --base-url (or the route's baseURL) and that the provider is reachable from here",
+                        Status::Usage,
+                    );
+                }
+            }
+            _ => {}
         }
     }
     let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| {

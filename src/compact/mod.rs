@@ -288,6 +288,14 @@ pub const BUSY: &str =
 /// The "no target" message (§5.6).
 pub const NO_TARGET: &str = "no provider/model available for summarization: set both BasicCompactionConfig summarization fields, route one request, or set both AgentOptions fields";
 
+/// The message of a [`FailureKind::TooLarge`] refusal.
+pub fn too_large_message(request_tokens: u64, target: &(String, String), window: u64) -> String {
+    format!(
+        "the summariser request ({request_tokens} estimated tokens) does not fit the context window of {}/{} ({window} tokens)",
+        target.0, target.1
+    )
+}
+
 fn envelope(ty: &str, seq: u64, time: f64, data: OwnedValue) -> OwnedValue {
     Value::obj()
         .with("type", ty.into())
@@ -521,11 +529,10 @@ impl Run<'_, '_, '_> {
             )),
             (Ok(_), Some(false)) => Some(StepFailure::coded(
                 FailureKind::TooLarge,
-                format!(
-                    "the summariser request ({request_tokens} estimated tokens) does not fit the context window of {}/{} ({} tokens)",
-                    self.opts.target.0,
-                    self.opts.target.1,
-                    self.opts.summarizer_window.unwrap_or(0)
+                too_large_message(
+                    request_tokens,
+                    &self.opts.target,
+                    self.opts.summarizer_window.unwrap_or(0),
                 ),
                 ErrorCode::ContextWindowExceeded,
             )),

@@ -581,15 +581,16 @@ fn failure_status(f: &Failure) -> Status {
     }
 }
 
+/// What to do about a request larger than the summarising model's window.
+const TOO_LARGE_HINT: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)";
+
 /// The next step for a failure known before writing.
 fn refusal_hint(f: &Failure) -> Option<String> {
     match f.kind {
         FailureKind::Unsendable => Some(
             "the range holds images and the route sends text only: pass --images placeholder to send each one as the harness's image-offload placeholder text".into(),
         ),
-        FailureKind::TooLarge => Some(
-            "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)".into(),
-        ),
+        FailureKind::TooLarge => Some(TOO_LARGE_HINT.into()),
         _ => None,
     }
 }
@@ -949,6 +950,22 @@ fn report_failure(
             message: f.message.clone(),
             hint: refusal_hint(f).unwrap_or_else(|| "see the request above".into()),
         });
+        // The request that cannot be sent would not fit either.
+        if f.kind != FailureKind::TooLarge
+            && let (Some(b), Some(c)) = (
+                f.report.brackets.iter().find(|b| b.fits == Some(false)),
+                plan.summarizer_capacity,
+            )
+        {
+            problems.push(compact::plan::Problem {
+                message: compact::too_large_message(
+                    b.request_tokens,
+                    &plan.target,
+                    c.context_window as u64,
+                ),
+                hint: TOO_LARGE_HINT.into(),
+            });
+        }
         if ctx.json {
             let v = report_json(&f.report, plan, lifecycle, true)
                 .with("wouldFail", would_fail_json(&problems))

@@ -253,6 +253,42 @@ pub fn shrink_violation(framed: u64, shadowed_tokens: u64) -> Option<String> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn images_become_the_offload_placeholder_only_when_asked() {
+        let m = Value::parse(
+            r#"{"role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[{"type":"text","text":"shot"},{"type":"image","attachment":{"attachmentId":"sha256:ab","name":"a.png"}}]},{"type":"image","attachment":{"attachmentId":"sha256:cd"}}]}"#,
+        )
+        .unwrap()
+        .into_owned();
+        let plain = Value::parse(r#"{"role":"user","content":[{"type":"text","text":"x"}]}"#)
+            .unwrap()
+            .into_owned();
+        let (kept, n) =
+            request_messages(vec![m.clone(), plain.clone()], super::super::Images::Refuse);
+        assert_eq!(n, 0);
+        assert_eq!(kept[0].to_json(), m.to_json());
+        let (sent, n) = request_messages(vec![m, plain.clone()], super::super::Images::Placeholder);
+        assert_eq!(n, 2);
+        let json = sent[0].to_json();
+        assert!(!has_image(
+            sent[0].get("content").unwrap().as_arr().unwrap()
+        ));
+        assert!(json.contains(r#"{"type":"text","text":"[image omitted to fit request image limits; \"a.png\" (sha256:ab). No local normalized image path"#), "{json}");
+        assert!(
+            json.contains("[image omitted to fit request image limits; sha256:cd. No local"),
+            "{json}"
+        );
+        assert_eq!(sent[1].to_json(), plain.to_json());
+        // Already offloaded images are sent as the placeholder in either mode.
+        let off = Value::parse(r#"{"role":"user","content":[{"type":"image","offloaded":true,"attachment":{"attachmentId":"sha256:ef"}}]}"#)
+            .unwrap()
+            .into_owned();
+        let (sent, _) = request_messages(vec![off], super::super::Images::Refuse);
+        assert!(!has_image(
+            sent[0].get("content").unwrap().as_arr().unwrap()
+        ));
+    }
+
     fn text(s: &str) -> OwnedValue {
         Value::obj()
             .with("type", "text".into())

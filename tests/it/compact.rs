@@ -1766,3 +1766,55 @@ fn images_placeholder_sends_the_offload_text() {
         );
     }
 }
+
+/// Two Ctrl-C in a row while the model works: the first closes the bracket
+/// (once), the second is honoured too; dsh ends promptly with 130 and the
+/// log holds exactly one `compaction/end {error: "interrupted"}`.
+#[test]
+fn a_second_ctrl_c_still_ends_dsh_and_the_bracket_is_closed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![Reply::Stall(Duration::from_secs(60))]);
+    let child = crate::support::dsh_process()
+        .env("DEEPSEEK_API_KEY", KEY)
+        .args(["compact", "--base-url", &server.base])
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while visible_lines(&log) < 14 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "compaction/start never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..2 {
+        // SAFETY: a plain kill(2) of our own child.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = lines(&log);
+    let ends: Vec<&J> = all
+        .iter()
+        .filter(|e| e["type"] == "compaction/end")
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["data"]["error"], json!("interrupted"));
+    assert_eq!(all.last().unwrap()["type"], json!("compaction/end"));
+    drop(server);
+}

@@ -14,7 +14,13 @@
 //! crash leaves evidence), then `compaction/summary`, the checkpoint
 //! `user/message` replacing the span, and `compaction/end`. Every failure
 //! after the start closes the bracket with `compaction/end{error}` and leaves
-//! the surface as it was.
+//! the surface as it was. What is known before the call is refused before
+//! the start, so nothing of that bracket is written: a request the route
+//! cannot send (images on a text-only path, unless [`Images::Placeholder`])
+//! and one larger than the summarising model's window
+//! ([`Options::summarizer_window`]). A caller that wants nothing at all
+//! written in that case (an automatic run prunes first) plays the run on a
+//! dry-run session first, as `dsh compact` does.
 //!
 //! The shared parts do the rest: the [`Session`] writes through the
 //! append-only writer ([`crate::append`], under its exclusive lock; plain
@@ -895,8 +901,10 @@ impl Run<'_, '_, '_> {
 ///
 /// A session opened as a dry run ([`crate::append::AppendTarget::DryRun`])
 /// validates and folds the prune pairs so the selection is the one a real
-/// run would make, then stops before `compaction/start`: nothing is written
-/// and no one is called.
+/// run would make, builds the request (weighed against the summarising
+/// model's window), then stops before `compaction/start`: nothing is
+/// written and no one is called. It fails as the real run would before the
+/// call ([`FailureKind::Unsendable`], [`FailureKind::TooLarge`]).
 pub fn run(
     session: &mut Session,
     env: &mut Env<'_>,

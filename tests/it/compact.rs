@@ -1588,6 +1588,14 @@ fn pre_write_checks_refuse_with_a_hint_and_append_nothing() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("read-only"), "{}", r.stderr);
     assert_eq!(std::fs::read(&log).unwrap(), before);
+    // So is a copy that cannot be made (--out into a missing directory).
+    let ok = write_log(dir.path(), "ok.jsonl", &closed_log());
+    let before_ok = std::fs::read(&ok).unwrap();
+    let missing = dir.path().join("no-such-dir").join("copy.jsonl");
+    let r = compact(&ok, &base, &["--out", missing.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(std::fs::read(&ok).unwrap(), before_ok);
+    assert!(!missing.exists());
     // A dry run says the same as "would fail" (exit 1).
     let out = dsh()
         .args(["compact", "--dry-run", "--base-url", &base])

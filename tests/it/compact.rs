@@ -1482,7 +1482,7 @@ fn pre_write_checks_refuse_with_a_hint_and_append_nothing() {
             args: vec!["--base-url", &base, "--summarizer-context-window", "100"],
             code: 1,
             says: "does not fit the context window of deepseek-official/deepseek-v4-flash (100 tokens)",
-            hint: "larger window",
+            hint: "with a larger window (--route P/M, or --summarizer-context-window if the window is known better)",
         },
         Case {
             // Pressure would prune first: the refusal comes before the pairs.
@@ -1543,6 +1543,10 @@ fn pre_write_checks_refuse_with_a_hint_and_append_nothing() {
             .collect();
         assert_eq!(hints.len(), 1, "{}: {err}", c.name);
         assert!(hints[0].contains(c.hint), "{}: {err}", c.name);
+        if c.name == "too large (manual)" {
+            // Manual compaction keeps only the newest unit: no retain budget to offer.
+            assert!(!hints[0].contains("--retain-tokens"), "{err}");
+        }
         assert!(err.contains("nothing written"), "{}: {err}", c.name);
         assert!(!err.contains(KEY), "{}: {err}", c.name);
         assert_eq!(

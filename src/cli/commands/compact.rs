@@ -439,12 +439,12 @@ fn print_human(
     for b in &r.brackets {
         outln!(
             o,
-            "range seqs {}..{} ({} nodes, {} tokens): {:?}",
+            "range seqs {}..{} ({} nodes, {} tokens): {}",
             b.start,
             b.end,
             b.shadowed_seqs.len(),
             b.shadowed_tokens,
-            b.shadowed_seqs
+            seq_list(&b.shadowed_seqs)
         )?;
         match plan.summarizer_capacity {
             Some(c) => outln!(
@@ -584,12 +584,32 @@ fn failure_status(f: &Failure) -> Status {
 /// What to do about a request larger than the summarising model's window.
 const TOO_LARGE_HINT: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)";
 
+/// The same for a manual compaction, which keeps only the newest unit.
+const TOO_LARGE_HINT_MANUAL: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better)";
+
+/// A list of seqs for a terminal: all of a short one, the ends of a long one.
+fn seq_list(seqs: &[u64]) -> String {
+    let show = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    if seqs.len() <= 12 {
+        return format!("[{}]", show(seqs));
+    }
+    format!(
+        "[{}, … {} more …, {}]",
+        show(&seqs[..5]),
+        seqs.len() - 10,
+        show(&seqs[seqs.len() - 5..])
+    )
+}
+
 /// The next step for a failure known before writing.
 fn refusal_hint(f: &Failure) -> Option<String> {
     match f.kind {
         FailureKind::Unsendable => Some(
             "the range holds images and the route sends text only: pass --images placeholder to send each one as the harness's image-offload placeholder text".into(),
         ),
+        FailureKind::TooLarge if f.report.mode == Mode::Manual => {
+            Some(TOO_LARGE_HINT_MANUAL.into())
+        }
         FailureKind::TooLarge => Some(TOO_LARGE_HINT.into()),
         _ => None,
     }
@@ -963,7 +983,12 @@ fn report_failure(
                     &plan.target,
                     c.context_window as u64,
                 ),
-                hint: TOO_LARGE_HINT.into(),
+                hint: if f.report.mode == Mode::Manual {
+                    TOO_LARGE_HINT_MANUAL
+                } else {
+                    TOO_LARGE_HINT
+                }
+                .into(),
             });
         }
         if ctx.json {

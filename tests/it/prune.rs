@@ -244,6 +244,60 @@ fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
     assert!(pruning > 0);
 }
 
+/// Our own stand-in for the spec's worked example (samples/prune-example*,
+/// written by samples/generate_prune_example.py from the spec's rules, not
+/// by dsh): the pairs continue the open turn and are byte for byte the
+/// authored ones, in a dry run and in the file; verify finds it clean.
+#[test]
+fn prune_example_of_our_own_reproduced_byte_for_byte() {
+    let expected = fs::read(sample("prune-example.appended.jsonl")).unwrap();
+    let time = ["--time", "1767300000100"];
+    let out = dsh()
+        .args(["prune", "--dry-run", "--events", "-q"])
+        .args(time)
+        .arg(sample("prune-example.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(expected.clone()).unwrap()
+    );
+    let (_d, log) = copy_of(&sample("prune-example.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let out = dsh()
+        .args(["prune", "-q"])
+        .args(time)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    assert!(
+        after[before.len()..] == expected[..],
+        "the appended bytes differ from samples/prune-example.appended.jsonl"
+    );
+    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    // Still the open turn (one closer in memory), and a second pass appends nothing.
+    let l = load(&log);
+    assert_eq!((l.stored_events, l.closers.len()), (14, 1));
+    let out = dsh().args(["prune", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(fs::read(&log).unwrap(), after);
+}
+
 /// The bundled open-turn sample (two oversized results, the second CJK and
 /// emoji; an open step with one pending call) stands in for the spec's
 /// example when ../shared is absent: the pairs continue the open turn, with

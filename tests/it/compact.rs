@@ -1677,6 +1677,7 @@ fn dry_runs_report_what_would_fail_and_the_window() {
     let tokens = v["brackets"][0]["requestTokens"].as_u64().unwrap();
     assert!(tokens > v["brackets"][0]["shadowedTokenCount"].as_u64().unwrap());
     assert_eq!(v["brackets"][0]["fits"], json!(true));
+    assert_eq!(v["warnings"], json!([]));
     // Too large: a warning, fits false, would fail.
     let (code, text, v) = run(
         closed_log(),
@@ -1693,6 +1694,12 @@ fn dry_runs_report_what_would_fail_and_the_window() {
         "{text}"
     );
     assert_eq!(v["brackets"][0]["fits"], json!(false));
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("does not fit the summarising model's window")
+    );
     assert!(
         v["wouldFail"][0]["message"]
             .as_str()

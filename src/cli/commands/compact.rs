@@ -74,7 +74,8 @@ use crate::cli::signals;
 /// endSeq, checkpointTokens, usage, attempts, error, request?}],
 /// "appendedSeqs", "endSeedSeq", "declined"?, "retryAuthorized"?,
 /// "wouldAppend"?, "wouldFail"? (dry runs: [{message, hint}]),
-/// "summarizerWindow": {tokens, source} | null, "error"?: {message, kind,
+/// "summarizerWindow": {tokens, source} | null, "warnings" (a range that
+/// does not fit that window), "error"?: {message, kind,
 /// code, hint?}, "schema_version"}`; each bracket also has "requestTokens",
 /// "fits" and "imagesReplaced". A refusal before the first byte prints
 /// `{"file", "written": false, "error": {message, kind, hint}, "schema_version"}`.
@@ -381,6 +382,20 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
                 .into(),
         )
         .with("endSeedSeq", opt(end_seed));
+    let warnings: Vec<OwnedValue> = r
+        .brackets
+        .iter()
+        .filter(|b| b.fits == Some(false))
+        .map(|b| {
+            format!(
+                "the range does not fit the summarising model's window: {} > {} tokens",
+                b.request_tokens,
+                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
+            )
+            .into()
+        })
+        .collect();
+    v = v.with("warnings", Value::Arr(warnings));
     if let Some(Outcome::Declined(d)) = r.outcome {
         v = v.with("declined", d.explain().into());
     }

@@ -152,6 +152,14 @@ pub enum AppendError {
         /// The target.
         path: PathBuf,
     },
+    /// The copy target's directory is missing or not a directory.
+    #[error("{path}: cannot write the copy there: {why}")]
+    BadTarget {
+        /// The target.
+        path: PathBuf,
+        /// What is wrong with its directory.
+        why: String,
+    },
     /// The batch breaks the lifecycle rule or a load-time rule.
     #[error("refusing to append an event the loader would refuse (seq {seq}): {message}")]
     Invalid {

@@ -330,6 +330,7 @@ fn lock_for_target(
             if fs::symlink_metadata(out).is_ok() {
                 return Err(AppendError::TargetExists { path: out.clone() });
             }
+            check_target_dir(out)?;
             let f = File::open(p).map_err(open_err(p, "open the log"))?;
             acquire(&f, LockKind::Shared, wait, p)?;
             let md = f.metadata().map_err(open_err(p, "inspect the log"))?;
@@ -339,6 +340,27 @@ fn lock_for_target(
             }))
         }
         AppendTarget::DryRun => Ok(None),
+    }
+}
+
+/// The directory a copy goes into must exist and be a directory (a usage
+/// error, not a failed write).
+fn check_target_dir(out: &Path) -> Result<(), AppendError> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let bad = |why: String| AppendError::BadTarget {
+        path: out.to_path_buf(),
+        why,
+    };
+    match fs::metadata(dir) {
+        Ok(md) if md.is_dir() => Ok(()),
+        Ok(_) => Err(bad(format!("{} is not a directory", dir.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(bad(format!("no directory {}", dir.display())))
+        }
+        Err(e) => Err(bad(format!("{}: {e}", dir.display()))),
     }
 }
 
@@ -389,7 +411,16 @@ fn copy_beside(f: &File, p: &Path, out: &Path, len: u64) -> Result<(PathBuf, Fil
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(open_err(&tmp, "create the copy"))?;
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::PermissionDenied
+            | io::ErrorKind::ReadOnlyFilesystem
+            | io::ErrorKind::NotFound
+            | io::ErrorKind::NotADirectory => AppendError::BadTarget {
+                path: out.to_path_buf(),
+                why: e.to_string(),
+            },
+            _ => open_err(&tmp, "create the copy")(e),
+        })?;
     let mut src = f;
     let copied = src
         .seek(SeekFrom::Start(0))

@@ -543,3 +543,33 @@ fn a_home_full_of_self_links_is_walked_once() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn out_into_a_missing_directory_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    std::fs::copy(sample("prune-open-turn.jsonl"), &log).unwrap();
+    let before = std::fs::read(&log).unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for out in [dir.path().join("nodir/x"), file.join("x")] {
+        for cmd in [&["prune"][..], &["locks", "--release"], &["compact"]] {
+            let o = dsh()
+                .env("DEEPSEEK_API_KEY", "k")
+                .args(cmd)
+                .arg("--out")
+                .arg(&out)
+                .arg(&log)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?} --out {out:?}: {err}");
+            assert!(!err.contains("internal error"), "{cmd:?}: {err}");
+            assert!(
+                err.contains("cannot write the copy there"),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+}

@@ -140,7 +140,8 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
         AppendError::Stdin
         | AppendError::Symlink { .. }
         | AppendError::ReadOnly { .. }
-        | AppendError::TargetExists { .. } => Status::Usage,
+        | AppendError::TargetExists { .. }
+        | AppendError::BadTarget { .. } => Status::Usage,
         e if e.is_busy() => Status::Busy,
         _ => Status::Internal,
     };

@@ -160,6 +160,18 @@ pub enum AppendError {
         /// What is wrong with its directory.
         why: String,
     },
+    /// A Zstandard batch that no frame layout keeps safe under a crash cut.
+    #[error(
+        "{path}: refusing to append: the events from seq {seq} must become visible together, but {why}; nothing was written (a plain .jsonl log has no such limit)"
+    )]
+    NotAtomic {
+        /// The log.
+        path: PathBuf,
+        /// First seq of the unit.
+        seq: u64,
+        /// Why it cannot be kept whole.
+        why: String,
+    },
     /// The batch breaks the lifecycle rule or a load-time rule.
     #[error("refusing to append an event the loader would refuse (seq {seq}): {message}")]
     Invalid {

@@ -45,9 +45,15 @@
 //!      loader recomputes any closers that did not land yet, so the loaded log
 //!      is always either the old one or the whole batch.
 //!    * **`.jsonl.zstd`**: one new, complete, checksummed Zstandard frame,
-//!      then fsync. (A frame that is cut short is a torn final frame; the
-//!      reader recovers only complete blocks from it, so a batch up to one
-//!      Zstandard block — 128 KiB of text — is all-or-nothing.)
+//!      then fsync. A frame that is cut short is a torn final frame, and the
+//!      reader keeps the complete lines of its decodable blocks; so the frame
+//!      is laid out with every block ending at a safe point (never between a
+//!      `compaction/prune` and its replacement, never inside a bracket's
+//!      summary → checkpoint → end), and checked (see `frame.rs`). A batch up
+//!      to one Zstandard block (128 KiB of text) is all-or-nothing; a larger
+//!      one becomes visible in whole units. A unit whose lines after its
+//!      first exceed one block cannot be kept whole, and the batch is refused
+//!      before anything is written ([`AppendError::NotAtomic`]).
 //!
 //!    On any error the file is cut back to its length before the batch.
 //!    Bytes that were in the file are never rewritten.
@@ -89,13 +95,14 @@ use crate::log::{Container, Folded, LoadOptions, LoadedLog, LogSource, Observer}
 use crate::surface::{NodeBody, Surface, check_local, node_facts};
 
 mod error;
+mod frame;
 mod lock;
 mod write;
 
 pub use error::{AppendError, Blocker};
 use lock::{LockKind, acquire};
 pub use write::zstd_frame;
-use write::{Sink, commit, encode, last_record_seq};
+use write::{EncodeError, Sink, commit, encode, last_record_seq};
 
 /// The events a resuming harness writes first: the crash-repair closers of an
 /// open final turn, then the `session/end-seed` marker unless the log already
@@ -799,17 +806,20 @@ impl Appender {
                 message: "the batch does not release the compaction lock".into(),
             });
         }
-        let (payload, bytes) =
-            encode(events, self.log.container).map_err(|e| AppendError::Open {
-                path: self
-                    .log
-                    .source
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default(),
+        let path_of =
+            |log: &LoadedLog| log.source.path().map(Path::to_path_buf).unwrap_or_default();
+        let (payload, bytes) = encode(events, self.log.container).map_err(|e| match e {
+            EncodeError::Io(source) => AppendError::Open {
+                path: path_of(&self.log),
                 op: "compress the batch",
-                source: e,
-            })?;
+                source,
+            },
+            EncodeError::Unsafe(u) => AppendError::NotAtomic {
+                path: path_of(&self.log),
+                seq: u.seq,
+                why: u.why,
+            },
+        })?;
         let first_seq = self.next_seq;
         let mut report = AppendReport {
             first_seq,

@@ -132,11 +132,25 @@ pub(super) fn commit(
     }
 }
 
+/// Why a batch could not be encoded.
+#[derive(Debug)]
+pub(super) enum EncodeError {
+    /// The compressor failed.
+    Io(io::Error),
+    /// No Zstandard layout keeps every crash cut safe (see [`super::frame`]).
+    Unsafe(super::frame::Unsafe),
+}
+
 /// Encode a batch: JSONL lines, split into units before every `turn/end`
-/// that is not first in its unit (plain), or one frame (Zstandard).
-pub(super) fn encode(events: &[OwnedEvent], container: Container) -> io::Result<(Payload, u64)> {
+/// that is not first in its unit (plain), or one frame whose every crash
+/// cut ends at a safe point (Zstandard, [`super::frame`]).
+pub(super) fn encode(
+    events: &[OwnedEvent],
+    container: Container,
+) -> Result<(Payload, u64), EncodeError> {
     let mut units: Vec<Vec<u8>> = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
+    let mut lens: Vec<usize> = Vec::with_capacity(events.len());
     let mut total = 0u64;
     for ev in events {
         if ev.kind == Kind::TurnEnd && !cur.is_empty() {
@@ -146,6 +160,7 @@ pub(super) fn encode(events: &[OwnedEvent], container: Container) -> io::Result<
         debug_assert!(!line.contains('\n'));
         cur.extend_from_slice(line.as_bytes());
         cur.push(b'\n');
+        lens.push(line.len() + 1);
         total += line.len() as u64 + 1;
     }
     if !cur.is_empty() {
@@ -155,7 +170,11 @@ pub(super) fn encode(events: &[OwnedEvent], container: Container) -> io::Result<
         Container::Plain => Ok((Payload::Units(units), total)),
         Container::Zstd => {
             let plain: Vec<u8> = units.concat();
-            Ok((Payload::Frame(zstd_frame(&plain)?), total))
+            let atomic = super::frame::units(events, &lens);
+            let frame = super::frame::safe_frame(&plain, &atomic)
+                .map_err(EncodeError::Unsafe)?
+                .map_err(EncodeError::Io)?;
+            Ok((Payload::Frame(frame), total))
         }
     }
 }

@@ -260,3 +260,159 @@ fn a_second_dsh_prune_fails_fast_or_waits() {
     assert_eq!(after.lines().count(), 15 + 3);
     assert_eq!(after.matches("\"compaction/prune\"").count(), 1);
 }
+
+/// A log whose open turn holds `n` oversized tool results (CJK text, so each
+/// replacement is about 18 KB): pruning it appends one batch of `n` pairs.
+fn many_results_log(n: usize) -> String {
+    let mut rng = Lcg(0xf2);
+    let mut lines = vec![
+        r#"{"type":"session","version":0,"id":"big-prune","createdAt":1767225600000,"cwd":"/home/dev/p","delegationDepth":0}"#.to_string(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#.to_string(),
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#.to_string(),
+        r#"{"type":"user/message","seq":2,"time":1,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"m-u1"},"surfaceOp":"append"}"#.to_string(),
+    ];
+    let calls: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"type":"tool-call","id":"c{i}","name":"bash","arguments":"{{}}"}}"#))
+        .collect();
+    lines.push(format!(
+        r#"{{"type":"assistant/message","seq":3,"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"assistant","content":[{}],"source":{{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"id":"m-a1"}}}},"surfaceOp":"append"}}"#,
+        calls.join(",")
+    ));
+    let mut seq = 4;
+    for i in 0..n {
+        lines.push(format!(
+            r#"{{"type":"tool/call","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"callId":"c{i}","name":"bash","arguments":"{{}}"}}}}"#
+        ));
+        seq += 1;
+    }
+    for i in 0..n {
+        let text: String = (0..9000)
+            .map(|_| char::from_u32(0x4e00 + rng.next(3000) as u32).unwrap())
+            .collect();
+        lines.push(format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"user","content":[{{"type":"tool-result","toolCallId":"c{i}","content":[{{"type":"text","text":"{text}"}}],"isError":false}}],"source":{{"kind":"tool","callId":"c{i}"}},"id":"m-r{i}"}}}},"surfaceOp":"append"}}"#
+        ));
+        seq += 1;
+    }
+    lines.join("\n") + "\n"
+}
+
+/// Lines of `plain` that a crash may end after: not a `compaction/prune`
+/// (its replacement follows), not inside summary → checkpoint → end.
+fn safe_counts(plain: &str) -> Vec<usize> {
+    let mut safe = vec![0];
+    let mut bracket = false;
+    for (i, line) in plain.lines().enumerate() {
+        let ty = Value::parse(line)
+            .unwrap()
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap()
+            .to_string();
+        match ty.as_str() {
+            "compaction/summary" => bracket = true,
+            "compaction/end" => bracket = false,
+            _ => {}
+        }
+        if ty != "compaction/prune" && !bracket {
+            safe.push(i + 1);
+        }
+    }
+    safe
+}
+
+/// A prune batch of about 220 KB (more than one 128 KiB Zstandard block)
+/// cut at every byte: what a reader recovers from the torn frame (a
+/// streaming decoder fed byte by byte, as the reader decodes a torn final
+/// frame) never ends between a `compaction/prune` and its replacement; and
+/// the loader, on a sample of those cuts (every 1999th byte and a few bytes
+/// around every change), agrees and loads the log.
+#[test]
+fn a_zstd_batch_cut_at_any_byte_never_shows_half_a_pair() {
+    use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+    let text = many_results_log(14);
+    let (head, body) = text.split_at(text.find('\n').unwrap() + 1);
+    let mut bytes = zstd::bulk::compress(head.as_bytes(), 3).unwrap();
+    bytes.extend(zstd::bulk::compress(body.as_bytes(), 3).unwrap());
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("session.jsonl.zstd");
+    fs::write(&log, &bytes).unwrap();
+    let orig = load(&log).stored_events;
+    let out = crate::support::dsh_process()
+        .args(["prune", "-q", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&log).unwrap();
+    let frame = &after[bytes.len()..];
+    let plain = String::from_utf8(zstd::stream::decode_all(frame).unwrap()).unwrap();
+    assert!(plain.len() > 200_000, "a batch of {} bytes", plain.len());
+    assert_eq!(plain.matches("\"compaction/prune\"").count(), 14);
+    let safe = safe_counts(&plain);
+    let all = plain.lines().count();
+    // Every byte: the lines a torn frame of that length shows.
+    let mut dec = Decoder::new().unwrap();
+    let mut outbuf = vec![0u8; plain.len() + 1];
+    let (mut produced, mut newlines) = (0usize, 0usize);
+    let mut visible = vec![0usize; frame.len() + 1];
+    let mut partial = 0;
+    for c in 1..=frame.len() {
+        let mut input = InBuffer::around(&frame[c - 1..c]);
+        loop {
+            let mut o = OutBuffer::around_pos(&mut outbuf[..], produced);
+            dec.run(&mut input, &mut o).unwrap();
+            let now = o.pos();
+            let grew = now > produced;
+            newlines += memchr::memchr_iter(b'\n', &outbuf[produced..now]).count();
+            produced = now;
+            if input.pos() == 1 && !grew {
+                break;
+            }
+        }
+        visible[c] = newlines;
+        if safe.binary_search(&newlines).is_err() {
+            partial += 1;
+        }
+    }
+    assert_eq!(visible[frame.len()], all);
+    let changes: Vec<usize> = (1..=frame.len())
+        .filter(|&c| visible[c] != visible[c - 1])
+        .collect();
+    eprintln!(
+        "{} cuts (every byte of a {}-byte frame holding {} bytes of JSONL, {all} events): {partial} show a partial unit; {} distinct states",
+        frame.len() + 1,
+        frame.len(),
+        plain.len(),
+        changes.len() + 1
+    );
+    assert_eq!(partial, 0, "cuts that show half a prune pair");
+    assert!(
+        changes.len() > 1,
+        "a large batch becomes visible in safe steps"
+    );
+    // The loader agrees on a sample of the cuts.
+    let mut sample: Vec<usize> = (0..=frame.len()).step_by(1999).collect();
+    for &c in &changes {
+        sample.extend(c.saturating_sub(2)..=(c + 1).min(frame.len()));
+    }
+    sample.sort_unstable();
+    sample.dedup();
+    let cut = d.path().join("cut.jsonl.zstd");
+    for &c in &sample {
+        let mut b = bytes.clone();
+        b.extend_from_slice(&frame[..c]);
+        fs::write(&cut, &b).unwrap();
+        let l = load(&cut);
+        assert_eq!(
+            (l.stored_events - orig) as usize,
+            visible[c],
+            "cut at byte {c} of the frame"
+        );
+    }
+    eprintln!("the loader agreed on {} of those cuts", sample.len());
+}

@@ -136,6 +136,18 @@ pub enum AppendError {
         /// What differs.
         what: String,
     },
+    /// Another program wrote to the log while dsh was appending to it.
+    #[error(
+        "{path}: another program wrote to the log while dsh was appending (it does not take the writer lock: a running harness?): {what}; {left}. Stop the other writer, then check the log with `dsh verify`"
+    )]
+    Interleaved {
+        /// The log.
+        path: PathBuf,
+        /// What dsh saw.
+        what: String,
+        /// What dsh did with its own bytes.
+        left: String,
+    },
     /// A format generation dsh does not write.
     #[error(
         "{path}: a generation-{version} log; dsh appends only to generation-0 logs (the format of the rc.8 reference)"
@@ -230,6 +242,7 @@ impl AppendError {
             AppendError::WriterLocked { .. }
                 | AppendError::Blocked { .. }
                 | AppendError::Changed { .. }
+                | AppendError::Interleaved { .. }
         )
     }
 }

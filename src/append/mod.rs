@@ -55,8 +55,15 @@
 //!      first exceed one block cannot be kept whole, and the batch is refused
 //!      before anything is written ([`AppendError::NotAtomic`]).
 //!
-//!    On any error the file is cut back to its length before the batch.
-//!    Bytes that were in the file are never rewritten.
+//!    Every byte is written through an `O_APPEND` descriptor and checked
+//!    where it landed, so a program that appends without the lock (a
+//!    running harness) is never overwritten; on such a surprise dsh removes
+//!    only its own bytes, and only when nothing follows them, and fails with
+//!    [`AppendError::Interleaved`] (exit 4).
+//!
+//!    On any error the file is cut back to its length before the batch
+//!    (when only dsh's bytes follow it). Bytes that were in the file are
+//!    never rewritten.
 //! 3. Several batches may follow under the same lock (compaction appends its
 //!    start, then summary + checkpoint + end); each is validated against the
 //!    log as the previous batches left it.
@@ -350,6 +357,23 @@ fn lock_for_target(
     }
 }
 
+/// A descriptor opened for append (`O_APPEND`) on the file at `p`, which
+/// must still be the file `identity` names.
+fn open_append(p: &Path, identity: (u64, u64)) -> Result<File, AppendError> {
+    let f = OpenOptions::new()
+        .append(true)
+        .open(p)
+        .map_err(open_err(p, "open the log for appending"))?;
+    let md = f.metadata().map_err(open_err(p, "inspect the log"))?;
+    if (md.dev(), md.ino()) != identity {
+        return Err(AppendError::Changed {
+            path: p.to_path_buf(),
+            what: "the path now names another file".into(),
+        });
+    }
+    Ok(f)
+}
+
 /// The directory a copy goes into must exist and be a directory (a usage
 /// error, not a failed write).
 fn check_target_dir(out: &Path) -> Result<(), AppendError> {
@@ -547,12 +571,25 @@ impl Appender {
         match &target {
             AppendTarget::InPlace => {
                 let file = f.try_clone().map_err(open_err(&p, "open the log"))?;
-                app.sink = Some(Sink { file, path: p });
+                let append = open_append(&p, (now.dev(), now.ino()))?;
+                app.sink = Some(Sink {
+                    file,
+                    append,
+                    path: p,
+                });
             }
             AppendTarget::Copy(out) => {
                 let (tmp, file) = copy_beside(f, &p, out, len)?;
                 app.copy = Some((tmp.clone(), out.clone()));
-                app.sink = Some(Sink { file, path: tmp });
+                let md = file
+                    .metadata()
+                    .map_err(open_err(&tmp, "inspect the copy"))?;
+                let append = open_append(&tmp, (md.dev(), md.ino()))?;
+                app.sink = Some(Sink {
+                    file,
+                    append,
+                    path: tmp,
+                });
             }
             AppendTarget::DryRun => unreachable!(),
         }
@@ -844,7 +881,8 @@ impl Appender {
                     what: format!("{now} bytes on disk, {} expected", self.len),
                 });
             }
-            let new_len = commit(&mut sink.file, &sink.path, self.len, &payload, self.pause)?;
+            let path = sink.path.clone();
+            let new_len = commit(sink, &path, self.len, &payload, self.pause)?;
             report.written = new_len - self.len;
             report.path = Some(sink.path.clone());
             self.len = new_len;

@@ -416,3 +416,86 @@ fn a_zstd_batch_cut_at_any_byte_never_shows_half_a_pair() {
     }
     eprintln!("the loader agreed on {} of those cuts", sample.len());
 }
+
+/// `dsh prune` (slowed down, so that its write has many windows) races a
+/// program that appends lines without the writer lock, as a running harness
+/// does. Over many trials no foreign line may be lost or damaged, and dsh
+/// may exit 0 only when its batch sits whole right after the original log.
+#[test]
+fn a_racing_unlocked_appender_never_loses_a_line() {
+    use std::io::Write as _;
+    let trials = 120;
+    let (mut lost, mut ok, mut busy, mut races) = (0, 0, 0, 0);
+    let mut rng = Lcg(0x0f4);
+    for t in 0..trials {
+        let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+        let before = fs::read(&log).unwrap();
+        let mut child = crate::support::dsh_process()
+            .args([
+                "prune",
+                "-q",
+                "--allow-closed-turn",
+                "--debug-write-pause-ms",
+                "1",
+            ])
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Three foreign lines at random moments of the write.
+        let mut foreign = Vec::new();
+        if t % 2 == 1 {
+            wait_for_growth(&log, before.len(), &mut child);
+        }
+        for k in 0..3 {
+            std::thread::sleep(Duration::from_micros(rng.next(25_000)));
+            let line = format!("{{\"type\":\"harness/foreign\",\"trial\":{t},\"k\":{k}}}\n");
+            let mut f = fs::OpenOptions::new().append(true).open(&log).unwrap();
+            f.write_all(line.as_bytes()).unwrap();
+            foreign.push(line);
+        }
+        let out = child.wait_with_output().unwrap();
+        let after = fs::read(&log).unwrap();
+        assert_eq!(
+            &after[..before.len()],
+            &before[..],
+            "trial {t}: old bytes rewritten"
+        );
+        let text = String::from_utf8_lossy(&after);
+        for line in &foreign {
+            if text.matches(line.as_str()).count() != 1 {
+                lost += 1;
+            }
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                ok += 1;
+                // dsh's batch is whole, right after the original bytes.
+                let tail = &text[before.len()..];
+                let first_foreign = tail.find("harness/foreign").unwrap_or(tail.len());
+                let batch = &tail[..tail[..first_foreign].rfind('\n').map_or(0, |i| i + 1)];
+                assert_eq!(
+                    batch.matches("\"compaction/prune\"").count(),
+                    2,
+                    "trial {t}"
+                );
+            }
+            Some(4) => {
+                busy += 1;
+                if err.contains("while dsh was appending") {
+                    races += 1;
+                    assert!(err.contains("dsh overwrote nothing"), "trial {t}: {err}");
+                }
+            }
+            c => panic!("trial {t}: exit {c:?}: {err}"),
+        }
+    }
+    eprintln!(
+        "{trials} races, {} foreign lines: {lost} lost; dsh exited 0 {ok} times, 4 {busy} times ({races} caught mid-write)",
+        trials * 3
+    );
+    assert_eq!(lost, 0, "foreign lines lost");
+    assert!(races > 0, "some foreign lines must land while dsh writes");
+}

@@ -749,6 +749,9 @@ fn load_inner(
                 continue;
             }
             let Some(records) = records else {
+                if line.too_deep {
+                    return Err(error::too_deep(no));
+                }
                 prefix.undecodable(no, strict)?;
                 continue;
             };

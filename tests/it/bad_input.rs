@@ -573,3 +573,86 @@ fn out_into_a_missing_directory_is_a_usage_error() {
     }
     assert_eq!(std::fs::read(&log).unwrap(), before);
 }
+
+/// A log with a `user/message` whose `data` holds a value `depth` levels
+/// deep (arrays or objects), as its last event or its first.
+fn deep_log(dir: &tempfile::TempDir, depth: usize, objects: bool, last: bool) -> PathBuf {
+    let nested = if objects {
+        format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth))
+    } else {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    };
+    let msg = |seq: u64, extra: &str| {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"role":"user","content":[{{"type":"text","text":"hi"}}],"source":{{"kind":"user"}},"id":"u{seq}"{extra}}},"surfaceOp":"append"}}"#
+        )
+    };
+    let deep = format!(r#","deep":{nested}"#);
+    let (a, b) = if last {
+        ("", deep.as_str())
+    } else {
+        (deep.as_str(), "")
+    };
+    let text = [
+        r#"{"type":"session","version":0,"id":"deep","createdAt":1767225600000,"cwd":"/tmp","delegationDepth":0}"#.to_string(),
+        msg(0, a),
+        msg(1, b),
+    ]
+    .join("\n")
+        + "\n";
+    write(
+        dir,
+        &format!("d{depth}-{objects}-{last}.jsonl"),
+        text.as_bytes(),
+    )
+}
+
+/// Depths as the reference takes them (checked with the oracle): arrays
+/// 600, 2000 and 3000 levels deep load, wherever the event is; objects 600
+/// deep load, 2000 and 3000 deep make the reference's loader overflow its
+/// stack, and the log is refused. A deep last event is never a torn tail,
+/// and no writer advises truncating it.
+#[test]
+fn deep_nesting_is_accepted_and_refused_as_the_reference_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for (depth, objects, accepted) in [
+        (600, false, true),
+        (2000, false, true),
+        (3000, false, true),
+        (600, true, true),
+        (2000, true, false),
+        (3000, true, false),
+        (5000, false, false),
+    ] {
+        for last in [true, false] {
+            let p = deep_log(&dir, depth, objects, last);
+            let case = format!("depth {depth}, objects {objects}, last {last}");
+            let out = dsh().args(["load", "--json"]).arg(&p).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if accepted {
+                assert_eq!(out.status.code(), Some(0), "{case}: {err}");
+                let v = crate::prune::json(&out.stdout);
+                assert_eq!(
+                    v.get("storedEvents").and_then(|n| n.as_count()),
+                    Some(2),
+                    "{case}"
+                );
+                assert!(!err.contains("torn"), "{case}: {err}");
+            } else {
+                assert_eq!(out.status.code(), Some(3), "{case}: {err}");
+                assert!(
+                    err.contains("nested deeper than the reference can load"),
+                    "{case}: {err}"
+                );
+                assert!(err.contains("not a torn write"), "{case}: {err}");
+            }
+            let out = dsh()
+                .args(["prune", "--dry-run", "--allow-closed-turn"])
+                .arg(&p)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("truncate -s"), "{case}: {err}");
+        }
+    }
+}

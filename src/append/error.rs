@@ -87,9 +87,19 @@ pub enum AppendError {
     /// The log is not readable or not valid.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// Standard input cannot be written to.
-    #[error("cannot write to a log read from standard input; name the file")]
+    /// Standard input (or a pipe read like it) cannot be written to.
+    #[error(
+        "cannot write to a log read from standard input or a pipe; name the log's regular file"
+    )]
     Stdin,
+    /// The log is a pipe or a device, not a regular file.
+    #[error(
+        "{path}: not a regular file (a pipe or a device): dsh writes only to a log's regular file; save the stream to a file first (reading commands and --dry-run read it as a stream)"
+    )]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
     /// The path is a symbolic link.
     #[error(
         "{path}: is a symbolic link (to {target}); dsh appends only to the real file: name it, or write a copy with --out"

@@ -495,6 +495,13 @@ impl Appender {
             (LogSource::Stdin | LogSource::Spooled(_), _) => return Err(AppendError::Stdin),
             (LogSource::File(p), _) => Some(p.clone()),
         };
+        if let Some(p) = &path
+            && target != AppendTarget::DryRun
+            && !crate::log::source::is_regular(p)
+            && fs::metadata(p).is_ok_and(|m| !m.is_dir())
+        {
+            return Err(AppendError::NotRegular { path: p.clone() });
+        }
         let held = match &path {
             Some(p) => lock_for_target(p, &target, opts.wait)?,
             None => None,

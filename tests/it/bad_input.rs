@@ -656,3 +656,91 @@ fn deep_nesting_is_accepted_and_refused_as_the_reference_does() {
         }
     }
 }
+
+/// A named pipe that is fed `bytes` once, by a thread, when a reader opens it.
+fn fifo_fed(dir: &tempfile::TempDir, name: &str, bytes: Vec<u8>) -> PathBuf {
+    let p = dir.path().join(name);
+    let st = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let q = p.clone();
+    std::thread::spawn(move || {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&q) {
+            let _ = f.write_all(&bytes);
+        }
+    });
+    p
+}
+
+/// A FIFO (as `<(cmd)` gives) or a character device is read as a stream,
+/// like standard input (copied first by the commands that read twice); a
+/// writer refuses it as not a regular file. Never "no such file".
+#[test]
+fn pipes_and_devices_are_read_as_streams_and_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = std::fs::read(sample("compacted.jsonl")).unwrap();
+    let runs: [&[&str]; 7] = [
+        &["load", "--json"],
+        &["surface", "--json"],
+        &["events"],
+        &["measure"],
+        &["verify"],
+        &["messages", "--json"],
+        &["prune", "--dry-run"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let p = fifo_fed(&dir, &format!("pipe{i}"), log.clone());
+        let out = dsh().args(*args).arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!out.stdout.is_empty(), "{args:?}");
+    }
+    // The same answer as from the file.
+    let p = fifo_fed(&dir, "pipe-load", log.clone());
+    let from_pipe = dsh().args(["surface", "--json"]).arg(&p).output().unwrap();
+    let from_file = dsh()
+        .args(["surface", "--json"])
+        .arg(sample("compacted.jsonl"))
+        .output()
+        .unwrap();
+    let strip = |o: &[u8]| {
+        let mut v = crate::prune::json(o);
+        if let dsh::Value::Obj(m) = &mut v {
+            m.retain(|(k, _)| !k.eq_str("file"));
+        }
+        v.to_json()
+    };
+    assert_eq!(strip(&from_pipe.stdout), strip(&from_file.stdout));
+    // A character device: read, refused for what it holds.
+    let out = dsh().args(["load", "/dev/null"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("header-less"), "{err}");
+    // Writers refuse, before opening it.
+    let p = dir.path().join("unfed");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for args in [
+        &["prune"][..],
+        &["locks", "--release"],
+        &["prune", "--out", "x.jsonl"],
+    ] {
+        let out = dsh().args(args).arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+        assert!(!err.contains("no such file"), "{args:?}: {err}");
+    }
+    let out = dsh().args(["prune", "/dev/null"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}

@@ -138,6 +138,7 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
         }
         AppendError::Unsupported { .. } => Status::InvalidLog,
         AppendError::Stdin
+        | AppendError::NotRegular { .. }
         | AppendError::Symlink { .. }
         | AppendError::ReadOnly { .. }
         | AppendError::TargetExists { .. }

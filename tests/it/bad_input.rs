@@ -744,3 +744,99 @@ fn pipes_and_devices_are_read_as_streams_and_not_written() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("not a regular file"), "{err}");
 }
+
+/// The exit of a writer whose report cannot be printed (`>/dev/full`) says
+/// the write landed; a full stderr (`2>/dev/full`) changes nothing.
+#[test]
+fn a_full_stdout_after_a_write_says_the_write_landed() {
+    use crate::provider::{Reply, Server, deepseek_sse};
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // compact: the bracket is written, then printing fails.
+    for json in [false, true] {
+        let log = dir.path().join(format!("c{json}.jsonl"));
+        std::fs::copy(sample("prune-closed.jsonl"), &log).unwrap();
+        let before = std::fs::read(&log).unwrap().len();
+        let server = Server::start(vec![Reply::Sse(deepseek_sse("A short summary."))]);
+        let mut cmd = crate::support::dsh_process();
+        cmd.env("DEEPSEEK_API_KEY", "k").args([
+            "compact",
+            "--retry-delay",
+            "0",
+            "--base-url",
+            &server.base,
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg(&log).stdout(full()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(70), "{err}");
+        assert!(err.contains("the write landed"), "{err}");
+        assert!(err.contains("only printing the report failed"), "{err}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.len() > before && text.contains("\"compaction/end\""));
+        drop(server.join());
+    }
+    // compact with a full stderr: written, exit 0.
+    let log = dir.path().join("c2.jsonl");
+    std::fs::copy(sample("prune-closed.jsonl"), &log).unwrap();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse("A short summary."))]);
+    let out = crate::support::dsh_process()
+        .env("DEEPSEEK_API_KEY", "k")
+        .args(["compact", "--retry-delay", "0", "--base-url", &server.base])
+        .arg(&log)
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("\"compaction/end\"")
+    );
+    drop(server.join());
+    // locks --release.
+    for (args, code) in [
+        (&["--release", "--yes"][..], 70),
+        (&["--release", "--yes", "--json"], 70),
+    ] {
+        let log = dir.path().join("l.jsonl");
+        std::fs::copy(sample("locks-busy.jsonl"), &log).unwrap();
+        let out = crate::support::dsh_process()
+            .arg("locks")
+            .args(args)
+            .arg(&log)
+            .stdout(full())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains("the write landed"), "{args:?}: {err}");
+        assert!(
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .ends_with("\"data\":{}}\n")
+        );
+        let out = crate::support::dsh_process()
+            .args(["locks", "--json"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "released: no busy lock left");
+    }
+    let log = dir.path().join("l.jsonl");
+    std::fs::copy(sample("locks-busy.jsonl"), &log).unwrap();
+    let out = crate::support::dsh_process()
+        .args(["locks", "--release", "--yes"])
+        .arg(&log)
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}

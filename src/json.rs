@@ -1789,6 +1789,39 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// What JavaScript's `String(v)` (and a template literal) makes of a value:
+/// `undefined` for a missing one, `null`, `true`, numbers as JavaScript
+/// spells them, strings as they are, arrays joined by `,` (with `null`
+/// elements empty), objects `[object Object]`. The reference writes an
+/// event's `type` this way in its messages.
+pub fn js_string(v: Option<&Value<'_>>) -> String {
+    fn put(v: &Value<'_>, out: &mut String) {
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Num(_) => out.push_str(&v.to_json()),
+            Value::Str(s) => out.push_str(&s.to_lossy()),
+            Value::Obj(_) => out.push_str("[object Object]"),
+            Value::Arr(items) => {
+                for (i, e) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if !matches!(e, Value::Null) {
+                        put(e, out);
+                    }
+                }
+            }
+        }
+    }
+    let Some(v) = v else {
+        return "undefined".into();
+    };
+    let mut out = String::new();
+    put(v, &mut out);
+    out
+}
+
 /// Drop a value without recursing into nested containers (a deep value
 /// dropped the ordinary way recurses once per level).
 pub(crate) fn drop_flat(v: Value<'_>) {
@@ -1804,6 +1837,19 @@ pub(crate) fn drop_flat(v: Value<'_>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn js_string_is_what_javascript_prints() {
+        let p = |t: &str| js_string(Some(&Value::parse(t).unwrap()));
+        assert_eq!(js_string(None), "undefined");
+        assert_eq!(p("null"), "null");
+        assert_eq!(p("7"), "7");
+        assert_eq!(p("1e21"), "1e+21");
+        assert_eq!(p("true"), "true");
+        assert_eq!(p(r#""a/b""#), "a/b");
+        assert_eq!(p(r#"{"a":1}"#), "[object Object]");
+        assert_eq!(p(r#"[1,null,[2,"x"],{}]"#), "1,,2,x,[object Object]");
+    }
 
     /// An event-like line with `objs` object levels, then `arrs` array
     /// levels, inside its `data`.

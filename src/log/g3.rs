@@ -278,7 +278,7 @@ pub(crate) fn load(
                 return Err(at(
                     LoadError::unsupported(format!(
                         "session \"{id}\" contains event type \"{}\" (seq {seq}) unknown to this harness and not marked ignorable",
-                        ev.type_name()
+                        crate::json::js_string(ev.value.get("type"))
                     ))
                     .seq(seq),
                     line,

@@ -518,7 +518,7 @@ impl Pipeline<'_> {
                 let e = LoadError::unsupported(format!(
                     "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
                     self.id,
-                    ev.type_name(),
+                    crate::json::js_string(ev.value.get("type")),
                     ev.seq
                 ));
                 return Err(at(e.rule(LoadRule::UnknownType), &ev));

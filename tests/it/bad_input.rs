@@ -840,3 +840,31 @@ fn a_full_stdout_after_a_write_says_the_write_landed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// An event without a readable `type` (a key spelled with an invalid UTF-8
+/// byte, or none at all) is named as the reference names it: `"undefined"`;
+/// a non-string type as JavaScript prints it.
+#[test]
+fn a_missing_event_type_is_undefined_as_in_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = session_lines()[0].clone() + "\n";
+    for (line, want) in [
+        (
+            &b"{\"ty\xffpe\":\"user/message\",\"seq\":0,\"time\":1,\"data\":{}}\n"[..],
+            "\"undefined\"",
+        ),
+        (b"{\"seq\":0,\"time\":1,\"data\":{}}\n", "\"undefined\""),
+        (b"{\"type\":7,\"seq\":0,\"time\":1,\"data\":{}}\n", "\"7\""),
+    ] {
+        let mut bytes = head.as_bytes().to_vec();
+        bytes.extend_from_slice(line);
+        let p = write(&dir, "t.jsonl", &bytes);
+        let out = dsh().args(["load"]).arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains(&format!("contains event type {want}")),
+            "{err}"
+        );
+    }
+}

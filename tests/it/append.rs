@@ -499,3 +499,74 @@ fn a_racing_unlocked_appender_never_loses_a_line() {
     assert_eq!(lost, 0, "foreign lines lost");
     assert!(races > 0, "some foreign lines must land while dsh writes");
 }
+
+/// `kill -9` while `dsh prune` writes a large batch (about 220 KB of JSONL,
+/// more than one Zstandard block) to a `.jsonl.zstd` log: whatever the kill
+/// leaves, the log loads and shows the old log plus whole units only.
+#[test]
+fn kill_9_during_a_large_zstd_batch_never_shows_half_a_pair() {
+    let text = many_results_log(14);
+    let (head, body) = text.split_at(text.find('\n').unwrap() + 1);
+    let mut bytes = zstd::bulk::compress(head.as_bytes(), 3).unwrap();
+    bytes.extend(zstd::bulk::compress(body.as_bytes(), 3).unwrap());
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src.jsonl.zstd");
+    fs::write(&src, &bytes).unwrap();
+    let orig = load(&src).stored_events;
+    let mut rng = Lcg(0x9e);
+    let runs = 24;
+    // Events visible after each killed run; the last run is not killed
+    // and gives the whole batch (and so its safe points).
+    let mut seen = Vec::new();
+    let mut mid = 0;
+    let mut whole = String::new();
+    for i in 0..runs {
+        let (_t, log) = copy_of(&src, "session.jsonl.zstd");
+        let mut child = crate::support::dsh_process()
+            .args([
+                "prune",
+                "-q",
+                "--allow-closed-turn",
+                "--debug-write-pause-ms",
+                "20",
+            ])
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let last = i + 1 == runs;
+        if !last {
+            wait_for_growth(&log, bytes.len(), &mut child);
+            std::thread::sleep(Duration::from_millis(rng.next(90)));
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        let after = fs::read(&log).unwrap();
+        assert_eq!(
+            &after[..bytes.len()],
+            &bytes[..],
+            "run {i}: old bytes rewritten"
+        );
+        let n = (load(&log).stored_events - orig) as usize;
+        if last {
+            let plain = zstd::stream::decode_all(&after[bytes.len()..]).unwrap();
+            whole = String::from_utf8(plain).unwrap();
+        } else {
+            mid += (after.len() > bytes.len()) as u32;
+            seen.push(n);
+        }
+    }
+    let safe = safe_counts(&whole);
+    let partial = seen
+        .iter()
+        .filter(|n| safe.binary_search(n).is_err())
+        .count();
+    let some = seen.iter().filter(|&&n| n > 0).count();
+    eprintln!(
+        "{} kills ({mid} mid-write, {some} showing part or all of the batch): {partial} show half a unit",
+        runs - 1
+    );
+    assert_eq!(partial, 0, "visible event counts {seen:?}, safe {safe:?}");
+    assert!(mid > 0);
+}

@@ -424,7 +424,11 @@ fn a_zstd_batch_cut_at_any_byte_never_shows_half_a_pair() {
 #[test]
 fn a_racing_unlocked_appender_never_loses_a_line() {
     use std::io::Write as _;
-    let trials = 120;
+    // DSH_TEST_RACE_TRIALS=N runs more.
+    let trials: u64 = std::env::var("DSH_TEST_RACE_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120);
     let (mut lost, mut ok, mut busy, mut races) = (0, 0, 0, 0);
     let mut rng = Lcg(0x0f4);
     for t in 0..trials {

@@ -43,11 +43,17 @@ _dsh() {
             dsh,messages)
                 cmd="dsh__subcmd__messages"
                 ;;
+            dsh,pack)
+                cmd="dsh__subcmd__pack"
+                ;;
             dsh,prune)
                 cmd="dsh__subcmd__prune"
                 ;;
             dsh,surface)
                 cmd="dsh__subcmd__surface"
+                ;;
+            dsh,unpack)
+                cmd="dsh__subcmd__unpack"
                 ;;
             dsh,verify)
                 cmd="dsh__subcmd__verify"
@@ -79,11 +85,17 @@ _dsh() {
             dsh__subcmd__help,messages)
                 cmd="dsh__subcmd__help__subcmd__messages"
                 ;;
+            dsh__subcmd__help,pack)
+                cmd="dsh__subcmd__help__subcmd__pack"
+                ;;
             dsh__subcmd__help,prune)
                 cmd="dsh__subcmd__help__subcmd__prune"
                 ;;
             dsh__subcmd__help,surface)
                 cmd="dsh__subcmd__help__subcmd__surface"
+                ;;
+            dsh__subcmd__help,unpack)
+                cmd="dsh__subcmd__help__subcmd__unpack"
                 ;;
             dsh__subcmd__help,verify)
                 cmd="dsh__subcmd__help__subcmd__verify"
@@ -95,7 +107,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks pack unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -125,7 +137,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --images --summarizer-context-window --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -208,6 +220,14 @@ _dsh() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --images)
+                    COMPREPLY=($(compgen -W "refuse placeholder" -- "${cur}"))
+                    return 0
+                    ;;
+                --summarizer-context-window)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -333,7 +353,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events load prune compact verify locks completions help"
+            opts="surface messages header measure events load prune compact verify locks pack unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -472,6 +492,20 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__help__subcmd__pack)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__help__subcmd__prune)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -487,6 +521,20 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help__subcmd__surface)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__help__subcmd__unpack)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -702,8 +750,50 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__pack)
+            opts="-o -n -q -h -V --out --lines --force --dry-run --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lines)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__prune)
-            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --resume --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -780,6 +870,44 @@ _dsh() {
                     return 0
                     ;;
                 --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__unpack)
+            opts="-o -n -q -h -V --out --force --dry-run --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

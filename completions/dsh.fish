@@ -46,6 +46,8 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "prune" -d 'Prune oversized 
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l limit -d 'Show only the first N rows' -r
@@ -161,6 +163,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-line-bytes -d 'Ref
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s n -l dry-run -d 'Show what would be appended; write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l allow-closed-turn -d 'Write even though no turn is open at the end of the log (the result is a log the reference\'s session invariant flags)'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l resume -d 'Start a new lifecycle even when the last turn is open (crash-repair closers and session/end-seed first, as the reference\'s resumed session; the pairs then land outside any turn)'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l events -d 'With --dry-run: print the batch as the JSON lines it would append'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
@@ -191,6 +194,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l timeout -d 'Stream i
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retries -d 'Retries after HTTP 429 / 5xx / connection failures' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retry-delay -d 'First retry delay in seconds (doubles per retry)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l wait -d 'Wait up to SECONDS for another dsh writer holding the log' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l images -d 'Images in the summarised range: `refuse` (the reference: a text-only route cannot send them, so nothing is written) or `placeholder` (a dsh extension: each image is sent as the harness\'s image-offload placeholder text, so the summariser knows one was there)' -r -f -a "refuse\t'Refuse a range with images (nothing is written)'
+placeholder\t'Send each image as the image-offload placeholder text'"
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l summarizer-context-window -d 'Context window of the summarising model (default: --context-window when it is the routed target, else the config\'s model entry, else the latest matching request/context, else the route default, else 1000000 for deepseek-official)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -246,17 +252,50 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not 
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s o -l out -d 'Where to write the artifact (`-` for standard output, not a terminal)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lines -d 'One frame per N lines instead of one per turn' -r
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l force -d 'Replace OUT if it exists'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s n -l dry-run -d 'Convert and report the sizes, writing nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s o -l out -d 'Where to write the plain log (`-` for standard output)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l force -d 'Replace OUT if it exists'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s n -l dry-run -d 'Convert and report the sizes, writing nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "events" -d 'Show the raw log as a human transcript'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "completions" -d 'Print shell completions'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

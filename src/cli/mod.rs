@@ -93,6 +93,9 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
     Locks(commands::locks::LocksArgs),
+    // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
+    Pack(commands::pack::PackArgs),
+    Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -111,6 +114,8 @@ impl Command {
             Command::Compact(_) => "compact",
             Command::Verify(_) => "verify",
             Command::Locks(_) => "locks",
+            Command::Pack(_) => "pack",
+            Command::Unpack(_) => "unpack",
             Command::Completions(_) => "completions",
         }
     }
@@ -175,6 +180,8 @@ pub fn run() -> ExitCode {
         Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Prune(a) => commands::prune::run(&mut ctx, a),
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
+        Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
+        Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     ctx.out.finish();

@@ -28,9 +28,26 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
         }
         AppendError::Unsupported { .. } => Status::InvalidLog,
         AppendError::Stdin
+        | AppendError::NotRegular { .. }
         | AppendError::Symlink { .. }
         | AppendError::ReadOnly { .. }
-        | AppendError::TargetExists { .. } => Status::Usage,
+        | AppendError::TargetExists { .. }
+        | AppendError::BadTarget { .. } => Status::Usage,
+        // --out names a place the copy cannot be made (no such directory,
+        // no permission): nothing was written; a usage problem.
+        AppendError::Open {
+            op: "create the copy",
+            source,
+            ..
+        } if matches!(
+            source.kind(),
+            std::io::ErrorKind::NotFound
+                | std::io::ErrorKind::PermissionDenied
+                | std::io::ErrorKind::ReadOnlyFilesystem
+        ) =>
+        {
+            Status::Usage
+        }
         e if e.is_busy() => Status::Busy,
         _ => Status::Internal,
     };

@@ -12,9 +12,9 @@ const LAYERS: &[&[&str]] = &[
     &["event", "heuristic", "policy", "provider"],
     &["request_header", "lock", "surface", "config"],
     &["log"],
-    &["derive", "meter", "range"],
+    &["derive", "meter", "range", "pack"],
     &["prune", "append"],
-    &["verify"],
+    &["verify", "lifecycle"],
     &["compact"],
 ];
 

@@ -323,6 +323,25 @@ fn writes_print_their_documented_shape() {
         .args(["locks", "--release", "--yes", "--json"])
         .arg(&log));
     check("locks-release", &docs[0], "locks --release (free)");
+    // pack and unpack, dry and real.
+    let packed = log.with_file_name("packed.jsonl.zstd");
+    let plain = log.with_file_name("plain.jsonl");
+    for (schema, cmd, from, to) in [
+        ("pack", "pack", &log, &packed),
+        ("unpack", "unpack", &packed, &plain),
+    ] {
+        for dry in [true, false] {
+            let mut c = dsh();
+            c.args([cmd, "--json", "--out"]).arg(to);
+            if dry {
+                c.arg("--dry-run");
+            }
+            let (code, docs) = run(c.arg(from));
+            assert_eq!(code, 0, "{cmd}: {docs:?}");
+            check(schema, &docs[0], cmd);
+            assert_eq!(docs[0]["dryRun"], json!(dry));
+        }
+    }
 }
 
 const SUMMARY: &str = "## Primary Request and Intent\n- Fix the test.\n\n## Key Technical Concepts\n- cargo\n\n## Files and Code\n- (none)\n\n## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- (none)\n\n## Current Work\n- Done.\n\n## Next Step\n- (none)\n\n## Critical Context\n- (none)";
@@ -399,7 +418,18 @@ fn compact_prints_its_documented_shape_on_success_and_failure() {
     assert_eq!(code, 5, "{docs:?}");
     check("compact", &docs[0], "compact (provider failure)");
     assert!(docs[0]["error"]["message"].is_string());
-    // A refusal before anything is done: the refusal document.
+    // A real run refused before the first byte (the provider's host does
+    // not answer): compact's own refusal document.
+    let (_d, log) = closed_log();
+    let (code, docs) = compact(&log, "http://127.0.0.1:9");
+    assert_eq!(code, 2, "{docs:?}");
+    check(
+        "compact",
+        &docs[0],
+        "compact (refused before the first byte)",
+    );
+    assert_eq!(docs[0]["written"], json!(false));
+    // A refused log: the refusal document.
     let (code, docs) = run(dsh()
         .args(["compact", "--json"])
         .arg(sample("refused.jsonl")));
@@ -519,8 +549,10 @@ fn every_schema_is_some_command_s_document() {
         "measure",
         "measure-many",
         "messages",
+        "pack",
         "prune",
         "surface",
+        "unpack",
         "verify",
         "verify-checks",
         "verify-many",

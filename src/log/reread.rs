@@ -123,12 +123,12 @@ impl Decoding {
                 self.in_frame = true;
             }
             let old = out.len();
-            out.resize(old + room, 0);
+            // Into the spare capacity, which is never zeroed first.
+            out.reserve_exact(room);
             let mut input = InBuffer::around(&self.input[self.in_pos..]);
-            let mut output = OutBuffer::around(&mut out[old..]);
+            let mut output = OutBuffer::around_pos(out, old);
             let r = self.dec.run(&mut input, &mut output);
-            let (read, written) = (input.pos(), output.pos());
-            out.truncate(old + written);
+            let (read, written) = (input.pos(), output.pos() - old);
             self.in_pos += read;
             match r {
                 Err(_) => {

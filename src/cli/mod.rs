@@ -1,6 +1,7 @@
 //! The command line: global flags, the command enum and the one dispatch.
 
 pub mod commands;
+pub mod csv;
 pub mod ctx;
 pub mod exit;
 pub mod many;
@@ -92,6 +93,10 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
     Locks(commands::locks::LocksArgs),
+    // Its help (columns, filters, sorts, JSON shape) is SessionsArgs' doc comment.
+    Sessions(commands::sessions::SessionsArgs),
+    // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
+    Usage(commands::usage::UsageArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -110,6 +115,8 @@ impl Command {
             Command::Compact(_) => "compact",
             Command::Verify(_) => "verify",
             Command::Locks(_) => "locks",
+            Command::Sessions(_) => "sessions",
+            Command::Usage(_) => "usage",
             Command::Completions(_) => "completions",
         }
     }
@@ -156,6 +163,8 @@ pub fn run() -> ExitCode {
         Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Prune(a) => commands::prune::run(&mut ctx, a),
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
+        Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
+        Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     ctx.out.finish();

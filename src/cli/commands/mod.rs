@@ -9,5 +9,7 @@ pub mod locks;
 pub mod measure;
 pub mod messages;
 pub mod prune;
+pub mod sessions;
 pub mod surface;
+pub mod usage;
 pub mod verify;

@@ -14,5 +14,7 @@ mod locks;
 mod measure;
 mod provider;
 mod prune;
+mod sessions;
 mod terminal;
+mod usage;
 mod verify;

@@ -236,6 +236,18 @@ struct Row {
     sums: Sums,
 }
 
+/// A log's name for a table: its session directory for a
+/// `session.jsonl[.zstd]`, else its file name (JSON and CSV have the path).
+fn short_file(file: &str) -> String {
+    let p = std::path::Path::new(file);
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+    match (name.as_deref(), p.parent().and_then(|d| d.file_name())) {
+        (Some(n), Some(d)) if n.starts_with("session.jsonl") => d.to_string_lossy().into_owned(),
+        (Some(n), _) => n.to_string(),
+        _ => file.to_string(),
+    }
+}
+
 fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
@@ -506,9 +518,12 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
     }
     for r in &refused {
         let mut cells = vec![
-            (r.file.clone(), None),
             ("—".into(), None),
-            (format!("refused: {}", r.error.message()), Some(Tone::Bad)),
+            ("—".into(), None),
+            (
+                format!("refused {}: {}", short_file(&r.file), r.error.message()),
+                Some(Tone::Bad),
+            ),
         ];
         cells.extend((0..12).map(|_| (String::new(), None)));
         t.add_toned_row(cells);

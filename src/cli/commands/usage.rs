@@ -456,7 +456,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         t.add_row(row);
         if args.breakdown {
             for (p, m, s) in &g.models {
-                let mut row = vec![format!("  {p}/{m}")];
+                let mut row = vec![format!("└ {p}/{m}")];
                 row.extend(sum_cells(s));
                 t.add_row(row);
             }

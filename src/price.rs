@@ -188,7 +188,7 @@ fn rates(cache_hit: f64, input: f64, output: f64) -> Rates {
 fn anthropic(input: f64, output: f64) -> Rates {
     Rates {
         input,
-        cache_hit: input * 0.1,
+        cache_hit: input / 10.0,
         cache_write: input * 1.25,
         output,
     }

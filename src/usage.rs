@@ -235,9 +235,10 @@ impl Sums {
         self.untimed += o.untimed;
     }
 
-    /// The cost when at least one request is priced.
+    /// The cost when at least one request is priced (0 when there are
+    /// no requests at all); `None` when every request lacks a price.
     pub fn cost(&self) -> Option<f64> {
-        (self.priced > 0).then_some(self.cost)
+        (self.priced > 0 || self.without_cost() == 0).then_some(self.cost)
     }
 
     /// Requests without a cost.

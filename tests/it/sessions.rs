@@ -372,7 +372,7 @@ fn sessions_csv_and_table() {
     let out = env.dsh().args(["sessions"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("unknown"), "{text}");
-    assert!(text.contains("total: 4 session(s)"), "{text}");
+    assert!(text.contains("4 session(s)"), "{text}");
     assert!(
         text.contains("refused refused-0005: corrupt session log"),
         "{text}"

@@ -283,7 +283,7 @@ fn usage_fits_80_columns_and_uses_200() {
         .map(|l| format!("{l}\n"))
         .collect();
     assert!(widest(&narrow) <= 80, "{narrow}");
-    assert!(narrow.contains("└ deepseek-official/"), "{narrow}");
+    assert!(narrow.contains("└ deepseek-v4-flash"), "{narrow}");
     assert!(
         narrow.contains("cost $") && narrow.contains("input"),
         "{narrow}"

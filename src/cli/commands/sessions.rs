@@ -208,13 +208,21 @@ pub fn when_json(t: Option<i64>) -> OwnedValue {
         .unwrap_or(Value::Null)
 }
 
-/// USD for a table: four decimals, thousands separated; `—` when unknown.
+/// USD for a table: four decimals (six below a cent), thousands
+/// separated; `—` when unknown.
 pub fn usd(x: Option<f64>) -> String {
     match x {
         None => "—".into(),
         Some(v) => {
-            let cents = (v.abs() * 10_000.0).round() as u64;
-            let s = format!("{}.{:04}", render::num(cents / 10_000), cents % 10_000);
+            let places: u32 = if v.abs() < 0.01 && v != 0.0 { 6 } else { 4 };
+            let unit = 10u64.pow(places);
+            let n = (v.abs() * unit as f64).round() as u64;
+            let s = format!(
+                "{}.{:0w$}",
+                render::num(n / unit),
+                n % unit,
+                w = places as usize
+            );
             if v < 0.0 { format!("-{s}") } else { s }
         }
     }
@@ -529,9 +537,9 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         t.add_toned_row(cells);
     }
     t.add_row(vec![
-        format!("total: {} session(s)", render::num(rows.len() as u64)),
         String::new(),
-        String::new(),
+        "total".into(),
+        format!("{} session(s)", render::num(rows.len() as u64)),
         String::new(),
         String::new(),
         render::num(sum(|s| s.turns)),

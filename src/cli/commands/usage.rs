@@ -445,10 +445,10 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
     t.drop_first(&[
         "cache write",
         "reasoning",
-        "summariser",
-        "no price",
-        "requests",
         "total",
+        "requests",
+        "no price",
+        "summariser",
     ]);
     for g in &rep.groups {
         let mut row = vec![g.key.clone()];
@@ -456,7 +456,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         t.add_row(row);
         if args.breakdown {
             for (p, m, s) in &g.models {
-                let mut row = vec![format!("└ {p}/{m}")];
+                let mut row = vec![format!("└ {m} ({p})")];
                 row.extend(sum_cells(s));
                 t.add_row(row);
             }

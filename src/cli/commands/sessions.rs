@@ -494,7 +494,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         "cmp", "prunes", "lock", "gen", "cost $",
     ]);
     t.drop_first(&[
-        "gen", "events", "prunes", "cmp", "started", "size", "project", "turns", "tokens",
+        "gen", "events", "prunes", "cmp", "size", "turns", "started", "tokens", "project",
     ]);
     let tz = times.tz;
     for r in &rows {

@@ -60,6 +60,9 @@ pub struct Session {
     pub context_window: Option<f64>,
     /// `surface_tokens` as a percentage of `context_window`.
     pub pressure: Option<f64>,
+    /// Whether `surface_tokens` is at or over the route's compaction
+    /// threshold (the config's policy for the route).
+    pub over_threshold: Option<bool>,
     /// The routed `provider/model` (latest `request/header`).
     pub route: Option<(String, String)>,
     /// Compactions whose summary landed (`compaction/summary` events).
@@ -244,6 +247,15 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
         (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
         _ => None,
     };
+    let over_threshold = match (&route, surface_tokens, context_window) {
+        (Some((p, md)), Some(t), Some(w)) => opts
+            .config
+            .policy_for(p, md)
+            .budgets(w)
+            .ok()
+            .map(|b| b.over_threshold(t)),
+        _ => None,
+    };
     let locks = folds.locks.report();
     let count = |s: LockStatus| locks.brackets.iter().filter(|b| b.status == s).count() as u64;
     let h = &log.header;
@@ -261,6 +273,7 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
         surface_tokens,
         context_window,
         pressure,
+        over_threshold,
         route,
         compactions: folds.compactions,
         prunes: folds.prunes,

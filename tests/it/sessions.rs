@@ -262,6 +262,10 @@ fn sessions_lists_the_home_with_times_locks_refusals_and_totals() {
     );
     assert!(alpha.get("pressurePercent").unwrap().as_f64().unwrap() > 0.0);
     assert_eq!(alpha.get("generation").unwrap().as_f64(), Some(0.0));
+    assert!(matches!(
+        alpha.get("overThreshold"),
+        Some(Value::Bool(false))
+    ));
     // 1,000,000 uncached input at 0.14 + tiny rest.
     let cost = alpha.get("costUsd").unwrap().as_f64().unwrap();
     assert!((cost - 0.14).abs() < 0.001, "{cost}");

@@ -34,7 +34,8 @@ use crate::cli::render::{self, Tone, outln};
 ///
 /// With --json: `{"logs": [{"file", "session", "project", "parent", "title",
 /// "started", "startedMs", "lastActivity", "lastActivityMs", "turns", "events",
-/// "sizeBytes", "surfaceTokens", "contextWindow", "pressurePercent", "route":
+/// "sizeBytes", "surfaceTokens", "contextWindow", "pressurePercent",
+/// "overThreshold", "route":
 /// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
 /// "busy", "stale"}, "generation", "requests", "costUsd", "unpricedRequests",
 /// "meterError"?} | {"file", "error", "kind", "stage", …}], "totals":
@@ -282,6 +283,7 @@ fn row_json(r: &Row) -> OwnedValue {
             "pressurePercent",
             opt(s.pressure.map(|p| (p * 100.0).round() / 100.0)),
         )
+        .with("overThreshold", s.over_threshold.into())
         .with(
             "route",
             s.route.as_ref().map_or(Value::Null, |(p, m)| {
@@ -505,7 +507,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             LockState::Free if s.stale_locks > 0 => ("stale".to_string(), Some(Tone::Warn)),
             LockState::Free => (String::new(), None),
         };
-        let hot = s.pressure.is_some_and(|p| p >= 80.0).then_some(Tone::Bad);
+        let hot = (s.over_threshold == Some(true)).then_some(Tone::Bad);
         t.add_toned_row(vec![
             (s.project.clone().unwrap_or_else(|| "—".into()), None),
             (short_id(&s.id), None),

@@ -821,7 +821,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__sessions)
-            opts="-j -q -h -V --cwd --project --since --until --tz --sort --reverse --limit --csv --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --cwd --project --busy --since --until --tz --sort --reverse --limit --csv --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

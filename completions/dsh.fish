@@ -264,6 +264,7 @@ never\t'Never color'"
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l busy -d 'Only sessions holding a live compaction lock (see `dsh locks`)'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l reverse -d 'Turn the order round (unknown values stay last)'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l csv -d 'Print CSV (a header row, then one row per session)'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'

@@ -295,12 +295,17 @@ pub struct Filter {
     pub since: Option<i64>,
     /// Only sessions started before (epoch ms).
     pub until: Option<i64>,
+    /// Only sessions holding a live compaction lock.
+    pub busy: bool,
 }
 
 impl Filter {
     /// Whether `s` is shown. With a time bound, a session whose times are
     /// unknown is not (it cannot be shown to be inside).
     pub fn admits(&self, s: &Session) -> bool {
+        if self.busy && !s.busy() {
+            return false;
+        }
         if let Some(p) = &self.project {
             let p = p.trim_end_matches('/');
             match &s.project {

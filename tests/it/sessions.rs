@@ -352,6 +352,8 @@ fn sessions_filters_by_project_and_time() {
     // A span back from now: nothing of July 2026 is within the last hour.
     let (v, _) = json(&env, &["sessions", "--json", "--since", "1h"]);
     assert!(ids(&v).iter().all(|i| i != "alpha-0001"));
+    let (v, code) = json(&env, &["sessions", "--json", "--busy"]);
+    assert_eq!((ids(&v), code), (vec!["sample-locks-busy".to_string()], 0));
     let out = env
         .dsh()
         .args(["sessions", "--since", "last tuesday"])

@@ -44,7 +44,7 @@ use crate::cli::render::{self, Tone, outln};
 /// Times are RFC 3339 UTC strings (null when unknown).
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh sessions                                   # every session under $DSH_HOME\n  dsh sessions --project . --since 7d            # this project, this week\n  dsh sessions --sort cost --limit 10\n  dsh sessions --json ~/.dsh | jq '.logs[] | select(.lock.state == \"busy\")'"
+    after_help = "Examples:\n  dsh sessions                                   # every session under $DSH_HOME\n  dsh sessions --project . --since 7d            # this project, this week\n  dsh sessions --sort cost --limit 10\n  dsh sessions --busy                            # which session holds a live lock"
 )]
 pub struct SessionsArgs {
     /// DSH homes, directories of sessions or logs (default: $DSH_HOME).
@@ -53,6 +53,9 @@ pub struct SessionsArgs {
     /// Only sessions recorded in this directory (the header's cwd) or below it.
     #[arg(long, visible_alias = "cwd", value_name = "PATH")]
     pub project: Option<String>,
+    /// Only sessions holding a live compaction lock (see `dsh locks`).
+    #[arg(long)]
+    pub busy: bool,
     #[command(flatten)]
     pub time: TimeArgs,
     /// Order: started and activity oldest first; pressure, size and cost
@@ -406,6 +409,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         project,
         since: times.since,
         until: times.until,
+        busy: args.busy,
     };
     let scanned = scan_all(ctx, &args.paths, &opts, args.jobs)?;
     let mut rows = Vec::new();
@@ -425,7 +429,9 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             }
             // A refused log has no project or time to filter by: it is shown
             // unless a filter could only have left it out.
-            Err(e) if filter.project.is_none() && !filter.has_time() => refused.push(e),
+            Err(e) if filter.project.is_none() && !filter.has_time() && !filter.busy => {
+                refused.push(e)
+            }
             Err(_) => {}
         }
     }

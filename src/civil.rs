@@ -278,6 +278,314 @@ pub fn days_in_month(y: i64, m: u32) -> u32 {
     }
 }
 
+/// A time zone for showing and typing dates: a fixed offset, or a named
+/// zone read from its TZif file (RFC 8536: transitions, then the POSIX TZ
+/// rule of its footer for later times).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Zone {
+    /// A fixed offset (`UTC`, `+08:00`).
+    Fixed(Offset),
+    /// A named zone (`Europe/Paris`).
+    Named(Box<NamedZone>),
+}
+
+/// The rules of a named zone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedZone {
+    /// Its name.
+    pub name: String,
+    /// Transition instants (epoch seconds) and the UTC offset (seconds) from each on.
+    transitions: Vec<(i64, i32)>,
+    /// The offset before the first transition.
+    initial: i32,
+    /// The footer rule, for instants after the last transition.
+    rule: Option<PosixRule>,
+}
+
+/// A POSIX TZ rule (`CET-1CEST,M3.5.0,M10.5.0/3`): offsets in seconds east
+/// of UTC; daylight time between two dated local times.
+#[derive(Debug, Clone, PartialEq)]
+struct PosixRule {
+    std: i32,
+    dst: Option<(i32, RuleDate, i32, RuleDate, i32)>,
+}
+
+/// `Mm.w.d`, `Jn` or `n` (POSIX TZ).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RuleDate {
+    Month { m: u32, w: u32, d: u32 },
+    Julian(u32),
+    Zero(u32),
+}
+
+impl Zone {
+    /// UTC.
+    pub const UTC: Zone = Zone::Fixed(Offset::UTC);
+
+    /// A named zone from the bytes of its TZif file.
+    pub fn from_tzif(name: &str, bytes: &[u8]) -> Result<Zone, String> {
+        let bad = || format!("{name}: not a TZif time-zone file");
+        let be32 = |b: &[u8], at: usize| -> Result<i64, String> {
+            b.get(at..at + 4)
+                .map(|x| i64::from(i32::from_be_bytes([x[0], x[1], x[2], x[3]])))
+                .ok_or_else(bad)
+        };
+        if bytes.len() < 44 || &bytes[..4] != b"TZif" {
+            return Err(bad());
+        }
+        let counts = |b: &[u8]| -> Result<[usize; 6], String> {
+            let mut c = [0usize; 6];
+            for (i, x) in c.iter_mut().enumerate() {
+                *x = usize::try_from(be32(b, 20 + 4 * i)?).map_err(|_| bad())?;
+            }
+            Ok(c)
+        };
+        let [isut, isstd, leap, time, typ, chars] = counts(bytes)?;
+        let v1 = time * 5 + typ * 6 + chars + leap * 8 + isstd + isut;
+        let (data, tsize, c, footer_at) = if bytes[4] >= b'2' {
+            let second = bytes.get(44 + v1..).ok_or_else(bad)?;
+            if second.len() < 44 || &second[..4] != b"TZif" {
+                return Err(bad());
+            }
+            let c = counts(second)?;
+            let [isut, isstd, leap, time, typ, chars] = c;
+            let len = time * 9 + typ * 6 + chars + leap * 12 + isstd + isut;
+            (&second[44..], 8, c, Some(44 + len))
+        } else {
+            (&bytes[44..], 4, [isut, isstd, leap, time, typ, chars], None)
+        };
+        let [_, _, _, time, typ, _] = c;
+        let need = time * (tsize + 1) + typ * 6;
+        if data.len() < need || typ == 0 {
+            return Err(bad());
+        }
+        let at = |i: usize| -> i64 {
+            let b = &data[i * tsize..(i + 1) * tsize];
+            if tsize == 8 {
+                i64::from_be_bytes(b.try_into().unwrap())
+            } else {
+                i64::from(i32::from_be_bytes(b.try_into().unwrap()))
+            }
+        };
+        let types = &data[time * (tsize + 1)..];
+        let utoff = |k: usize| -> Result<i32, String> {
+            let b = types.get(k * 6..k * 6 + 4).ok_or_else(bad)?;
+            Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let mut transitions = Vec::with_capacity(time);
+        for i in 0..time {
+            let k = usize::from(data[time * tsize + i]);
+            if k >= typ {
+                return Err(bad());
+            }
+            transitions.push((at(i), utoff(k)?));
+        }
+        let rule = footer_at
+            .and_then(|f| data.get(f - 44..))
+            .and_then(|f| std::str::from_utf8(f).ok())
+            .map(|f| f.trim_matches('\n'))
+            .filter(|f| !f.is_empty())
+            .and_then(PosixRule::parse);
+        Ok(Zone::Named(Box::new(NamedZone {
+            name: name.to_string(),
+            transitions,
+            initial: utoff(0)?,
+            rule,
+        })))
+    }
+
+    /// The offset from UTC at an instant.
+    pub fn offset_at(&self, ms: i64) -> Offset {
+        match self {
+            Zone::Fixed(o) => *o,
+            Zone::Named(z) => {
+                let t = ms.div_euclid(1000);
+                let secs = match z.transitions.partition_point(|(at, _)| *at <= t) {
+                    0 => z.initial,
+                    n if n == z.transitions.len() && z.rule.is_some() => {
+                        z.rule.as_ref().unwrap().offset_at(t)
+                    }
+                    n => z.transitions[n - 1].1,
+                };
+                Offset(secs.div_euclid(60))
+            }
+        }
+    }
+
+    /// The civil date of an instant in this zone.
+    pub fn date(&self, ms: i64) -> Date {
+        date(ms, self.offset_at(ms))
+    }
+
+    /// `YYYY-MM-DD HH:MM` of an instant in this zone.
+    pub fn date_time(&self, ms: i64) -> String {
+        date_time(ms, self.offset_at(ms))
+    }
+
+    /// [`parse_instant`] with local times in this zone.
+    pub fn parse_instant(&self, s: &str) -> Result<i64, String> {
+        // Interpret at the offset in force then: guess with the offset at the
+        // UTC reading, then correct once (exact except inside a DST change).
+        let guess = parse_instant(s, Offset::UTC)?;
+        let first = parse_instant(s, self.offset_at(guess))?;
+        parse_instant(s, self.offset_at(first))
+    }
+
+    /// `--since` / `--until` in this zone.
+    pub fn parse_bound(&self, s: &str, now_ms: i64) -> Result<i64, String> {
+        match parse_span(s) {
+            Some(span) => Ok(now_ms - span),
+            None => self.parse_instant(s),
+        }
+    }
+}
+
+impl fmt::Display for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Zone::Fixed(o) => o.fmt(f),
+            Zone::Named(z) => f.write_str(&z.name),
+        }
+    }
+}
+
+impl PosixRule {
+    fn parse(s: &str) -> Option<PosixRule> {
+        let mut p = s;
+        let name = |p: &mut &str| -> Option<()> {
+            if let Some(rest) = p.strip_prefix('<') {
+                let end = rest.find('>')?;
+                *p = &rest[end + 1..];
+            } else {
+                let n = p
+                    .find(|c: char| !c.is_ascii_alphabetic())
+                    .unwrap_or(p.len());
+                if n < 3 {
+                    return None;
+                }
+                *p = &p[n..];
+            }
+            Some(())
+        };
+        // [+-]hh[:mm[:ss]] in seconds.
+        let clock = |p: &mut &str| -> Option<i32> {
+            let (sign, rest) = match p.as_bytes().first()? {
+                b'-' => (-1, &p[1..]),
+                b'+' => (1, &p[1..]),
+                _ => (1, *p),
+            };
+            let n = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == ':'))
+                .unwrap_or(rest.len());
+            let mut secs = 0i32;
+            for (i, part) in rest[..n].split(':').enumerate() {
+                let v: i32 = part.parse().ok()?;
+                secs += v * [3600, 60, 1].get(i)?;
+            }
+            *p = &rest[n..];
+            Some(sign * secs)
+        };
+        let date = |p: &mut &str| -> Option<(RuleDate, i32)> {
+            let d = if let Some(rest) = p.strip_prefix('M') {
+                let n = rest.find([',', '/']).unwrap_or(rest.len());
+                let f: Vec<u32> = rest[..n]
+                    .split('.')
+                    .map(|x| x.parse().ok())
+                    .collect::<Option<_>>()?;
+                let [m, w, d] = f.as_slice() else { return None };
+                *p = &rest[n..];
+                RuleDate::Month {
+                    m: *m,
+                    w: *w,
+                    d: *d,
+                }
+            } else {
+                let (julian, rest) = match p.strip_prefix('J') {
+                    Some(r) => (true, r),
+                    None => (false, *p),
+                };
+                let n = rest.find([',', '/']).unwrap_or(rest.len());
+                let v: u32 = rest[..n].parse().ok()?;
+                *p = &rest[n..];
+                if julian {
+                    RuleDate::Julian(v)
+                } else {
+                    RuleDate::Zero(v)
+                }
+            };
+            let t = match p.strip_prefix('/') {
+                Some(rest) => {
+                    *p = rest;
+                    clock(p)?
+                }
+                None => 7200,
+            };
+            Some((d, t))
+        };
+        name(&mut p)?;
+        let std = -clock(&mut p)?;
+        if p.is_empty() {
+            return Some(PosixRule { std, dst: None });
+        }
+        name(&mut p)?;
+        let dst = if p.starts_with(',') {
+            std + 3600
+        } else {
+            -clock(&mut p)?
+        };
+        let rest = p.strip_prefix(',')?;
+        p = rest;
+        let (start, st) = date(&mut p)?;
+        p = p.strip_prefix(',')?;
+        let (end, et) = date(&mut p)?;
+        p.is_empty().then_some(PosixRule {
+            std,
+            dst: Some((dst, start, st, end, et)),
+        })
+    }
+
+    /// The offset (seconds) at epoch second `t`.
+    fn offset_at(&self, t: i64) -> i32 {
+        let Some((dst, start, st, end, et)) = self.dst else {
+            return self.std;
+        };
+        let year = date((t + i64::from(self.std)) * 1000, Offset::UTC).year;
+        // Transition instants in UTC: the start is read in standard time,
+        // the end in daylight time.
+        let on = rule_day(year, start) * 86_400 + i64::from(st) - i64::from(self.std);
+        let off = rule_day(year, end) * 86_400 + i64::from(et) - i64::from(dst);
+        let in_dst = if on < off {
+            on <= t && t < off
+        } else {
+            !(off <= t && t < on)
+        };
+        if in_dst { dst } else { self.std }
+    }
+}
+
+/// The day number of a rule date in a year.
+fn rule_day(year: i64, d: RuleDate) -> i64 {
+    let leap = days_in_month(year, 2) == 29;
+    match d {
+        RuleDate::Month { m, w, d } => {
+            let first = days_from_civil(year, m.clamp(1, 12), 1);
+            // 1970-01-01 was a Thursday (POSIX day 4, Sunday = 0).
+            let wd = (first + 4).rem_euclid(7) as u32;
+            let mut day = 1 + (d + 7 - wd) % 7 + (w.clamp(1, 5) - 1) * 7;
+            while day > days_in_month(year, m.clamp(1, 12)) {
+                day -= 7;
+            }
+            first + i64::from(day) - 1
+        }
+        RuleDate::Julian(n) => {
+            // 1..=365, February 29 never counted.
+            let n = i64::from(n.clamp(1, 365));
+            days_from_civil(year, 1, 1) + n - 1 + i64::from(leap && n >= 60)
+        }
+        RuleDate::Zero(n) => days_from_civil(year, 1, 1) + i64::from(n.min(365)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +624,27 @@ mod tests {
         assert_eq!(parse_bound("2d", 10 * DAY_MS, Offset::UTC), Ok(8 * DAY_MS));
         assert_eq!(parse_span("2w"), Some(14 * DAY_MS));
         assert_eq!(parse_span("7"), None);
+    }
+
+    #[test]
+    fn posix_rules_give_daylight_time() {
+        let paris = PosixRule::parse("CET-1CEST,M3.5.0,M10.5.0/3").unwrap();
+        let at = |s: &str| parse_instant(s, Offset::UTC).unwrap() / 1000;
+        assert_eq!(paris.offset_at(at("2026-07-01T12:00Z")), 7200);
+        assert_eq!(paris.offset_at(at("2026-12-01T12:00Z")), 3600);
+        // 2026-03-29 01:00 UTC: clocks go forward.
+        assert_eq!(paris.offset_at(at("2026-03-29T00:59Z")), 3600);
+        assert_eq!(paris.offset_at(at("2026-03-29T01:00Z")), 7200);
+        // 2026-10-25 01:00 UTC: back.
+        assert_eq!(paris.offset_at(at("2026-10-25T00:59Z")), 7200);
+        assert_eq!(paris.offset_at(at("2026-10-25T01:00Z")), 3600);
+        let sydney = PosixRule::parse("AEST-10AEDT,M10.1.0,M4.1.0/3").unwrap();
+        assert_eq!(sydney.offset_at(at("2026-01-15T00:00Z")), 11 * 3600);
+        assert_eq!(sydney.offset_at(at("2026-07-15T00:00Z")), 10 * 3600);
+        let shanghai = PosixRule::parse("CST-8").unwrap();
+        assert_eq!(shanghai.offset_at(at("2026-07-15T00:00Z")), 8 * 3600);
+        assert_eq!(PosixRule::parse("<+0530>-5:30").unwrap().std, 19_800);
+        assert!(Zone::from_tzif("x", b"not a zone").is_err());
     }
 
     #[test]

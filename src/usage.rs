@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::civil::{self, Offset};
+use crate::civil::{self, Zone};
 use crate::event::{Event, Kind};
 use crate::json::Value;
 use crate::price::{PriceTable, Priced, Tokens};
@@ -306,7 +306,7 @@ pub struct Report {
     pub outside_unknown_time: u64,
 }
 
-fn key_of(by: GroupBy, s: &SessionRequests<'_>, r: &Request, off: Offset) -> (bool, String) {
+fn key_of(by: GroupBy, s: &SessionRequests<'_>, r: &Request, zone: &Zone) -> (bool, String) {
     match by {
         GroupBy::Session => (true, s.session.to_string()),
         GroupBy::Project => match s.project {
@@ -316,7 +316,7 @@ fn key_of(by: GroupBy, s: &SessionRequests<'_>, r: &Request, off: Offset) -> (bo
         _ => match r.time {
             None => (false, "unknown".into()),
             Some(t) => {
-                let d = civil::date(t, off);
+                let d = zone.date(t);
                 (
                     true,
                     match by {
@@ -330,12 +330,12 @@ fn key_of(by: GroupBy, s: &SessionRequests<'_>, r: &Request, off: Offset) -> (bo
     }
 }
 
-/// Sum `sessions`' requests inside `window` by `by` at offset `off`,
+/// Sum `sessions`' requests inside `window` by `by`, dates in `zone`,
 /// priced with `prices`.
 pub fn group(
     sessions: &[SessionRequests<'_>],
     by: GroupBy,
-    off: Offset,
+    zone: &Zone,
     window: Window,
     prices: &PriceTable,
 ) -> Report {
@@ -352,7 +352,7 @@ pub fn group(
                 continue;
             }
             let priced = prices.price(&r.provider, &r.model, r.time, &r.tokens);
-            let (known, key) = key_of(by, s, r, off);
+            let (known, key) = key_of(by, s, r, zone);
             let idx = if by == GroupBy::Session { i } else { 0 };
             let g = groups
                 .entry((!known, key.clone(), idx))
@@ -436,7 +436,7 @@ mod tests {
 
     #[test]
     fn groups_by_day_with_unknown_last_and_the_summariser_counted() {
-        let day = civil::parse_instant("2026-07-09T12:00Z", Offset::UTC).unwrap();
+        let day = civil::parse_instant("2026-07-09T12:00Z", civil::Offset::UTC).unwrap();
         let rs = vec![
             req(Some(day), Caller::Agent, "deepseek-v4-flash", 100.0),
             req(None, Caller::Agent, "deepseek-v4-flash", 5.0),
@@ -455,7 +455,7 @@ mod tests {
             requests: &rs,
         }];
         let table = PriceTable::builtin();
-        let r = group(&s, GroupBy::Day, Offset::UTC, Window::default(), &table);
+        let r = group(&s, GroupBy::Day, &Zone::UTC, Window::default(), &table);
         let keys: Vec<&str> = r.groups.iter().map(|g| g.key.as_str()).collect();
         assert_eq!(keys, ["2026-07-09", "2026-07-10", "unknown"]);
         assert_eq!(r.groups[0].sums.requests, 2);
@@ -470,12 +470,18 @@ mod tests {
             since: Some(day + 86_400_000),
             until: None,
         };
-        let r = group(&s, GroupBy::Day, Offset::UTC, w, &table);
+        let r = group(&s, GroupBy::Day, &Zone::UTC, w, &table);
         assert_eq!(r.groups.len(), 1);
         assert_eq!(r.outside_unknown_time, 1);
         // Eight hours west, the noon request is still on the 9th; the next
         // day's too.
-        let r = group(&s, GroupBy::Month, Offset(-480), Window::default(), &table);
+        let r = group(
+            &s,
+            GroupBy::Month,
+            &Zone::Fixed(civil::Offset(-480)),
+            Window::default(),
+            &table,
+        );
         assert_eq!(r.groups[0].key, "2026-07");
     }
 }

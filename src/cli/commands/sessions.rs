@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use dsh::LogSource;
-use dsh::civil::{self, Offset};
+use dsh::civil::{self, Offset, Zone};
 use dsh::json::{OwnedValue, Value};
 use dsh::lock::LockState;
 use dsh::price::PriceTable;
@@ -116,8 +116,9 @@ pub struct TimeArgs {
     /// Before this date or time (or this long back from now).
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
-    /// The offset dates are shown and typed in: UTC (default) or a fixed
-    /// offset such as +08:00.
+    /// The time zone dates are shown and typed in: UTC (default), a fixed
+    /// offset such as +08:00, or a zone name such as Asia/Shanghai (read from
+    /// $TZDIR, else /usr/share/zoneinfo).
     #[arg(long, value_name = "OFFSET", default_value = "UTC")]
     pub tz: String,
 }
@@ -125,7 +126,7 @@ pub struct TimeArgs {
 /// The parsed time flags.
 pub struct Times {
     /// `--tz`.
-    pub tz: Offset,
+    pub tz: Zone,
     /// `--since` (epoch ms).
     pub since: Option<i64>,
     /// `--until` (epoch ms).
@@ -135,20 +136,49 @@ pub struct Times {
 impl TimeArgs {
     /// Parse against the clock.
     pub fn parse(&self) -> Result<Times> {
-        let tz = Offset::parse(&self.tz).map_err(|e| UsageError(format!("--tz {e}")))?;
+        let tz = zone(&self.tz)?;
         let now = crate::cli::commands::prune::now_ms() as i64;
         let bound = |flag: &str, v: &Option<String>| -> Result<Option<i64>> {
             v.as_deref()
-                .map(|s| civil::parse_bound(s, now, tz))
+                .map(|s| tz.parse_bound(s, now))
                 .transpose()
                 .map_err(|e| UsageError(format!("--{flag} {e}")).into())
         };
-        Ok(Times {
-            tz,
-            since: bound("since", &self.since)?,
-            until: bound("until", &self.until)?,
-        })
+        let since = bound("since", &self.since)?;
+        let until = bound("until", &self.until)?;
+        Ok(Times { tz, since, until })
     }
+}
+
+/// `--tz`: a fixed offset, or a zone name read from the zone database.
+fn zone(arg: &str) -> Result<Zone> {
+    if let Ok(o) = Offset::parse(arg) {
+        return Ok(Zone::Fixed(o));
+    }
+    let safe = !arg.is_empty()
+        && !arg.starts_with('/')
+        && arg
+            .split('/')
+            .all(|p| !p.is_empty() && p != "." && p != "..")
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
+    let dir = std::env::var_os("TZDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(
+            || std::path::PathBuf::from("/usr/share/zoneinfo"),
+            Into::into,
+        );
+    let bytes = safe
+        .then(|| std::fs::read(dir.join(arg)).ok())
+        .flatten()
+        .ok_or_else(|| {
+            UsageError(format!(
+                "--tz {arg:?}: expected UTC, a fixed offset such as +08:00, or a zone name found in {}",
+                dir.display()
+            ))
+        })?;
+    Zone::from_tzif(arg, &bytes).map_err(|e| UsageError(format!("--tz {e}")).into())
 }
 
 /// Every log the arguments name (no argument: every session under the
@@ -202,8 +232,8 @@ pub fn prices(config: &dsh::config::Config) -> PriceTable {
 }
 
 /// A time for a table: `2026-07-09 12:37`, or `unknown`.
-pub fn when(t: Option<i64>, tz: Offset) -> String {
-    t.map_or_else(|| "unknown".into(), |t| civil::date_time(t, tz))
+pub fn when(t: Option<i64>, tz: &Zone) -> String {
+    t.map_or_else(|| "unknown".into(), |t| tz.date_time(t))
 }
 
 /// A time for JSON: RFC 3339 UTC, or null.
@@ -504,7 +534,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
     t.drop_first(&[
         "gen", "events", "prunes", "cmp", "size", "turns", "started", "tokens", "project",
     ]);
-    let tz = times.tz;
+    let tz = &times.tz;
     for r in &rows {
         let s = &r.s;
         let lock = match s.lock {

@@ -385,7 +385,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         since: times.since,
         until: times.until,
     };
-    let rep = dsh::usage::group(&sr, by, times.tz, window, &table);
+    let rep = dsh::usage::group(&sr, by, &times.tz, window, &table);
     if ctx.json {
         let logs: Vec<OwnedValue> = refused
             .iter()

@@ -291,6 +291,9 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
 pub struct Filter {
     /// Only sessions whose `cwd` is this directory or inside it.
     pub project: Option<String>,
+    /// Another spelling of `project` that also matches (its canonical
+    /// path, when it differs: the harness records the cwd it started in).
+    pub project_alias: Option<String>,
     /// Only sessions active at or after (epoch ms).
     pub since: Option<i64>,
     /// Only sessions started before (epoch ms).
@@ -307,11 +310,14 @@ impl Filter {
             return false;
         }
         if let Some(p) = &self.project {
-            let p = p.trim_end_matches('/');
-            match &s.project {
-                Some(c) if c == p || p.is_empty() => {}
-                Some(c) if c.strip_prefix(p).is_some_and(|r| r.starts_with('/')) => {}
-                _ => return false,
+            let inside = |p: &str| {
+                let p = p.trim_end_matches('/');
+                s.project.as_deref().is_some_and(|c| {
+                    c == p || p.is_empty() || c.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
+                })
+            };
+            if !inside(p) && !self.project_alias.as_deref().is_some_and(inside) {
+                return false;
             }
         }
         if let Some(since) = self.since {

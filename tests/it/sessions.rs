@@ -467,3 +467,31 @@ fn sessions_fit_80_columns_and_use_200() {
         "{wide}"
     );
 }
+
+#[test]
+fn a_project_named_through_a_symlink_matches_its_recorded_cwd() {
+    let env = TestEnv::new();
+    let dirs = tempfile::tempdir().unwrap();
+    let real = std::fs::canonicalize(dirs.path()).unwrap().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = dirs.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let cwd = real.to_str().unwrap();
+    let req = (JUL1, "p", "m", r#"{"inputTokens":1,"outputTokens":1}"#);
+    put(
+        &env.dsh_home(),
+        cwd,
+        "linked",
+        &authored_log("linked", cwd, JUL1, "hi", &[req]),
+    );
+    let (v, _) = json(
+        &env,
+        &["sessions", "--json", "--project", link.to_str().unwrap()],
+    );
+    assert_eq!(ids(&v), ["linked"]);
+    let (v, _) = json(&env, &["usage", "--json", "--cwd", link.to_str().unwrap()]);
+    assert_eq!(
+        v.get("totals").unwrap().get("requests").unwrap().as_f64(),
+        Some(1.0)
+    );
+}

@@ -226,6 +226,23 @@ pub fn scan_all(
         .collect())
 }
 
+/// `--project` / `--cwd PATH`: the path made absolute, and its canonical
+/// spelling when that differs (the harness records the cwd it started in,
+/// usually canonical).
+pub fn project_filter(arg: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(p) = arg else {
+        return (None, None);
+    };
+    let abs = std::path::absolute(p)
+        .map(|a| a.display().to_string())
+        .unwrap_or_else(|_| p.to_string());
+    let canonical = std::fs::canonicalize(p)
+        .ok()
+        .map(|c| c.display().to_string())
+        .filter(|c| *c != abs);
+    (Some(abs), canonical)
+}
+
 /// The price table: built in, with the config's `[[prices]]`.
 pub fn prices(config: &dsh::config::Config) -> PriceTable {
     PriceTable::builtin().with(&config.prices)
@@ -430,13 +447,10 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         no_meter: false,
         config,
     };
-    let project = args.project.as_deref().map(|p| {
-        std::path::absolute(p)
-            .map(|a| a.display().to_string())
-            .unwrap_or_else(|_| p.to_string())
-    });
+    let (project, project_alias) = project_filter(args.project.as_deref());
     let filter = Filter {
         project,
+        project_alias,
         since: times.since,
         until: times.until,
         busy: args.busy,

@@ -8,7 +8,7 @@ use dsh::price::{PriceTable, Rates};
 use dsh::sessions::ScanOptions;
 use dsh::usage::{Group, GroupBy, Report, SessionRequests, Sums, Window};
 
-use crate::cli::commands::sessions::{TimeArgs, prices, scan_all, usd};
+use crate::cli::commands::sessions::{TimeArgs, prices, project_filter, scan_all, usd};
 use crate::cli::csv;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
@@ -347,13 +347,10 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         config,
     };
     let scanned = scan_all(ctx, &args.paths, &opts, args.jobs)?;
-    let cwd = args.cwd.as_deref().map(|p| {
-        std::path::absolute(p)
-            .map(|a| a.display().to_string())
-            .unwrap_or_else(|_| p.to_string())
-    });
+    let (project, project_alias) = project_filter(args.cwd.as_deref());
     let filter = dsh::sessions::Filter {
-        project: cwd,
+        project,
+        project_alias,
         ..Default::default()
     };
     let mut sessions = Vec::new();

@@ -53,6 +53,7 @@ pub mod json;
 pub mod lock;
 pub mod log;
 pub mod meter;
+pub mod pack;
 pub mod policy;
 pub mod price;
 pub mod provider;

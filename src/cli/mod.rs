@@ -97,6 +97,9 @@ pub enum Command {
     Sessions(commands::sessions::SessionsArgs),
     // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
     Usage(commands::usage::UsageArgs),
+    // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
+    Pack(commands::pack::PackArgs),
+    Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -117,6 +120,8 @@ impl Command {
             Command::Locks(_) => "locks",
             Command::Sessions(_) => "sessions",
             Command::Usage(_) => "usage",
+            Command::Pack(_) => "pack",
+            Command::Unpack(_) => "unpack",
             Command::Completions(_) => "completions",
         }
     }
@@ -165,6 +170,8 @@ pub fn run() -> ExitCode {
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
+        Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
+        Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     ctx.out.finish();

@@ -205,7 +205,7 @@ impl Session {
     pub fn node_event(
         &self,
         seq: u64,
-        file: &mut Option<std::fs::File>,
+        file: &mut Option<crate::log::Reread>,
     ) -> Result<OwnedEvent, String> {
         let node = self
             .surface()

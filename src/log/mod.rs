@@ -28,6 +28,7 @@ pub(crate) mod parse;
 pub(crate) mod prefix;
 pub(crate) mod reader;
 pub(crate) mod repair;
+pub(crate) mod reread;
 pub mod source;
 pub(crate) mod validate;
 
@@ -38,6 +39,7 @@ use std::sync::Arc;
 pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
 pub use header::SessionHeader;
 pub use reader::{Container, Limits, TornTail};
+pub use reread::Reread;
 pub use source::LogSource;
 
 use crate::event::{Event, Kind, OwnedEvent};
@@ -159,6 +161,9 @@ pub struct LoadedLog {
     pub truncated_at: Option<u64>,
     /// Generation 3 only: replaces plus image offloads applied.
     pub content_generation: Option<u64>,
+    /// Where a Zstandard artifact's frames start, for reading node spans
+    /// again (`None` for a plain log, or when no node is a span).
+    pub(crate) frames: Option<reread::FrameTable>,
 }
 
 impl LoadedLog {
@@ -199,7 +204,7 @@ impl LoadedLog {
     /// Read the events of the given surface nodes again (by seq, any order),
     /// returning them in the order asked.
     pub fn node_events(&self, seqs: &[u64]) -> Result<Vec<OwnedEvent>, LoadError> {
-        let mut file: Option<std::fs::File> = None;
+        let mut file = None;
         let mut out = Vec::with_capacity(seqs.len());
         let index: std::collections::HashMap<u64, usize> = self
             .surface
@@ -218,45 +223,73 @@ impl LoadedLog {
         Ok(out)
     }
 
-    /// The raw bytes of a node's line, when it is a span of a plain file.
+    /// The raw bytes of a node's line, when it is a span of the log; `file`
+    /// keeps the open file (and an artifact's decoder) between calls.
     pub fn read_span(
         &self,
         body: &NodeBody,
-        file: &mut Option<std::fs::File>,
+        file: &mut Option<Reread>,
         buf: &mut Vec<u8>,
     ) -> Result<bool, LoadError> {
         let NodeBody::Span { offset, len } = body else {
             return Ok(false);
         };
-        let Some(path) = self.source.reread_path() else {
-            return Ok(false);
-        };
         if file.is_none() {
-            *file = Some(
-                std::fs::File::open(path).map_err(|e| LoadError::io("cannot reopen the log", e))?,
-            );
+            let Some(r) = self.reread()? else {
+                return Ok(false);
+            };
+            *file = Some(r);
         }
-        let Some(f) = file.as_mut() else {
+        let Some(Reread(src)) = file.as_mut() else {
             return Ok(false);
         };
-        buf.resize(*len as usize, 0);
-        read_exact_at(f, *offset, buf).map_err(|e| LoadError::io("cannot re-read the log", e))?;
+        let again = |e| LoadError::io("cannot re-read the log", e);
+        match src {
+            reread::Source::Plain(f) => {
+                buf.resize(*len as usize, 0);
+                read_exact_at(f, *offset, buf).map_err(again)?;
+            }
+            reread::Source::Zstd(c) => c.read(*offset, buf, *len as usize).map_err(again)?,
+        }
         Ok(true)
     }
 
-    /// A view of byte ranges of the log file through a moving map, for
-    /// walking many node lines in file order; `None` when the log cannot be
-    /// read again (stdin, Zstandard).
+    /// A handle for reading node spans again, if the log can be read again.
+    fn reread(&self) -> Result<Option<Reread>, LoadError> {
+        let Some(path) = self.source.reread_path() else {
+            return Ok(None);
+        };
+        let reopen = |e| LoadError::io("cannot reopen the log", e);
+        Ok(Some(Reread(match (&self.container, &self.frames) {
+            (Container::Plain, _) => {
+                reread::Source::Plain(std::fs::File::open(path).map_err(reopen)?)
+            }
+            (Container::Zstd, Some(frames)) => reread::Source::Zstd(Box::new(
+                reread::ZstdCursor::open(path, frames.clone()).map_err(reopen)?,
+            )),
+            (Container::Zstd, None) => return Ok(None),
+        })))
+    }
+
+    /// A view of byte ranges of the log's plaintext, for walking many node
+    /// lines in log order: a moving memory map of a plain file, a moving
+    /// window of decompressed plaintext of an artifact; `None` when the log
+    /// cannot be read again (stdin).
     pub fn span_window(&self) -> Option<SpanWindow> {
-        if self.container != Container::Plain {
-            return None;
-        }
-        Some(SpanWindow {
-            path: self.source.reread_path()?.to_path_buf(),
-            file: None,
-            map: None,
-            at: 0,
-        })
+        let path = self.source.reread_path()?.to_path_buf();
+        let backing = match (&self.container, &self.frames) {
+            (Container::Plain, _) => Backing::Map {
+                path,
+                file: None,
+                map: None,
+                at: 0,
+            },
+            (Container::Zstd, Some(frames)) => Backing::Zstd(Box::new(
+                reread::ZstdCursor::open(&path, frames.clone()).ok()?,
+            )),
+            (Container::Zstd, None) => return None,
+        };
+        Some(SpanWindow(backing))
     }
 
     /// Re-read one node body.
@@ -264,7 +297,7 @@ impl LoadedLog {
         &self,
         body: &NodeBody,
         seq: u64,
-        file: &mut Option<std::fs::File>,
+        file: &mut Option<Reread>,
     ) -> Result<OwnedEvent, LoadError> {
         match body {
             NodeBody::Owned(ev) => Ok((**ev).clone()),
@@ -291,42 +324,64 @@ impl LoadedLog {
     }
 }
 
-/// Byte ranges of a plain log file through a moving memory map of a few
-/// megabytes: ranges taken in file order cost one map per window, and no
-/// copy at all (a vectored write hands the kernel the mapped bytes).
+/// Byte ranges of a log's plaintext, taken in log order: for a plain file a
+/// moving memory map of a few megabytes (one map per window, and no copy at
+/// all: a vectored write hands the kernel the mapped bytes); for an artifact
+/// a moving window of decompressed plaintext.
 ///
 /// Mapping a file is sound only while nobody shrinks it: a DSH log is
 /// append-only (writers, dsh's included, only ever add lines past the
 /// length a reader validated), and a window never reaches past the file's
 /// length when it is mapped.
-pub struct SpanWindow {
-    path: std::path::PathBuf,
-    file: Option<std::fs::File>,
-    map: Option<memmap2::Mmap>,
-    /// File offset of the map's first byte.
-    at: u64,
+pub struct SpanWindow(Backing);
+
+enum Backing {
+    Map {
+        path: std::path::PathBuf,
+        file: Option<std::fs::File>,
+        map: Option<memmap2::Mmap>,
+        /// File offset of the map's first byte.
+        at: u64,
+    },
+    Zstd(Box<reread::ZstdCursor>),
 }
 
 impl SpanWindow {
     const WINDOW: usize = 8 << 20;
+    /// Decompressed plaintext is copied, so its window is smaller.
+    const ZSTD_WINDOW: usize = 2 << 20;
 
     /// Whether `offset .. offset + len` is in the window now.
     pub fn holds(&self, offset: u64, len: usize) -> bool {
-        self.map
-            .as_ref()
-            .is_some_and(|m| offset >= self.at && offset + len as u64 <= self.at + m.len() as u64)
+        match &self.0 {
+            Backing::Map { map, at, .. } => map
+                .as_ref()
+                .is_some_and(|m| offset >= *at && offset + len as u64 <= *at + m.len() as u64),
+            Backing::Zstd(c) => c.holds(offset, len),
+        }
     }
 
     /// Move the window to start at `offset` and hold at least `len` bytes.
     pub fn fill(&mut self, offset: u64, len: usize) -> Result<(), LoadError> {
         let io =
             |what: &str, e: std::io::Error| LoadError::io(&format!("cannot {what} the log"), e);
-        self.map = None;
-        let file = match &mut self.file {
+        let (path, file, map, at) = match &mut self.0 {
+            Backing::Map {
+                path,
+                file,
+                map,
+                at,
+            } => (path, file, map, at),
+            Backing::Zstd(c) => {
+                return c
+                    .fill(offset, len, Self::ZSTD_WINDOW)
+                    .map_err(|e| io("re-read", e));
+            }
+        };
+        *map = None;
+        let file = match file {
             Some(f) => f,
-            None => self
-                .file
-                .insert(std::fs::File::open(&self.path).map_err(|e| io("reopen", e))?),
+            None => file.insert(std::fs::File::open(&*path).map_err(|e| io("reopen", e))?),
         };
         let file_len = file.metadata().map_err(|e| io("stat", e))?.len();
         if offset + len as u64 > file_len {
@@ -337,24 +392,27 @@ impl SpanWindow {
         let want = (len.max(Self::WINDOW) as u64).min(file_len - offset) as usize;
         // SAFETY: see the type's doc: the mapped bytes exist and an
         // append-only log never shrinks under them.
-        let map = unsafe {
+        let m = unsafe {
             memmap2::MmapOptions::new()
                 .offset(offset)
                 .len(want)
                 .map(&*file)
                 .map_err(|e| io("map", e))?
         };
-        self.at = offset;
-        self.map = Some(map);
+        *at = offset;
+        *map = Some(m);
         Ok(())
     }
 
     /// Bytes the window holds (see [`Self::holds`]).
     pub fn slice(&self, offset: u64, len: usize) -> &[u8] {
-        let start = (offset - self.at) as usize;
-        self.map
-            .as_ref()
-            .map_or(&[][..], |m| &m[start..start + len])
+        match &self.0 {
+            Backing::Map { map, at, .. } => {
+                let start = (offset - at) as usize;
+                map.as_ref().map_or(&[][..], |m| &m[start..start + len])
+            }
+            Backing::Zstd(c) => c.slice(offset, len),
+        }
     }
 }
 
@@ -366,18 +424,6 @@ pub(crate) fn read_exact_at(
 ) -> std::io::Result<()> {
     file.seek(SeekFrom::Start(offset))?;
     file.read_exact(buf)
-}
-
-/// A plain log file, read again by line for the surface fold's rule R16.
-#[derive(Debug)]
-struct FileLines(std::path::PathBuf);
-
-impl crate::surface::NodeLines for FileLines {
-    fn line_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-        let mut line = vec![0u8; len];
-        read_exact_at(&mut std::fs::File::open(&self.0)?, offset, &mut line)?;
-        Ok(line)
-    }
 }
 
 /// A line of the log read again, decoded as the loader decodes lines
@@ -631,9 +677,9 @@ fn load_inner(
         return g3::load(source, reader, header, warnings, opts, observer);
     }
     let container = reader.container();
-    let span_bodies = !opts.keep_nodes
-        && container == Container::Plain
-        && matches!(source, LogSource::File(_) | LogSource::Spooled(_));
+    let frames = reader.frame_table();
+    let span_bodies =
+        !opts.keep_nodes && matches!(source, LogSource::File(_) | LogSource::Spooled(_));
     let lanes = parse::Lanes {
         rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
         chunk_lines: opts.skip_chunk_events,
@@ -644,7 +690,13 @@ fn load_inner(
         surface: Surface {
             reread: match source {
                 LogSource::File(path) | LogSource::Spooled(path) if span_bodies => {
-                    Some(Arc::new(FileLines(path.clone())))
+                    Some(match &frames {
+                        None => Arc::new(reread::PlainLines(path.clone())),
+                        Some(frames) => Arc::new(reread::ZstdLines {
+                            path: path.clone(),
+                            frames: frames.clone(),
+                        }),
+                    })
                 }
                 _ => None,
             },
@@ -821,7 +873,7 @@ fn load_inner(
     if p.upgraded > 0 {
         notes.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
     }
-    Ok(finish_load(
+    let mut log = finish_load(
         LoadStart {
             source,
             container,
@@ -845,7 +897,10 @@ fn load_inner(
             content_generation: None,
         },
         &Generation0 { notes },
-    ))
+    );
+    // Spans of an artifact are read again through its frame table.
+    log.frames = frames.filter(|_| span_bodies);
+    Ok(log)
 }
 
 /// What a load knows before its first event: the source, its container, the
@@ -938,6 +993,7 @@ pub(crate) fn finish_load(
         committed_len: fold.committed_len,
         truncated_at: fold.truncated_at,
         content_generation: fold.content_generation,
+        frames: None,
     }
 }
 

@@ -106,6 +106,10 @@ struct ZstdState {
     done: bool,
     /// Plaintext decoded so far (for the total limit).
     total: u64,
+    /// Frames started so far (the header frame included).
+    frames: u64,
+    /// Where each frame starts, for reading lines again after the load.
+    table: super::reread::FrameTable,
 }
 
 struct FrameDec {
@@ -224,6 +228,8 @@ impl LineReader {
                     start: 0,
                     done: false,
                     total: 0,
+                    frames: 0,
+                    table: Default::default(),
                 })),
                 next_no: 1,
                 offset: 0,
@@ -272,6 +278,23 @@ impl LineReader {
         self.torn
     }
 
+    /// Where the frames of a Zstandard artifact start (filled as they are
+    /// read); `None` for a plain log.
+    pub(crate) fn frame_table(&self) -> Option<super::reread::FrameTable> {
+        match &self.inner {
+            Inner::Zstd(z) => Some(z.table.clone()),
+            Inner::Plain { .. } => None,
+        }
+    }
+
+    /// Zstandard frames started so far (0 for a plain log).
+    pub fn frames_read(&self) -> u64 {
+        match &self.inner {
+            Inner::Zstd(z) => z.frames,
+            Inner::Plain { .. } => 0,
+        }
+    }
+
     /// Logical bytes consumed so far.
     pub fn logical_offset(&self) -> u64 {
         self.offset
@@ -283,7 +306,14 @@ impl LineReader {
             unreachable!()
         };
         match z.next_frame(1)? {
-            Some(true) => {}
+            Some(true) => {
+                if let (Some(f), Ok(mut t)) = (&z.frame, z.table.lock()) {
+                    t.push(super::reread::FrameAt {
+                        physical: f.at,
+                        plain: 0,
+                    });
+                }
+            }
             Some(false) => {
                 return Err(LoadError::corrupt(
                     "corrupt session log: header-less Zstandard artifact (no complete first frame)",
@@ -584,7 +614,14 @@ impl LineReader {
                         }
                     }
                     None => match z.next_frame(frame_no)? {
-                        Some(_) => {}
+                        Some(_) => {
+                            if let (Some(f), Ok(mut t)) = (&z.frame, z.table.lock()) {
+                                t.push(super::reread::FrameAt {
+                                    physical: f.at,
+                                    plain: self.offset,
+                                });
+                            }
+                        }
                         None => {
                             z.done = true;
                             return Ok(None);
@@ -676,6 +713,7 @@ impl ZstdState {
                 lines: 0,
             });
             self.cstart += len;
+            self.frames += 1;
             return Ok(Some(complete));
         }
     }

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["event", "heuristic", "policy", "provider", "price"],
     &["request_header", "lock", "surface", "config", "usage"],
     &["log"],
-    &["derive", "meter", "range"],
+    &["derive", "meter", "range", "pack"],
     &["prune", "append", "sessions"],
     &["verify"],
     &["compact"],

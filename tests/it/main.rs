@@ -12,6 +12,7 @@ mod g3;
 mod layering;
 mod locks;
 mod measure;
+mod pack;
 mod provider;
 mod prune;
 mod sessions;

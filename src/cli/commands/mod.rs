@@ -8,6 +8,7 @@ pub mod load;
 pub mod locks;
 pub mod measure;
 pub mod messages;
+pub mod pack;
 pub mod prune;
 pub mod sessions;
 pub mod surface;

@@ -1,0 +1,334 @@
+//! Reading node lines again after the load, from a plain file or from a
+//! Zstandard artifact.
+//!
+//! The loader keeps most surface nodes as `(offset, len)` spans of the log's
+//! plaintext instead of holding their events. A plain file is read again
+//! where the span says. An artifact's frames are independent, so a span is
+//! read again by decompressing from the start of the frame that holds it:
+//! the reader records where each frame starts (compressed and plaintext
+//! offsets, a few bytes per frame) while it loads, and a [`ZstdCursor`]
+//! keeps one decoder and a bounded window of plaintext, so spans taken in
+//! log order decompress each frame once and memory stays a window, whatever
+//! the artifact's size.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Where one Zstandard frame starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FrameAt {
+    /// Byte offset of the frame in the file.
+    pub physical: u64,
+    /// Plaintext offset of its first byte.
+    pub plain: u64,
+}
+
+/// The frame starts of an artifact, filled by the reader as it walks the
+/// frames (shared, because a rule may read a node again mid-load).
+pub(crate) type FrameTable = Arc<Mutex<Vec<FrameAt>>>;
+
+/// Compressed bytes read from the file at a time.
+const INPUT: usize = 128 << 10;
+/// Plaintext decoded per decoder call.
+const STEP: usize = 256 << 10;
+/// A jump ahead further than this looks for a nearer frame start.
+const FAR: u64 = 4 << 20;
+
+/// Decompresses an artifact forwards from any frame start, holding the
+/// plaintext between `at` and `at + out.len()`.
+pub(crate) struct ZstdCursor {
+    file: File,
+    frames: FrameTable,
+    dec: zstd::stream::raw::Decoder<'static>,
+    input: Vec<u8>,
+    in_pos: usize,
+    /// Whether the decoder is inside a frame (else the next byte of input
+    /// starts one).
+    in_frame: bool,
+    /// Plaintext offset of `out[0]`.
+    at: u64,
+    out: Vec<u8>,
+    /// Whether the decoder state continues from `at + out.len()`.
+    live: bool,
+}
+
+fn changed() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the log changed while it was being read",
+    )
+}
+
+impl ZstdCursor {
+    pub(crate) fn open(path: &Path, frames: FrameTable) -> io::Result<ZstdCursor> {
+        Ok(ZstdCursor {
+            file: File::open(path)?,
+            frames,
+            dec: zstd::stream::raw::Decoder::new()?,
+            input: Vec::new(),
+            in_pos: 0,
+            in_frame: false,
+            at: 0,
+            out: Vec::new(),
+            live: false,
+        })
+    }
+
+    /// Whether `offset .. offset + len` is in the window.
+    pub(crate) fn holds(&self, offset: u64, len: usize) -> bool {
+        offset >= self.at && offset + len as u64 <= self.at + self.out.len() as u64
+    }
+
+    /// The window's bytes `offset .. offset + len` (see [`Self::holds`]).
+    pub(crate) fn slice(&self, offset: u64, len: usize) -> &[u8] {
+        let start = (offset - self.at) as usize;
+        &self.out[start..start + len]
+    }
+
+    /// Make the window start at `offset` and hold at least `min` bytes, and
+    /// up to `want` when the plaintext goes on that far.
+    pub(crate) fn fill(&mut self, offset: u64, min: usize, want: usize) -> io::Result<()> {
+        let want = want.max(min);
+        let end = self.at + self.out.len() as u64;
+        let forward = self.live && offset >= self.at;
+        // Behind the window means starting again at the frame that holds
+        // `offset`; far ahead of it too, unless that frame is the one being
+        // decoded (then going on is shorter).
+        let restart = !forward || (offset > end + FAR && self.frame_of(offset)?.plain > end);
+        if restart {
+            let frame = self.frame_of(offset)?;
+            self.restart(frame)?;
+        }
+        // Drop what lies before `offset`, decoding past it if need be.
+        loop {
+            let end = self.at + self.out.len() as u64;
+            if offset <= end {
+                let cut = (offset - self.at) as usize;
+                self.out.drain(..cut);
+                self.at = offset;
+                break;
+            }
+            self.out.clear();
+            self.at = end;
+            if !self.decode_more(STEP)? {
+                return Err(changed());
+            }
+        }
+        while self.out.len() < want {
+            let room = (want - self.out.len()).min(STEP);
+            if !self.decode_more(room)? {
+                if self.out.len() >= min {
+                    break;
+                }
+                return Err(changed());
+            }
+        }
+        Ok(())
+    }
+
+    /// Copy `len` bytes from `offset` into `buf`.
+    pub(crate) fn read(&mut self, offset: u64, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+        self.fill(offset, len, len)?;
+        buf.clear();
+        buf.extend_from_slice(self.slice(offset, len));
+        Ok(())
+    }
+
+    fn frame_of(&self, offset: u64) -> io::Result<FrameAt> {
+        let frames = self.frames.lock().map_err(|_| changed())?;
+        let i = frames.partition_point(|f| f.plain <= offset);
+        if i == 0 {
+            return Err(changed());
+        }
+        Ok(frames[i - 1])
+    }
+
+    fn restart(&mut self, frame: FrameAt) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(frame.physical))?;
+        self.input.clear();
+        self.in_pos = 0;
+        self.in_frame = false;
+        self.at = frame.plain;
+        self.out.clear();
+        self.live = true;
+        Ok(())
+    }
+
+    /// Decode up to `room` more bytes onto the window; `false` at the end of
+    /// the artifact (or of what it holds that decodes).
+    fn decode_more(&mut self, room: usize) -> io::Result<bool> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        loop {
+            if self.in_pos == self.input.len() {
+                self.input.resize(INPUT, 0);
+                let n = loop {
+                    match self.file.read(&mut self.input) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                };
+                self.input.truncate(n);
+                self.in_pos = 0;
+                if n == 0 {
+                    return Ok(false);
+                }
+            }
+            if !self.in_frame {
+                self.dec.reinit()?;
+                self.in_frame = true;
+            }
+            let old = self.out.len();
+            self.out.resize(old + room, 0);
+            let mut input = InBuffer::around(&self.input[self.in_pos..]);
+            let mut output = OutBuffer::around(&mut self.out[old..]);
+            let r = self.dec.run(&mut input, &mut output);
+            let (read, written) = (input.pos(), output.pos());
+            self.out.truncate(old + written);
+            self.in_pos += read;
+            match r {
+                // A damaged or torn frame: what it gave is all there is.
+                Err(_) => {
+                    self.live = false;
+                    return Ok(written > 0);
+                }
+                Ok(0) => self.in_frame = false,
+                Ok(_) => {}
+            }
+            if written > 0 {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Node lines read again for the surface fold's rule R16.
+#[derive(Debug)]
+pub(crate) struct PlainLines(pub PathBuf);
+
+impl crate::surface::NodeLines for PlainLines {
+    fn line_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut line = vec![0u8; len];
+        let mut f = File::open(&self.0)?;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(&mut line)?;
+        Ok(line)
+    }
+}
+
+/// The same for an artifact: a fresh cursor per line (the rule is rare).
+pub(crate) struct ZstdLines {
+    pub path: PathBuf,
+    pub frames: FrameTable,
+}
+
+impl std::fmt::Debug for ZstdLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZstdLines")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl crate::surface::NodeLines for ZstdLines {
+    fn line_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut c = ZstdCursor::open(&self.path, self.frames.clone())?;
+        let mut line = Vec::with_capacity(len);
+        c.read(offset, &mut line, len)?;
+        Ok(line)
+    }
+}
+
+/// A caller's handle for reading node bodies again, kept across calls so
+/// that the file is opened (and an artifact's decoder set up) once.
+/// Start with `None`; [`super::LoadedLog::read_body`] fills it.
+pub struct Reread(pub(crate) Source);
+
+pub(crate) enum Source {
+    Plain(File),
+    Zstd(Box<ZstdCursor>),
+}
+
+impl std::fmt::Debug for Reread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Source::Plain(_) => "Reread(plain)",
+            Source::Zstd(_) => "Reread(zstd)",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// An artifact of `frames` frames, each of `lines` numbered lines.
+    fn artifact(frames: usize, lines: usize) -> (tempfile::NamedTempFile, Vec<u8>, FrameTable) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let mut plain = Vec::new();
+        let mut table = Vec::new();
+        let mut physical = 0u64;
+        for fi in 0..frames {
+            let mut p = Vec::new();
+            for li in 0..lines {
+                writeln!(
+                    p,
+                    "{{\"frame\":{fi},\"line\":{li},\"pad\":\"{}\"}}",
+                    "x".repeat(li * 37 % 500)
+                )
+                .unwrap();
+            }
+            let z = zstd::bulk::compress(&p, 3).unwrap();
+            table.push(FrameAt {
+                physical,
+                plain: plain.len() as u64,
+            });
+            physical += z.len() as u64;
+            f.write_all(&z).unwrap();
+            plain.extend_from_slice(&p);
+        }
+        (f, plain, Arc::new(Mutex::new(table)))
+    }
+
+    #[test]
+    fn spans_read_again_in_any_order_match_the_plaintext() {
+        let (f, plain, table) = artifact(7, 300);
+        let mut c = ZstdCursor::open(f.path(), table).unwrap();
+        let mut buf = Vec::new();
+        // Forwards, backwards, across frame boundaries, long jumps.
+        let total = plain.len() as u64;
+        let mut x = 12345u64;
+        for _ in 0..400 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let off = (x >> 20) % total;
+            let len = ((x >> 8) % 5000).min(total - off) as usize;
+            c.read(off, &mut buf, len).unwrap();
+            assert_eq!(buf, &plain[off as usize..off as usize + len], "{off}+{len}");
+        }
+        // A window reaching past the end stops at the end.
+        c.fill(total - 10, 10, 1 << 20).unwrap();
+        assert!(c.holds(total - 10, 10) && !c.holds(total - 10, 11));
+        // Past the end is an error, not a panic.
+        assert!(c.read(total - 5, &mut buf, 10).is_err());
+    }
+
+    #[test]
+    fn a_window_walks_the_artifact_in_order() {
+        let (f, plain, table) = artifact(3, 2000);
+        let mut c = ZstdCursor::open(f.path(), table).unwrap();
+        let mut at = 0u64;
+        let mut seen = Vec::new();
+        while at < plain.len() as u64 {
+            c.fill(at, 1, 64 << 10).unwrap();
+            let n = (c.at + c.out.len() as u64 - at) as usize;
+            seen.extend_from_slice(c.slice(at, n));
+            at += n as u64;
+        }
+        assert_eq!(seen, plain);
+    }
+}

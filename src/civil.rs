@@ -18,6 +18,12 @@
 
 use std::fmt;
 
+/// A time, offset or zone that could not be read; the message says what was
+/// expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TimeError(pub String);
+
 /// Milliseconds in a day.
 pub const DAY_MS: i64 = 86_400_000;
 
@@ -115,12 +121,12 @@ impl Offset {
     pub const UTC: Offset = Offset(0);
 
     /// `UTC`, `Z`, `+08:00`, `-05:30`, `+0800`, `+8`, `UTC+8`.
-    pub fn parse(s: &str) -> Result<Offset, String> {
+    pub fn parse(s: &str) -> Result<Offset, TimeError> {
         let t = s.trim();
         let bad = || {
-            format!(
-                "{s:?}: expected UTC or a fixed offset such as +08:00 or -05:30 (named zones are not supported)"
-            )
+            TimeError(format!(
+                "{s:?}: expected UTC or a fixed offset such as +08:00 or -05:30"
+            ))
         };
         let rest = t
             .strip_prefix("UTC")
@@ -197,19 +203,19 @@ pub fn rfc3339(ms: i64) -> String {
 /// An instant a person typed: `YYYY-MM-DD` (the start of that day at
 /// `off`), or `YYYY-MM-DDTHH:MM[:SS]` with an optional `Z` / `±HH:MM`
 /// (else at `off`).
-pub fn parse_instant(s: &str, off: Offset) -> Result<i64, String> {
+pub fn parse_instant(s: &str, off: Offset) -> Result<i64, TimeError> {
     let t = s.trim();
     let bad = || {
-        format!(
+        TimeError(format!(
             "{s:?}: expected a date (2026-07-01), a date and time (2026-07-01T09:30Z) or a span (7d, 2w, 12h)"
-        )
+        ))
     };
     let (d, rest) = t.split_at(t.len().min(10));
     let parts: Vec<&str> = d.split('-').collect();
     let [y, m, dd] = parts.as_slice() else {
         return Err(bad());
     };
-    let num = |x: &str, len: usize| -> Result<u32, String> {
+    let num = |x: &str, len: usize| -> Result<u32, TimeError> {
         if x.len() != len || !x.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
         }
@@ -261,7 +267,7 @@ pub fn parse_span(s: &str) -> Option<i64> {
 }
 
 /// `--since` / `--until`: a span back from `now_ms`, or an instant.
-pub fn parse_bound(s: &str, now_ms: i64, off: Offset) -> Result<i64, String> {
+pub fn parse_bound(s: &str, now_ms: i64, off: Offset) -> Result<i64, TimeError> {
     match parse_span(s) {
         Some(span) => Ok(now_ms - span),
         None => parse_instant(s, off),
@@ -323,9 +329,9 @@ impl Zone {
     pub const UTC: Zone = Zone::Fixed(Offset::UTC);
 
     /// A named zone from the bytes of its TZif file.
-    pub fn from_tzif(name: &str, bytes: &[u8]) -> Result<Zone, String> {
-        let bad = || format!("{name}: not a TZif time-zone file");
-        let be32 = |b: &[u8], at: usize| -> Result<i64, String> {
+    pub fn from_tzif(name: &str, bytes: &[u8]) -> Result<Zone, TimeError> {
+        let bad = || TimeError(format!("{name}: not a TZif time-zone file"));
+        let be32 = |b: &[u8], at: usize| -> Result<i64, TimeError> {
             b.get(at..at + 4)
                 .map(|x| i64::from(i32::from_be_bytes([x[0], x[1], x[2], x[3]])))
                 .ok_or_else(bad)
@@ -333,7 +339,7 @@ impl Zone {
         if bytes.len() < 44 || &bytes[..4] != b"TZif" {
             return Err(bad());
         }
-        let counts = |b: &[u8]| -> Result<[usize; 6], String> {
+        let counts = |b: &[u8]| -> Result<[usize; 6], TimeError> {
             let mut c = [0usize; 6];
             for (i, x) in c.iter_mut().enumerate() {
                 *x = usize::try_from(be32(b, 20 + 4 * i)?).map_err(|_| bad())?;
@@ -368,7 +374,7 @@ impl Zone {
             }
         };
         let types = &data[time * (tsize + 1)..];
-        let utoff = |k: usize| -> Result<i32, String> {
+        let utoff = |k: usize| -> Result<i32, TimeError> {
             let b = types.get(k * 6..k * 6 + 4).ok_or_else(bad)?;
             Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
         };
@@ -423,7 +429,7 @@ impl Zone {
     }
 
     /// [`parse_instant`] with local times in this zone.
-    pub fn parse_instant(&self, s: &str) -> Result<i64, String> {
+    pub fn parse_instant(&self, s: &str) -> Result<i64, TimeError> {
         // Interpret at the offset in force then: guess with the offset at the
         // UTC reading, then correct once (exact except inside a DST change).
         let guess = parse_instant(s, Offset::UTC)?;
@@ -432,7 +438,7 @@ impl Zone {
     }
 
     /// `--since` / `--until` in this zone.
-    pub fn parse_bound(&self, s: &str, now_ms: i64) -> Result<i64, String> {
+    pub fn parse_bound(&self, s: &str, now_ms: i64) -> Result<i64, TimeError> {
         match parse_span(s) {
             Some(span) => Ok(now_ms - span),
             None => self.parse_instant(s),

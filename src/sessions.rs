@@ -79,6 +79,8 @@ pub struct Session {
     pub generation: u64,
     /// Why the meter could not replay it, when it could not.
     pub meter_error: Option<String>,
+    /// The reader's warnings (a torn last line, tolerances used).
+    pub warnings: Vec<String>,
     /// The requests with reported usage.
     pub requests: Vec<Request>,
 }
@@ -282,6 +284,7 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
         stale_locks: count(LockStatus::Stale),
         generation: h.version,
         meter_error,
+        warnings: log.warnings.clone(),
         requests: folds.usage.finish(),
     })
 }

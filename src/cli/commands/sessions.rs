@@ -38,7 +38,7 @@ use crate::cli::render::{self, Tone, outln};
 /// "overThreshold", "route":
 /// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
 /// "busy", "stale"}, "generation", "requests", "costUsd", "unpricedRequests",
-/// "meterError"?} | {"file", "error", "kind", "stage", …}], "totals":
+/// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "totals":
 /// {"sessions", "refused", "turns", "events", "sizeBytes", "costUsd",
 /// "busy", "stale"}, "matched", "leftOutUnknownTime", "schema_version"}`.
 /// Times are RFC 3339 UTC strings (null when unknown).
@@ -361,6 +361,12 @@ fn row_json(r: &Row) -> OwnedValue {
     if let Some(e) = &s.meter_error {
         v = v.with("meterError", e.as_str().into());
     }
+    if !s.warnings.is_empty() {
+        v = v.with(
+            "warnings",
+            Value::Arr(s.warnings.iter().map(|w| w.as_str().into()).collect()),
+        );
+    }
     v
 }
 
@@ -626,7 +632,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
     if total.without_cost() > 0 {
         outln!(
             ctx.out,
-            "cost: {} request(s) have no price (model not in the price table, or its price depends on a time the log does not record); their tokens are in `dsh usage`",
+            "cost: {} request(s) have no price (none for their model at their date, or one that depends on a time the log does not record); their tokens are in `dsh usage`",
             render::num(total.without_cost())
         )?;
     }

@@ -477,7 +477,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
     if t.without_cost() > 0 {
         outln!(
             ctx.out,
-            "no price: {} request(s) are counted in tokens but not in cost ({} with no price for their model, {} whose price depends on a time the log does not record); `dsh usage --prices` lists the table",
+            "no price: {} request(s) are counted in tokens but not in cost ({} with no price for their model at their date, {} whose price depends on a time the log does not record); `dsh usage --prices` lists the table",
             render::num(t.without_cost()),
             render::num(t.unpriced),
             render::num(t.untimed)

@@ -1049,7 +1049,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__usage)
-            opts="-j -q -h -V --daily --weekly --monthly --session --project --breakdown --cwd --since --until --tz --csv --prices --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --daily --weekly --monthly --session --project --breakdown --cwd --since --until --tz --csv --prices --offline --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

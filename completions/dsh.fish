@@ -295,6 +295,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand usage" -l project -d 'Per projec
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l breakdown -d 'Also show each group per provider and model'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l csv -d 'Print CSV (a header row, then one row per group, or per group and model with --breakdown)'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l prices -d 'Show the price table (built in and from the config) instead'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l offline -d 'Accepted and always in effect: prices are never fetched'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s q -l quiet -d 'Do not print warnings on stderr'

@@ -83,6 +83,9 @@ pub struct UsageArgs {
     /// Show the price table (built in and from the config) instead.
     #[arg(long)]
     pub prices: bool,
+    /// Accepted and always in effect: prices are never fetched.
+    #[arg(long)]
+    pub offline: bool,
     /// The dsh config file ([[prices]]).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,

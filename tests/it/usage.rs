@@ -455,3 +455,65 @@ fn usage_equals_the_raw_sums_on_generated_logs() {
     }
     assert_eq!(compare_dir(tmp.path(), false), 3);
 }
+
+#[test]
+fn prices_in_the_config_are_validated() {
+    use dsh::config::Config;
+    let ok = Config::from_toml_str(
+        r#"
+[[prices]]
+provider = "deepseek-official"
+model = "deepseek-flash"
+from = 2026-11-01T00:00:00Z
+input = 0.3
+cacheHit = 0.006
+output = 1.2
+offPeak = { input = 0.15, cacheHit = 0.003, output = 0.6 }
+
+[[prices]]
+provider = "deepseek-official"
+model = "deepseek-flash"
+from = "2026-12-01"
+input = 0.2
+cacheHit = 0.004
+cacheWrite = 0.25
+output = 1.0
+"#,
+    )
+    .unwrap();
+    assert_eq!(ok.prices.len(), 2);
+    let off = ok.prices[0].off_peak.unwrap();
+    assert_eq!((off.input, off.cache_write), (0.15, 0.15));
+    assert_eq!(ok.prices[1].rates.cache_write, 0.25);
+    assert_eq!(ok.prices[0].from_ms, Some(1_793_491_200_000));
+    for (bad, says) in [
+        (
+            "[[prices]]\nmodel = \"m\"\ninput = 1\ncacheHit = 1\noutput = 1",
+            "provider",
+        ),
+        (
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 1\noutput = 1",
+            "cacheHit is required",
+        ),
+        (
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 1\ncacheHit = 1\noutput = 1\nfrom = \"soon\"",
+            "from",
+        ),
+        (
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 1\ncacheHit = 1\noutput = 1\ncurrency = \"EUR\"",
+            "unknown key",
+        ),
+        (
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 1\ncacheHit = 1\noutput = 1\noffPeak = { input = 1 }",
+            "offPeak.cacheHit",
+        ),
+        (
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 1\ncacheHit = 1\noutput = 1\n[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 2\ncacheHit = 1\noutput = 1",
+            "duplicate",
+        ),
+        ("prices = 3", "array of tables"),
+    ] {
+        let e = Config::from_toml_str(bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}

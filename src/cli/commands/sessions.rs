@@ -547,6 +547,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         }
         return Ok(status);
     }
+    ctx.page();
     let mut t = render::table(&[
         "project", "id", "title", "started", "activity", "turns", "events", "size", "tokens", "%",
         "cmp", "prunes", "lock", "gen", "cost $",

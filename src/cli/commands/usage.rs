@@ -422,6 +422,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         print_csv(ctx, &rep, by, args.breakdown)?;
         return Ok(status);
     }
+    ctx.page();
     let first = match by {
         GroupBy::Day => "date",
         GroupBy::Week => "week of",

@@ -165,6 +165,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-line-bytes -d 'Ref
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -s n -l dry-run -d 'Show what would be appended; write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l allow-closed-turn -d 'Write even though no turn is open at the end of the log (the result is a log the reference\'s session invariant flags)'
+complete -c dsh -n "__fish_dsh_using_subcommand prune" -l resume -d 'Start a new lifecycle even when the last turn is open (crash-repair closers and session/end-seed first, as the reference\'s resumed session; the pairs then land outside any turn)'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l events -d 'With --dry-run: print the batch as the JSON lines it would append'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
@@ -195,6 +196,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand compact" -l timeout -d 'Stream i
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retries -d 'Retries after HTTP 429 / 5xx / connection failures' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l retry-delay -d 'First retry delay in seconds (doubles per retry)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l wait -d 'Wait up to SECONDS for another dsh writer holding the log' -r
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l images -d 'Images in the summarised range: `refuse` (the reference: a text-only route cannot send them, so nothing is written) or `placeholder` (a dsh extension: each image is sent as the harness\'s image-offload placeholder text, so the summariser knows one was there)' -r -f -a "refuse\t'Refuse a range with images (nothing is written)'
+placeholder\t'Send each image as the image-offload placeholder text'"
+complete -c dsh -n "__fish_dsh_using_subcommand compact" -l summarizer-context-window -d 'Context window of the summarising model (default: --context-window when it is the routed target, else the config\'s model entry, else the latest matching request/context, else the route default, else 1000000 for deepseek-official)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand compact" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"

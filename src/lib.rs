@@ -50,6 +50,7 @@ pub mod derive;
 pub mod event;
 pub mod heuristic;
 pub mod json;
+pub mod lifecycle;
 pub mod lock;
 pub mod log;
 pub mod meter;

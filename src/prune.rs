@@ -10,8 +10,10 @@
 //! pricing the original node, then a content-only `tool/result` replacement
 //! of exactly that node.
 //!
-//! [`plan`] computes the events (never writes): give them to
-//! [`crate::append::Appender`] after the lifecycle prefix.
+//! [`plan`] computes the events (never writes) on the session as the
+//! reference resumes it; [`plan_on`] on a writer's view (see
+//! [`crate::lifecycle`]). Give them to [`crate::append::Appender`] after the
+//! lifecycle prefix, if any.
 //!
 //! ```
 //! let src = dsh::LogSource::File("samples/prune-open-turn.jsonl".into());
@@ -27,6 +29,7 @@ use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{JStr, OwnedValue, Value, js_number};
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::estimate::price_message;
+use crate::surface::Surface;
 
 /// The marker substituted for every removed middle span **\[CONST\]**.
 pub const PRUNE_MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
@@ -517,9 +520,22 @@ where
 /// (stored events, closers and the `session/end-seed` marker), all stamped
 /// `time`. Nodes are read back one at a time.
 pub fn plan(log: &LoadedLog, cfg: &PruneConfig, time: f64) -> Result<PrunePlan, PruneError> {
+    plan_on(log, &log.surface, log.session_length(), cfg, time)
+}
+
+/// Plan a pass over `surface`, a view of `log` (the writer's: under the
+/// continue lifecycle the stored surface without closers, under resume the
+/// loaded one), the first event getting `base_seq` (the seq after the
+/// events the write puts first, if any).
+pub fn plan_on(
+    log: &LoadedLog,
+    surface: &Surface,
+    base_seq: u64,
+    cfg: &PruneConfig,
+    time: f64,
+) -> Result<PrunePlan, PruneError> {
     let mut file = None;
-    let candidates = log
-        .surface
+    let candidates = surface
         .nodes
         .iter()
         .filter(|n| n.kind == Kind::ToolResult)
@@ -528,13 +544,7 @@ pub fn plan(log: &LoadedLog, cfg: &PruneConfig, time: f64) -> Result<PrunePlan, 
                 .map(|ev| (ev, n.tokens))
                 .map_err(PruneError::from)
         });
-    plan_nodes(
-        cfg,
-        candidates,
-        log.session_length(),
-        time,
-        log.surface.tokens,
-    )
+    plan_nodes(cfg, candidates, base_seq, time, surface.tokens)
 }
 
 #[cfg(test)]

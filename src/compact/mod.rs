@@ -14,7 +14,13 @@
 //! crash leaves evidence), then `compaction/summary`, the checkpoint
 //! `user/message` replacing the span, and `compaction/end`. Every failure
 //! after the start closes the bracket with `compaction/end{error}` and leaves
-//! the surface as it was.
+//! the surface as it was. What is known before the call is refused before
+//! the start, so nothing of that bracket is written: a request the route
+//! cannot send (images on a text-only path, unless [`Images::Placeholder`])
+//! and one larger than the summarising model's window
+//! ([`Options::summarizer_window`]). A caller that wants nothing at all
+//! written in that case (an automatic run prunes first) plays the run on a
+//! dry-run session first, as `dsh compact` does.
 //!
 //! The shared parts do the rest: the [`Session`] writes through the
 //! append-only writer ([`crate::append`], under its exclusive lock; plain
@@ -65,6 +71,20 @@ impl Mode {
     }
 }
 
+/// What the summariser request does with image blocks of the shadowed
+/// messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Images {
+    /// Send them; a text-only route refuses the request (the reference's
+    /// `UNSUPPORTED_CONTENT`), and the run stops before anything is written.
+    #[default]
+    Refuse,
+    /// A dsh extension: send each image as the harness's image-offload
+    /// placeholder text (session-log §13.4, the offline form), so the
+    /// summariser sees that an image was there.
+    Placeholder,
+}
+
 /// What to do.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -88,6 +108,12 @@ pub struct Options {
     /// Overflow: `maxOverflowRetries`; `0` disables overflow recovery
     /// (nothing is written).
     pub max_overflow_retries: u64,
+    /// Image blocks in the summariser request.
+    pub images: Images,
+    /// The summarising model's context window, when known: a request whose
+    /// input (DSH heuristic price) exceeds it is not sent, and nothing of its
+    /// bracket is written ([`FailureKind::TooLarge`]).
+    pub summarizer_window: Option<u64>,
 }
 
 /// Where the engine gets time, ids and reports progress.
@@ -139,6 +165,14 @@ pub struct BracketReport {
     pub error: Option<String>,
     /// The request (always built; shown by `--dry-run`).
     pub request: Option<WireRequest>,
+    /// DSH heuristic price of the summariser request's input (system,
+    /// tools, the shadowed messages and the instruction).
+    pub request_tokens: u64,
+    /// Whether the request's input fits the summarising model's window
+    /// (`None`: the window is not known).
+    pub fits: Option<bool>,
+    /// Image blocks sent as placeholder text ([`Images::Placeholder`]).
+    pub images_replaced: u64,
 }
 
 /// How a run ended without failing.
@@ -221,6 +255,12 @@ pub enum FailureKind {
     /// Cancelled ([`Env::cancel`]): nothing more written, an open bracket
     /// closed with the error `interrupted`.
     Cancelled,
+    /// The summariser request cannot be sent on the route (images on a
+    /// text-only path): refused before its bracket is written.
+    Unsendable,
+    /// The summariser request does not fit the summarising model's window:
+    /// refused before its bracket is written.
+    TooLarge,
 }
 
 /// A failed run, with what it wrote.
@@ -253,6 +293,14 @@ pub const BUSY: &str =
 
 /// The "no target" message (§5.6).
 pub const NO_TARGET: &str = "no provider/model available for summarization: set both BasicCompactionConfig summarization fields, route one request, or set both AgentOptions fields";
+
+/// The message of a [`FailureKind::TooLarge`] refusal.
+pub fn too_large_message(request_tokens: u64, target: &(String, String), window: u64) -> String {
+    format!(
+        "the summariser request ({request_tokens} estimated tokens) does not fit the context window of {}/{} ({window} tokens)",
+        target.0, target.1
+    )
+}
 
 fn envelope(ty: &str, seq: u64, time: f64, data: OwnedValue) -> OwnedValue {
     Value::obj()
@@ -444,6 +492,7 @@ impl Run<'_, '_, '_> {
             Ok(m) => m,
             Err(e) => return fail(FailureKind::Corrupt, e),
         };
+        let (messages, images_replaced) = summary::request_messages(messages, self.opts.images);
         let model = self.opts.target.1.clone();
         let req = summary::build_request(
             self.session.headers().header.as_ref(),
@@ -452,6 +501,8 @@ impl Run<'_, '_, '_> {
             self.opts.max_tokens,
             self.session.id(),
         );
+        let request_tokens = summary::request_tokens(&req);
+        let fits = self.opts.summarizer_window.map(|w| request_tokens <= w);
         let wire = self.env.summarizer.wire_request(&req);
         let mut br = BracketReport {
             compaction_id: String::new(),
@@ -469,13 +520,36 @@ impl Run<'_, '_, '_> {
             attempts: 0,
             error: None,
             request: wire.as_ref().ok().cloned(),
+            request_tokens,
+            fits,
+            images_replaced,
         };
-        if self.session.is_dry_run() {
+        // What is known before the call refuses the bracket before its
+        // compaction/start: a request the route cannot send, or one larger
+        // than the summarising model's window.
+        let refusal = match (&wire, fits) {
+            (Err(e), _) => Some(StepFailure::coded(
+                FailureKind::Unsendable,
+                e.message.clone(),
+                e.code.clone(),
+            )),
+            (Ok(_), Some(false)) => Some(StepFailure::coded(
+                FailureKind::TooLarge,
+                too_large_message(
+                    request_tokens,
+                    &self.opts.target,
+                    self.opts.summarizer_window.unwrap_or(0),
+                ),
+                ErrorCode::ContextWindowExceeded,
+            )),
+            _ => None,
+        };
+        if self.session.is_dry_run() || refusal.is_some() {
             self.report.brackets.push(br);
-            if let Err(e) = wire {
-                return Err(provider_failure(e));
-            }
-            return Ok(());
+            return match refusal {
+                Some(r) => Err(r),
+                None => Ok(()),
+            };
         }
         let cid = (self.env.ids)();
         br.compaction_id = cid.clone();
@@ -827,8 +901,10 @@ impl Run<'_, '_, '_> {
 ///
 /// A session opened as a dry run ([`crate::append::AppendTarget::DryRun`])
 /// validates and folds the prune pairs so the selection is the one a real
-/// run would make, then stops before `compaction/start`: nothing is written
-/// and no one is called.
+/// run would make, builds the request (weighed against the summarising
+/// model's window), then stops before `compaction/start`: nothing is
+/// written and no one is called. It fails as the real run would before the
+/// call ([`FailureKind::Unsendable`], [`FailureKind::TooLarge`]).
 pub fn run(
     session: &mut Session,
     env: &mut Env<'_>,

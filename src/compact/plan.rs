@@ -59,8 +59,11 @@ pub struct PlanInputs {
     pub api_key_env: Option<String>,
     /// `reasoning_effort` for the summariser call.
     pub reasoning_effort: Option<String>,
-    /// The routed target's context window.
+    /// The routed target's context window (also the summarising model's
+    /// when it is the routed target).
     pub context_window: Option<u64>,
+    /// The summarising model's context window.
+    pub summarizer_context_window: Option<u64>,
     /// Policy overrides.
     pub threshold_ratio: Option<f64>,
     /// Policy override: the retained tail as a share of the window.
@@ -90,6 +93,10 @@ pub struct Plan {
     pub capacity: Option<Capacity>,
     /// Pressure only: the budgets from that capacity.
     pub budgets: Option<Budgets>,
+    /// The summarising model's context window, when known (flags, the
+    /// config's model or route entry, the latest matching logged
+    /// `request/context`, the built-in DeepSeek default).
+    pub summarizer_capacity: Option<Capacity>,
     /// Wire protocol of the summarisation target.
     pub protocol: Protocol,
     /// Its API root.
@@ -232,6 +239,29 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
         capacity = Some(c);
         budgets = Some(b);
     }
+    let summarizer_capacity = {
+        let (p, m) = &target;
+        let (config_model, config_route_default) = config.configured_capacity(p, m);
+        let flag = inputs.summarizer_context_window.or_else(|| {
+            inputs
+                .context_window
+                .filter(|_| routed.as_ref() == Some(&target))
+        });
+        let logged = session
+            .measure()
+            .ok()
+            .and_then(|x| x.logged_context_window(p, m))
+            .map(|l| l.0);
+        resolve_capacity(
+            p,
+            &CapacityInputs {
+                flag,
+                config_model,
+                logged,
+                config_route_default,
+            },
+        )
+    };
     let route_cfg = config.route_config(&target.0);
     let protocol = inputs
         .protocol
@@ -279,6 +309,7 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
         policy,
         capacity,
         budgets,
+        summarizer_capacity,
         protocol,
         base_url,
         key_env,
@@ -290,6 +321,108 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
             tail_chars: p.tail_chars,
         },
     })
+}
+
+/// Something a run would refuse before writing its first byte, with the
+/// next step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// What is wrong (never the key, never a URL's userinfo).
+    pub message: String,
+    /// What to do, one line.
+    pub hint: String,
+}
+
+/// The configuration checks a compaction makes before it writes anything:
+/// the API key variable is set and non-empty (`key`: its value, as the
+/// caller read it), the summarisation target has wire settings (a
+/// `[[routes]]` entry, the built-in `deepseek-official`, or an explicit
+/// base URL), and the base URL parses.
+pub fn preflight(
+    plan: &Plan,
+    config: &Config,
+    inputs: &PlanInputs,
+    key: Option<&str>,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let var = &plan.key_env;
+    match key {
+        None => out.push(Problem {
+            message: format!("no API key: ${var} is not set"),
+            hint: format!(
+                "export {var}=<your key> (read from the environment only), or name another variable with --api-key-env or the route's apiKeyEnv"
+            ),
+        }),
+        Some("") => out.push(Problem {
+            message: format!("no API key: ${var} is empty"),
+            hint: format!("put the key in {var}, or name another variable with --api-key-env"),
+        }),
+        Some(_) => {}
+    }
+    let provider = &plan.target.0;
+    if config.route_config(provider).is_none()
+        && provider != crate::policy::DEEPSEEK_PROVIDER
+        && inputs.base_url.is_none()
+    {
+        let where_ = config
+            .path
+            .as_ref()
+            .map_or_else(|| "the dsh config".to_string(), |p| p.display().to_string());
+        out.push(Problem {
+            message: format!(
+                "no route for provider \"{provider}\": {where_} has no [[routes]] entry for it, so dsh does not know where to send the request"
+            ),
+            hint: format!(
+                "add [[routes]] provider = \"{provider}\" (with kind, baseURL, apiKeyEnv) to {where_}, or pass --base-url URL (and --kind)"
+            ),
+        });
+    }
+    if let Err(why) = check_base_url(&plan.base_url) {
+        out.push(Problem {
+            message: format!(
+                "the base URL {} does not parse: {why}",
+                crate::provider::redact_url(&plan.base_url)
+            ),
+            hint: "give an http:// or https:// URL such as https://api.deepseek.com (--base-url, or baseURL in the route)".into(),
+        });
+    }
+    out
+}
+
+/// Whether `url` is an absolute `http`/`https` URL with a host (and a
+/// numeric port, if any).
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("it contains spaces or control characters".into());
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("it has no scheme (expected http:// or https://)".into());
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(format!("the scheme {scheme:?} is not http or https"));
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, rest)) => (h, rest.strip_prefix(':')),
+            None => return Err("an IPv6 host lacks its closing ]".into()),
+        }
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host_port, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("it has no host".into());
+    }
+    if let Some(p) = port
+        && (p.is_empty() || p.parse::<u16>().is_err())
+    {
+        return Err(format!("the port {p:?} is not a number from 0 to 65535"));
+    }
+    Ok(())
 }
 
 /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
@@ -320,6 +453,29 @@ mod tests {
         assert_eq!(mode_for_tail(Mode::Auto, Some(3.0)), Mode::Pressure);
         assert_eq!(mode_for_tail(Mode::Overflow, Some(3.0)), Mode::Overflow);
         assert_eq!(mode_for_tail(Mode::Manual, Some(3.0)), Mode::Manual);
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        for ok in [
+            "https://api.deepseek.com",
+            "http://127.0.0.1:8080/v1",
+            "http://u:p@h:1/",
+            "http://[::1]:9",
+        ] {
+            assert_eq!(check_base_url(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "api.deepseek.com",
+            "ftp://h",
+            "https://",
+            "http://h:port",
+            "http://h:99999",
+            "http://h x",
+            "http://[::1",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! ([`crate::meter::Meter`]) folded alongside, both kept current as the
 //! compaction appends.
 //!
-//! The lifecycle follows the log's tail (see [`crate::append`]):
+//! The lifecycle follows the log's tail ([`crate::lifecycle::decide`]):
 //!
 //! * final turn **open** → [`Lifecycle::Continue`]: automatic compaction
 //!   writes where the interrupted agent would have, inside that turn; no
@@ -126,11 +126,7 @@ impl Session {
         if let Some(e) = meter.error() {
             return Err(OpenError::Meter(e.clone()));
         }
-        app.set_lifecycle(if app.file_turn_open() {
-            Lifecycle::Continue
-        } else {
-            Lifecycle::Resume
-        })?;
+        crate::lifecycle::apply(&mut app, crate::lifecycle::Writer::Compact, false)?;
         Ok(Session {
             app,
             meter,

@@ -66,6 +66,68 @@ pub fn build_request(
     }
 }
 
+/// The shadowed messages as the request sends them: images already marked
+/// `offloaded` become the harness's placeholder text (its request
+/// projection), and with [`super::Images::Placeholder`] every other image
+/// block too, nested ones included. Returns the messages and the number of
+/// images replaced.
+pub fn request_messages(
+    messages: Vec<OwnedValue>,
+    images: super::Images,
+) -> (Vec<OwnedValue>, u64) {
+    let mut replaced = 0u64;
+    let out = messages
+        .into_iter()
+        .map(|m| {
+            let m = if has_image(m.get("content").and_then(|c| c.as_arr()).map_or(&[], |c| c)) {
+                crate::derive::request_projection(&m)
+            } else {
+                return m;
+            };
+            if images == super::Images::Refuse {
+                return m;
+            }
+            let mut m = m;
+            if let Some(c) = m.get("content").and_then(|c| c.as_arr()) {
+                let c = placeholder_blocks(c, &mut replaced);
+                m.set("content", Value::Arr(c));
+            }
+            m
+        })
+        .collect();
+    (out, replaced)
+}
+
+/// Every image block (at any tool-result depth) as its placeholder text.
+fn placeholder_blocks(blocks: &[Value<'_>], replaced: &mut u64) -> Vec<OwnedValue> {
+    blocks
+        .iter()
+        .map(|b| {
+            let ty = b.get("type");
+            if ty.is_some_and(|t| t.is_str("image")) {
+                *replaced += 1;
+                Value::obj()
+                    .with("type", "text".into())
+                    .with("text", crate::derive::offloaded_image_text(b).into())
+            } else if let Some(inner) = b.get("content").and_then(|c| c.as_arr()) {
+                let mut nb = b.to_owned_value();
+                nb.set("content", Value::Arr(placeholder_blocks(inner, replaced)));
+                nb
+            } else {
+                b.to_owned_value()
+            }
+        })
+        .collect()
+}
+
+/// The DSH heuristic price of a request's input: system, tools, every
+/// message.
+pub fn request_tokens(req: &CompletionRequest) -> u64 {
+    crate::heuristic::system_tokens(req.system.as_ref())
+        + crate::heuristic::tools_tokens(req.tools.as_ref())
+        + req.messages.iter().map(price_message).sum::<u64>()
+}
+
 /// A reply rejected by §6.2, with the text `compaction/end.error` records.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -190,6 +252,42 @@ pub fn shrink_violation(framed: u64, shadowed_tokens: u64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn images_become_the_offload_placeholder_only_when_asked() {
+        let m = Value::parse(
+            r#"{"role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[{"type":"text","text":"shot"},{"type":"image","attachment":{"attachmentId":"sha256:ab","name":"a.png"}}]},{"type":"image","attachment":{"attachmentId":"sha256:cd"}}]}"#,
+        )
+        .unwrap()
+        .into_owned();
+        let plain = Value::parse(r#"{"role":"user","content":[{"type":"text","text":"x"}]}"#)
+            .unwrap()
+            .into_owned();
+        let (kept, n) =
+            request_messages(vec![m.clone(), plain.clone()], super::super::Images::Refuse);
+        assert_eq!(n, 0);
+        assert_eq!(kept[0].to_json(), m.to_json());
+        let (sent, n) = request_messages(vec![m, plain.clone()], super::super::Images::Placeholder);
+        assert_eq!(n, 2);
+        let json = sent[0].to_json();
+        assert!(!has_image(
+            sent[0].get("content").unwrap().as_arr().unwrap()
+        ));
+        assert!(json.contains(r#"{"type":"text","text":"[image omitted to fit request image limits; \"a.png\" (sha256:ab). No local normalized image path"#), "{json}");
+        assert!(
+            json.contains("[image omitted to fit request image limits; sha256:cd. No local"),
+            "{json}"
+        );
+        assert_eq!(sent[1].to_json(), plain.to_json());
+        // Already offloaded images are sent as the placeholder in either mode.
+        let off = Value::parse(r#"{"role":"user","content":[{"type":"image","offloaded":true,"attachment":{"attachmentId":"sha256:ef"}}]}"#)
+            .unwrap()
+            .into_owned();
+        let (sent, _) = request_messages(vec![off], super::super::Images::Refuse);
+        assert!(!has_image(
+            sent[0].get("content").unwrap().as_arr().unwrap()
+        ));
+    }
 
     fn text(s: &str) -> OwnedValue {
         Value::obj()

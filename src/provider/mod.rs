@@ -162,6 +162,58 @@ impl Endpoint {
     pub fn effort(&self) -> &str {
         self.reasoning_effort.as_deref().unwrap_or("high")
     }
+
+    /// Whether the provider's host accepts a TCP connection at all (name
+    /// resolved, port open), within the connect timeout (at most 10 s):
+    /// what a caller can learn before it records anything. Sends nothing.
+    pub fn probe(&self) -> Result<(), ProviderError> {
+        use std::net::{TcpStream, ToSocketAddrs};
+        let url = &self.base_url;
+        let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let default_port = if scheme.eq_ignore_ascii_case("http") {
+            80
+        } else {
+            443
+        };
+        let (host, port) = match host_port.strip_prefix('[') {
+            Some(v6) => {
+                let (h, rest) = v6.split_once(']').unwrap_or((v6, ""));
+                (h, rest.strip_prefix(':').and_then(|p| p.parse().ok()))
+            }
+            None => match host_port.rsplit_once(':') {
+                Some((h, p)) => (h, p.parse().ok()),
+                None => (host_port, None),
+            },
+        };
+        let port: u16 = port.unwrap_or(default_port);
+        let shown = redact_url(url);
+        let fail = |why: String| {
+            let mut e = ProviderError::new(
+                ErrorCode::Network,
+                format!("cannot reach the provider at {shown}: {why}"),
+            );
+            e.retryable = true;
+            e
+        };
+        let addrs: Vec<_> = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| fail(format!("cannot resolve {host}: {e}")))?
+            .collect();
+        let timeout = self.connect_timeout.min(Duration::from_secs(10));
+        let mut last = None;
+        for a in &addrs {
+            match TcpStream::connect_timeout(a, timeout) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(fail(match last {
+            Some(e) => format!("{host}:{port}: {e}"),
+            None => format!("{host} has no address"),
+        }))
+    }
 }
 
 /// One model call, provider-neutral.

@@ -60,6 +60,7 @@ fn kill_loop(log_src: &Path, name: &str, runs: u64, pause_ms: u64, pauses: u64) 
             .args([
                 "prune",
                 "-q",
+                "--resume",
                 "--allow-closed-turn",
                 "--debug-write-pause-ms",
             ])

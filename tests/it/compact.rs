@@ -1380,3 +1380,460 @@ fn a_signal_before_the_bracket_exits_and_writes_nothing() {
     assert_eq!(std::fs::read(&log).unwrap(), before, "nothing written");
     assert!(server.requests().is_empty(), "no one called");
 }
+
+/// `closed_log()` with an image beside the text of the tool result.
+fn image_log() -> Vec<J> {
+    let mut ev = closed_log();
+    let img = json!({"type":"image","attachment":{"attachmentId":"sha256:5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e","mediaType":"image/png","bytes":48211,"width":1280,"height":720,"name":"shot.png"}});
+    ev[6]["data"]["message"]["content"][0]["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(img);
+    ev
+}
+
+/// `closed_log()` without its `turn/end`: an open turn (pressure mode).
+fn open_log() -> Vec<J> {
+    let mut ev = closed_log();
+    ev.pop();
+    ev
+}
+
+const PLACEHOLDER: &str = "[image omitted to fit request image limits; \"shot.png\" (sha256:5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e). No local normalized image path is available; ask the user to attach it again if needed.]";
+
+/// Each check made before the first byte: the exit status, one error line
+/// and one hint line, the log byte for byte as it was, no one called.
+#[test]
+fn pre_write_checks_refuse_with_a_hint_and_append_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse(SUMMARY))]);
+    let base = server.base.clone();
+    let pruner = dir.path().join("pruner.toml");
+    std::fs::write(
+        &pruner,
+        "[pruner]\nthresholdChars = 100\nheadChars = 10\ntailChars = 10\n",
+    )
+    .unwrap();
+    let pruner = pruner.to_str().unwrap().to_string();
+    // A port nothing listens on: the connection is refused.
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    struct Case<'a> {
+        name: &'a str,
+        events: Vec<J>,
+        key: Option<&'a str>,
+        args: Vec<&'a str>,
+        code: i32,
+        says: &'a str,
+        hint: &'a str,
+    }
+    let cases = [
+        Case {
+            name: "key unset",
+            events: closed_log(),
+            key: None,
+            args: vec!["--base-url", &base],
+            code: 2,
+            says: "$DEEPSEEK_API_KEY is not set",
+            hint: "export DEEPSEEK_API_KEY",
+        },
+        Case {
+            name: "key empty",
+            events: closed_log(),
+            key: Some(""),
+            args: vec!["--base-url", &base],
+            code: 2,
+            says: "$DEEPSEEK_API_KEY is empty",
+            hint: "--api-key-env",
+        },
+        Case {
+            name: "route not configured",
+            events: closed_log(),
+            key: Some(KEY),
+            args: vec!["--route", "acme/m1"],
+            code: 2,
+            says: "no route for provider \"acme\"",
+            hint: "[[routes]] provider = \"acme\"",
+        },
+        Case {
+            name: "base URL",
+            events: closed_log(),
+            key: Some(KEY),
+            args: vec!["--base-url", "127.0.0.1:9/v1"],
+            code: 2,
+            says: "does not parse",
+            hint: "http:// or https://",
+        },
+        Case {
+            name: "connection refused",
+            events: closed_log(),
+            key: Some(KEY),
+            args: vec!["--base-url", &refused],
+            code: 2,
+            says: "cannot reach the provider",
+            hint: "reachable",
+        },
+        Case {
+            name: "too large (manual)",
+            events: closed_log(),
+            key: Some(KEY),
+            args: vec!["--base-url", &base, "--summarizer-context-window", "100"],
+            code: 1,
+            says: "does not fit the context window of deepseek-official/deepseek-v4-flash (100 tokens)",
+            hint: "with a larger window (--route P/M, or --summarizer-context-window if the window is known better)",
+        },
+        Case {
+            // Pressure would prune first: the refusal comes before the pairs.
+            name: "too large (pressure, prunes first)",
+            events: open_log(),
+            key: Some(KEY),
+            args: vec![
+                "--base-url",
+                &base,
+                "--config",
+                &pruner,
+                "--context-window",
+                "200",
+            ],
+            code: 1,
+            says: "does not fit the context window",
+            hint: "--retain-tokens",
+        },
+        Case {
+            name: "images on a text-only route",
+            events: image_log(),
+            key: Some(KEY),
+            args: vec!["--base-url", &base],
+            code: 1,
+            says: "cannot send image content",
+            hint: "--images placeholder",
+        },
+        Case {
+            name: "images, anthropic",
+            events: image_log(),
+            key: Some(KEY),
+            args: vec!["--base-url", &base, "--kind", "anthropic"],
+            code: 1,
+            says: "cannot send image content",
+            hint: "--images placeholder",
+        },
+    ];
+    for c in cases {
+        let log = write_log(dir.path(), "s.jsonl", &c.events);
+        let before = std::fs::read(&log).unwrap();
+        let mut cmd = crate::support::dsh();
+        match c.key {
+            Some(k) => cmd.env("DEEPSEEK_API_KEY", k),
+            None => cmd.env_remove("DEEPSEEK_API_KEY"),
+        };
+        let out = cmd
+            .args(["compact", "--retry-delay", "0"])
+            .args(&c.args)
+            .arg(&log)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(c.code), "{}: {err}", c.name);
+        assert!(err.contains(c.says), "{}: {err}", c.name);
+        let hints: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("dsh: hint: "))
+            .collect();
+        assert_eq!(hints.len(), 1, "{}: {err}", c.name);
+        assert!(hints[0].contains(c.hint), "{}: {err}", c.name);
+        if c.name == "too large (manual)" {
+            // Manual compaction keeps only the newest unit: no retain budget to offer.
+            assert!(!hints[0].contains("--retain-tokens"), "{err}");
+        }
+        assert!(err.contains("nothing written"), "{}: {err}", c.name);
+        assert!(!err.contains(KEY), "{}: {err}", c.name);
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            before,
+            "{}: log changed",
+            c.name
+        );
+        // With --json, one document saying the same.
+        let mut cmd = crate::support::dsh();
+        match c.key {
+            Some(k) => cmd.env("DEEPSEEK_API_KEY", k),
+            None => cmd.env_remove("DEEPSEEK_API_KEY"),
+        };
+        let out = cmd
+            .args(["compact", "--json", "--retry-delay", "0"])
+            .args(&c.args)
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(c.code), "{}", c.name);
+        let v: J = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["written"], json!(false), "{}", c.name);
+        assert!(
+            v["error"]["hint"].as_str().unwrap().contains(c.hint),
+            "{}",
+            c.name
+        );
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            before,
+            "{}: log changed",
+            c.name
+        );
+    }
+    // A read-only log is refused by the writer, before anything else.
+    let log = write_log(dir.path(), "ro.jsonl", &closed_log());
+    let before = std::fs::read(&log).unwrap();
+    let mut perm = std::fs::metadata(&log).unwrap().permissions();
+    perm.set_readonly(true);
+    std::fs::set_permissions(&log, perm).unwrap();
+    let r = compact(&log, &base, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("read-only"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+    // So is a copy that cannot be made (--out into a missing directory).
+    let ok = write_log(dir.path(), "ok.jsonl", &closed_log());
+    let before_ok = std::fs::read(&ok).unwrap();
+    let missing = dir.path().join("no-such-dir").join("copy.jsonl");
+    let r = compact(&ok, &base, &["--out", missing.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(std::fs::read(&ok).unwrap(), before_ok);
+    assert!(!missing.exists());
+    // A dry run says the same as "would fail" (exit 1).
+    let out = dsh()
+        .args(["compact", "--dry-run", "--base-url", &base])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("would fail: the log is not writable"));
+    assert!(server.requests().is_empty(), "no one was called");
+}
+
+/// A dry run never exits 5: what the real run would fail at is reported as
+/// "would fail: …" with exit 1; the range's tokens are weighed against the
+/// summarising model's window, with a warning when they do not fit.
+#[test]
+fn dry_runs_report_what_would_fail_and_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |events: Vec<J>, key: Option<&str>, extra: &[&str]| {
+        let log = write_log(dir.path(), "d.jsonl", &events);
+        let before = std::fs::read(&log).unwrap();
+        let mut cmd = crate::support::dsh();
+        match key {
+            Some(k) => cmd.env("DEEPSEEK_API_KEY", k),
+            None => cmd.env_remove("DEEPSEEK_API_KEY"),
+        };
+        let text = cmd
+            .args(["compact", "--dry-run", "--base-url", "http://127.0.0.1:9"])
+            .args(extra)
+            .arg(&log)
+            .output()
+            .unwrap();
+        let mut cmd = crate::support::dsh();
+        match key {
+            Some(k) => cmd.env("DEEPSEEK_API_KEY", k),
+            None => cmd.env_remove("DEEPSEEK_API_KEY"),
+        };
+        let json = cmd
+            .args([
+                "compact",
+                "--dry-run",
+                "--json",
+                "--base-url",
+                "http://127.0.0.1:9",
+            ])
+            .args(extra)
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            before,
+            "a dry run writes nothing"
+        );
+        assert_eq!(text.status.code(), json.status.code());
+        let v: J = serde_json::from_slice(&json.stdout).unwrap();
+        (
+            text.status.code().unwrap(),
+            String::from_utf8_lossy(&text.stdout).to_string(),
+            v,
+        )
+    };
+    // Clean: exit 0, the request's tokens against the (logged or built-in) window.
+    let (code, text, v) = run(closed_log(), Some(KEY), &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("summariser request: "), "{text}");
+    assert!(
+        text.contains("window of deepseek-official/deepseek-v4-flash (built-in)"),
+        "{text}"
+    );
+    assert_eq!(v["wouldFail"], json!([]));
+    assert_eq!(
+        v["summarizerWindow"],
+        json!({"tokens": 1000000, "source": "built-in"})
+    );
+    let tokens = v["brackets"][0]["requestTokens"].as_u64().unwrap();
+    assert!(tokens > v["brackets"][0]["shadowedTokenCount"].as_u64().unwrap());
+    assert_eq!(v["brackets"][0]["fits"], json!(true));
+    assert_eq!(v["warnings"], json!([]));
+    // Too large: a warning, fits false, would fail.
+    let (code, text, v) = run(
+        closed_log(),
+        Some(KEY),
+        &["--summarizer-context-window", "100"],
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("warning") && text.contains("does not fit the summarising model's window"),
+        "{text}"
+    );
+    assert!(
+        text.contains("would fail: the summariser request"),
+        "{text}"
+    );
+    assert_eq!(v["brackets"][0]["fits"], json!(false));
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("does not fit the summarising model's window")
+    );
+    assert!(
+        v["wouldFail"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not fit")
+    );
+    // Images: the refusal, with the way forward; never exit 5.
+    for kind in ["deepseek", "anthropic"] {
+        let (code, text, v) = run(image_log(), Some(KEY), &["--kind", kind]);
+        assert_eq!(code, 1, "{kind}: {text}");
+        assert!(
+            text.contains("would fail: ") && text.contains("cannot send image content"),
+            "{text}"
+        );
+        assert!(text.contains("--images placeholder"), "{text}");
+        assert!(
+            v["wouldFail"][0]["hint"]
+                .as_str()
+                .unwrap()
+                .contains("--images placeholder")
+        );
+        let (code, text, v) = run(
+            image_log(),
+            Some(KEY),
+            &["--kind", kind, "--images", "placeholder"],
+        );
+        assert_eq!(code, 0, "{kind}: {text}");
+        assert_eq!(v["brackets"][0]["imagesReplaced"], json!(1));
+        assert!(
+            v["brackets"][0]["request"]["body"]
+                .to_string()
+                .contains("image omitted to fit request image limits")
+        );
+    }
+    // No key: the real run would refuse.
+    let (code, text, v) = run(closed_log(), None, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("would fail: no API key"), "{text}");
+    assert_eq!(v["outcome"], json!("dry-run"));
+    // A route dsh does not know.
+    let (code, text, _) = run(closed_log(), Some(KEY), &["--route", "acme/m1"]);
+    assert_eq!(code, 0, "an explicit --base-url is a route: {text}");
+}
+
+/// `--images placeholder` (a dsh extension): the summariser receives each
+/// image as the harness's offload placeholder text, captured at a loopback
+/// provider, and the bracket commits.
+#[test]
+fn images_placeholder_sends_the_offload_text() {
+    for (kind, sse) in [
+        ("deepseek", deepseek_sse(SUMMARY)),
+        ("anthropic", anthropic_sse(SUMMARY)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = write_log(dir.path(), "s.jsonl", &image_log());
+        let server = Server::start(vec![Reply::Sse(sse)]);
+        let r = compact(
+            &log,
+            &server.base,
+            &["--kind", kind, "--images", "placeholder"],
+        );
+        assert_eq!(r.code, 0, "{kind}: {}", r.stderr);
+        assert_manual_committed(&log);
+        let reqs = server.join();
+        assert_eq!(reqs.len(), 1);
+        let body: J = serde_json::from_slice(&reqs[0].body).unwrap();
+        let text = body.to_string();
+        assert!(
+            text.contains(&serde_json::to_string(PLACEHOLDER).unwrap()[1..PLACEHOLDER.len()]),
+            "{kind}: {text:.2000}"
+        );
+        assert!(
+            !text.contains("\"image\""),
+            "{kind}: no image block is sent"
+        );
+        assert!(!text.contains("image_url"), "{kind}");
+        assert_eq!(r.json["brackets"][0]["imagesReplaced"], json!(1));
+        // The log keeps the image; only the request carried the placeholder.
+        assert!(
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .contains("\"type\":\"image\"")
+        );
+    }
+}
+
+/// Two Ctrl-C in a row while the model works: the first closes the bracket
+/// (once), the second is honoured too; dsh ends promptly with 130 and the
+/// log holds exactly one `compaction/end {error: "interrupted"}`.
+#[test]
+fn a_second_ctrl_c_still_ends_dsh_and_the_bracket_is_closed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "s.jsonl", &closed_log());
+    let server = Server::start(vec![Reply::Stall(Duration::from_secs(60))]);
+    let child = crate::support::dsh_process()
+        .env("DEEPSEEK_API_KEY", KEY)
+        .args(["compact", "--base-url", &server.base])
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while visible_lines(&log) < 14 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "compaction/start never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = std::time::Instant::now();
+    for _ in 0..2 {
+        // SAFETY: a plain kill(2) of our own child.
+        assert_eq!(
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) },
+            0
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = lines(&log);
+    let ends: Vec<&J> = all
+        .iter()
+        .filter(|e| e["type"] == "compaction/end")
+        .collect();
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["data"]["error"], json!("interrupted"));
+    assert_eq!(all.last().unwrap()["type"], json!("compaction/end"));
+    drop(server);
+}

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["log"],
     &["derive", "meter", "range", "pack"],
     &["prune", "append", "sessions"],
-    &["verify"],
+    &["verify", "lifecycle"],
     &["compact"],
 ];
 

@@ -706,3 +706,75 @@ fn a_refused_log_among_many_is_reported_once_on_stderr() {
     assert!(!stdout.contains("seq gap"), "{stdout}");
     assert!(stdout.contains("refused"), "{stdout}");
 }
+
+/// The text the tokenizer column counts for one derived message, gathered
+/// here independently of dsh's own walk (the module doc's rules).
+fn priced_texts(content: Option<&Value<'_>>, out: &mut Vec<String>) {
+    let Some(blocks) = content.and_then(|c| c.as_arr()) else {
+        return;
+    };
+    for b in blocks {
+        let ty = b.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+        let mut take = |k: &str| {
+            if let Some(Value::Str(s)) = b.get(k) {
+                out.push(s.to_lossy().into_owned());
+            }
+        };
+        match &*ty {
+            "text" | "reasoning" => take("text"),
+            "tool-call" => {
+                take("name");
+                take("arguments");
+            }
+            "tool-result" => priced_texts(b.get("content"), out),
+            _ => out.push(b.to_json()),
+        }
+    }
+}
+
+/// `--tokenizer` counts are tiktoken's, node by node, on corpus logs: the
+/// fast counter (bpe-openai, a split of its own, a memo, many threads)
+/// against `tiktoken-rs`'s `encode_ordinary`.
+#[test]
+fn tokenizer_counts_equal_tiktoken_on_the_corpus() {
+    let Some(shared) = crate::support::shared("tokenizer_counts_equal_tiktoken_on_the_corpus")
+    else {
+        return;
+    };
+    let reference = tiktoken_rs::o200k_base_singleton();
+    let cl = tiktoken_rs::cl100k_base_singleton();
+    let mut nodes = 0;
+    // Every third log, the largest ones included: tiktoken runs unoptimised here.
+    for (name, path) in crate::support::corpus_logs(&shared).into_iter().step_by(3) {
+        let Ok((log, _)) = measure(&file(&path), &LoadOptions::default(), None) else {
+            continue;
+        };
+        let o = dsh::meter::tokenizer::count(&log, None, dsh::meter::tokenizer::Encoding::O200k)
+            .unwrap();
+        let c = dsh::meter::tokenizer::count(&log, None, dsh::meter::tokenizer::Encoding::Cl100k)
+            .unwrap();
+        let mut f = None;
+        for (i, n) in log.surface.nodes.iter().enumerate() {
+            let ev = log.read_body(&n.body, n.seq, &mut f).unwrap();
+            let mut texts = Vec::new();
+            if let Some(m) = dsh::surface::project(&ev) {
+                priced_texts(m.get("content"), &mut texts);
+            }
+            let count = |bpe: &tiktoken_rs::CoreBPE| {
+                texts
+                    .iter()
+                    .map(|t| bpe.encode_ordinary(t).len() as u64)
+                    .sum::<u64>()
+            };
+            assert_eq!(
+                o.nodes[i].tokens,
+                count(reference),
+                "{name} seq {} o200k",
+                n.seq
+            );
+            assert_eq!(c.nodes[i].tokens, count(cl), "{name} seq {} cl100k", n.seq);
+            nodes += 1;
+        }
+    }
+    assert!(nodes > 250, "only {nodes} nodes compared");
+}

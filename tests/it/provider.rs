@@ -138,11 +138,13 @@ impl Server {
                 match listener.accept() {
                     Ok((mut s, _)) => {
                         s.set_nonblocking(false).ok();
+                        // A connection closed before any request is a
+                        // reachability probe: it takes no reply.
                         if let Some(req) = read_request(&mut s) {
                             rec.lock().unwrap().push(req);
+                            respond(&mut s, &replies[served]);
+                            served += 1;
                         }
-                        respond(&mut s, &replies[served]);
-                        served += 1;
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }

@@ -96,10 +96,65 @@ fn prune_example_reproduced_byte_for_byte() {
         (5372, 3452)
     );
 
-    // The command: the same pairs after the resume prefix (closer at 10,
-    // end-seed at 11), so every seq is 2 higher.
+    // The command continues the open turn: exactly the example's events,
+    // in a dry run and written to a copy; `dsh verify` finds it clean.
+    let with_time = |line: &str, want: &str| {
+        let mut v = Value::parse(line).unwrap().into_owned();
+        let t = Value::parse(want)
+            .unwrap()
+            .get("time")
+            .unwrap()
+            .to_owned_value();
+        v.set("time", t);
+        v.to_json()
+    };
     let out = dsh()
-        .args(["prune", "--dry-run", "--json", "--events", "-q"])
+        .args(["prune", "--dry-run", "--events", "-q"])
+        .arg(ex.join("prune.input.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let dry: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(dry.len(), expected.len());
+    for (g, want) in dry.iter().zip(&expected) {
+        assert_eq!(with_time(g, want), *want);
+    }
+    let (_d, copy) = copy_of(&ex.join("prune.input.jsonl"), "session.jsonl");
+    let before = fs::read(&copy).unwrap();
+    let out = dsh().args(["prune", "-q"]).arg(&copy).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&copy).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    let appended: Vec<&str> = std::str::from_utf8(&after[before.len()..])
+        .unwrap()
+        .lines()
+        .collect();
+    assert_eq!(appended.len(), expected.len());
+    for (g, want) in appended.iter().zip(&expected) {
+        assert_eq!(with_time(g, want), *want);
+    }
+    let v = dsh().args(["verify", "-q"]).arg(&copy).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+
+    // --resume: the reference's resumed session (what the oracle reports):
+    // the same pairs after the resume prefix (closer at 10, end-seed at 11),
+    // so every seq is 2 higher.
+    let out = dsh()
+        .args(["prune", "--dry-run", "--json", "--events", "--resume", "-q"])
         .arg(ex.join("prune.input.jsonl"))
         .output()
         .unwrap();
@@ -165,7 +220,7 @@ fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
                 .unwrap()
                 .into_owned();
             let out = dsh()
-                .args(["prune", "--dry-run", "--json", "-q"])
+                .args(["prune", "--dry-run", "--json", "--resume", "-q"])
                 .arg(&p)
                 .output()
                 .unwrap();
@@ -189,19 +244,164 @@ fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
     assert!(pruning > 0);
 }
 
+/// Our own stand-in for the spec's worked example (samples/prune-example*,
+/// written by samples/generate_prune_example.py from the spec's rules, not
+/// by dsh): the pairs continue the open turn and are byte for byte the
+/// authored ones, in a dry run and in the file; verify finds it clean.
+#[test]
+fn prune_example_of_our_own_reproduced_byte_for_byte() {
+    let expected = fs::read(sample("prune-example.appended.jsonl")).unwrap();
+    let time = ["--time", "1767300000100"];
+    let out = dsh()
+        .args(["prune", "--dry-run", "--events", "-q"])
+        .args(time)
+        .arg(sample("prune-example.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(expected.clone()).unwrap()
+    );
+    let (_d, log) = copy_of(&sample("prune-example.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let out = dsh()
+        .args(["prune", "-q"])
+        .args(time)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    assert!(
+        after[before.len()..] == expected[..],
+        "the appended bytes differ from samples/prune-example.appended.jsonl"
+    );
+    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    // Still the open turn (one closer in memory), and a second pass appends nothing.
+    let l = load(&log);
+    assert_eq!((l.stored_events, l.closers.len()), (14, 1));
+    let out = dsh().args(["prune", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(fs::read(&log).unwrap(), after);
+}
+
+/// The bundled open-turn sample (two oversized results, the second CJK and
+/// emoji; an open step with one pending call) stands in for the spec's
+/// example when ../shared is absent: the pairs continue the open turn, with
+/// the seqs and content the library's plan on the stored log gives.
+#[test]
+fn prune_on_an_open_turn_continues_it() {
+    let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+    let before = fs::read(&log).unwrap();
+    let orig = load(&log);
+    assert_eq!((orig.stored_events, orig.closers.len()), (9, 3));
+    // What the live agent's pruner appends: the stored surface (no closers),
+    // from the next seq.
+    let mut file = None;
+    let candidates: Vec<_> = orig
+        .surface
+        .nodes
+        .iter()
+        .filter(|n| n.kind == dsh::Kind::ToolResult && n.seq < orig.stored_events)
+        .map(|n| Ok((orig.read_body(&n.body, n.seq, &mut file)?, n.tokens)))
+        .collect();
+    let plan = dsh::prune::plan_nodes(
+        &dsh::prune::PruneConfig::default(),
+        candidates,
+        orig.stored_events,
+        1767230000000.0,
+        orig.surface.tokens,
+    )
+    .unwrap();
+    assert_eq!(plan.events.len(), 4);
+    let out = dsh()
+        .args(["prune", "--time", "1767230000000"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("appended 4 event(s) (seq 9–12: 2 prune pair(s)) inside the open turn"),
+        "{text}"
+    );
+    let after = fs::read(&log).unwrap();
+    assert_eq!(&after[..before.len()], &before[..]);
+    let appended: Vec<&str> = std::str::from_utf8(&after[before.len()..])
+        .unwrap()
+        .lines()
+        .collect();
+    let want: Vec<String> = plan.events.iter().map(|e| e.value.to_json()).collect();
+    assert_eq!(appended, want);
+    // Still the same open turn: the loader computes the same closers, the
+    // two replacements are on the surface, and verify finds it clean.
+    let l = load(&log);
+    assert_eq!((l.stored_events, l.closers.len()), (13, 3));
+    assert_eq!(l.surface.replace_generation, 2);
+    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    // The JSON names the lifecycle.
+    let (_d2, log2) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+    let out = dsh()
+        .args(["prune", "--dry-run", "--json", "-q"])
+        .arg(&log2)
+        .output()
+        .unwrap();
+    let v = json(&out.stdout);
+    assert!(v.get("lifecycle").unwrap().is_str("continue"));
+    assert_eq!(v.get("baseSeq").unwrap().as_f64(), Some(9.0));
+    assert!(
+        v.get("lifecycleEvents")
+            .unwrap()
+            .as_arr()
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(v.get("refused"), Some(Value::Null)));
+}
+
 #[test]
 fn prune_refuses_outside_an_open_turn_by_default() {
     let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
     let before = fs::read(&log).unwrap();
-    let out = dsh().args(["prune", "-q"]).arg(&log).output().unwrap();
+    // --resume closes the open turn first: refused without --allow-closed-turn.
+    let out = dsh()
+        .args(["prune", "--resume", "-q"])
+        .arg(&log)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("prunes only inside an open turn"), "{err}");
     assert!(err.contains("crash-repair closers"), "{err}");
     assert!(err.contains("--allow-closed-turn"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(fs::read(&log).unwrap(), before);
     let out = dsh()
-        .args(["prune", "--json", "-q"])
+        .args(["prune", "--json", "--resume", "-q"])
         .arg(&log)
         .output()
         .unwrap();
@@ -220,9 +420,13 @@ fn prune_refuses_outside_an_open_turn_by_default() {
     assert_eq!(fs::read(&log).unwrap(), before);
     // A closed turn says so.
     let (_d2, closed) = copy_of(&sample("prune-closed.jsonl"), "session.jsonl");
+    let before = fs::read(&closed).unwrap();
     let out = dsh().args(["prune", "-q"]).arg(&closed).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("this log's last turn is closed"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("this log's last turn is closed"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(fs::read(&closed).unwrap(), before);
 }
 
 #[test]
@@ -232,7 +436,13 @@ fn prune_writes_the_lifecycle_then_the_pairs() {
     let orig = load(&log);
     assert_eq!((orig.stored_events, orig.closers.len()), (9, 3));
     let out = dsh()
-        .args(["prune", "--allow-closed-turn", "--time", "1767230000000"])
+        .args([
+            "prune",
+            "--resume",
+            "--allow-closed-turn",
+            "--time",
+            "1767230000000",
+        ])
         .arg(&log)
         .output()
         .unwrap();
@@ -244,7 +454,7 @@ fn prune_writes_the_lifecycle_then_the_pairs() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("pruned 2 tool result(s)"), "{text}");
-    assert!(text.contains("appended 8 event(s), seq 9–16: 3 crash-repair closer(s), the session/end-seed marker, 2 prune pair(s)"), "{text}");
+    assert!(text.contains("appended 8 event(s) (seq 9–16: 3 crash-repair closer(s), the session/end-seed marker, 2 prune pair(s))"), "{text}");
     assert!(text.contains("invariant flags it"), "{text}");
     // Append-only: the old bytes are a prefix.
     let after = fs::read(&log).unwrap();
@@ -358,7 +568,8 @@ fn prune_json_reports_reference_keys_and_savings() {
     let s = v.get("surfaceTokens").unwrap();
     assert_eq!(s.get("saved").unwrap().as_f64(), Some(tb - ta));
     // The lifecycle: only the end-seed (the turn is closed), at the pinned clock.
-    let lc = v.get("lifecycle").unwrap().as_arr().unwrap();
+    assert!(v.get("lifecycle").unwrap().is_str("resume"));
+    let lc = v.get("lifecycleEvents").unwrap().as_arr().unwrap();
     assert_eq!(lc.len(), 1);
     assert!(lc[0].get("type").unwrap().is_str("session/end-seed"));
     assert!(

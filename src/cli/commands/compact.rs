@@ -73,10 +73,29 @@ use crate::cli::signals;
 /// shadowedSeqs, shadowedTokenCount, startSeq, summarySeq, checkpointSeq,
 /// endSeq, checkpointTokens, usage, attempts, error, request?}],
 /// "appendedSeqs", "endSeedSeq", "declined"?, "retryAuthorized"?,
-/// "wouldAppend"?, "error"?: {message, kind, code, hint?}, "schema_version"}`.
+/// "wouldAppend"?, "wouldFail"? (dry runs: [{message, hint}]),
+/// "summarizerWindow": {tokens, source} | null, "warnings" (a range that
+/// does not fit that window), "error"?: {message, kind,
+/// code, hint?}, "schema_version"}`; each bracket also has "requestTokens",
+/// "fits" and "imagesReplaced". A refusal before the first byte prints
+/// `{"file", "written": false, "error": {message, kind, hint}, "schema_version"}`.
+///
+/// Before the first byte a real run checks that the log is writable, the API
+/// key variable is set and non-empty, the target has a route (a [[routes]]
+/// entry, the built-in deepseek-official, or --base-url), the base URL
+/// parses (each exit 2), and, playing the run dry, that the request can be
+/// sent (images need --images placeholder on the text-only routes) and
+/// fits the summarising model's window when known (exit 1), and that the
+/// provider's host accepts a connection (exit 2): one error line,
+/// one hint, nothing appended. --images placeholder (a dsh extension) sends
+/// each image as the harness's image-offload placeholder text. A dry run
+/// reports the request's tokens against that window (a warning when they do
+/// not fit) and everything the real run would fail at as "would fail: …"
+/// (exit 1; never 5).
 ///
 /// Exit status: 0 done (also when nothing needed doing), 1 the surface
-/// changed or pressure remains, 2 usage/configuration, 3 invalid log,
+/// changed, pressure remains, or the request cannot be sent or does not fit
+/// (nothing written), 2 usage/configuration, 3 invalid log,
 /// 4 compaction lock held or the log busy (see `dsh locks`), 5 summarisation
 /// failed (the failed bracket is recorded in the log), 70 a write failed,
 /// 130 / 143 / 129 stopped by SIGINT (Ctrl-C) / SIGTERM / SIGHUP. A signal
@@ -164,6 +183,28 @@ pub struct CompactArgs {
     /// Wait up to SECONDS for another dsh writer holding the log.
     #[arg(long, value_name = "SECONDS")]
     pub wait: Option<f64>,
+    /// Images in the summarised range: `refuse` (the reference: a
+    /// text-only route cannot send them, so nothing is written) or
+    /// `placeholder` (a dsh extension: each image is sent as the harness's
+    /// image-offload placeholder text, so the summariser knows one was
+    /// there).
+    #[arg(long, value_enum, default_value_t = ImagesArg::Refuse)]
+    pub images: ImagesArg,
+    /// Context window of the summarising model (default: --context-window
+    /// when it is the routed target, else the config's model entry, else
+    /// the latest matching request/context, else the route default, else
+    /// 1000000 for deepseek-official).
+    #[arg(long, value_name = "TOKENS")]
+    pub summarizer_context_window: Option<u64>,
+}
+
+/// `--images`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImagesArg {
+    /// Refuse a range with images (nothing is written).
+    Refuse,
+    /// Send each image as the image-offload placeholder text.
+    Placeholder,
 }
 
 /// `--mode`.
@@ -231,7 +272,10 @@ fn bracket_json(b: &BracketReport, with_request: bool) -> OwnedValue {
                 .unwrap_or(Value::Null),
         )
         .with("attempts", u64::from(b.attempts).into())
-        .with("error", opt(b.error.clone()));
+        .with("error", opt(b.error.clone()))
+        .with("requestTokens", b.request_tokens.into())
+        .with("fits", opt(b.fits))
+        .with("imagesReplaced", b.images_replaced.into());
     if with_request && let Some(r) = &b.request {
         v = v.with("request", r.to_value());
     }
@@ -301,6 +345,14 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
                 .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
         )
         .with(
+            "summarizerWindow",
+            plan.summarizer_capacity.map_or(Value::Null, |c| {
+                Value::obj()
+                    .with("tokens", c.context_window.into())
+                    .with("source", c.source.as_str().into())
+            }),
+        )
+        .with(
             "config",
             opt(plan.config_path.as_ref().map(|p| p.display().to_string())),
         )
@@ -330,6 +382,20 @@ fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> 
                 .into(),
         )
         .with("endSeedSeq", opt(end_seed));
+    let warnings: Vec<OwnedValue> = r
+        .brackets
+        .iter()
+        .filter(|b| b.fits == Some(false))
+        .map(|b| {
+            format!(
+                "the range does not fit the summarising model's window: {} > {} tokens",
+                b.request_tokens,
+                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
+            )
+            .into()
+        })
+        .collect();
+    v = v.with("warnings", Value::Arr(warnings));
     if let Some(Outcome::Declined(d)) = r.outcome {
         v = v.with("declined", d.explain().into());
     }
@@ -388,13 +454,45 @@ fn print_human(
     for b in &r.brackets {
         outln!(
             o,
-            "range seqs {}..{} ({} nodes, {} tokens): {:?}",
+            "range seqs {}..{} ({} nodes, {} tokens): {}",
             b.start,
             b.end,
             b.shadowed_seqs.len(),
             b.shadowed_tokens,
-            b.shadowed_seqs
+            seq_list(&b.shadowed_seqs)
         )?;
+        match plan.summarizer_capacity {
+            Some(c) => outln!(
+                o,
+                "summariser request: {} tokens (DSH estimate; output cap {}) against the {} window of {route} ({})",
+                b.request_tokens,
+                plan.policy.max_tokens,
+                c.context_window,
+                c.source.as_str()
+            )?,
+            None => outln!(
+                o,
+                "summariser request: {} tokens (DSH estimate; output cap {}); the window of {route} is not known (--summarizer-context-window)",
+                b.request_tokens,
+                plan.policy.max_tokens
+            )?,
+        }
+        if b.fits == Some(false) {
+            outln!(
+                o,
+                "{} the range does not fit the summarising model's window: {} > {} tokens",
+                crate::cli::render::warning_tag(),
+                b.request_tokens,
+                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
+            )?;
+        }
+        if b.images_replaced > 0 {
+            outln!(
+                o,
+                "{} image(s) sent as the image-offload placeholder text",
+                b.images_replaced
+            )?;
+        }
         if dry_run {
             if let Some(req) = &b.request {
                 outln!(
@@ -494,7 +592,91 @@ fn failure_status(f: &Failure) -> Status {
         FailureKind::Corrupt => Status::InvalidLog,
         FailureKind::Commit => Status::Internal,
         FailureKind::Cancelled => signals::status().unwrap_or(Status::Interrupted),
+        FailureKind::Unsendable | FailureKind::TooLarge => Status::Findings,
     }
+}
+
+/// What to do about a request larger than the summarising model's window.
+const TOO_LARGE_HINT: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)";
+
+/// The same for a manual compaction, which keeps only the newest unit.
+const TOO_LARGE_HINT_MANUAL: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better)";
+
+/// A list of seqs for a terminal: all of a short one, the ends of a long one.
+fn seq_list(seqs: &[u64]) -> String {
+    let show = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    if seqs.len() <= 12 {
+        return format!("[{}]", show(seqs));
+    }
+    format!(
+        "[{}, … {} more …, {}]",
+        show(&seqs[..5]),
+        seqs.len() - 10,
+        show(&seqs[seqs.len() - 5..])
+    )
+}
+
+/// The next step for a failure known before writing.
+fn refusal_hint(f: &Failure) -> Option<String> {
+    match f.kind {
+        FailureKind::Unsendable => Some(
+            "the range holds images and the route sends text only: pass --images placeholder to send each one as the harness's image-offload placeholder text".into(),
+        ),
+        FailureKind::TooLarge if f.report.mode == Mode::Manual => {
+            Some(TOO_LARGE_HINT_MANUAL.into())
+        }
+        FailureKind::TooLarge => Some(TOO_LARGE_HINT.into()),
+        _ => None,
+    }
+}
+
+/// A refusal before anything was written: the message, a one-line hint,
+/// and the status (text on stderr; with --json one document).
+fn refuse(
+    ctx: &mut Ctx,
+    file: &str,
+    kind: &str,
+    message: &str,
+    hint: &str,
+    status: Status,
+) -> anyhow::Result<Status> {
+    if ctx.json {
+        ctx.print_json(
+            &Value::obj()
+                .with("file", file.to_string().into())
+                .with("written", false.into())
+                .with(
+                    "error",
+                    Value::obj()
+                        .with("message", message.to_string().into())
+                        .with("kind", kind.into())
+                        .with("hint", hint.to_string().into()),
+                )
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+    }
+    eprintln!(
+        "{} {file}: {message}; nothing written",
+        crate::cli::render::error_tag()
+    );
+    eprintln!("dsh: hint: {hint}");
+    Ok(status)
+}
+
+/// Whether the writer would append to the file at `p`: some write
+/// permission bit is set (as the writer requires, even for root) and the
+/// current user may write it.
+fn writable(p: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o222 == 0) {
+        return false;
+    }
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) on a NUL-terminated path we own.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// The flags as the library's plan inputs.
@@ -521,6 +703,23 @@ fn plan_inputs(args: &CompactArgs) -> PlanInputs {
         max_tokens: args.max_tokens,
         compaction_retries: args.compaction_retries,
         max_overflow_retries: args.max_overflow_retries,
+        summarizer_context_window: args.summarizer_context_window,
+    }
+}
+
+/// Open the session, with the errors as exit statuses.
+fn open_session(
+    src: &dsh::LogSource,
+    target: AppendTarget,
+    opts: &AppendOptions,
+) -> anyhow::Result<Session> {
+    match Session::open(src, target, opts) {
+        Ok(s) => Ok(s),
+        Err(OpenError::Append(e)) => Err(append_error(e)),
+        Err(OpenError::Meter(e)) => Err(dsh::LoadError::invalid(e.to_string())
+            .seq(e.seq())
+            .file(src.display())
+            .into()),
     }
 }
 
@@ -554,16 +753,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         load: ctx.load_options(),
         ..AppendOptions::default()
     };
-    let mut session = match Session::open(&src, target, &opts) {
-        Ok(s) => s,
-        Err(OpenError::Append(e)) => return Err(append_error(e)),
-        Err(OpenError::Meter(e)) => {
-            return Err(dsh::LoadError::invalid(e.to_string())
-                .seq(e.seq())
-                .file(src.display())
-                .into());
-        }
-    };
+    let mut session = open_session(&src, target, &opts)?;
     ctx.warn_all(session.appender().log());
     if session.is_dry_run() && !ctx.quiet {
         for b in session.blockers() {
@@ -575,17 +765,30 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             }
         }
     }
-    let plan =
-        compact::plan::plan(&plan_inputs(args), &config, &session).map_err(|e| UsageError(e.0))?;
+    let inputs = plan_inputs(args);
+    let plan = compact::plan::plan(&inputs, &config, &session).map_err(|e| UsageError(e.0))?;
     let mode = plan.mode;
-    let key = std::env::var(&plan.key_env).unwrap_or_default();
-    if key.is_empty() && !args.dry_run {
-        return Err(UsageError(format!(
-            "no API key: set ${} (the key is read from the environment only)",
-            plan.key_env
-        ))
-        .into());
+    let key_var = std::env::var(&plan.key_env).ok();
+    // Before the first byte: the configuration a real run needs. A real run
+    // refuses (exit 2) at the first problem; a dry run reports them all.
+    let mut problems = compact::plan::preflight(&plan, &config, &inputs, key_var.as_deref());
+    if args.dry_run
+        && args.out.is_none()
+        && let dsh::LogSource::File(p) = &src
+        && !writable(p)
+    {
+        problems.push(compact::plan::Problem {
+            message: "the log is not writable".into(),
+            hint: "compact a copy (--out FILE), or make the log writable".into(),
+        });
     }
+    let file = src.display();
+    if !args.dry_run
+        && let Some(p) = problems.first()
+    {
+        return refuse(ctx, &file, "config", &p.message, &p.hint, Status::Usage);
+    }
+    let key = key_var.unwrap_or_default();
     let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), ApiKey::new(key));
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
     endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
@@ -602,7 +805,51 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         source_command_id: args.source_command_id.clone(),
         pruner: Some(plan.pruner),
         max_overflow_retries: plan.policy.max_overflow_retries,
+        images: match args.images {
+            ImagesArg::Refuse => compact::Images::Refuse,
+            ImagesArg::Placeholder => compact::Images::Placeholder,
+        },
+        summarizer_window: plan.summarizer_capacity.map(|c| c.context_window as u64),
     };
+    // A real run first plays the run dry (on the log it holds locked):
+    // a request the route cannot send, or one too large for the
+    // summarising model, is refused before the first byte (the prune pairs
+    // of an automatic run included).
+    if !args.dry_run {
+        let mut dry = open_session(&src, AppendTarget::DryRun, &opts)?;
+        let mut ids = String::new;
+        let clock = now_ms;
+        let mut quiet = |_: &Progress| {};
+        let mut env = Env {
+            summarizer: &summarizer,
+            clock: &clock,
+            ids: &mut ids,
+            progress: &mut quiet,
+            cancel: &signals::CANCEL,
+        };
+        match compact::run(&mut dry, &mut env, &options) {
+            Err(f) if refusal_hint(&f).is_some() => {
+                let kind = format!("{:?}", f.kind).to_lowercase();
+                let hint = refusal_hint(&f).unwrap_or_default();
+                return refuse(ctx, &file, &kind, &f.message, &hint, failure_status(&f));
+            }
+            // A bracket is due: the provider must at least accept a
+            // connection, or the attempt would only record its failure.
+            Ok(r) if !r.brackets.is_empty() => {
+                if let Err(e) = summarizer.endpoint.probe() {
+                    return refuse(
+                        ctx,
+                        &file,
+                        "unreachable",
+                        &e.message,
+                        "check --base-url (or the route's baseURL) and that the provider is reachable from here",
+                        Status::Usage,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
     let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| {
         let pb = indicatif::ProgressBar::new_spinner();
         pb.enable_steady_tick(Duration::from_millis(120));
@@ -645,6 +892,24 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     drop(guard);
     let interrupted = signals::status();
     match result {
+        Ok(report) if args.dry_run => {
+            // What the real run would refuse: exit 1, never 5.
+            let status = if problems.is_empty() {
+                Status::Ok
+            } else {
+                Status::Findings
+            };
+            if ctx.json {
+                let v = report_json(&report, &plan, lifecycle, true)
+                    .with("wouldFail", would_fail_json(&problems))
+                    .with("schema_version", SCHEMA_VERSION.into());
+                ctx.print_json(&v)?;
+            } else {
+                print_human(&ctx.out, &report, &plan, lifecycle, true)?;
+                print_would_fail(&ctx.out, &problems)?;
+            }
+            Ok(status)
+        }
         Ok(report) => {
             if ctx.json {
                 let v = report_json(&report, &plan, lifecycle, args.dry_run)
@@ -656,8 +921,29 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             // A signal that came while the bracket was being committed.
             Ok(interrupted.unwrap_or(Status::Ok))
         }
-        Err(f) => report_failure(ctx, args, &plan, lifecycle, &f),
+        Err(f) => report_failure(ctx, args, &plan, lifecycle, &f, problems),
     }
+}
+
+fn would_fail_json(problems: &[compact::plan::Problem]) -> OwnedValue {
+    Value::Arr(
+        problems
+            .iter()
+            .map(|p| {
+                Value::obj()
+                    .with("message", p.message.clone().into())
+                    .with("hint", p.hint.clone().into())
+            })
+            .collect(),
+    )
+}
+
+fn print_would_fail(o: &Out, problems: &[compact::plan::Problem]) -> std::io::Result<()> {
+    for p in problems {
+        outln!(o, "would fail: {}", p.message)?;
+        outln!(o, "  hint: {}", p.hint)?;
+    }
+    Ok(())
 }
 
 /// The spinner's line for a step of the summariser call.
@@ -684,8 +970,53 @@ fn report_failure(
     plan: &Plan,
     lifecycle: Lifecycle,
     f: &Failure,
+    mut problems: Vec<compact::plan::Problem>,
 ) -> anyhow::Result<Status> {
     let status = failure_status(f);
+    // A dry run calls no one: what it cannot do is what the real run would
+    // fail at (exit 1, never 5).
+    if args.dry_run
+        && matches!(
+            f.kind,
+            FailureKind::Summary | FailureKind::Unsendable | FailureKind::TooLarge
+        )
+    {
+        problems.push(compact::plan::Problem {
+            message: f.message.clone(),
+            hint: refusal_hint(f).unwrap_or_else(|| "see the request above".into()),
+        });
+        // The request that cannot be sent would not fit either.
+        if f.kind != FailureKind::TooLarge
+            && let (Some(b), Some(c)) = (
+                f.report.brackets.iter().find(|b| b.fits == Some(false)),
+                plan.summarizer_capacity,
+            )
+        {
+            problems.push(compact::plan::Problem {
+                message: compact::too_large_message(
+                    b.request_tokens,
+                    &plan.target,
+                    c.context_window as u64,
+                ),
+                hint: if f.report.mode == Mode::Manual {
+                    TOO_LARGE_HINT_MANUAL
+                } else {
+                    TOO_LARGE_HINT
+                }
+                .into(),
+            });
+        }
+        if ctx.json {
+            let v = report_json(&f.report, plan, lifecycle, true)
+                .with("wouldFail", would_fail_json(&problems))
+                .with("schema_version", SCHEMA_VERSION.into());
+            ctx.print_json(&v)?;
+        } else {
+            print_human(&ctx.out, &f.report, plan, lifecycle, true)?;
+            print_would_fail(&ctx.out, &problems)?;
+        }
+        return Ok(Status::Findings);
+    }
     let hint = match (&f.provider, f.kind) {
         (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
             "the provider rejected the API key (HTTP {}): check ${}",
@@ -693,6 +1024,7 @@ fn report_failure(
             plan.key_env
         )),
         (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
+        (_, FailureKind::Unsendable | FailureKind::TooLarge) => refusal_hint(f),
         (_, FailureKind::Cancelled) => Some(match f.report.brackets.iter().any(|b| b.error.as_deref() == Some(dsh::cancel::INTERRUPTED) && b.end_seq.is_some()) {
             true => {
                 "stopped by a signal; the open bracket was closed with compaction/end {error: \"interrupted\"} and the log is unlocked".to_string()

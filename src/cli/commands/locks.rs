@@ -385,6 +385,8 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     };
     let in_place = matches!(target, AppendTarget::InPlace);
     let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
+    dsh::lifecycle::apply(&mut app, dsh::lifecycle::Writer::ReleaseLock, false)
+        .map_err(append_error)?;
     ctx.warn_all(app.log());
     let file = src.display();
     let report = app.compaction_lock();

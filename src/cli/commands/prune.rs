@@ -23,16 +23,26 @@ use crate::cli::render::{Out, num, outln, outp};
 /// points keeps its first --head-chars and last --tail-chars code points
 /// around the marker "[... tool result middle pruned ...]"; each rewrite is
 /// appended as a compaction/prune shadow-price event plus a content-only
-/// tool/result replacement of that node. A write starts a new lifecycle of
-/// the session, as a resuming harness does: the crash-repair closers of an
-/// interrupted last turn and the session/end-seed marker come first.
+/// tool/result replacement of that node.
 ///
-/// The open-turn rule: the reference prunes only inside an open turn, and its
-/// session invariant rejects a replacement appended outside one. Offline the
-/// last turn is always closed, by its turn/end or by the closers this write
-/// must append first, so dsh refuses (exit 1) unless --allow-closed-turn is
-/// given, and then says that `dsh verify` (the reference's invariant) will
-/// flag the result. --dry-run reports the refusal but still shows the plan.
+/// The lifecycle of the write follows the log's tail, as for `dsh compact`:
+///
+/// * last turn open → the write continues that turn, as the live agent's
+///   pre-step pruning does: no crash-repair closers, no session/end-seed;
+///   the pairs land inside the open turn (the spec's worked example appends
+///   exactly its seq 10–13).
+///
+/// * last turn closed → the reference prunes only inside an open turn, and
+///   its session invariant rejects a replacement appended outside one, so
+///   dsh refuses (exit 1) unless --allow-closed-turn is given. Then the write
+///   starts a new lifecycle, as a resuming harness does (session/end-seed
+///   first), and `dsh verify` will flag the result.
+///
+/// --resume starts a new lifecycle even on an open turn (its crash-repair
+/// closers, then session/end-seed, then the pairs outside any turn): the
+/// reference's pruneSession on a resumed session, which the reference's
+/// own tooling reports; a write needs --allow-closed-turn too. --dry-run reports
+/// a refusal but still shows the plan.
 ///
 /// A log with a torn tail, a damaged region, or a live compaction lock is
 /// refused (exit 4), as is one another dsh writer holds (unless --wait).
@@ -53,8 +63,9 @@ use crate::cli::render::{Out, num, outln, outp};
 /// result and for the whole surface.
 ///
 /// With --json: the reference's `{"config", "baseSeq", "appended",
-/// "pruned", "charsRemoved"}` plus `"lifecycle"` (closers and end-seed
-/// written first), `"surfaceTokens": {"before","after","saved"}`,
+/// "pruned", "charsRemoved"}` plus `"lifecycle"` (`"continue"` or
+/// `"resume"`), `"lifecycleEvents"` (closers and end-seed written first),
+/// `"surfaceTokens": {"before","after","saved"}`,
 /// `"openTurn"`, `"fileTurnOpen"`, `"refused"` (why a write does not or
 /// would not happen, or null), `"dryRun"`, `"written"`, `"file"`,
 /// `"events"`, `"bytes"`, `"configFile"` (the config read, or null),
@@ -106,6 +117,11 @@ pub struct PruneArgs {
     /// is a log the reference's session invariant flags).
     #[arg(long)]
     pub allow_closed_turn: bool,
+    /// Start a new lifecycle even when the last turn is open (crash-repair
+    /// closers and session/end-seed first, as the reference's resumed
+    /// session; the pairs then land outside any turn).
+    #[arg(long)]
+    pub resume: bool,
     /// Wait up to SECONDS for another dsh writer to release the log.
     #[arg(long, value_name = "SECONDS")]
     pub wait: Option<f64>,
@@ -141,6 +157,21 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
         | AppendError::Symlink { .. }
         | AppendError::ReadOnly { .. }
         | AppendError::TargetExists { .. } => Status::Usage,
+        // --out names a place the copy cannot be made (no such directory,
+        // no permission): nothing was written; a usage problem.
+        AppendError::Open {
+            op: "create the copy",
+            source,
+            ..
+        } if matches!(
+            source.kind(),
+            std::io::ErrorKind::NotFound
+                | std::io::ErrorKind::PermissionDenied
+                | std::io::ErrorKind::ReadOnlyFilesystem
+        ) =>
+        {
+            Status::Usage
+        }
         e if e.is_busy() => Status::Busy,
         _ => Status::Internal,
     };
@@ -192,12 +223,12 @@ pub fn time_ms(t: u64) -> Result<f64> {
 
 fn closed_turn_refusal(app: &Appender) -> String {
     let why = if app.file_turn_open() {
-        "this log's last turn was interrupted, and the crash-repair closers this write must append first (as a resuming harness does) close it"
+        "--resume appends crash-repair closers that close the open turn first"
     } else {
         "this log's last turn is closed"
     };
     format!(
-        "the reference prunes only inside an open turn, but {why}; the replacement tool/result events would land outside any open turn, which the reference's session invariant rejects (\"tool/result surface replacement appended outside any open turn\", `dsh verify` reports it). Pass --allow-closed-turn to write anyway"
+        "the reference prunes only inside an open turn, but {why} (its session invariant would reject the replacements; `dsh verify` reports V-SESS-5); pass --allow-closed-turn to write anyway"
     )
 }
 
@@ -244,6 +275,7 @@ struct Outcome<'a> {
     bytes: u64,
     turn_open: bool,
     file_turn_open: bool,
+    lifecycle: dsh::append::Lifecycle,
 }
 
 /// The `--json` document.
@@ -260,6 +292,7 @@ fn report_json(
             .unwrap_or(Value::Null)
     };
     let v = to_json(plan, prefix)
+        .with("lifecycle", o.lifecycle.as_str().into())
         .with("surfaceTokens", tokens_json(plan))
         .with("openTurn", o.turn_open.into())
         .with("fileTurnOpen", o.file_turn_open.into())
@@ -301,20 +334,25 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     let src = ctx.resolve(&args.log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
     let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
+    let lifecycle = dsh::lifecycle::apply(&mut app, dsh::lifecycle::Writer::Prune, args.resume)
+        .map_err(append_error)?;
     ctx.warn_all(app.log());
     let time = match args.time {
         Some(t) => time_ms(t)?,
         None if args.dry_run => app.log().last_time,
         None => now_ms(),
     };
-    let plan = dsh::prune::plan(app.log(), &cfg, time).map_err(|e| match e {
-        PruneError::Read(le) => anyhow::Error::from(le),
-        e => StatusError {
-            status: Status::InvalidLog,
-            message: e.to_string(),
-        }
-        .into(),
-    })?;
+    let base_seq = app.next_seq() + app.lifecycle_prefix(time).len() as u64;
+    let plan = dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(
+        |e| match e {
+            PruneError::Read(le) => anyhow::Error::from(le),
+            e => StatusError {
+                status: Status::InvalidLog,
+                message: e.to_string(),
+            }
+            .into(),
+        },
+    )?;
     let bpe: Vec<BpeSavings> = encodings
         .iter()
         .map(|&enc| bpe_savings(app.log(), &plan, enc))
@@ -398,6 +436,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
                 bytes,
                 turn_open,
                 file_turn_open,
+                lifecycle,
             };
             let v = report_json(&plan, &prefix, &bpe, &outcome, args, config.path.as_deref());
             ctx.print_json(&v)?;
@@ -531,7 +570,7 @@ fn to_json(plan: &PrunePlan, prefix: &[dsh::OwnedEvent]) -> OwnedValue {
         .with("appended", events_json(&plan.events))
         .with("pruned", Value::Arr(pruned))
         .with("charsRemoved", plan.chars_removed.into())
-        .with("lifecycle", events_json(prefix))
+        .with("lifecycleEvents", events_json(prefix))
 }
 
 fn tokens_json(plan: &PrunePlan) -> OwnedValue {
@@ -627,11 +666,14 @@ fn print_readable(
         parts.push("the session/end-seed marker".to_string());
     }
     parts.push(format!("{n} prune pair(s)"));
-    let what = format!(
-        "{} event(s), seq {first}–{last}: {}",
+    let mut what = format!(
+        "{} event(s) (seq {first}–{last}: {})",
         prefix.len() + plan.events.len(),
         parts.join(", ")
     );
+    if turn_open && prefix.is_empty() {
+        what.push_str(" inside the open turn");
+    }
     if written {
         match out {
             Some(path) if args.out.is_some() => outln!(

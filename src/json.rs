@@ -40,7 +40,7 @@ pub struct JStr<'a> {
 const LEN16_UNKNOWN: u32 = u32::MAX;
 
 /// A parsed JSON value; objects keep their key order.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Value<'a> {
     /// `null`
     Null,
@@ -58,6 +58,33 @@ pub enum Value<'a> {
 
 /// An owned value, kept beyond the line it came from.
 pub type OwnedValue = Value<'static>;
+
+impl Clone for Value<'_> {
+    /// Plain loops: one frame per nesting level (a deep value is copied on
+    /// a small stack).
+    fn clone(&self) -> Self {
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Num(n) => Value::Num(*n),
+            Value::Str(s) => Value::Str(s.clone()),
+            Value::Arr(a) => {
+                let mut out = Vec::with_capacity(a.len());
+                for v in a {
+                    out.push(v.clone());
+                }
+                Value::Arr(out)
+            }
+            Value::Obj(o) => {
+                let mut out = Vec::with_capacity(o.len());
+                for (k, v) in o {
+                    out.push((k.clone(), v.clone()));
+                }
+                Value::Obj(out)
+            }
+        }
+    }
+}
 
 /// Why a text is not JSON. Positions are byte offsets within the text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -665,12 +692,22 @@ impl<'a> Value<'a> {
             Value::Bool(b) => Value::Bool(b),
             Value::Num(n) => Value::Num(n),
             Value::Str(s) => Value::Str(s.into_owned()),
-            Value::Arr(a) => Value::Arr(a.into_iter().map(Value::into_owned).collect()),
-            Value::Obj(o) => Value::Obj(
-                o.into_iter()
-                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                    .collect(),
-            ),
+            // Plain loops: one frame per nesting level (a deep value is
+            // copied on a small stack).
+            Value::Arr(a) => {
+                let mut out = Vec::with_capacity(a.len());
+                for v in a {
+                    out.push(v.into_owned());
+                }
+                Value::Arr(out)
+            }
+            Value::Obj(o) => {
+                let mut out = Vec::with_capacity(o.len());
+                for (k, v) in o {
+                    out.push((k.into_owned(), v.into_owned()));
+                }
+                Value::Obj(out)
+            }
         }
     }
 
@@ -991,7 +1028,28 @@ impl<T: Into<Value<'static>>> From<Option<T>> for Value<'static> {
     }
 }
 
-const MAX_DEPTH: usize = 512;
+/// How deep a value may nest, in *nesting units*: an object level costs
+/// [`OBJECT_UNITS`], an array level one. The reference parses any depth
+/// (`JSON.parse` does not recurse) but then walks each event recursively,
+/// and that walk overflows Node's stack at about 3,250 array levels or
+/// 1,580 object levels inside an event's `data` (measured with the
+/// oracle): it refuses the log ("Maximum call stack size exceeded"). This
+/// budget accepts what it accepts at those depths and refuses what it
+/// refuses, within a few levels of its (stack-dependent) edge.
+pub(crate) const MAX_NEST: usize = 3200;
+/// Nesting units of one object level.
+pub(crate) const OBJECT_UNITS: usize = 2;
+/// Nesting (in units) beyond which the parser stops recursing and parses
+/// the rest of the value with an explicit stack ([`Parser::deep_value`]),
+/// so that a deep value needs no deep call stack.
+const RECURSE_NEST: usize = 96;
+/// Stack for threads that handle event values: the parser needs no deep
+/// stack, but copying, comparing, writing and dropping a value recurse once
+/// per level (up to [`MAX_NEST`] levels), which a debug build's frames make
+/// too deep for the default 2 MiB. Reserved address space, not memory.
+pub const THREAD_STACK: usize = 16 << 20;
+/// The error of a value nested deeper than [`MAX_NEST`].
+pub const TOO_DEEP: &str = "nesting too deep";
 
 /// Bytes that end a run of plain string content: `"`, `\\` and control characters.
 static NEEDS_LOOK: [bool; 256] = {
@@ -1106,6 +1164,8 @@ pub(crate) fn short_int(b: &[u8], i: usize) -> Option<(bool, u64, usize)> {
 pub(crate) fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usize, ParseError> {
     // Canonical spelling is not asked for here: skip its bookkeeping.
     let mut p = Parser::at(text, start, false);
+    // The enclosing levels of an event line are objects.
+    p.nest = depth * OBJECT_UNITS;
     p.check(depth)?;
     Ok(p.i)
 }
@@ -1133,6 +1193,8 @@ struct Parser<'a> {
     /// Inside the top-level `data` value.
     in_data: bool,
     spans: EventSpans,
+    /// Nesting units of the containers open around `i` (see [`MAX_NEST`]).
+    nest: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -1146,7 +1208,18 @@ impl<'a> Parser<'a> {
             track: false,
             in_data: false,
             spans: EventSpans::default(),
+            nest: 0,
         }
+    }
+
+    /// Open a container costing `units`, or refuse a value nested too deep.
+    #[inline]
+    fn enter(&mut self, units: usize) -> Result<(), ParseError> {
+        self.nest += units;
+        if self.nest > MAX_NEST {
+            return Err(self.err(TOO_DEEP));
+        }
+        Ok(())
     }
 
     fn err(&self, what: &'static str) -> ParseError {
@@ -1167,15 +1240,25 @@ impl<'a> Parser<'a> {
     }
 
     fn value(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
-        if depth > MAX_DEPTH {
-            return Err(self.err("nesting too deep"));
-        }
         let Some(&c) = self.b.get(self.i) else {
             return Err(self.err("unexpected end of JSON input"));
         };
+        if self.nest >= RECURSE_NEST && (c == b'{' || c == b'[') {
+            return self.deep_value();
+        }
         match c {
-            b'{' => self.object(depth),
-            b'[' => self.array(depth),
+            b'{' => {
+                self.enter(OBJECT_UNITS)?;
+                let v = self.object(depth);
+                self.nest -= OBJECT_UNITS;
+                v
+            }
+            b'[' => {
+                self.enter(1)?;
+                let v = self.array(depth);
+                self.nest -= 1;
+                v
+            }
             b'"' => Ok(Value::Str(self.string()?)),
             b't' => self.lit(b"true", Value::Bool(true)),
             b'f' => self.lit(b"false", Value::Bool(false)),
@@ -1202,12 +1285,26 @@ impl<'a> Parser<'a> {
     /// Check one value exactly as [`Self::value`] parses it (same grammar,
     /// same depth limit, same errors) without building anything.
     fn check(&mut self, depth: usize) -> Result<(), ParseError> {
-        if depth > MAX_DEPTH {
-            return Err(self.err("nesting too deep"));
-        }
         let Some(&c) = self.b.get(self.i) else {
             return Err(self.err("unexpected end of JSON input"));
         };
+        match c {
+            b'{' | b'[' if self.nest >= RECURSE_NEST => self.deep_value().map(|_| ()),
+            b'{' | b'[' => {
+                let units = if c == b'{' { OBJECT_UNITS } else { 1 };
+                self.enter(units)?;
+                let r = self.check_container(c, depth);
+                self.nest -= units;
+                r
+            }
+            b'"' => self.check_string().map(|_| ()),
+            b'-' | b'0'..=b'9' => self.number().map(|_| ()),
+            _ => self.value(depth).map(|_| ()),
+        }
+    }
+
+    /// [`Self::check`] of the object or array at `self.i`.
+    fn check_container(&mut self, c: u8, depth: usize) -> Result<(), ParseError> {
         match c {
             b'{' => {
                 self.i += 1;
@@ -1261,9 +1358,7 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            b'"' => self.check_string().map(|_| ()),
-            b'-' | b'0'..=b'9' => self.number().map(|_| ()),
-            _ => self.value(depth).map(|_| ()),
+            _ => unreachable!("check_container is called at '{{' or '['"),
         }
     }
 
@@ -1432,6 +1527,149 @@ impl<'a> Parser<'a> {
         (0xDC00..0xE000).contains(&u)
     }
 
+    /// The value at `self.i` (an object or array), parsed with an explicit
+    /// stack instead of recursion: the same grammar, errors, duplicate-key
+    /// rule and canonical bookkeeping as [`Self::value`] (no spans: they
+    /// are only recorded near the top of a line).
+    fn deep_value(&mut self) -> Result<Value<'a>, ParseError> {
+        enum Open<'a> {
+            Arr(Vec<Value<'a>>),
+            Obj(Vec<(JStr<'a>, Value<'a>)>, Option<JStr<'a>>),
+        }
+        let base = self.nest;
+        let mut stack: Vec<Open<'a>> = Vec::new();
+        let result = (|| loop {
+            // A value starts at `self.i`.
+            let Some(&c) = self.b.get(self.i) else {
+                return Err(self.err("unexpected end of JSON input"));
+            };
+            let mut v = match c {
+                b'{' => {
+                    self.enter(OBJECT_UNITS)?;
+                    self.i += 1;
+                    self.ws();
+                    if self.b.get(self.i) == Some(&b'}') {
+                        self.i += 1;
+                        self.nest -= OBJECT_UNITS;
+                        Value::Obj(Vec::new())
+                    } else {
+                        let k = self.member_key()?;
+                        stack.push(Open::Obj(Vec::new(), Some(k)));
+                        continue;
+                    }
+                }
+                b'[' => {
+                    self.enter(1)?;
+                    self.i += 1;
+                    self.ws();
+                    if self.b.get(self.i) == Some(&b']') {
+                        self.i += 1;
+                        self.nest -= 1;
+                        Value::Arr(Vec::new())
+                    } else {
+                        stack.push(Open::Arr(Vec::new()));
+                        self.ws();
+                        continue;
+                    }
+                }
+                _ => self.value(0)?,
+            };
+            // A value is complete: give it to the container it is in, and
+            // close every container that ends here.
+            loop {
+                match stack.last_mut() {
+                    None => return Ok(v),
+                    Some(Open::Arr(items)) => {
+                        items.push(v);
+                        self.ws();
+                        match self.b.get(self.i) {
+                            Some(b',') => {
+                                self.i += 1;
+                                self.ws();
+                                break;
+                            }
+                            Some(b']') => {
+                                self.i += 1;
+                                self.nest -= 1;
+                                let Some(Open::Arr(items)) = stack.pop() else {
+                                    unreachable!()
+                                };
+                                v = Value::Arr(items);
+                            }
+                            _ => return Err(self.err("expected ',' or ']' after array element")),
+                        }
+                    }
+                    Some(Open::Obj(members, key)) => {
+                        let k = key.take().expect("a member value follows its key");
+                        let (klen, kfirst) = (k.raw.len(), k.raw.first().copied());
+                        if let Some(slot) = members.iter_mut().find(|(k2, _)| {
+                            (k.escaped
+                                || k2.escaped
+                                || (k2.raw.len() == klen && k2.raw.first().copied() == kfirst))
+                                && k2.same(&k)
+                        }) {
+                            slot.1 = v;
+                            self.canonical = false;
+                        } else {
+                            members.push((k, v));
+                        }
+                        self.ws();
+                        match self.b.get(self.i) {
+                            Some(b',') => {
+                                self.i += 1;
+                                let k = self.member_key()?;
+                                if let Some(Open::Obj(_, key)) = stack.last_mut() {
+                                    *key = Some(k);
+                                }
+                                break;
+                            }
+                            Some(b'}') => {
+                                self.i += 1;
+                                self.nest -= OBJECT_UNITS;
+                                let Some(Open::Obj(members, _)) = stack.pop() else {
+                                    unreachable!()
+                                };
+                                v = Value::Obj(members);
+                            }
+                            _ => {
+                                return Err(self.err("expected ',' or '}' after property value"));
+                            }
+                        }
+                    }
+                }
+            }
+        })();
+        if result.is_err() {
+            self.nest = base;
+            // Dropping a deep partial value recursively could overflow:
+            // take it apart from the top.
+            for open in stack.drain(..).rev() {
+                match open {
+                    Open::Arr(items) => drop_flat(Value::Arr(items)),
+                    Open::Obj(members, _) => drop_flat(Value::Obj(members)),
+                }
+            }
+        }
+        result
+    }
+
+    /// A member's key and its `:` (at the key's opening quote, after
+    /// whitespace), leaving `self.i` at the member's value.
+    fn member_key(&mut self) -> Result<JStr<'a>, ParseError> {
+        self.ws();
+        if self.b.get(self.i) != Some(&b'"') {
+            return Err(self.err("expected a property name in double quotes"));
+        }
+        let k = self.string()?;
+        self.ws();
+        if self.b.get(self.i) != Some(&b':') {
+            return Err(self.err("expected ':' after property name"));
+        }
+        self.i += 1;
+        self.ws();
+        Ok(k)
+    }
+
     fn array(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
         self.i += 1;
         let mut items = Vec::new();
@@ -1443,7 +1681,7 @@ impl<'a> Parser<'a> {
         // Arrays of small counts written without spaces (source seqs, the
         // longest arrays of a log): a tight loop; anything else, from
         // wherever it shows up, the general way.
-        if depth < MAX_DEPTH {
+        {
             let b = self.b;
             let mut i = self.i;
             while let Some((false, v, end)) = short_int(b, i) {
@@ -1551,8 +1789,119 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// What JavaScript's `String(v)` (and a template literal) makes of a value:
+/// `undefined` for a missing one, `null`, `true`, numbers as JavaScript
+/// spells them, strings as they are, arrays joined by `,` (with `null`
+/// elements empty), objects `[object Object]`. The reference writes an
+/// event's `type` this way in its messages.
+pub fn js_string(v: Option<&Value<'_>>) -> String {
+    fn put(v: &Value<'_>, out: &mut String) {
+        match v {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Num(_) => out.push_str(&v.to_json()),
+            Value::Str(s) => out.push_str(&s.to_lossy()),
+            Value::Obj(_) => out.push_str("[object Object]"),
+            Value::Arr(items) => {
+                for (i, e) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    if !matches!(e, Value::Null) {
+                        put(e, out);
+                    }
+                }
+            }
+        }
+    }
+    let Some(v) = v else {
+        return "undefined".into();
+    };
+    let mut out = String::new();
+    put(v, &mut out);
+    out
+}
+
+/// Drop a value without recursing into nested containers (a deep value
+/// dropped the ordinary way recurses once per level).
+pub(crate) fn drop_flat(v: Value<'_>) {
+    let mut work = vec![v];
+    while let Some(v) = work.pop() {
+        match v {
+            Value::Arr(items) => work.extend(items),
+            Value::Obj(members) => work.extend(members.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn js_string_is_what_javascript_prints() {
+        let p = |t: &str| js_string(Some(&Value::parse(t).unwrap()));
+        assert_eq!(js_string(None), "undefined");
+        assert_eq!(p("null"), "null");
+        assert_eq!(p("7"), "7");
+        assert_eq!(p("1e21"), "1e+21");
+        assert_eq!(p("true"), "true");
+        assert_eq!(p(r#""a/b""#), "a/b");
+        assert_eq!(p(r#"{"a":1}"#), "[object Object]");
+        assert_eq!(p(r#"[1,null,[2,"x"],{}]"#), "1,,2,x,[object Object]");
+    }
+
+    /// An event-like line with `objs` object levels, then `arrs` array
+    /// levels, inside its `data`.
+    fn deep_line(objs: usize, arrs: usize) -> String {
+        format!(
+            r#"{{"data":{{"deep":{}{}1{}{}}}}}"#,
+            r#"{"a":"#.repeat(objs),
+            "[".repeat(arrs),
+            "]".repeat(arrs),
+            "}".repeat(objs)
+        )
+    }
+
+    /// The deepest values the budget accepts, with the envelope's two
+    /// object levels around them (an object chain, an array chain), and
+    /// each one level deeper.
+    fn deepest() -> [(String, String); 2] {
+        let objs = MAX_NEST / OBJECT_UNITS - 2;
+        let arrs = MAX_NEST - 2 * OBJECT_UNITS;
+        [
+            (deep_line(objs, 0), deep_line(objs + 1, 0)),
+            (deep_line(0, arrs), deep_line(0, arrs + 1)),
+        ]
+    }
+
+    /// Everything dsh does with an event's value, at the deepest nesting the
+    /// budget accepts, fits the stack dsh gives its threads.
+    #[test]
+    fn the_deepest_accepted_values_fit_a_small_stack() {
+        for (line, deeper) in deepest() {
+            let h = std::thread::Builder::new()
+                .stack_size(THREAD_STACK)
+                .spawn(move || {
+                    let (v, _, _) = Value::parse_event_line(&line).unwrap();
+                    check_value(line.as_bytes(), 0, 0).unwrap();
+                    let c = v.clone();
+                    let owned = c.into_owned();
+                    assert!(owned.deep_eq(&v));
+                    assert_eq!(owned.to_json(), line);
+                    let mut pretty = String::new();
+                    owned.write_pretty(&mut pretty, 0, true);
+                    let e = Value::parse(&deeper).unwrap_err();
+                    assert_eq!(e.what, TOO_DEEP);
+                    assert_eq!(
+                        check_value(deeper.as_bytes(), 0, 0).unwrap_err().what,
+                        TOO_DEEP
+                    );
+                })
+                .unwrap();
+            h.join().unwrap();
+        }
+    }
     use super::*;
 
     fn rt(s: &str) -> String {
@@ -1604,14 +1953,10 @@ mod tests {
             assert_eq!(got.as_deref(), want, "{text}");
         }
         // The depth limit holds for arrays of numbers too.
-        let deep = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        let deep = format!("{}1{}", "[".repeat(MAX_NEST), "]".repeat(MAX_NEST));
         assert!(Value::parse(&deep).is_ok());
-        let deeper = format!(
-            "{}1{}",
-            "[".repeat(MAX_DEPTH + 1),
-            "]".repeat(MAX_DEPTH + 1)
-        );
-        assert!(Value::parse(&deeper).is_err());
+        let deeper = format!("{}1{}", "[".repeat(MAX_NEST + 1), "]".repeat(MAX_NEST + 1));
+        assert_eq!(Value::parse(&deeper).unwrap_err().what, TOO_DEEP);
     }
 
     #[test]

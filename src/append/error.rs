@@ -87,9 +87,19 @@ pub enum AppendError {
     /// The log is not readable or not valid.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// Standard input cannot be written to.
-    #[error("cannot write to a log read from standard input; name the file")]
+    /// Standard input (or a pipe read like it) cannot be written to.
+    #[error(
+        "cannot write to a log read from standard input or a pipe; name the log's regular file"
+    )]
     Stdin,
+    /// The log is a pipe or a device, not a regular file.
+    #[error(
+        "{path}: not a regular file (a pipe or a device): dsh writes only to a log's regular file; save the stream to a file first (reading commands and --dry-run read it as a stream)"
+    )]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
     /// The path is a symbolic link.
     #[error(
         "{path}: is a symbolic link (to {target}); dsh appends only to the real file: name it, or write a copy with --out"
@@ -136,6 +146,18 @@ pub enum AppendError {
         /// What differs.
         what: String,
     },
+    /// Another program wrote to the log while dsh was appending to it.
+    #[error(
+        "{path}: another program wrote to the log while dsh was appending (it does not take the writer lock: a running harness?): {what}; {left}. Stop the other writer, then check the log with `dsh verify`"
+    )]
+    Interleaved {
+        /// The log.
+        path: PathBuf,
+        /// What dsh saw.
+        what: String,
+        /// What dsh did with its own bytes.
+        left: String,
+    },
     /// A format generation dsh does not write.
     #[error(
         "{path}: a generation-{version} log; dsh appends only to generation-0 logs (the format of the rc.8 reference)"
@@ -151,6 +173,26 @@ pub enum AppendError {
     TargetExists {
         /// The target.
         path: PathBuf,
+    },
+    /// The copy target's directory is missing or not a directory.
+    #[error("{path}: cannot write the copy there: {why}")]
+    BadTarget {
+        /// The target.
+        path: PathBuf,
+        /// What is wrong with its directory.
+        why: String,
+    },
+    /// A Zstandard batch that no frame layout keeps safe under a crash cut.
+    #[error(
+        "{path}: refusing to append: the events from seq {seq} must become visible together, but {why}; nothing was written (a plain .jsonl log has no such limit)"
+    )]
+    NotAtomic {
+        /// The log.
+        path: PathBuf,
+        /// First seq of the unit.
+        seq: u64,
+        /// Why it cannot be kept whole.
+        why: String,
     },
     /// The batch breaks the lifecycle rule or a load-time rule.
     #[error("refusing to append an event the loader would refuse (seq {seq}): {message}")]
@@ -210,6 +252,7 @@ impl AppendError {
             AppendError::WriterLocked { .. }
                 | AppendError::Blocked { .. }
                 | AppendError::Changed { .. }
+                | AppendError::Interleaved { .. }
         )
     }
 }

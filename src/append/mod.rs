@@ -45,12 +45,25 @@
 //!      loader recomputes any closers that did not land yet, so the loaded log
 //!      is always either the old one or the whole batch.
 //!    * **`.jsonl.zstd`**: one new, complete, checksummed Zstandard frame,
-//!      then fsync. (A frame that is cut short is a torn final frame; the
-//!      reader recovers only complete blocks from it, so a batch up to one
-//!      Zstandard block — 128 KiB of text — is all-or-nothing.)
+//!      then fsync. A frame that is cut short is a torn final frame, and the
+//!      reader keeps the complete lines of its decodable blocks; so the frame
+//!      is laid out with every block ending at a safe point (never between a
+//!      `compaction/prune` and its replacement, never inside a bracket's
+//!      summary → checkpoint → end), and checked (see `frame.rs`). A batch up
+//!      to one Zstandard block (128 KiB of text) is all-or-nothing; a larger
+//!      one becomes visible in whole units. A unit whose lines after its
+//!      first exceed one block cannot be kept whole, and the batch is refused
+//!      before anything is written ([`AppendError::NotAtomic`]).
 //!
-//!    On any error the file is cut back to its length before the batch.
-//!    Bytes that were in the file are never rewritten.
+//!    Every byte is written through an `O_APPEND` descriptor and checked
+//!    where it landed, so a program that appends without the lock (a
+//!    running harness) is never overwritten; on such a surprise dsh removes
+//!    only its own bytes, and only when nothing follows them, and fails with
+//!    [`AppendError::Interleaved`] (exit 4).
+//!
+//!    On any error the file is cut back to its length before the batch
+//!    (when only dsh's bytes follow it). Bytes that were in the file are
+//!    never rewritten.
 //! 3. Several batches may follow under the same lock (compaction appends its
 //!    start, then summary + checkpoint + end); each is validated against the
 //!    log as the previous batches left it.
@@ -89,13 +102,14 @@ use crate::log::{Container, Folded, LoadOptions, LoadedLog, LogSource, Observer}
 use crate::surface::{NodeBody, Surface, check_local, node_facts};
 
 mod error;
+mod frame;
 mod lock;
 mod write;
 
 pub use error::{AppendError, Blocker};
 use lock::{LockKind, acquire};
 pub use write::zstd_frame;
-use write::{Sink, commit, encode, last_record_seq};
+use write::{EncodeError, Sink, commit, encode, last_record_seq};
 
 /// The events a resuming harness writes first: the crash-repair closers of an
 /// open final turn, then the `session/end-seed` marker unless the log already
@@ -330,6 +344,7 @@ fn lock_for_target(
             if fs::symlink_metadata(out).is_ok() {
                 return Err(AppendError::TargetExists { path: out.clone() });
             }
+            check_target_dir(out)?;
             let f = File::open(p).map_err(open_err(p, "open the log"))?;
             acquire(&f, LockKind::Shared, wait, p)?;
             let md = f.metadata().map_err(open_err(p, "inspect the log"))?;
@@ -339,6 +354,44 @@ fn lock_for_target(
             }))
         }
         AppendTarget::DryRun => Ok(None),
+    }
+}
+
+/// A descriptor opened for append (`O_APPEND`) on the file at `p`, which
+/// must still be the file `identity` names.
+fn open_append(p: &Path, identity: (u64, u64)) -> Result<File, AppendError> {
+    let f = OpenOptions::new()
+        .append(true)
+        .open(p)
+        .map_err(open_err(p, "open the log for appending"))?;
+    let md = f.metadata().map_err(open_err(p, "inspect the log"))?;
+    if (md.dev(), md.ino()) != identity {
+        return Err(AppendError::Changed {
+            path: p.to_path_buf(),
+            what: "the path now names another file".into(),
+        });
+    }
+    Ok(f)
+}
+
+/// The directory a copy goes into must exist and be a directory (a usage
+/// error, not a failed write).
+fn check_target_dir(out: &Path) -> Result<(), AppendError> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let bad = |why: String| AppendError::BadTarget {
+        path: out.to_path_buf(),
+        why,
+    };
+    match fs::metadata(dir) {
+        Ok(md) if md.is_dir() => Ok(()),
+        Ok(_) => Err(bad(format!("{} is not a directory", dir.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(bad(format!("no directory {}", dir.display())))
+        }
+        Err(e) => Err(bad(format!("{}: {e}", dir.display()))),
     }
 }
 
@@ -389,7 +442,16 @@ fn copy_beside(f: &File, p: &Path, out: &Path, len: u64) -> Result<(PathBuf, Fil
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(open_err(&tmp, "create the copy"))?;
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::PermissionDenied
+            | io::ErrorKind::ReadOnlyFilesystem
+            | io::ErrorKind::NotFound
+            | io::ErrorKind::NotADirectory => AppendError::BadTarget {
+                path: out.to_path_buf(),
+                why: e.to_string(),
+            },
+            _ => open_err(&tmp, "create the copy")(e),
+        })?;
     let mut src = f;
     let copied = src
         .seek(SeekFrom::Start(0))
@@ -433,6 +495,13 @@ impl Appender {
             (LogSource::Stdin | LogSource::Spooled(_), _) => return Err(AppendError::Stdin),
             (LogSource::File(p), _) => Some(p.clone()),
         };
+        if let Some(p) = &path
+            && target != AppendTarget::DryRun
+            && !crate::log::source::is_regular(p)
+            && fs::metadata(p).is_ok_and(|m| !m.is_dir())
+        {
+            return Err(AppendError::NotRegular { path: p.clone() });
+        }
         let held = match &path {
             Some(p) => lock_for_target(p, &target, opts.wait)?,
             None => None,
@@ -509,12 +578,25 @@ impl Appender {
         match &target {
             AppendTarget::InPlace => {
                 let file = f.try_clone().map_err(open_err(&p, "open the log"))?;
-                app.sink = Some(Sink { file, path: p });
+                let append = open_append(&p, (now.dev(), now.ino()))?;
+                app.sink = Some(Sink {
+                    file,
+                    append,
+                    path: p,
+                });
             }
             AppendTarget::Copy(out) => {
                 let (tmp, file) = copy_beside(f, &p, out, len)?;
                 app.copy = Some((tmp.clone(), out.clone()));
-                app.sink = Some(Sink { file, path: tmp });
+                let md = file
+                    .metadata()
+                    .map_err(open_err(&tmp, "inspect the copy"))?;
+                let append = open_append(&tmp, (md.dev(), md.ino()))?;
+                app.sink = Some(Sink {
+                    file,
+                    append,
+                    path: tmp,
+                });
             }
             AppendTarget::DryRun => unreachable!(),
         }
@@ -768,17 +850,20 @@ impl Appender {
                 message: "the batch does not release the compaction lock".into(),
             });
         }
-        let (payload, bytes) =
-            encode(events, self.log.container).map_err(|e| AppendError::Open {
-                path: self
-                    .log
-                    .source
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default(),
+        let path_of =
+            |log: &LoadedLog| log.source.path().map(Path::to_path_buf).unwrap_or_default();
+        let (payload, bytes) = encode(events, self.log.container).map_err(|e| match e {
+            EncodeError::Io(source) => AppendError::Open {
+                path: path_of(&self.log),
                 op: "compress the batch",
-                source: e,
-            })?;
+                source,
+            },
+            EncodeError::Unsafe(u) => AppendError::NotAtomic {
+                path: path_of(&self.log),
+                seq: u.seq,
+                why: u.why,
+            },
+        })?;
         let first_seq = self.next_seq;
         let mut report = AppendReport {
             first_seq,
@@ -803,7 +888,8 @@ impl Appender {
                     what: format!("{now} bytes on disk, {} expected", self.len),
                 });
             }
-            let new_len = commit(&mut sink.file, &sink.path, self.len, &payload, self.pause)?;
+            let path = sink.path.clone();
+            let new_len = commit(sink, &path, self.len, &payload, self.pause)?;
             report.written = new_len - self.len;
             report.path = Some(sink.path.clone());
             self.len = new_len;

@@ -43,9 +43,10 @@ fn loaded(path: &Path) -> LoadedLog {
     .unwrap()
 }
 
-/// Records every operation instead of doing it.
+/// Records every operation instead of doing it (on an in-memory image).
 #[derive(Default)]
 struct Recorder {
+    image: Vec<u8>,
     ops: Vec<Op>,
 }
 #[derive(Clone)]
@@ -54,9 +55,26 @@ enum Op {
     Sync,
 }
 impl WriteOps for Recorder {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.ops
+            .push(Op::Write(self.image.len() as u64, buf.to_vec()));
+        self.image.extend_from_slice(buf);
+        Ok(())
+    }
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.ops.push(Op::Write(offset, buf.to_vec()));
+        let o = offset as usize;
+        self.image[o..o + buf.len()].copy_from_slice(buf);
         Ok(())
+    }
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let o = (offset as usize).min(self.image.len());
+        let n = buf.len().min(self.image.len() - o);
+        buf[..n].copy_from_slice(&self.image[o..o + n]);
+        Ok(n)
+    }
+    fn len(&mut self) -> io::Result<u64> {
+        Ok(self.image.len() as u64)
     }
     fn sync(&mut self) -> io::Result<()> {
         self.ops.push(Op::Sync);
@@ -103,7 +121,10 @@ fn every_intermediate_state_of_a_plain_batch_is_none_or_all() {
         panic!()
     };
     assert_eq!(units.len(), 2, "split before the turn/end closer");
-    let mut rec = Recorder::default();
+    let mut rec = Recorder {
+        image: base.as_bytes().to_vec(),
+        ..Default::default()
+    };
     write_payload(&mut rec, base.len() as u64, &payload, None).unwrap();
     let (none, all) = (before.event_count(), before.session_length() + 1);
     let mut seen_all = 0;
@@ -186,6 +207,10 @@ struct Failing {
     writes: usize,
 }
 impl WriteOps for Failing {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        let end = self.file.metadata()?.len();
+        self.write_at(buf, end)
+    }
     fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.writes += 1;
         if self.writes == self.fail_write {
@@ -193,6 +218,15 @@ impl WriteOps for Failing {
             return Err(io::Error::from_raw_os_error(28)); // ENOSPC
         }
         FileExt::write_all_at(&self.file, buf, offset)
+    }
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let len = self.file.metadata()?.len();
+        let n = (buf.len() as u64).min(len.saturating_sub(offset)) as usize;
+        FileExt::read_exact_at(&self.file, &mut buf[..n], offset)?;
+        Ok(n)
+    }
+    fn len(&mut self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
     }
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_all()
@@ -508,4 +542,120 @@ fn continue_needs_an_open_turn_and_cannot_release() {
     assert!(e.to_string().contains("new lifecycle"), "{e}");
     drop(app);
     assert_eq!(fs::read_to_string(&path).unwrap(), text);
+}
+
+/// A real file where another (unlocked) program appends `foreign` right
+/// before or right after dsh's `nth` append.
+struct Racing {
+    sink: super::write::Sink,
+    foreign: Vec<u8>,
+    nth: usize,
+    after: bool,
+    appends: usize,
+}
+impl Racing {
+    fn new(path: &Path, foreign: &str, nth: usize, after: bool) -> Racing {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        let append = OpenOptions::new().append(true).open(path).unwrap();
+        Racing {
+            sink: super::write::Sink {
+                file,
+                append,
+                path: path.to_path_buf(),
+            },
+            foreign: foreign.as_bytes().to_vec(),
+            nth,
+            after,
+            appends: 0,
+        }
+    }
+    fn intrude(&mut self) {
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(&self.sink.path)
+            .unwrap();
+        f.write_all(&self.foreign).unwrap();
+    }
+}
+impl WriteOps for Racing {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.appends += 1;
+        let now = self.appends == self.nth;
+        if now && !self.after {
+            self.intrude();
+        }
+        self.sink.append(buf)?;
+        if now && self.after {
+            self.intrude();
+        }
+        Ok(())
+    }
+    fn write_at(&mut self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.sink.write_at(buf, offset)
+    }
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.sink.read_at(buf, offset)
+    }
+    fn len(&mut self) -> io::Result<u64> {
+        self.sink.len()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.sink.sync()
+    }
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.sink.truncate(len)
+    }
+}
+
+#[test]
+fn a_foreign_appender_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    let base = open_turn_log();
+    let foreign = "{\"type\":\"foreign\"}\n";
+    let before = {
+        fs::write(&path, &base).unwrap();
+        loaded(&path)
+    };
+    let mut batch = lifecycle_prefix(&before, 50.0);
+    batch.push(user_msg(before.session_length()));
+    for container in [Container::Plain, Container::Zstd] {
+        let (payload, _) = encode(&batch, container).unwrap();
+        for (nth, after) in [(1, false), (1, true), (2, false), (2, true)] {
+            if nth == 2 && container == Container::Zstd {
+                continue; // one append: the frame
+            }
+            fs::write(&path, &base).unwrap();
+            let mut ops = Racing::new(&path, foreign, nth, after);
+            let e = commit(&mut ops, &path, base.len() as u64, &payload, None).unwrap_err();
+            let after_bytes = fs::read(&path).unwrap();
+            let text = String::from_utf8_lossy(&after_bytes);
+            let case = format!("{container:?}, foreign line at append {nth}, after: {after}");
+            assert!(e.is_busy(), "{case}: {e}");
+            assert!(matches!(e, AppendError::Interleaved { .. }), "{case}: {e}");
+            assert!(
+                e.to_string().contains("dsh overwrote nothing"),
+                "{case}: {e}"
+            );
+            assert_eq!(&after_bytes[..base.len()], base.as_bytes(), "{case}");
+            assert_eq!(
+                text.matches(foreign).count(),
+                1,
+                "{case}: foreign line lost"
+            );
+            if !after && nth == 1 {
+                // dsh's bytes landed after the foreign line, at the end:
+                // removed, the foreign line stays.
+                assert_eq!(after_bytes.len(), base.len() + foreign.len(), "{case}: {e}");
+            } else {
+                // The foreign line follows dsh's earlier bytes: both stay.
+                assert!(after_bytes.len() > base.len() + foreign.len(), "{case}");
+                assert!(after_bytes.ends_with(foreign.as_bytes()), "{case}");
+            }
+        }
+    }
 }

@@ -78,11 +78,17 @@ impl Ctx {
     /// [`super::spool`]), which lives as long as the context.
     pub fn resolve_rereadable(&mut self, arg: &str) -> anyhow::Result<LogSource> {
         let src = self.resolve(arg)?;
-        if src != LogSource::Stdin {
-            return Ok(src);
-        }
-        let (file, src) =
-            super::spool::stdin(self.max_line_bytes()).map_err(|e| LoadError::io("-", e))?;
+        let (file, src) = match &src {
+            LogSource::Stdin => {
+                super::spool::stdin(self.max_line_bytes()).map_err(|e| LoadError::io("-", e))?
+            }
+            // A pipe or device can be read once only: copied like stdin.
+            LogSource::File(p) if dsh::log::source::is_stream(p) => {
+                super::spool::named(p, self.max_line_bytes())
+                    .map_err(|e| LoadError::io(&p.display().to_string(), e))?
+            }
+            _ => return Ok(src),
+        };
         self.spooled.push(file);
         Ok(src)
     }

@@ -1,7 +1,8 @@
-//! Standard input for commands that read a log twice (`events` marks what
-//! the final surface shadows; `measure` and `compact` read again when step
-//! labels repeat): stdin is copied once into an unnamed temporary file and
-//! read from there.
+//! Standard input — or a pipe or character device named as a file (`<(cmd)`,
+//! a FIFO) — for commands that read a log twice (`events` marks what the
+//! final surface shadows; `measure` and `compact` read again when step
+//! labels repeat): the stream is copied once into an unnamed temporary file
+//! and read from there.
 
 use std::io::{self, Read, Write};
 
@@ -14,11 +15,25 @@ use dsh::LogSource;
 /// newline: the loader then refuses that line at the limit exactly as it
 /// does when streaming, and `dsh events - < /dev/zero` cannot fill the disk.
 pub fn stdin(max_line_bytes: u64) -> io::Result<(tempfile::NamedTempFile, LogSource)> {
+    stream(&mut io::stdin().lock(), max_line_bytes)
+}
+
+/// [`stdin`] for a pipe or device named by `path`.
+pub fn named(
+    path: &std::path::Path,
+    max_line_bytes: u64,
+) -> io::Result<(tempfile::NamedTempFile, LogSource)> {
+    stream(&mut std::fs::File::open(path)?, max_line_bytes)
+}
+
+fn stream(
+    input: &mut dyn Read,
+    max_line_bytes: u64,
+) -> io::Result<(tempfile::NamedTempFile, LogSource)> {
     let mut spool = tempfile::Builder::new()
         .prefix("dsh-stdin-")
         .suffix(".jsonl")
         .tempfile()?;
-    let mut input = io::stdin().lock();
     let mut buf = vec![0u8; 1 << 20];
     let mut since_newline: u64 = 0;
     loop {

@@ -136,6 +136,17 @@ impl Hint {
     }
 }
 
+/// A complete line whose JSON nests deeper than the reference can load: the
+/// reference parses it, then overflows its stack walking it, and refuses the
+/// log ("Maximum call stack size exceeded"). Never a torn tail.
+pub(crate) fn too_deep(no: u64) -> LoadError {
+    LoadError::new(
+        LoadErrorKind::Invalid,
+        "a JSON value nested deeper than the reference can load (about 1,600 object or 3,200 array levels; its loader fails with \"Maximum call stack size exceeded\"): the log is refused as the reference refuses it; the line is complete, not a torn write",
+    )
+    .line(no)
+}
+
 impl LoadError {
     /// A new error without a location.
     pub fn new(kind: LoadErrorKind, message: impl Into<String>) -> Self {

@@ -278,7 +278,7 @@ pub(crate) fn load(
                 return Err(at(
                     LoadError::unsupported(format!(
                         "session \"{id}\" contains event type \"{}\" (seq {seq}) unknown to this harness and not marked ignorable",
-                        ev.type_name()
+                        crate::json::js_string(ev.value.get("type"))
                     ))
                     .seq(seq),
                     line,
@@ -405,9 +405,15 @@ pub(crate) fn load(
         if truncated_at.is_some() {
             continue;
         }
-        let Ok(v) = parsed else {
-            prefix.undecodable(no, line.strict)?;
-            continue;
+        let v = match parsed {
+            Ok(v) => v,
+            Err(e) if e.what == crate::json::TOO_DEEP => {
+                return Err(crate::log::error::too_deep(no));
+            }
+            Err(_) => {
+                prefix.undecodable(no, line.strict)?;
+                continue;
+            }
         };
         let records = [v];
         if !prefix.decoded(no, line.strict, &records)? {

@@ -108,7 +108,7 @@ pub fn is_tree(arg: &str, home: Option<&Path>) -> bool {
 /// Resolve one argument naming one log.
 pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupError> {
     let p = Path::new(arg);
-    if arg == "-" || p.is_file() {
+    if arg == "-" || p.is_file() || source::is_stream(p) {
         return Ok(source::resolve(arg, home)?);
     }
     if p.is_dir() {

@@ -564,7 +564,7 @@ impl Pipeline<'_> {
                 let e = LoadError::unsupported(format!(
                     "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
                     self.id,
-                    ev.type_name(),
+                    crate::json::js_string(ev.value.get("type")),
                     ev.seq
                 ));
                 return Err(at(e.rule(LoadRule::UnknownType), &ev));
@@ -679,7 +679,7 @@ fn load_inner(
     let container = reader.container();
     let frames = reader.frame_table();
     let span_bodies =
-        !opts.keep_nodes && matches!(source, LogSource::File(_) | LogSource::Spooled(_));
+        !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
     let lanes = parse::Lanes {
         rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
         chunk_lines: opts.skip_chunk_events,
@@ -801,6 +801,9 @@ fn load_inner(
                 continue;
             }
             let Some(records) = records else {
+                if line.too_deep {
+                    return Err(error::too_deep(no));
+                }
                 prefix.undecodable(no, strict)?;
                 continue;
             };

@@ -49,6 +49,9 @@ pub struct ParsedLine {
     pub canonical: bool,
     /// Where its `data` and `data.message` sit in the line.
     pub spans: EventSpans,
+    /// The line is JSON nested deeper than the reference can load
+    /// ([`crate::json::TOO_DEEP`]): refused, never a torn tail.
+    pub too_deep: bool,
 }
 
 /// A run of parsed lines and the bytes their values borrow.
@@ -126,12 +129,17 @@ impl RawBatch {
                     text: src,
                     canonical: false,
                     spans: EventSpans::default(),
+                    too_deep: false,
                 });
                 continue;
             }
+            let mut too_deep = false;
             let (value, canonical, member_spans) = match Value::parse_event_line(src) {
                 Ok((v, c, s)) => (Some(v), c && src.len() == bytes.len(), s),
-                Err(_) => (None, false, EventSpans::default()),
+                Err(e) => {
+                    too_deep = e.what == crate::json::TOO_DEEP;
+                    (None, false, EventSpans::default())
+                }
             };
             lines.push(ParsedLine {
                 no,
@@ -143,6 +151,7 @@ impl RawBatch {
                 text: src,
                 canonical,
                 spans: member_spans,
+                too_deep,
             });
         }
         Batch {
@@ -278,6 +287,7 @@ pub fn spawn(
     let q = queue.clone();
     let handle = std::thread::Builder::new()
         .name("dsh-parse".into())
+        .stack_size(crate::json::THREAD_STACK)
         .spawn(move || {
             run(&mut reader, &q, &rrx, lanes);
             reader

@@ -49,6 +49,36 @@ impl LogSource {
     }
 }
 
+/// Whether `p` (followed through symbolic links) is something to read as a
+/// stream, once, like standard input: a FIFO (a named pipe, or `<(cmd)`'s
+/// `/dev/fd/N`) or a character device.
+pub fn is_stream(p: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(p).is_ok_and(|m| {
+        let t = m.file_type();
+        t.is_fifo() || t.is_char_device()
+    })
+}
+
+/// Whether `p` is a regular file (followed through symbolic links).
+pub fn is_regular(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file())
+}
+
+/// What `p` is when it exists but is neither a file, a directory nor a
+/// stream: "a socket", "a block device".
+fn unreadable_kind(p: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(p).ok()?.file_type();
+    if t.is_socket() {
+        Some("a socket")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else {
+        None
+    }
+}
+
 /// File names a session directory may hold, in the order they are preferred.
 pub const SESSION_FILES: [&str; 2] = ["session.jsonl.zstd", "session.jsonl"];
 
@@ -201,8 +231,17 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
         return Ok(LogSource::Stdin);
     }
     let p = Path::new(arg);
-    if p.is_file() {
+    if p.is_file() || is_stream(p) {
         return Ok(LogSource::File(p.to_path_buf()));
+    }
+    if let Some(what) = unreadable_kind(p) {
+        return Err(LoadError::new(
+            LoadErrorKind::Io,
+            format!(
+                "{}: is {what}, not a regular file or a pipe: not a session log",
+                p.display()
+            ),
+        ));
     }
     if p.is_dir() {
         if let Some(f) = session_file_in(p) {

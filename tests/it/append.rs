@@ -261,3 +261,317 @@ fn a_second_dsh_prune_fails_fast_or_waits() {
     assert_eq!(after.lines().count(), 15 + 3);
     assert_eq!(after.matches("\"compaction/prune\"").count(), 1);
 }
+
+/// A log whose open turn holds `n` oversized tool results (CJK text, so each
+/// replacement is about 18 KB): pruning it appends one batch of `n` pairs.
+fn many_results_log(n: usize) -> String {
+    let mut rng = Lcg(0xf2);
+    let mut lines = vec![
+        r#"{"type":"session","version":0,"id":"big-prune","createdAt":1767225600000,"cwd":"/home/dev/p","delegationDepth":0}"#.to_string(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#.to_string(),
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#.to_string(),
+        r#"{"type":"user/message","seq":2,"time":1,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"m-u1"},"surfaceOp":"append"}"#.to_string(),
+    ];
+    let calls: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"type":"tool-call","id":"c{i}","name":"bash","arguments":"{{}}"}}"#))
+        .collect();
+    lines.push(format!(
+        r#"{{"type":"assistant/message","seq":3,"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"assistant","content":[{}],"source":{{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"id":"m-a1"}}}},"surfaceOp":"append"}}"#,
+        calls.join(",")
+    ));
+    let mut seq = 4;
+    for i in 0..n {
+        lines.push(format!(
+            r#"{{"type":"tool/call","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"callId":"c{i}","name":"bash","arguments":"{{}}"}}}}"#
+        ));
+        seq += 1;
+    }
+    for i in 0..n {
+        let text: String = (0..9000)
+            .map(|_| char::from_u32(0x4e00 + rng.next(3000) as u32).unwrap())
+            .collect();
+        lines.push(format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"user","content":[{{"type":"tool-result","toolCallId":"c{i}","content":[{{"type":"text","text":"{text}"}}],"isError":false}}],"source":{{"kind":"tool","callId":"c{i}"}},"id":"m-r{i}"}}}},"surfaceOp":"append"}}"#
+        ));
+        seq += 1;
+    }
+    lines.join("\n") + "\n"
+}
+
+/// Lines of `plain` that a crash may end after: not a `compaction/prune`
+/// (its replacement follows), not inside summary → checkpoint → end.
+fn safe_counts(plain: &str) -> Vec<usize> {
+    let mut safe = vec![0];
+    let mut bracket = false;
+    for (i, line) in plain.lines().enumerate() {
+        let ty = Value::parse(line)
+            .unwrap()
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap()
+            .to_string();
+        match ty.as_str() {
+            "compaction/summary" => bracket = true,
+            "compaction/end" => bracket = false,
+            _ => {}
+        }
+        if ty != "compaction/prune" && !bracket {
+            safe.push(i + 1);
+        }
+    }
+    safe
+}
+
+/// A prune batch of about 220 KB (more than one 128 KiB Zstandard block)
+/// cut at every byte: what a reader recovers from the torn frame (a
+/// streaming decoder fed byte by byte, as the reader decodes a torn final
+/// frame) never ends between a `compaction/prune` and its replacement; and
+/// the loader, on a sample of those cuts (every 1999th byte and a few bytes
+/// around every change), agrees and loads the log.
+#[test]
+fn a_zstd_batch_cut_at_any_byte_never_shows_half_a_pair() {
+    use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+    let text = many_results_log(14);
+    let (head, body) = text.split_at(text.find('\n').unwrap() + 1);
+    let mut bytes = zstd::bulk::compress(head.as_bytes(), 3).unwrap();
+    bytes.extend(zstd::bulk::compress(body.as_bytes(), 3).unwrap());
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("session.jsonl.zstd");
+    fs::write(&log, &bytes).unwrap();
+    let orig = load(&log).stored_events;
+    let out = crate::support::dsh_process()
+        .args(["prune", "-q", "--allow-closed-turn"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&log).unwrap();
+    let frame = &after[bytes.len()..];
+    let plain = String::from_utf8(zstd::stream::decode_all(frame).unwrap()).unwrap();
+    assert!(plain.len() > 200_000, "a batch of {} bytes", plain.len());
+    assert_eq!(plain.matches("\"compaction/prune\"").count(), 14);
+    let safe = safe_counts(&plain);
+    let all = plain.lines().count();
+    // Every byte: the lines a torn frame of that length shows.
+    let mut dec = Decoder::new().unwrap();
+    let mut outbuf = vec![0u8; plain.len() + 1];
+    let (mut produced, mut newlines) = (0usize, 0usize);
+    let mut visible = vec![0usize; frame.len() + 1];
+    let mut partial = 0;
+    for c in 1..=frame.len() {
+        let mut input = InBuffer::around(&frame[c - 1..c]);
+        loop {
+            let mut o = OutBuffer::around_pos(&mut outbuf[..], produced);
+            dec.run(&mut input, &mut o).unwrap();
+            let now = o.pos();
+            let grew = now > produced;
+            newlines += memchr::memchr_iter(b'\n', &outbuf[produced..now]).count();
+            produced = now;
+            if input.pos() == 1 && !grew {
+                break;
+            }
+        }
+        visible[c] = newlines;
+        if safe.binary_search(&newlines).is_err() {
+            partial += 1;
+        }
+    }
+    assert_eq!(visible[frame.len()], all);
+    let changes: Vec<usize> = (1..=frame.len())
+        .filter(|&c| visible[c] != visible[c - 1])
+        .collect();
+    eprintln!(
+        "{} cuts (every byte of a {}-byte frame holding {} bytes of JSONL, {all} events): {partial} show a partial unit; {} distinct states",
+        frame.len() + 1,
+        frame.len(),
+        plain.len(),
+        changes.len() + 1
+    );
+    assert_eq!(partial, 0, "cuts that show half a prune pair");
+    assert!(
+        changes.len() > 1,
+        "a large batch becomes visible in safe steps"
+    );
+    // The loader agrees on a sample of the cuts.
+    let mut sample: Vec<usize> = (0..=frame.len()).step_by(1999).collect();
+    for &c in &changes {
+        sample.extend(c.saturating_sub(2)..=(c + 1).min(frame.len()));
+    }
+    sample.sort_unstable();
+    sample.dedup();
+    let cut = d.path().join("cut.jsonl.zstd");
+    for &c in &sample {
+        let mut b = bytes.clone();
+        b.extend_from_slice(&frame[..c]);
+        fs::write(&cut, &b).unwrap();
+        let l = load(&cut);
+        assert_eq!(
+            (l.stored_events - orig) as usize,
+            visible[c],
+            "cut at byte {c} of the frame"
+        );
+    }
+    eprintln!("the loader agreed on {} of those cuts", sample.len());
+}
+
+/// `dsh prune` (slowed down, so that its write has many windows) races a
+/// program that appends lines without the writer lock, as a running harness
+/// does. Over many trials no foreign line may be lost or damaged, and dsh
+/// may exit 0 only when its batch sits whole right after the original log.
+#[test]
+fn a_racing_unlocked_appender_never_loses_a_line() {
+    use std::io::Write as _;
+    // DSH_TEST_RACE_TRIALS=N runs more.
+    let trials: u64 = std::env::var("DSH_TEST_RACE_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(120);
+    let (mut lost, mut ok, mut busy, mut races) = (0, 0, 0, 0);
+    let mut rng = Lcg(0x0f4);
+    for t in 0..trials {
+        let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
+        let before = fs::read(&log).unwrap();
+        let mut child = crate::support::dsh_process()
+            .args([
+                "prune",
+                "-q",
+                "--allow-closed-turn",
+                "--debug-write-pause-ms",
+                "1",
+            ])
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Three foreign lines at random moments of the write.
+        let mut foreign = Vec::new();
+        if t % 2 == 1 {
+            wait_for_growth(&log, before.len(), &mut child);
+        }
+        for k in 0..3 {
+            std::thread::sleep(Duration::from_micros(rng.next(25_000)));
+            let line = format!("{{\"type\":\"harness/foreign\",\"trial\":{t},\"k\":{k}}}\n");
+            let mut f = fs::OpenOptions::new().append(true).open(&log).unwrap();
+            f.write_all(line.as_bytes()).unwrap();
+            foreign.push(line);
+        }
+        let out = child.wait_with_output().unwrap();
+        let after = fs::read(&log).unwrap();
+        assert_eq!(
+            &after[..before.len()],
+            &before[..],
+            "trial {t}: old bytes rewritten"
+        );
+        let text = String::from_utf8_lossy(&after);
+        for line in &foreign {
+            if text.matches(line.as_str()).count() != 1 {
+                lost += 1;
+            }
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                ok += 1;
+                // dsh's batch is whole, right after the original bytes.
+                let tail = &text[before.len()..];
+                let first_foreign = tail.find("harness/foreign").unwrap_or(tail.len());
+                let batch = &tail[..tail[..first_foreign].rfind('\n').map_or(0, |i| i + 1)];
+                assert_eq!(
+                    batch.matches("\"compaction/prune\"").count(),
+                    2,
+                    "trial {t}"
+                );
+            }
+            Some(4) => {
+                busy += 1;
+                if err.contains("while dsh was appending") {
+                    races += 1;
+                    assert!(err.contains("dsh overwrote nothing"), "trial {t}: {err}");
+                }
+            }
+            c => panic!("trial {t}: exit {c:?}: {err}"),
+        }
+    }
+    eprintln!(
+        "{trials} races, {} foreign lines: {lost} lost; dsh exited 0 {ok} times, 4 {busy} times ({races} caught mid-write)",
+        trials * 3
+    );
+    assert_eq!(lost, 0, "foreign lines lost");
+    assert!(races > 0, "some foreign lines must land while dsh writes");
+}
+
+/// `kill -9` while `dsh prune` writes a large batch (about 220 KB of JSONL,
+/// more than one Zstandard block) to a `.jsonl.zstd` log: whatever the kill
+/// leaves, the log loads and shows the old log plus whole units only.
+#[test]
+fn kill_9_during_a_large_zstd_batch_never_shows_half_a_pair() {
+    let text = many_results_log(14);
+    let (head, body) = text.split_at(text.find('\n').unwrap() + 1);
+    let mut bytes = zstd::bulk::compress(head.as_bytes(), 3).unwrap();
+    bytes.extend(zstd::bulk::compress(body.as_bytes(), 3).unwrap());
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src.jsonl.zstd");
+    fs::write(&src, &bytes).unwrap();
+    let orig = load(&src).stored_events;
+    let mut rng = Lcg(0x9e);
+    let runs = 24;
+    // Events visible after each killed run; the last run is not killed
+    // and gives the whole batch (and so its safe points).
+    let mut seen = Vec::new();
+    let mut mid = 0;
+    let mut whole = String::new();
+    for i in 0..runs {
+        let (_t, log) = copy_of(&src, "session.jsonl.zstd");
+        let mut child = crate::support::dsh_process()
+            .args([
+                "prune",
+                "-q",
+                "--allow-closed-turn",
+                "--debug-write-pause-ms",
+                "20",
+            ])
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let last = i + 1 == runs;
+        if !last {
+            wait_for_growth(&log, bytes.len(), &mut child);
+            std::thread::sleep(Duration::from_millis(rng.next(90)));
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        let after = fs::read(&log).unwrap();
+        assert_eq!(
+            &after[..bytes.len()],
+            &bytes[..],
+            "run {i}: old bytes rewritten"
+        );
+        let n = (load(&log).stored_events - orig) as usize;
+        if last {
+            let plain = zstd::stream::decode_all(&after[bytes.len()..]).unwrap();
+            whole = String::from_utf8(plain).unwrap();
+        } else {
+            mid += (after.len() > bytes.len()) as u32;
+            seen.push(n);
+        }
+    }
+    let safe = safe_counts(&whole);
+    let partial = seen
+        .iter()
+        .filter(|n| safe.binary_search(n).is_err())
+        .count();
+    let some = seen.iter().filter(|&&n| n > 0).count();
+    eprintln!(
+        "{} kills ({mid} mid-write, {some} showing part or all of the batch): {partial} show half a unit",
+        runs - 1
+    );
+    assert_eq!(partial, 0, "visible event counts {seen:?}, safe {safe:?}");
+    assert!(mid > 0);
+}

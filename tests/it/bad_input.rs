@@ -543,3 +543,328 @@ fn a_home_full_of_self_links_is_walked_once() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
+
+#[test]
+fn out_into_a_missing_directory_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    std::fs::copy(sample("prune-open-turn.jsonl"), &log).unwrap();
+    let before = std::fs::read(&log).unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for out in [dir.path().join("nodir/x"), file.join("x")] {
+        for cmd in [&["prune"][..], &["locks", "--release"], &["compact"]] {
+            let o = dsh()
+                .env("DEEPSEEK_API_KEY", "k")
+                .args(cmd)
+                .arg("--out")
+                .arg(&out)
+                .arg(&log)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?} --out {out:?}: {err}");
+            assert!(!err.contains("internal error"), "{cmd:?}: {err}");
+            assert!(
+                err.contains("cannot write the copy there"),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+}
+
+/// A log with a `user/message` whose `data` holds a value `depth` levels
+/// deep (arrays or objects), as its last event or its first.
+fn deep_log(dir: &tempfile::TempDir, depth: usize, objects: bool, last: bool) -> PathBuf {
+    let nested = if objects {
+        format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth))
+    } else {
+        format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+    };
+    let msg = |seq: u64, extra: &str| {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"role":"user","content":[{{"type":"text","text":"hi"}}],"source":{{"kind":"user"}},"id":"u{seq}"{extra}}},"surfaceOp":"append"}}"#
+        )
+    };
+    let deep = format!(r#","deep":{nested}"#);
+    let (a, b) = if last {
+        ("", deep.as_str())
+    } else {
+        (deep.as_str(), "")
+    };
+    let text = [
+        r#"{"type":"session","version":0,"id":"deep","createdAt":1767225600000,"cwd":"/tmp","delegationDepth":0}"#.to_string(),
+        msg(0, a),
+        msg(1, b),
+    ]
+    .join("\n")
+        + "\n";
+    write(
+        dir,
+        &format!("d{depth}-{objects}-{last}.jsonl"),
+        text.as_bytes(),
+    )
+}
+
+/// Depths as the reference takes them (checked with the oracle): arrays
+/// 600, 2000 and 3000 levels deep load, wherever the event is; objects 600
+/// deep load, 2000 and 3000 deep make the reference's loader overflow its
+/// stack, and the log is refused. A deep last event is never a torn tail,
+/// and no writer advises truncating it.
+#[test]
+fn deep_nesting_is_accepted_and_refused_as_the_reference_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for (depth, objects, accepted) in [
+        (600, false, true),
+        (2000, false, true),
+        (3000, false, true),
+        (600, true, true),
+        (2000, true, false),
+        (3000, true, false),
+        (5000, false, false),
+    ] {
+        for last in [true, false] {
+            let p = deep_log(&dir, depth, objects, last);
+            let case = format!("depth {depth}, objects {objects}, last {last}");
+            let out = dsh().args(["load", "--json"]).arg(&p).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            if accepted {
+                assert_eq!(out.status.code(), Some(0), "{case}: {err}");
+                let v = crate::prune::json(&out.stdout);
+                assert_eq!(
+                    v.get("storedEvents").and_then(|n| n.as_count()),
+                    Some(2),
+                    "{case}"
+                );
+                assert!(!err.contains("torn"), "{case}: {err}");
+            } else {
+                assert_eq!(out.status.code(), Some(3), "{case}: {err}");
+                assert!(
+                    err.contains("nested deeper than the reference can load"),
+                    "{case}: {err}"
+                );
+                assert!(err.contains("not a torn write"), "{case}: {err}");
+            }
+            let out = dsh()
+                .args(["prune", "--dry-run", "--allow-closed-turn"])
+                .arg(&p)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("truncate -s"), "{case}: {err}");
+        }
+    }
+}
+
+/// A named pipe that is fed `bytes` once, by a thread, when a reader opens it.
+fn fifo_fed(dir: &tempfile::TempDir, name: &str, bytes: Vec<u8>) -> PathBuf {
+    let p = dir.path().join(name);
+    let st = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let q = p.clone();
+    std::thread::spawn(move || {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&q) {
+            let _ = f.write_all(&bytes);
+        }
+    });
+    p
+}
+
+/// A FIFO (as `<(cmd)` gives) or a character device is read as a stream,
+/// like standard input (copied first by the commands that read twice); a
+/// writer refuses it as not a regular file. Never "no such file".
+#[test]
+fn pipes_and_devices_are_read_as_streams_and_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = std::fs::read(sample("compacted.jsonl")).unwrap();
+    let runs: [&[&str]; 7] = [
+        &["load", "--json"],
+        &["surface", "--json"],
+        &["events"],
+        &["measure"],
+        &["verify"],
+        &["messages", "--json"],
+        &["prune", "--dry-run"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let p = fifo_fed(&dir, &format!("pipe{i}"), log.clone());
+        let out = dsh().args(*args).arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!out.stdout.is_empty(), "{args:?}");
+    }
+    // The same answer as from the file.
+    let p = fifo_fed(&dir, "pipe-load", log.clone());
+    let from_pipe = dsh().args(["surface", "--json"]).arg(&p).output().unwrap();
+    let from_file = dsh()
+        .args(["surface", "--json"])
+        .arg(sample("compacted.jsonl"))
+        .output()
+        .unwrap();
+    let strip = |o: &[u8]| {
+        let mut v = crate::prune::json(o);
+        if let dsh::Value::Obj(m) = &mut v {
+            m.retain(|(k, _)| !k.eq_str("file"));
+        }
+        v.to_json()
+    };
+    assert_eq!(strip(&from_pipe.stdout), strip(&from_file.stdout));
+    // A character device: read, refused for what it holds.
+    let out = dsh().args(["load", "/dev/null"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("header-less"), "{err}");
+    // Writers refuse, before opening it.
+    let p = dir.path().join("unfed");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for args in [
+        &["prune"][..],
+        &["locks", "--release"],
+        &["prune", "--out", "x.jsonl"],
+    ] {
+        let out = dsh().args(args).arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("not a regular file"), "{args:?}: {err}");
+        assert!(!err.contains("no such file"), "{args:?}: {err}");
+    }
+    let out = dsh().args(["prune", "/dev/null"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+/// The exit of a writer whose report cannot be printed (`>/dev/full`) says
+/// the write landed; a full stderr (`2>/dev/full`) changes nothing.
+#[test]
+fn a_full_stdout_after_a_write_says_the_write_landed() {
+    use crate::provider::{Reply, Server, deepseek_sse};
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // compact: the bracket is written, then printing fails.
+    for json in [false, true] {
+        let log = dir.path().join(format!("c{json}.jsonl"));
+        std::fs::copy(sample("prune-closed.jsonl"), &log).unwrap();
+        let before = std::fs::read(&log).unwrap().len();
+        let server = Server::start(vec![Reply::Sse(deepseek_sse("A short summary."))]);
+        let mut cmd = crate::support::dsh_process();
+        cmd.env("DEEPSEEK_API_KEY", "k").args([
+            "compact",
+            "--retry-delay",
+            "0",
+            "--base-url",
+            &server.base,
+        ]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg(&log).stdout(full()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(70), "{err}");
+        assert!(err.contains("the write landed"), "{err}");
+        assert!(err.contains("only printing the report failed"), "{err}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.len() > before && text.contains("\"compaction/end\""));
+        drop(server.join());
+    }
+    // compact with a full stderr: written, exit 0.
+    let log = dir.path().join("c2.jsonl");
+    std::fs::copy(sample("prune-closed.jsonl"), &log).unwrap();
+    let server = Server::start(vec![Reply::Sse(deepseek_sse("A short summary."))]);
+    let out = crate::support::dsh_process()
+        .env("DEEPSEEK_API_KEY", "k")
+        .args(["compact", "--retry-delay", "0", "--base-url", &server.base])
+        .arg(&log)
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("\"compaction/end\"")
+    );
+    drop(server.join());
+    // locks --release.
+    for (args, code) in [
+        (&["--release", "--yes"][..], 70),
+        (&["--release", "--yes", "--json"], 70),
+    ] {
+        let log = dir.path().join("l.jsonl");
+        std::fs::copy(sample("locks-busy.jsonl"), &log).unwrap();
+        let out = crate::support::dsh_process()
+            .arg("locks")
+            .args(args)
+            .arg(&log)
+            .stdout(full())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains("the write landed"), "{args:?}: {err}");
+        assert!(
+            std::fs::read_to_string(&log)
+                .unwrap()
+                .ends_with("\"data\":{}}\n")
+        );
+        let out = crate::support::dsh_process()
+            .args(["locks", "--json"])
+            .arg(&log)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "released: no busy lock left");
+    }
+    let log = dir.path().join("l.jsonl");
+    std::fs::copy(sample("locks-busy.jsonl"), &log).unwrap();
+    let out = crate::support::dsh_process()
+        .args(["locks", "--release", "--yes"])
+        .arg(&log)
+        .stderr(full())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// An event without a readable `type` (a key spelled with an invalid UTF-8
+/// byte, or none at all) is named as the reference names it: `"undefined"`;
+/// a non-string type as JavaScript prints it.
+#[test]
+fn a_missing_event_type_is_undefined_as_in_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = session_lines()[0].clone() + "\n";
+    for (line, want) in [
+        (
+            &b"{\"ty\xffpe\":\"user/message\",\"seq\":0,\"time\":1,\"data\":{}}\n"[..],
+            "\"undefined\"",
+        ),
+        (b"{\"seq\":0,\"time\":1,\"data\":{}}\n", "\"undefined\""),
+        (b"{\"type\":7,\"seq\":0,\"time\":1,\"data\":{}}\n", "\"7\""),
+    ] {
+        let mut bytes = head.as_bytes().to_vec();
+        bytes.extend_from_slice(line);
+        let p = write(&dir, "t.jsonl", &bytes);
+        let out = dsh().args(["load"]).arg(&p).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(
+            err.contains(&format!("contains event type {want}")),
+            "{err}"
+        );
+    }
+}

@@ -911,13 +911,14 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             Ok(status)
         }
         Ok(report) => {
-            if ctx.json {
+            let printed = if ctx.json {
                 let v = report_json(&report, &plan, lifecycle, args.dry_run)
                     .with("schema_version", SCHEMA_VERSION.into());
-                ctx.print_json(&v)?;
+                ctx.print_json(&v)
             } else {
-                print_human(&ctx.out, &report, &plan, lifecycle, args.dry_run)?;
-            }
+                print_human(&ctx.out, &report, &plan, lifecycle, args.dry_run)
+            };
+            landed(printed, args, &report.appended)?;
             // A signal that came while the bracket was being committed.
             Ok(interrupted.unwrap_or(Status::Ok))
         }
@@ -944,6 +945,35 @@ fn print_would_fail(o: &Out, problems: &[compact::plan::Problem]) -> std::io::Re
         outln!(o, "  hint: {}", p.hint)?;
     }
     Ok(())
+}
+
+/// A report that failed to print after events were appended: the error
+/// says the write landed (exit 70 is about the report, not the log). A
+/// closed pipe stays quiet.
+fn landed(
+    printed: std::io::Result<()>,
+    args: &CompactArgs,
+    appended: &[dsh::OwnedEvent],
+) -> anyhow::Result<()> {
+    match printed {
+        Err(e) if !appended.is_empty() && e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let to = args
+                .out
+                .as_ref()
+                .map_or(args.log.clone(), |o| o.display().to_string());
+            Err(crate::cli::exit::StatusError {
+                status: Status::Internal,
+                message: format!(
+                    "{to}: the write landed ({} event(s) appended, seq {}–{}); only printing the report failed: {e}",
+                    appended.len(),
+                    appended[0].seq,
+                    appended[appended.len() - 1].seq
+                ),
+            }
+            .into())
+        }
+        r => r.map_err(Into::into),
+    }
 }
 
 /// The spinner's line for a step of the summariser call.
@@ -1044,9 +1074,10 @@ fn report_failure(
         let v = report_json(&f.report, plan, lifecycle, args.dry_run)
             .with("error", err)
             .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        landed(ctx.print_json(&v), args, &f.report.appended)?;
     } else {
-        print_human(&ctx.out, &f.report, plan, lifecycle, args.dry_run)?;
+        let printed = print_human(&ctx.out, &f.report, plan, lifecycle, args.dry_run);
+        landed(printed, args, &f.report.appended)?;
     }
     eprintln!("dsh: compact failed: {}", f.message);
     if let Some(h) = hint {

@@ -494,9 +494,48 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .out
         .as_ref()
         .map_or_else(|| file.clone(), |o| o.display().to_string());
+    // The write has landed: a failure to print the report must say so.
+    let report = || -> Result<()> {
+        print_released(ctx, args, &file, &b, now, after, &prefix, &rep, &written)
+    };
+    match report() {
+        Ok(()) => Ok(Status::Ok),
+        Err(e) if !is_broken_pipe(&e) => Err(crate::cli::exit::StatusError {
+            status: Status::Internal,
+            message: format!(
+                "{file}: the write landed ({} event(s) appended to {written}); only printing the report failed: {e:#}",
+                rep.events
+            ),
+        }
+        .into()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The reader of stdout went away (dsh ends quietly).
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The report of a release that was written.
+#[allow(clippy::too_many_arguments)]
+fn print_released(
+    ctx: &Ctx,
+    args: &LocksArgs,
+    file: &str,
+    b: &dsh::lock::Bracket,
+    now: f64,
+    after: dsh::lock::LockState,
+    prefix: &[dsh::OwnedEvent],
+    rep: &dsh::append::AppendReport,
+    written: &str,
+) -> Result<()> {
     if ctx.json {
         ctx.print_json(
-            &release_json(&file, &b, now, after.as_str(), &prefix)
+            &release_json(file, b, now, after.as_str(), prefix)
                 .with(
                     "out",
                     args.out.as_ref().map(|o| o.display().to_string()).into(),
@@ -514,7 +553,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             after.as_str()
         )?;
     }
-    Ok(Status::Ok)
+    Ok(())
 }
 
 /// What `--release --json` prints in its dry run and its real run alike:

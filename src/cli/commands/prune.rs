@@ -154,9 +154,11 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
         }
         AppendError::Unsupported { .. } => Status::InvalidLog,
         AppendError::Stdin
+        | AppendError::NotRegular { .. }
         | AppendError::Symlink { .. }
         | AppendError::ReadOnly { .. }
-        | AppendError::TargetExists { .. } => Status::Usage,
+        | AppendError::TargetExists { .. }
+        | AppendError::BadTarget { .. } => Status::Usage,
         // --out names a place the copy cannot be made (no such directory,
         // no permission): nothing was written; a usage problem.
         AppendError::Open {

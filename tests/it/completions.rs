@@ -43,6 +43,8 @@ fn every_subcommand_help_has_examples_and_speaks_of_dsh() {
         "locks",
         "sessions",
         "usage",
+        "pack",
+        "unpack",
         "completions",
     ] {
         for flag in ["-h", "--help"] {

@@ -16,5 +16,7 @@ mod pack;
 mod provider;
 mod prune;
 mod schemas;
+mod sessions;
 mod terminal;
+mod usage;
 mod verify;

@@ -551,8 +551,11 @@ fn every_schema_is_some_command_s_document() {
         "messages",
         "pack",
         "prune",
+        "sessions",
         "surface",
         "unpack",
+        "usage",
+        "usage-prices",
         "verify",
         "verify-checks",
         "verify-many",
@@ -602,4 +605,40 @@ fn dry_runs_are_reproducible() {
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(first, once(), "{args:?}");
     }
+}
+
+/// `sessions` and `usage` over a DSH home holding every sample.
+#[test]
+fn sessions_and_usage_print_their_documented_shapes() {
+    let home = tempfile::tempdir().unwrap();
+    for (i, log) in samples().iter().enumerate() {
+        let d = home
+            .path()
+            .join("sessions")
+            .join(format!("--home-dev-p{}--", i % 3))
+            .join(format!("s{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let name = if log.to_string_lossy().ends_with(".zstd") {
+            "session.jsonl.zstd"
+        } else {
+            "session.jsonl"
+        };
+        std::fs::copy(log, d.join(name)).unwrap();
+    }
+    let with_home = |args: &[&str]| run(dsh().env("DSH_HOME", home.path()).args(args).arg("-q"));
+    let (_, docs) = with_home(&["sessions", "--json"]);
+    check("sessions", &docs[0], "sessions");
+    assert!(docs[0]["logs"].as_array().unwrap().len() >= samples().len());
+    for by in ["--daily", "--weekly", "--monthly", "--session", "--project"] {
+        for breakdown in [false, true] {
+            let mut args = vec!["usage", "--json", by];
+            if breakdown {
+                args.push("--breakdown");
+            }
+            let (_, docs) = with_home(&args);
+            check("usage", &docs[0], &format!("{args:?}"));
+        }
+    }
+    let (_, docs) = with_home(&["usage", "--prices", "--json"]);
+    check("usage-prices", &docs[0], "usage --prices");
 }

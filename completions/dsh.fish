@@ -47,6 +47,7 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Compact a sess
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -266,6 +267,24 @@ complete -c dsh -n "__fish_dsh_using_subcommand pack" -s q -l quiet -d 'Do not p
 complete -c dsh -n "__fish_dsh_using_subcommand pack" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand pack" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand pack" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real BPE tokenizer instead of the heuristic' -r -f -a "o200k\t''
+cl100k\t''"
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l by -d 'Group: `cause` prints only the misses by cause' -r -f -a "cause\t''"
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lifetime -d 'Cache lifetime of an unused entry (e.g. 300s, 5m, 1h); idle gaps longer than this expire it, when the log\'s times are real. Default: never' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l block -d 'DeepSeek\'s storage granularity: hits are whole multiples of this' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -s j -l jobs -d 'Logs analysed at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s o -l out -d 'Where to write the plain log (`-` for standard output)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
@@ -293,17 +312,18 @@ complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'D
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "completions" -d 'Print shell completions'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

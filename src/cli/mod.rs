@@ -94,6 +94,8 @@ pub enum Command {
     Locks(commands::locks::LocksArgs),
     // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
     Pack(commands::pack::PackArgs),
+    // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
+    Cache(commands::cache::CacheArgs),
     Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
@@ -114,6 +116,7 @@ impl Command {
             Command::Verify(_) => "verify",
             Command::Locks(_) => "locks",
             Command::Pack(_) => "pack",
+            Command::Cache(_) => "cache",
             Command::Unpack(_) => "unpack",
             Command::Completions(_) => "completions",
         }
@@ -162,6 +165,7 @@ pub fn run() -> ExitCode {
         Command::Prune(a) => commands::prune::run(&mut ctx, a),
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
+        Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["request_header", "lock", "surface", "config"],
     &["log"],
     &["derive", "meter", "range", "pack"],
-    &["prune", "append"],
+    &["prune", "append", "cache"],
     &["verify", "lifecycle"],
     &["compact"],
 ];

@@ -51,7 +51,6 @@ pub struct CacheOptions {
     pub lifetime_ms: Option<u64>,
 }
 
-
 /// DeepSeek's context cache on disk (api-docs.deepseek.com, "Context
 /// Caching"): every request persists two **prefix units**, at the end of its
 /// input and at the end of its output; a common prefix detected across

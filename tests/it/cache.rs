@@ -1,0 +1,705 @@
+//! `dsh cache`: positions, causes, the DeepSeek prediction and replacements.
+//!
+//! The centre is a loopback provider that implements DeepSeek's prefix-unit
+//! cache on its own (units at the end of every request's input and output and
+//! at detected common prefixes, matched whole, hits in blocks of 128 tokens),
+//! keyed by the JSON text of the request's parts rather than by seqs. A
+//! generator drives a session through it over HTTP — tool calls, a prune
+//! pass, a compaction, a system-prompt change — and writes the log the way
+//! the harness does, with the usage the provider reported. `dsh cache` must
+//! predict exactly the `cacheReadTokens` the provider reported, request by
+//! request. The provider counts tokens with DSH's heuristic (as dsh does),
+//! so the test checks the cache rule, not a tokenizer.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as J, json};
+
+use crate::provider::read_request;
+use crate::support::{TestEnv, shared};
+
+// --- DSH's heuristic, written again from the spec (compaction §1.1–§1.3).
+
+fn q(s: &str) -> u64 {
+    (s.encode_utf16().count() as u64).div_ceil(4)
+}
+
+fn block_price(b: &J) -> u64 {
+    match b["type"].as_str() {
+        Some("text") | Some("reasoning") => q(b["text"].as_str().unwrap_or("")) + 4,
+        Some("tool-call") => {
+            q(b["name"].as_str().unwrap_or("")) + q(b["arguments"].as_str().unwrap_or("")) + 4
+        }
+        Some("tool-result") => {
+            b["content"]
+                .as_array()
+                .map_or(0, |c| c.iter().map(block_price).sum::<u64>())
+                + 4
+        }
+        _ => 4 + q(&b.to_string()),
+    }
+}
+
+fn message_price(m: &J) -> u64 {
+    m["content"]
+        .as_array()
+        .map_or(0, |c| c.iter().map(block_price).sum::<u64>())
+        + 4
+}
+
+// --- The loopback provider.
+
+const BLOCK: u64 = 128;
+
+/// A request's parts as the provider keys them: model, system, tools, then
+/// one per message; each with its tokens.
+fn parts(body: &J) -> Vec<(String, u64)> {
+    let mut p = vec![(format!("model:{}", body["model"]), 0)];
+    if let Some(s) = body["system"].as_str() {
+        p.push((format!("system:{s}"), q(s) + 4));
+    }
+    if let Some(t) = body["tools"].as_array() {
+        let text = J::Array(t.clone()).to_string();
+        p.push((format!("tools:{text}"), q(&text) + 4));
+    }
+    for m in body["messages"].as_array().unwrap() {
+        p.push((m.to_string(), message_price(m)));
+    }
+    p
+}
+
+#[derive(Default)]
+struct PrefixCache {
+    /// Persisted units: their parts, and their token length.
+    units: Vec<(Vec<String>, u64)>,
+    /// Everything processed so far (prompt + output of every request).
+    history: Vec<Vec<String>>,
+}
+
+impl PrefixCache {
+    fn serve(&mut self, body: &J) -> J {
+        let p = parts(body);
+        let keys: Vec<String> = p.iter().map(|x| x.0.clone()).collect();
+        let prompt: u64 = p.iter().map(|x| x.1).sum();
+        // Hit: the longest unit this prompt matches completely.
+        let hit = self
+            .units
+            .iter()
+            .filter(|(u, _)| u.len() <= keys.len() && keys[..u.len()] == u[..])
+            .map(|(_, t)| t / BLOCK * BLOCK)
+            .max()
+            .unwrap_or(0);
+        // Common prefix with anything processed before becomes a unit.
+        let common = self
+            .history
+            .iter()
+            .map(|h| h.iter().zip(&keys).take_while(|(a, b)| a == b).count())
+            .max()
+            .unwrap_or(0);
+        if common >= 2 {
+            let t = p[..common].iter().map(|x| x.1).sum();
+            self.units.push((keys[..common].to_vec(), t));
+        }
+        let reply = &body["reply"];
+        let out = message_price(reply);
+        let mut with_out = keys.clone();
+        with_out.push(reply.to_string());
+        self.units.push((keys.clone(), prompt));
+        self.units.push((with_out.clone(), prompt + out));
+        self.history.push(keys);
+        self.history.push(with_out);
+        json!({"usage": {"prompt_tokens": prompt, "completion_tokens": out, "prompt_cache_hit_tokens": hit}})
+    }
+}
+
+struct Provider {
+    base: String,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Provider {
+    fn start(requests: usize) -> Provider {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        listener.set_nonblocking(true).unwrap();
+        let cache = Arc::new(Mutex::new(PrefixCache::default()));
+        let handle = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut served = 0;
+            while served < requests && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        s.set_nonblocking(false).ok();
+                        if let Some(req) = read_request(&mut s) {
+                            let body: J = serde_json::from_slice(&req.body).unwrap();
+                            let reply = cache.lock().unwrap().serve(&body).to_string();
+                            let _ = write!(
+                                s,
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                                reply.len()
+                            );
+                            served += 1;
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Provider {
+            base,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+// --- The generator: a session written the harness's way.
+
+/// One request as the generator saw it: the message's seq, the prompt, the
+/// reported hit, and each node's token offset (seq, offset).
+type Sent = (u64, u64, u64, Vec<(u64, u64)>);
+
+struct Gen {
+    lines: Vec<String>,
+    seq: u64,
+    time: u64,
+    system: String,
+    tools: J,
+    surface: Vec<(u64, J)>,
+    base: Option<String>,
+    turn: u64,
+    step: u64,
+    /// Per request: (message seq, prompt, reported hit, token offset per node seq).
+    requests: Vec<Sent>,
+    header_logged: bool,
+}
+
+fn text(t: &str) -> J {
+    json!({"type": "text", "text": t})
+}
+
+fn filler(tag: &str, n: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!(
+            "{tag} line {i}: the quick brown fox jumps over the lazy dog. "
+        ));
+        i += 1;
+    }
+    s
+}
+
+impl Gen {
+    fn new(base: Option<String>) -> Gen {
+        let mut g = Gen {
+            lines: vec![
+                json!({"type":"session","version":0,"id":"cache-test","createdAt":1780000000000u64,"cwd":"/work","delegationDepth":0}).to_string(),
+            ],
+            seq: 0,
+            time: 1_780_000_000_000,
+            system: filler("system", 1200),
+            tools: json!([{"name":"read","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}]),
+            surface: Vec::new(),
+            base,
+            turn: 0,
+            step: 0,
+            requests: Vec::new(),
+            header_logged: false,
+        };
+        g.time += 1;
+        g
+    }
+
+    fn ev(&mut self, ty: &str, data: J, op: Option<J>, sources: Option<Vec<u64>>) -> u64 {
+        let seq = self.seq;
+        let mut e = json!({"type": ty, "seq": seq, "time": self.time, "data": data});
+        if let Some(s) = sources {
+            e["sourceEventSeqs"] = json!(s);
+        }
+        if let Some(op) = op {
+            e["surfaceOp"] = op;
+        }
+        self.lines.push(e.to_string());
+        self.seq += 1;
+        self.time += 1000;
+        seq
+    }
+
+    fn append(&mut self, ty: &str, data: J, msg: J, sources: Option<Vec<u64>>) -> u64 {
+        let seq = self.ev(ty, data, Some(json!("append")), sources);
+        self.surface.push((seq, msg));
+        seq
+    }
+
+    fn header(&mut self, reason: &str) {
+        let h = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}, "system": self.system, "tools": self.tools}, "reason": reason});
+        self.ev("request/header", h, None, None);
+        self.header_logged = true;
+    }
+
+    fn turn_start(&mut self, prompt: &str) {
+        self.turn += 1;
+        self.step = 0;
+        self.ev("turn/start", json!({"turn": self.turn}), None, None);
+        self.step_start();
+        let m = json!({"id": format!("u{}", self.turn), "role": "user", "content": [text(prompt)], "source": {"kind": "user"}});
+        self.append("user/message", m.clone(), m, None);
+    }
+
+    fn step_start(&mut self) {
+        self.step += 1;
+        self.ev(
+            "step/start",
+            json!({"turn": self.turn, "step": self.step}),
+            None,
+            None,
+        );
+    }
+
+    fn step_end(&mut self) {
+        self.ev(
+            "step/end",
+            json!({"turn": self.turn, "step": self.step}),
+            None,
+            None,
+        );
+    }
+
+    fn turn_end(&mut self) {
+        self.step_end();
+        self.ev(
+            "turn/end",
+            json!({"turn": self.turn, "reason": {"kind": "completed"}}),
+            None,
+            None,
+        );
+    }
+
+    /// One model request: ask the provider, log the assistant message with
+    /// the usage it reported.
+    fn model(&mut self, content: Vec<J>) -> u64 {
+        if !self.header_logged {
+            self.header("initial");
+        }
+        let id = format!("a{}", self.seq);
+        let reply = json!({"id": id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}});
+        let messages: Vec<J> = self.surface.iter().map(|(_, m)| m.clone()).collect();
+        let body = json!({"model": "deepseek-v4-flash", "system": self.system, "tools": self.tools, "messages": messages, "reply": reply});
+        // Offsets of each node, as the provider counts them.
+        let mut at = q(&self.system) + 4 + q(&self.tools.to_string()) + 4;
+        let mut offsets = Vec::new();
+        for (s, m) in &self.surface {
+            offsets.push((*s, at));
+            at += message_price(m);
+        }
+        let (prompt, hit) = match &self.base {
+            Some(base) => {
+                let text = ureq::post(&format!("{base}/chat/completions"))
+                    .send_string(&body.to_string())
+                    .unwrap()
+                    .into_string()
+                    .unwrap();
+                let resp: J = serde_json::from_str(&text).unwrap();
+                let u = &resp["usage"];
+                (
+                    u["prompt_tokens"].as_u64().unwrap(),
+                    u["prompt_cache_hit_tokens"].as_u64().unwrap(),
+                )
+            }
+            None => (at, 0),
+        };
+        assert_eq!(prompt, at, "the provider and the generator count alike");
+        let usage = json!({"inputTokens": prompt - hit, "outputTokens": message_price(&reply), "cacheReadTokens": hit});
+        let data =
+            json!({"turn": self.turn, "step": self.step, "message": reply.clone(), "usage": usage});
+        let seq = self.append("assistant/message", data, reply, None);
+        self.requests.push((seq, prompt, hit, offsets));
+        seq
+    }
+
+    fn tool_step(&mut self, call: &str, result: &str) -> u64 {
+        self.model(vec![
+            json!({"type": "tool-call", "id": call, "name": "read", "arguments": format!("{{\"path\":\"{call}.txt\"}}")}),
+        ]);
+        let c = self.ev(
+            "tool/call",
+            json!({"turn": self.turn, "step": self.step, "callId": call, "name": "read", "arguments": "{}"}),
+            None,
+            None,
+        );
+        let m = json!({"id": format!("r-{call}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": call, "content": [text(result)], "isError": false}], "source": {"kind": "tool", "callId": call}});
+        let data = json!({"turn": self.turn, "step": self.step, "message": m.clone()});
+        let r = self.append("tool/result", data, m, Some(vec![c]));
+        self.step_end();
+        self.step_start();
+        r
+    }
+
+    /// Prune the tool result at `seq` to a short text (compaction/prune + a
+    /// content-only tool/result replacement).
+    fn prune(&mut self, seq: u64) -> u64 {
+        let pos = self.surface.iter().position(|(s, _)| *s == seq).unwrap();
+        let old = self.surface[pos].1.clone();
+        let mut new = old.clone();
+        new["content"][0]["content"] = json!([text("[pruned]")]);
+        let turn_step = self.lines[seq as usize + 1].clone();
+        let orig: J = serde_json::from_str(&turn_step).unwrap();
+        self.ev(
+            "compaction/prune",
+            json!({"shadowedRange": {"start": seq, "end": seq}, "shadowedSeqs": [seq], "shadowedTokenCount": message_price(&old)}),
+            None,
+            None,
+        );
+        let data = json!({"turn": orig["data"]["turn"], "step": orig["data"]["step"], "message": new.clone()});
+        let r = self.ev(
+            "tool/result",
+            data,
+            Some(json!({"op": "replace", "start": seq, "end": seq})),
+            Some(vec![seq]),
+        );
+        self.surface[pos] = (r, new);
+        r
+    }
+
+    /// Compact surface positions `0..=end` into a checkpoint.
+    fn compact(&mut self, end: usize) -> u64 {
+        let shadowed: Vec<u64> = self.surface[..=end].iter().map(|(s, _)| *s).collect();
+        let tokens: u64 = self.surface[..=end]
+            .iter()
+            .map(|(_, m)| message_price(m))
+            .sum();
+        let (a, b) = (shadowed[0], shadowed[end]);
+        let start = self.ev(
+            "compaction/start",
+            json!({"compactionId": "c1", "turn": null}),
+            None,
+            None,
+        );
+        let summary = self.ev(
+            "compaction/summary",
+            json!({"compactionId": "c1", "summary": [text("the story so far")], "shadowedRange": {"start": a, "end": b}, "shadowedSeqs": shadowed, "shadowedTokenCount": tokens, "provider": "deepseek-official", "model": "deepseek-v4-flash", "usage": {"inputTokens": 300, "outputTokens": 40, "cacheReadTokens": 1024}}),
+            None,
+            None,
+        );
+        let m = json!({"id": "cp1", "role": "user", "content": [text("Summary of the conversation so far:\n\n<compacted-summary>"), text("the story so far"), text("</compacted-summary>")], "source": {"kind": "plugin", "plugin": "compact", "compactionId": "c1"}});
+        let mut src = vec![start, summary];
+        src.extend(&shadowed);
+        let c = self.ev(
+            "user/message",
+            m.clone(),
+            Some(json!({"op": "replace", "start": a, "end": b})),
+            Some(src),
+        );
+        self.ev(
+            "compaction/end",
+            json!({"compactionId": "c1", "turn": null}),
+            None,
+            None,
+        );
+        self.surface.splice(0..=end, [(c, m)]);
+        c
+    }
+
+    fn write(&self, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, self.lines.join("\n") + "\n").unwrap();
+        p
+    }
+}
+
+/// A session with tool steps, a prune pass, a compaction and a system
+/// prompt change; returns the generator and the seqs of interest.
+fn scripted(g: &mut Gen) -> (u64, u64, u64) {
+    g.turn_start(&filler("question one", 600));
+    let r1 = g.tool_step("call_1", &filler("file one", 3000));
+    g.model(vec![text(&filler("answer one", 500))]);
+    g.turn_end();
+    g.turn_start(&filler("question two", 300));
+    g.tool_step("call_2", &filler("file two", 2000));
+    g.model(vec![text(&filler("answer two", 400))]);
+    g.turn_end();
+    let pruned = g.prune(r1);
+    g.turn_start(&filler("question three", 300));
+    g.model(vec![text(&filler("answer three", 300))]);
+    g.turn_end();
+    let checkpoint = g.compact(3);
+    g.turn_start(&filler("question four", 300));
+    g.model(vec![text(&filler("answer four", 300))]);
+    g.turn_end();
+    g.system = filler("a new system prompt", 1200);
+    g.header("change");
+    g.turn_start(&filler("question five", 300));
+    g.model(vec![text(&filler("answer five", 300))]);
+    g.turn_end();
+    (r1, pruned, checkpoint)
+}
+
+fn cache_json(env: &TestEnv, args: &[&str]) -> J {
+    let out = env
+        .dsh()
+        .arg("cache")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "dsh cache failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Invariants every report holds.
+fn check_invariants(v: &J) {
+    for r in v["requests"].as_array().unwrap() {
+        let prompt = r["promptTokens"].as_u64().unwrap();
+        let hit = r["predictedHit"].as_u64().unwrap();
+        let miss = r["predictedMiss"].as_u64().unwrap();
+        assert_eq!(hit + miss, prompt, "hit + miss = prompt: {r}");
+        if let Some(p) = r["firstChanged"]["tokens"].as_u64() {
+            assert!(p <= prompt, "position within the prompt: {r}");
+        }
+        if r["cause"]["kind"] == "append" {
+            assert_eq!(
+                r["recomputedTokens"], 0,
+                "an append recomputes nothing: {r}"
+            );
+        }
+        for k in ["prune", "compaction"] {
+            if r["cause"]["kind"] == k {
+                assert_eq!(r["firstChanged"]["segment"], "node", "{r}");
+                assert_eq!(r["firstChanged"]["seq"], r["cause"]["seq"], "{r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn predictions_equal_what_a_prefix_unit_provider_reported() {
+    let mut probe = Gen::new(None);
+    scripted(&mut probe);
+    let n = probe.requests.len();
+    let provider = Provider::start(n);
+    let mut g = Gen::new(Some(provider.base.clone()));
+    let (_, pruned, checkpoint) = scripted(&mut g);
+    drop(provider);
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "session.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), n);
+    let mut some_hit = false;
+    for (r, (seq, prompt, hit, _)) in reqs.iter().zip(&g.requests) {
+        assert_eq!(r["seq"], *seq);
+        assert_eq!(r["promptTokens"], *prompt, "prompt size at seq {seq}");
+        assert_eq!(
+            r["predictedHit"], *hit,
+            "predicted hit = reported cacheReadTokens at seq {seq}: {r}"
+        );
+        assert_eq!(r["reported"]["cacheReadTokens"].as_f64(), Some(*hit as f64));
+        some_hit |= *hit > 0;
+    }
+    assert!(some_hit, "the session hits the cache somewhere");
+    // The prune: the first changed position is the pruned result's position.
+    let (i, r) = reqs
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r["cause"]["kind"] == "prune")
+        .expect("a request missed because of the prune");
+    assert_eq!(r["cause"]["seq"], pruned);
+    let at = g.requests[i]
+        .3
+        .iter()
+        .find(|(s, _)| *s == pruned)
+        .unwrap()
+        .1;
+    assert_eq!(r["firstChanged"]["tokens"], at);
+    assert!(r["recomputedTokens"].as_u64().unwrap() > 0);
+    // The compaction: the position of the first shadowed node (the head,
+    // right after system and tools).
+    let (i, r) = reqs
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r["cause"]["kind"] == "compaction")
+        .expect("a request missed because of the compaction");
+    assert_eq!(r["cause"]["seq"], checkpoint);
+    let head = g.requests[i - 1].3[0].1;
+    assert_eq!(r["firstChanged"]["tokens"], head);
+    // The system prompt change falls inside the system part.
+    let last = reqs.last().unwrap();
+    assert_eq!(last["cause"]["kind"], "header:system");
+    assert_eq!(last["firstChanged"]["segment"], "system");
+    assert_eq!(last["headerChanges"], json!(["system"]));
+    // Replacements: the prune's next request recomputed it; the compaction
+    // carries its summariser usage.
+    let reps = v["replacements"].as_array().unwrap();
+    let p = reps.iter().find(|x| x["seq"] == pruned).unwrap();
+    assert_eq!(p["kind"], "prune");
+    assert!(p["recomputedTokens"].as_u64().unwrap() > 0);
+    assert!(p["savedTokens"].as_f64().unwrap() > 0.0);
+    let c = reps.iter().find(|x| x["seq"] == checkpoint).unwrap();
+    assert_eq!(c["kind"], "compaction");
+    assert_eq!(c["summary"]["tokens"], 1364.0);
+    assert!(
+        c["cost"].is_null(),
+        "no price table: no cost, never a guess"
+    );
+    assert!(
+        v["note"]
+            .as_str()
+            .unwrap()
+            .contains("not the provider's bill")
+    );
+}
+
+#[test]
+fn an_append_only_log_recomputes_nothing() {
+    let mut g = Gen::new(None);
+    for t in 0..3 {
+        g.turn_start(&filler(&format!("q{t}"), 400));
+        g.tool_step(&format!("c{t}"), &filler("out", 800));
+        g.model(vec![text(&filler("done", 200))]);
+        g.turn_end();
+    }
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "append.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs[0]["cause"]["kind"], "first");
+    for r in &reqs[1..] {
+        assert_eq!(r["cause"]["kind"], "append", "{r}");
+        assert_eq!(r["recomputedTokens"], 0);
+        // What the previous request left (its prompt and output) is hit,
+        // in whole blocks.
+        let fresh = r["freshTokens"].as_u64().unwrap();
+        let miss = r["predictedMiss"].as_u64().unwrap();
+        assert!(miss >= fresh && miss < fresh + 128, "{r}");
+    }
+    assert!(v["replacements"].as_array().unwrap().is_empty());
+    // Times are real here; without --lifetime nothing expires.
+    assert_eq!(v["timesReal"], true);
+    assert!(reqs[1]["idle"]["gapMs"].as_u64().unwrap() > 0);
+    // With a lifetime shorter than the gaps every entry has expired.
+    let v = cache_json(&env, &["--lifetime", "1s", log.to_str().unwrap()]);
+    let reqs = v["requests"].as_array().unwrap();
+    assert!(reqs[1..].iter().all(|r| r["cause"]["kind"] == "idle"));
+    assert!(reqs.iter().all(|r| r["predictedHit"] == 0));
+}
+
+#[test]
+fn normalised_times_make_idle_gaps_unknown() {
+    let mut g = Gen::new(None);
+    g.turn_start("hello");
+    g.model(vec![text("hi")]);
+    g.turn_end();
+    g.turn_start("again");
+    g.model(vec![text("hi again")]);
+    g.turn_end();
+    // Times jump backwards, as recorded snapshot logs do.
+    let lines: Vec<String> = g
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v: J = serde_json::from_str(l).unwrap();
+            if i > 0 {
+                v["time"] = json!(if i % 2 == 0 { 5 } else { 0 });
+            }
+            v.to_string()
+        })
+        .collect();
+    let env = TestEnv::new();
+    let p = env.home().join("norm.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = cache_json(&env, &["--lifetime", "1s", p.to_str().unwrap()]);
+    assert_eq!(v["timesReal"], false);
+    let r = &v["requests"][1];
+    assert_eq!(r["idle"], "unknown");
+    assert_eq!(r["cause"]["kind"], "append", "never a guessed expiry");
+}
+
+#[test]
+fn many_logs_print_one_envelope_and_causes_group() {
+    let env = TestEnv::new();
+    let mut paths = Vec::new();
+    for n in 0..2 {
+        let mut g = Gen::new(None);
+        scripted(&mut g);
+        paths.push(g.write(env.home(), &format!("s{n}.jsonl")));
+    }
+    let a: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
+    let v = cache_json(&env, &a);
+    assert_eq!(v["logs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["summary"]["logs"], 2);
+    assert_eq!(v["schema_version"], 1);
+    let causes: Vec<&str> = v["summary"]["totals"]["byCause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cause"].as_str().unwrap())
+        .collect();
+    for k in ["prune", "compaction", "header:system", "append", "first"] {
+        assert!(causes.contains(&k), "{k} in {causes:?}");
+    }
+    // The readable report says plainly it is not a bill.
+    let out = env.dsh().arg("cache").arg(&paths[0]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not the provider's bill"), "{text}");
+    assert!(text.contains("prune at seq"), "{text}");
+    let out = env
+        .dsh()
+        .args(["cache", "--by", "cause"])
+        .arg(&paths[0])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("header:system"));
+}
+
+#[test]
+fn genlog_logs_with_compactions_and_prunes_hold_the_properties() {
+    let Some(shared) = shared("genlog_logs_with_compactions_and_prunes_hold_the_properties") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let out = env.home().join("gen.jsonl");
+    let st = std::process::Command::new(shared.join("tools/genlog"))
+        .args(["--events", "4000", "--seed", "11", "--compactions", "2"])
+        .args(["--prune-passes", "2", "--restarts", "1", "-o"])
+        .arg(&out)
+        .status();
+    let Ok(st) = st else {
+        eprintln!("SKIPPED: genlog did not run");
+        return;
+    };
+    assert!(st.success());
+    for args in [vec![], vec!["--tokenizer", "o200k"]] {
+        let mut a: Vec<&str> = args.clone();
+        a.push(out.to_str().unwrap());
+        let v = cache_json(&env, &a);
+        check_invariants(&v);
+        let kinds: Vec<String> = v["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cause"]["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert!(kinds.iter().any(|k| k == "compaction"), "{kinds:?}");
+        let reps = v["replacements"].as_array().unwrap();
+        assert!(reps.iter().any(|r| r["kind"] == "prune"));
+        assert!(reps.iter().any(|r| r["kind"] == "compaction"));
+    }
+}

@@ -1338,6 +1338,97 @@ impl Observer for Collector {
 mod tests {
     use super::*;
 
+    struct Fixed;
+    impl Prices for Fixed {
+        fn rates(&self, _: &str, model: &str, _: Option<i64>) -> Option<Rates> {
+            (model == "m").then_some(Rates {
+                miss: 2.0,
+                hit: 0.5,
+                write: 2.0,
+                output: 8.0,
+                currency: "USD",
+            })
+        }
+    }
+
+    fn request(index: usize, model: &str) -> Request {
+        Request {
+            index,
+            seq: index as u64,
+            turn: None,
+            step: None,
+            time: 0.0,
+            route: format!("p/{model}"),
+            provider: "p".into(),
+            model: model.into(),
+            prompt_tokens: 0,
+            messages: 0,
+            first_changed: None,
+            cause: Cause::Append,
+            header_changes: Vec::new(),
+            fresh_tokens: 0,
+            recomputed_tokens: 0,
+            predicted_hit: 0,
+            reported: None,
+            idle: Idle::None,
+            output_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn replacement_costs_are_tokens_times_rates_and_break_even_is_where_savings_cover_them() {
+        let summary = SummaryCall {
+            seq: 1,
+            provider: "p".into(),
+            model: "m".into(),
+            time: 0.0,
+            usage: Some(Reported {
+                input_tokens: 1000.0,
+                cache_read_tokens: 2000.0,
+                cache_write_tokens: 0.0,
+                output_tokens: 100.0,
+            }),
+        };
+        let r = CacheReport {
+            file: "f".into(),
+            session: "s".into(),
+            times_real: false,
+            tokenizer: None,
+            deepseek: DeepSeekRule::default(),
+            requests: (0..4).map(|i| request(i, "m")).collect(),
+            replacements: vec![Replacement {
+                seq: 2,
+                kind: ReplaceKind::Compaction,
+                position: 0,
+                shadowed_tokens: 5000,
+                replacement_tokens: 200,
+                next_request: Some(1),
+                recomputed_tokens: 10_000,
+                covered_by: None,
+                summary: Some(summary),
+                saved: vec![(1, 4800), (2, 4800), (3, 4800)],
+                superseded_by: None,
+                break_even_tokens: BreakEven::Unknown,
+            }],
+            warnings: Vec::new(),
+        };
+        let c = r.replacement_cost(0, &Fixed).unwrap();
+        // 10 000 × (2 − 0.5) / 1e6
+        assert!((c.recompute - 0.015).abs() < 1e-12);
+        // (1000 × 2 + 2000 × 0.5 + 100 × 8) / 1e6
+        assert!((c.summary - 0.0038).abs() < 1e-12);
+        // 3 × 4800 × 0.5 / 1e6 = 0.0072 < 0.0188: never paid back.
+        assert!((c.saved - 0.0072).abs() < 1e-12);
+        assert_eq!(c.break_even, BreakEven::NotPaidBack);
+        // In tokens: 10 000 + 3 100 = 13 100 ≤ 3 × 4 800 at the third request.
+        assert_eq!(r.replacements[0].cost_tokens(), 13_100.0);
+        // An unknown model: no price, no cost.
+        let mut r2 = r.clone();
+        r2.requests[1].model = "other".into();
+        assert!(r2.replacement_cost(0, &Fixed).is_none());
+        assert!(r.replacement_cost(0, &NoPrices).is_none());
+    }
+
     #[test]
     fn causes_have_stable_keys() {
         assert_eq!(

@@ -273,8 +273,8 @@ fn position(p: &Option<Position>) -> String {
     match p {
         None => "—".into(),
         Some(p) => match &p.segment {
-            Segment::Node { seq, position, .. } => {
-                format!("{} @ node {position} (seq {seq})", render::num(p.tokens))
+            Segment::Node { position, .. } => {
+                format!("{} @ pos {position}", render::num(p.tokens))
             }
             Segment::End => format!("{} (end)", render::num(p.tokens)),
             s => format!("{} @ {}", render::num(p.tokens), s.as_str()),
@@ -284,7 +284,7 @@ fn position(p: &Option<Position>) -> String {
 
 fn break_even(b: BreakEven) -> String {
     match b {
-        BreakEven::At { request, after } => format!("request {request} (+{after})"),
+        BreakEven::At { request, after } => format!("at request {request} ({after} after)"),
         BreakEven::NotPaidBack => "not paid back by the end of the log".into(),
         BreakEven::Unknown => "—".into(),
     }
@@ -358,9 +358,11 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             "recomputed",
             "summariser",
             "saved",
+            "over",
             "break-even (tokens)",
             "cost",
         ]);
+        t.drop_first(&["pos", "next request", "now", "over"]);
         for (i, x) in r.replacements.iter().enumerate() {
             let cost = r.replacement_cost(i, prices);
             t.add_row(vec![
@@ -375,11 +377,8 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
                     Some(_) => render::num_f64(s.tokens()),
                     None => "no usage".into(),
                 }),
-                format!(
-                    "{} over {} request(s)",
-                    signed(x.saved_tokens()),
-                    x.saved.len()
-                ),
+                signed(x.saved_tokens()),
+                format!("{} req", x.saved.len()),
                 break_even(x.break_even_tokens),
                 cost.map_or("—".into(), |c| {
                     format!("{:.4} {}", c.recompute + c.summary, c.currency)
@@ -424,7 +423,7 @@ fn signed(n: i64) -> String {
 fn recomputed_cell(x: &Replacement) -> String {
     match (&x.covered_by, x.next_request) {
         (_, None) => match x.superseded_by {
-            Some(s) => format!("— (shadowed by seq {s} first)"),
+            Some(s) => format!("— (shadowed by {s})"),
             None => "—".into(),
         },
         (Some(c), _) => format!("0 (within {})", c.describe()),

@@ -143,7 +143,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__cache)
-            opts="-j -q -h -V --tokenizer --by --lifetime --block --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --tokenizer --by --lifetime --block --anthropic-breakpoints --anthropic-ttl --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -162,6 +162,14 @@ _dsh() {
                     return 0
                     ;;
                 --block)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --anthropic-breakpoints)
+                    COMPREPLY=($(compgen -W "none last" -- "${cur}"))
+                    return 0
+                    ;;
+                --anthropic-ttl)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

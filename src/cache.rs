@@ -45,6 +45,8 @@ pub struct CacheOptions {
     pub tokenizer: Option<Encoding>,
     /// DeepSeek's rule.
     pub deepseek: DeepSeekRule,
+    /// Anthropic's rule.
+    pub anthropic: AnthropicRule,
     /// How long an unused cache entry lives (ms); `None`: entries never
     /// expire (DeepSeek publishes no fixed lifetime). Applied only when the
     /// log's times are real.
@@ -74,6 +76,57 @@ impl Default for DeepSeekRule {
             block: 128,
             common_prefix_units: true,
         }
+    }
+}
+
+/// Where `cache_control` breakpoints sit in a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Breakpoints {
+    /// None: what DSH's Anthropic-compatible adapters send (no
+    /// `cache_control` anywhere), so nothing is cached.
+    #[default]
+    None,
+    /// One breakpoint on the last block of every request (what automatic
+    /// caching, or a client marking its last message, does).
+    Last,
+}
+
+/// Anthropic's prompt cache: the prefix (tools → system → messages) up to a
+/// `cache_control` breakpoint is written, and a later request reads the
+/// longest written prefix that ends within 20 blocks before one of its own
+/// breakpoints. Entries live `ttl_ms` after their last use (5 minutes, or 1
+/// hour); prefixes shorter than `min_tokens` are not cached. Blocks are
+/// dsh's segments (system, tools, one per message).
+#[derive(Debug, Clone, Copy)]
+pub struct AnthropicRule {
+    /// Where the breakpoints are.
+    pub breakpoints: Breakpoints,
+    /// Entry lifetime after its last use, ms.
+    pub ttl_ms: u64,
+    /// Shortest cacheable prefix, tokens.
+    pub min_tokens: u64,
+    /// Blocks looked back from a breakpoint for an earlier entry.
+    pub lookback: usize,
+}
+
+impl Default for AnthropicRule {
+    fn default() -> Self {
+        AnthropicRule {
+            breakpoints: Breakpoints::None,
+            ttl_ms: 300_000,
+            min_tokens: 1024,
+            lookback: 20,
+        }
+    }
+}
+
+/// Which rule predicts a route's hits: Anthropic's for providers named
+/// `anthropic…`, DeepSeek's otherwise.
+pub fn rule_for(provider: &str) -> &'static str {
+    if provider.starts_with("anthropic") {
+        "anthropic"
+    } else {
+        "deepseek"
     }
 }
 
@@ -329,8 +382,12 @@ pub struct Request {
     pub fresh_tokens: u64,
     /// Old content at or after the first changed position, sent again.
     pub recomputed_tokens: u64,
-    /// Predicted cache hit under [`DeepSeekRule`].
+    /// Predicted cache hit under the route's rule ([`rule_for`]).
     pub predicted_hit: u64,
+    /// Predicted hit under [`DeepSeekRule`].
+    pub deepseek_hit: u64,
+    /// Predicted hit and cache write under [`AnthropicRule`].
+    pub anthropic: (u64, u64),
     /// The provider's usage, when logged.
     pub reported: Option<Reported>,
     /// The idle gap.
@@ -511,8 +568,10 @@ pub struct CacheReport {
     pub times_real: bool,
     /// The encoding positions are counted with (`None`: the heuristic).
     pub tokenizer: Option<Encoding>,
-    /// The rule.
+    /// DeepSeek's rule.
     pub deepseek: DeepSeekRule,
+    /// Anthropic's rule.
+    pub anthropic: AnthropicRule,
     /// Every request.
     pub requests: Vec<Request>,
     /// Every replacement.
@@ -755,6 +814,7 @@ struct Collector {
     prev: Option<Prev>,
     units: HashMap<u64, Unit>,
     seen: HashSet<u64>,
+    anthropic: HashMap<u64, f64>,
     changes: Vec<Change>,
     offloads: HashMap<u64, u64>,
     offload_version: HashMap<u64, u64>,
@@ -784,6 +844,7 @@ impl Collector {
             prev: None,
             units: HashMap::new(),
             seen: HashSet::new(),
+            anthropic: HashMap::new(),
             changes: Vec::new(),
             offloads: HashMap::new(),
             offload_version: HashMap::new(),
@@ -900,6 +961,39 @@ impl Collector {
         }
     }
 
+    /// Anthropic's rule on this request: (hit, written).
+    fn anthropic_rule(&mut self, chain: &[u64], ptok: &[u64], now: f64) -> (u64, u64) {
+        let rule = self.opts.anthropic;
+        let n = chain.len() - 1;
+        let bps: Vec<usize> = match rule.breakpoints {
+            Breakpoints::None => return (0, 0),
+            Breakpoints::Last => vec![n],
+        };
+        let live = |used: f64| !self.times_real || now - used <= rule.ttl_ms as f64;
+        let mut hit_at = 0;
+        for &b in &bps {
+            let lo = b.saturating_sub(rule.lookback).max(1);
+            if let Some(i) = (lo..=b)
+                .rev()
+                .find(|&i| self.anthropic.get(&chain[i]).is_some_and(|&u| live(u)))
+            {
+                hit_at = hit_at.max(i);
+            }
+        }
+        let hit = ptok[hit_at];
+        if hit_at > 0 {
+            self.anthropic.insert(chain[hit_at], now);
+        }
+        let mut written = 0;
+        for &b in &bps {
+            if ptok[b] >= rule.min_tokens {
+                self.anthropic.insert(chain[b], now);
+                written = ptok[b].saturating_sub(hit);
+            }
+        }
+        (hit, written)
+    }
+
     fn expired(&self, used: f64, now: f64) -> bool {
         match self.opts.lifetime_ms {
             Some(l) if self.times_real => now - used > l as f64,
@@ -934,6 +1028,7 @@ impl Collector {
                 break;
             }
         }
+        let anthropic = self.anthropic_rule(&chain, &ptok, now);
         // The first changed position against the previous request + output.
         let index = self.requests.len();
         let (first_changed, cause, header_changes, recomputed, idle) = match &self.prev {
@@ -1047,7 +1142,13 @@ impl Collector {
             header_changes,
             fresh_tokens,
             recomputed_tokens: recomputed,
-            predicted_hit: hit.min(prompt),
+            predicted_hit: if rule_for(&h.provider) == "anthropic" {
+                anthropic.0
+            } else {
+                hit.min(prompt)
+            },
+            deepseek_hit: hit.min(prompt),
+            anthropic,
             reported,
             idle,
             output_tokens: out_tokens,
@@ -1321,6 +1422,7 @@ impl Collector {
             times_real: self.times_real,
             tokenizer: self.opts.tokenizer,
             deepseek: self.opts.deepseek,
+            anthropic: self.opts.anthropic,
             requests: self.requests,
             replacements: self.replacements,
             warnings: Vec::new(),
@@ -1369,6 +1471,8 @@ mod tests {
             fresh_tokens: 0,
             recomputed_tokens: 0,
             predicted_hit: 0,
+            deepseek_hit: 0,
+            anthropic: (0, 0),
             reported: None,
             idle: Idle::None,
             output_tokens: 0,
@@ -1395,6 +1499,7 @@ mod tests {
             times_real: false,
             tokenizer: None,
             deepseek: DeepSeekRule::default(),
+            anthropic: AnthropicRule::default(),
             requests: (0..4).map(|i| request(i, "m")).collect(),
             replacements: vec![Replacement {
                 seq: 2,

@@ -71,6 +71,40 @@ fn parts(body: &J) -> Vec<(String, u64)> {
     p
 }
 
+/// Anthropic's breakpoint cache with one breakpoint on the last block: the
+/// whole prompt is written when it is at least 1024 tokens long, and a
+/// request reads the longest written prefix ending within 20 blocks of its
+/// end (the session's gaps are far inside the 5-minute TTL).
+#[derive(Default)]
+struct BreakpointCache {
+    entries: Vec<(Vec<String>, u64)>,
+}
+
+impl BreakpointCache {
+    fn serve(&mut self, body: &J) -> J {
+        let p = parts(body);
+        let keys: Vec<String> = p.iter().map(|x| x.0.clone()).collect();
+        let prompt: u64 = p.iter().map(|x| x.1).sum();
+        let hit = self
+            .entries
+            .iter()
+            .filter(|(e, _)| {
+                e.len() <= keys.len() && keys.len() - e.len() <= 20 && keys[..e.len()] == e[..]
+            })
+            .map(|(_, t)| *t)
+            .max()
+            .unwrap_or(0);
+        let write = if prompt >= 1024 {
+            self.entries.push((keys, prompt));
+            prompt - hit
+        } else {
+            0
+        };
+        let out = message_price(&body["reply"]);
+        json!({"usage": {"input_tokens": prompt - hit - write, "cache_read_input_tokens": hit, "cache_creation_input_tokens": write, "output_tokens": out}})
+    }
+}
+
 #[derive(Default)]
 struct PrefixCache {
     /// Persisted units: their parts, and their token length.
@@ -122,10 +156,15 @@ struct Provider {
 
 impl Provider {
     fn start(requests: usize) -> Provider {
+        Provider::start_as(requests, false)
+    }
+
+    fn start_as(requests: usize, anthropic: bool) -> Provider {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         listener.set_nonblocking(true).unwrap();
         let cache = Arc::new(Mutex::new(PrefixCache::default()));
+        let breakpoints = Arc::new(Mutex::new(BreakpointCache::default()));
         let handle = std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(60);
             let mut served = 0;
@@ -135,7 +174,11 @@ impl Provider {
                         s.set_nonblocking(false).ok();
                         if let Some(req) = read_request(&mut s) {
                             let body: J = serde_json::from_slice(&req.body).unwrap();
-                            let reply = cache.lock().unwrap().serve(&body).to_string();
+                            let reply = if anthropic {
+                                breakpoints.lock().unwrap().serve(&body).to_string()
+                            } else {
+                                cache.lock().unwrap().serve(&body).to_string()
+                            };
                             let _ = write!(
                                 s,
                                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
@@ -182,6 +225,9 @@ struct Gen {
     /// Per request: (message seq, prompt, reported hit, token offset per node seq).
     requests: Vec<Sent>,
     header_logged: bool,
+    provider: &'static str,
+    /// Per request: the reported cache write.
+    writes: Vec<u64>,
 }
 
 fn text(t: &str) -> J {
@@ -216,6 +262,8 @@ impl Gen {
             step: 0,
             requests: Vec::new(),
             header_logged: false,
+            provider: "deepseek-official",
+            writes: Vec::new(),
         };
         g.time += 1;
         g
@@ -243,7 +291,7 @@ impl Gen {
     }
 
     fn header(&mut self, reason: &str) {
-        let h = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}, "system": self.system, "tools": self.tools}, "reason": reason});
+        let h = json!({"header": {"config": {"provider": self.provider, "model": "deepseek-v4-flash"}, "system": self.system, "tools": self.tools}, "reason": reason});
         self.ev("request/header", h, None, None);
         self.header_logged = true;
     }
@@ -293,7 +341,7 @@ impl Gen {
             self.header("initial");
         }
         let id = format!("a{}", self.seq);
-        let reply = json!({"id": id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}});
+        let reply = json!({"id": id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": self.provider, "model": "deepseek-v4-flash"}});
         let messages: Vec<J> = self.surface.iter().map(|(_, m)| m.clone()).collect();
         let body = json!({"model": "deepseek-v4-flash", "system": self.system, "tools": self.tools, "messages": messages, "reply": reply});
         // Offsets of each node, as the provider counts them.
@@ -303,7 +351,7 @@ impl Gen {
             offsets.push((*s, at));
             at += message_price(m);
         }
-        let (prompt, hit) = match &self.base {
+        let (prompt, hit, write) = match &self.base {
             Some(base) => {
                 let text = ureq::post(&format!("{base}/chat/completions"))
                     .send_string(&body.to_string())
@@ -312,15 +360,20 @@ impl Gen {
                     .unwrap();
                 let resp: J = serde_json::from_str(&text).unwrap();
                 let u = &resp["usage"];
-                (
-                    u["prompt_tokens"].as_u64().unwrap(),
-                    u["prompt_cache_hit_tokens"].as_u64().unwrap(),
-                )
+                match u["prompt_tokens"].as_u64() {
+                    Some(p) => (p, u["prompt_cache_hit_tokens"].as_u64().unwrap(), 0),
+                    None => {
+                        let r = u["cache_read_input_tokens"].as_u64().unwrap();
+                        let w = u["cache_creation_input_tokens"].as_u64().unwrap();
+                        (u["input_tokens"].as_u64().unwrap() + r + w, r, w)
+                    }
+                }
             }
-            None => (at, 0),
+            None => (at, 0, 0),
         };
         assert_eq!(prompt, at, "the provider and the generator count alike");
-        let usage = json!({"inputTokens": prompt - hit, "outputTokens": message_price(&reply), "cacheReadTokens": hit});
+        let usage = json!({"inputTokens": prompt - hit - write, "outputTokens": message_price(&reply), "cacheReadTokens": hit, "cacheWriteTokens": write});
+        self.writes.push(write);
         let data =
             json!({"turn": self.turn, "step": self.step, "message": reply.clone(), "usage": usage});
         let seq = self.append("assistant/message", data, reply, None);
@@ -562,6 +615,46 @@ fn predictions_equal_what_a_prefix_unit_provider_reported() {
             .as_str()
             .unwrap()
             .contains("not the provider's bill")
+    );
+}
+
+#[test]
+fn anthropic_predictions_equal_what_a_breakpoint_provider_reported() {
+    let mut probe = Gen::new(None);
+    probe.provider = "anthropic";
+    scripted(&mut probe);
+    let provider = Provider::start_as(probe.requests.len(), true);
+    let mut g = Gen::new(Some(provider.base.clone()));
+    g.provider = "anthropic";
+    scripted(&mut g);
+    drop(provider);
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "anthropic.jsonl");
+    let v = cache_json(
+        &env,
+        &["--anthropic-breakpoints", "last", log.to_str().unwrap()],
+    );
+    check_invariants(&v);
+    let mut some_hit = false;
+    let reqs = v["requests"].as_array().unwrap();
+    for ((r, (seq, _, hit, _)), write) in reqs.iter().zip(&g.requests).zip(&g.writes) {
+        assert_eq!(r["rule"], "anthropic");
+        assert_eq!(r["predictedHit"], *hit, "read at seq {seq}: {r}");
+        assert_eq!(
+            r["predicted"]["anthropic"]["write"], *write,
+            "write at seq {seq}: {r}"
+        );
+        some_hit |= *hit > 0;
+    }
+    assert!(some_hit);
+    // DSH's adapters send no breakpoint: by default nothing is predicted.
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    assert!(
+        v["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["predictedHit"] == 0)
     );
 }
 

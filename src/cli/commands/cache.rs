@@ -4,8 +4,8 @@
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::cache::{
-    BreakEven, CacheOptions, CacheReport, Cause, DeepSeekRule, Idle, NoPrices, Position, Prices,
-    Replacement, Request, Segment, Totals,
+    AnthropicRule, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule, Idle,
+    NoPrices, Position, Prices, Replacement, Request, Segment, Totals,
 };
 use dsh::json::{OwnedValue, Value};
 use dsh::meter::tokenizer::Encoding;
@@ -79,6 +79,14 @@ pub struct CacheArgs {
     /// DeepSeek's storage granularity: hits are whole multiples of this.
     #[arg(long, value_name = "TOKENS", default_value_t = 128)]
     pub block: u64,
+    /// Where Anthropic `cache_control` breakpoints sit: `none` (what DSH's
+    /// adapters send, so nothing is cached) or `last` (the last block of
+    /// every request, as automatic caching does).
+    #[arg(long, value_name = "WHERE", value_parser = ["none", "last"], default_value = "none")]
+    pub anthropic_breakpoints: String,
+    /// Anthropic cache entry lifetime after its last use: 5m or 1h.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub anthropic_ttl: u64,
     /// Logs analysed at once (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
     pub jobs: usize,
@@ -119,6 +127,15 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         deepseek: DeepSeekRule {
             block: args.block,
             ..DeepSeekRule::default()
+        },
+        anthropic: AnthropicRule {
+            breakpoints: if args.anthropic_breakpoints == "last" {
+                Breakpoints::Last
+            } else {
+                Breakpoints::None
+            },
+            ttl_ms: args.anthropic_ttl,
+            ..AnthropicRule::default()
         },
         lifetime_ms: args.lifetime,
     };
@@ -309,8 +326,13 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
     outln!(ctx.out, "{} (session {})", r.file, r.session)?;
     outln!(
         ctx.out,
-        "positions: {tok} tokens; rule: DeepSeek prefix units (input and output ends, common prefixes), hits in blocks of {}; times {}",
+        "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), Anthropic breakpoints {} (TTL {}s, applied to anthropic routes); times {}",
         r.deepseek.block,
+        match r.anthropic.breakpoints {
+            Breakpoints::None => "none (DSH sends no cache_control: nothing cached)",
+            Breakpoints::Last => "on the last block",
+        },
+        r.anthropic.ttl_ms / 1000,
         if r.times_real {
             "real"
         } else {
@@ -329,8 +351,10 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         "miss",
         "reported hit",
         "reported prompt",
+        "anthropic hit/write",
     ]);
-    t.drop_first(&["reported prompt", "turn.step", "seq"]);
+    t.drop_first(&["anthropic hit/write", "reported prompt", "turn.step", "seq"]);
+    let show_anthropic = r.anthropic.breakpoints != Breakpoints::None;
     for q in &r.requests {
         t.add_row(vec![
             q.index.to_string(),
@@ -344,6 +368,15 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             render::num(q.predicted_miss()),
             opt_num(q.reported.map(|u| u.cache_read_tokens)),
             opt_num(q.reported.map(|u| u.prompt())),
+            if show_anthropic {
+                format!(
+                    "{}/{}",
+                    render::num(q.anthropic.0),
+                    render::num(q.anthropic.1)
+                )
+            } else {
+                String::new()
+            },
         ]);
     }
     outln!(ctx.out, "{t}")?;
@@ -513,6 +546,16 @@ fn request_json(q: &Request) -> OwnedValue {
         .with("freshTokens", q.fresh_tokens.into())
         .with("recomputedTokens", q.recomputed_tokens.into())
         .with("predictedHit", q.predicted_hit.into())
+        .with("rule", dsh::cache::rule_for(&q.provider).into())
+        .with(
+            "predicted",
+            Value::obj().with("deepseek", q.deepseek_hit.into()).with(
+                "anthropic",
+                Value::obj()
+                    .with("hit", q.anthropic.0.into())
+                    .with("write", q.anthropic.1.into()),
+            ),
+        )
         .with("predictedMiss", q.predicted_miss().into())
         .with(
             "reported",
@@ -609,9 +652,27 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
         .with(
             "rule",
             Value::obj()
-                .with("provider", "deepseek".into())
-                .with("block", r.deepseek.block.into())
-                .with("commonPrefixUnits", r.deepseek.common_prefix_units.into()),
+                .with(
+                    "deepseek",
+                    Value::obj()
+                        .with("block", r.deepseek.block.into())
+                        .with("commonPrefixUnits", r.deepseek.common_prefix_units.into()),
+                )
+                .with(
+                    "anthropic",
+                    Value::obj()
+                        .with(
+                            "breakpoints",
+                            match r.anthropic.breakpoints {
+                                Breakpoints::None => "none",
+                                Breakpoints::Last => "last",
+                            }
+                            .into(),
+                        )
+                        .with("ttlMs", r.anthropic.ttl_ms.into())
+                        .with("minTokens", r.anthropic.min_tokens.into())
+                        .with("lookbackBlocks", (r.anthropic.lookback as u64).into()),
+                ),
         )
         .with(
             "requests",

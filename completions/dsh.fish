@@ -46,6 +46,8 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "prune" -d 'Prune oversized 
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
@@ -251,6 +253,60 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not 
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l project -l cwd -d 'Only sessions recorded in this directory (the header\'s cwd) or below it' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l since -d 'From this date or time on (2026-07-01, 2026-07-01T09:30Z), or this long back from now (7d, 2w, 12h)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l until -d 'Before this date or time (or this long back from now)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l tz -d 'The time zone dates are shown and typed in: UTC (default), a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (read from $TZDIR, else /usr/share/zoneinfo)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l sort -d 'Order: started and activity oldest first; pressure, size and cost largest first. Unknown values last' -r -f -a "started\t'Start time'
+activity\t'Last activity'
+pressure\t'Pressure'
+size\t'Size on disk'
+cost\t'Cost'"
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l limit -d 'Show only the first N sessions of the order' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l config -d 'The dsh config file (routes\' context windows, [[prices]])' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l busy -d 'Only sessions holding a live compaction lock (see `dsh locks`)'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l reverse -d 'Turn the order round (unknown values stay last)'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l csv -d 'Print CSV (a header row, then one row per session)'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l cwd -d 'Only sessions recorded in this directory (the header\'s cwd) or below it' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l since -d 'From this date or time on (2026-07-01, 2026-07-01T09:30Z), or this long back from now (7d, 2w, 12h)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l until -d 'Before this date or time (or this long back from now)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l tz -d 'The time zone dates are shown and typed in: UTC (default), a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (read from $TZDIR, else /usr/share/zoneinfo)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l config -d 'The dsh config file ([[prices]])' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l daily -d 'Per day (the default)'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l weekly -d 'Per week (Monday to Sunday, labelled with its Monday)'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l monthly -d 'Per month'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l session -d 'Per session'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l project -d 'Per project (the header\'s cwd)'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l breakdown -d 'Also show each group per provider and model'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l csv -d 'Print CSV (a header row, then one row per group, or per group and model with --breakdown)'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l prices -d 'Show the price table (built in and from the config) instead'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l offline -d 'Accepted and always in effect: prices are never fetched'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand pack" -s o -l out -d 'Where to write the artifact (`-` for standard output, not a terminal)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lines -d 'One frame per N lines instead of one per turn' -r
 complete -c dsh -n "__fish_dsh_using_subcommand pack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -315,18 +371,20 @@ complete -c dsh -n "__fish_dsh_using_subcommand completions" -s q -l quiet -d 'D
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "completions" -d 'Print shell completions'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks pack cache unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -161,6 +161,8 @@ pub struct Config {
     pub pruner: PrunerConfig,
     /// `[[routes]]`.
     pub routes: Vec<RouteConfig>,
+    /// `[[prices]]`: price entries added to (or replacing) the built-in table.
+    pub prices: Vec<crate::price::Price>,
 }
 
 /// Where the config file is: `flag`, else `dsh_config` (`$DSH_CONFIG`), else
@@ -527,6 +529,127 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
     Ok(out)
 }
 
+// ---- [[prices]] -----------------------------------------------------------
+//
+// ```toml
+// [[prices]]
+// provider   = "deepseek-official"    # as the session log records it
+// model      = "deepseek-v4-flash"
+// from       = "2026-04-26T12:15Z"    # optional: a date (UTC) or an RFC 3339 instant
+// input      = 0.14                   # USD per 1M uncached input tokens
+// cacheHit   = 0.0028                 # USD per 1M cache-hit input tokens
+// cacheWrite = 0.14                   # optional, default = input
+// output     = 0.28
+// offPeak    = { input = 0.07, cacheHit = 0.0014, output = 0.14 }  # optional: the figures
+//                                     # above are then DeepSeek's peak rates
+// source     = "my contract"          # optional
+// ```
+
+fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
+    let rate = |k: &str| -> Result<Option<f64>, ConfigError> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(v) => match number(v) {
+                Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
+                _ => Err(cerr(format!(
+                    "{name}.{k} ({}) must be a non-negative number (USD per million tokens)",
+                    js_string(v)
+                ))),
+            },
+        }
+    };
+    let need = |k: &str| -> Result<f64, ConfigError> {
+        rate(k)?.ok_or_else(|| cerr(format!("{name}.{k} is required (USD per million tokens)")))
+    };
+    let input = need("input")?;
+    Ok(crate::price::Rates {
+        input,
+        cache_hit: need("cacheHit")?,
+        cache_write: rate("cacheWrite")?.unwrap_or(input),
+        output: need("output")?,
+    })
+}
+
+fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
+    let T::Array(a) = v else {
+        return Err(cerr(
+            "dsh config: prices must be an array of tables ([[prices]])",
+        ));
+    };
+    let mut out: Vec<crate::price::Price> = Vec::new();
+    for (i, entry) in a.iter().enumerate() {
+        let name = format!("dsh config: prices[{i}]");
+        let T::Table(t) = entry else {
+            return Err(cerr(format!("{name} must be a table")));
+        };
+        check_keys(
+            t,
+            &[
+                "provider",
+                "model",
+                "from",
+                "input",
+                "cacheHit",
+                "cacheWrite",
+                "output",
+                "offPeak",
+                "source",
+            ],
+            &name,
+        )?;
+        let nonempty = |k: &str| match t.get(k) {
+            Some(T::String(s)) if !s.is_empty() => Ok(s.clone()),
+            _ => Err(cerr(format!("{name}.{k} must be a non-empty string"))),
+        };
+        let provider = nonempty("provider")?;
+        let model = nonempty("model")?;
+        let from_ms = match t.get("from") {
+            None => None,
+            Some(T::String(s)) => Some(
+                crate::civil::parse_instant(s, crate::civil::Offset::UTC)
+                    .map_err(|e| cerr(format!("{name}.from: {e}")))?,
+            ),
+            Some(T::Datetime(d)) => Some(
+                crate::civil::parse_instant(&d.to_string(), crate::civil::Offset::UTC)
+                    .map_err(|e| cerr(format!("{name}.from: {e}")))?,
+            ),
+            Some(_) => {
+                return Err(cerr(format!(
+                    "{name}.from must be a date such as \"2026-04-26\""
+                )));
+            }
+        };
+        let rates = rates_of(t, &name)?;
+        let off_peak = match t.get("offPeak") {
+            None => None,
+            Some(T::Table(o)) => {
+                let oname = format!("{name}.offPeak");
+                check_keys(o, &["input", "cacheHit", "cacheWrite", "output"], &oname)?;
+                Some(rates_of(o, &oname)?)
+            }
+            Some(_) => return Err(cerr(format!("{name}.offPeak must be a table"))),
+        };
+        if out
+            .iter()
+            .any(|p| p.provider == provider && p.model == model && p.from_ms == from_ms)
+        {
+            return Err(cerr(format!(
+                "dsh config: duplicate price for {provider}/{model} from the same date"
+            )));
+        }
+        out.push(crate::price::Price {
+            provider,
+            model,
+            from_ms,
+            rates,
+            off_peak,
+            source: string(t, "source", &name)?.unwrap_or_else(|| "config".into()),
+            origin: crate::price::Origin::Config,
+        });
+    }
+    Ok(out)
+}
+
 impl Config {
     /// Parse and validate a TOML text.
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
@@ -559,9 +682,10 @@ impl Config {
                     cfg.pruner = pruner(t)?;
                 }
                 "routes" => cfg.routes = routes(v)?,
+                "prices" => cfg.prices = prices(v)?,
                 other => {
                     return Err(cerr(format!(
-                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes)"
+                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes, prices)"
                     )));
                 }
             }

@@ -44,6 +44,7 @@
 pub mod append;
 pub mod cache;
 pub mod cancel;
+pub mod civil;
 pub mod compact;
 pub mod config;
 pub mod derive;
@@ -56,11 +57,14 @@ pub mod log;
 pub mod meter;
 pub mod pack;
 pub mod policy;
+pub mod price;
 pub mod provider;
 pub mod prune;
 pub mod range;
 pub mod request_header;
+pub mod sessions;
 pub mod surface;
+pub mod usage;
 pub mod verify;
 
 pub use event::{Event, Kind, OwnedEvent};

@@ -1,6 +1,7 @@
 //! The command line: global flags, the command enum and the one dispatch.
 
 pub mod commands;
+pub mod csv;
 pub mod ctx;
 pub mod exit;
 pub mod many;
@@ -92,6 +93,10 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
     Locks(commands::locks::LocksArgs),
+    // Its help (columns, filters, sorts, JSON shape) is SessionsArgs' doc comment.
+    Sessions(commands::sessions::SessionsArgs),
+    // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
+    Usage(commands::usage::UsageArgs),
     // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
     Pack(commands::pack::PackArgs),
     // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
@@ -115,6 +120,8 @@ impl Command {
             Command::Compact(_) => "compact",
             Command::Verify(_) => "verify",
             Command::Locks(_) => "locks",
+            Command::Sessions(_) => "sessions",
+            Command::Usage(_) => "usage",
             Command::Pack(_) => "pack",
             Command::Cache(_) => "cache",
             Command::Unpack(_) => "unpack",
@@ -164,6 +171,8 @@ pub fn run() -> ExitCode {
         Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Prune(a) => commands::prune::run(&mut ctx, a),
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
+        Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
+        Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),

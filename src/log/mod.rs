@@ -678,8 +678,7 @@ fn load_inner(
     }
     let container = reader.container();
     let frames = reader.frame_table();
-    let span_bodies =
-        !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
+    let span_bodies = !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
     let lanes = parse::Lanes {
         rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
         chunk_lines: opts.skip_chunk_events,

@@ -38,20 +38,111 @@ const FAR: u64 = 4 << 20;
 
 /// Decompresses an artifact forwards from any frame start, holding the
 /// plaintext between `at` and `at + out.len()`.
+///
+/// After a few reads in log order the cursor decompresses ahead on a thread
+/// of its own (a bounded queue of chunks), so that a walk over the whole
+/// surface overlaps decompression with whatever the caller does with it.
 pub(crate) struct ZstdCursor {
-    file: File,
+    path: PathBuf,
     frames: FrameTable,
+    stream: Stream,
+    /// Plaintext offset of `out[0]`.
+    at: u64,
+    out: Vec<u8>,
+    /// Whether the stream continues from `at + out.len()`.
+    live: bool,
+    /// Fills in a row that went on forwards (no restart).
+    forwards: u32,
+}
+
+/// Where more plaintext comes from.
+enum Stream {
+    /// Decoded here, on demand.
+    Here(Box<Decoding>),
+    /// Decoded ahead on a thread; the queue ends with the artifact.
+    Ahead(std::sync::mpsc::Receiver<io::Result<Vec<u8>>>),
+}
+
+/// Forward reads in a row after which decoding moves to a thread.
+const AHEAD_AFTER: u32 = 8;
+/// Chunks a thread may decode ahead of the reader.
+const AHEAD_CHUNKS: usize = 8;
+
+/// A Zstandard decoder reading a file from a frame start on.
+struct Decoding {
+    file: File,
     dec: zstd::stream::raw::Decoder<'static>,
     input: Vec<u8>,
     in_pos: usize,
     /// Whether the decoder is inside a frame (else the next byte of input
     /// starts one).
     in_frame: bool,
-    /// Plaintext offset of `out[0]`.
-    at: u64,
-    out: Vec<u8>,
-    /// Whether the decoder state continues from `at + out.len()`.
-    live: bool,
+    /// A frame failed to decode: what it gave is all there is.
+    failed: bool,
+}
+
+impl Decoding {
+    fn at(path: &Path, physical: u64) -> io::Result<Decoding> {
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(physical))?;
+        Ok(Decoding {
+            file,
+            dec: zstd::stream::raw::Decoder::new()?,
+            input: Vec::new(),
+            in_pos: 0,
+            in_frame: false,
+            failed: false,
+        })
+    }
+
+    /// Decode up to `room` more bytes onto `out`; `false` at the end of the
+    /// artifact (or of what it holds that decodes).
+    fn more(&mut self, out: &mut Vec<u8>, room: usize) -> io::Result<bool> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        if self.failed {
+            return Ok(false);
+        }
+        loop {
+            if self.in_pos == self.input.len() {
+                self.input.resize(INPUT, 0);
+                let n = loop {
+                    match self.file.read(&mut self.input) {
+                        Ok(n) => break n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                };
+                self.input.truncate(n);
+                self.in_pos = 0;
+                if n == 0 {
+                    return Ok(false);
+                }
+            }
+            if !self.in_frame {
+                self.dec.reinit()?;
+                self.in_frame = true;
+            }
+            let old = out.len();
+            // Into the spare capacity, which is never zeroed first.
+            out.reserve_exact(room);
+            let mut input = InBuffer::around(&self.input[self.in_pos..]);
+            let mut output = OutBuffer::around_pos(out, old);
+            let r = self.dec.run(&mut input, &mut output);
+            let (read, written) = (input.pos(), output.pos() - old);
+            self.in_pos += read;
+            match r {
+                Err(_) => {
+                    self.failed = true;
+                    return Ok(written > 0);
+                }
+                Ok(0) => self.in_frame = false,
+                Ok(_) => {}
+            }
+            if written > 0 {
+                return Ok(true);
+            }
+        }
+    }
 }
 
 fn changed() -> io::Error {
@@ -64,15 +155,13 @@ fn changed() -> io::Error {
 impl ZstdCursor {
     pub(crate) fn open(path: &Path, frames: FrameTable) -> io::Result<ZstdCursor> {
         Ok(ZstdCursor {
-            file: File::open(path)?,
+            path: path.to_path_buf(),
             frames,
-            dec: zstd::stream::raw::Decoder::new()?,
-            input: Vec::new(),
-            in_pos: 0,
-            in_frame: false,
+            stream: Stream::Here(Box::new(Decoding::at(path, 0)?)),
             at: 0,
             out: Vec::new(),
             live: false,
+            forwards: 0,
         })
     }
 
@@ -97,9 +186,16 @@ impl ZstdCursor {
         // `offset`; far ahead of it too, unless that frame is the one being
         // decoded (then going on is shorter).
         let restart = !forward || (offset > end + FAR && self.frame_of(offset)?.plain > end);
+        let ahead = matches!(self.stream, Stream::Ahead(_));
         if restart {
+            self.forwards = 0;
+        } else {
+            self.forwards += 1;
+        }
+        if restart || (!ahead && self.forwards == AHEAD_AFTER) {
+            // A walk in log order goes on decoding ahead; a jump decodes here.
             let frame = self.frame_of(offset)?;
-            self.restart(frame)?;
+            self.restart(frame, !restart)?;
         }
         // Drop what lies before `offset`, decoding past it if need be.
         loop {
@@ -145,61 +241,64 @@ impl ZstdCursor {
         Ok(frames[i - 1])
     }
 
-    fn restart(&mut self, frame: FrameAt) -> io::Result<()> {
-        self.file.seek(SeekFrom::Start(frame.physical))?;
-        self.input.clear();
-        self.in_pos = 0;
-        self.in_frame = false;
+    fn restart(&mut self, frame: FrameAt, ahead: bool) -> io::Result<()> {
+        let mut decoding = Decoding::at(&self.path, frame.physical)?;
+        self.stream = if ahead {
+            let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD_CHUNKS);
+            std::thread::Builder::new()
+                .name("dsh-unzstd".into())
+                .spawn(move || {
+                    loop {
+                        let mut chunk = Vec::with_capacity(STEP);
+                        let sent = match decoding.more(&mut chunk, STEP) {
+                            Ok(true) => tx.send(Ok(chunk)),
+                            Ok(false) => break,
+                            Err(e) => tx.send(Err(e)),
+                        };
+                        // The reader went away or moved elsewhere.
+                        if sent.is_err() {
+                            break;
+                        }
+                    }
+                })?;
+            Stream::Ahead(rx)
+        } else {
+            Stream::Here(Box::new(decoding))
+        };
         self.at = frame.plain;
         self.out.clear();
         self.live = true;
         Ok(())
     }
 
-    /// Decode up to `room` more bytes onto the window; `false` at the end of
-    /// the artifact (or of what it holds that decodes).
+    /// Decode up to `room` more bytes onto the window (a whole chunk when
+    /// decoding ahead); `false` at the end of the artifact (or of what it
+    /// holds that decodes).
     fn decode_more(&mut self, room: usize) -> io::Result<bool> {
-        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
-        loop {
-            if self.in_pos == self.input.len() {
-                self.input.resize(INPUT, 0);
-                let n = loop {
-                    match self.file.read(&mut self.input) {
-                        Ok(n) => break n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e),
-                    }
-                };
-                self.input.truncate(n);
-                self.in_pos = 0;
-                if n == 0 {
-                    return Ok(false);
+        match &mut self.stream {
+            Stream::Here(d) => {
+                let more = d.more(&mut self.out, room)?;
+                if d.failed {
+                    self.live = false;
                 }
+                Ok(more)
             }
-            if !self.in_frame {
-                self.dec.reinit()?;
-                self.in_frame = true;
-            }
-            let old = self.out.len();
-            self.out.resize(old + room, 0);
-            let mut input = InBuffer::around(&self.input[self.in_pos..]);
-            let mut output = OutBuffer::around(&mut self.out[old..]);
-            let r = self.dec.run(&mut input, &mut output);
-            let (read, written) = (input.pos(), output.pos());
-            self.out.truncate(old + written);
-            self.in_pos += read;
-            match r {
-                // A damaged or torn frame: what it gave is all there is.
+            Stream::Ahead(rx) => match rx.recv() {
+                Ok(Ok(chunk)) => {
+                    self.out.extend_from_slice(&chunk);
+                    Ok(true)
+                }
+                Ok(Err(e)) => {
+                    self.live = false;
+                    Err(e)
+                }
+                // The thread is done: the artifact ended (or stopped
+                // decoding, which the next fill starts again from).
                 Err(_) => {
                     self.live = false;
-                    return Ok(written > 0);
+                    Ok(false)
                 }
-                Ok(0) => self.in_frame = false,
-                Ok(_) => {}
-            }
-            if written > 0 {
-                return Ok(true);
-            }
+            },
         }
     }
 }

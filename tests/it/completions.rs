@@ -41,6 +41,10 @@ fn every_subcommand_help_has_examples_and_speaks_of_dsh() {
         "compact",
         "verify",
         "locks",
+        "sessions",
+        "usage",
+        "pack",
+        "unpack",
         "completions",
     ] {
         for flag in ["-h", "--help"] {

@@ -8,12 +8,12 @@ use std::path::Path;
 /// Top-level library modules, bottom layer first. Keep in step with the
 /// README's Layout section.
 const LAYERS: &[&[&str]] = &[
-    &["json", "cancel"],
-    &["event", "heuristic", "policy", "provider"],
-    &["request_header", "lock", "surface", "config"],
+    &["json", "cancel", "civil"],
+    &["event", "heuristic", "policy", "provider", "price"],
+    &["request_header", "lock", "surface", "config", "usage"],
     &["log"],
     &["derive", "meter", "range", "pack"],
-    &["prune", "append", "cache"],
+    &["prune", "append", "sessions", "cache"],
     &["verify", "lifecycle"],
     &["compact"],
 ];

@@ -16,5 +16,7 @@ mod measure;
 mod pack;
 mod provider;
 mod prune;
+mod sessions;
 mod terminal;
+mod usage;
 mod verify;

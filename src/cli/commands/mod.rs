@@ -11,5 +11,7 @@ pub mod measure;
 pub mod messages;
 pub mod pack;
 pub mod prune;
+pub mod sessions;
 pub mod surface;
+pub mod usage;
 pub mod verify;

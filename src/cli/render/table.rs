@@ -213,7 +213,7 @@ fn right_align_numbers(t: &mut Table) {
     for r in t.row_iter() {
         for (i, c) in r.cell_iter().enumerate() {
             let s = c.content();
-            if s.trim().is_empty() || s.trim() == "-" {
+            if s.trim().is_empty() || s.trim() == "-" || s.trim() == "—" {
                 continue;
             }
             any[i] = true;

@@ -1,0 +1,644 @@
+//! `dsh sessions`: one row per session log of a home or directory.
+
+use anyhow::Result;
+use dsh::LogSource;
+use dsh::civil::{self, Offset, Zone};
+use dsh::json::{OwnedValue, Value};
+use dsh::lock::LockState;
+use dsh::price::PriceTable;
+use dsh::sessions::{Filter, Refused, ScanOptions, Session, SortKey};
+use dsh::usage::{Sums, session_sums};
+
+use crate::cli::csv;
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::{self, Tone, outln};
+
+/// List sessions: project, id, title, times, size, pressure, locks, cost.
+///
+/// One row per session under $DSH_HOME (default) or under the given homes,
+/// directories or logs: project (the header's cwd), short id, title (the first
+/// user message), started (the header's createdAt), last activity (the latest
+/// event time), turns, events, size on disk, DSH's own token figure and its
+/// pressure as a percentage of the route's context window, landed compactions,
+/// prunes, the compaction lock (busy: a live lock; stale: crash evidence),
+/// format generation, the cost of the provider-reported usage (see `dsh usage`)
+/// and, for a log the reader refuses, the one-line reason.
+///
+/// Recorded logs can hold normalised times (0, jumps backwards): a time that
+/// is not a plausible date (2000 to 2100) is shown `unknown`, never guessed,
+/// and sorts last either way. With --since/--until a session whose times are
+/// unknown is left out (the footer counts it).
+///
+/// Exit status: 0; 3 when a log was refused (its row says why).
+///
+/// With --json: `{"logs": [{"file", "session", "project", "parent", "title",
+/// "started", "startedMs", "lastActivity", "lastActivityMs", "turns", "events",
+/// "sizeBytes", "surfaceTokens", "contextWindow", "pressurePercent",
+/// "overThreshold", "route":
+/// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
+/// "busy", "stale"}, "generation", "requests", "costUsd", "unpricedRequests",
+/// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "totals":
+/// {"sessions", "refused", "turns", "events", "sizeBytes", "costUsd",
+/// "busy", "stale"}, "matched", "leftOutUnknownTime", "schema_version"}`.
+/// Times are RFC 3339 UTC strings (null when unknown).
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh sessions                                   # every session under $DSH_HOME\n  dsh sessions --project . --since 7d            # this project, this week\n  dsh sessions --sort cost --limit 10\n  dsh sessions --busy                            # which session holds a live lock"
+)]
+pub struct SessionsArgs {
+    /// DSH homes, directories of sessions or logs (default: $DSH_HOME).
+    #[arg(value_name = "HOME|DIR")]
+    pub paths: Vec<String>,
+    /// Only sessions recorded in this directory (the header's cwd) or below it.
+    #[arg(long, visible_alias = "cwd", value_name = "PATH")]
+    pub project: Option<String>,
+    /// Only sessions holding a live compaction lock (see `dsh locks`).
+    #[arg(long)]
+    pub busy: bool,
+    #[command(flatten)]
+    pub time: TimeArgs,
+    /// Order: started and activity oldest first; pressure, size and cost
+    /// largest first. Unknown values last.
+    #[arg(long, value_enum, default_value_t = Sort::Started)]
+    pub sort: Sort,
+    /// Turn the order round (unknown values stay last).
+    #[arg(long)]
+    pub reverse: bool,
+    /// Show only the first N sessions of the order.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print CSV (a header row, then one row per session).
+    #[arg(long)]
+    pub csv: bool,
+    /// The dsh config file (routes' context windows, [[prices]]).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Logs read at once (0: one per core).
+    #[arg(long, short, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+}
+
+/// `--sort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sort {
+    /// Start time.
+    Started,
+    /// Last activity.
+    Activity,
+    /// Pressure.
+    Pressure,
+    /// Size on disk.
+    Size,
+    /// Cost.
+    Cost,
+}
+
+impl Sort {
+    fn key(self) -> SortKey {
+        match self {
+            Sort::Started => SortKey::Started,
+            Sort::Activity => SortKey::Activity,
+            Sort::Pressure => SortKey::Pressure,
+            Sort::Size => SortKey::Size,
+            Sort::Cost => SortKey::Cost,
+        }
+    }
+}
+
+/// `--since`, `--until`, `--tz`: shared by `sessions` and `usage`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TimeArgs {
+    /// From this date or time on (2026-07-01, 2026-07-01T09:30Z), or this
+    /// long back from now (7d, 2w, 12h).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Before this date or time (or this long back from now).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// The time zone dates are shown and typed in: UTC (default), a fixed
+    /// offset such as +08:00, or a zone name such as Asia/Shanghai (read from
+    /// $TZDIR, else /usr/share/zoneinfo).
+    #[arg(long, value_name = "OFFSET", default_value = "UTC")]
+    pub tz: String,
+}
+
+/// The parsed time flags.
+pub struct Times {
+    /// `--tz`.
+    pub tz: Zone,
+    /// `--since` (epoch ms).
+    pub since: Option<i64>,
+    /// `--until` (epoch ms).
+    pub until: Option<i64>,
+}
+
+impl TimeArgs {
+    /// Parse against the clock.
+    pub fn parse(&self) -> Result<Times> {
+        let tz = zone(&self.tz)?;
+        let now = crate::cli::commands::prune::now_ms() as i64;
+        let bound = |flag: &str, v: &Option<String>| -> Result<Option<i64>> {
+            v.as_deref()
+                .map(|s| tz.parse_bound(s, now))
+                .transpose()
+                .map_err(|e| UsageError(format!("--{flag} {e}")).into())
+        };
+        let since = bound("since", &self.since)?;
+        let until = bound("until", &self.until)?;
+        Ok(Times { tz, since, until })
+    }
+}
+
+/// `--tz`: a fixed offset, or a zone name read from the zone database.
+fn zone(arg: &str) -> Result<Zone> {
+    if let Ok(o) = Offset::parse(arg) {
+        return Ok(Zone::Fixed(o));
+    }
+    let safe = !arg.is_empty()
+        && !arg.starts_with('/')
+        && arg
+            .split('/')
+            .all(|p| !p.is_empty() && p != "." && p != "..")
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
+    let dir = std::env::var_os("TZDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(
+            || std::path::PathBuf::from("/usr/share/zoneinfo"),
+            Into::into,
+        );
+    let bytes = safe
+        .then(|| std::fs::read(dir.join(arg)).ok())
+        .flatten()
+        .ok_or_else(|| {
+            UsageError(format!(
+                "--tz {arg:?}: expected UTC, a fixed offset such as +08:00, or a zone name found in {}",
+                dir.display()
+            ))
+        })?;
+    Zone::from_tzif(arg, &bytes).map_err(|e| UsageError(format!("--tz {e}")).into())
+}
+
+/// Every log the arguments name (no argument: every session under the
+/// home), scanned in parallel, in input order. An argument that names
+/// nothing is a refused row.
+pub fn scan_all(
+    ctx: &Ctx,
+    paths: &[String],
+    opts: &ScanOptions,
+    jobs: usize,
+) -> Result<Vec<Result<Session, Refused>>> {
+    let mut items: Vec<Result<LogSource, Refused>> = Vec::new();
+    if paths.is_empty() {
+        let root = ctx.home_sessions()?;
+        items.extend(
+            dsh::log::source::discover(&root)
+                .into_iter()
+                .map(|p| Ok(LogSource::File(p))),
+        );
+    }
+    for a in paths {
+        match ctx.resolve_many(std::slice::from_ref(a)) {
+            Ok(s) => items.extend(s.into_iter().map(Ok)),
+            Err(e) => items.push(Err(Refused {
+                file: a.clone(),
+                size: None,
+                error: Box::new(e),
+            })),
+        }
+    }
+    let sources: Vec<LogSource> = items
+        .iter()
+        .filter_map(|i| i.as_ref().ok().cloned())
+        .collect();
+    let mut results = crate::cli::many::run_many(ctx, &sources, jobs, "reading sessions", &|s| {
+        dsh::sessions::scan(s, opts)
+    })
+    .into_iter();
+    Ok(items
+        .into_iter()
+        .map(|i| match i {
+            Ok(_) => results.next().expect("one result per source"),
+            Err(r) => Err(r),
+        })
+        .collect())
+}
+
+/// `--project` / `--cwd PATH`: the path made absolute, and its canonical
+/// spelling when that differs (the harness records the cwd it started in,
+/// usually canonical).
+pub fn project_filter(arg: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(p) = arg else {
+        return (None, None);
+    };
+    let abs = std::path::absolute(p)
+        .map(|a| a.display().to_string())
+        .unwrap_or_else(|_| p.to_string());
+    let canonical = std::fs::canonicalize(p)
+        .ok()
+        .map(|c| c.display().to_string())
+        .filter(|c| *c != abs);
+    (Some(abs), canonical)
+}
+
+/// The price table: built in, with the config's `[[prices]]`.
+pub fn prices(config: &dsh::config::Config) -> PriceTable {
+    PriceTable::builtin().with(&config.prices)
+}
+
+/// A time for a table: `2026-07-09 12:37`, or `unknown`.
+pub fn when(t: Option<i64>, tz: &Zone) -> String {
+    t.map_or_else(|| "unknown".into(), |t| tz.date_time(t))
+}
+
+/// A time for JSON: RFC 3339 UTC, or null.
+pub fn when_json(t: Option<i64>) -> OwnedValue {
+    t.map(|t| Value::from(civil::rfc3339(t)))
+        .unwrap_or(Value::Null)
+}
+
+/// USD for a table: four decimals (six below a cent), thousands
+/// separated; `—` when unknown.
+pub fn usd(x: Option<f64>) -> String {
+    match x {
+        None => "—".into(),
+        Some(v) => {
+            let places: u32 = if v.abs() < 0.01 && v != 0.0 { 6 } else { 4 };
+            let unit = 10u64.pow(places);
+            let n = (v.abs() * unit as f64).round() as u64;
+            let s = format!(
+                "{}.{:0w$}",
+                render::num(n / unit),
+                n % unit,
+                w = places as usize
+            );
+            if v < 0.0 { format!("-{s}") } else { s }
+        }
+    }
+}
+
+fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1024.0 {
+        let tenths = (b / 1024.0 / 1024.0 * 10.0).round() as u64;
+        format!("{}.{} MB", render::num(tenths / 10), tenths % 10)
+    } else {
+        format!("{:.1} KB", b / 1024.0)
+    }
+}
+
+/// A scanned session with its cost.
+struct Row {
+    s: Session,
+    sums: Sums,
+}
+
+/// A log's name for a table: its session directory for a
+/// `session.jsonl[.zstd]`, else its file name (JSON and CSV have the path).
+fn short_file(file: &str) -> String {
+    let p = std::path::Path::new(file);
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+    match (name.as_deref(), p.parent().and_then(|d| d.file_name())) {
+        (Some(n), Some(d)) if n.starts_with("session.jsonl") => d.to_string_lossy().into_owned(),
+        (Some(n), _) => n.to_string(),
+        _ => file.to_string(),
+    }
+}
+
+fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+fn row_json(r: &Row) -> OwnedValue {
+    let s = &r.s;
+    let opt = |x: Option<f64>| x.map(Value::Num).unwrap_or(Value::Null);
+    let mut v = Value::obj()
+        .with("file", s.file.as_str().into())
+        .with("session", s.id.as_str().into())
+        .with("project", s.project.clone().into())
+        .with("parent", s.parent.clone().into())
+        .with("title", s.title.clone().into())
+        .with("started", when_json(s.started))
+        .with("startedMs", s.started.into())
+        .with("lastActivity", when_json(s.last_activity))
+        .with("lastActivityMs", s.last_activity.into())
+        .with("turns", s.turns.into())
+        .with("events", s.events.into())
+        .with("sizeBytes", s.size.into())
+        .with("surfaceTokens", opt(s.surface_tokens))
+        .with("contextWindow", opt(s.context_window))
+        .with(
+            "pressurePercent",
+            opt(s.pressure.map(|p| (p * 100.0).round() / 100.0)),
+        )
+        .with("overThreshold", s.over_threshold.into())
+        .with(
+            "route",
+            s.route.as_ref().map_or(Value::Null, |(p, m)| {
+                Value::obj()
+                    .with("provider", p.as_str().into())
+                    .with("model", m.as_str().into())
+            }),
+        )
+        .with("compactions", s.compactions.into())
+        .with("prunes", s.prunes.into())
+        .with(
+            "lock",
+            Value::obj()
+                .with("state", s.lock.as_str().into())
+                .with("busy", s.busy_locks.into())
+                .with("stale", s.stale_locks.into()),
+        )
+        .with("generation", s.generation.into())
+        .with(
+            "requests",
+            (r.sums.requests + r.sums.summariser_requests).into(),
+        )
+        .with("costUsd", r.sums.cost().into())
+        .with("unpricedRequests", r.sums.without_cost().into());
+    if let Some(e) = &s.meter_error {
+        v = v.with("meterError", e.as_str().into());
+    }
+    if !s.warnings.is_empty() {
+        v = v.with(
+            "warnings",
+            Value::Arr(s.warnings.iter().map(|w| w.as_str().into()).collect()),
+        );
+    }
+    v
+}
+
+fn refused_json(r: &Refused) -> OwnedValue {
+    let mut v = load_error_json(&r.error);
+    v.remove("schema_version");
+    v.set("file", r.file.as_str().into());
+    v.with("sizeBytes", r.size.into())
+}
+
+const CSV_HEAD: [&str; 22] = [
+    "file",
+    "session",
+    "project",
+    "title",
+    "started",
+    "last_activity",
+    "turns",
+    "events",
+    "size_bytes",
+    "surface_tokens",
+    "context_window",
+    "pressure_percent",
+    "compactions",
+    "prunes",
+    "lock",
+    "busy_locks",
+    "stale_locks",
+    "generation",
+    "requests",
+    "cost_usd",
+    "unpriced_requests",
+    "refused",
+];
+
+fn csv_row(r: &Row) -> String {
+    let s = &r.s;
+    let t = |x: Option<i64>| x.map(civil::rfc3339).unwrap_or_default();
+    csv::record(&[
+        s.file.clone(),
+        s.id.clone(),
+        s.project.clone().unwrap_or_default(),
+        s.title.clone().unwrap_or_default(),
+        t(s.started),
+        t(s.last_activity),
+        s.turns.to_string(),
+        s.events.to_string(),
+        s.size.to_string(),
+        csv::num(s.surface_tokens),
+        csv::num(s.context_window),
+        csv::num(s.pressure.map(|p| (p * 100.0).round() / 100.0)),
+        s.compactions.to_string(),
+        s.prunes.to_string(),
+        s.lock.as_str().into(),
+        s.busy_locks.to_string(),
+        s.stale_locks.to_string(),
+        s.generation.to_string(),
+        (r.sums.requests + r.sums.summariser_requests).to_string(),
+        csv::num(r.sums.cost()),
+        r.sums.without_cost().to_string(),
+        String::new(),
+    ])
+}
+
+fn csv_refused(r: &Refused) -> String {
+    let mut f = vec![String::new(); CSV_HEAD.len()];
+    f[0] = r.file.clone();
+    f[8] = r.size.map(|s| s.to_string()).unwrap_or_default();
+    f[21] = r.error.message().to_string();
+    csv::record(&f)
+}
+
+/// Run it.
+// About 150 lines on purpose: filter, order, then the three outputs in turn.
+pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
+    if args.csv && ctx.json {
+        return Err(UsageError("--csv and --json: choose one".into()).into());
+    }
+    let times = args.time.parse()?;
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let prices = prices(&config);
+    let opts = ScanOptions {
+        load: ctx.load_options(),
+        no_meter: false,
+        config,
+    };
+    let (project, project_alias) = project_filter(args.project.as_deref());
+    let filter = Filter {
+        project,
+        project_alias,
+        since: times.since,
+        until: times.until,
+        busy: args.busy,
+    };
+    let scanned = scan_all(ctx, &args.paths, &opts, args.jobs)?;
+    let mut rows = Vec::new();
+    let mut refused = Vec::new();
+    let mut unknown_time = 0u64;
+    for r in scanned {
+        match r {
+            Ok(s) => {
+                if !filter.admits(&s) {
+                    if filter.has_time() && s.started.is_none() && s.last_activity.is_none() {
+                        unknown_time += 1;
+                    }
+                    continue;
+                }
+                let sums = session_sums(&s.requests, &prices);
+                rows.push(Row { s, sums });
+            }
+            // A refused log has no project or time to filter by: it is shown
+            // unless a filter could only have left it out.
+            Err(e) if filter.project.is_none() && !filter.has_time() && !filter.busy => {
+                refused.push(e)
+            }
+            Err(_) => {}
+        }
+    }
+    let key = args.sort.key();
+    dsh::sessions::sort(&mut rows, key, args.reverse, |r| match key {
+        SortKey::Cost => r.sums.cost(),
+        k => r.s.sort_value(k),
+    });
+    let matched = rows.len();
+    if let Some(n) = args.limit {
+        rows.truncate(n);
+    }
+    let status = if refused.is_empty() {
+        Status::Ok
+    } else {
+        Status::InvalidLog
+    };
+    let mut total = Sums::default();
+    for r in &rows {
+        total.merge(&r.sums);
+    }
+    let sum = |f: fn(&Session) -> u64| rows.iter().map(|r| f(&r.s)).sum::<u64>();
+    if ctx.json {
+        let mut logs: Vec<OwnedValue> = rows.iter().map(row_json).collect();
+        logs.extend(refused.iter().map(refused_json));
+        let totals = Value::obj()
+            .with("sessions", rows.len().into())
+            .with("refused", refused.len().into())
+            .with("turns", sum(|s| s.turns).into())
+            .with("events", sum(|s| s.events).into())
+            .with("sizeBytes", sum(|s| s.size).into())
+            .with("costUsd", total.cost().into())
+            .with("busy", sum(|s| s.busy_locks).into())
+            .with("stale", sum(|s| s.stale_locks).into());
+        ctx.print_json(
+            &Value::obj()
+                .with("logs", Value::Arr(logs))
+                .with("totals", totals)
+                .with("matched", matched.into())
+                .with("leftOutUnknownTime", unknown_time.into())
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+        return Ok(status);
+    }
+    if args.csv {
+        let mut out = csv::record(&CSV_HEAD);
+        for r in &rows {
+            out.push_str(&csv_row(r));
+        }
+        for r in &refused {
+            out.push_str(&csv_refused(r));
+        }
+        ctx.out.write_all(out.as_bytes())?;
+        return Ok(status);
+    }
+    if rows.is_empty() && refused.is_empty() {
+        outln!(ctx.out, "no sessions match")?;
+        if unknown_time > 0 {
+            outln!(
+                ctx.out,
+                "{unknown_time} session(s) with unknown times were left out by --since/--until"
+            )?;
+        }
+        return Ok(status);
+    }
+    ctx.page();
+    let mut t = render::table(&[
+        "project", "id", "title", "started", "activity", "turns", "events", "size", "tokens", "%",
+        "cmp", "prunes", "lock", "gen", "cost $",
+    ]);
+    t.drop_first(&[
+        "gen", "events", "prunes", "cmp", "size", "turns", "started", "tokens", "project",
+    ]);
+    let tz = &times.tz;
+    for r in &rows {
+        let s = &r.s;
+        let lock = match s.lock {
+            LockState::Busy => ("busy".to_string(), Some(Tone::Bad)),
+            LockState::Stale => ("stale".to_string(), Some(Tone::Warn)),
+            LockState::Free if s.stale_locks > 0 => ("stale".to_string(), Some(Tone::Warn)),
+            LockState::Free => (String::new(), None),
+        };
+        let hot = (s.over_threshold == Some(true)).then_some(Tone::Bad);
+        t.add_toned_row(vec![
+            (s.project.clone().unwrap_or_else(|| "—".into()), None),
+            (short_id(&s.id), None),
+            (s.title.clone().unwrap_or_default(), None),
+            (when(s.started, tz), None),
+            (when(s.last_activity, tz), None),
+            (render::num(s.turns), None),
+            (render::num(s.events), None),
+            (size(s.size), None),
+            (s.surface_tokens.map_or("—".into(), render::num_f64), None),
+            (s.pressure.map_or("—".into(), |p| format!("{p:.1}%")), hot),
+            (render::num(s.compactions), None),
+            (render::num(s.prunes), None),
+            lock,
+            (s.generation.to_string(), None),
+            (usd(r.sums.cost()), None),
+        ]);
+    }
+    for r in &refused {
+        let mut cells = vec![
+            ("—".into(), None),
+            ("—".into(), None),
+            (
+                format!("refused {}: {}", short_file(&r.file), r.error.message()),
+                Some(Tone::Bad),
+            ),
+        ];
+        cells.extend((0..12).map(|_| (String::new(), None)));
+        t.add_toned_row(cells);
+    }
+    t.add_row(vec![
+        String::new(),
+        "total".into(),
+        format!("{} session(s)", render::num(rows.len() as u64)),
+        String::new(),
+        String::new(),
+        render::num(sum(|s| s.turns)),
+        render::num(sum(|s| s.events)),
+        size(sum(|s| s.size)),
+        String::new(),
+        String::new(),
+        render::num(sum(|s| s.compactions)),
+        render::num(sum(|s| s.prunes)),
+        match sum(|s| s.busy_locks) {
+            0 => String::new(),
+            n => format!("{n} busy"),
+        },
+        String::new(),
+        usd(total.cost()),
+    ]);
+    outln!(ctx.out, "{t}")?;
+    if matched > rows.len() {
+        outln!(
+            ctx.out,
+            "showing the first {} of {} sessions",
+            render::num(rows.len() as u64),
+            render::num(matched as u64)
+        )?;
+    }
+    if unknown_time > 0 {
+        outln!(
+            ctx.out,
+            "{unknown_time} session(s) with unknown times were left out by --since/--until"
+        )?;
+    }
+    if total.without_cost() > 0 {
+        outln!(
+            ctx.out,
+            "cost: {} request(s) have no price (none for their model at their date, or one that depends on a time the log does not record); their tokens are in `dsh usage`",
+            render::num(total.without_cost())
+        )?;
+    }
+    if !refused.is_empty() {
+        outln!(ctx.out, "{} log(s) refused to load", refused.len())?;
+    }
+    Ok(status)
+}

@@ -1,0 +1,505 @@
+//! `dsh usage`: provider-reported tokens and their cost, by period,
+//! session or project.
+
+use anyhow::Result;
+use dsh::civil;
+use dsh::json::{OwnedValue, Value};
+use dsh::price::{PriceTable, Rates};
+use dsh::sessions::ScanOptions;
+use dsh::usage::{Group, GroupBy, Report, SessionRequests, Sums, Window};
+
+use crate::cli::commands::sessions::{TimeArgs, prices, project_filter, scan_all, usd};
+use crate::cli::csv;
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::{self, outln};
+
+/// Token usage and cost, by day, week, month, session or project.
+///
+/// Sums what the providers reported in the logs: the `usage` of every
+/// `assistant/message` (uncached input, cache read, cache write, output,
+/// reasoning) plus the compaction summariser's own calls (the `usage` of
+/// `compaction/summary`), counted as the `summariser` requests. Nothing is
+/// estimated: a request without reported usage is not counted.
+///
+/// Cost comes from a dated price table (`--prices` shows it with the page
+/// each figure was read from): a request is priced by its own time, at
+/// DeepSeek's peak or off-peak rate where those apply. A model with no price,
+/// or a request whose price depends on a time the log does not record, shows
+/// its tokens and `—` for cost (the "no price" column counts them); nothing
+/// is guessed and nothing is fetched. Add or correct prices with `[[prices]]`
+/// in the config file (README "usage").
+///
+/// Times that are not plausible dates (recorded logs hold zeros) are grouped
+/// as `unknown`, last; --since/--until leave such requests out.
+///
+/// With --json: `{"groupBy", "tz", "groups": [{"key", "known", "session"?,
+/// "file"?, "project"?, "requests", "summariserRequests", "inputTokens",
+/// "cacheReadTokens", "cacheWriteTokens", "outputTokens", "reasoningTokens",
+/// "totalTokens", "costUsd" (null when nothing is priced), "pricedRequests",
+/// "unpricedRequests", "untimedRequests", "models"?: [{"provider", "model",
+/// …the same sums}]}], "totals": {…the same sums, "models"}, "leftOutUnknownTime",
+/// "logs": [refused logs: {"file", "error", …}], "schema_version"}`; with
+/// --prices: `{"prices": [{"provider", "model", "from", "fromMs", "input",
+/// "cacheHit", "cacheWrite", "output", "offPeak", "peakWindows", "origin",
+/// "source"}], "schema_version"}` (USD per million tokens).
+///
+/// Exit status: 0; 3 when a log was refused.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh usage                                      # per day, every session under $DSH_HOME\n  dsh usage --monthly --breakdown                # per month and model\n  dsh usage --session --since 7d --cwd .         # this project's sessions this week\n  dsh usage --prices                             # the price table in use"
+)]
+pub struct UsageArgs {
+    /// DSH homes, directories of sessions, or logs (default: $DSH_HOME).
+    #[arg(value_name = "HOME|DIR|LOG")]
+    pub paths: Vec<String>,
+    /// Per day (the default).
+    #[arg(long, group = "by")]
+    pub daily: bool,
+    /// Per week (Monday to Sunday, labelled with its Monday).
+    #[arg(long, group = "by")]
+    pub weekly: bool,
+    /// Per month.
+    #[arg(long, group = "by")]
+    pub monthly: bool,
+    /// Per session.
+    #[arg(long, group = "by")]
+    pub session: bool,
+    /// Per project (the header's cwd).
+    #[arg(long, group = "by")]
+    pub project: bool,
+    /// Also show each group per provider and model.
+    #[arg(long)]
+    pub breakdown: bool,
+    /// Only sessions recorded in this directory (the header's cwd) or below it.
+    #[arg(long, value_name = "PATH")]
+    pub cwd: Option<String>,
+    #[command(flatten)]
+    pub time: TimeArgs,
+    /// Print CSV (a header row, then one row per group, or per group and
+    /// model with --breakdown).
+    #[arg(long)]
+    pub csv: bool,
+    /// Show the price table (built in and from the config) instead.
+    #[arg(long)]
+    pub prices: bool,
+    /// Accepted and always in effect: prices are never fetched.
+    #[arg(long)]
+    pub offline: bool,
+    /// The dsh config file ([[prices]]).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Logs read at once (0: one per core).
+    #[arg(long, short, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+}
+
+impl UsageArgs {
+    fn by(&self) -> GroupBy {
+        if self.weekly {
+            GroupBy::Week
+        } else if self.monthly {
+            GroupBy::Month
+        } else if self.session {
+            GroupBy::Session
+        } else if self.project {
+            GroupBy::Project
+        } else {
+            GroupBy::Day
+        }
+    }
+}
+
+fn sums_json(s: &Sums) -> OwnedValue {
+    let t = &s.tokens;
+    Value::obj()
+        .with("requests", s.requests.into())
+        .with("summariserRequests", s.summariser_requests.into())
+        .with("inputTokens", t.input.into())
+        .with("cacheReadTokens", t.cache_read.into())
+        .with("cacheWriteTokens", t.cache_write.into())
+        .with("outputTokens", t.output.into())
+        .with("reasoningTokens", t.reasoning.into())
+        .with("totalTokens", t.total().into())
+        .with("costUsd", s.cost().into())
+        .with("pricedRequests", s.priced.into())
+        .with("unpricedRequests", s.unpriced.into())
+        .with("untimedRequests", s.untimed.into())
+}
+
+fn models_json(models: &[(String, String, Sums)]) -> OwnedValue {
+    Value::Arr(
+        models
+            .iter()
+            .map(|(p, m, s)| {
+                let mut v = Value::obj()
+                    .with("provider", p.as_str().into())
+                    .with("model", m.as_str().into());
+                if let (Value::Obj(o), Value::Obj(rest)) = (&mut v, sums_json(s)) {
+                    o.extend(rest);
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
+fn group_json(g: &Group, by: GroupBy, breakdown: bool) -> OwnedValue {
+    let mut v = Value::obj()
+        .with("key", g.key.as_str().into())
+        .with("known", g.known.into());
+    if by == GroupBy::Session {
+        v = v
+            .with("session", g.key.as_str().into())
+            .with("file", g.file.clone().into())
+            .with("project", g.project.clone().into());
+    }
+    if let (Value::Obj(o), Value::Obj(rest)) = (&mut v, sums_json(&g.sums)) {
+        o.extend(rest);
+    }
+    if breakdown {
+        v = v.with("models", models_json(&g.models));
+    }
+    v
+}
+
+fn rates_json(r: &Rates) -> OwnedValue {
+    Value::obj()
+        .with("input", r.input.into())
+        .with("cacheHit", r.cache_hit.into())
+        .with("cacheWrite", r.cache_write.into())
+        .with("output", r.output.into())
+}
+
+fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
+    let entries = table.entries();
+    let from = |ms: Option<i64>| ms.map(civil::rfc3339);
+    if ctx.json {
+        let rows: Vec<OwnedValue> = entries
+            .iter()
+            .map(|p| {
+                let mut v = Value::obj()
+                    .with("provider", p.provider.as_str().into())
+                    .with("model", p.model.as_str().into())
+                    .with("from", from(p.from_ms).into())
+                    .with("fromMs", p.from_ms.into());
+                if let (Value::Obj(o), Value::Obj(rest)) = (&mut v, rates_json(&p.rates)) {
+                    o.extend(rest);
+                }
+                v.with(
+                    "offPeak",
+                    p.off_peak.as_ref().map_or(Value::Null, rates_json),
+                )
+                .with(
+                    "peakWindows",
+                    p.off_peak
+                        .map(|_| Value::from("deepseek"))
+                        .unwrap_or(Value::Null),
+                )
+                .with("origin", p.origin.as_str().into())
+                .with("source", p.source.as_str().into())
+            })
+            .collect();
+        ctx.print_json(
+            &Value::obj()
+                .with("prices", Value::Arr(rows))
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+        return Ok(Status::Ok);
+    }
+    let mut t = render::table(&[
+        "provider",
+        "model",
+        "from",
+        "input",
+        "cache hit",
+        "cache write",
+        "output",
+        "off-peak in/hit/out",
+        "origin",
+        "source",
+    ]);
+    t.drop_first(&["source", "origin", "cache write", "provider"]);
+    let f = |x: f64| Value::Num(x).to_json();
+    for p in entries {
+        t.add_row(vec![
+            p.provider.clone(),
+            p.model.clone(),
+            p.from_ms
+                .map_or_else(|| "—".into(), |ms| civil::date_time(ms, civil::Offset::UTC)),
+            f(p.rates.input),
+            f(p.rates.cache_hit),
+            f(p.rates.cache_write),
+            f(p.rates.output),
+            p.off_peak.map_or_else(String::new, |o| {
+                format!("{} / {} / {}", f(o.input), f(o.cache_hit), f(o.output))
+            }),
+            p.origin.as_str().into(),
+            p.source.clone(),
+        ]);
+    }
+    outln!(ctx.out, "{t}")?;
+    outln!(
+        ctx.out,
+        "USD per million tokens; `from` in UTC (— : from the model's first use). With off-peak rates, the others apply only in DeepSeek's peak windows (weekdays 01:00–04:00 and 06:00–10:00 UTC). Add or correct entries with [[prices]] in the config file."
+    )?;
+    Ok(Status::Ok)
+}
+
+fn sum_cells(s: &Sums) -> Vec<String> {
+    let t = &s.tokens;
+    vec![
+        render::num(s.requests),
+        render::num(s.summariser_requests),
+        render::num_f64(t.input),
+        render::num_f64(t.cache_read),
+        render::num_f64(t.cache_write),
+        render::num_f64(t.output),
+        render::num_f64(t.reasoning),
+        render::num_f64(t.total()),
+        usd(s.cost()),
+        match s.without_cost() {
+            0 => String::new(),
+            n => render::num(n),
+        },
+    ]
+}
+
+fn csv_sums(s: &Sums) -> Vec<String> {
+    let t = &s.tokens;
+    let n = |x: f64| csv::num(Some(x));
+    vec![
+        s.requests.to_string(),
+        s.summariser_requests.to_string(),
+        n(t.input),
+        n(t.cache_read),
+        n(t.cache_write),
+        n(t.output),
+        n(t.reasoning),
+        n(t.total()),
+        csv::num(s.cost()),
+        s.priced.to_string(),
+        s.unpriced.to_string(),
+        s.untimed.to_string(),
+    ]
+}
+
+fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool) -> Result<()> {
+    let mut head = vec![by.as_str().to_string()];
+    if by == GroupBy::Session {
+        head.extend(["file".into(), "project".into()]);
+    }
+    if breakdown {
+        head.extend(["provider".into(), "model".into()]);
+    }
+    head.extend(
+        [
+            "requests",
+            "summariser_requests",
+            "input_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            "total_tokens",
+            "cost_usd",
+            "priced_requests",
+            "unpriced_requests",
+            "untimed_requests",
+        ]
+        .map(String::from),
+    );
+    let mut out = csv::record(&head);
+    for g in &rep.groups {
+        let mut lead = vec![g.key.clone()];
+        if by == GroupBy::Session {
+            lead.push(g.file.clone().unwrap_or_default());
+            lead.push(g.project.clone().unwrap_or_default());
+        }
+        if breakdown {
+            for (p, m, s) in &g.models {
+                let mut f = lead.clone();
+                f.extend([p.clone(), m.clone()]);
+                f.extend(csv_sums(s));
+                out.push_str(&csv::record(&f));
+            }
+        } else {
+            lead.extend(csv_sums(&g.sums));
+            out.push_str(&csv::record(&lead));
+        }
+    }
+    ctx.out.write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// Run it.
+// About 120 lines on purpose: gather, group, then the three outputs in turn.
+pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
+    if args.csv && ctx.json {
+        return Err(UsageError("--csv and --json: choose one".into()).into());
+    }
+    let times = args.time.parse()?;
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let table = prices(&config);
+    if args.prices {
+        return print_prices(ctx, &table);
+    }
+    let opts = ScanOptions {
+        load: ctx.load_options(),
+        no_meter: true,
+        config,
+    };
+    let scanned = scan_all(ctx, &args.paths, &opts, args.jobs)?;
+    let (project, project_alias) = project_filter(args.cwd.as_deref());
+    let filter = dsh::sessions::Filter {
+        project,
+        project_alias,
+        ..Default::default()
+    };
+    let mut sessions = Vec::new();
+    let mut refused = Vec::new();
+    for r in scanned {
+        match r {
+            Ok(s) if filter.admits(&s) => sessions.push(s),
+            Ok(_) => {}
+            Err(e) if filter.project.is_none() => refused.push(e),
+            Err(_) => {}
+        }
+    }
+    let status = if refused.is_empty() {
+        Status::Ok
+    } else {
+        Status::InvalidLog
+    };
+    let sr: Vec<SessionRequests<'_>> = sessions
+        .iter()
+        .map(|s| SessionRequests {
+            file: &s.file,
+            session: &s.id,
+            project: s.project.as_deref(),
+            requests: &s.requests,
+        })
+        .collect();
+    let by = args.by();
+    let window = Window {
+        since: times.since,
+        until: times.until,
+    };
+    let rep = dsh::usage::group(&sr, by, &times.tz, window, &table);
+    if ctx.json {
+        let logs: Vec<OwnedValue> = refused
+            .iter()
+            .map(|r| {
+                let mut v = load_error_json(&r.error);
+                v.remove("schema_version");
+                v.set("file", r.file.as_str().into());
+                v
+            })
+            .collect();
+        let mut totals = sums_json(&rep.totals);
+        totals.set("models", models_json(&rep.models));
+        ctx.print_json(
+            &Value::obj()
+                .with("groupBy", by.as_str().into())
+                .with("tz", times.tz.to_string().into())
+                .with(
+                    "groups",
+                    Value::Arr(
+                        rep.groups
+                            .iter()
+                            .map(|g| group_json(g, by, args.breakdown))
+                            .collect(),
+                    ),
+                )
+                .with("totals", totals)
+                .with("leftOutUnknownTime", rep.outside_unknown_time.into())
+                .with("logs", Value::Arr(logs))
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+        return Ok(status);
+    }
+    if args.csv {
+        print_csv(ctx, &rep, by, args.breakdown)?;
+        return Ok(status);
+    }
+    ctx.page();
+    let first = match by {
+        GroupBy::Day => "date",
+        GroupBy::Week => "week of",
+        GroupBy::Month => "month",
+        GroupBy::Session => "session",
+        GroupBy::Project => "project",
+    };
+    let mut t = render::table(&[
+        first,
+        "requests",
+        "summariser",
+        "input",
+        "cache read",
+        "cache write",
+        "output",
+        "reasoning",
+        "total",
+        "cost $",
+        "no price",
+    ]);
+    t.drop_first(&[
+        "cache write",
+        "reasoning",
+        "total",
+        "requests",
+        "no price",
+        "summariser",
+    ]);
+    for g in &rep.groups {
+        let mut row = vec![g.key.clone()];
+        row.extend(sum_cells(&g.sums));
+        t.add_row(row);
+        if args.breakdown {
+            for (p, m, s) in &g.models {
+                let mut row = vec![format!("└ {m} ({p})")];
+                row.extend(sum_cells(s));
+                t.add_row(row);
+            }
+        }
+    }
+    let mut row = vec!["total".to_string()];
+    row.extend(sum_cells(&rep.totals));
+    t.add_row(row);
+    outln!(ctx.out, "{t}")?;
+    if rep.groups.is_empty() {
+        outln!(ctx.out, "no requests with reported usage")?;
+    }
+    if rep.outside_unknown_time > 0 {
+        outln!(
+            ctx.out,
+            "{} request(s) with unknown times were left out by --since/--until",
+            render::num(rep.outside_unknown_time)
+        )?;
+    }
+    let t = &rep.totals;
+    if t.without_cost() > 0 {
+        outln!(
+            ctx.out,
+            "no price: {} request(s) are counted in tokens but not in cost ({} with no price for their model at their date, {} whose price depends on a time the log does not record); `dsh usage --prices` lists the table",
+            render::num(t.without_cost()),
+            render::num(t.unpriced),
+            render::num(t.untimed)
+        )?;
+    }
+    if !refused.is_empty() {
+        for r in &refused {
+            eprintln!(
+                "{} {}",
+                render::error_tag(),
+                ctx.describe_load_error(&r.error)
+            );
+        }
+        outln!(
+            ctx.out,
+            "{} log(s) refused to load (reasons on stderr)",
+            refused.len()
+        )?;
+    }
+    Ok(status)
+}

@@ -331,6 +331,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand cache" -l block -d 'DeepSeek\'s 
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l anthropic-breakpoints -d 'Where Anthropic `cache_control` breakpoints sit: `none` (what DSH\'s adapters send, so nothing is cached) or `last` (the last block of every request, as automatic caching does)' -r -f -a "none\t''
 last\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l anthropic-ttl -d 'Anthropic cache entry lifetime after its last use: 5m or 1h' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l config -d 'The dsh config file whose [[prices]] join the built-in price table (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s j -l jobs -d 'Logs analysed at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'

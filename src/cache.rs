@@ -541,6 +541,51 @@ impl Prices for NoPrices {
     }
 }
 
+impl Prices for crate::price::PriceTable {
+    fn rates(&self, provider: &str, model: &str, time_ms: Option<i64>) -> Option<Rates> {
+        let e = self.entry(provider, model, time_ms).ok()?;
+        let r = match (&e.off_peak, time_ms) {
+            (None, _) => e.rates,
+            (Some(off), Some(t)) => {
+                if crate::price::deepseek_peak(t) {
+                    e.rates
+                } else {
+                    *off
+                }
+            }
+            // The rate depends on the hour and the time is unknown.
+            (Some(_), None) => return None,
+        };
+        Some(Rates {
+            miss: r.input,
+            hit: r.cache_hit,
+            write: r.cache_write,
+            output: r.output,
+            currency: "USD",
+        })
+    }
+}
+
+impl CacheReport {
+    /// What the predicted misses of each cause cost (miss tokens × the
+    /// uncached input rate), per cause key; `None` for a cause with a
+    /// request that has no known price.
+    pub fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
+        let mut out: HashMap<String, Option<f64>> = HashMap::new();
+        for q in &self.requests {
+            let c = prices
+                .rates(&q.provider, &q.model, self.time_ms(q.time))
+                .map(|r| q.predicted_miss() as f64 * r.miss / 1e6);
+            let e = out.entry(q.cause.key()).or_insert(Some(0.0));
+            *e = match (*e, c) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+        out
+    }
+}
+
 /// Money figures of a replacement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReplacementCost {

@@ -607,14 +607,53 @@ fn predictions_equal_what_a_prefix_unit_provider_reported() {
     assert_eq!(c["kind"], "compaction");
     assert_eq!(c["summary"]["tokens"], 1364.0);
     assert!(
-        c["cost"].is_null(),
-        "no price table: no cost, never a guess"
-    );
-    assert!(
         v["note"]
             .as_str()
             .unwrap()
             .contains("not the provider's bill")
+    );
+    // Costs from a dated price entry of the config, checked by hand.
+    let cfg = env.home().join("prices.toml");
+    std::fs::write(
+        &cfg,
+        "[[prices]]\nprovider = \"deepseek-official\"\nmodel = \"deepseek-v4-flash\"\nfrom = \"2026-05-01\"\ninput = 2\ncacheHit = 0.5\noutput = 8\n",
+    )
+    .unwrap();
+    let v = cache_json(
+        &env,
+        &["--config", cfg.to_str().unwrap(), log.to_str().unwrap()],
+    );
+    let reps = v["replacements"].as_array().unwrap();
+    let c = reps.iter().find(|x| x["seq"] == checkpoint).unwrap();
+    let rec = c["recomputedTokens"].as_f64().unwrap();
+    let close = |a: &J, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-12;
+    assert!(close(&c["cost"]["recompute"], rec * 1.5 / 1e6), "{c}");
+    // (300 × 2 + 1024 × 0.5 + 40 × 8) / 1e6
+    assert!(close(&c["cost"]["summary"], 0.001432), "{c}");
+    let saved = c["savedTokens"].as_f64().unwrap();
+    assert!(close(&c["cost"]["saved"], saved * 0.5 / 1e6), "{c}");
+    let miss: f64 = v["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["cause"]["kind"] == "prune")
+        .map(|r| r["predictedMiss"].as_f64().unwrap())
+        .sum();
+    let by = v["totals"]["byCause"].as_array().unwrap();
+    let p = by.iter().find(|b| b["cause"] == "prune").unwrap();
+    assert!(close(&p["missCostUsd"], miss * 2.0 / 1e6), "{p}");
+    // A model the table does not know: tokens, and no cost.
+    let mut u = Gen::new(None);
+    u.provider = "nowhere";
+    scripted(&mut u);
+    let log = u.write(env.home(), "unpriced.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    assert!(
+        v["replacements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["cost"].is_null())
     );
 }
 

@@ -5,7 +5,7 @@ use anyhow::Result;
 use dsh::LogSource;
 use dsh::cache::{
     AnthropicRule, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule, Idle,
-    NoPrices, Position, Prices, Replacement, Request, Segment, Totals,
+    Position, Prices, Replacement, Request, Segment, Totals,
 };
 use dsh::json::{OwnedValue, Value};
 use dsh::meter::tokenizer::Encoding;
@@ -41,7 +41,12 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 ///
 /// Predictions are what the rule implies, not the provider's bill: the
 /// provider decides what it keeps. Costs need a dated price table; without a
-/// price the cost columns show `—`.
+/// price the cost columns show `—`. Prices come from the dated price table
+/// of `dsh usage` (built in, plus [[prices]] from the config): a replacement
+/// costs its recomputed tokens × (miss − hit rate) plus its summariser call,
+/// and saves its saved tokens × the hit rate; a cause's misses cost their
+/// tokens × the miss rate. A request whose price needs a time the log does
+/// not record (normalised times, DeepSeek's peak hours) has no price.
 ///
 /// LOG may be a file, `-`, a session directory or id, or a directory tree;
 /// with no LOG every session under $DSH_HOME is analysed, one row per log,
@@ -87,6 +92,11 @@ pub struct CacheArgs {
     /// Anthropic cache entry lifetime after its last use: 5m or 1h.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
     pub anthropic_ttl: u64,
+    /// The dsh config file whose [[prices]] join the built-in price table
+    /// (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
+    /// ~/.config/dsh/config.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// Logs analysed at once (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
     pub jobs: usize,
@@ -150,7 +160,8 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     let load = ctx.load_options();
     let job = |s: &LogSource| dsh::cache::analyse(s, &load, &opts);
     let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
-    let prices = NoPrices;
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let prices = crate::cli::commands::sessions::prices(&config);
     let mut status = Status::Ok;
     let mut reports = Vec::new();
     let mut errors = Vec::new();
@@ -205,7 +216,10 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
                     Value::obj()
                         .with("logs", (reports.len() as u64).into())
                         .with("errors", (errors.len() as u64).into())
-                        .with("totals", totals_json(&totals)),
+                        .with(
+                            "totals",
+                            totals_json(&totals, &cause_costs(&reports, &prices)),
+                        ),
                 )
                 .with("note", NOT_A_BILL.into())
                 .with("schema_version", SCHEMA_VERSION.into())
@@ -217,7 +231,8 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     if single {
         let r = &reports[0];
         if by_cause {
-            outln!(ctx.out, "{}", cause_table(&r.totals()))?;
+            let costs = cause_costs(std::slice::from_ref(r), &prices);
+            outln!(ctx.out, "{}", cause_table(&r.totals(), &costs))?;
         } else {
             human_one(ctx, r, &prices)?;
         }
@@ -256,7 +271,11 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         if !by_cause {
             outln!(ctx.out, "{t}")?;
         }
-        outln!(ctx.out, "{}", cause_table(&totals))?;
+        outln!(
+            ctx.out,
+            "{}",
+            cause_table(&totals, &cause_costs(&reports, &prices))
+        )?;
         outln!(
             ctx.out,
             "{} log(s), {} request(s), {} unreadable; predicted hit {} of the prompt, reported {}",
@@ -307,15 +326,42 @@ fn break_even(b: BreakEven) -> String {
     }
 }
 
-fn cause_table(t: &Totals) -> render::table::Tbl {
-    let mut c = render::table(&["cause", "requests", "predicted miss", "recomputed", "cost"]);
+/// Per cause: what its predicted misses cost, over many reports.
+type Costs = std::collections::HashMap<String, Option<f64>>;
+
+fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> Costs {
+    let mut out = Costs::new();
+    for r in reports {
+        for (k, c) in r.miss_cost_by_cause(prices) {
+            let e = out.entry(k).or_insert(Some(0.0));
+            *e = match (*e, c) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+    }
+    out
+}
+
+fn usd(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".into(), |v| format!("{v:.4} USD"))
+}
+
+fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
+    let mut c = render::table(&[
+        "cause",
+        "requests",
+        "predicted miss",
+        "recomputed",
+        "miss cost",
+    ]);
     for (k, n, miss, rec) in &t.by_cause {
         c.add_row(vec![
             k.clone(),
             render::num(*n as u64),
             render::num(*miss),
             render::num(*rec),
-            "—".into(),
+            usd(costs.get(k).copied().flatten()),
         ]);
     }
     c
@@ -393,9 +439,10 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             "saved",
             "over",
             "break-even (tokens)",
-            "cost",
+            "cost / saved",
+            "break-even (cost)",
         ]);
-        t.drop_first(&["pos", "next request", "now", "over"]);
+        t.drop_first(&["pos", "next request", "now", "over", "break-even (cost)"]);
         for (i, x) in r.replacements.iter().enumerate() {
             let cost = r.replacement_cost(i, prices);
             t.add_row(vec![
@@ -414,14 +461,21 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
                 format!("{} req", x.saved.len()),
                 break_even(x.break_even_tokens),
                 cost.map_or("—".into(), |c| {
-                    format!("{:.4} {}", c.recompute + c.summary, c.currency)
+                    format!(
+                        "{:.4} / {:.4} {}",
+                        c.recompute + c.summary,
+                        c.saved,
+                        c.currency
+                    )
                 }),
+                cost.map_or("—".into(), |c| break_even(c.break_even)),
             ]);
         }
         outln!(ctx.out, "{t}")?;
     }
     let tt = r.totals();
-    outln!(ctx.out, "{}", cause_table(&tt))?;
+    let costs = cause_costs(std::slice::from_ref(r), prices);
+    outln!(ctx.out, "{}", cause_table(&tt, &costs))?;
     outln!(
         ctx.out,
         "{} request(s): predicted hit {} of {} prompt tokens ({}); reported {} of {} ({}) over {} request(s) with usage",
@@ -614,7 +668,7 @@ fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValu
         .with("cost", cost)
 }
 
-fn totals_json(t: &Totals) -> OwnedValue {
+fn totals_json(t: &Totals, costs: &Costs) -> OwnedValue {
     Value::obj()
         .with("requests", (t.requests as u64).into())
         .with("promptTokens", t.prompt_tokens.into())
@@ -636,7 +690,7 @@ fn totals_json(t: &Totals) -> OwnedValue {
                             .with("requests", (*n as u64).into())
                             .with("predictedMiss", (*miss).into())
                             .with("recomputedTokens", (*rec).into())
-                            .with("cost", Value::Null)
+                            .with("missCostUsd", costs.get(k).copied().flatten().into())
                     })
                     .collect(),
             ),
@@ -686,7 +740,10 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
                     .collect(),
             ),
         )
-        .with("totals", totals_json(&r.totals()))
+        .with(
+            "totals",
+            totals_json(&r.totals(), &cause_costs(std::slice::from_ref(r), prices)),
+        )
         .with("note", NOT_A_BILL.into())
 }
 

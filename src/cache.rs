@@ -989,7 +989,11 @@ impl Collector {
             if !n.derives || Some(n.seq) == skip {
                 continue;
             }
-            let v = self.offload_version.get(&n.seq).copied().unwrap_or(0);
+            let v = if self.offload_version.is_empty() {
+                0
+            } else {
+                self.offload_version.get(&n.seq).copied().unwrap_or(0)
+            };
             segs.push(Seg {
                 id: mix(mix(7, n.seq), v),
                 tokens: self.node_tokens(n.seq, n.tokens),
@@ -1160,7 +1164,12 @@ impl Collector {
             self.units.insert(oc, Unit { used: now });
             self.seen.insert(oc);
         }
-        self.seen.extend(chain.iter().skip(1).copied());
+        // `seen` is prefix-closed: once a prefix is known, so are all shorter.
+        for c in chain[1..].iter().rev() {
+            if !self.seen.insert(*c) {
+                break;
+            }
+        }
 
         let data = ev.data();
         let reported = data
@@ -1198,14 +1207,8 @@ impl Collector {
             idle,
             output_tokens: out_tokens,
         };
-        // Replacements: the first request after one, and savings after.
-        let present: HashSet<u64> = segs
-            .iter()
-            .filter_map(|s| match s.what {
-                Segment::Node { seq, .. } => Some(seq),
-                _ => None,
-            })
-            .collect();
+        // Replacements: the first request after one, and savings after. A
+        // live replacement is a current node (it leaves `live` when shadowed).
         for &ri in &self.live {
             let r = &mut self.replacements[ri];
             if r.next_request.is_none() {
@@ -1216,12 +1219,10 @@ impl Collector {
                     r.covered_by = Some(cause.clone());
                 }
             }
-            if present.contains(&r.seq) {
-                r.saved.push((
-                    index,
-                    r.shadowed_tokens as i64 - r.replacement_tokens as i64,
-                ));
-            }
+            r.saved.push((
+                index,
+                r.shadowed_tokens as i64 - r.replacement_tokens as i64,
+            ));
         }
         self.requests.push(req);
         let mut ext = segs;
@@ -1478,6 +1479,25 @@ impl Collector {
 impl Observer for Collector {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         self.fold(ev, folded);
+    }
+
+    /// Packed delta chunks never change the surface; all they can do is
+    /// begin an attempt.
+    fn packed_row(
+        &mut self,
+        _span: &crate::log::packed::RowSpan,
+        _facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        if !self.in_attempt {
+            self.in_attempt = true;
+            self.pending = Some(self.snapshot(folded.surface, None));
+        }
+        true
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        true
     }
 }
 

@@ -412,15 +412,18 @@ pub enum ReplaceKind {
     Prune,
     /// A replacement with no metering event before it.
     Other,
+    /// A generation-3 system-head rewrite (`system/message` replacing node 0).
+    SystemHead,
 }
 
 impl ReplaceKind {
-    /// `compaction`, `prune`, `replacement`.
+    /// `compaction`, `prune`, `replacement`, `system-head`.
     pub fn as_str(self) -> &'static str {
         match self {
             ReplaceKind::Compaction => "compaction",
             ReplaceKind::Prune => "prune",
             ReplaceKind::Other => "replacement",
+            ReplaceKind::SystemHead => "system-head",
         }
     }
 }
@@ -1273,6 +1276,9 @@ impl Collector {
             ReplaceKind::Compaction => Cause::Compaction { seq: c.seq },
             ReplaceKind::Prune => Cause::Prune { seq: c.seq },
             ReplaceKind::Other => Cause::Replacement { seq: c.seq },
+            ReplaceKind::SystemHead => Cause::Header {
+                part: HeaderPart::System,
+            },
         };
         if let Some(Segment::Node { seq, .. }) = now {
             if let Some(c) = self.changes.iter().find(|c| c.seq == *seq) {
@@ -1400,6 +1406,7 @@ impl Collector {
     fn replaced(&mut self, ev: &Event<'_>, a: &crate::surface::Applied) {
         let (kind, summary) = match self.meter.take() {
             Some((m, k, s)) if m + 1 == ev.seq => (k, s),
+            _ if ev.kind == Kind::SystemMessage => (ReplaceKind::SystemHead, None),
             _ => (ReplaceKind::Other, None),
         };
         let shadowed: Vec<u64> = a.shadowed.iter().map(|n| n.seq).collect();

@@ -835,3 +835,61 @@ fn genlog_logs_with_compactions_and_prunes_hold_the_properties() {
         assert!(reps.iter().any(|r| r["kind"] == "compaction"));
     }
 }
+
+#[test]
+fn a_generation_3_system_head_rewrite_is_a_system_change() {
+    let Some(shared) = shared("a_generation_3_system_head_rewrite_is_a_system_change") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let p = shared.join("spec/examples/v3-system-head-image-offload.jsonl");
+    let v = cache_json(&env, &["-q", p.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = &v["requests"][1];
+    assert_eq!(r["cause"]["kind"], "header:system", "{r}");
+    assert_eq!(r["firstChanged"]["position"], 0);
+    assert_eq!(v["replacements"][0]["kind"], "system-head");
+}
+
+#[test]
+fn an_image_offload_changes_the_node_it_names() {
+    let t = |i: u64| 1_767_225_600_000u64 + i;
+    let img = json!({"type": "image", "attachment": {"attachmentId": format!("sha256:{}", "ab".repeat(32)), "mediaType": "image/png", "bytes": 20481, "width": 640, "height": 480}});
+    let header = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}}, "reason": "initial"});
+    let assistant = |id: &str, turn: u64| json!({"turn": turn, "step": 1, "message": {"id": id, "role": "assistant", "content": [text("ok")], "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}}, "stream": []});
+    let evs = vec![
+        json!({"type": "turn/start", "data": {"turn": 1}}),
+        json!({"type": "step/start", "data": {"turn": 1, "step": 1}}),
+        json!({"type": "system/message", "data": {"turn": 1, "step": 1, "message": {"id": "s1", "role": "system", "content": [text("You are careful.")], "source": {"kind": "plugin", "plugin": "p"}}}, "surfaceOp": "append"}),
+        json!({"type": "user/message", "data": {"id": "u1", "role": "user", "content": [text("look"), img], "source": {"kind": "user"}}, "surfaceOp": "append"}),
+        json!({"type": "request/header", "data": header}),
+        json!({"type": "assistant/message", "data": assistant("a1", 1), "surfaceOp": "append"}),
+        json!({"type": "step/end", "data": {"turn": 1, "step": 1}}),
+        json!({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+        json!({"type": "turn/start", "data": {"turn": 2}}),
+        json!({"type": "step/start", "data": {"turn": 2, "step": 1}}),
+        json!({"type": "user/message", "data": {"id": "u2", "role": "user", "content": [text("again")], "source": {"kind": "user"}}, "surfaceOp": "append"}),
+        json!({"type": "image/offload", "data": {"targets": [{"seq": 3, "imageIndexes": [0]}]}}),
+        json!({"type": "assistant/message", "data": assistant("a2", 2), "surfaceOp": "append"}),
+        json!({"type": "step/end", "data": {"turn": 2, "step": 1}}),
+        json!({"type": "turn/end", "data": {"turn": 2, "reason": {"kind": "completed"}}}),
+    ];
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": "g3-offload", "createdAt": t(0), "isSeeded": false, "delegationDepth": 0}).to_string(),
+    ];
+    for (i, mut e) in evs.into_iter().enumerate() {
+        let obj = e.as_object_mut().unwrap();
+        obj.insert("seq".into(), json!(i));
+        obj.insert("time".into(), json!(t(i as u64 + 1)));
+        lines.push(e.to_string());
+    }
+    let env = TestEnv::new();
+    let p = env.home().join("g3.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = cache_json(&env, &[p.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = &v["requests"][1];
+    assert_eq!(r["cause"]["kind"], "image-offload", "{r}");
+    assert_eq!(r["cause"]["seq"], 11);
+    assert_eq!(r["firstChanged"]["seq"], 3);
+}

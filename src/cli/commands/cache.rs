@@ -344,7 +344,10 @@ fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> Costs {
 }
 
 fn usd(x: Option<f64>) -> String {
-    x.map_or_else(|| "—".into(), |v| format!("{v:.4} USD"))
+    match x {
+        None => "—".into(),
+        Some(_) => format!("{} USD", crate::cli::commands::sessions::usd(x)),
+    }
 }
 
 fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
@@ -462,10 +465,9 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
                 break_even(x.break_even_tokens),
                 cost.map_or("—".into(), |c| {
                     format!(
-                        "{:.4} / {:.4} {}",
-                        c.recompute + c.summary,
-                        c.saved,
-                        c.currency
+                        "{} / {}",
+                        usd(Some(c.recompute + c.summary)),
+                        usd(Some(c.saved))
                     )
                 }),
                 cost.map_or("—".into(), |c| break_even(c.break_even)),

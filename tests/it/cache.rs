@@ -893,3 +893,34 @@ fn an_image_offload_changes_the_node_it_names() {
     assert_eq!(r["cause"]["seq"], 11);
     assert_eq!(r["firstChanged"]["seq"], 3);
 }
+
+#[test]
+fn a_route_change_is_a_different_cache_and_a_restart_alone_changes_nothing() {
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("q1", 800));
+    g.model(vec![text(&filler("a1", 400))]);
+    g.turn_end();
+    // A restart: the harness marks the new lifecycle and logs the same header.
+    g.ev("session/end-seed", json!({}), None, None);
+    g.header("resume");
+    g.turn_start(&filler("q2", 300));
+    g.model(vec![text(&filler("a2", 300))]);
+    g.turn_end();
+    // Another model.
+    let h = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-pro"}, "system": g.system, "tools": g.tools}, "reason": "change"});
+    g.ev("request/header", h, None, None);
+    g.turn_start(&filler("q3", 300));
+    g.model(vec![text(&filler("a3", 300))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let p = g.write(env.home(), "route.jsonl");
+    let v = cache_json(&env, &[p.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = v["requests"].as_array().unwrap();
+    assert_eq!(r[1]["cause"]["kind"], "append", "{}", r[1]);
+    assert!(r[1]["predictedHit"].as_u64().unwrap() > 0);
+    assert_eq!(r[2]["cause"]["kind"], "route");
+    assert_eq!(r[2]["cause"]["to"], "deepseek-official/deepseek-v4-pro");
+    assert_eq!(r[2]["firstChanged"]["tokens"], 0);
+    assert_eq!(r[2]["predictedHit"], 0);
+}

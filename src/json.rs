@@ -168,7 +168,7 @@ impl<'a> JStr<'a> {
         if !self.escaped {
             return self.as_str().unwrap();
         }
-        Cow::Owned(String::from_utf16_lossy(&self.units()))
+        Cow::Owned(unescape_lossy(&self.raw))
     }
 
     /// Whether the string equals `s`.
@@ -456,6 +456,58 @@ fn escaped_len16(raw: &[u8]) -> usize {
 }
 
 /// Decode validated escaped source text into UTF-16 units.
+/// An escaped string's text with lone surrogates as U+FFFD, decoded
+/// straight to UTF-8 (what `String::from_utf16_lossy(&units)` gives, without
+/// the round trip through UTF-16): runs without a backslash are copied.
+fn unescape_lossy(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let run = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |n| i + n);
+        // SAFETY: `raw` is UTF-8 and a backslash is never inside a character.
+        out.push_str(unsafe { std::str::from_utf8_unchecked(&raw[i..run]) });
+        i = run;
+        if i >= raw.len() {
+            break;
+        }
+        let e = raw[i + 1];
+        i += 2;
+        let c = match e {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            _ => {
+                let u = hex4(&raw[i..]);
+                i += 4;
+                match u {
+                    0xD800..=0xDBFF => {
+                        let lo = (raw.get(i..i + 2) == Some(b"\\u"))
+                            .then(|| hex4(&raw[i + 2..]))
+                            .filter(|lo| (0xDC00..=0xDFFF).contains(lo));
+                        match lo {
+                            Some(lo) => {
+                                i += 6;
+                                let c =
+                                    0x10000 + (((u as u32) - 0xD800) << 10) + (lo as u32 - 0xDC00);
+                                char::from_u32(c).unwrap_or('\u{fffd}')
+                            }
+                            None => '\u{fffd}',
+                        }
+                    }
+                    _ => char::from_u32(u as u32).unwrap_or('\u{fffd}'),
+                }
+            }
+        };
+        out.push(c);
+    }
+    out
+}
+
 fn decode_escaped(raw: &[u8], f: &mut dyn FnMut(u16)) {
     let mut i = 0;
     while i < raw.len() {
@@ -1903,6 +1955,31 @@ mod tests {
         }
     }
     use super::*;
+
+    #[test]
+    fn lossy_text_of_escaped_strings_matches_the_utf16_round_trip() {
+        let cases = [
+            r#""plain""#,
+            r#""a\nb\t\"q\"\\ \/ \b\f\r""#,
+            r#""\u00e9\u4e2d""#,
+            r#""\ud83d\ude00 pair""#,
+            r#""lone high \ud83d end""#,
+            r#""lone high then escape \ud83d\n""#,
+            r#""high high \ud83d\ud83d\ude00""#,
+            r#""lone low \ude00""#,
+            r#""\ud83d""#,
+            r#""mixed é 日本 \u0000 \u001f 😀""#,
+            r#""\uDBFF\uDFFF\uD800\uDC00""#,
+        ];
+        let mut escaped = 0;
+        for c in cases {
+            let v = Value::parse(c).unwrap();
+            let s = v.as_jstr().unwrap();
+            escaped += s.escaped as usize;
+            assert_eq!(s.to_lossy(), String::from_utf16_lossy(&s.units()), "{c}");
+        }
+        assert!(escaped >= 8, "the cases take the escaped path ({escaped})");
+    }
 
     fn rt(s: &str) -> String {
         Value::parse(s).unwrap().to_json()

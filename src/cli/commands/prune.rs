@@ -204,6 +204,11 @@ pub fn append_options(
 pub fn seconds(flag: &str, s: f64) -> Result<Duration> {
     match Duration::try_from_secs_f64(s) {
         Ok(d) if s >= 0.0 => Ok(d),
+        // `{:e}` keeps 1e300 short; a plain figure reads better otherwise.
+        _ if s.abs() >= 1e9 => Err(UsageError(format!(
+            "{flag} {s:e}: expected seconds >= 0 (and not absurdly large)"
+        ))
+        .into()),
         _ => Err(UsageError(format!(
             "{flag} {s}: expected seconds >= 0 (and not absurdly large)"
         ))

@@ -16,6 +16,9 @@ _dsh() {
             ",$1")
                 cmd="dsh"
                 ;;
+            dsh,cache)
+                cmd="dsh__subcmd__cache"
+                ;;
             dsh,compact)
                 cmd="dsh__subcmd__compact"
                 ;;
@@ -63,6 +66,9 @@ _dsh() {
                 ;;
             dsh,verify)
                 cmd="dsh__subcmd__verify"
+                ;;
+            dsh__subcmd__help,cache)
+                cmd="dsh__subcmd__help__subcmd__cache"
                 ;;
             dsh__subcmd__help,compact)
                 cmd="dsh__subcmd__help__subcmd__compact"
@@ -119,12 +125,78 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks sessions usage pack unpack completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__cache)
+            opts="-j -q -h -V --tokenizer --by --lifetime --block --anthropic-breakpoints --anthropic-ttl --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k" -- "${cur}"))
+                    return 0
+                    ;;
+                --by)
+                    COMPREPLY=($(compgen -W "cause" -- "${cur}"))
+                    return 0
+                    ;;
+                --lifetime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --block)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --anthropic-breakpoints)
+                    COMPREPLY=($(compgen -W "none last" -- "${cur}"))
+                    return 0
+                    ;;
+                --anthropic-ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -365,8 +437,22 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events load prune compact verify locks sessions usage pack unpack completions help"
+            opts="surface messages header measure events load prune compact verify locks sessions usage pack cache unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__help__subcmd__cache)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod append;
+pub mod cache;
 pub mod cancel;
 pub mod civil;
 pub mod compact;

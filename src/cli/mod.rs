@@ -100,6 +100,8 @@ pub enum Command {
     Usage(commands::usage::UsageArgs),
     // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
     Pack(commands::pack::PackArgs),
+    // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
+    Cache(commands::cache::CacheArgs),
     Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
@@ -122,6 +124,7 @@ impl Command {
             Command::Sessions(_) => "sessions",
             Command::Usage(_) => "usage",
             Command::Pack(_) => "pack",
+            Command::Cache(_) => "cache",
             Command::Unpack(_) => "unpack",
             Command::Completions(_) => "completions",
         }
@@ -190,6 +193,7 @@ pub fn run() -> ExitCode {
         Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
+        Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };

@@ -13,7 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["request_header", "lock", "surface", "config", "usage"],
     &["log"],
     &["derive", "meter", "range", "pack"],
-    &["prune", "append", "sessions"],
+    &["prune", "append", "sessions", "cache"],
     &["verify", "lifecycle"],
     &["compact"],
 ];

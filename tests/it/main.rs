@@ -4,6 +4,7 @@ mod support;
 
 mod append;
 mod bad_input;
+mod cache;
 mod compact;
 mod completions;
 mod conformance;

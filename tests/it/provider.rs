@@ -48,7 +48,7 @@ pub struct Server {
     handle: Option<JoinHandle<()>>,
 }
 
-fn read_request(s: &mut TcpStream) -> Option<Captured> {
+pub fn read_request(s: &mut TcpStream) -> Option<Captured> {
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];

@@ -1,5 +1,6 @@
 //! One file per command.
 
+pub mod cache;
 pub mod compact;
 pub mod completions;
 pub mod events;

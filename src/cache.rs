@@ -1,0 +1,1621 @@
+//! Provider prompt caching, offline: what each model request could reuse from
+//! the provider's prompt cache, why it missed, and what every replacement
+//! (compaction, prune) cost in recomputed prompt.
+//!
+//! A model request is the folded request header (system prompt, tools) plus
+//! the surface as it stood when the attempt that produced an
+//! `assistant/message` began (session-log §8.3). Each request is a list of
+//! **segments** — a route root (provider/model, no tokens), the system prompt,
+//! the tools, then one segment per derived message — each with an identity
+//! (a node is its seq; an image offload gives it a new identity) and a token
+//! count (the meter's heuristic, or an exact BPE count with
+//! [`CacheOptions::tokenizer`]). Positions are token offsets into that list.
+//!
+//! For every request [`analyse`] reports:
+//!
+//! * the **first changed position** against the previous request extended by
+//!   its output (what that request left in the cache), and its [`Cause`];
+//! * the tokens **recomputed** because of the change (old content after the
+//!   first changed position; fresh input appended since is not counted);
+//! * the **predicted cache hit** under DeepSeek's prefix-unit rule
+//!   ([`DeepSeekRule`]) next to the `cacheReadTokens` the provider reported.
+//!
+//! For every replacement: the tokens it made the next request recompute, the
+//! summariser's usage, the prompt tokens it saved on every later request and
+//! its break-even, in tokens and (with a [`Prices`] source) in money.
+//!
+//! Predictions are what the published rules imply, computed on dsh's token
+//! positions; they are not the provider's bill: the provider decides what it
+//! keeps, for how long, and at which granularity.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::event::{Event, Kind, SurfaceOp};
+use crate::json::Value;
+use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer};
+use crate::meter::estimate::{system_tokens, tools_tokens};
+use crate::meter::tokenizer::{Counter, Encoding};
+use crate::request_header::canonical;
+use crate::surface::project;
+
+/// How to analyse.
+#[derive(Debug, Clone, Default)]
+pub struct CacheOptions {
+    /// Count positions exactly with this encoding instead of the heuristic.
+    pub tokenizer: Option<Encoding>,
+    /// DeepSeek's rule.
+    pub deepseek: DeepSeekRule,
+    /// Anthropic's rule.
+    pub anthropic: AnthropicRule,
+    /// How long an unused cache entry lives (ms); `None`: entries never
+    /// expire (DeepSeek publishes no fixed lifetime). Applied only when the
+    /// log's times are real.
+    pub lifetime_ms: Option<u64>,
+}
+
+/// DeepSeek's context cache on disk (api-docs.deepseek.com, "Context
+/// Caching"): every request persists two **prefix units**, at the end of its
+/// input and at the end of its output; a common prefix detected across
+/// requests is persisted as a unit of its own (usable by later requests, not
+/// by the one that revealed it). A request hits the longest unit it matches
+/// **completely**. Units carved at fixed token intervals inside long inputs
+/// are not modelled (the interval is not published). Hits are rounded down
+/// to whole `block`s: every `cacheReadTokens` in the recorded DeepSeek logs
+/// is a multiple of 128.
+#[derive(Debug, Clone, Copy)]
+pub struct DeepSeekRule {
+    /// Storage granularity in tokens (1 for none).
+    pub block: u64,
+    /// Persist detected common prefixes as units.
+    pub common_prefix_units: bool,
+}
+
+impl Default for DeepSeekRule {
+    fn default() -> Self {
+        DeepSeekRule {
+            block: 128,
+            common_prefix_units: true,
+        }
+    }
+}
+
+/// Where `cache_control` breakpoints sit in a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Breakpoints {
+    /// None: what DSH's Anthropic-compatible adapters send (no
+    /// `cache_control` anywhere), so nothing is cached.
+    #[default]
+    None,
+    /// One breakpoint on the last block of every request (what automatic
+    /// caching, or a client marking its last message, does).
+    Last,
+}
+
+/// Anthropic's prompt cache: the prefix (tools → system → messages) up to a
+/// `cache_control` breakpoint is written, and a later request reads the
+/// longest written prefix that ends within 20 blocks before one of its own
+/// breakpoints. Entries live `ttl_ms` after their last use (5 minutes, or 1
+/// hour); prefixes shorter than `min_tokens` are not cached. Blocks are
+/// dsh's segments (system, tools, one per message).
+#[derive(Debug, Clone, Copy)]
+pub struct AnthropicRule {
+    /// Where the breakpoints are.
+    pub breakpoints: Breakpoints,
+    /// Entry lifetime after its last use, ms.
+    pub ttl_ms: u64,
+    /// Shortest cacheable prefix, tokens.
+    pub min_tokens: u64,
+    /// Blocks looked back from a breakpoint for an earlier entry.
+    pub lookback: usize,
+}
+
+impl Default for AnthropicRule {
+    fn default() -> Self {
+        AnthropicRule {
+            breakpoints: Breakpoints::None,
+            ttl_ms: 300_000,
+            min_tokens: 1024,
+            lookback: 20,
+        }
+    }
+}
+
+/// Which rule predicts a route's hits: Anthropic's for providers named
+/// `anthropic…`, DeepSeek's otherwise.
+pub fn rule_for(provider: &str) -> &'static str {
+    if provider.starts_with("anthropic") {
+        "anthropic"
+    } else {
+        "deepseek"
+    }
+}
+
+/// Which part of the request header changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HeaderPart {
+    /// The system prompt.
+    System,
+    /// The tool schemas.
+    Tools,
+    /// `adapterDefaults` markers.
+    AdapterDefaults,
+    /// Other call config (effort, temperature, max tokens, stop).
+    Config,
+}
+
+impl HeaderPart {
+    /// `system`, `tools`, `adapterDefaults`, `config`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeaderPart::System => "system",
+            HeaderPart::Tools => "tools",
+            HeaderPart::AdapterDefaults => "adapterDefaults",
+            HeaderPart::Config => "config",
+        }
+    }
+}
+
+/// Why a request's prompt differs from what the previous one left cached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cause {
+    /// The first request of the log.
+    First,
+    /// Nothing changed before the new suffix.
+    Append,
+    /// A compaction checkpoint (the replacing event's seq).
+    Compaction {
+        /// The checkpoint `user/message`.
+        seq: u64,
+    },
+    /// A pruned tool result (the replacing `tool/result`'s seq).
+    Prune {
+        /// The replacing `tool/result`.
+        seq: u64,
+    },
+    /// A replacement with no metering event before it.
+    Replacement {
+        /// The replacing event.
+        seq: u64,
+    },
+    /// The request header changed inside the prompt.
+    Header {
+        /// Which part the first changed position falls in.
+        part: HeaderPart,
+    },
+    /// An `image/offload` changed a node.
+    ImageOffload {
+        /// The `image/offload` event.
+        seq: u64,
+    },
+    /// Provider or model changed: a different cache.
+    Route {
+        /// `provider/model` before.
+        from: String,
+        /// `provider/model` now.
+        to: String,
+    },
+    /// A new lifecycle began (`session/end-seed`) and the prompt changed for
+    /// no other logged reason.
+    Lifecycle {
+        /// The `session/end-seed`.
+        seq: u64,
+    },
+    /// Nothing changed, but the idle gap exceeds the cache lifetime.
+    Idle {
+        /// Milliseconds since the previous request.
+        gap_ms: u64,
+    },
+    /// The change has no logged explanation.
+    Unknown,
+}
+
+impl Cause {
+    /// A stable key for grouping: `first`, `append`, `compaction`, `prune`,
+    /// `replacement`, `header:system`, `header:tools`, `image-offload`,
+    /// `route`, `lifecycle`, `idle`, `unknown`.
+    pub fn key(&self) -> String {
+        match self {
+            Cause::First => "first".into(),
+            Cause::Append => "append".into(),
+            Cause::Compaction { .. } => "compaction".into(),
+            Cause::Prune { .. } => "prune".into(),
+            Cause::Replacement { .. } => "replacement".into(),
+            Cause::Header { part } => format!("header:{}", part.as_str()),
+            Cause::ImageOffload { .. } => "image-offload".into(),
+            Cause::Route { .. } => "route".into(),
+            Cause::Lifecycle { .. } => "lifecycle".into(),
+            Cause::Idle { .. } => "idle".into(),
+            Cause::Unknown => "unknown".into(),
+        }
+    }
+
+    /// The seq the cause names, if any.
+    pub fn seq(&self) -> Option<u64> {
+        match self {
+            Cause::Compaction { seq }
+            | Cause::Prune { seq }
+            | Cause::Replacement { seq }
+            | Cause::ImageOffload { seq }
+            | Cause::Lifecycle { seq } => Some(*seq),
+            _ => None,
+        }
+    }
+
+    /// One short phrase.
+    pub fn describe(&self) -> String {
+        match self {
+            Cause::First => "first request".into(),
+            Cause::Append => "append".into(),
+            Cause::Compaction { seq } => format!("compaction at seq {seq}"),
+            Cause::Prune { seq } => format!("prune at seq {seq}"),
+            Cause::Replacement { seq } => format!("replacement at seq {seq}"),
+            Cause::Header { part } => format!("header change: {}", part.as_str()),
+            Cause::ImageOffload { seq } => format!("image offload at seq {seq}"),
+            Cause::Route { from, to } => format!("route {from} → {to}"),
+            Cause::Lifecycle { seq } => format!("new lifecycle after end-seed {seq}"),
+            Cause::Idle { gap_ms } => format!("idle {}s beyond the cache lifetime", gap_ms / 1000),
+            Cause::Unknown => "unknown".into(),
+        }
+    }
+}
+
+/// What a segment is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Segment {
+    /// The route root (provider/model); no tokens.
+    Route,
+    /// The system prompt.
+    System,
+    /// The tool schemas.
+    Tools,
+    /// A surface node's message.
+    Node {
+        /// Its seq.
+        seq: u64,
+        /// Its event type.
+        kind: Kind,
+        /// Its surface position.
+        position: usize,
+    },
+    /// The end of the prompt (the change is past every segment).
+    End,
+}
+
+impl Segment {
+    /// `route`, `system`, `tools`, `node`, `end`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Segment::Route => "route",
+            Segment::System => "system",
+            Segment::Tools => "tools",
+            Segment::Node { .. } => "node",
+            Segment::End => "end",
+        }
+    }
+}
+
+/// The first changed position of a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Position {
+    /// Token index (0-based) where the request first differs.
+    pub tokens: u64,
+    /// The segment it falls in.
+    pub segment: Segment,
+}
+
+/// What the provider reported for a request (`assistant/message.usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Reported {
+    /// `inputTokens` (uncached input).
+    pub input_tokens: f64,
+    /// `cacheReadTokens`.
+    pub cache_read_tokens: f64,
+    /// `cacheWriteTokens`.
+    pub cache_write_tokens: f64,
+    /// `outputTokens`.
+    pub output_tokens: f64,
+}
+
+impl Reported {
+    /// Billed prompt: input + cache read + cache write.
+    pub fn prompt(&self) -> f64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
+    fn of(u: &Value<'_>) -> Reported {
+        let n = |k: &str| u.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        Reported {
+            input_tokens: n("inputTokens"),
+            cache_read_tokens: n("cacheReadTokens"),
+            cache_write_tokens: n("cacheWriteTokens"),
+            output_tokens: n("outputTokens"),
+        }
+    }
+}
+
+/// The idle gap before a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Idle {
+    /// The first request, or no lifetime to compare with.
+    None,
+    /// Real times: the gap in ms and whether it exceeds the lifetime.
+    Gap {
+        /// Milliseconds since the previous request.
+        ms: u64,
+        /// Beyond the cache lifetime.
+        expired: bool,
+    },
+    /// Normalised times: the gap cannot be known.
+    Unknown,
+}
+
+/// One model request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// 0-based index in the log.
+    pub index: usize,
+    /// The `assistant/message` the request produced.
+    pub seq: u64,
+    /// Its turn.
+    pub turn: Option<f64>,
+    /// Its step.
+    pub step: Option<f64>,
+    /// Its `time`.
+    pub time: f64,
+    /// `provider/model`.
+    pub route: String,
+    /// Provider.
+    pub provider: String,
+    /// Model.
+    pub model: String,
+    /// Prompt size in tokens (system + tools + messages).
+    pub prompt_tokens: u64,
+    /// Messages in the prompt.
+    pub messages: usize,
+    /// The first changed position (`None` for the first request).
+    pub first_changed: Option<Position>,
+    /// Why it changed.
+    pub cause: Cause,
+    /// Header parts that differ from the previous request's header.
+    pub header_changes: Vec<HeaderPart>,
+    /// Input appended since the previous request (new messages).
+    pub fresh_tokens: u64,
+    /// Old content at or after the first changed position, sent again.
+    pub recomputed_tokens: u64,
+    /// Predicted cache hit under the route's rule ([`rule_for`]).
+    pub predicted_hit: u64,
+    /// Predicted hit under [`DeepSeekRule`].
+    pub deepseek_hit: u64,
+    /// Predicted hit and cache write under [`AnthropicRule`].
+    pub anthropic: (u64, u64),
+    /// The provider's usage, when logged.
+    pub reported: Option<Reported>,
+    /// The idle gap.
+    pub idle: Idle,
+    /// Tokens of the request's output message (its output-end unit).
+    pub output_tokens: u64,
+}
+
+impl Request {
+    /// `prompt − predicted hit`.
+    pub fn predicted_miss(&self) -> u64 {
+        self.prompt_tokens - self.predicted_hit
+    }
+}
+
+/// The kind of a replacement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplaceKind {
+    /// A compaction checkpoint (after `compaction/summary`).
+    Compaction,
+    /// A pruned tool result (after `compaction/prune`).
+    Prune,
+    /// A replacement with no metering event before it.
+    Other,
+    /// A generation-3 system-head rewrite (`system/message` replacing node 0).
+    SystemHead,
+}
+
+impl ReplaceKind {
+    /// `compaction`, `prune`, `replacement`, `system-head`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplaceKind::Compaction => "compaction",
+            ReplaceKind::Prune => "prune",
+            ReplaceKind::Other => "replacement",
+            ReplaceKind::SystemHead => "system-head",
+        }
+    }
+}
+
+/// The summariser call of a compaction (`compaction/summary`).
+#[derive(Debug, Clone)]
+pub struct SummaryCall {
+    /// The `compaction/summary` seq.
+    pub seq: u64,
+    /// Its provider.
+    pub provider: String,
+    /// Its model.
+    pub model: String,
+    /// Its time.
+    pub time: f64,
+    /// Its usage, when logged.
+    pub usage: Option<Reported>,
+}
+
+impl SummaryCall {
+    /// All its tokens (prompt + output), 0 without usage.
+    pub fn tokens(&self) -> f64 {
+        self.usage
+            .map(|u| u.prompt() + u.output_tokens)
+            .unwrap_or(0.0)
+    }
+}
+
+/// When a replacement paid for itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BreakEven {
+    /// At this request (index), after this many requests counted from the
+    /// first one after the replacement (1 = that request itself).
+    At {
+        /// Request index.
+        request: usize,
+        /// Requests from the replacement's next request, inclusive.
+        after: usize,
+    },
+    /// Not paid back by the end of the log.
+    NotPaidBack,
+    /// Cannot be computed (no request after it, or no prices).
+    Unknown,
+}
+
+/// One replacement and what it cost and saved.
+#[derive(Debug, Clone)]
+pub struct Replacement {
+    /// The replacing event.
+    pub seq: u64,
+    /// Compaction, prune or other.
+    pub kind: ReplaceKind,
+    /// Its surface position.
+    pub position: usize,
+    /// Tokens of the nodes it shadowed.
+    pub shadowed_tokens: u64,
+    /// Tokens of the replacing node.
+    pub replacement_tokens: u64,
+    /// The first request after it.
+    pub next_request: Option<usize>,
+    /// Tokens recomputed at that request because of it (0 when another
+    /// change earlier in the prompt caused the miss: see `covered_by`).
+    pub recomputed_tokens: u64,
+    /// The cause of the next request's miss when it was not this replacement.
+    pub covered_by: Option<Cause>,
+    /// The summariser call (compactions).
+    pub summary: Option<SummaryCall>,
+    /// Per later request (index): prompt tokens saved.
+    pub saved: Vec<(usize, i64)>,
+    /// Where a later replacement shadowed it (its savings end there).
+    pub superseded_by: Option<u64>,
+    /// Break-even in tokens (recomputed + summariser tokens vs saved tokens).
+    pub break_even_tokens: BreakEven,
+}
+
+impl Replacement {
+    /// Σ saved tokens.
+    pub fn saved_tokens(&self) -> i64 {
+        self.saved.iter().map(|(_, t)| t).sum()
+    }
+
+    /// What it cost in tokens: recomputed prompt + the summariser call.
+    pub fn cost_tokens(&self) -> f64 {
+        self.recomputed_tokens as f64 + self.summary.as_ref().map_or(0.0, |s| s.tokens())
+    }
+}
+
+/// Prices per million tokens for one provider/model at one time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    /// Uncached input.
+    pub miss: f64,
+    /// Cache hit.
+    pub hit: f64,
+    /// Cache write (where the provider bills it; else `miss`).
+    pub write: f64,
+    /// Output.
+    pub output: f64,
+    /// Currency, e.g. `USD`.
+    pub currency: &'static str,
+}
+
+/// Where prices come from: a dated price table. `None` means no known
+/// price, shown as `—`, never guessed.
+pub trait Prices: Sync {
+    /// Rates for a provider/model at a time (ms since epoch, `None` if the
+    /// log's times are not real).
+    fn rates(&self, provider: &str, model: &str, time_ms: Option<i64>) -> Option<Rates>;
+}
+
+/// No prices at all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPrices;
+
+impl Prices for NoPrices {
+    fn rates(&self, _: &str, _: &str, _: Option<i64>) -> Option<Rates> {
+        None
+    }
+}
+
+impl Prices for crate::price::PriceTable {
+    fn rates(&self, provider: &str, model: &str, time_ms: Option<i64>) -> Option<Rates> {
+        let e = self.entry(provider, model, time_ms).ok()?;
+        let r = match (&e.off_peak, time_ms) {
+            (None, _) => e.rates,
+            (Some(off), Some(t)) => {
+                if crate::price::deepseek_peak(t) {
+                    e.rates
+                } else {
+                    *off
+                }
+            }
+            // The rate depends on the hour and the time is unknown.
+            (Some(_), None) => return None,
+        };
+        Some(Rates {
+            miss: r.input,
+            hit: r.cache_hit,
+            write: r.cache_write,
+            output: r.output,
+            currency: "USD",
+        })
+    }
+}
+
+impl CacheReport {
+    /// What the predicted misses of each cause cost (miss tokens × the
+    /// uncached input rate), per cause key; `None` for a cause with a
+    /// request that has no known price.
+    pub fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
+        let mut out: HashMap<String, Option<f64>> = HashMap::new();
+        for q in &self.requests {
+            let c = prices
+                .rates(&q.provider, &q.model, self.time_ms(q.time))
+                .map(|r| q.predicted_miss() as f64 * r.miss / 1e6);
+            let e = out.entry(q.cause.key()).or_insert(Some(0.0));
+            *e = match (*e, c) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+        out
+    }
+}
+
+/// Money figures of a replacement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplacementCost {
+    /// Recomputed tokens × (miss − hit).
+    pub recompute: f64,
+    /// The summariser call.
+    pub summary: f64,
+    /// Saved tokens × hit price, over every later request.
+    pub saved: f64,
+    /// When the savings covered recompute + summary.
+    pub break_even: BreakEven,
+    /// Currency.
+    pub currency: &'static str,
+}
+
+/// The analysis of one log.
+#[derive(Debug, Clone)]
+pub struct CacheReport {
+    /// The log as given.
+    pub file: String,
+    /// The session id.
+    pub session: String,
+    /// Whether the log's times look real (all plausible epoch milliseconds,
+    /// never going backwards); normalised times make idle gaps unknown.
+    pub times_real: bool,
+    /// The encoding positions are counted with (`None`: the heuristic).
+    pub tokenizer: Option<Encoding>,
+    /// DeepSeek's rule.
+    pub deepseek: DeepSeekRule,
+    /// Anthropic's rule.
+    pub anthropic: AnthropicRule,
+    /// Every request.
+    pub requests: Vec<Request>,
+    /// Every replacement.
+    pub replacements: Vec<Replacement>,
+    /// The loader's warnings (dropped torn tail, tolerances).
+    pub warnings: Vec<String>,
+}
+
+/// Session (or many-session) totals.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// Requests.
+    pub requests: usize,
+    /// Σ prompt tokens.
+    pub prompt_tokens: u64,
+    /// Σ predicted hits.
+    pub predicted_hit: u64,
+    /// Requests with usage.
+    pub reported_requests: usize,
+    /// Σ reported prompt (input + cache read + write) of requests with usage.
+    pub reported_prompt: f64,
+    /// Σ reported cache read.
+    pub reported_hit: f64,
+    /// Σ prompt tokens of the requests with usage (for calibration).
+    pub prompt_tokens_reported: u64,
+    /// Σ predicted hits of the requests with usage.
+    pub predicted_hit_reported: u64,
+    /// Per cause key: (requests, predicted miss tokens, recomputed tokens).
+    pub by_cause: Vec<(String, usize, u64, u64)>,
+}
+
+impl Totals {
+    /// Predicted hit rate (0..1) over all requests.
+    pub fn predicted_rate(&self) -> Option<f64> {
+        (self.prompt_tokens > 0).then(|| self.predicted_hit as f64 / self.prompt_tokens as f64)
+    }
+
+    /// Reported hit rate over the requests with usage.
+    pub fn reported_rate(&self) -> Option<f64> {
+        (self.reported_prompt > 0.0).then(|| self.reported_hit / self.reported_prompt)
+    }
+
+    /// Reported prompt size ÷ computed prompt size, over requests with usage.
+    pub fn calibration(&self) -> Option<f64> {
+        (self.prompt_tokens_reported > 0)
+            .then(|| self.reported_prompt / self.prompt_tokens_reported as f64)
+    }
+
+    /// Add a report.
+    pub fn add(&mut self, r: &CacheReport) {
+        let mut by: HashMap<String, (usize, u64, u64)> = self
+            .by_cause
+            .drain(..)
+            .map(|(k, a, b, c)| (k, (a, b, c)))
+            .collect();
+        for q in &r.requests {
+            self.requests += 1;
+            self.prompt_tokens += q.prompt_tokens;
+            self.predicted_hit += q.predicted_hit;
+            if let Some(u) = q.reported {
+                self.reported_requests += 1;
+                self.reported_prompt += u.prompt();
+                self.reported_hit += u.cache_read_tokens;
+                self.prompt_tokens_reported += q.prompt_tokens;
+                self.predicted_hit_reported += q.predicted_hit;
+            }
+            let e = by.entry(q.cause.key()).or_default();
+            e.0 += 1;
+            e.1 += q.predicted_miss();
+            e.2 += q.recomputed_tokens;
+        }
+        let mut v: Vec<_> = by.into_iter().map(|(k, (a, b, c))| (k, a, b, c)).collect();
+        v.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        self.by_cause = v;
+    }
+}
+
+impl CacheReport {
+    /// Totals of this log.
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        t.add(self);
+        t
+    }
+
+    /// The time of a request as epoch ms, when times are real.
+    fn time_ms(&self, t: f64) -> Option<i64> {
+        self.times_real.then_some(t as i64)
+    }
+
+    /// Money figures of replacement `i`, when every needed price is known.
+    pub fn replacement_cost(&self, i: usize, prices: &dyn Prices) -> Option<ReplacementCost> {
+        let r = self.replacements.get(i)?;
+        let next = self.requests.get(r.next_request?)?;
+        let rates = prices.rates(&next.provider, &next.model, self.time_ms(next.time))?;
+        let recompute = r.recomputed_tokens as f64 * (rates.miss - rates.hit) / 1e6;
+        let summary = match &r.summary {
+            None => 0.0,
+            Some(s) => match s.usage {
+                None => 0.0,
+                Some(u) => {
+                    let sr = prices.rates(&s.provider, &s.model, self.time_ms(s.time))?;
+                    (u.input_tokens * sr.miss
+                        + u.cache_read_tokens * sr.hit
+                        + u.cache_write_tokens * sr.write
+                        + u.output_tokens * sr.output)
+                        / 1e6
+                }
+            },
+        };
+        let cost = recompute + summary;
+        let mut saved = 0.0;
+        let mut break_even = if cost <= 0.0 {
+            BreakEven::At {
+                request: next.index,
+                after: 1,
+            }
+        } else {
+            BreakEven::NotPaidBack
+        };
+        for (n, &(q, tokens)) in r.saved.iter().enumerate() {
+            let req = &self.requests[q];
+            let rr = prices.rates(&req.provider, &req.model, self.time_ms(req.time))?;
+            saved += tokens as f64 * rr.hit / 1e6;
+            if break_even == BreakEven::NotPaidBack && saved >= cost {
+                break_even = BreakEven::At {
+                    request: q,
+                    after: n + 1,
+                };
+            }
+        }
+        Some(ReplacementCost {
+            recompute,
+            summary,
+            saved,
+            break_even,
+            currency: rates.currency,
+        })
+    }
+}
+
+/// Loading failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The log was refused.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// Analyse one log.
+pub fn analyse(
+    src: &LogSource,
+    load: &LoadOptions,
+    opts: &CacheOptions,
+) -> Result<CacheReport, CacheError> {
+    let mut c = Collector::new(opts);
+    let log = crate::log::load(src, load, &mut c)?;
+    let mut r = c.finish(src.display(), log.header.id.clone());
+    r.warnings = log.warnings.iter().map(|w| w.to_string()).collect();
+    Ok(r)
+}
+
+// ---------------------------------------------------------------------------
+// The fold.
+
+/// One segment of a request: identity, tokens, what it is.
+#[derive(Debug, Clone)]
+struct Seg {
+    id: u64,
+    tokens: u64,
+    what: Segment,
+}
+
+fn mix(h: u64, x: u64) -> u64 {
+    // splitmix64 over the pair.
+    let mut z = h ^ x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn hash_str(tag: u64, s: &str) -> u64 {
+    // FNV-1a, then mixed with the tag.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    mix(tag, h)
+}
+
+const ROOT: u64 = 0x5eed;
+
+/// The folded header, as segments.
+#[derive(Debug, Clone, Default)]
+struct HeaderState {
+    provider: String,
+    model: String,
+    system: Option<(u64, u64)>,
+    tools: Option<(u64, u64)>,
+    adapter: u64,
+    config: u64,
+}
+
+/// The request a `assistant/message` will be, taken when its attempt began.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    segs: Vec<Seg>,
+    header: HeaderState,
+}
+
+#[derive(Debug)]
+struct Prev {
+    /// Segments plus the output node, if any.
+    ext: Vec<Seg>,
+    header: HeaderState,
+    time: f64,
+}
+
+#[derive(Debug, Clone)]
+struct Change {
+    seq: u64,
+    kind: ReplaceKind,
+    shadowed: Vec<u64>,
+}
+
+struct Unit {
+    used: f64,
+}
+
+struct Collector {
+    opts: CacheOptions,
+    counter: Option<Counter>,
+    exact: HashMap<u64, u64>,
+    header: HeaderState,
+    has_header: bool,
+    in_attempt: bool,
+    pending: Option<Snapshot>,
+    prev: Option<Prev>,
+    units: HashMap<u64, Unit>,
+    seen: HashSet<u64>,
+    anthropic: HashMap<u64, f64>,
+    changes: Vec<Change>,
+    offloads: HashMap<u64, u64>,
+    offload_version: HashMap<u64, u64>,
+    end_seed: Option<u64>,
+    fresh: HashSet<u64>,
+    meter: Option<(u64, ReplaceKind, Option<SummaryCall>)>,
+    requests: Vec<Request>,
+    replacements: Vec<Replacement>,
+    live: Vec<usize>,
+    last_time: f64,
+    times_real: bool,
+}
+
+/// Earliest plausible real time: 2001-09-09 (1e12 ms).
+const REAL_TIME_MIN: f64 = 1e12;
+
+impl Collector {
+    fn new(opts: &CacheOptions) -> Collector {
+        Collector {
+            opts: opts.clone(),
+            counter: opts.tokenizer.map(Counter::new),
+            exact: HashMap::new(),
+            header: HeaderState::default(),
+            has_header: false,
+            in_attempt: false,
+            pending: None,
+            prev: None,
+            units: HashMap::new(),
+            seen: HashSet::new(),
+            anthropic: HashMap::new(),
+            changes: Vec::new(),
+            offloads: HashMap::new(),
+            offload_version: HashMap::new(),
+            end_seed: None,
+            fresh: HashSet::new(),
+            meter: None,
+            requests: Vec::new(),
+            replacements: Vec::new(),
+            live: Vec::new(),
+            last_time: f64::NEG_INFINITY,
+            times_real: true,
+        }
+    }
+
+    fn node_tokens(&self, seq: u64, heuristic: u64) -> u64 {
+        if self.counter.is_some() {
+            self.exact.get(&seq).copied().unwrap_or(0)
+        } else {
+            heuristic
+        }
+    }
+
+    fn observe_header(&mut self, ev: &Event<'_>) {
+        let h = canonical(ev.data().get("header").unwrap_or(&Value::Null));
+        let config = h.get("config");
+        let s = |k: &str| {
+            config
+                .and_then(|c| c.get(k))
+                .and_then(|v| v.as_str())
+                .map(|v| v.into_owned())
+                .unwrap_or_default()
+        };
+        let (provider, model) = (s("provider"), s("model"));
+        let system = match h.get("system") {
+            Some(Value::Str(text)) => {
+                let t = text.to_lossy();
+                let tokens = match &mut self.counter {
+                    Some(c) => c.count_str(&t),
+                    None => system_tokens(h.get("system")),
+                };
+                Some((hash_str(1, &t), tokens))
+            }
+            _ => None,
+        };
+        let tools = h.get("tools").map(|t| {
+            let json = t.to_json();
+            let tokens = match &mut self.counter {
+                Some(c) => c.count_str(&json),
+                None => tools_tokens(Some(t)),
+            };
+            (hash_str(2, &json), tokens)
+        });
+        let mut rest = config.map(|c| c.to_owned_value()).unwrap_or(Value::Null);
+        if let Value::Obj(_) = rest {
+            rest.remove("provider");
+            rest.remove("model");
+        }
+        self.header = HeaderState {
+            provider,
+            model,
+            system,
+            tools,
+            adapter: hash_str(
+                3,
+                &h.get("adapterDefaults")
+                    .map(|a| a.to_json())
+                    .unwrap_or_default(),
+            ),
+            config: hash_str(4, &rest.to_json()),
+        };
+        self.has_header = true;
+    }
+
+    fn snapshot(&self, surface: &crate::surface::Surface, skip: Option<u64>) -> Snapshot {
+        let h = &self.header;
+        let mut segs = Vec::with_capacity(surface.nodes.len() + 3);
+        segs.push(Seg {
+            id: hash_str(0, &format!("{}/{}", h.provider, h.model)),
+            tokens: 0,
+            what: Segment::Route,
+        });
+        if let Some((id, tokens)) = h.system {
+            segs.push(Seg {
+                id,
+                tokens,
+                what: Segment::System,
+            });
+        }
+        if let Some((id, tokens)) = h.tools {
+            segs.push(Seg {
+                id,
+                tokens,
+                what: Segment::Tools,
+            });
+        }
+        for (position, n) in surface.nodes.iter().enumerate() {
+            if !n.derives || Some(n.seq) == skip {
+                continue;
+            }
+            let v = if self.offload_version.is_empty() {
+                0
+            } else {
+                self.offload_version.get(&n.seq).copied().unwrap_or(0)
+            };
+            segs.push(Seg {
+                id: mix(mix(7, n.seq), v),
+                tokens: self.node_tokens(n.seq, n.tokens),
+                what: Segment::Node {
+                    seq: n.seq,
+                    kind: n.kind,
+                    position,
+                },
+            });
+        }
+        Snapshot {
+            segs,
+            header: h.clone(),
+        }
+    }
+
+    /// Anthropic's rule on this request: (hit, written).
+    fn anthropic_rule(&mut self, chain: &[u64], ptok: &[u64], now: f64) -> (u64, u64) {
+        let rule = self.opts.anthropic;
+        let n = chain.len() - 1;
+        let bps: Vec<usize> = match rule.breakpoints {
+            Breakpoints::None => return (0, 0),
+            Breakpoints::Last => vec![n],
+        };
+        let live = |used: f64| !self.times_real || now - used <= rule.ttl_ms as f64;
+        let mut hit_at = 0;
+        for &b in &bps {
+            let lo = b.saturating_sub(rule.lookback).max(1);
+            if let Some(i) = (lo..=b)
+                .rev()
+                .find(|&i| self.anthropic.get(&chain[i]).is_some_and(|&u| live(u)))
+            {
+                hit_at = hit_at.max(i);
+            }
+        }
+        let hit = ptok[hit_at];
+        if hit_at > 0 {
+            self.anthropic.insert(chain[hit_at], now);
+        }
+        let mut written = 0;
+        for &b in &bps {
+            if ptok[b] >= rule.min_tokens {
+                self.anthropic.insert(chain[b], now);
+                written = ptok[b].saturating_sub(hit);
+            }
+        }
+        (hit, written)
+    }
+
+    fn expired(&self, used: f64, now: f64) -> bool {
+        match self.opts.lifetime_ms {
+            Some(l) if self.times_real => now - used > l as f64,
+            _ => false,
+        }
+    }
+
+    /// The request an `assistant/message` produced.
+    fn request(&mut self, ev: &Event<'_>, snap: Snapshot, out: Option<Seg>) {
+        let segs = snap.segs;
+        let n = segs.len();
+        let mut chain = Vec::with_capacity(n + 1);
+        let mut ptok = Vec::with_capacity(n + 1);
+        chain.push(ROOT);
+        ptok.push(0u64);
+        for s in &segs {
+            chain.push(mix(*chain.last().unwrap(), s.id));
+            ptok.push(ptok.last().unwrap() + s.tokens);
+        }
+        let now = ev.time();
+        let prompt = ptok[n];
+        // DeepSeek: the longest persisted unit this prompt matches completely.
+        let block = self.opts.deepseek.block.max(1);
+        let mut hit = 0;
+        let mut hit_at = 0;
+        for i in (1..=n).rev() {
+            if let Some(u) = self.units.get(&chain[i])
+                && !self.expired(u.used, now)
+            {
+                hit = ptok[i] / block * block;
+                hit_at = i;
+                break;
+            }
+        }
+        let anthropic = self.anthropic_rule(&chain, &ptok, now);
+        // The first changed position against the previous request + output.
+        let index = self.requests.len();
+        let (first_changed, cause, header_changes, recomputed, idle) = match &self.prev {
+            None => (None, Cause::First, Vec::new(), 0, Idle::None),
+            Some(p) => {
+                let idx = segs
+                    .iter()
+                    .zip(&p.ext)
+                    .position(|(a, b)| a.id != b.id)
+                    .unwrap_or(n.min(p.ext.len()));
+                let gap = now - p.time;
+                let idle = if !self.times_real {
+                    Idle::Unknown
+                } else {
+                    Idle::Gap {
+                        ms: gap.max(0.0) as u64,
+                        expired: self.opts.lifetime_ms.is_some_and(|l| gap > l as f64),
+                    }
+                };
+                let mut hc = Vec::new();
+                if p.header.system.map(|s| s.0) != snap.header.system.map(|s| s.0) {
+                    hc.push(HeaderPart::System);
+                }
+                if p.header.tools.map(|s| s.0) != snap.header.tools.map(|s| s.0) {
+                    hc.push(HeaderPart::Tools);
+                }
+                if p.header.adapter != snap.header.adapter {
+                    hc.push(HeaderPart::AdapterDefaults);
+                }
+                if p.header.config != snap.header.config {
+                    hc.push(HeaderPart::Config);
+                }
+                let pos = Position {
+                    tokens: ptok[idx],
+                    segment: segs.get(idx).map_or(Segment::End, |s| s.what.clone()),
+                };
+                let cause = if idx >= p.ext.len() {
+                    match idle {
+                        Idle::Gap { ms, expired: true } => Cause::Idle { gap_ms: ms },
+                        _ => Cause::Append,
+                    }
+                } else {
+                    self.cause_at(&segs, &p.ext, idx, &p.header, &snap.header)
+                };
+                let recomputed: u64 = if idx >= p.ext.len() {
+                    0
+                } else {
+                    segs[idx..]
+                        .iter()
+                        .filter(|s| match s.what {
+                            Segment::Node { seq, .. } => !self.fresh.contains(&seq),
+                            _ => true,
+                        })
+                        .map(|s| s.tokens)
+                        .sum()
+                };
+                (Some(pos), cause, hc, recomputed, idle)
+            }
+        };
+        let fresh_tokens = segs
+            .iter()
+            .filter(|s| matches!(s.what, Segment::Node { seq, .. } if self.fresh.contains(&seq)))
+            .map(|s| s.tokens)
+            .sum();
+        // Persist this request's units: input end, output end, and the
+        // common prefix it shares with anything sent before.
+        let out_chain = out.as_ref().map(|o| mix(chain[n], o.id));
+        let out_tokens = out.as_ref().map_or(0, |o| o.tokens);
+        if self.opts.deepseek.common_prefix_units
+            && let Some(i) = (2..=n).rev().find(|&i| self.seen.contains(&chain[i]))
+        {
+            self.units.insert(chain[i], Unit { used: now });
+        }
+        // The units this request read are refreshed.
+        for c in &chain[1..=hit_at.max(1).min(n.max(1))] {
+            if hit_at > 0
+                && let Some(u) = self.units.get_mut(c)
+            {
+                u.used = now;
+            }
+        }
+        self.units.insert(chain[n], Unit { used: now });
+        if let Some(oc) = out_chain {
+            self.units.insert(oc, Unit { used: now });
+            self.seen.insert(oc);
+        }
+        // `seen` is prefix-closed: once a prefix is known, so are all shorter.
+        for c in chain[1..].iter().rev() {
+            if !self.seen.insert(*c) {
+                break;
+            }
+        }
+
+        let data = ev.data();
+        let reported = data
+            .get("usage")
+            .filter(|u| !matches!(u, Value::Null))
+            .map(Reported::of);
+        let h = &snap.header;
+        let req = Request {
+            index,
+            seq: ev.seq,
+            turn: ev.turn(),
+            step: ev.step(),
+            time: now,
+            route: format!("{}/{}", h.provider, h.model),
+            provider: h.provider.clone(),
+            model: h.model.clone(),
+            prompt_tokens: prompt,
+            messages: segs
+                .iter()
+                .filter(|s| matches!(s.what, Segment::Node { .. }))
+                .count(),
+            first_changed,
+            cause: cause.clone(),
+            header_changes,
+            fresh_tokens,
+            recomputed_tokens: recomputed,
+            predicted_hit: if rule_for(&h.provider) == "anthropic" {
+                anthropic.0
+            } else {
+                hit.min(prompt)
+            },
+            deepseek_hit: hit.min(prompt),
+            anthropic,
+            reported,
+            idle,
+            output_tokens: out_tokens,
+        };
+        // Replacements: the first request after one, and savings after. A
+        // live replacement is a current node (it leaves `live` when shadowed).
+        for &ri in &self.live {
+            let r = &mut self.replacements[ri];
+            if r.next_request.is_none() {
+                r.next_request = Some(index);
+                if cause.seq() == Some(r.seq) {
+                    r.recomputed_tokens = recomputed;
+                } else {
+                    r.covered_by = Some(cause.clone());
+                }
+            }
+            r.saved.push((
+                index,
+                r.shadowed_tokens as i64 - r.replacement_tokens as i64,
+            ));
+        }
+        self.requests.push(req);
+        let mut ext = segs;
+        ext.extend(out);
+        self.prev = Some(Prev {
+            ext,
+            header: snap.header,
+            time: now,
+        });
+        self.changes.clear();
+        self.offloads.clear();
+        self.fresh.clear();
+        self.end_seed = None;
+    }
+
+    fn cause_at(
+        &self,
+        segs: &[Seg],
+        prev: &[Seg],
+        idx: usize,
+        ph: &HeaderState,
+        nh: &HeaderState,
+    ) -> Cause {
+        let now = segs.get(idx).map(|s| &s.what);
+        let before = prev.get(idx).map(|s| &s.what);
+        if matches!(now, Some(Segment::Route)) || matches!(before, Some(Segment::Route)) {
+            return Cause::Route {
+                from: format!("{}/{}", ph.provider, ph.model),
+                to: format!("{}/{}", nh.provider, nh.model),
+            };
+        }
+        for w in [now, before].into_iter().flatten() {
+            match w {
+                Segment::System => {
+                    return Cause::Header {
+                        part: HeaderPart::System,
+                    };
+                }
+                Segment::Tools => {
+                    return Cause::Header {
+                        part: HeaderPart::Tools,
+                    };
+                }
+                _ => {}
+            }
+        }
+        let of = |c: &Change| match c.kind {
+            ReplaceKind::Compaction => Cause::Compaction { seq: c.seq },
+            ReplaceKind::Prune => Cause::Prune { seq: c.seq },
+            ReplaceKind::Other => Cause::Replacement { seq: c.seq },
+            ReplaceKind::SystemHead => Cause::Header {
+                part: HeaderPart::System,
+            },
+        };
+        if let Some(Segment::Node { seq, .. }) = now {
+            if let Some(c) = self.changes.iter().find(|c| c.seq == *seq) {
+                return of(c);
+            }
+            if let Some(o) = self.offloads.get(seq) {
+                return Cause::ImageOffload { seq: *o };
+            }
+        }
+        if let Some(Segment::Node { seq, .. }) = before
+            && let Some(c) = self.changes.iter().find(|c| c.shadowed.contains(seq))
+        {
+            return of(c);
+        }
+        match self.end_seed {
+            Some(seq) => Cause::Lifecycle { seq },
+            None => Cause::Unknown,
+        }
+    }
+
+    fn fold(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        let t = ev.time();
+        if !(t >= REAL_TIME_MIN && t >= self.last_time) {
+            self.times_real = false;
+        }
+        self.last_time = t;
+        // Exact counts, node by node, as they join the surface.
+        if let (Some(c), Some(_)) = (&mut self.counter, folded.applied)
+            && let Some(m) = project(ev)
+        {
+            let n = c.count_blocks(m.get("content"));
+            self.exact.insert(ev.seq, n);
+        }
+        match ev.kind {
+            Kind::RequestHeader => self.observe_header(ev),
+            Kind::StepStart => {
+                self.in_attempt = false;
+                self.pending = None;
+            }
+            Kind::SessionEndSeed => self.end_seed = Some(ev.seq),
+            Kind::AssistantChunk => {
+                if !self.in_attempt {
+                    self.in_attempt = true;
+                    self.pending = Some(self.snapshot(folded.surface, None));
+                }
+                let finish = ev
+                    .data()
+                    .get("chunk")
+                    .and_then(|c| c.get("type"))
+                    .is_some_and(|t| t.is_str("finish"));
+                if finish {
+                    self.in_attempt = false;
+                }
+            }
+            Kind::CompactionSummary => {
+                let d = ev.data();
+                let s = |k: &str| {
+                    d.get(k)
+                        .and_then(|v| v.as_str())
+                        .map(|v| v.into_owned())
+                        .unwrap_or_default()
+                };
+                self.meter = Some((
+                    ev.seq,
+                    ReplaceKind::Compaction,
+                    Some(SummaryCall {
+                        seq: ev.seq,
+                        provider: s("provider"),
+                        model: s("model"),
+                        time: t,
+                        usage: d
+                            .get("usage")
+                            .filter(|u| !matches!(u, Value::Null))
+                            .map(Reported::of),
+                    }),
+                ));
+            }
+            Kind::CompactionPrune => self.meter = Some((ev.seq, ReplaceKind::Prune, None)),
+            Kind::ImageOffload => {
+                if let Some(targets) = ev.data().get("targets").and_then(|t| t.as_arr()) {
+                    for t in targets {
+                        if let Some(s) = t.get("seq").and_then(|s| s.as_count()) {
+                            *self.offload_version.entry(s).or_default() += 1;
+                            self.offloads.insert(s, ev.seq);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(a) = folded.applied {
+            match a.op {
+                SurfaceOp::Append => {
+                    if ev.kind != Kind::AssistantMessage {
+                        self.fresh.insert(ev.seq);
+                    }
+                }
+                SurfaceOp::Replace(_) => self.replaced(ev, a),
+            }
+        }
+        if ev.kind == Kind::AssistantMessage {
+            self.in_attempt = false;
+            let snap = match self.pending.take() {
+                Some(s) => s,
+                None => self.snapshot(folded.surface, Some(ev.seq)),
+            };
+            let out = folded
+                .surface
+                .nodes
+                .iter()
+                .find(|n| n.seq == ev.seq)
+                .and_then(|n| {
+                    n.derives.then(|| Seg {
+                        id: mix(mix(7, n.seq), 0),
+                        tokens: self.node_tokens(n.seq, n.tokens),
+                        what: Segment::End,
+                    })
+                });
+            if self.has_header {
+                self.request(ev, snap, out);
+            }
+        }
+    }
+
+    fn replaced(&mut self, ev: &Event<'_>, a: &crate::surface::Applied) {
+        let (kind, summary) = match self.meter.take() {
+            Some((m, k, s)) if m + 1 == ev.seq => (k, s),
+            _ if ev.kind == Kind::SystemMessage => (ReplaceKind::SystemHead, None),
+            _ => (ReplaceKind::Other, None),
+        };
+        let shadowed: Vec<u64> = a.shadowed.iter().map(|n| n.seq).collect();
+        let shadowed_tokens = a
+            .shadowed
+            .iter()
+            .map(|n| self.node_tokens(n.seq, n.tokens))
+            .sum();
+        let replacement_tokens = self.node_tokens(ev.seq, a.tokens);
+        // A replacement shadowing an earlier one's node ends its savings.
+        let seq = ev.seq;
+        self.live.retain(|&i| {
+            let r = &mut self.replacements[i];
+            if shadowed.contains(&r.seq) {
+                r.superseded_by = Some(seq);
+                false
+            } else {
+                true
+            }
+        });
+        self.changes.push(Change {
+            seq,
+            kind,
+            shadowed,
+        });
+        self.live.push(self.replacements.len());
+        self.replacements.push(Replacement {
+            seq,
+            kind,
+            position: a.position,
+            shadowed_tokens,
+            replacement_tokens,
+            next_request: None,
+            recomputed_tokens: 0,
+            covered_by: None,
+            summary,
+            saved: Vec::new(),
+            superseded_by: None,
+            break_even_tokens: BreakEven::Unknown,
+        });
+    }
+
+    fn finish(mut self, file: String, session: String) -> CacheReport {
+        for r in &mut self.replacements {
+            if r.next_request.is_none() {
+                continue;
+            }
+            let cost = r.cost_tokens();
+            let mut cum = 0i64;
+            r.break_even_tokens = BreakEven::NotPaidBack;
+            let first = r.next_request.unwrap_or(0);
+            for &(q, t) in &r.saved {
+                cum += t;
+                if cum as f64 >= cost {
+                    r.break_even_tokens = BreakEven::At {
+                        request: q,
+                        after: q - first + 1,
+                    };
+                    break;
+                }
+            }
+        }
+        CacheReport {
+            file,
+            session,
+            times_real: self.times_real,
+            tokenizer: self.opts.tokenizer,
+            deepseek: self.opts.deepseek,
+            anthropic: self.opts.anthropic,
+            requests: self.requests,
+            replacements: self.replacements,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl Observer for Collector {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        self.fold(ev, folded);
+    }
+
+    /// Packed delta chunks never change the surface; all they can do is
+    /// begin an attempt.
+    fn packed_row(
+        &mut self,
+        _span: &crate::log::packed::RowSpan,
+        _facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        if !self.in_attempt {
+            self.in_attempt = true;
+            self.pending = Some(self.snapshot(folded.surface, None));
+        }
+        true
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    impl Prices for Fixed {
+        fn rates(&self, _: &str, model: &str, _: Option<i64>) -> Option<Rates> {
+            (model == "m").then_some(Rates {
+                miss: 2.0,
+                hit: 0.5,
+                write: 2.0,
+                output: 8.0,
+                currency: "USD",
+            })
+        }
+    }
+
+    fn request(index: usize, model: &str) -> Request {
+        Request {
+            index,
+            seq: index as u64,
+            turn: None,
+            step: None,
+            time: 0.0,
+            route: format!("p/{model}"),
+            provider: "p".into(),
+            model: model.into(),
+            prompt_tokens: 0,
+            messages: 0,
+            first_changed: None,
+            cause: Cause::Append,
+            header_changes: Vec::new(),
+            fresh_tokens: 0,
+            recomputed_tokens: 0,
+            predicted_hit: 0,
+            deepseek_hit: 0,
+            anthropic: (0, 0),
+            reported: None,
+            idle: Idle::None,
+            output_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn replacement_costs_are_tokens_times_rates_and_break_even_is_where_savings_cover_them() {
+        let summary = SummaryCall {
+            seq: 1,
+            provider: "p".into(),
+            model: "m".into(),
+            time: 0.0,
+            usage: Some(Reported {
+                input_tokens: 1000.0,
+                cache_read_tokens: 2000.0,
+                cache_write_tokens: 0.0,
+                output_tokens: 100.0,
+            }),
+        };
+        let r = CacheReport {
+            file: "f".into(),
+            session: "s".into(),
+            times_real: false,
+            tokenizer: None,
+            deepseek: DeepSeekRule::default(),
+            anthropic: AnthropicRule::default(),
+            requests: (0..4).map(|i| request(i, "m")).collect(),
+            replacements: vec![Replacement {
+                seq: 2,
+                kind: ReplaceKind::Compaction,
+                position: 0,
+                shadowed_tokens: 5000,
+                replacement_tokens: 200,
+                next_request: Some(1),
+                recomputed_tokens: 10_000,
+                covered_by: None,
+                summary: Some(summary),
+                saved: vec![(1, 4800), (2, 4800), (3, 4800)],
+                superseded_by: None,
+                break_even_tokens: BreakEven::Unknown,
+            }],
+            warnings: Vec::new(),
+        };
+        let c = r.replacement_cost(0, &Fixed).unwrap();
+        // 10 000 × (2 − 0.5) / 1e6
+        assert!((c.recompute - 0.015).abs() < 1e-12);
+        // (1000 × 2 + 2000 × 0.5 + 100 × 8) / 1e6
+        assert!((c.summary - 0.0038).abs() < 1e-12);
+        // 3 × 4800 × 0.5 / 1e6 = 0.0072 < 0.0188: never paid back.
+        assert!((c.saved - 0.0072).abs() < 1e-12);
+        assert_eq!(c.break_even, BreakEven::NotPaidBack);
+        // In tokens: 10 000 + 3 100 = 13 100 ≤ 3 × 4 800 at the third request.
+        assert_eq!(r.replacements[0].cost_tokens(), 13_100.0);
+        // An unknown model: no price, no cost.
+        let mut r2 = r.clone();
+        r2.requests[1].model = "other".into();
+        assert!(r2.replacement_cost(0, &Fixed).is_none());
+        assert!(r.replacement_cost(0, &NoPrices).is_none());
+    }
+
+    #[test]
+    fn causes_have_stable_keys() {
+        assert_eq!(
+            Cause::Header {
+                part: HeaderPart::Tools
+            }
+            .key(),
+            "header:tools"
+        );
+        assert_eq!(Cause::Prune { seq: 3 }.seq(), Some(3));
+        assert_eq!(Cause::Append.seq(), None);
+    }
+}

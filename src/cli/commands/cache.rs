@@ -1,0 +1,764 @@
+//! `dsh cache`: why each model request missed the provider's prompt cache,
+//! and what each replacement cost.
+
+use anyhow::Result;
+use dsh::LogSource;
+use dsh::cache::{
+    AnthropicRule, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule, Idle,
+    Position, Prices, Replacement, Request, Segment, Totals,
+};
+use dsh::json::{OwnedValue, Value};
+use dsh::meter::tokenizer::Encoding;
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::many::run_many;
+use crate::cli::render;
+use crate::cli::render::outln;
+
+/// The sentence every report carries.
+pub const NOT_A_BILL: &str = "Predictions are what the provider's published cache rule implies on dsh's token positions, not the provider's bill: the provider decides what it keeps.";
+
+/// Show what each model request could reuse from the provider's prompt cache.
+///
+/// Every `assistant/message` is one model request: the folded request header
+/// (system prompt, tools) plus the surface as it stood when its attempt
+/// began. For each request: its prompt size, the first position that differs
+/// from what the previous request left in the cache (its prompt plus its
+/// output), the cause (append, compaction at seq S, prune at seq S, a header
+/// change naming system or tools, image offload, route change, new lifecycle
+/// after `session/end-seed`, first request, idle beyond --lifetime when the
+/// log's times are real), the old tokens sent again after that position
+/// ("recomputed"), and the cache hit DeepSeek's prefix-unit rule predicts
+/// (units at the end of every request's input and output and at detected
+/// common prefixes, matched whole, rounded down to --block tokens) next to
+/// the `cacheReadTokens` the provider reported. For each compaction and
+/// prune: the tokens it made the next request recompute, the summariser's
+/// usage, the prompt tokens it saved on every later request and when it paid
+/// for itself ("break-even"). Positions use the meter's heuristic, or
+/// --tokenizer for exact BPE counts; the reported prompt size is shown beside
+/// (calibration).
+///
+/// Predictions are what the rule implies, not the provider's bill: the
+/// provider decides what it keeps. Costs need a dated price table; without a
+/// price the cost columns show `—`. Prices come from the dated price table
+/// of `dsh usage` (built in, plus [[prices]] from the config): a replacement
+/// costs its recomputed tokens × (miss − hit rate) plus its summariser call,
+/// and saves its saved tokens × the hit rate; a cause's misses cost their
+/// tokens × the miss rate. A request whose price needs a time the log does
+/// not record (normalised times, DeepSeek's peak hours) has no price.
+///
+/// LOG may be a file, `-`, a session directory or id, or a directory tree;
+/// with no LOG every session under $DSH_HOME is analysed, one row per log,
+/// then the misses by cause across them.
+///
+/// With --json, one log prints `{"file", "session", "timesReal",
+/// "tokenizer", "rule", "requests": [{"index","seq","turn","step","route",
+/// "promptTokens","messages","firstChanged": {"tokens","segment","seq"?,
+/// "position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
+/// "headerChanges","freshTokens","recomputedTokens","predictedHit",
+/// "predictedMiss","reported": {…}|null,"idle"}], "replacements": [{"seq",
+/// "kind","position","shadowedTokens","replacementTokens","nextRequest",
+/// "recomputedTokens","coveredBy","summary","savedTokens","savedRequests",
+/// "supersededBy","breakEven","cost"}], "totals", "note", "schema_version"}`;
+/// several print `{"logs": [those], "summary": {"logs","errors","totals"},
+/// "note", "schema_version"}`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer o200k --json s.jsonl\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache"
+)]
+pub struct CacheArgs {
+    /// Logs to analyse (default: every session under $DSH_HOME).
+    #[arg(value_name = "LOG")]
+    pub logs: Vec<String>,
+    /// Count positions with a real BPE tokenizer instead of the heuristic.
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k"])]
+    pub tokenizer: Option<String>,
+    /// Group: `cause` prints only the misses by cause.
+    #[arg(long, value_name = "WHAT", value_parser = ["cause"])]
+    pub by: Option<String>,
+    /// Cache lifetime of an unused entry (e.g. 300s, 5m, 1h); idle gaps longer
+    /// than this expire it, when the log's times are real. Default: never.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub lifetime: Option<u64>,
+    /// DeepSeek's storage granularity: hits are whole multiples of this.
+    #[arg(long, value_name = "TOKENS", default_value_t = 128)]
+    pub block: u64,
+    /// Where Anthropic `cache_control` breakpoints sit: `none` (what DSH's
+    /// adapters send, so nothing is cached) or `last` (the last block of
+    /// every request, as automatic caching does).
+    #[arg(long, value_name = "WHERE", value_parser = ["none", "last"], default_value = "none")]
+    pub anthropic_breakpoints: String,
+    /// Anthropic cache entry lifetime after its last use: 5m or 1h.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub anthropic_ttl: u64,
+    /// The dsh config file whose [[prices]] join the built-in price table
+    /// (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
+    /// ~/.config/dsh/config.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Logs analysed at once (0: one per core).
+    #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
+    pub jobs: usize,
+}
+
+/// `300`, `300s`, `5m`, `1h`, `250ms` → milliseconds.
+fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected a duration such as 300s, 5m or 1h, got {s:?}"))?;
+    let mul = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(format!("unknown unit in {s:?} (ms, s, m, h)")),
+    };
+    n.checked_mul(mul)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
+    let encoding = match args.tokenizer.as_deref() {
+        None => None,
+        Some(t) => {
+            Some(Encoding::parse(t).ok_or_else(|| UsageError(format!("unknown tokenizer {t:?}")))?)
+        }
+    };
+    if args.block == 0 {
+        return Err(UsageError("--block must be at least 1".into()).into());
+    }
+    let opts = CacheOptions {
+        tokenizer: encoding,
+        deepseek: DeepSeekRule {
+            block: args.block,
+            ..DeepSeekRule::default()
+        },
+        anthropic: AnthropicRule {
+            breakpoints: if args.anthropic_breakpoints == "last" {
+                Breakpoints::Last
+            } else {
+                Breakpoints::None
+            },
+            ttl_ms: args.anthropic_ttl,
+            ..AnthropicRule::default()
+        },
+        lifetime_ms: args.lifetime,
+    };
+    let mut inputs = args.logs.clone();
+    let all = inputs.is_empty();
+    if all {
+        inputs.push(ctx.home_sessions()?.display().to_string());
+    }
+    let single =
+        inputs.len() == 1 && !all && !dsh::log::lookup::is_tree(&inputs[0], ctx.home.as_deref());
+    let sources: Vec<LogSource> = ctx.resolve_many(&inputs)?;
+    let load = ctx.load_options();
+    let job = |s: &LogSource| dsh::cache::analyse(s, &load, &opts);
+    let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let prices = crate::cli::commands::sessions::prices(&config);
+    let mut status = Status::Ok;
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    for (src, r) in sources.iter().zip(results) {
+        match r {
+            Ok(rep) => {
+                if !ctx.quiet && !ctx.json {
+                    for w in &rep.warnings {
+                        eprintln!("{} {}: {w}", render::warning_tag(), rep.file);
+                    }
+                }
+                reports.push(rep)
+            }
+            Err(dsh::cache::CacheError::Load(e)) => {
+                status = status.worst(Status::InvalidLog);
+                if single {
+                    return Ok(ctx.report_load_error(&e));
+                }
+                if !ctx.quiet || ctx.json {
+                    eprintln!("{} {e}", render::error_tag());
+                }
+                errors.push((src.display(), e));
+            }
+        }
+    }
+    let by_cause = args.by.is_some();
+    if ctx.json {
+        let v = if single {
+            report_json(&reports[0], &prices).with("schema_version", SCHEMA_VERSION.into())
+        } else {
+            let mut totals = Totals::default();
+            let mut logs: Vec<OwnedValue> = Vec::new();
+            for r in &reports {
+                totals.add(r);
+                logs.push(report_json(r, &prices));
+            }
+            for (file, e) in &errors {
+                let mut v = load_error_json(e);
+                if let Value::Obj(o) = &mut v {
+                    o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
+                }
+                logs.push(
+                    Value::obj()
+                        .with("file", file.as_str().into())
+                        .with("error", v),
+                );
+            }
+            Value::obj()
+                .with("logs", Value::Arr(logs))
+                .with(
+                    "summary",
+                    Value::obj()
+                        .with("logs", (reports.len() as u64).into())
+                        .with("errors", (errors.len() as u64).into())
+                        .with(
+                            "totals",
+                            totals_json(&totals, &cause_costs(&reports, &prices)),
+                        ),
+                )
+                .with("note", NOT_A_BILL.into())
+                .with("schema_version", SCHEMA_VERSION.into())
+        };
+        ctx.print_json(&v)?;
+        return Ok(status);
+    }
+    ctx.page();
+    if single {
+        let r = &reports[0];
+        if by_cause {
+            let costs = cause_costs(std::slice::from_ref(r), &prices);
+            outln!(ctx.out, "{}", cause_table(&r.totals(), &costs))?;
+        } else {
+            human_one(ctx, r, &prices)?;
+        }
+    } else {
+        let mut totals = Totals::default();
+        let mut t = render::table(&[
+            "log",
+            "requests",
+            "prompt",
+            "predicted hit",
+            "reported hit",
+            "recomputed",
+            "replacements",
+            "top cause",
+        ]);
+        for r in &reports {
+            let tt = r.totals();
+            totals.add(r);
+            let top = tt
+                .by_cause
+                .iter()
+                .find(|c| c.0 != "first" && c.0 != "append" && c.3 > 0)
+                .map(|c| c.0.clone())
+                .unwrap_or_else(|| "—".into());
+            t.add_row(vec![
+                r.file.clone(),
+                render::num(tt.requests as u64),
+                render::num(tt.prompt_tokens),
+                rate(tt.predicted_rate()),
+                rate(tt.reported_rate()),
+                render::num(tt.by_cause.iter().map(|c| c.3).sum()),
+                render::num(r.replacements.len() as u64),
+                top,
+            ]);
+        }
+        if !by_cause {
+            outln!(ctx.out, "{t}")?;
+        }
+        outln!(
+            ctx.out,
+            "{}",
+            cause_table(&totals, &cause_costs(&reports, &prices))
+        )?;
+        outln!(
+            ctx.out,
+            "{} log(s), {} request(s), {} unreadable; predicted hit {} of the prompt, reported {}",
+            reports.len(),
+            totals.requests,
+            errors.len(),
+            rate(totals.predicted_rate()),
+            rate(totals.reported_rate()),
+        )?;
+        outln!(ctx.out, "{NOT_A_BILL}")?;
+    }
+    Ok(status)
+}
+
+fn rate(r: Option<f64>) -> String {
+    r.map_or_else(|| "—".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+fn opt_num(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".into(), render::num_f64)
+}
+
+fn turn_step(q: &Request) -> String {
+    match (q.turn, q.step) {
+        (Some(t), Some(s)) => format!("{t}.{s}"),
+        _ => "—".into(),
+    }
+}
+
+fn position(p: &Option<Position>) -> String {
+    match p {
+        None => "—".into(),
+        Some(p) => match &p.segment {
+            Segment::Node { position, .. } => {
+                format!("{} @ pos {position}", render::num(p.tokens))
+            }
+            Segment::End => format!("{} (end)", render::num(p.tokens)),
+            s => format!("{} @ {}", render::num(p.tokens), s.as_str()),
+        },
+    }
+}
+
+fn break_even(b: BreakEven) -> String {
+    match b {
+        BreakEven::At { request, after } => format!("at request {request} ({after} after)"),
+        BreakEven::NotPaidBack => "not paid back by the end of the log".into(),
+        BreakEven::Unknown => "—".into(),
+    }
+}
+
+/// Per cause: what its predicted misses cost, over many reports.
+type Costs = std::collections::HashMap<String, Option<f64>>;
+
+fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> Costs {
+    let mut out = Costs::new();
+    for r in reports {
+        for (k, c) in r.miss_cost_by_cause(prices) {
+            let e = out.entry(k).or_insert(Some(0.0));
+            *e = match (*e, c) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+        }
+    }
+    out
+}
+
+fn usd(x: Option<f64>) -> String {
+    match x {
+        None => "—".into(),
+        Some(_) => format!("{} USD", crate::cli::commands::sessions::usd(x)),
+    }
+}
+
+fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
+    let mut c = render::table(&[
+        "cause",
+        "requests",
+        "predicted miss",
+        "recomputed",
+        "miss cost",
+    ]);
+    for (k, n, miss, rec) in &t.by_cause {
+        c.add_row(vec![
+            k.clone(),
+            render::num(*n as u64),
+            render::num(*miss),
+            render::num(*rec),
+            usd(costs.get(k).copied().flatten()),
+        ]);
+    }
+    c
+}
+
+fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
+    let tok = r.tokenizer.map_or("heuristic", |e| e.name());
+    outln!(ctx.out, "{} (session {})", r.file, r.session)?;
+    outln!(
+        ctx.out,
+        "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), Anthropic breakpoints {} (TTL {}s, applied to anthropic routes); times {}",
+        r.deepseek.block,
+        match r.anthropic.breakpoints {
+            Breakpoints::None => "none (DSH sends no cache_control: nothing cached)",
+            Breakpoints::Last => "on the last block",
+        },
+        r.anthropic.ttl_ms / 1000,
+        if r.times_real {
+            "real"
+        } else {
+            "normalised (idle gaps unknown)"
+        }
+    )?;
+    let mut t = render::table(&[
+        "#",
+        "seq",
+        "turn.step",
+        "prompt",
+        "first changed",
+        "cause",
+        "recomputed",
+        "predicted hit",
+        "miss",
+        "reported hit",
+        "reported prompt",
+        "anthropic hit/write",
+    ]);
+    t.drop_first(&["anthropic hit/write", "reported prompt", "turn.step", "seq"]);
+    let show_anthropic = r.anthropic.breakpoints != Breakpoints::None;
+    for q in &r.requests {
+        t.add_row(vec![
+            q.index.to_string(),
+            q.seq.to_string(),
+            turn_step(q),
+            render::num(q.prompt_tokens),
+            position(&q.first_changed),
+            q.cause.describe(),
+            render::num(q.recomputed_tokens),
+            render::num(q.predicted_hit),
+            render::num(q.predicted_miss()),
+            opt_num(q.reported.map(|u| u.cache_read_tokens)),
+            opt_num(q.reported.map(|u| u.prompt())),
+            if show_anthropic {
+                format!(
+                    "{}/{}",
+                    render::num(q.anthropic.0),
+                    render::num(q.anthropic.1)
+                )
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    outln!(ctx.out, "{t}")?;
+    if !r.replacements.is_empty() {
+        let mut t = render::table(&[
+            "seq",
+            "kind",
+            "pos",
+            "shadowed",
+            "now",
+            "next request",
+            "recomputed",
+            "summariser",
+            "saved",
+            "over",
+            "break-even (tokens)",
+            "cost / saved",
+            "break-even (cost)",
+        ]);
+        t.drop_first(&["pos", "next request", "now", "over", "break-even (cost)"]);
+        for (i, x) in r.replacements.iter().enumerate() {
+            let cost = r.replacement_cost(i, prices);
+            t.add_row(vec![
+                x.seq.to_string(),
+                x.kind.as_str().into(),
+                x.position.to_string(),
+                render::num(x.shadowed_tokens),
+                render::num(x.replacement_tokens),
+                x.next_request.map_or("—".into(), |n| n.to_string()),
+                recomputed_cell(x),
+                x.summary.as_ref().map_or("—".into(), |s| match s.usage {
+                    Some(_) => render::num_f64(s.tokens()),
+                    None => "no usage".into(),
+                }),
+                signed(x.saved_tokens()),
+                format!("{} req", x.saved.len()),
+                break_even(x.break_even_tokens),
+                cost.map_or("—".into(), |c| {
+                    format!(
+                        "{} / {}",
+                        usd(Some(c.recompute + c.summary)),
+                        usd(Some(c.saved))
+                    )
+                }),
+                cost.map_or("—".into(), |c| break_even(c.break_even)),
+            ]);
+        }
+        outln!(ctx.out, "{t}")?;
+    }
+    let tt = r.totals();
+    let costs = cause_costs(std::slice::from_ref(r), prices);
+    outln!(ctx.out, "{}", cause_table(&tt, &costs))?;
+    outln!(
+        ctx.out,
+        "{} request(s): predicted hit {} of {} prompt tokens ({}); reported {} of {} ({}) over {} request(s) with usage",
+        tt.requests,
+        render::num(tt.predicted_hit),
+        render::num(tt.prompt_tokens),
+        rate(tt.predicted_rate()),
+        render::num_f64(tt.reported_hit),
+        render::num_f64(tt.reported_prompt),
+        rate(tt.reported_rate()),
+        tt.reported_requests,
+    )?;
+    if let Some(c) = tt.calibration() {
+        outln!(
+            ctx.out,
+            "calibration: the provider counted {:.2}× the prompt tokens dsh computes ({tok}) on those requests",
+            c
+        )?;
+    }
+    outln!(ctx.out, "{NOT_A_BILL}")?;
+    Ok(())
+}
+
+fn signed(n: i64) -> String {
+    if n < 0 {
+        format!("-{}", render::num(n.unsigned_abs()))
+    } else {
+        render::num(n as u64)
+    }
+}
+
+fn recomputed_cell(x: &Replacement) -> String {
+    match (&x.covered_by, x.next_request) {
+        (_, None) => match x.superseded_by {
+            Some(s) => format!("— (shadowed by {s})"),
+            None => "—".into(),
+        },
+        (Some(c), _) => format!("0 (within {})", c.describe()),
+        (None, _) => render::num(x.recomputed_tokens),
+    }
+}
+
+fn cause_json(c: &Cause) -> OwnedValue {
+    let mut v = Value::obj().with("kind", c.key().into());
+    match c {
+        Cause::Header { part } => v = v.with("part", part.as_str().into()),
+        Cause::Route { from, to } => {
+            v = v
+                .with("from", from.as_str().into())
+                .with("to", to.as_str().into())
+        }
+        Cause::Idle { gap_ms } => v = v.with("gapMs", (*gap_ms).into()),
+        _ => {}
+    }
+    if let Some(s) = c.seq() {
+        v = v.with("seq", s.into());
+    }
+    v
+}
+
+fn reported_json(u: &dsh::cache::Reported) -> OwnedValue {
+    Value::obj()
+        .with("inputTokens", u.input_tokens.into())
+        .with("cacheReadTokens", u.cache_read_tokens.into())
+        .with("cacheWriteTokens", u.cache_write_tokens.into())
+        .with("outputTokens", u.output_tokens.into())
+        .with("promptTokens", u.prompt().into())
+}
+
+fn break_even_json(b: BreakEven) -> OwnedValue {
+    match b {
+        BreakEven::At { request, after } => Value::obj()
+            .with("request", (request as u64).into())
+            .with("after", (after as u64).into()),
+        BreakEven::NotPaidBack => "not paid back by the end of the log".into(),
+        BreakEven::Unknown => Value::Null,
+    }
+}
+
+fn request_json(q: &Request) -> OwnedValue {
+    let first = match &q.first_changed {
+        None => Value::Null,
+        Some(p) => {
+            let mut v = Value::obj()
+                .with("tokens", p.tokens.into())
+                .with("segment", p.segment.as_str().into());
+            if let Segment::Node {
+                seq,
+                position,
+                kind,
+            } = &p.segment
+            {
+                v = v
+                    .with("seq", (*seq).into())
+                    .with("position", (*position as u64).into())
+                    .with("type", kind_name(*kind).into());
+            }
+            v
+        }
+    };
+    let idle: OwnedValue = match q.idle {
+        Idle::None => Value::Null,
+        Idle::Unknown => "unknown".into(),
+        Idle::Gap { ms, expired } => Value::obj()
+            .with("gapMs", ms.into())
+            .with("expired", expired.into()),
+    };
+    Value::obj()
+        .with("index", (q.index as u64).into())
+        .with("seq", q.seq.into())
+        .with("turn", q.turn.into())
+        .with("step", q.step.into())
+        .with("route", q.route.as_str().into())
+        .with("promptTokens", q.prompt_tokens.into())
+        .with("messages", (q.messages as u64).into())
+        .with("firstChanged", first)
+        .with("cause", cause_json(&q.cause))
+        .with(
+            "headerChanges",
+            Value::Arr(q.header_changes.iter().map(|h| h.as_str().into()).collect()),
+        )
+        .with("freshTokens", q.fresh_tokens.into())
+        .with("recomputedTokens", q.recomputed_tokens.into())
+        .with("predictedHit", q.predicted_hit.into())
+        .with("rule", dsh::cache::rule_for(&q.provider).into())
+        .with(
+            "predicted",
+            Value::obj().with("deepseek", q.deepseek_hit.into()).with(
+                "anthropic",
+                Value::obj()
+                    .with("hit", q.anthropic.0.into())
+                    .with("write", q.anthropic.1.into()),
+            ),
+        )
+        .with("predictedMiss", q.predicted_miss().into())
+        .with(
+            "reported",
+            q.reported.as_ref().map_or(Value::Null, reported_json),
+        )
+        .with("idle", idle)
+}
+
+fn kind_name(k: dsh::Kind) -> &'static str {
+    match k {
+        dsh::Kind::UserMessage => "user/message",
+        dsh::Kind::AssistantMessage => "assistant/message",
+        dsh::Kind::ToolResult => "tool/result",
+        dsh::Kind::SystemMessage => "system/message",
+        _ => "other",
+    }
+}
+
+fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValue {
+    let x = &r.replacements[i];
+    let summary = match &x.summary {
+        None => Value::Null,
+        Some(s) => Value::obj()
+            .with("seq", s.seq.into())
+            .with("provider", s.provider.as_str().into())
+            .with("model", s.model.as_str().into())
+            .with("usage", s.usage.as_ref().map_or(Value::Null, reported_json))
+            .with("tokens", s.tokens().into()),
+    };
+    let cost = match r.replacement_cost(i, prices) {
+        None => Value::Null,
+        Some(c) => Value::obj()
+            .with("recompute", c.recompute.into())
+            .with("summary", c.summary.into())
+            .with("saved", c.saved.into())
+            .with("breakEven", break_even_json(c.break_even))
+            .with("currency", c.currency.into()),
+    };
+    Value::obj()
+        .with("seq", x.seq.into())
+        .with("kind", x.kind.as_str().into())
+        .with("position", (x.position as u64).into())
+        .with("shadowedTokens", x.shadowed_tokens.into())
+        .with("replacementTokens", x.replacement_tokens.into())
+        .with("nextRequest", x.next_request.map(|n| n as u64).into())
+        .with("recomputedTokens", x.recomputed_tokens.into())
+        .with(
+            "coveredBy",
+            x.covered_by.as_ref().map_or(Value::Null, cause_json),
+        )
+        .with("summary", summary)
+        .with("savedTokens", (x.saved_tokens() as f64).into())
+        .with("savedRequests", (x.saved.len() as u64).into())
+        .with("supersededBy", x.superseded_by.into())
+        .with("breakEven", break_even_json(x.break_even_tokens))
+        .with("cost", cost)
+}
+
+fn totals_json(t: &Totals, costs: &Costs) -> OwnedValue {
+    Value::obj()
+        .with("requests", (t.requests as u64).into())
+        .with("promptTokens", t.prompt_tokens.into())
+        .with("predictedHit", t.predicted_hit.into())
+        .with("predictedRate", t.predicted_rate().into())
+        .with("reportedRequests", (t.reported_requests as u64).into())
+        .with("reportedPrompt", t.reported_prompt.into())
+        .with("reportedHit", t.reported_hit.into())
+        .with("reportedRate", t.reported_rate().into())
+        .with("calibration", t.calibration().into())
+        .with(
+            "byCause",
+            Value::Arr(
+                t.by_cause
+                    .iter()
+                    .map(|(k, n, miss, rec)| {
+                        Value::obj()
+                            .with("cause", k.as_str().into())
+                            .with("requests", (*n as u64).into())
+                            .with("predictedMiss", (*miss).into())
+                            .with("recomputedTokens", (*rec).into())
+                            .with("missCostUsd", costs.get(k).copied().flatten().into())
+                    })
+                    .collect(),
+            ),
+        )
+}
+
+fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
+    Value::obj()
+        .with("file", r.file.as_str().into())
+        .with("session", r.session.as_str().into())
+        .with("timesReal", r.times_real.into())
+        .with("tokenizer", r.tokenizer.map(|e| e.name()).into())
+        .with(
+            "rule",
+            Value::obj()
+                .with(
+                    "deepseek",
+                    Value::obj()
+                        .with("block", r.deepseek.block.into())
+                        .with("commonPrefixUnits", r.deepseek.common_prefix_units.into()),
+                )
+                .with(
+                    "anthropic",
+                    Value::obj()
+                        .with(
+                            "breakpoints",
+                            match r.anthropic.breakpoints {
+                                Breakpoints::None => "none",
+                                Breakpoints::Last => "last",
+                            }
+                            .into(),
+                        )
+                        .with("ttlMs", r.anthropic.ttl_ms.into())
+                        .with("minTokens", r.anthropic.min_tokens.into())
+                        .with("lookbackBlocks", (r.anthropic.lookback as u64).into()),
+                ),
+        )
+        .with(
+            "requests",
+            Value::Arr(r.requests.iter().map(request_json).collect()),
+        )
+        .with(
+            "replacements",
+            Value::Arr(
+                (0..r.replacements.len())
+                    .map(|i| replacement_json(r, i, prices))
+                    .collect(),
+            ),
+        )
+        .with(
+            "totals",
+            totals_json(&r.totals(), &cause_costs(std::slice::from_ref(r), prices)),
+        )
+        .with("note", NOT_A_BILL.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("300"), Ok(300_000));
+        assert_eq!(parse_duration("5m"), Ok(300_000));
+        assert_eq!(parse_duration("1h"), Ok(3_600_000));
+        assert_eq!(parse_duration("250ms"), Ok(250));
+        assert!(parse_duration("5d").is_err());
+    }
+}

@@ -1,0 +1,926 @@
+//! `dsh cache`: positions, causes, the DeepSeek prediction and replacements.
+//!
+//! The centre is a loopback provider that implements DeepSeek's prefix-unit
+//! cache on its own (units at the end of every request's input and output and
+//! at detected common prefixes, matched whole, hits in blocks of 128 tokens),
+//! keyed by the JSON text of the request's parts rather than by seqs. A
+//! generator drives a session through it over HTTP — tool calls, a prune
+//! pass, a compaction, a system-prompt change — and writes the log the way
+//! the harness does, with the usage the provider reported. `dsh cache` must
+//! predict exactly the `cacheReadTokens` the provider reported, request by
+//! request. The provider counts tokens with DSH's heuristic (as dsh does),
+//! so the test checks the cache rule, not a tokenizer.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value as J, json};
+
+use crate::provider::read_request;
+use crate::support::{TestEnv, shared};
+
+// --- DSH's heuristic, written again from the spec (compaction §1.1–§1.3).
+
+fn q(s: &str) -> u64 {
+    (s.encode_utf16().count() as u64).div_ceil(4)
+}
+
+fn block_price(b: &J) -> u64 {
+    match b["type"].as_str() {
+        Some("text") | Some("reasoning") => q(b["text"].as_str().unwrap_or("")) + 4,
+        Some("tool-call") => {
+            q(b["name"].as_str().unwrap_or("")) + q(b["arguments"].as_str().unwrap_or("")) + 4
+        }
+        Some("tool-result") => {
+            b["content"]
+                .as_array()
+                .map_or(0, |c| c.iter().map(block_price).sum::<u64>())
+                + 4
+        }
+        _ => 4 + q(&b.to_string()),
+    }
+}
+
+fn message_price(m: &J) -> u64 {
+    m["content"]
+        .as_array()
+        .map_or(0, |c| c.iter().map(block_price).sum::<u64>())
+        + 4
+}
+
+// --- The loopback provider.
+
+const BLOCK: u64 = 128;
+
+/// A request's parts as the provider keys them: model, system, tools, then
+/// one per message; each with its tokens.
+fn parts(body: &J) -> Vec<(String, u64)> {
+    let mut p = vec![(format!("model:{}", body["model"]), 0)];
+    if let Some(s) = body["system"].as_str() {
+        p.push((format!("system:{s}"), q(s) + 4));
+    }
+    if let Some(t) = body["tools"].as_array() {
+        let text = J::Array(t.clone()).to_string();
+        p.push((format!("tools:{text}"), q(&text) + 4));
+    }
+    for m in body["messages"].as_array().unwrap() {
+        p.push((m.to_string(), message_price(m)));
+    }
+    p
+}
+
+/// Anthropic's breakpoint cache with one breakpoint on the last block: the
+/// whole prompt is written when it is at least 1024 tokens long, and a
+/// request reads the longest written prefix ending within 20 blocks of its
+/// end (the session's gaps are far inside the 5-minute TTL).
+#[derive(Default)]
+struct BreakpointCache {
+    entries: Vec<(Vec<String>, u64)>,
+}
+
+impl BreakpointCache {
+    fn serve(&mut self, body: &J) -> J {
+        let p = parts(body);
+        let keys: Vec<String> = p.iter().map(|x| x.0.clone()).collect();
+        let prompt: u64 = p.iter().map(|x| x.1).sum();
+        let hit = self
+            .entries
+            .iter()
+            .filter(|(e, _)| {
+                e.len() <= keys.len() && keys.len() - e.len() <= 20 && keys[..e.len()] == e[..]
+            })
+            .map(|(_, t)| *t)
+            .max()
+            .unwrap_or(0);
+        let write = if prompt >= 1024 {
+            self.entries.push((keys, prompt));
+            prompt - hit
+        } else {
+            0
+        };
+        let out = message_price(&body["reply"]);
+        json!({"usage": {"input_tokens": prompt - hit - write, "cache_read_input_tokens": hit, "cache_creation_input_tokens": write, "output_tokens": out}})
+    }
+}
+
+#[derive(Default)]
+struct PrefixCache {
+    /// Persisted units: their parts, and their token length.
+    units: Vec<(Vec<String>, u64)>,
+    /// Everything processed so far (prompt + output of every request).
+    history: Vec<Vec<String>>,
+}
+
+impl PrefixCache {
+    fn serve(&mut self, body: &J) -> J {
+        let p = parts(body);
+        let keys: Vec<String> = p.iter().map(|x| x.0.clone()).collect();
+        let prompt: u64 = p.iter().map(|x| x.1).sum();
+        // Hit: the longest unit this prompt matches completely.
+        let hit = self
+            .units
+            .iter()
+            .filter(|(u, _)| u.len() <= keys.len() && keys[..u.len()] == u[..])
+            .map(|(_, t)| t / BLOCK * BLOCK)
+            .max()
+            .unwrap_or(0);
+        // Common prefix with anything processed before becomes a unit.
+        let common = self
+            .history
+            .iter()
+            .map(|h| h.iter().zip(&keys).take_while(|(a, b)| a == b).count())
+            .max()
+            .unwrap_or(0);
+        if common >= 2 {
+            let t = p[..common].iter().map(|x| x.1).sum();
+            self.units.push((keys[..common].to_vec(), t));
+        }
+        let reply = &body["reply"];
+        let out = message_price(reply);
+        let mut with_out = keys.clone();
+        with_out.push(reply.to_string());
+        self.units.push((keys.clone(), prompt));
+        self.units.push((with_out.clone(), prompt + out));
+        self.history.push(keys);
+        self.history.push(with_out);
+        json!({"usage": {"prompt_tokens": prompt, "completion_tokens": out, "prompt_cache_hit_tokens": hit}})
+    }
+}
+
+struct Provider {
+    base: String,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Provider {
+    fn start(requests: usize) -> Provider {
+        Provider::start_as(requests, false)
+    }
+
+    fn start_as(requests: usize, anthropic: bool) -> Provider {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        listener.set_nonblocking(true).unwrap();
+        let cache = Arc::new(Mutex::new(PrefixCache::default()));
+        let breakpoints = Arc::new(Mutex::new(BreakpointCache::default()));
+        let handle = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut served = 0;
+            while served < requests && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        s.set_nonblocking(false).ok();
+                        if let Some(req) = read_request(&mut s) {
+                            let body: J = serde_json::from_slice(&req.body).unwrap();
+                            let reply = if anthropic {
+                                breakpoints.lock().unwrap().serve(&body).to_string()
+                            } else {
+                                cache.lock().unwrap().serve(&body).to_string()
+                            };
+                            let _ = write!(
+                                s,
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                                reply.len()
+                            );
+                            served += 1;
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Provider {
+            base,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+// --- The generator: a session written the harness's way.
+
+/// One request as the generator saw it: the message's seq, the prompt, the
+/// reported hit, and each node's token offset (seq, offset).
+type Sent = (u64, u64, u64, Vec<(u64, u64)>);
+
+struct Gen {
+    lines: Vec<String>,
+    seq: u64,
+    time: u64,
+    system: String,
+    tools: J,
+    surface: Vec<(u64, J)>,
+    base: Option<String>,
+    turn: u64,
+    step: u64,
+    /// Per request: (message seq, prompt, reported hit, token offset per node seq).
+    requests: Vec<Sent>,
+    header_logged: bool,
+    provider: &'static str,
+    /// Per request: the reported cache write.
+    writes: Vec<u64>,
+}
+
+fn text(t: &str) -> J {
+    json!({"type": "text", "text": t})
+}
+
+fn filler(tag: &str, n: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < n {
+        s.push_str(&format!(
+            "{tag} line {i}: the quick brown fox jumps over the lazy dog. "
+        ));
+        i += 1;
+    }
+    s
+}
+
+impl Gen {
+    fn new(base: Option<String>) -> Gen {
+        let mut g = Gen {
+            lines: vec![
+                json!({"type":"session","version":0,"id":"cache-test","createdAt":1780000000000u64,"cwd":"/work","delegationDepth":0}).to_string(),
+            ],
+            seq: 0,
+            time: 1_780_000_000_000,
+            system: filler("system", 1200),
+            tools: json!([{"name":"read","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}]),
+            surface: Vec::new(),
+            base,
+            turn: 0,
+            step: 0,
+            requests: Vec::new(),
+            header_logged: false,
+            provider: "deepseek-official",
+            writes: Vec::new(),
+        };
+        g.time += 1;
+        g
+    }
+
+    fn ev(&mut self, ty: &str, data: J, op: Option<J>, sources: Option<Vec<u64>>) -> u64 {
+        let seq = self.seq;
+        let mut e = json!({"type": ty, "seq": seq, "time": self.time, "data": data});
+        if let Some(s) = sources {
+            e["sourceEventSeqs"] = json!(s);
+        }
+        if let Some(op) = op {
+            e["surfaceOp"] = op;
+        }
+        self.lines.push(e.to_string());
+        self.seq += 1;
+        self.time += 1000;
+        seq
+    }
+
+    fn append(&mut self, ty: &str, data: J, msg: J, sources: Option<Vec<u64>>) -> u64 {
+        let seq = self.ev(ty, data, Some(json!("append")), sources);
+        self.surface.push((seq, msg));
+        seq
+    }
+
+    fn header(&mut self, reason: &str) {
+        let h = json!({"header": {"config": {"provider": self.provider, "model": "deepseek-v4-flash"}, "system": self.system, "tools": self.tools}, "reason": reason});
+        self.ev("request/header", h, None, None);
+        self.header_logged = true;
+    }
+
+    fn turn_start(&mut self, prompt: &str) {
+        self.turn += 1;
+        self.step = 0;
+        self.ev("turn/start", json!({"turn": self.turn}), None, None);
+        self.step_start();
+        let m = json!({"id": format!("u{}", self.turn), "role": "user", "content": [text(prompt)], "source": {"kind": "user"}});
+        self.append("user/message", m.clone(), m, None);
+    }
+
+    fn step_start(&mut self) {
+        self.step += 1;
+        self.ev(
+            "step/start",
+            json!({"turn": self.turn, "step": self.step}),
+            None,
+            None,
+        );
+    }
+
+    fn step_end(&mut self) {
+        self.ev(
+            "step/end",
+            json!({"turn": self.turn, "step": self.step}),
+            None,
+            None,
+        );
+    }
+
+    fn turn_end(&mut self) {
+        self.step_end();
+        self.ev(
+            "turn/end",
+            json!({"turn": self.turn, "reason": {"kind": "completed"}}),
+            None,
+            None,
+        );
+    }
+
+    /// One model request: ask the provider, log the assistant message with
+    /// the usage it reported.
+    fn model(&mut self, content: Vec<J>) -> u64 {
+        if !self.header_logged {
+            self.header("initial");
+        }
+        let id = format!("a{}", self.seq);
+        let reply = json!({"id": id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": self.provider, "model": "deepseek-v4-flash"}});
+        let messages: Vec<J> = self.surface.iter().map(|(_, m)| m.clone()).collect();
+        let body = json!({"model": "deepseek-v4-flash", "system": self.system, "tools": self.tools, "messages": messages, "reply": reply});
+        // Offsets of each node, as the provider counts them.
+        let mut at = q(&self.system) + 4 + q(&self.tools.to_string()) + 4;
+        let mut offsets = Vec::new();
+        for (s, m) in &self.surface {
+            offsets.push((*s, at));
+            at += message_price(m);
+        }
+        let (prompt, hit, write) = match &self.base {
+            Some(base) => {
+                let text = ureq::post(&format!("{base}/chat/completions"))
+                    .send_string(&body.to_string())
+                    .unwrap()
+                    .into_string()
+                    .unwrap();
+                let resp: J = serde_json::from_str(&text).unwrap();
+                let u = &resp["usage"];
+                match u["prompt_tokens"].as_u64() {
+                    Some(p) => (p, u["prompt_cache_hit_tokens"].as_u64().unwrap(), 0),
+                    None => {
+                        let r = u["cache_read_input_tokens"].as_u64().unwrap();
+                        let w = u["cache_creation_input_tokens"].as_u64().unwrap();
+                        (u["input_tokens"].as_u64().unwrap() + r + w, r, w)
+                    }
+                }
+            }
+            None => (at, 0, 0),
+        };
+        assert_eq!(prompt, at, "the provider and the generator count alike");
+        let usage = json!({"inputTokens": prompt - hit - write, "outputTokens": message_price(&reply), "cacheReadTokens": hit, "cacheWriteTokens": write});
+        self.writes.push(write);
+        let data =
+            json!({"turn": self.turn, "step": self.step, "message": reply.clone(), "usage": usage});
+        let seq = self.append("assistant/message", data, reply, None);
+        self.requests.push((seq, prompt, hit, offsets));
+        seq
+    }
+
+    fn tool_step(&mut self, call: &str, result: &str) -> u64 {
+        self.model(vec![
+            json!({"type": "tool-call", "id": call, "name": "read", "arguments": format!("{{\"path\":\"{call}.txt\"}}")}),
+        ]);
+        let c = self.ev(
+            "tool/call",
+            json!({"turn": self.turn, "step": self.step, "callId": call, "name": "read", "arguments": "{}"}),
+            None,
+            None,
+        );
+        let m = json!({"id": format!("r-{call}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": call, "content": [text(result)], "isError": false}], "source": {"kind": "tool", "callId": call}});
+        let data = json!({"turn": self.turn, "step": self.step, "message": m.clone()});
+        let r = self.append("tool/result", data, m, Some(vec![c]));
+        self.step_end();
+        self.step_start();
+        r
+    }
+
+    /// Prune the tool result at `seq` to a short text (compaction/prune + a
+    /// content-only tool/result replacement).
+    fn prune(&mut self, seq: u64) -> u64 {
+        let pos = self.surface.iter().position(|(s, _)| *s == seq).unwrap();
+        let old = self.surface[pos].1.clone();
+        let mut new = old.clone();
+        new["content"][0]["content"] = json!([text("[pruned]")]);
+        let turn_step = self.lines[seq as usize + 1].clone();
+        let orig: J = serde_json::from_str(&turn_step).unwrap();
+        self.ev(
+            "compaction/prune",
+            json!({"shadowedRange": {"start": seq, "end": seq}, "shadowedSeqs": [seq], "shadowedTokenCount": message_price(&old)}),
+            None,
+            None,
+        );
+        let data = json!({"turn": orig["data"]["turn"], "step": orig["data"]["step"], "message": new.clone()});
+        let r = self.ev(
+            "tool/result",
+            data,
+            Some(json!({"op": "replace", "start": seq, "end": seq})),
+            Some(vec![seq]),
+        );
+        self.surface[pos] = (r, new);
+        r
+    }
+
+    /// Compact surface positions `0..=end` into a checkpoint.
+    fn compact(&mut self, end: usize) -> u64 {
+        let shadowed: Vec<u64> = self.surface[..=end].iter().map(|(s, _)| *s).collect();
+        let tokens: u64 = self.surface[..=end]
+            .iter()
+            .map(|(_, m)| message_price(m))
+            .sum();
+        let (a, b) = (shadowed[0], shadowed[end]);
+        let start = self.ev(
+            "compaction/start",
+            json!({"compactionId": "c1", "turn": null}),
+            None,
+            None,
+        );
+        let summary = self.ev(
+            "compaction/summary",
+            json!({"compactionId": "c1", "summary": [text("the story so far")], "shadowedRange": {"start": a, "end": b}, "shadowedSeqs": shadowed, "shadowedTokenCount": tokens, "provider": "deepseek-official", "model": "deepseek-v4-flash", "usage": {"inputTokens": 300, "outputTokens": 40, "cacheReadTokens": 1024}}),
+            None,
+            None,
+        );
+        let m = json!({"id": "cp1", "role": "user", "content": [text("Summary of the conversation so far:\n\n<compacted-summary>"), text("the story so far"), text("</compacted-summary>")], "source": {"kind": "plugin", "plugin": "compact", "compactionId": "c1"}});
+        let mut src = vec![start, summary];
+        src.extend(&shadowed);
+        let c = self.ev(
+            "user/message",
+            m.clone(),
+            Some(json!({"op": "replace", "start": a, "end": b})),
+            Some(src),
+        );
+        self.ev(
+            "compaction/end",
+            json!({"compactionId": "c1", "turn": null}),
+            None,
+            None,
+        );
+        self.surface.splice(0..=end, [(c, m)]);
+        c
+    }
+
+    fn write(&self, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, self.lines.join("\n") + "\n").unwrap();
+        p
+    }
+}
+
+/// A session with tool steps, a prune pass, a compaction and a system
+/// prompt change; returns the generator and the seqs of interest.
+fn scripted(g: &mut Gen) -> (u64, u64, u64) {
+    g.turn_start(&filler("question one", 600));
+    let r1 = g.tool_step("call_1", &filler("file one", 3000));
+    g.model(vec![text(&filler("answer one", 500))]);
+    g.turn_end();
+    g.turn_start(&filler("question two", 300));
+    g.tool_step("call_2", &filler("file two", 2000));
+    g.model(vec![text(&filler("answer two", 400))]);
+    g.turn_end();
+    let pruned = g.prune(r1);
+    g.turn_start(&filler("question three", 300));
+    g.model(vec![text(&filler("answer three", 300))]);
+    g.turn_end();
+    let checkpoint = g.compact(3);
+    g.turn_start(&filler("question four", 300));
+    g.model(vec![text(&filler("answer four", 300))]);
+    g.turn_end();
+    g.system = filler("a new system prompt", 1200);
+    g.header("change");
+    g.turn_start(&filler("question five", 300));
+    g.model(vec![text(&filler("answer five", 300))]);
+    g.turn_end();
+    (r1, pruned, checkpoint)
+}
+
+fn cache_json(env: &TestEnv, args: &[&str]) -> J {
+    let out = env
+        .dsh()
+        .arg("cache")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "dsh cache failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Invariants every report holds.
+fn check_invariants(v: &J) {
+    for r in v["requests"].as_array().unwrap() {
+        let prompt = r["promptTokens"].as_u64().unwrap();
+        let hit = r["predictedHit"].as_u64().unwrap();
+        let miss = r["predictedMiss"].as_u64().unwrap();
+        assert_eq!(hit + miss, prompt, "hit + miss = prompt: {r}");
+        if let Some(p) = r["firstChanged"]["tokens"].as_u64() {
+            assert!(p <= prompt, "position within the prompt: {r}");
+        }
+        if r["cause"]["kind"] == "append" {
+            assert_eq!(
+                r["recomputedTokens"], 0,
+                "an append recomputes nothing: {r}"
+            );
+        }
+        for k in ["prune", "compaction"] {
+            if r["cause"]["kind"] == k {
+                assert_eq!(r["firstChanged"]["segment"], "node", "{r}");
+                assert_eq!(r["firstChanged"]["seq"], r["cause"]["seq"], "{r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn predictions_equal_what_a_prefix_unit_provider_reported() {
+    let mut probe = Gen::new(None);
+    scripted(&mut probe);
+    let n = probe.requests.len();
+    let provider = Provider::start(n);
+    let mut g = Gen::new(Some(provider.base.clone()));
+    let (_, pruned, checkpoint) = scripted(&mut g);
+    drop(provider);
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "session.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), n);
+    let mut some_hit = false;
+    for (r, (seq, prompt, hit, _)) in reqs.iter().zip(&g.requests) {
+        assert_eq!(r["seq"], *seq);
+        assert_eq!(r["promptTokens"], *prompt, "prompt size at seq {seq}");
+        assert_eq!(
+            r["predictedHit"], *hit,
+            "predicted hit = reported cacheReadTokens at seq {seq}: {r}"
+        );
+        assert_eq!(r["reported"]["cacheReadTokens"].as_f64(), Some(*hit as f64));
+        some_hit |= *hit > 0;
+    }
+    assert!(some_hit, "the session hits the cache somewhere");
+    // The prune: the first changed position is the pruned result's position.
+    let (i, r) = reqs
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r["cause"]["kind"] == "prune")
+        .expect("a request missed because of the prune");
+    assert_eq!(r["cause"]["seq"], pruned);
+    let at = g.requests[i]
+        .3
+        .iter()
+        .find(|(s, _)| *s == pruned)
+        .unwrap()
+        .1;
+    assert_eq!(r["firstChanged"]["tokens"], at);
+    assert!(r["recomputedTokens"].as_u64().unwrap() > 0);
+    // The compaction: the position of the first shadowed node (the head,
+    // right after system and tools).
+    let (i, r) = reqs
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r["cause"]["kind"] == "compaction")
+        .expect("a request missed because of the compaction");
+    assert_eq!(r["cause"]["seq"], checkpoint);
+    let head = g.requests[i - 1].3[0].1;
+    assert_eq!(r["firstChanged"]["tokens"], head);
+    // The system prompt change falls inside the system part.
+    let last = reqs.last().unwrap();
+    assert_eq!(last["cause"]["kind"], "header:system");
+    assert_eq!(last["firstChanged"]["segment"], "system");
+    assert_eq!(last["headerChanges"], json!(["system"]));
+    // Replacements: the prune's next request recomputed it; the compaction
+    // carries its summariser usage.
+    let reps = v["replacements"].as_array().unwrap();
+    let p = reps.iter().find(|x| x["seq"] == pruned).unwrap();
+    assert_eq!(p["kind"], "prune");
+    assert!(p["recomputedTokens"].as_u64().unwrap() > 0);
+    assert!(p["savedTokens"].as_f64().unwrap() > 0.0);
+    let c = reps.iter().find(|x| x["seq"] == checkpoint).unwrap();
+    assert_eq!(c["kind"], "compaction");
+    assert_eq!(c["summary"]["tokens"], 1364.0);
+    assert!(
+        v["note"]
+            .as_str()
+            .unwrap()
+            .contains("not the provider's bill")
+    );
+    // Costs from a dated price entry of the config, checked by hand.
+    let cfg = env.home().join("prices.toml");
+    std::fs::write(
+        &cfg,
+        "[[prices]]\nprovider = \"deepseek-official\"\nmodel = \"deepseek-v4-flash\"\nfrom = \"2026-05-01\"\ninput = 2\ncacheHit = 0.5\noutput = 8\n",
+    )
+    .unwrap();
+    let v = cache_json(
+        &env,
+        &["--config", cfg.to_str().unwrap(), log.to_str().unwrap()],
+    );
+    let reps = v["replacements"].as_array().unwrap();
+    let c = reps.iter().find(|x| x["seq"] == checkpoint).unwrap();
+    let rec = c["recomputedTokens"].as_f64().unwrap();
+    let close = |a: &J, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-12;
+    assert!(close(&c["cost"]["recompute"], rec * 1.5 / 1e6), "{c}");
+    // (300 × 2 + 1024 × 0.5 + 40 × 8) / 1e6
+    assert!(close(&c["cost"]["summary"], 0.001432), "{c}");
+    let saved = c["savedTokens"].as_f64().unwrap();
+    assert!(close(&c["cost"]["saved"], saved * 0.5 / 1e6), "{c}");
+    let miss: f64 = v["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["cause"]["kind"] == "prune")
+        .map(|r| r["predictedMiss"].as_f64().unwrap())
+        .sum();
+    let by = v["totals"]["byCause"].as_array().unwrap();
+    let p = by.iter().find(|b| b["cause"] == "prune").unwrap();
+    assert!(close(&p["missCostUsd"], miss * 2.0 / 1e6), "{p}");
+    // A model the table does not know: tokens, and no cost.
+    let mut u = Gen::new(None);
+    u.provider = "nowhere";
+    scripted(&mut u);
+    let log = u.write(env.home(), "unpriced.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    assert!(
+        v["replacements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["cost"].is_null())
+    );
+}
+
+#[test]
+fn anthropic_predictions_equal_what_a_breakpoint_provider_reported() {
+    let mut probe = Gen::new(None);
+    probe.provider = "anthropic";
+    scripted(&mut probe);
+    let provider = Provider::start_as(probe.requests.len(), true);
+    let mut g = Gen::new(Some(provider.base.clone()));
+    g.provider = "anthropic";
+    scripted(&mut g);
+    drop(provider);
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "anthropic.jsonl");
+    let v = cache_json(
+        &env,
+        &["--anthropic-breakpoints", "last", log.to_str().unwrap()],
+    );
+    check_invariants(&v);
+    let mut some_hit = false;
+    let reqs = v["requests"].as_array().unwrap();
+    for ((r, (seq, _, hit, _)), write) in reqs.iter().zip(&g.requests).zip(&g.writes) {
+        assert_eq!(r["rule"], "anthropic");
+        assert_eq!(r["predictedHit"], *hit, "read at seq {seq}: {r}");
+        assert_eq!(
+            r["predicted"]["anthropic"]["write"], *write,
+            "write at seq {seq}: {r}"
+        );
+        some_hit |= *hit > 0;
+    }
+    assert!(some_hit);
+    // DSH's adapters send no breakpoint: by default nothing is predicted.
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    assert!(
+        v["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["predictedHit"] == 0)
+    );
+}
+
+#[test]
+fn an_append_only_log_recomputes_nothing() {
+    let mut g = Gen::new(None);
+    for t in 0..3 {
+        g.turn_start(&filler(&format!("q{t}"), 400));
+        g.tool_step(&format!("c{t}"), &filler("out", 800));
+        g.model(vec![text(&filler("done", 200))]);
+        g.turn_end();
+    }
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "append.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs[0]["cause"]["kind"], "first");
+    for r in &reqs[1..] {
+        assert_eq!(r["cause"]["kind"], "append", "{r}");
+        assert_eq!(r["recomputedTokens"], 0);
+        // What the previous request left (its prompt and output) is hit,
+        // in whole blocks.
+        let fresh = r["freshTokens"].as_u64().unwrap();
+        let miss = r["predictedMiss"].as_u64().unwrap();
+        assert!(miss >= fresh && miss < fresh + 128, "{r}");
+    }
+    assert!(v["replacements"].as_array().unwrap().is_empty());
+    // Times are real here; without --lifetime nothing expires.
+    assert_eq!(v["timesReal"], true);
+    assert!(reqs[1]["idle"]["gapMs"].as_u64().unwrap() > 0);
+    // With a lifetime shorter than the gaps every entry has expired.
+    let v = cache_json(&env, &["--lifetime", "1s", log.to_str().unwrap()]);
+    let reqs = v["requests"].as_array().unwrap();
+    assert!(reqs[1..].iter().all(|r| r["cause"]["kind"] == "idle"));
+    assert!(reqs.iter().all(|r| r["predictedHit"] == 0));
+}
+
+#[test]
+fn normalised_times_make_idle_gaps_unknown() {
+    let mut g = Gen::new(None);
+    g.turn_start("hello");
+    g.model(vec![text("hi")]);
+    g.turn_end();
+    g.turn_start("again");
+    g.model(vec![text("hi again")]);
+    g.turn_end();
+    // Times jump backwards, as recorded snapshot logs do.
+    let lines: Vec<String> = g
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v: J = serde_json::from_str(l).unwrap();
+            if i > 0 {
+                v["time"] = json!(if i % 2 == 0 { 5 } else { 0 });
+            }
+            v.to_string()
+        })
+        .collect();
+    let env = TestEnv::new();
+    let p = env.home().join("norm.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = cache_json(&env, &["--lifetime", "1s", p.to_str().unwrap()]);
+    assert_eq!(v["timesReal"], false);
+    let r = &v["requests"][1];
+    assert_eq!(r["idle"], "unknown");
+    assert_eq!(r["cause"]["kind"], "append", "never a guessed expiry");
+}
+
+#[test]
+fn many_logs_print_one_envelope_and_causes_group() {
+    let env = TestEnv::new();
+    let mut paths = Vec::new();
+    for n in 0..2 {
+        let mut g = Gen::new(None);
+        scripted(&mut g);
+        paths.push(g.write(env.home(), &format!("s{n}.jsonl")));
+    }
+    let a: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
+    let v = cache_json(&env, &a);
+    assert_eq!(v["logs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["summary"]["logs"], 2);
+    assert_eq!(v["schema_version"], 1);
+    let causes: Vec<&str> = v["summary"]["totals"]["byCause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cause"].as_str().unwrap())
+        .collect();
+    for k in ["prune", "compaction", "header:system", "append", "first"] {
+        assert!(causes.contains(&k), "{k} in {causes:?}");
+    }
+    // The readable report says plainly it is not a bill.
+    let out = env.dsh().arg("cache").arg(&paths[0]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("not the provider's bill"), "{text}");
+    assert!(text.contains("prune at seq"), "{text}");
+    let out = env
+        .dsh()
+        .args(["cache", "--by", "cause"])
+        .arg(&paths[0])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("header:system"));
+}
+
+#[test]
+fn genlog_logs_with_compactions_and_prunes_hold_the_properties() {
+    let Some(shared) = shared("genlog_logs_with_compactions_and_prunes_hold_the_properties") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let out = env.home().join("gen.jsonl");
+    let st = std::process::Command::new(shared.join("tools/genlog"))
+        .args(["--events", "4000", "--seed", "11", "--compactions", "2"])
+        .args(["--prune-passes", "2", "--restarts", "1", "-o"])
+        .arg(&out)
+        .status();
+    let Ok(st) = st else {
+        eprintln!("SKIPPED: genlog did not run");
+        return;
+    };
+    assert!(st.success());
+    for args in [vec![], vec!["--tokenizer", "o200k"]] {
+        let mut a: Vec<&str> = args.clone();
+        a.push(out.to_str().unwrap());
+        let v = cache_json(&env, &a);
+        check_invariants(&v);
+        let kinds: Vec<String> = v["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cause"]["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert!(kinds.iter().any(|k| k == "compaction"), "{kinds:?}");
+        let reps = v["replacements"].as_array().unwrap();
+        assert!(reps.iter().any(|r| r["kind"] == "prune"));
+        assert!(reps.iter().any(|r| r["kind"] == "compaction"));
+    }
+}
+
+#[test]
+fn a_generation_3_system_head_rewrite_is_a_system_change() {
+    let Some(shared) = shared("a_generation_3_system_head_rewrite_is_a_system_change") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let p = shared.join("spec/examples/v3-system-head-image-offload.jsonl");
+    let v = cache_json(&env, &["-q", p.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = &v["requests"][1];
+    assert_eq!(r["cause"]["kind"], "header:system", "{r}");
+    assert_eq!(r["firstChanged"]["position"], 0);
+    assert_eq!(v["replacements"][0]["kind"], "system-head");
+}
+
+#[test]
+fn an_image_offload_changes_the_node_it_names() {
+    let t = |i: u64| 1_767_225_600_000u64 + i;
+    let img = json!({"type": "image", "attachment": {"attachmentId": format!("sha256:{}", "ab".repeat(32)), "mediaType": "image/png", "bytes": 20481, "width": 640, "height": 480}});
+    let header = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}}, "reason": "initial"});
+    let assistant = |id: &str, turn: u64| json!({"turn": turn, "step": 1, "message": {"id": id, "role": "assistant", "content": [text("ok")], "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"}}, "stream": []});
+    let evs = vec![
+        json!({"type": "turn/start", "data": {"turn": 1}}),
+        json!({"type": "step/start", "data": {"turn": 1, "step": 1}}),
+        json!({"type": "system/message", "data": {"turn": 1, "step": 1, "message": {"id": "s1", "role": "system", "content": [text("You are careful.")], "source": {"kind": "plugin", "plugin": "p"}}}, "surfaceOp": "append"}),
+        json!({"type": "user/message", "data": {"id": "u1", "role": "user", "content": [text("look"), img], "source": {"kind": "user"}}, "surfaceOp": "append"}),
+        json!({"type": "request/header", "data": header}),
+        json!({"type": "assistant/message", "data": assistant("a1", 1), "surfaceOp": "append"}),
+        json!({"type": "step/end", "data": {"turn": 1, "step": 1}}),
+        json!({"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+        json!({"type": "turn/start", "data": {"turn": 2}}),
+        json!({"type": "step/start", "data": {"turn": 2, "step": 1}}),
+        json!({"type": "user/message", "data": {"id": "u2", "role": "user", "content": [text("again")], "source": {"kind": "user"}}, "surfaceOp": "append"}),
+        json!({"type": "image/offload", "data": {"targets": [{"seq": 3, "imageIndexes": [0]}]}}),
+        json!({"type": "assistant/message", "data": assistant("a2", 2), "surfaceOp": "append"}),
+        json!({"type": "step/end", "data": {"turn": 2, "step": 1}}),
+        json!({"type": "turn/end", "data": {"turn": 2, "reason": {"kind": "completed"}}}),
+    ];
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": "g3-offload", "createdAt": t(0), "isSeeded": false, "delegationDepth": 0}).to_string(),
+    ];
+    for (i, mut e) in evs.into_iter().enumerate() {
+        let obj = e.as_object_mut().unwrap();
+        obj.insert("seq".into(), json!(i));
+        obj.insert("time".into(), json!(t(i as u64 + 1)));
+        lines.push(e.to_string());
+    }
+    let env = TestEnv::new();
+    let p = env.home().join("g3.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = cache_json(&env, &[p.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = &v["requests"][1];
+    assert_eq!(r["cause"]["kind"], "image-offload", "{r}");
+    assert_eq!(r["cause"]["seq"], 11);
+    assert_eq!(r["firstChanged"]["seq"], 3);
+}
+
+#[test]
+fn a_route_change_is_a_different_cache_and_a_restart_alone_changes_nothing() {
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("q1", 800));
+    g.model(vec![text(&filler("a1", 400))]);
+    g.turn_end();
+    // A restart: the harness marks the new lifecycle and logs the same header.
+    g.ev("session/end-seed", json!({}), None, None);
+    g.header("resume");
+    g.turn_start(&filler("q2", 300));
+    g.model(vec![text(&filler("a2", 300))]);
+    g.turn_end();
+    // Another model.
+    let h = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-pro"}, "system": g.system, "tools": g.tools}, "reason": "change"});
+    g.ev("request/header", h, None, None);
+    g.turn_start(&filler("q3", 300));
+    g.model(vec![text(&filler("a3", 300))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let p = g.write(env.home(), "route.jsonl");
+    let v = cache_json(&env, &[p.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = v["requests"].as_array().unwrap();
+    assert_eq!(r[1]["cause"]["kind"], "append", "{}", r[1]);
+    assert!(r[1]["predictedHit"].as_u64().unwrap() > 0);
+    assert_eq!(r[2]["cause"]["kind"], "route");
+    assert_eq!(r[2]["cause"]["to"], "deepseek-official/deepseek-v4-pro");
+    assert_eq!(r[2]["firstChanged"]["tokens"], 0);
+    assert_eq!(r[2]["predictedHit"], 0);
+}

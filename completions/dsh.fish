@@ -344,7 +344,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand cache" -l max-decompressed -d 'R
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand cache" -l no-pager -d 'Do not page long output (surface, messages, events, verify) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s o -l out -d 'Where to write the plain log (`-` for standard output)' -r -F

@@ -245,9 +245,28 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
+/// A duration flag: `300`, `300s`, `5m`, `1h`, `250ms` → milliseconds.
+pub(crate) fn parse_duration(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected a duration such as 300s, 5m or 1h, got {s:?}"))?;
+    let mul = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(format!("unknown unit in {s:?} (ms, s, m, h)")),
+    };
+    n.checked_mul(mul)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_size;
+    use super::{parse_duration, parse_size};
 
     #[test]
     fn sizes_take_binary_suffixes() {
@@ -260,5 +279,14 @@ mod tests {
         assert!(parse_size("-1").is_err());
         assert!(parse_size("99999999999T").is_err());
         assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("300"), Ok(300_000));
+        assert_eq!(parse_duration("5m"), Ok(300_000));
+        assert_eq!(parse_duration("1h"), Ok(3_600_000));
+        assert_eq!(parse_duration("250ms"), Ok(250));
+        assert!(parse_duration("5d").is_err());
     }
 }

@@ -117,6 +117,19 @@ fn check_readers(log: &Path) {
         ("messages", &["messages", "--json"], false),
         ("verify", &["verify", "--json"], false),
         ("locks", &["locks", "--json"], false),
+        ("cache", &["cache", "--json"], false),
+        (
+            "cache",
+            &[
+                "cache",
+                "--json",
+                "--tokenizer",
+                "o200k",
+                "--lifetime",
+                "5m",
+            ],
+            false,
+        ),
         ("prune", &["prune", "-n", "--json"], false),
         (
             "prune",
@@ -235,6 +248,7 @@ fn many_log_documents_share_one_envelope() {
         ("verify-many", &["verify", "--json", "-q"]),
         ("locks", &["locks", "--json", "-q"]),
         ("locks", &["locks", "--json", "-q", "--age"]),
+        ("cache", &["cache", "--json", "-q"]),
     ] {
         let mut cmd = dsh();
         cmd.args(args).args(&logs);
@@ -539,6 +553,7 @@ fn every_schema_is_some_command_s_document() {
     let env = TestEnv::new();
     let names: BTreeSet<String> = schemas().keys().cloned().collect();
     let expected: BTreeSet<String> = [
+        "cache",
         "compact",
         "error",
         "events",

@@ -79,7 +79,7 @@ pub struct CacheArgs {
     pub by: Option<String>,
     /// Cache lifetime of an unused entry (e.g. 300s, 5m, 1h); idle gaps longer
     /// than this expire it, when the log's times are real. Default: never.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration)]
     pub lifetime: Option<u64>,
     /// DeepSeek's storage granularity: hits are whole multiples of this.
     #[arg(long, value_name = "TOKENS", default_value_t = 128)]
@@ -90,7 +90,7 @@ pub struct CacheArgs {
     #[arg(long, value_name = "WHERE", value_parser = ["none", "last"], default_value = "none")]
     pub anthropic_breakpoints: String,
     /// Anthropic cache entry lifetime after its last use: 5m or 1h.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, default_value = "5m")]
     pub anthropic_ttl: u64,
     /// The dsh config file whose [[prices]] join the built-in price table
     /// (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
@@ -100,25 +100,6 @@ pub struct CacheArgs {
     /// Logs analysed at once (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
     pub jobs: usize,
-}
-
-/// `300`, `300s`, `5m`, `1h`, `250ms` → milliseconds.
-fn parse_duration(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    let (num, unit) = t.split_at(digits);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("expected a duration such as 300s, 5m or 1h, got {s:?}"))?;
-    let mul = match unit {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(format!("unknown unit in {s:?} (ms, s, m, h)")),
-    };
-    n.checked_mul(mul)
-        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 /// Run it.
@@ -156,15 +137,33 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     }
     let single =
         inputs.len() == 1 && !all && !dsh::log::lookup::is_tree(&inputs[0], ctx.home.as_deref());
-    let sources: Vec<LogSource> = ctx.resolve_many(&inputs)?;
+    // A LOG that names nothing is a refused row of a many-log report, as
+    // in verify; alone, it is the refusal.
+    let mut sources: Vec<LogSource> = Vec::new();
+    let mut errors = Vec::new();
+    for (arg, found) in inputs.iter().zip(ctx.resolve_each(&inputs)?) {
+        match found {
+            Ok(found) => sources.extend(found),
+            Err(e) if single => return Ok(ctx.report_load_error(&e)),
+            Err(e) => errors.push((arg.clone(), e)),
+        }
+    }
     let load = ctx.load_options();
     let job = |s: &LogSource| dsh::cache::analyse(s, &load, &opts);
     let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let prices = crate::cli::commands::sessions::prices(&config);
-    let mut status = Status::Ok;
+    let prices = dsh::price::PriceTable::builtin().with(&config.prices);
+    let mut status = if errors.is_empty() {
+        Status::Ok
+    } else {
+        Status::InvalidLog
+    };
+    if !ctx.quiet || ctx.json {
+        for (_, e) in &errors {
+            eprintln!("{} {}", render::error_tag(), ctx.describe_load_error(e));
+        }
+    }
     let mut reports = Vec::new();
-    let mut errors = Vec::new();
     for (src, r) in sources.iter().zip(results) {
         match r {
             Ok(rep) => {
@@ -198,16 +197,14 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
                 totals.add(r);
                 logs.push(report_json(r, &prices));
             }
+            // Refused logs as measure and verify list them: flat, named by file.
             for (file, e) in &errors {
                 let mut v = load_error_json(e);
                 if let Value::Obj(o) = &mut v {
                     o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
+                    o.insert(0, (dsh::json::JStr::from_text("file"), file.clone().into()));
                 }
-                logs.push(
-                    Value::obj()
-                        .with("file", file.as_str().into())
-                        .with("error", v),
-                );
+                logs.push(v);
             }
             Value::obj()
                 .with("logs", Value::Arr(logs))
@@ -346,7 +343,7 @@ fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> Costs {
 fn usd(x: Option<f64>) -> String {
     match x {
         None => "—".into(),
-        Some(_) => format!("{} USD", crate::cli::commands::sessions::usd(x)),
+        Some(_) => format!("{} USD", render::usd(x)),
     }
 }
 
@@ -747,18 +744,4 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
             totals_json(&r.totals(), &cause_costs(std::slice::from_ref(r), prices)),
         )
         .with("note", NOT_A_BILL.into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("300"), Ok(300_000));
-        assert_eq!(parse_duration("5m"), Ok(300_000));
-        assert_eq!(parse_duration("1h"), Ok(3_600_000));
-        assert_eq!(parse_duration("250ms"), Ok(250));
-        assert!(parse_duration("5d").is_err());
-    }
 }

@@ -260,24 +260,9 @@ pub fn when_json(t: Option<i64>) -> OwnedValue {
         .unwrap_or(Value::Null)
 }
 
-/// USD for a table: four decimals (six below a cent), thousands
-/// separated; `—` when unknown.
+/// USD for a table (see [`render::usd`]).
 pub fn usd(x: Option<f64>) -> String {
-    match x {
-        None => "—".into(),
-        Some(v) => {
-            let places: u32 = if v.abs() < 0.01 && v != 0.0 { 6 } else { 4 };
-            let unit = 10u64.pow(places);
-            let n = (v.abs() * unit as f64).round() as u64;
-            let s = format!(
-                "{}.{:0w$}",
-                render::num(n / unit),
-                n % unit,
-                w = places as usize
-            );
-            if v < 0.0 { format!("-{s}") } else { s }
-        }
-    }
+    render::usd(x)
 }
 
 fn size(bytes: u64) -> String {

@@ -235,6 +235,21 @@ pub fn progress(enabled: bool, len: u64, what: &str) -> Option<indicatif::Progre
     Some(pb)
 }
 
+/// USD for a table: four decimals (six below a cent), thousands
+/// separated; `—` when unknown.
+pub fn usd(x: Option<f64>) -> String {
+    match x {
+        None => "—".into(),
+        Some(v) => {
+            let places: u32 = if v.abs() < 0.01 && v != 0.0 { 6 } else { 4 };
+            let unit = 10u64.pow(places);
+            let n = (v.abs() * unit as f64).round() as u64;
+            let s = format!("{}.{:0w$}", num(n / unit), n % unit, w = places as usize);
+            if v < 0.0 { format!("-{s}") } else { s }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{cut, display_width};

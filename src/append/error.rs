@@ -160,7 +160,7 @@ pub enum AppendError {
     },
     /// A format generation dsh does not write.
     #[error(
-        "{path}: a generation-{version} log; dsh appends only to generation-0 logs (the format of the rc.8 reference)"
+        "{path}: a generation-{version} log; dsh appends only to generation-0 logs (the format the reference harness writes)"
     )]
     Unsupported {
         /// The log.

@@ -629,7 +629,9 @@ fn describe(e: &dsh::OwnedEvent) -> String {
             "seq {} compaction/prune: shadows {} (price {})",
             e.seq,
             seqs("shadowedSeqs"),
-            seqs("shadowedTokenCount")
+            d.get("shadowedTokenCount")
+                .and_then(|n| n.as_count())
+                .map_or_else(|| seqs("shadowedTokenCount"), crate::cli::render::num)
         ),
         dsh::Kind::ToolResult
             if e.value.has("sourceEventSeqs")
@@ -642,12 +644,13 @@ fn describe(e: &dsh::OwnedEvent) -> String {
                 .map(dsh::meter::estimate::price_message)
                 .unwrap_or(0);
             format!(
-                "seq {} tool/result: replaces {} (price {price})",
+                "seq {} tool/result: replaces {} (price {})",
                 e.seq,
                 e.value
                     .get("sourceEventSeqs")
                     .map(|v| v.to_json())
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                crate::cli::render::num(price)
             )
         }
         dsh::Kind::SessionEndSeed => format!("seq {} session/end-seed (a new lifecycle)", e.seq),

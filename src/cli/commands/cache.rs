@@ -245,6 +245,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             "replacements",
             "top cause",
         ]);
+        t.drop_first(&["replacements", "recomputed", "reported hit"]);
         for r in &reports {
             let tt = r.totals();
             totals.add(r);
@@ -399,7 +400,15 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         "reported prompt",
         "anthropic hit/write",
     ]);
-    t.drop_first(&["anthropic hit/write", "reported prompt", "turn.step", "seq"]);
+    // At 80 columns: the request, its cause, where it changed, hit and miss.
+    t.drop_first(&[
+        "anthropic hit/write",
+        "reported prompt",
+        "turn.step",
+        "seq",
+        "recomputed",
+        "reported hit",
+    ]);
     let show_anthropic = r.anthropic.breakpoints != Breakpoints::None;
     for q in &r.requests {
         t.add_row(vec![
@@ -442,7 +451,16 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             "cost / saved",
             "break-even (cost)",
         ]);
-        t.drop_first(&["pos", "next request", "now", "over", "break-even (cost)"]);
+        // At 80 columns: what was replaced, what it cost and when it paid back.
+        t.drop_first(&[
+            "pos",
+            "next request",
+            "now",
+            "over",
+            "break-even (cost)",
+            "cost / saved",
+            "summariser",
+        ]);
         for (i, x) in r.replacements.iter().enumerate() {
             let cost = r.replacement_cost(i, prices);
             t.add_row(vec![

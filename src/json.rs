@@ -231,7 +231,7 @@ impl<'a> JStr<'a> {
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             return s.chars().count();
         }
-        units_to_code_points(&self.units()).len()
+        escaped_code_points(&self.raw)
     }
 
     /// Whether the string is empty.
@@ -493,6 +493,44 @@ fn decode_escaped(raw: &[u8], f: &mut dyn FnMut(u16)) {
             i += len;
         }
     }
+}
+
+/// `Array.from(s).length` of an escaped string's raw text, without
+/// decoding it: a lone surrogate is one code point, a high surrogate
+/// followed by a low one is one.
+fn escaped_code_points(raw: &[u8]) -> usize {
+    let mut n = 0usize;
+    // The previous unit was a high surrogate (from a `\u` escape).
+    let mut pending = false;
+    let mut i = 0usize;
+    while i < raw.len() {
+        let next = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |k| i + k);
+        if next > i {
+            // Raw UTF-8: one code point per lead byte; none is a surrogate,
+            // so a pending high surrogate stays lone.
+            n += raw[i..next].iter().filter(|&&b| (b as i8) >= -0x40).count();
+            pending = false;
+        }
+        if next >= raw.len() {
+            break;
+        }
+        let e = raw[next + 1];
+        i = next + 2;
+        if e == b'u' {
+            let u = hex4(&raw[i..]);
+            i += 4;
+            if pending && (0xDC00..0xE000).contains(&u) {
+                pending = false;
+            } else {
+                n += 1;
+                pending = (0xD800..0xDC00).contains(&u);
+            }
+        } else {
+            n += 1;
+            pending = false;
+        }
+    }
+    n
 }
 
 fn utf8_len(c: u8) -> usize {
@@ -1837,6 +1875,29 @@ pub(crate) fn drop_flat(v: Value<'_>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn escaped_code_points_count_like_array_from() {
+        for t in [
+            r#""plain""#,
+            r#""a\nb""#,
+            r#""\ud83d\ude00x""#,
+            r#""\ud83d""#,
+            r#""\ude00\ud83d""#,
+            r#""\ud83d\ud83d\ude00""#,
+            r#""\ud83d😀\ude00""#,
+            r#""中文\t😀\u00e9\ud800""#,
+            r#""\"\\\/\b\f\r""#,
+        ] {
+            let v = Value::parse(t).unwrap();
+            let s = v.as_jstr().unwrap();
+            assert_eq!(
+                s.count_code_points(),
+                units_to_code_points(&s.units()).len(),
+                "{t}"
+            );
+        }
+    }
 
     #[test]
     fn js_string_is_what_javascript_prints() {

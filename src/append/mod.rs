@@ -226,6 +226,25 @@ impl Observer for Watch<'_> {
         }
         self.inner.event(ev, folded);
     }
+
+    fn packed_row(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        // Chunks change neither the locks nor the turn: the inner observer decides.
+        self.inner.packed_row(span, facts, folded)
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        self.inner.takes_packed_rows()
+    }
+
+    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
+        self.scan.counted(span);
+        self.inner.chunks_counted(span);
+    }
 }
 
 /// The append-only writer. See the module docs.

@@ -193,10 +193,8 @@ impl LockScan {
 
     /// Stored chunks the loader counted without building them: chunks
     /// change no bracket, only the last seq seen.
-    pub(crate) fn counted(&mut self, span: &crate::log::packed::RowSpan) {
-        if span.count > 0 {
-            self.last_seq = Some(span.seq0 + span.count - 1);
-        }
+    pub(crate) fn counted(&mut self, last_seq: u64) {
+        self.last_seq = Some(last_seq);
     }
 
     /// Observe the next stored event.
@@ -447,22 +445,6 @@ impl LockScan {
             last_seq: self.last_seq,
             anomalies,
         }
-    }
-}
-
-/// A scan as the loader's observer: stored events only (closers and the
-/// in-memory end-seed are not in the file); chunks counted without being
-/// built change nothing but the last seq, so the scan can load with
-/// [`crate::LoadOptions::skip_chunk_events`].
-impl crate::log::Observer for LockScan {
-    fn event(&mut self, ev: &Event<'_>, folded: &crate::log::Folded<'_>) {
-        if !folded.synthetic {
-            self.observe(ev);
-        }
-    }
-
-    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
-        self.counted(span);
     }
 }
 

@@ -242,8 +242,26 @@ impl Observer for Watch<'_> {
     }
 
     fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
-        self.scan.counted(span);
+        Observer::chunks_counted(&mut self.scan, span);
         self.inner.chunks_counted(span);
+    }
+}
+
+/// A scan as the loader's observer: stored events only (closers and the
+/// in-memory end-seed are not in the file); chunks counted without being
+/// built change nothing but the last seq, so the scan can load with
+/// [`crate::LoadOptions::skip_chunk_events`].
+impl Observer for LockScan {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if !folded.synthetic {
+            self.observe(ev);
+        }
+    }
+
+    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
+        if span.count > 0 {
+            self.counted(span.seq0 + span.count - 1);
+        }
     }
 }
 

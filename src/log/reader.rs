@@ -733,12 +733,13 @@ impl ZstdState {
         while self.plain.len() < goal && !f.finished {
             let old = self.plain.len();
             let room = (goal - old).min(DECODE_STEP);
-            self.plain.resize(old + room, 0);
+            // Decoded into the spare capacity: nothing is zeroed first (a
+            // small frame must not cost a megabyte of writes).
+            self.plain.reserve(room);
             let mut input = InBuffer::around(&self.cbuf[f.pos..f.end]);
-            let mut output = OutBuffer::around(&mut self.plain[old..]);
+            let mut output = OutBuffer::around_pos(&mut self.plain, old);
             let r = self.dec.run(&mut input, &mut output);
-            let (read, written) = (input.pos(), output.pos());
-            self.plain.truncate(old + written);
+            let (read, written) = (input.pos(), output.pos() - old);
             f.pos += read;
             self.total += written as u64;
             if self.total > limits.max_decompressed {

@@ -66,6 +66,20 @@ impl Observer for Watch<'_> {
         self.tracker.observe(ev);
         self.meter.event(ev, folded);
     }
+
+    /// Chunks open and close no turn: the meter takes a packed row whole.
+    fn packed_row(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        self.meter.packed_row(span, facts, folded)
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        self.meter.takes_packed_rows()
+    }
 }
 
 /// The session being compacted.

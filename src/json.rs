@@ -171,6 +171,26 @@ impl<'a> JStr<'a> {
         Cow::Owned(unescape_lossy(&self.raw))
     }
 
+    /// The characters of [`Self::to_lossy`], in order, to `f` until it
+    /// returns `false` (a lone surrogate is U+FFFD), without building them.
+    pub fn each_char_lossy(&self, mut f: impl FnMut(char) -> bool) {
+        if !self.escaped {
+            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
+            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
+            for c in s.chars() {
+                if !f(c) {
+                    return;
+                }
+            }
+            return;
+        }
+        for c in char::decode_utf16(self.escaped_units()) {
+            if !f(c.unwrap_or(char::REPLACEMENT_CHARACTER)) {
+                return;
+            }
+        }
+    }
+
     /// Whether the string equals `s`.
     #[inline]
     pub fn eq_str(&self, s: &str) -> bool {
@@ -199,7 +219,10 @@ impl<'a> JStr<'a> {
             return s.encode_utf16().collect();
         }
         let mut out = Vec::with_capacity(self.raw.len());
-        decode_escaped(&self.raw, &mut |u| out.push(u));
+        walk_escaped(&self.raw, |p| match p {
+            Piece::Plain(seg) => out.extend(seg.encode_utf16()),
+            Piece::Escape(u) => out.push(u),
+        });
         out
     }
 
@@ -221,7 +244,26 @@ impl<'a> JStr<'a> {
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             return s.chars().map(|c| c as u32).collect();
         }
-        units_to_code_points(&self.units())
+        // Only two escaped surrogates can pair: a raw character is never one.
+        let mut out: Vec<u32> = Vec::with_capacity(self.raw.len());
+        let mut high = false;
+        walk_escaped(&self.raw, |p| match p {
+            Piece::Plain(seg) => {
+                out.extend(seg.chars().map(|c| c as u32));
+                high = false;
+            }
+            Piece::Escape(u) => match out.last_mut() {
+                Some(hi) if high && (0xDC00..0xE000).contains(&u) => {
+                    *hi = 0x10000 + ((*hi - 0xD800) << 10) + (u as u32 - 0xDC00);
+                    high = false;
+                }
+                _ => {
+                    out.push(u as u32);
+                    high = (0xD800..0xDC00).contains(&u);
+                }
+            },
+        });
+        out
     }
 
     /// Number of code points.
@@ -231,7 +273,7 @@ impl<'a> JStr<'a> {
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
             return s.chars().count();
         }
-        units_to_code_points(&self.units()).len()
+        escaped_code_points(&self.raw)
     }
 
     /// Whether the string is empty.
@@ -321,6 +363,7 @@ pub(crate) fn push_code_point_utf16(cp: u32, out: &mut Vec<u16>) {
 }
 
 /// Convert UTF-16 units to code points the way `Array.from` iterates.
+#[cfg(test)]
 pub(crate) fn units_to_code_points(units: &[u16]) -> Vec<u32> {
     let mut out = Vec::with_capacity(units.len());
     let mut i = 0;
@@ -455,7 +498,6 @@ fn escaped_len16(raw: &[u8]) -> usize {
     n + utf16_len_of_utf8(&raw[i..])
 }
 
-/// Decode validated escaped source text into UTF-16 units.
 /// An escaped string's text with lone surrogates as U+FFFD, decoded
 /// straight to UTF-8 (what `String::from_utf16_lossy(&units)` gives, without
 /// the round trip through UTF-16): runs without a backslash are copied.
@@ -508,43 +550,86 @@ fn unescape_lossy(raw: &[u8]) -> String {
     out
 }
 
-fn decode_escaped(raw: &[u8], f: &mut dyn FnMut(u16)) {
-    let mut i = 0;
+/// A piece of an escaped string's raw text.
+enum Piece<'a> {
+    /// A run of characters written as themselves.
+    Plain(&'a str),
+    /// The UTF-16 unit of one escape.
+    Escape(u16),
+}
+
+/// An escaped string's raw text as its pieces, in order.
+#[inline]
+fn walk_escaped(raw: &[u8], mut f: impl FnMut(Piece<'_>)) {
+    let mut i = 0usize;
     while i < raw.len() {
-        let c = raw[i];
-        if c == b'\\' {
-            let e = raw[i + 1];
-            i += 2;
-            let u = match e {
-                b'"' => 0x22,
-                b'\\' => 0x5C,
-                b'/' => 0x2F,
-                b'b' => 0x08,
-                b'f' => 0x0C,
-                b'n' => 0x0A,
-                b'r' => 0x0D,
-                b't' => 0x09,
-                _ => {
-                    let v = hex4(&raw[i..]);
-                    i += 4;
-                    v
-                }
-            };
-            f(u);
-        } else {
-            // One UTF-8 character.
-            let len = utf8_len(c);
-            // SAFETY: `raw` is UTF-8 (the parser's input, or a `JStr`'s `raw`), and
-            // `c` is the lead byte of a character `utf8_len(c)` bytes long.
-            let s = unsafe { std::str::from_utf8_unchecked(&raw[i..i + len]) };
-            let ch = s.chars().next().unwrap();
-            let mut buf = [0u16; 2];
-            for u in ch.encode_utf16(&mut buf) {
-                f(*u);
+        let next = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |k| i + k);
+        if next > i {
+            // SAFETY: `raw` is UTF-8 and a backslash is never inside a character.
+            f(Piece::Plain(unsafe {
+                std::str::from_utf8_unchecked(&raw[i..next])
+            }));
+        }
+        if next >= raw.len() {
+            break;
+        }
+        let e = raw[next + 1];
+        i = next + 2;
+        let u = match e {
+            b'"' => 0x22,
+            b'\\' => 0x5C,
+            b'/' => 0x2F,
+            b'b' => 0x08,
+            b'f' => 0x0C,
+            b'n' => 0x0A,
+            b'r' => 0x0D,
+            b't' => 0x09,
+            _ => {
+                let v = hex4(&raw[i..]);
+                i += 4;
+                v
             }
-            i += len;
+        };
+        f(Piece::Escape(u));
+    }
+}
+
+/// `Array.from(s).length` of an escaped string's raw text, without
+/// decoding it: a lone surrogate is one code point, a high surrogate
+/// followed by a low one is one.
+fn escaped_code_points(raw: &[u8]) -> usize {
+    let mut n = 0usize;
+    // The previous unit was a high surrogate (from a `\u` escape).
+    let mut pending = false;
+    let mut i = 0usize;
+    while i < raw.len() {
+        let next = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |k| i + k);
+        if next > i {
+            // Raw UTF-8: one code point per lead byte; none is a surrogate,
+            // so a pending high surrogate stays lone.
+            n += raw[i..next].iter().filter(|&&b| (b as i8) >= -0x40).count();
+            pending = false;
+        }
+        if next >= raw.len() {
+            break;
+        }
+        let e = raw[next + 1];
+        i = next + 2;
+        if e == b'u' {
+            let u = hex4(&raw[i..]);
+            i += 4;
+            if pending && (0xDC00..0xE000).contains(&u) {
+                pending = false;
+            } else {
+                n += 1;
+                pending = (0xD800..0xDC00).contains(&u);
+            }
+        } else {
+            n += 1;
+            pending = false;
         }
     }
+    n
 }
 
 fn utf8_len(c: u8) -> usize {
@@ -1889,6 +1974,32 @@ pub(crate) fn drop_flat(v: Value<'_>) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn escaped_code_points_count_like_array_from() {
+        for t in [
+            r#""plain""#,
+            r#""a\nb""#,
+            r#""\ud83d\ude00x""#,
+            r#""\ud83d""#,
+            r#""\ude00\ud83d""#,
+            r#""\ud83d\ud83d\ude00""#,
+            r#""\ud83d😀\ude00""#,
+            r#""中文\t😀\u00e9\ud800""#,
+            r#""\"\\\/\b\f\r""#,
+        ] {
+            let v = Value::parse(t).unwrap();
+            let s = v.as_jstr().unwrap();
+            let units: Vec<u16> = s.escaped_units().collect();
+            assert_eq!(s.units(), units, "{t}");
+            assert_eq!(s.code_points(), units_to_code_points(&units), "{t}");
+            assert_eq!(
+                s.count_code_points(),
+                units_to_code_points(&units).len(),
+                "{t}"
+            );
+        }
+    }
 
     #[test]
     fn js_string_is_what_javascript_prints() {

@@ -191,6 +191,12 @@ impl LockScan {
         LockScan::default()
     }
 
+    /// Stored chunks the loader counted without building them: chunks
+    /// change no bracket, only the last seq seen.
+    pub(crate) fn counted(&mut self, last_seq: u64) {
+        self.last_seq = Some(last_seq);
+    }
+
     /// Observe the next stored event.
     pub fn observe(&mut self, ev: &Event<'_>) {
         self.last_seq = Some(ev.seq);

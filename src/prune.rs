@@ -272,7 +272,11 @@ pub fn measure_content(blocks: &[Value<'_>]) -> Result<u64, String> {
     let mut chars = 0u64;
     for b in blocks {
         if is_text_block(b)? {
-            chars += array_from(b.get("text"))?.len() as u64;
+            chars += match b.get("text") {
+                // Counted without building the code points.
+                Some(Value::Str(s)) => s.count_code_points(),
+                v => array_from(v)?.len(),
+            } as u64;
         }
     }
     Ok(chars)

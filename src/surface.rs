@@ -116,6 +116,10 @@ pub struct Surface {
     /// Where [`NodeBody::Span`] bodies can be read again, for the rare rule
     /// that needs an old node's event (R16).
     pub reread: Option<Arc<dyn NodeLines>>,
+    /// Where each node's seq sat when it was last placed by [`Self::apply`]
+    /// (a hint, checked before use): a replace finds its range without a
+    /// scan of the surface.
+    pub(crate) at: std::collections::HashMap<u64, usize>,
 }
 
 /// Reads a log line again by its place in the file.
@@ -453,6 +457,11 @@ impl Surface {
 
     /// Position of a node by seq (membership lookup).
     pub fn position(&self, seq: u64) -> Option<usize> {
+        if let Some(&i) = self.at.get(&seq)
+            && self.nodes.get(i).is_some_and(|n| n.seq == seq)
+        {
+            return Some(i);
+        }
         self.nodes.iter().rposition(|n| n.seq == seq)
     }
 
@@ -487,6 +496,7 @@ impl Surface {
         match op {
             SurfaceOp::Append => {
                 self.tokens += node.tokens;
+                self.at.insert(node.seq, self.nodes.len());
                 self.nodes.push(node);
                 Ok(Applied {
                     op,
@@ -551,7 +561,18 @@ impl Surface {
                     }
                 }
                 let tokens = node.tokens;
+                let seq = node.seq;
                 let shadowed: Vec<Node> = self.nodes.splice(si..=ei, [node]).collect();
+                for n in &shadowed {
+                    self.at.remove(&n.seq);
+                }
+                if si != ei {
+                    // The nodes after the range moved: placed again.
+                    for (i, n) in self.nodes.iter().enumerate().skip(si + 1) {
+                        self.at.insert(n.seq, i);
+                    }
+                }
+                self.at.insert(seq, si);
                 let removed: u64 = shadowed.iter().map(|n| n.tokens).sum();
                 self.tokens = self.tokens + tokens - removed;
                 self.replace_generation += 1;

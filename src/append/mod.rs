@@ -226,6 +226,43 @@ impl Observer for Watch<'_> {
         }
         self.inner.event(ev, folded);
     }
+
+    fn packed_row(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        // Chunks change neither the locks nor the turn: the inner observer decides.
+        self.inner.packed_row(span, facts, folded)
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        self.inner.takes_packed_rows()
+    }
+
+    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
+        Observer::chunks_counted(&mut self.scan, span);
+        self.inner.chunks_counted(span);
+    }
+}
+
+/// A scan as the loader's observer: stored events only (closers and the
+/// in-memory end-seed are not in the file); chunks counted without being
+/// built change nothing but the last seq, so the scan can load with
+/// [`crate::LoadOptions::skip_chunk_events`].
+impl Observer for LockScan {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if !folded.synthetic {
+            self.observe(ev);
+        }
+    }
+
+    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
+        if span.count > 0 {
+            self.counted(span.seq0 + span.count - 1);
+        }
+    }
 }
 
 /// The append-only writer. See the module docs.

@@ -304,47 +304,134 @@ pub fn load_error_json(e: &LoadError) -> OwnedValue {
     v.with("schema_version", SCHEMA_VERSION.into())
 }
 
-/// One-line preview of a message for tables.
+/// One-line preview of a message for tables: its blocks' previews joined
+/// by spaces, every run of whitespace one space, cut to `width` characters
+/// ([`truncate`]). Only the characters that can show are read.
 pub fn preview(msg: Option<&Value<'_>>, width: usize) -> String {
     let Some(m) = msg else {
         return String::new();
     };
-    let mut parts: Vec<String> = Vec::new();
+    let mut clip = Clip::new(width);
     if let Some(blocks) = m.get("content").and_then(|c| c.as_arr()) {
-        for b in blocks {
-            parts.push(block_preview(b));
+        for (i, b) in blocks.iter().enumerate() {
+            if i > 0 {
+                clip.push_str(" ");
+            }
+            block_preview(b, &mut clip);
         }
     }
-    let s = parts.join(" ");
-    truncate(&s.split_whitespace().collect::<Vec<_>>().join(" "), width)
+    clip.finish()
 }
 
-fn block_preview(b: &Value<'_>) -> String {
+/// The first characters of whitespace-collapsed text (words joined by one
+/// space, none leading or trailing): enough to tell whether it is longer
+/// than `width`.
+struct Clip {
+    out: String,
+    chars: usize,
+    width: usize,
+    space: bool,
+}
+
+impl Clip {
+    fn new(width: usize) -> Clip {
+        Clip {
+            out: String::new(),
+            chars: 0,
+            width,
+            space: false,
+        }
+    }
+
+    /// Whether more characters can still change the result.
+    fn open(&self) -> bool {
+        self.chars <= self.width
+    }
+
+    fn push(&mut self, c: char) -> bool {
+        if c.is_whitespace() {
+            self.space = self.chars > 0;
+            return self.open();
+        }
+        if std::mem::take(&mut self.space) {
+            self.out.push(' ');
+            self.chars += 1;
+            if !self.open() {
+                return false;
+            }
+        }
+        self.out.push(c);
+        self.chars += 1;
+        self.open()
+    }
+
+    fn push_str(&mut self, s: &str) {
+        for c in s.chars() {
+            if !self.push(c) {
+                return;
+            }
+        }
+    }
+
+    fn push_jstr(&mut self, s: Option<&dsh::json::JStr<'_>>) {
+        if let Some(s) = s
+            && self.open()
+        {
+            s.each_char_lossy(|c| self.push(c));
+        }
+    }
+
+    fn finish(self) -> String {
+        if self.chars <= self.width {
+            return self.out;
+        }
+        let mut out: String = self
+            .out
+            .chars()
+            .take(self.width.saturating_sub(1))
+            .collect();
+        out.push('…');
+        out
+    }
+}
+
+fn block_preview(b: &Value<'_>, clip: &mut Clip) {
     let ty = b
         .get("type")
         .and_then(|t| t.as_str())
         .unwrap_or_default()
         .into_owned();
-    let text = |k: &str| {
-        b.get(k)
-            .and_then(|t| t.as_jstr())
-            .map(|t| t.to_lossy().into_owned())
-            .unwrap_or_default()
-    };
+    let text = |k: &str| b.get(k).and_then(|t| t.as_jstr());
     match ty.as_str() {
-        "text" => text("text"),
-        "reasoning" => format!("(thinking) {}", text("text")),
-        "tool-call" => format!("→ {}({})", text("name"), text("arguments")),
-        "tool-result" => {
-            let inner: Vec<String> = b
-                .get("content")
-                .and_then(|c| c.as_arr())
-                .map(|a| a.iter().map(block_preview).collect())
-                .unwrap_or_default();
-            format!("← {}", inner.join(" "))
+        "text" => clip.push_jstr(text("text")),
+        "reasoning" => {
+            clip.push_str("(thinking) ");
+            clip.push_jstr(text("text"));
         }
-        "image" => "[image]".to_string(),
-        other => format!("[{other}]"),
+        "tool-call" => {
+            clip.push_str("→ ");
+            clip.push_jstr(text("name"));
+            clip.push_str("(");
+            clip.push_jstr(text("arguments"));
+            clip.push_str(")");
+        }
+        "tool-result" => {
+            clip.push_str("← ");
+            if let Some(a) = b.get("content").and_then(|c| c.as_arr()) {
+                for (i, inner) in a.iter().enumerate() {
+                    if i > 0 {
+                        clip.push_str(" ");
+                    }
+                    block_preview(inner, clip);
+                }
+            }
+        }
+        "image" => clip.push_str("[image]"),
+        other => {
+            clip.push_str("[");
+            clip.push_str(other);
+            clip.push_str("]");
+        }
     }
 }
 
@@ -393,5 +480,81 @@ impl Write for RawStdout {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The preview as it was first written: everything built, then cut.
+    fn reference(msg: &Value<'_>, width: usize) -> String {
+        fn block(b: &Value<'_>) -> String {
+            let ty = b
+                .get("type")
+                .and_then(|t| t.as_str())
+                .unwrap_or_default()
+                .into_owned();
+            let text = |k: &str| {
+                b.get(k)
+                    .and_then(|t| t.as_jstr())
+                    .map(|t| t.to_lossy().into_owned())
+                    .unwrap_or_default()
+            };
+            match ty.as_str() {
+                "text" => text("text"),
+                "reasoning" => format!("(thinking) {}", text("text")),
+                "tool-call" => format!("→ {}({})", text("name"), text("arguments")),
+                "tool-result" => {
+                    let inner: Vec<String> = b
+                        .get("content")
+                        .and_then(|c| c.as_arr())
+                        .map(|a| a.iter().map(block).collect())
+                        .unwrap_or_default();
+                    format!("← {}", inner.join(" "))
+                }
+                "image" => "[image]".to_string(),
+                other => format!("[{other}]"),
+            }
+        }
+        let parts: Vec<String> = msg
+            .get("content")
+            .and_then(|c| c.as_arr())
+            .map(|a| a.iter().map(block).collect())
+            .unwrap_or_default();
+        truncate(
+            &parts
+                .join(" ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            width,
+        )
+    }
+
+    #[test]
+    fn preview_reads_only_what_shows_and_shows_what_it_did() {
+        let msgs = [
+            r#"{"content":[]}"#,
+            r#"{"content":[{"type":"text","text":""}]}"#,
+            r#"{"content":[{"type":"text","text":"  a  b\n\tc  "}]}"#,
+            r#"{"content":[{"type":"text","text":"\u00a0x\u2003y\ud800z\ud83d\ude00"}]}"#,
+            r#"{"content":[{"type":"reasoning","text":"hmm"},{"type":"text","text":" ok "}]}"#,
+            r#"{"content":[{"type":"tool-call","name":"run","arguments":"{\"a\": 1}"},{"type":"image"}]}"#,
+            r#"{"content":[{"type":"tool-result","content":[{"type":"text","text":"0123456789 abcdefghij"},{"type":"x"}]}]}"#,
+            r#"{"content":[{"type":"tool-result"},{"type":7},{"text":"no type"}]}"#,
+            r#"{"content":[{"type":"text","text":"中文字符 と 日本語 ✓✓✓ 😀😀😀 end"}]}"#,
+        ];
+        for m in msgs {
+            let v = Value::parse(m).unwrap();
+            for width in 0..40 {
+                assert_eq!(
+                    preview(Some(&v), width),
+                    reference(&v, width),
+                    "{m} at {width}"
+                );
+            }
+        }
+        assert_eq!(preview(None, 10), "");
     }
 }

@@ -423,7 +423,7 @@ impl Run<'_, '_, '_> {
             .filter(|n| n.kind == Kind::ToolResult)
             .map(|n| {
                 session
-                    .node_event(n.seq, &mut file)
+                    .event_of(n, &mut file)
                     .map(|ev| (ev, n.tokens))
                     .map_err(|m| PruneError::Content {
                         seq: n.seq,

@@ -66,6 +66,20 @@ impl Observer for Watch<'_> {
         self.tracker.observe(ev);
         self.meter.event(ev, folded);
     }
+
+    /// Chunks open and close no turn: the meter takes a packed row whole.
+    fn packed_row(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        self.meter.packed_row(span, facts, folded)
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        self.meter.takes_packed_rows()
+    }
 }
 
 /// The session being compacted.
@@ -209,9 +223,18 @@ impl Session {
             .iter()
             .find(|n| n.seq == seq)
             .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
+        self.event_of(node, file)
+    }
+
+    /// The full event of `node`, a current surface node (no search).
+    pub fn event_of(
+        &self,
+        node: &crate::surface::Node,
+        file: &mut Option<crate::log::Reread>,
+    ) -> Result<OwnedEvent, String> {
         self.app
             .log()
-            .read_body(&node.body, seq, file)
+            .read_body(&node.body, node.seq, file)
             .map_err(|e| e.to_string())
     }
 
@@ -220,8 +243,19 @@ impl Session {
     pub fn messages(&self, seqs: &[u64]) -> Result<Vec<OwnedValue>, String> {
         let mut file = None;
         let mut out = Vec::with_capacity(seqs.len());
+        // Found by seq once, not by a search per node.
+        let nodes = &self.surface().nodes;
+        let mut at: std::collections::HashMap<u64, usize> =
+            std::collections::HashMap::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            at.entry(n.seq).or_insert(i);
+        }
         for &seq in seqs {
-            let ev = self.node_event(seq, &mut file)?;
+            let node = at
+                .get(&seq)
+                .map(|&i| &nodes[i])
+                .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
+            let ev = self.event_of(node, &mut file)?;
             if let Some(m) = project(&ev) {
                 out.push(m.to_owned_value());
             }

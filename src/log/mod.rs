@@ -103,6 +103,13 @@ pub trait Observer {
     fn takes_packed_rows(&self) -> bool {
         false
     }
+
+    /// Chunks the loader counted without showing them one by one (a packed
+    /// row taken by [`Self::packed_row`], or under
+    /// [`LoadOptions::skip_chunk_events`]): they are stored events
+    /// `span.seq0 ..= span.seq0 + span.count - 1`, nothing but log-only
+    /// chunks.
+    fn chunks_counted(&mut self, _span: &packed::RowSpan) {}
 }
 
 impl<F: FnMut(&Event<'_>, &Folded<'_>)> Observer for F {
@@ -496,6 +503,7 @@ impl Pipeline<'_> {
         }
         self.last_kind = Some(Kind::AssistantChunk);
         self.last_time = time;
+        self.observer.chunks_counted(&span);
     }
 
     /// Whether a valid row's chunks need not be built: nobody looks at

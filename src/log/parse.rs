@@ -267,12 +267,39 @@ impl Recycler {
     }
 }
 
-/// Start reading `reader` on a new thread. The handle returns the reader at
-/// the end (for its torn-tail report).
+/// A log whose lines (and their spans) fit in this many bytes is read
+/// before the fold starts,
+/// on the folding thread, and parsed there: starting a thread (and mapping
+/// its stack) costs more than such a log's parsing, which matters when a
+/// home of thousands of small sessions is read.
+const INLINE_BYTES: usize = 256 << 10;
+
+/// The reader's end: a thread still reading, or the reader that read
+/// everything before the fold started.
+pub enum Reading {
+    /// The reading thread.
+    Thread(JoinHandle<LineReader>),
+    /// Everything was read on the folding thread.
+    Inline(Box<LineReader>),
+}
+
+impl Reading {
+    /// The reader, once it has read everything (for its torn-tail report);
+    /// `Err` when the reading thread panicked.
+    pub fn join(self) -> Result<LineReader, ()> {
+        match self {
+            Reading::Thread(h) => h.join().map_err(|_| ()),
+            Reading::Inline(r) => Ok(*r),
+        }
+    }
+}
+
+/// Start reading `reader`: the first lines here, and the rest, if the log is
+/// larger than [`INLINE_BYTES`], on a new thread.
 pub fn spawn(
     mut reader: LineReader,
     lanes: Lanes,
-) -> Result<(Incoming, Recycler, JoinHandle<LineReader>), LoadError> {
+) -> Result<(Incoming, Recycler, Reading), LoadError> {
     let (rtx, rrx) = channel::<Batch>();
     let queue = Arc::new(Queue {
         state: Mutex::new(QueueState {
@@ -284,6 +311,31 @@ pub fn spawn(
         }),
         changed: Condvar::new(),
     });
+    let mut read = 0usize;
+    while read < INLINE_BYTES {
+        let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
+        let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
+        let step = reader.next_lines(&mut text, &mut spans, BATCH_BYTES);
+        let mut st = lock(&queue.state);
+        // As the reading thread does: lines read before an error are dropped.
+        // Blank lines cost a span each and no text: both count.
+        read += text.len() + spans.len() * std::mem::size_of::<LineSpan>() + 1;
+        if step.is_ok() && !spans.is_empty() {
+            st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
+        }
+        match step {
+            Ok(true) => {}
+            Ok(false) | Err(_) => {
+                st.done = true;
+                st.error = step
+                    .err()
+                    .map(|e| e.or_rule(super::error::LoadRule::Unparsable));
+                drop(st);
+                let reading = Reading::Inline(Box::new(reader));
+                return Ok((Incoming { queue, lanes }, Recycler(rtx), reading));
+            }
+        }
+    }
     let q = queue.clone();
     let handle = std::thread::Builder::new()
         .name("dsh-parse".into())
@@ -298,7 +350,11 @@ pub fn spawn(
                 format!("cannot start the parsing thread: {e}"),
             )
         })?;
-    Ok((Incoming { queue, lanes }, Recycler(rtx), handle))
+    Ok((
+        Incoming { queue, lanes },
+        Recycler(rtx),
+        Reading::Thread(handle),
+    ))
 }
 
 /// What the reading thread did with its turn at the queue.

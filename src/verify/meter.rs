@@ -141,6 +141,24 @@ impl MeterTrace {
         };
     }
 
+    /// The delta chunks of a packed row, as [`Self::observe`] folds them one
+    /// by one: the meter keeps them for assembly, the projections' claim is
+    /// disarmed. They never fail the fold nor are they replaces.
+    pub fn chunks_taken(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) {
+        if !self.replay_stopped {
+            self.meter.packed_row(span, facts, folded);
+        }
+        if !self.projections_failed {
+            self.projections.apply_delta_chunks();
+        }
+        self.claim = None;
+    }
+
     /// After the pass: compare `measure()` with the projections (V-MTR-5);
     /// returns a note when the replay could not be completed.
     pub fn finish(self, log: &LoadedLog, sink: &mut Sink) -> Option<String> {

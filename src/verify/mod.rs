@@ -370,6 +370,33 @@ impl Observer for Verifier {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         self.check_event(ev, folded);
     }
+
+    /// A valid packed row's delta chunks, taken whole when no check would
+    /// report one of them (the usual case): the traces then move as the
+    /// chunks, one by one, would have moved them. Otherwise they come one
+    /// by one and the findings name each chunk.
+    fn packed_row(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        // The compaction and command traces ignore chunks; a chunk is not
+        // on the surface, so provenance only sees whether a prune is waiting.
+        if span.count == 0
+            || !self.session.takes_chunks(span, facts)
+            || !self.provenance.takes_chunks()
+        {
+            return false;
+        }
+        self.session.chunks_taken(span);
+        self.meter.chunks_taken(span, facts, folded);
+        true
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        true
+    }
 }
 
 /// Load and audit one log. Never fails: a refusal is a [`Verdict::Refused`]

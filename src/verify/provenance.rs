@@ -163,6 +163,12 @@ impl Provenance {
         }
     }
 
+    /// Whether chunks may pass unseen: no `compaction/prune` waits for its
+    /// replacement (a chunk next would be a V-PRV-9 finding).
+    pub fn takes_chunks(&self) -> bool {
+        self.prune.is_none()
+    }
+
     /// End-of-log checks.
     pub fn finish(&mut self, sink: &mut Sink) {
         if let Some(p) = self.prune.take() {

@@ -101,6 +101,25 @@ impl SessionTrace {
     }
 }
 
+impl SessionTrace {
+    /// Whether the chunks of a row pass every check: their seqs follow and
+    /// they name the open turn and step.
+    pub fn takes_chunks(
+        &self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+    ) -> bool {
+        self.last_seq.is_none_or(|l| span.seq0 > l)
+            && self.open_turn.strict_eq(&Js::num(facts.turn))
+            && self.open_step.strict_eq(&Js::num(facts.step))
+    }
+
+    /// The transition of a row's chunks (checked by [`Self::takes_chunks`]).
+    pub fn chunks_taken(&mut self, span: &crate::log::packed::RowSpan) {
+        self.last_seq = Some(span.seq0 + span.count - 1);
+    }
+}
+
 /// V-SESS-1: seqs strictly increase.
 fn monotonic_seq(t: &SessionTrace, ev: &Event<'_>, at: At, sink: &mut Sink) {
     if let Some(last) = t.last_seq

@@ -368,3 +368,46 @@ fn locks_release_has_a_dry_run_and_writes_a_copy_with_out() {
         .assert()
         .code(2);
 }
+
+/// Chunks counted without being built leave the scan as chunks seen one
+/// by one leave it (last seq included).
+#[test]
+fn a_scan_over_counted_chunks_is_a_scan_over_every_chunk() {
+    let mut paths: Vec<std::path::PathBuf> = fs::read_dir(crate::support::root().join("samples"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    if let Some(shared) = shared("a_scan_over_counted_chunks_is_a_scan_over_every_chunk") {
+        paths.extend(
+            crate::support::corpus_logs(&shared)
+                .into_iter()
+                .map(|(_, p)| p),
+        );
+    }
+    for p in paths {
+        let src = dsh::LogSource::File(p.clone());
+        let mut fast = dsh::lock::LockScan::new();
+        let skip = dsh::LoadOptions {
+            skip_chunk_events: true,
+            ..Default::default()
+        };
+        let Ok(_) = dsh::log::load(&src, &skip, &mut fast) else {
+            continue;
+        };
+        let mut slow = dsh::lock::LockScan::new();
+        let mut obs = |ev: &dsh::Event<'_>, f: &dsh::log::Folded<'_>| {
+            if !f.synthetic {
+                slow.observe(ev);
+            }
+        };
+        dsh::log::load(&src, &dsh::LoadOptions::default(), &mut obs).unwrap();
+        assert_eq!(
+            format!("{:?}", fast.report()),
+            format!("{:?}", slow.report()),
+            "{}",
+            p.display()
+        );
+    }
+}

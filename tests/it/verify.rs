@@ -1526,3 +1526,79 @@ fn cli_lists_every_check() {
         .clone();
     assert!(String::from_utf8(out).unwrap().contains("V-CMP-7"));
 }
+
+// ---------------------------------------------------------------------------
+// Packed rows taken whole report what chunks seen one by one report.
+
+/// The verifier seeing every chunk as an event (it declines packed rows).
+struct OneByOne(dsh::verify::Verifier);
+
+impl dsh::log::Observer for OneByOne {
+    fn event(&mut self, ev: &dsh::Event<'_>, folded: &dsh::log::Folded<'_>) {
+        dsh::log::Observer::event(&mut self.0, ev, folded);
+    }
+}
+
+fn one_by_one(path: &std::path::Path) -> Report {
+    let src = LogSource::File(path.to_path_buf());
+    let mut v = OneByOne(dsh::verify::Verifier::new(src.display()));
+    match dsh::log::load(&src, &LoadOptions::default(), &mut v) {
+        Ok(log) => v.0.finish(&log),
+        Err(e) => Report::refused(src.display(), e),
+    }
+}
+
+fn assert_same_reports(path: &std::path::Path) {
+    let fast = verify(
+        &LogSource::File(path.to_path_buf()),
+        &LoadOptions::default(),
+    );
+    let slow = one_by_one(path);
+    assert_eq!(fast.findings, slow.findings, "{}", path.display());
+    assert_eq!(fast.notes, slow.notes, "{}", path.display());
+    assert_eq!(fast.events, slow.events, "{}", path.display());
+}
+
+#[test]
+fn packed_rows_taken_whole_find_what_chunks_one_by_one_find() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("samples"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    if let Some(shared) = shared() {
+        paths.extend(
+            crate::support::corpus_logs(&shared)
+                .into_iter()
+                .map(|(_, p)| p),
+        );
+    }
+    for p in &paths {
+        assert_same_reports(p);
+    }
+    // Rows that break the session rules (another step, no open step, right
+    // after a prune) are seen chunk by chunk, each chunk reported.
+    let text = std::fs::read_to_string(root().join("samples/coding-session.jsonl")).unwrap();
+    for (from, to) in [
+        (
+            r#""data":{"turn":1,"step":1,"index":1"#,
+            r#""data":{"turn":1,"step":2,"index":1"#,
+        ),
+        (
+            r#""data":{"turn":1,"step":1,"index":1"#,
+            r#""data":{"turn":7,"step":1,"index":1"#,
+        ),
+    ] {
+        assert!(text.contains(from));
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.replacen(from, to, 1).as_bytes()).unwrap();
+        let slow = one_by_one(f.path());
+        assert!(
+            slow.findings.iter().any(|f| f.check == CheckId::Sess3),
+            "{to}: {:?}",
+            slow.findings
+        );
+        assert_same_reports(f.path());
+    }
+}

@@ -181,6 +181,18 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             turn = None;
         }
     };
+    // Chunks change no turn and no surface: unless one can be shown, they
+    // are counted, not built.
+    let names_chunks = |t: &String| match t.strip_suffix('/') {
+        Some(_) => "assistant/chunk".starts_with(t.as_str()),
+        None => t == "assistant/chunk",
+    };
+    let chunks_shown = (args.all || !args.types.is_empty())
+        && (args.types.is_empty() || args.types.iter().any(names_chunks));
+    let opts = dsh::log::LoadOptions {
+        skip_chunk_events: !chunks_shown,
+        ..opts
+    };
     dsh::log::load(&src, &opts, &mut obs)?;
     if let Some(e) = werr {
         return Err(e.into());

@@ -228,12 +228,12 @@ fn detail(b: &Bracket) -> String {
 /// not in the file).
 fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
     let mut s = LockScan::new();
-    let mut obs = |ev: &dsh::Event<'_>, f: &dsh::log::Folded<'_>| {
-        if !f.synthetic {
-            s.observe(ev);
-        }
+    // Chunks change no lock: they are counted, not built.
+    let opts = dsh::LoadOptions {
+        skip_chunk_events: true,
+        ..ctx.load_options()
     };
-    let log = dsh::log::load(src, &ctx.load_options(), &mut obs)?;
+    let log = dsh::log::load(src, &opts, &mut s)?;
     Ok(Scanned {
         report: s.report(),
         session: log.header.id.clone(),

@@ -247,7 +247,10 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     } else {
         AppendTarget::InPlace
     };
-    let opts = append_options(ctx, args.wait, args.debug_write_pause_ms)?;
+    let mut opts = append_options(ctx, args.wait, args.debug_write_pause_ms)?;
+    // Nothing here looks at chunks (they change no surface, lock or turn):
+    // they are counted, not built.
+    opts.load.skip_chunk_events = true;
     let src = ctx.resolve(&args.log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
     let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;

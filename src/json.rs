@@ -1173,9 +1173,9 @@ impl<T: Into<Value<'static>>> From<Option<T>> for Value<'static> {
 /// oracle): it refuses the log ("Maximum call stack size exceeded"). This
 /// budget accepts what it accepts at those depths and refuses what it
 /// refuses, within a few levels of its (stack-dependent) edge.
-pub(crate) const MAX_NEST: usize = 3200;
+pub const MAX_NEST: usize = 3200;
 /// Nesting units of one object level.
-pub(crate) const OBJECT_UNITS: usize = 2;
+pub const OBJECT_UNITS: usize = 2;
 /// Nesting (in units) beyond which the parser stops recursing and parses
 /// the rest of the value with an explicit stack ([`Parser::deep_value`]),
 /// so that a deep value needs no deep call stack.

@@ -36,7 +36,7 @@ logs = [open(os.path.join(seeds, f"{s}.jsonl")).read().split("\n", 1) for s in r
 for i in range(n):
     head, rest = logs[i % 20]
     h = json.loads(head)
-    cwd = f"/work/project-{i % 10}"
+    cwd = f"/home/dev/project-{i % 10}"
     h["id"] = f"bench-{i:05d}"
     h["cwd"] = cwd
     h["createdAt"] = h["createdAt"] + i * 60000

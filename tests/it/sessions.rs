@@ -118,11 +118,11 @@ pub fn demo_home(env: &TestEnv) -> PathBuf {
     let ds = "deepseek-official";
     put(
         &home,
-        "/work/alpha",
+        "/home/dev/alpha",
         "alpha-0001",
         &authored_log(
             "alpha-0001",
-            "/work/alpha",
+            "/home/dev/alpha",
             JUL1,
             "Fix the failing parser test",
             &[
@@ -143,11 +143,11 @@ pub fn demo_home(env: &TestEnv) -> PathBuf {
     );
     put(
         &home,
-        "/work/alpha/sub",
+        "/home/dev/alpha/sub",
         "alpha-0002",
         &authored_log(
             "alpha-0002",
-            "/work/alpha/sub",
+            "/home/dev/alpha/sub",
             JUL1 + 4 * DAY,
             "Write the release notes",
             &[(
@@ -160,20 +160,20 @@ pub fn demo_home(env: &TestEnv) -> PathBuf {
     );
     put(
         &home,
-        "/work/beta",
+        "/home/dev/beta",
         "beta-0003",
         &authored_log(
             "beta-0003",
-            "/work/beta",
+            "/home/dev/beta",
             0,
             "A recorded snapshot",
             &[(0, ds, flash, r#"{"inputTokens":11,"outputTokens":2}"#)],
         ),
     );
     let busy = std::fs::read_to_string(sample("locks-busy.jsonl")).unwrap();
-    put(&home, "/work/beta", "busy-0004", &busy);
+    put(&home, "/home/dev/beta", "busy-0004", &busy);
     let refused = std::fs::read_to_string(sample("refused.jsonl")).unwrap();
-    put(&home, "/work/beta", "refused-0005", &refused);
+    put(&home, "/home/dev/beta", "refused-0005", &refused);
     home
 }
 
@@ -244,7 +244,7 @@ fn sessions_lists_the_home_with_times_locks_refusals_and_totals() {
     let alpha = &logs[1];
     assert_eq!(
         alpha.get("project").unwrap().as_str().unwrap(),
-        "/work/alpha"
+        "/home/dev/alpha"
     );
     assert_eq!(
         alpha.get("title").unwrap().as_str().unwrap(),
@@ -327,10 +327,16 @@ fn sessions_filters_by_project_and_time() {
     let env = TestEnv::new();
     demo_home(&env);
     // The project and everything below it.
-    let (v, code) = json(&env, &["sessions", "--json", "--project", "/work/alpha"]);
+    let (v, code) = json(
+        &env,
+        &["sessions", "--json", "--project", "/home/dev/alpha"],
+    );
     assert_eq!(code, 0, "a project filter leaves the refused log out");
     assert_eq!(ids(&v), ["alpha-0001", "alpha-0002"]);
-    let (v, _) = json(&env, &["sessions", "--json", "--cwd", "/work/alpha/sub"]);
+    let (v, _) = json(
+        &env,
+        &["sessions", "--json", "--cwd", "/home/dev/alpha/sub"],
+    );
     assert_eq!(ids(&v), ["alpha-0002"]);
     // Activity from the 3rd on: the session of the 5th; the one with
     // unknown times is left out and counted.

@@ -79,7 +79,10 @@ fn usage_groups_by_day_week_month_session_and_project() {
     assert_eq!(keys(&v), ["2026-07", "unknown"]);
     let (v, _) = json(&env, &["usage", "--json", "--project"]);
     let k = keys(&v);
-    assert_eq!(k[0], "/work/alpha", "the only priced project first: {k:?}");
+    assert_eq!(
+        k[0], "/home/dev/alpha",
+        "the only priced project first: {k:?}"
+    );
     assert_eq!(k.len(), 3);
     let (v, _) = json(&env, &["usage", "--json", "--session", "--breakdown"]);
     let g = groups(&v);

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use dsh::append::{AppendTarget, Appender, Blocker};
+use dsh::append::{AppendTarget, Appender, Blocker, Lifecycle};
 use dsh::json::{OwnedValue, Value};
 use dsh::log::LoadedLog;
 use dsh::meter::tokenizer::{self, Counter, Encoding};
@@ -63,7 +63,10 @@ use crate::cli::writes::{append_error, append_options, now_ms, time_ms};
 /// result and for the whole surface.
 ///
 /// With --json: the reference's `{"config", "baseSeq", "appended",
-/// "pruned", "charsRemoved"}` plus `"lifecycle"` (`"continue"` or
+/// "pruned", "charsRemoved"}` (its pruneSession on the session as it
+/// resumes, whatever dsh's lifecycle), `"write": {"baseSeq", "appended"}`
+/// (the pairs dsh appends, or would: the same pairs, at the seqs of the
+/// lifecycle it writes in), `"lifecycle"` (`"continue"` or
 /// `"resume"`), `"lifecycleEvents"` (closers and end-seed written first),
 /// `"surfaceTokens": {"before","after","saved"}`,
 /// `"openTurn"`, `"fileTurnOpen"`, `"refused"` (why a write does not or
@@ -197,6 +200,7 @@ struct Outcome<'a> {
 /// The `--json` document.
 fn report_json(
     plan: &dsh::prune::PrunePlan,
+    reference: Option<&dsh::prune::PrunePlan>,
     prefix: &[dsh::OwnedEvent],
     bpe: &[BpeSavings],
     o: &Outcome<'_>,
@@ -207,7 +211,13 @@ fn report_json(
         p.map(|p| Value::from(p.display().to_string()))
             .unwrap_or(Value::Null)
     };
-    let v = to_json(plan, prefix)
+    let v = to_json(reference.unwrap_or(plan), prefix)
+        .with(
+            "write",
+            Value::obj()
+                .with("baseSeq", plan.base_seq.into())
+                .with("appended", events_json(&plan.events)),
+        )
         .with("lifecycle", o.lifecycle.as_str().into())
         .with("surfaceTokens", tokens_json(plan))
         .with("openTurn", o.turn_open.into())
@@ -263,16 +273,24 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         None => now_ms(),
     };
     let base_seq = app.next_seq() + app.lifecycle_prefix(time).len() as u64;
-    let plan = dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(
-        |e| match e {
-            PruneError::Read(le) => anyhow::Error::from(le),
-            e => StatusError {
-                status: Status::InvalidLog,
-                message: e.to_string(),
-            }
-            .into(),
-        },
-    )?;
+    let plan_error = |e: PruneError| match e {
+        PruneError::Read(le) => anyhow::Error::from(le),
+        e => StatusError {
+            status: Status::InvalidLog,
+            message: e.to_string(),
+        }
+        .into(),
+    };
+    let plan =
+        dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(plan_error)?;
+    // The reference's answer is pruneSession on the session as it resumes
+    // (closers and end-seed first); continuing an open turn appends the
+    // same pairs at other seqs. JSON reports the reference's plan and, under
+    // `write`, the batch dsh appends.
+    let reference = match lifecycle {
+        Lifecycle::Continue => Some(dsh::prune::plan(app.log(), &cfg, time).map_err(plan_error)?),
+        Lifecycle::Resume => None,
+    };
     let bpe: Vec<BpeSavings> = encodings
         .iter()
         .map(|&enc| bpe_savings(app.log(), &plan, enc))
@@ -360,7 +378,15 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
                 file_turn_open,
                 lifecycle,
             };
-            let v = report_json(&plan, &prefix, &bpe, &outcome, args, config.path.as_deref());
+            let v = report_json(
+                &plan,
+                reference.as_ref(),
+                &prefix,
+                &bpe,
+                &outcome,
+                args,
+                config.path.as_deref(),
+            );
             ctx.print_json(&v)?;
             return Ok(());
         }

@@ -294,13 +294,58 @@ impl Segment {
     }
 }
 
+/// The content block of a segment the first change falls in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// The system prompt part of the header.
+    System,
+    /// The tool schemas part of the header; `tool` names the first schema
+    /// that differs (by its `name`), when one does.
+    Tools {
+        /// The first differing tool's name.
+        tool: Option<String>,
+    },
+    /// A content block of a node's message.
+    Content {
+        /// Its index in the message's `content`.
+        index: usize,
+        /// Its `type` (`text`, `reasoning`, `tool-call`, `tool-result`,
+        /// `image`, …).
+        kind: String,
+        /// For a `tool-call`: its index among the message's tool calls.
+        tool_call: Option<usize>,
+        /// For a `tool-result`: the index of the first differing item of its
+        /// `content`.
+        result_content: Option<usize>,
+    },
+}
+
+impl Block {
+    /// `system`, `tools`, `content`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Block::System => "system",
+            Block::Tools { .. } => "tools",
+            Block::Content { .. } => "content",
+        }
+    }
+}
+
 /// The first changed position of a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Position {
-    /// Token index (0-based) where the request first differs.
+    /// Token index (0-based) where the first changed segment starts.
     pub tokens: u64,
     /// The segment it falls in.
     pub segment: Segment,
+    /// The block inside that segment where the change begins (`None` when
+    /// the change is past every segment, or at the route root).
+    pub block: Option<Block>,
+    /// Token index (0-based) of that block's start: the segment's start plus
+    /// the blocks (and, inside a tool result, the content items) before it,
+    /// counted as [`Position::tokens`] is (heuristic or exact). Equal to
+    /// `tokens` without a block.
+    pub block_tokens: u64,
 }
 
 /// What the provider reported for a request (`assistant/message.usage`).
@@ -821,6 +866,8 @@ struct HeaderState {
     model: String,
     system: Option<(u64, u64)>,
     tools: Option<(u64, u64)>,
+    /// Each tool schema: its name and the hash of its JSON.
+    tool_list: Vec<(String, u64)>,
     adapter: u64,
     config: u64,
 }
@@ -851,10 +898,21 @@ struct Unit {
     used: f64,
 }
 
+/// One content block of a node: its identity, tokens and type, and for a
+/// tool result the identity and tokens of each content item.
+#[derive(Debug)]
+struct BlockRec {
+    hash: u64,
+    tokens: u64,
+    kind: String,
+    items: Vec<(u64, u64)>,
+}
+
 struct Collector {
     opts: CacheOptions,
     counter: Option<Counter>,
     exact: HashMap<u64, u64>,
+    blocks: HashMap<u64, Vec<BlockRec>>,
     header: HeaderState,
     has_header: bool,
     in_attempt: bool,
@@ -885,6 +943,7 @@ impl Collector {
             opts: opts.clone(),
             counter: opts.tokenizer.map(Counter::new),
             exact: HashMap::new(),
+            blocks: HashMap::new(),
             header: HeaderState::default(),
             has_header: false,
             in_attempt: false,
@@ -915,6 +974,122 @@ impl Collector {
         }
     }
 
+    fn block_tokens(&mut self, b: &Value<'_>) -> u64 {
+        match &mut self.counter {
+            Some(c) => c.count_block(b),
+            None => crate::heuristic::price_block(b),
+        }
+    }
+
+    fn block_recs(&mut self, content: Option<&Value<'_>>) -> Vec<BlockRec> {
+        let Some(a) = content.and_then(|c| c.as_arr()) else {
+            return Vec::new();
+        };
+        a.iter()
+            .map(|b| {
+                let kind = b
+                    .get("type")
+                    .and_then(|t| t.as_str())
+                    .map(|t| t.into_owned())
+                    .unwrap_or_default();
+                let items = if kind == "tool-result" {
+                    b.get("content")
+                        .and_then(|c| c.as_arr())
+                        .map(|items| {
+                            items
+                                .iter()
+                                .map(|i| (hash_str(9, &i.to_json()), self.block_tokens(i)))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                BlockRec {
+                    hash: hash_str(8, &b.to_json()),
+                    tokens: self.block_tokens(b),
+                    kind,
+                    items,
+                }
+            })
+            .collect()
+    }
+
+    /// Where inside segment `now` (against `before`, what stood there in the
+    /// previous request) the change begins: the block and its offset from
+    /// the segment's start.
+    fn block_at(
+        &self,
+        now: &Seg,
+        before: Option<&Seg>,
+        ph: &HeaderState,
+        nh: &HeaderState,
+    ) -> (Option<Block>, u64) {
+        match &now.what {
+            Segment::System => (Some(Block::System), 0),
+            Segment::Tools => {
+                let tool = nh
+                    .tool_list
+                    .iter()
+                    .enumerate()
+                    .find(|(i, t)| ph.tool_list.get(*i).is_none_or(|o| o.1 != t.1))
+                    .map(|(_, t)| t.0.clone())
+                    .or_else(|| ph.tool_list.get(nh.tool_list.len()).map(|t| t.0.clone()));
+                (Some(Block::Tools { tool }), 0)
+            }
+            Segment::Node { seq, .. } => {
+                let empty = Vec::new();
+                let new = self.blocks.get(seq).unwrap_or(&empty);
+                let old = match before.map(|b| &b.what) {
+                    Some(Segment::Node { seq: o, .. }) => self.blocks.get(o).unwrap_or(&empty),
+                    _ => &empty,
+                };
+                let differs = new
+                    .iter()
+                    .zip(old.iter())
+                    .position(|(a, b)| a.hash != b.hash);
+                // Same blocks (an image offload keeps the logged content):
+                // the first image, else the first block.
+                let k = match differs {
+                    Some(k) => k,
+                    None if new.len() != old.len() => new.len().min(old.len()),
+                    None => new.iter().position(|b| b.kind == "image").unwrap_or(0),
+                };
+                let Some(b) = new.get(k) else {
+                    let at: u64 = new.iter().map(|b| b.tokens).sum();
+                    return (None, at.min(now.tokens));
+                };
+                let mut at: u64 = new[..k].iter().map(|b| b.tokens).sum();
+                let result_content = (b.kind == "tool-result").then(|| {
+                    let olds = old.get(k).map_or(&[][..], |o| &o.items[..]);
+                    let j = b
+                        .items
+                        .iter()
+                        .zip(olds)
+                        .position(|(x, y)| x.0 != y.0)
+                        .unwrap_or(b.items.len().min(olds.len()));
+                    at += b.items[..j.min(b.items.len())]
+                        .iter()
+                        .map(|i| i.1)
+                        .sum::<u64>();
+                    j
+                });
+                let tool_call = (b.kind == "tool-call")
+                    .then(|| new[..k].iter().filter(|x| x.kind == "tool-call").count());
+                (
+                    Some(Block::Content {
+                        index: k,
+                        kind: b.kind.clone(),
+                        tool_call,
+                        result_content,
+                    }),
+                    at.min(now.tokens),
+                )
+            }
+            _ => (None, 0),
+        }
+    }
+
     fn observe_header(&mut self, ev: &Event<'_>) {
         let h = canonical(ev.data().get("header").unwrap_or(&Value::Null));
         let config = h.get("config");
@@ -937,6 +1112,22 @@ impl Collector {
             }
             _ => None,
         };
+        let tool_list = h
+            .get("tools")
+            .and_then(|t| t.as_arr())
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        let name = t
+                            .get("name")
+                            .and_then(|n| n.as_str())
+                            .map(|n| n.into_owned())
+                            .unwrap_or_default();
+                        (name, hash_str(2, &t.to_json()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let tools = h.get("tools").map(|t| {
             let json = t.to_json();
             let tokens = match &mut self.counter {
@@ -955,6 +1146,7 @@ impl Collector {
             model,
             system,
             tools,
+            tool_list,
             adapter: hash_str(
                 3,
                 &h.get("adapterDefaults")
@@ -1113,9 +1305,15 @@ impl Collector {
                 if p.header.config != snap.header.config {
                     hc.push(HeaderPart::Config);
                 }
+                let (block, offset) = match segs.get(idx) {
+                    Some(now) => self.block_at(now, p.ext.get(idx), &p.header, &snap.header),
+                    None => (None, 0),
+                };
                 let pos = Position {
                     tokens: ptok[idx],
                     segment: segs.get(idx).map_or(Segment::End, |s| s.what.clone()),
+                    block,
+                    block_tokens: ptok[idx] + offset,
                 };
                 let cause = if idx >= p.ext.len() {
                     match idle {
@@ -1305,12 +1503,17 @@ impl Collector {
             self.times_real = false;
         }
         self.last_time = t;
-        // Exact counts, node by node, as they join the surface.
-        if let (Some(c), Some(_)) = (&mut self.counter, folded.applied)
+        // Exact counts and content blocks, node by node, as they join the
+        // surface.
+        if folded.applied.is_some()
             && let Some(m) = project(ev)
         {
-            let n = c.count_blocks(m.get("content"));
-            self.exact.insert(ev.seq, n);
+            if let Some(c) = &mut self.counter {
+                let n = c.count_blocks(m.get("content"));
+                self.exact.insert(ev.seq, n);
+            }
+            let recs = self.block_recs(m.get("content"));
+            self.blocks.insert(ev.seq, recs);
         }
         match ev.kind {
             Kind::RequestHeader => self.observe_header(ev),
@@ -1389,12 +1592,17 @@ impl Collector {
                 .surface
                 .nodes
                 .iter()
-                .find(|n| n.seq == ev.seq)
-                .and_then(|n| {
+                .enumerate()
+                .find(|(_, n)| n.seq == ev.seq)
+                .and_then(|(position, n)| {
                     n.derives.then(|| Seg {
                         id: mix(mix(7, n.seq), 0),
                         tokens: self.node_tokens(n.seq, n.tokens),
-                        what: Segment::End,
+                        what: Segment::Node {
+                            seq: n.seq,
+                            kind: n.kind,
+                            position,
+                        },
                     })
                 });
             if self.has_header {

@@ -523,6 +523,8 @@ fn check_invariants(v: &J) {
         assert_eq!(hit + miss, prompt, "hit + miss = prompt: {r}");
         if let Some(p) = r["firstChanged"]["tokens"].as_u64() {
             assert!(p <= prompt, "position within the prompt: {r}");
+            let b = r["firstChanged"]["blockTokens"].as_u64().unwrap();
+            assert!(b >= p && b <= prompt, "block start within the prompt: {r}");
         }
         if r["cause"]["kind"] == "append" {
             assert_eq!(
@@ -580,6 +582,13 @@ fn predictions_equal_what_a_prefix_unit_provider_reported() {
         .unwrap()
         .1;
     assert_eq!(r["firstChanged"]["tokens"], at);
+    // …down to the block: the tool result's first content item.
+    let b = &r["firstChanged"]["block"];
+    assert_eq!(b["part"], "content", "{r}");
+    assert_eq!(b["index"], 0);
+    assert_eq!(b["type"], "tool-result");
+    assert_eq!(b["resultContent"], 0);
+    assert_eq!(r["firstChanged"]["blockTokens"], at);
     assert!(r["recomputedTokens"].as_u64().unwrap() > 0);
     // The compaction: the position of the first shadowed node (the head,
     // right after system and tools).
@@ -591,10 +600,17 @@ fn predictions_equal_what_a_prefix_unit_provider_reported() {
     assert_eq!(r["cause"]["seq"], checkpoint);
     let head = g.requests[i - 1].3[0].1;
     assert_eq!(r["firstChanged"]["tokens"], head);
+    assert_eq!(r["firstChanged"]["blockTokens"], head);
+    assert_eq!(r["firstChanged"]["block"]["index"], 0);
+    assert_eq!(r["firstChanged"]["block"]["type"], "text");
     // The system prompt change falls inside the system part.
     let last = reqs.last().unwrap();
     assert_eq!(last["cause"]["kind"], "header:system");
     assert_eq!(last["firstChanged"]["segment"], "system");
+    assert_eq!(last["firstChanged"]["block"]["part"], "system");
+    let system_end = q(&g.system) + 4;
+    let at = last["firstChanged"]["blockTokens"].as_u64().unwrap();
+    assert!(at < system_end, "inside the system part: {last}");
     assert_eq!(last["headerChanges"], json!(["system"]));
     // Replacements: the prune's next request recomputed it; the compaction
     // carries its summariser usage.
@@ -923,4 +939,99 @@ fn a_route_change_is_a_different_cache_and_a_restart_alone_changes_nothing() {
     assert_eq!(r[2]["cause"]["to"], "deepseek-official/deepseek-v4-pro");
     assert_eq!(r[2]["firstChanged"]["tokens"], 0);
     assert_eq!(r[2]["predictedHit"], 0);
+}
+
+#[test]
+fn the_first_change_is_located_to_the_block_and_the_tool_schema() {
+    let mut g = Gen::new(None);
+    g.tools = json!([
+        {"name": "read", "description": "Read a file", "parameters": {"type": "object"}},
+        {"name": "grep", "description": "Search", "parameters": {"type": "object"}}
+    ]);
+    g.turn_start(&filler("q1", 400));
+    g.model(vec![
+        text("let me look"),
+        json!({"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"}),
+        json!({"type": "tool-call", "id": "c2", "name": "grep", "arguments": "{}"}),
+    ]);
+    // One tool result with two content items; the second is then pruned.
+    let (first, second) = (filler("head", 600), filler("tail", 2000));
+    let m = json!({"id": "r1", "role": "user", "content": [{"type": "tool-result", "toolCallId": "c1", "content": [text(&first), text(&second)], "isError": false}], "source": {"kind": "tool", "callId": "c1"}});
+    let data = json!({"turn": g.turn, "step": g.step, "message": m.clone()});
+    let r = g.append("tool/result", data, m.clone(), None);
+    g.model(vec![text("seen")]);
+    g.turn_end();
+    let mut new = m.clone();
+    new["content"][0]["content"][1] = text("[pruned]");
+    g.ev(
+        "compaction/prune",
+        json!({"shadowedRange": {"start": r, "end": r}, "shadowedSeqs": [r], "shadowedTokenCount": message_price(&m)}),
+        None,
+        None,
+    );
+    let data = json!({"turn": 1, "step": 1, "message": new.clone()});
+    let pruned = g.ev(
+        "tool/result",
+        data,
+        Some(json!({"op": "replace", "start": r, "end": r})),
+        Some(vec![r]),
+    );
+    let pos = g.surface.iter().position(|(s, _)| *s == r).unwrap();
+    g.surface[pos] = (pruned, new);
+    g.turn_start("next");
+    g.model(vec![text("ok")]);
+    g.turn_end();
+    // A change to the second tool schema only.
+    g.tools[1]["description"] = json!("Search the tree");
+    g.header("change");
+    g.turn_start("again");
+    g.model(vec![text("ok")]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "blocks.jsonl");
+    for tok in [None, Some("o200k"), Some("cl100k")] {
+        let mut a = vec![];
+        if let Some(t) = tok {
+            a.extend(["--tokenizer", t]);
+        }
+        a.push(log.to_str().unwrap());
+        let v = cache_json(&env, &a);
+        check_invariants(&v);
+        let reqs = v["requests"].as_array().unwrap();
+        let p = reqs.iter().find(|r| r["cause"]["kind"] == "prune").unwrap();
+        let fc = &p["firstChanged"];
+        assert_eq!(fc["seq"], pruned, "{p}");
+        assert_eq!(fc["block"]["type"], "tool-result");
+        assert_eq!(fc["block"]["resultContent"], 1, "{p}");
+        let start = fc["tokens"].as_u64().unwrap();
+        let at = fc["blockTokens"].as_u64().unwrap();
+        if tok.is_none() {
+            // The heuristic: the first item's text + its block overhead.
+            assert_eq!(at - start, q(&first) + 4, "{p}");
+            let i = reqs
+                .iter()
+                .position(|r| r["cause"]["kind"] == "prune")
+                .unwrap();
+            let node = g.requests[i]
+                .3
+                .iter()
+                .find(|(s, _)| *s == pruned)
+                .unwrap()
+                .1;
+            assert_eq!(start, node);
+        } else {
+            assert!(
+                at > start,
+                "exact counts still place the second item later: {p}"
+            );
+        }
+        let h = reqs.last().unwrap();
+        assert_eq!(h["cause"]["kind"], "header:tools", "{h}");
+        assert_eq!(h["firstChanged"]["block"]["part"], "tools");
+        assert_eq!(h["firstChanged"]["block"]["tool"], "grep");
+        // An append starts at the first block of the first new node; the
+        // second request's output had tool calls.
+        let a = &reqs[1]["firstChanged"];
+        assert_eq!(a["block"]["index"], 0, "{a}");
+    }
 }

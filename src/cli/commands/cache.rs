@@ -4,8 +4,8 @@
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::cache::{
-    AnthropicRule, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule, Idle,
-    Position, Prices, Replacement, Request, Segment, Totals,
+    AnthropicRule, Block, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule,
+    Idle, Position, Prices, Replacement, Request, Segment, Totals,
 };
 use dsh::json::{OwnedValue, Value};
 use dsh::meter::tokenizer::Encoding;
@@ -25,7 +25,8 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// (system prompt, tools) plus the surface as it stood when its attempt
 /// began. For each request: its prompt size, the first position that differs
 /// from what the previous request left in the cache (its prompt plus its
-/// output), the cause (append, compaction at seq S, prune at seq S, a header
+/// output), down to the content block (`TOKENS @ pos P #B`, `#B.I` for item
+/// I of a tool result, `@ system`, `@ tools:NAME`), the cause (append, compaction at seq S, prune at seq S, a header
 /// change naming system or tools, image offload, route change, new lifecycle
 /// after `session/end-seed`, first request, idle beyond --lifetime when the
 /// log's times are real), the old tokens sent again after that position
@@ -54,8 +55,8 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 ///
 /// With --json, one log prints `{"file", "session", "timesReal",
 /// "tokenizer", "rule", "requests": [{"index","seq","turn","step","route",
-/// "promptTokens","messages","firstChanged": {"tokens","segment","seq"?,
-/// "position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
+/// "promptTokens","messages","firstChanged": {"tokens","segment","block",
+/// "blockTokens","seq"?,"position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
 /// "headerChanges","freshTokens","recomputedTokens","predictedHit",
 /// "predictedMiss","reported": {…}|null,"idle"}], "replacements": [{"seq",
 /// "kind","position","shadowedTokens","replacementTokens","nextRequest",
@@ -303,16 +304,60 @@ fn turn_step(q: &Request) -> String {
     }
 }
 
+/// `TOKENS @ pos P #B` (block B of the node at surface position P; `#B.I`
+/// for item I of a tool result's content), `TOKENS @ tools:NAME`,
+/// `TOKENS @ system`, `TOKENS (end)`.
 fn position(p: &Option<Position>) -> String {
     match p {
         None => "—".into(),
-        Some(p) => match &p.segment {
-            Segment::Node { position, .. } => {
-                format!("{} @ pos {position}", render::num(p.tokens))
+        Some(p) => {
+            let at = render::num(p.block_tokens);
+            match (&p.segment, &p.block) {
+                (
+                    Segment::Node { position, .. },
+                    Some(Block::Content {
+                        index,
+                        result_content,
+                        ..
+                    }),
+                ) => match result_content {
+                    Some(j) => format!("{at} @ pos {position} #{index}.{j}"),
+                    None => format!("{at} @ pos {position} #{index}"),
+                },
+                (Segment::Node { position, .. }, _) => format!("{at} @ pos {position}"),
+                (Segment::Tools, Some(Block::Tools { tool: Some(t) })) => {
+                    format!("{at} @ tools:{t}")
+                }
+                (Segment::End, _) => format!("{at} (end)"),
+                (s, _) => format!("{at} @ {}", s.as_str()),
             }
-            Segment::End => format!("{} (end)", render::num(p.tokens)),
-            s => format!("{} @ {}", render::num(p.tokens), s.as_str()),
-        },
+        }
+    }
+}
+
+fn block_json(b: &Option<Block>) -> OwnedValue {
+    match b {
+        None => Value::Null,
+        Some(b) => {
+            let mut v = Value::obj().with("part", b.as_str().into());
+            match b {
+                Block::System => {}
+                Block::Tools { tool } => v = v.with("tool", tool.as_deref().into()),
+                Block::Content {
+                    index,
+                    kind,
+                    tool_call,
+                    result_content,
+                } => {
+                    v = v
+                        .with("index", (*index as u64).into())
+                        .with("type", kind.as_str().into())
+                        .with("toolCall", tool_call.map(|x| x as u64).into())
+                        .with("resultContent", result_content.map(|x| x as u64).into())
+                }
+            }
+            v
+        }
     }
 }
 
@@ -578,7 +623,9 @@ fn request_json(q: &Request) -> OwnedValue {
         Some(p) => {
             let mut v = Value::obj()
                 .with("tokens", p.tokens.into())
-                .with("segment", p.segment.as_str().into());
+                .with("segment", p.segment.as_str().into())
+                .with("block", block_json(&p.block))
+                .with("blockTokens", p.block_tokens.into());
             if let Segment::Node {
                 seq,
                 position,

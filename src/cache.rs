@@ -394,9 +394,46 @@ pub enum Idle {
     Unknown,
 }
 
+/// A model attempt that failed after the provider received it.
+///
+/// **Rule.** A failed attempt (a G0 run of `assistant/chunk` ending in a
+/// `finish` of kind `error` or `aborted`, a G2+ `assistant/attempt`, or a run
+/// of chunks the process never finished before the next step, turn or
+/// lifecycle) is a request for the cache when the log shows the provider
+/// received it: it streamed at least one chunk besides its `finish` (a block,
+/// a delta, a usage report: the provider was answering, so it had read the
+/// prompt), or it failed with a code that only a provider that processed the
+/// request returns (`EMPTY_RESPONSE`, `MALFORMED_RESPONSE`, `STREAM_CLOSED`,
+/// `LLM_STREAM_IDLE_TIMEOUT`). DeepSeek persists a request's input prefix
+/// unit once it has processed the input, whatever happens to the answer, so
+/// such an attempt leaves its prompt in the cache (its output, incomplete
+/// and never logged whole, leaves nothing). An attempt refused before any
+/// byte came back (`AUTH`, `RATE_LIMIT`, `CONTEXT_WINDOW_EXCEEDED`,
+/// `TRANSPORT`, …, or an abort before the first chunk) may never have
+/// reached the model, so it is not counted (see
+/// [`CacheReport::attempts_not_sent`]): counting it would predict hits the
+/// provider has no reason to give.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The failure code (`LlmFailure.code`), or `unfinished` for an attempt
+    /// the process never finished, or `aborted`.
+    pub code: String,
+}
+
+/// Failure codes returned only by a provider that read the request.
+const PROCESSED_CODES: [&str; 4] = [
+    "EMPTY_RESPONSE",
+    "MALFORMED_RESPONSE",
+    "STREAM_CLOSED",
+    "LLM_STREAM_IDLE_TIMEOUT",
+];
+
 /// One model request.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `Some` for a failed attempt the provider received ([`Failure`]):
+    /// `seq` is then its last chunk (or its `assistant/attempt`).
+    pub failed: Option<Failure>,
     /// 0-based index in the log.
     pub index: usize,
     /// The `assistant/message` the request produced.
@@ -671,6 +708,9 @@ pub struct CacheReport {
     pub replacements: Vec<Replacement>,
     /// The loader's warnings (dropped torn tail, tolerances).
     pub warnings: Vec<String>,
+    /// Failed attempts not counted as requests: nothing shows the provider
+    /// received them ([`Failure`]).
+    pub attempts_not_sent: usize,
 }
 
 /// Session (or many-session) totals.
@@ -682,6 +722,8 @@ pub struct Totals {
     pub prompt_tokens: u64,
     /// Σ predicted hits.
     pub predicted_hit: u64,
+    /// Failed attempts among the requests.
+    pub failed_requests: usize,
     /// Requests with usage.
     pub reported_requests: usize,
     /// Σ reported prompt (input + cache read + write) of requests with usage.
@@ -722,6 +764,7 @@ impl Totals {
             .collect();
         for q in &r.requests {
             self.requests += 1;
+            self.failed_requests += q.failed.is_some() as usize;
             self.prompt_tokens += q.prompt_tokens;
             self.predicted_hit += q.predicted_hit;
             if let Some(u) = q.reported {
@@ -917,6 +960,11 @@ struct Collector {
     has_header: bool,
     in_attempt: bool,
     pending: Option<Snapshot>,
+    /// Chunks of the open attempt besides `finish`, and its usage chunk.
+    attempt_chunks: usize,
+    attempt_usage: Option<Reported>,
+    attempt_last: Option<(u64, f64, Option<f64>, Option<f64>)>,
+    attempts_not_sent: usize,
     prev: Option<Prev>,
     units: HashMap<u64, Unit>,
     seen: HashSet<u64>,
@@ -948,6 +996,10 @@ impl Collector {
             has_header: false,
             in_attempt: false,
             pending: None,
+            attempt_chunks: 0,
+            attempt_usage: None,
+            attempt_last: None,
+            attempts_not_sent: 0,
             prev: None,
             units: HashMap::new(),
             seen: HashSet::new(),
@@ -1246,7 +1298,15 @@ impl Collector {
     }
 
     /// The request an `assistant/message` produced.
-    fn request(&mut self, ev: &Event<'_>, snap: Snapshot, out: Option<Seg>) {
+    fn request(
+        &mut self,
+        at: (u64, f64, Option<f64>, Option<f64>),
+        snap: Snapshot,
+        out: Option<Seg>,
+        reported: Option<Reported>,
+        failed: Option<Failure>,
+    ) {
+        let (at_seq, now, turn, step) = at;
         let segs = snap.segs;
         let n = segs.len();
         let mut chain = Vec::with_capacity(n + 1);
@@ -1257,7 +1317,6 @@ impl Collector {
             chain.push(mix(*chain.last().unwrap(), s.id));
             ptok.push(ptok.last().unwrap() + s.tokens);
         }
-        let now = ev.time();
         let prompt = ptok[n];
         // DeepSeek: the longest persisted unit this prompt matches completely.
         let block = self.opts.deepseek.block.max(1);
@@ -1372,17 +1431,13 @@ impl Collector {
             }
         }
 
-        let data = ev.data();
-        let reported = data
-            .get("usage")
-            .filter(|u| !matches!(u, Value::Null))
-            .map(Reported::of);
         let h = &snap.header;
         let req = Request {
+            failed,
             index,
-            seq: ev.seq,
-            turn: ev.turn(),
-            step: ev.step(),
+            seq: at_seq,
+            turn,
+            step,
             time: now,
             route: format!("{}/{}", h.provider, h.model),
             provider: h.provider.clone(),
@@ -1517,24 +1572,69 @@ impl Collector {
         }
         match ev.kind {
             Kind::RequestHeader => self.observe_header(ev),
-            Kind::StepStart => {
-                self.in_attempt = false;
-                self.pending = None;
+            Kind::StepStart | Kind::TurnStart | Kind::TurnEnd => self.unfinished(),
+            Kind::SessionEndSeed => {
+                self.unfinished();
+                self.end_seed = Some(ev.seq);
             }
-            Kind::SessionEndSeed => self.end_seed = Some(ev.seq),
             Kind::AssistantChunk => {
                 if !self.in_attempt {
-                    self.in_attempt = true;
-                    self.pending = Some(self.snapshot(folded.surface, None));
+                    self.begin_attempt(folded.surface);
                 }
-                let finish = ev
-                    .data()
-                    .get("chunk")
-                    .and_then(|c| c.get("type"))
-                    .is_some_and(|t| t.is_str("finish"));
-                if finish {
+                let chunk = ev.data().get("chunk");
+                let ty = chunk.and_then(|c| c.get("type"));
+                self.attempt_last = Some((ev.seq, t, ev.turn(), ev.step()));
+                if ty.is_some_and(|t| t.is_str("finish")) {
                     self.in_attempt = false;
+                    let reason = chunk.and_then(|c| c.get("reason"));
+                    let kind = reason.and_then(|r| r.get("kind"));
+                    if kind.is_some_and(|k| k.is_str("error") || k.is_str("aborted")) {
+                        let code = reason
+                            .and_then(|r| r.get("failure"))
+                            .and_then(|f| f.get("code"))
+                            .and_then(|c| c.as_str())
+                            .map(|c| c.into_owned())
+                            .unwrap_or_else(|| "aborted".into());
+                        self.failed_attempt(code);
+                    }
+                } else {
+                    self.attempt_chunks += 1;
+                    if ty.is_some_and(|t| t.is_str("usage"))
+                        && let Some(u) = chunk.and_then(|c| c.get("usage"))
+                    {
+                        self.attempt_usage = Some(Reported::of(u));
+                    }
                 }
+            }
+            Kind::Other | Kind::Unknown if ev.type_name() == "assistant/attempt" => {
+                self.unfinished();
+                self.begin_attempt(folded.surface);
+                self.attempt_last = Some((ev.seq, t, ev.turn(), ev.step()));
+                let mut code = "aborted".to_string();
+                if let Some(stream) = ev.data().get("stream").and_then(|s| s.as_arr()) {
+                    for r in stream {
+                        let ty = r.get("type");
+                        if ty.is_some_and(|t| t.is_str("finish")) {
+                            if let Some(c) = r
+                                .get("reason")
+                                .and_then(|x| x.get("failure"))
+                                .and_then(|f| f.get("code"))
+                                .and_then(|c| c.as_str())
+                            {
+                                code = c.into_owned();
+                            }
+                        } else {
+                            self.attempt_chunks += 1;
+                            if ty.is_some_and(|t| t.is_str("usage"))
+                                && let Some(u) = r.get("usage")
+                            {
+                                self.attempt_usage = Some(Reported::of(u));
+                            }
+                        }
+                    }
+                }
+                self.in_attempt = false;
+                self.failed_attempt(code);
             }
             Kind::CompactionSummary => {
                 let d = ev.data();
@@ -1584,6 +1684,7 @@ impl Collector {
         }
         if ev.kind == Kind::AssistantMessage {
             self.in_attempt = false;
+            self.attempt_last = None;
             let snap = match self.pending.take() {
                 Some(s) => s,
                 None => self.snapshot(folded.surface, Some(ev.seq)),
@@ -1606,9 +1707,48 @@ impl Collector {
                     })
                 });
             if self.has_header {
-                self.request(ev, snap, out);
+                let reported = ev
+                    .data()
+                    .get("usage")
+                    .filter(|u| !matches!(u, Value::Null))
+                    .map(Reported::of);
+                self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
             }
         }
+    }
+
+    fn begin_attempt(&mut self, surface: &crate::surface::Surface) {
+        self.in_attempt = true;
+        self.pending = Some(self.snapshot(surface, None));
+        self.attempt_chunks = 0;
+        self.attempt_usage = None;
+    }
+
+    /// An attempt ended in failure: a request if the provider received it.
+    fn failed_attempt(&mut self, code: String) {
+        let snap = self.pending.take();
+        let at = self.attempt_last.take();
+        let reached = self.attempt_chunks > 0
+            || self.attempt_usage.is_some()
+            || PROCESSED_CODES.contains(&code.as_str());
+        match (snap, at) {
+            (Some(snap), Some(at)) if reached && self.has_header => {
+                let usage = self.attempt_usage.take();
+                self.request(at, snap, None, usage, Some(Failure { code }));
+            }
+            _ => self.attempts_not_sent += 1,
+        }
+    }
+
+    /// An attempt still open when a new step, turn or lifecycle begins was
+    /// never finished (the process stopped, or the stream was abandoned).
+    fn unfinished(&mut self) {
+        if self.in_attempt && self.pending.is_some() {
+            self.in_attempt = false;
+            self.failed_attempt("unfinished".into());
+        }
+        self.in_attempt = false;
+        self.pending = None;
     }
 
     fn replaced(&mut self, ev: &Event<'_>, a: &crate::surface::Applied) {
@@ -1687,6 +1827,7 @@ impl Collector {
             requests: self.requests,
             replacements: self.replacements,
             warnings: Vec::new(),
+            attempts_not_sent: self.attempts_not_sent,
         }
     }
 }
@@ -1705,9 +1846,9 @@ impl Observer for Collector {
         folded: &Folded<'_>,
     ) -> bool {
         if !self.in_attempt {
-            self.in_attempt = true;
-            self.pending = Some(self.snapshot(folded.surface, None));
+            self.begin_attempt(folded.surface);
         }
+        self.attempt_chunks += 1;
         true
     }
 
@@ -1735,6 +1876,7 @@ mod tests {
 
     fn request(index: usize, model: &str) -> Request {
         Request {
+            failed: None,
             index,
             seq: index as u64,
             turn: None,
@@ -1796,6 +1938,7 @@ mod tests {
                 break_even_tokens: BreakEven::Unknown,
             }],
             warnings: Vec::new(),
+            attempts_not_sent: 0,
         };
         let c = r.replacement_cost(0, &Fixed).unwrap();
         // 10 000 × (2 − 0.5) / 1e6

@@ -1035,3 +1035,89 @@ fn the_first_change_is_located_to_the_block_and_the_tool_schema() {
         assert_eq!(a["block"]["index"], 0, "{a}");
     }
 }
+
+impl Gen {
+    /// A G0 attempt that fails: `chunks` chunks (a text block) before its
+    /// `finish` with `code`; no assistant/message.
+    fn failed_attempt(&mut self, streamed: bool, code: &str) {
+        if !self.header_logged {
+            self.header("initial");
+        }
+        let (turn, step) = (self.turn, self.step);
+        if streamed {
+            self.ev(
+                "assistant/chunk",
+                json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
+                None,
+                None,
+            );
+            self.ev(
+                "assistant/chunk",
+                json!({"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "Partial"}}),
+                None,
+                None,
+            );
+        }
+        self.ev(
+            "assistant/chunk",
+            json!({"turn": turn, "step": step, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "failed", "code": code}}}}),
+            None,
+            None,
+        );
+        self.ev(
+            "llm/retry",
+            json!({"retryId": "r", "turn": turn, "step": step, "provider": self.provider, "mode": "normal", "policyKey": "k", "retry": 1, "maxRetries": 2, "delayMs": 0, "failure": {"message": "failed", "code": code}}),
+            None,
+            None,
+        );
+        self.ev(
+            "llm/retry-started",
+            json!({"retryId": "r", "turn": turn, "step": step, "retry": 1}),
+            None,
+            None,
+        );
+    }
+}
+
+#[test]
+fn failed_attempts_the_provider_received_are_requests() {
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("q1", 1200));
+    // Streamed, then failed: the provider read the prompt.
+    g.failed_attempt(true, "SERVER");
+    g.model(vec![text(&filler("a1", 400))]);
+    g.turn_end();
+    g.turn_start(&filler("q2", 600));
+    // Refused before any answer: not a request.
+    g.failed_attempt(false, "RATE_LIMIT");
+    // An empty answer: only a provider that processed the prompt says so.
+    g.failed_attempt(false, "EMPTY_RESPONSE");
+    g.model(vec![text(&filler("a2", 400))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "failed.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = v["requests"].as_array().unwrap();
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert_eq!(r[0]["failed"]["code"], "SERVER");
+    assert_eq!(r[0]["cause"]["kind"], "first");
+    assert!(r[1]["failed"].is_null());
+    assert_eq!(r[2]["failed"]["code"], "EMPTY_RESPONSE");
+    assert!(r[3]["failed"].is_null());
+    assert_eq!(v["attemptsNotSent"], 1);
+    assert_eq!(v["totals"]["failedRequests"], 2);
+    // The retry hits the prompt the failed attempt left (whole blocks).
+    let p1 = r[1]["promptTokens"].as_u64().unwrap();
+    assert_eq!(r[0]["promptTokens"], p1);
+    assert_eq!(r[1]["cause"]["kind"], "append");
+    assert_eq!(r[1]["predictedHit"], p1 / 128 * 128);
+    // A failed attempt leaves no output unit: the request after the empty
+    // answer hits its input, not more.
+    let p2 = r[2]["promptTokens"].as_u64().unwrap();
+    assert_eq!(r[3]["predictedHit"], p2 / 128 * 128);
+    let out = env.dsh().arg("cache").arg(&log).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("failed SERVER"), "{text}");
+    assert!(text.contains("2 counted as requests"), "{text}");
+}

@@ -53,8 +53,14 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// with no LOG every session under $DSH_HOME is analysed, one row per log,
 /// then the misses by cause across them.
 ///
+/// A failed attempt is a request too when the provider received it (it
+/// streamed something, or failed with EMPTY_RESPONSE, MALFORMED_RESPONSE,
+/// STREAM_CLOSED or LLM_STREAM_IDLE_TIMEOUT): DeepSeek keeps the prompt it
+/// read. Attempts refused before any answer are counted apart.
+///
 /// With --json, one log prints `{"file", "session", "timesReal",
-/// "tokenizer", "rule", "requests": [{"index","seq","turn","step","route",
+/// "attemptsNotSent", "tokenizer", "rule", "requests": [{"index","seq",
+/// "failed","turn","step","route",
 /// "promptTokens","messages","firstChanged": {"tokens","segment","block",
 /// "blockTokens","seq"?,"position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
 /// "headerChanges","freshTokens","recomputedTokens","predictedHit",
@@ -462,7 +468,10 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             turn_step(q),
             render::num(q.prompt_tokens),
             position(&q.first_changed),
-            q.cause.describe(),
+            match &q.failed {
+                None => q.cause.describe(),
+                Some(f) => format!("{} · failed {}", q.cause.describe(), f.code),
+            },
             render::num(q.recomputed_tokens),
             render::num(q.predicted_hit),
             render::num(q.predicted_miss()),
@@ -550,6 +559,14 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         rate(tt.reported_rate()),
         tt.reported_requests,
     )?;
+    if tt.failed_requests > 0 || r.attempts_not_sent > 0 {
+        outln!(
+            ctx.out,
+            "failed attempts: {} counted as requests (the provider received them: they streamed, or failed as only a provider that read the prompt does), {} not counted (refused before any answer)",
+            tt.failed_requests,
+            r.attempts_not_sent
+        )?;
+    }
     if let Some(c) = tt.calibration() {
         outln!(
             ctx.out,
@@ -650,6 +667,12 @@ fn request_json(q: &Request) -> OwnedValue {
     Value::obj()
         .with("index", (q.index as u64).into())
         .with("seq", q.seq.into())
+        .with(
+            "failed",
+            q.failed.as_ref().map_or(Value::Null, |f| {
+                Value::obj().with("code", f.code.as_str().into())
+            }),
+        )
         .with("turn", q.turn.into())
         .with("step", q.step.into())
         .with("route", q.route.as_str().into())
@@ -735,6 +758,7 @@ fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValu
 fn totals_json(t: &Totals, costs: &Costs) -> OwnedValue {
     Value::obj()
         .with("requests", (t.requests as u64).into())
+        .with("failedRequests", (t.failed_requests as u64).into())
         .with("promptTokens", t.prompt_tokens.into())
         .with("predictedHit", t.predicted_hit.into())
         .with("predictedRate", t.predicted_rate().into())
@@ -766,6 +790,7 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
         .with("file", r.file.as_str().into())
         .with("session", r.session.as_str().into())
         .with("timesReal", r.times_real.into())
+        .with("attemptsNotSent", (r.attempts_not_sent as u64).into())
         .with("tokenizer", r.tokenizer.map(|e| e.name()).into())
         .with(
             "rule",

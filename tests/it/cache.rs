@@ -1121,3 +1121,46 @@ fn failed_attempts_the_provider_received_are_requests() {
     assert!(text.contains("failed SERVER"), "{text}");
     assert!(text.contains("2 counted as requests"), "{text}");
 }
+
+#[test]
+fn a_change_across_a_new_lifecycle_with_no_other_reason_is_the_lifecycle() {
+    // Lifecycle 1: the model's attempt begins (its first chunk fixes its
+    // prompt), then a message lands on the surface before the reply is
+    // logged; the process ends. Lifecycle 2 resumes: its first request holds
+    // that message *before* the reply, so the prompt differs from what the
+    // last request left, and nothing logged but the new lifecycle explains it.
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("q1", 1200));
+    g.header("initial");
+    let (turn, step) = (g.turn, g.step);
+    g.ev(
+        "assistant/chunk",
+        json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
+        None,
+        None,
+    );
+    let m = json!({"id": "inj", "role": "user", "content": [text(&filler("steer", 300))], "source": {"kind": "user"}});
+    let injected = g.append("user/message", m.clone(), m, None);
+    g.model(vec![text(&filler("a1", 400))]);
+    g.turn_end();
+    let seed = g.ev("session/end-seed", json!({}), None, None);
+    g.header("resume");
+    g.turn_start(&filler("q2", 300));
+    g.model(vec![text(&filler("a2", 300))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "lifecycle.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = &v["requests"][1];
+    assert_eq!(r["cause"]["kind"], "lifecycle", "{r}");
+    assert_eq!(r["cause"]["seq"], seed);
+    assert_eq!(r["firstChanged"]["seq"], injected);
+    assert!(r["recomputedTokens"].as_u64().unwrap() > 0);
+    // The first request's prompt is still hit up to the change.
+    let at = r["firstChanged"]["tokens"].as_u64().unwrap();
+    assert_eq!(r["predictedHit"], at / 128 * 128, "{r}");
+    let out = env.dsh().arg("cache").arg(&log).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("new lifecycle after end-seed"), "{text}");
+}

@@ -51,6 +51,9 @@ pub struct CacheOptions {
     /// expire (DeepSeek publishes no fixed lifetime). Applied only when the
     /// log's times are real.
     pub lifetime_ms: Option<u64>,
+    /// Rescale token figures by the session's measured ratio of reported to
+    /// computed prompt size ([`CacheReport::calibrate`]).
+    pub calibrate: bool,
 }
 
 /// DeepSeek's context cache on disk (api-docs.deepseek.com, "Context
@@ -468,6 +471,8 @@ pub struct Request {
     pub predicted_hit: u64,
     /// Predicted hit under [`DeepSeekRule`].
     pub deepseek_hit: u64,
+    /// The length of the DeepSeek unit hit, before rounding to blocks.
+    pub deepseek_unit: u64,
     /// Predicted hit and cache write under [`AnthropicRule`].
     pub anthropic: (u64, u64),
     /// The provider's usage, when logged.
@@ -711,6 +716,8 @@ pub struct CacheReport {
     /// Failed attempts not counted as requests: nothing shows the provider
     /// received them ([`Failure`]).
     pub attempts_not_sent: usize,
+    /// The factor token figures were rescaled by ([`CacheReport::calibrate`]).
+    pub calibrated: Option<f64>,
 }
 
 /// Session (or many-session) totals.
@@ -849,6 +856,78 @@ impl CacheReport {
     }
 }
 
+fn break_even_in_tokens(replacements: &mut [Replacement]) {
+    for r in replacements {
+        if r.next_request.is_none() {
+            continue;
+        }
+        let cost = r.cost_tokens();
+        let mut cum = 0i64;
+        r.break_even_tokens = BreakEven::NotPaidBack;
+        let first = r.next_request.unwrap_or(0);
+        for &(q, t) in &r.saved {
+            cum += t;
+            if cum as f64 >= cost {
+                r.break_even_tokens = BreakEven::At {
+                    request: q,
+                    after: q - first + 1,
+                };
+                break;
+            }
+        }
+    }
+}
+
+impl CacheReport {
+    /// Rescale every token figure of the report (prompt sizes, positions,
+    /// fresh and recomputed tokens, predicted hits, replacement sizes and
+    /// savings) by this session's measured ratio of the prompt size the
+    /// provider reported to the one dsh computed, over the requests with
+    /// usage ([`Totals::calibration`]); DeepSeek hits are the rescaled unit
+    /// rounded down to whole blocks again. Returns the factor, or `None`
+    /// (and changes nothing) when no request has usage. Reported figures
+    /// are never touched.
+    pub fn calibrate(&mut self) -> Option<f64> {
+        let k = self
+            .totals()
+            .calibration()
+            .filter(|k| k.is_finite() && *k > 0.0)?;
+        let s = |x: u64| (x as f64 * k).round() as u64;
+        let block = self.deepseek.block.max(1);
+        for q in &mut self.requests {
+            let prompt = s(q.prompt_tokens);
+            q.prompt_tokens = prompt;
+            if let Some(p) = &mut q.first_changed {
+                p.tokens = s(p.tokens).min(prompt);
+                p.block_tokens = s(p.block_tokens).min(prompt).max(p.tokens);
+            }
+            q.fresh_tokens = s(q.fresh_tokens).min(prompt);
+            q.recomputed_tokens = s(q.recomputed_tokens).min(prompt);
+            q.deepseek_unit = s(q.deepseek_unit).min(prompt);
+            q.deepseek_hit = (q.deepseek_unit / block * block).min(prompt);
+            q.anthropic = (s(q.anthropic.0).min(prompt), s(q.anthropic.1));
+            q.predicted_hit = if rule_for(&q.provider) == "anthropic" {
+                q.anthropic.0
+            } else {
+                q.deepseek_hit
+            };
+            q.output_tokens = s(q.output_tokens);
+        }
+        let si = |x: i64| (x as f64 * k).round() as i64;
+        for r in &mut self.replacements {
+            r.shadowed_tokens = s(r.shadowed_tokens);
+            r.replacement_tokens = s(r.replacement_tokens);
+            r.recomputed_tokens = s(r.recomputed_tokens);
+            for x in &mut r.saved {
+                x.1 = si(x.1);
+            }
+        }
+        break_even_in_tokens(&mut self.replacements);
+        self.calibrated = Some(k);
+        Some(k)
+    }
+}
+
 /// Loading failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -867,6 +946,9 @@ pub fn analyse(
     let log = crate::log::load(src, load, &mut c)?;
     let mut r = c.finish(src.display(), log.header.id.clone());
     r.warnings = log.warnings.iter().map(|w| w.to_string()).collect();
+    if opts.calibrate {
+        r.calibrate();
+    }
     Ok(r)
 }
 
@@ -1458,6 +1540,7 @@ impl Collector {
                 hit.min(prompt)
             },
             deepseek_hit: hit.min(prompt),
+            deepseek_unit: if hit_at > 0 { ptok[hit_at] } else { 0 },
             anthropic,
             reported,
             idle,
@@ -1798,25 +1881,7 @@ impl Collector {
     }
 
     fn finish(mut self, file: String, session: String) -> CacheReport {
-        for r in &mut self.replacements {
-            if r.next_request.is_none() {
-                continue;
-            }
-            let cost = r.cost_tokens();
-            let mut cum = 0i64;
-            r.break_even_tokens = BreakEven::NotPaidBack;
-            let first = r.next_request.unwrap_or(0);
-            for &(q, t) in &r.saved {
-                cum += t;
-                if cum as f64 >= cost {
-                    r.break_even_tokens = BreakEven::At {
-                        request: q,
-                        after: q - first + 1,
-                    };
-                    break;
-                }
-            }
-        }
+        break_even_in_tokens(&mut self.replacements);
         CacheReport {
             file,
             session,
@@ -1828,6 +1893,7 @@ impl Collector {
             replacements: self.replacements,
             warnings: Vec::new(),
             attempts_not_sent: self.attempts_not_sent,
+            calibrated: None,
         }
     }
 }
@@ -1894,6 +1960,7 @@ mod tests {
             recomputed_tokens: 0,
             predicted_hit: 0,
             deepseek_hit: 0,
+            deepseek_unit: 0,
             anthropic: (0, 0),
             reported: None,
             idle: Idle::None,
@@ -1939,6 +2006,7 @@ mod tests {
             }],
             warnings: Vec::new(),
             attempts_not_sent: 0,
+            calibrated: None,
         };
         let c = r.replacement_cost(0, &Fixed).unwrap();
         // 10 000 × (2 − 0.5) / 1e6

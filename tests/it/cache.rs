@@ -1164,3 +1164,83 @@ fn a_change_across_a_new_lifecycle_with_no_other_reason_is_the_lifecycle() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("new lifecycle after end-seed"), "{text}");
 }
+
+#[test]
+fn calibrate_rescales_token_figures_by_the_reported_prompt_ratio() {
+    let mut g = Gen::new(None);
+    scripted(&mut g);
+    // The provider counted 1.5× what dsh computes: rewrite every usage.
+    let lines: Vec<String> = g
+        .lines
+        .iter()
+        .map(|l| {
+            let mut v: J = serde_json::from_str(l).unwrap();
+            if v["type"] == "assistant/message" {
+                let u = &mut v["data"]["usage"];
+                let p = u["inputTokens"].as_f64().unwrap() + u["cacheReadTokens"].as_f64().unwrap();
+                u["inputTokens"] = json!(p * 1.5);
+                u["cacheReadTokens"] = json!(0);
+            }
+            v.to_string()
+        })
+        .collect();
+    let env = TestEnv::new();
+    let log = env.home().join("scaled.jsonl");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let plain = cache_json(&env, &[log.to_str().unwrap()]);
+    assert!(plain["calibrated"].is_null(), "unscaled by default");
+    let v = cache_json(&env, &["--calibrate", log.to_str().unwrap()]);
+    check_invariants(&v);
+    let k = v["calibrated"].as_f64().unwrap();
+    assert!((k - 1.5).abs() < 1e-9, "{k}");
+    let s = |x: &J| (x.as_f64().unwrap() * k).round() as u64;
+    for (a, b) in plain["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(v["requests"].as_array().unwrap())
+    {
+        assert_eq!(b["promptTokens"].as_u64().unwrap(), s(&a["promptTokens"]));
+        if !a["firstChanged"].is_null() {
+            assert_eq!(
+                b["firstChanged"]["tokens"].as_u64().unwrap(),
+                s(&a["firstChanged"]["tokens"])
+            );
+        }
+        // DeepSeek hits stay whole blocks.
+        assert_eq!(b["predictedHit"].as_u64().unwrap() % 128, 0);
+        assert_eq!(b["reported"], a["reported"], "reported figures untouched");
+    }
+    assert!(
+        (v["totals"]["calibration"].as_f64().unwrap() - 1.0).abs() < 0.01,
+        "after rescaling, dsh's prompt sizes match the reported ones"
+    );
+    let out = env
+        .dsh()
+        .args(["cache", "--calibrate"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("calibrated: token figures rescaled by 1.50×"),
+        "{shown}"
+    );
+    // A log without usage stays unscaled, and says nothing about it.
+    let mut u = Gen::new(None);
+    u.turn_start("hi");
+    u.model(vec![text("hello")]);
+    u.turn_end();
+    let mut lines = u.lines.clone();
+    for l in &mut lines {
+        let mut v: J = serde_json::from_str(l).unwrap();
+        if v["type"] == "assistant/message" {
+            v["data"].as_object_mut().unwrap().remove("usage");
+        }
+        *l = v.to_string();
+    }
+    let p = env.home().join("nousage.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = cache_json(&env, &["--calibrate", p.to_str().unwrap()]);
+    assert!(v["calibrated"].is_null());
+}

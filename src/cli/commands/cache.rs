@@ -58,8 +58,12 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// STREAM_CLOSED or LLM_STREAM_IDLE_TIMEOUT): DeepSeek keeps the prompt it
 /// read. Attempts refused before any answer are counted apart.
 ///
+/// --calibrate rescales every token figure of a session by its measured
+/// ratio of reported to computed prompt size (said in the output and in
+/// `"calibrated"`); by default figures are dsh's own.
+///
 /// With --json, one log prints `{"file", "session", "timesReal",
-/// "attemptsNotSent", "tokenizer", "rule", "requests": [{"index","seq",
+/// "attemptsNotSent", "calibrated", "tokenizer", "rule", "requests": [{"index","seq",
 /// "failed","turn","step","route",
 /// "promptTokens","messages","firstChanged": {"tokens","segment","block",
 /// "blockTokens","seq"?,"position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
@@ -104,6 +108,11 @@ pub struct CacheArgs {
     /// ~/.config/dsh/config.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Rescale token positions and sizes by each session's measured ratio of
+    /// the provider-reported prompt size to dsh's (over its requests with
+    /// usage); the output says so. Sessions without usage stay unscaled.
+    #[arg(long)]
+    pub calibrate: bool,
     /// Logs analysed at once (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
     pub jobs: usize,
@@ -136,6 +145,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             ..AnthropicRule::default()
         },
         lifetime_ms: args.lifetime,
+        calibrate: args.calibrate,
     };
     let mut inputs = args.logs.clone();
     let all = inputs.is_empty();
@@ -422,6 +432,12 @@ fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
 fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
     let tok = r.tokenizer.map_or("heuristic", |e| e.name());
     outln!(ctx.out, "{} (session {})", r.file, r.session)?;
+    if let Some(k) = r.calibrated {
+        outln!(
+            ctx.out,
+            "calibrated: token figures rescaled by {k:.2}× (reported ÷ computed prompt size)"
+        )?;
+    }
     outln!(
         ctx.out,
         "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), Anthropic breakpoints {} (TTL {}s, applied to anthropic routes); times {}",
@@ -567,7 +583,12 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             r.attempts_not_sent
         )?;
     }
-    if let Some(c) = tt.calibration() {
+    if let Some(k) = r.calibrated {
+        outln!(
+            ctx.out,
+            "calibrated: every token figure above is dsh's ({tok}) × {k:.2}, the ratio of the prompt size the provider reported to dsh's on this session's requests with usage"
+        )?;
+    } else if let Some(c) = tt.calibration() {
         outln!(
             ctx.out,
             "calibration: the provider counted {:.2}× the prompt tokens dsh computes ({tok}) on those requests",
@@ -791,6 +812,7 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
         .with("session", r.session.as_str().into())
         .with("timesReal", r.times_real.into())
         .with("attemptsNotSent", (r.attempts_not_sent as u64).into())
+        .with("calibrated", r.calibrated.into())
         .with("tokenizer", r.tokenizer.map(|e| e.name()).into())
         .with(
             "rule",

@@ -341,6 +341,7 @@ never\t'Never color'"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l calibrate -d 'Rescale token positions and sizes by each session\'s measured ratio of the provider-reported prompt size to dsh\'s (over its requests with usage); the output says so. Sessions without usage stay unscaled'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s q -l quiet -d 'Do not print warnings on stderr'

@@ -51,6 +51,9 @@ pub struct CacheOptions {
     /// expire (DeepSeek publishes no fixed lifetime). Applied only when the
     /// log's times are real.
     pub lifetime_ms: Option<u64>,
+    /// Rescale token figures by the session's measured ratio of reported to
+    /// computed prompt size ([`CacheReport::calibrate`]).
+    pub calibrate: bool,
 }
 
 /// DeepSeek's context cache on disk (api-docs.deepseek.com, "Context
@@ -294,13 +297,58 @@ impl Segment {
     }
 }
 
+/// The content block of a segment the first change falls in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// The system prompt part of the header.
+    System,
+    /// The tool schemas part of the header; `tool` names the first schema
+    /// that differs (by its `name`), when one does.
+    Tools {
+        /// The first differing tool's name.
+        tool: Option<String>,
+    },
+    /// A content block of a node's message.
+    Content {
+        /// Its index in the message's `content`.
+        index: usize,
+        /// Its `type` (`text`, `reasoning`, `tool-call`, `tool-result`,
+        /// `image`, …).
+        kind: String,
+        /// For a `tool-call`: its index among the message's tool calls.
+        tool_call: Option<usize>,
+        /// For a `tool-result`: the index of the first differing item of its
+        /// `content`.
+        result_content: Option<usize>,
+    },
+}
+
+impl Block {
+    /// `system`, `tools`, `content`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Block::System => "system",
+            Block::Tools { .. } => "tools",
+            Block::Content { .. } => "content",
+        }
+    }
+}
+
 /// The first changed position of a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Position {
-    /// Token index (0-based) where the request first differs.
+    /// Token index (0-based) where the first changed segment starts.
     pub tokens: u64,
     /// The segment it falls in.
     pub segment: Segment,
+    /// The block inside that segment where the change begins (`None` when
+    /// the change is past every segment, or at the route root).
+    pub block: Option<Block>,
+    /// Token index (0-based) of that block's start: the segment's start plus
+    /// the blocks (and, inside a tool result, the content items) before it,
+    /// counted as [`Position::tokens`] is (heuristic or exact). Equal to
+    /// `tokens` without a block.
+    pub block_tokens: u64,
 }
 
 /// What the provider reported for a request (`assistant/message.usage`).
@@ -349,9 +397,46 @@ pub enum Idle {
     Unknown,
 }
 
+/// A model attempt that failed after the provider received it.
+///
+/// **Rule.** A failed attempt (a G0 run of `assistant/chunk` ending in a
+/// `finish` of kind `error` or `aborted`, a G2+ `assistant/attempt`, or a run
+/// of chunks the process never finished before the next step, turn or
+/// lifecycle) is a request for the cache when the log shows the provider
+/// received it: it streamed at least one chunk besides its `finish` (a block,
+/// a delta, a usage report: the provider was answering, so it had read the
+/// prompt), or it failed with a code that only a provider that processed the
+/// request returns (`EMPTY_RESPONSE`, `MALFORMED_RESPONSE`, `STREAM_CLOSED`,
+/// `LLM_STREAM_IDLE_TIMEOUT`). DeepSeek persists a request's input prefix
+/// unit once it has processed the input, whatever happens to the answer, so
+/// such an attempt leaves its prompt in the cache (its output, incomplete
+/// and never logged whole, leaves nothing). An attempt refused before any
+/// byte came back (`AUTH`, `RATE_LIMIT`, `CONTEXT_WINDOW_EXCEEDED`,
+/// `TRANSPORT`, …, or an abort before the first chunk) may never have
+/// reached the model, so it is not counted (see
+/// [`CacheReport::attempts_not_sent`]): counting it would predict hits the
+/// provider has no reason to give.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The failure code (`LlmFailure.code`), or `unfinished` for an attempt
+    /// the process never finished, or `aborted`.
+    pub code: String,
+}
+
+/// Failure codes returned only by a provider that read the request.
+const PROCESSED_CODES: [&str; 4] = [
+    "EMPTY_RESPONSE",
+    "MALFORMED_RESPONSE",
+    "STREAM_CLOSED",
+    "LLM_STREAM_IDLE_TIMEOUT",
+];
+
 /// One model request.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// `Some` for a failed attempt the provider received ([`Failure`]):
+    /// `seq` is then its last chunk (or its `assistant/attempt`).
+    pub failed: Option<Failure>,
     /// 0-based index in the log.
     pub index: usize,
     /// The `assistant/message` the request produced.
@@ -386,6 +471,8 @@ pub struct Request {
     pub predicted_hit: u64,
     /// Predicted hit under [`DeepSeekRule`].
     pub deepseek_hit: u64,
+    /// The length of the DeepSeek unit hit, before rounding to blocks.
+    pub deepseek_unit: u64,
     /// Predicted hit and cache write under [`AnthropicRule`].
     pub anthropic: (u64, u64),
     /// The provider's usage, when logged.
@@ -626,6 +713,11 @@ pub struct CacheReport {
     pub replacements: Vec<Replacement>,
     /// The loader's warnings (dropped torn tail, tolerances).
     pub warnings: Vec<String>,
+    /// Failed attempts not counted as requests: nothing shows the provider
+    /// received them ([`Failure`]).
+    pub attempts_not_sent: usize,
+    /// The factor token figures were rescaled by ([`CacheReport::calibrate`]).
+    pub calibrated: Option<f64>,
 }
 
 /// Session (or many-session) totals.
@@ -637,6 +729,8 @@ pub struct Totals {
     pub prompt_tokens: u64,
     /// Σ predicted hits.
     pub predicted_hit: u64,
+    /// Failed attempts among the requests.
+    pub failed_requests: usize,
     /// Requests with usage.
     pub reported_requests: usize,
     /// Σ reported prompt (input + cache read + write) of requests with usage.
@@ -677,6 +771,7 @@ impl Totals {
             .collect();
         for q in &r.requests {
             self.requests += 1;
+            self.failed_requests += q.failed.is_some() as usize;
             self.prompt_tokens += q.prompt_tokens;
             self.predicted_hit += q.predicted_hit;
             if let Some(u) = q.reported {
@@ -761,6 +856,78 @@ impl CacheReport {
     }
 }
 
+fn break_even_in_tokens(replacements: &mut [Replacement]) {
+    for r in replacements {
+        if r.next_request.is_none() {
+            continue;
+        }
+        let cost = r.cost_tokens();
+        let mut cum = 0i64;
+        r.break_even_tokens = BreakEven::NotPaidBack;
+        let first = r.next_request.unwrap_or(0);
+        for &(q, t) in &r.saved {
+            cum += t;
+            if cum as f64 >= cost {
+                r.break_even_tokens = BreakEven::At {
+                    request: q,
+                    after: q - first + 1,
+                };
+                break;
+            }
+        }
+    }
+}
+
+impl CacheReport {
+    /// Rescale every token figure of the report (prompt sizes, positions,
+    /// fresh and recomputed tokens, predicted hits, replacement sizes and
+    /// savings) by this session's measured ratio of the prompt size the
+    /// provider reported to the one dsh computed, over the requests with
+    /// usage ([`Totals::calibration`]); DeepSeek hits are the rescaled unit
+    /// rounded down to whole blocks again. Returns the factor, or `None`
+    /// (and changes nothing) when no request has usage. Reported figures
+    /// are never touched.
+    pub fn calibrate(&mut self) -> Option<f64> {
+        let k = self
+            .totals()
+            .calibration()
+            .filter(|k| k.is_finite() && *k > 0.0)?;
+        let s = |x: u64| (x as f64 * k).round() as u64;
+        let block = self.deepseek.block.max(1);
+        for q in &mut self.requests {
+            let prompt = s(q.prompt_tokens);
+            q.prompt_tokens = prompt;
+            if let Some(p) = &mut q.first_changed {
+                p.tokens = s(p.tokens).min(prompt);
+                p.block_tokens = s(p.block_tokens).min(prompt).max(p.tokens);
+            }
+            q.fresh_tokens = s(q.fresh_tokens).min(prompt);
+            q.recomputed_tokens = s(q.recomputed_tokens).min(prompt);
+            q.deepseek_unit = s(q.deepseek_unit).min(prompt);
+            q.deepseek_hit = (q.deepseek_unit / block * block).min(prompt);
+            q.anthropic = (s(q.anthropic.0).min(prompt), s(q.anthropic.1));
+            q.predicted_hit = if rule_for(&q.provider) == "anthropic" {
+                q.anthropic.0
+            } else {
+                q.deepseek_hit
+            };
+            q.output_tokens = s(q.output_tokens);
+        }
+        let si = |x: i64| (x as f64 * k).round() as i64;
+        for r in &mut self.replacements {
+            r.shadowed_tokens = s(r.shadowed_tokens);
+            r.replacement_tokens = s(r.replacement_tokens);
+            r.recomputed_tokens = s(r.recomputed_tokens);
+            for x in &mut r.saved {
+                x.1 = si(x.1);
+            }
+        }
+        break_even_in_tokens(&mut self.replacements);
+        self.calibrated = Some(k);
+        Some(k)
+    }
+}
+
 /// Loading failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -779,6 +946,9 @@ pub fn analyse(
     let log = crate::log::load(src, load, &mut c)?;
     let mut r = c.finish(src.display(), log.header.id.clone());
     r.warnings = log.warnings.iter().map(|w| w.to_string()).collect();
+    if opts.calibrate {
+        r.calibrate();
+    }
     Ok(r)
 }
 
@@ -821,6 +991,8 @@ struct HeaderState {
     model: String,
     system: Option<(u64, u64)>,
     tools: Option<(u64, u64)>,
+    /// Each tool schema: its name and the hash of its JSON.
+    tool_list: Vec<(String, u64)>,
     adapter: u64,
     config: u64,
 }
@@ -851,14 +1023,30 @@ struct Unit {
     used: f64,
 }
 
+/// One content block of a node: its identity, tokens and type, and for a
+/// tool result the identity and tokens of each content item.
+#[derive(Debug)]
+struct BlockRec {
+    hash: u64,
+    tokens: u64,
+    kind: String,
+    items: Vec<(u64, u64)>,
+}
+
 struct Collector {
     opts: CacheOptions,
     counter: Option<Counter>,
     exact: HashMap<u64, u64>,
+    blocks: HashMap<u64, Vec<BlockRec>>,
     header: HeaderState,
     has_header: bool,
     in_attempt: bool,
     pending: Option<Snapshot>,
+    /// Chunks of the open attempt besides `finish`, and its usage chunk.
+    attempt_chunks: usize,
+    attempt_usage: Option<Reported>,
+    attempt_last: Option<(u64, f64, Option<f64>, Option<f64>)>,
+    attempts_not_sent: usize,
     prev: Option<Prev>,
     units: HashMap<u64, Unit>,
     seen: HashSet<u64>,
@@ -885,10 +1073,15 @@ impl Collector {
             opts: opts.clone(),
             counter: opts.tokenizer.map(Counter::new),
             exact: HashMap::new(),
+            blocks: HashMap::new(),
             header: HeaderState::default(),
             has_header: false,
             in_attempt: false,
             pending: None,
+            attempt_chunks: 0,
+            attempt_usage: None,
+            attempt_last: None,
+            attempts_not_sent: 0,
             prev: None,
             units: HashMap::new(),
             seen: HashSet::new(),
@@ -915,6 +1108,122 @@ impl Collector {
         }
     }
 
+    fn block_tokens(&mut self, b: &Value<'_>) -> u64 {
+        match &mut self.counter {
+            Some(c) => c.count_block(b),
+            None => crate::heuristic::price_block(b),
+        }
+    }
+
+    fn block_recs(&mut self, content: Option<&Value<'_>>) -> Vec<BlockRec> {
+        let Some(a) = content.and_then(|c| c.as_arr()) else {
+            return Vec::new();
+        };
+        a.iter()
+            .map(|b| {
+                let kind = b
+                    .get("type")
+                    .and_then(|t| t.as_str())
+                    .map(|t| t.into_owned())
+                    .unwrap_or_default();
+                let items = if kind == "tool-result" {
+                    b.get("content")
+                        .and_then(|c| c.as_arr())
+                        .map(|items| {
+                            items
+                                .iter()
+                                .map(|i| (hash_str(9, &i.to_json()), self.block_tokens(i)))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                BlockRec {
+                    hash: hash_str(8, &b.to_json()),
+                    tokens: self.block_tokens(b),
+                    kind,
+                    items,
+                }
+            })
+            .collect()
+    }
+
+    /// Where inside segment `now` (against `before`, what stood there in the
+    /// previous request) the change begins: the block and its offset from
+    /// the segment's start.
+    fn block_at(
+        &self,
+        now: &Seg,
+        before: Option<&Seg>,
+        ph: &HeaderState,
+        nh: &HeaderState,
+    ) -> (Option<Block>, u64) {
+        match &now.what {
+            Segment::System => (Some(Block::System), 0),
+            Segment::Tools => {
+                let tool = nh
+                    .tool_list
+                    .iter()
+                    .enumerate()
+                    .find(|(i, t)| ph.tool_list.get(*i).is_none_or(|o| o.1 != t.1))
+                    .map(|(_, t)| t.0.clone())
+                    .or_else(|| ph.tool_list.get(nh.tool_list.len()).map(|t| t.0.clone()));
+                (Some(Block::Tools { tool }), 0)
+            }
+            Segment::Node { seq, .. } => {
+                let empty = Vec::new();
+                let new = self.blocks.get(seq).unwrap_or(&empty);
+                let old = match before.map(|b| &b.what) {
+                    Some(Segment::Node { seq: o, .. }) => self.blocks.get(o).unwrap_or(&empty),
+                    _ => &empty,
+                };
+                let differs = new
+                    .iter()
+                    .zip(old.iter())
+                    .position(|(a, b)| a.hash != b.hash);
+                // Same blocks (an image offload keeps the logged content):
+                // the first image, else the first block.
+                let k = match differs {
+                    Some(k) => k,
+                    None if new.len() != old.len() => new.len().min(old.len()),
+                    None => new.iter().position(|b| b.kind == "image").unwrap_or(0),
+                };
+                let Some(b) = new.get(k) else {
+                    let at: u64 = new.iter().map(|b| b.tokens).sum();
+                    return (None, at.min(now.tokens));
+                };
+                let mut at: u64 = new[..k].iter().map(|b| b.tokens).sum();
+                let result_content = (b.kind == "tool-result").then(|| {
+                    let olds = old.get(k).map_or(&[][..], |o| &o.items[..]);
+                    let j = b
+                        .items
+                        .iter()
+                        .zip(olds)
+                        .position(|(x, y)| x.0 != y.0)
+                        .unwrap_or(b.items.len().min(olds.len()));
+                    at += b.items[..j.min(b.items.len())]
+                        .iter()
+                        .map(|i| i.1)
+                        .sum::<u64>();
+                    j
+                });
+                let tool_call = (b.kind == "tool-call")
+                    .then(|| new[..k].iter().filter(|x| x.kind == "tool-call").count());
+                (
+                    Some(Block::Content {
+                        index: k,
+                        kind: b.kind.clone(),
+                        tool_call,
+                        result_content,
+                    }),
+                    at.min(now.tokens),
+                )
+            }
+            _ => (None, 0),
+        }
+    }
+
     fn observe_header(&mut self, ev: &Event<'_>) {
         let h = canonical(ev.data().get("header").unwrap_or(&Value::Null));
         let config = h.get("config");
@@ -937,6 +1246,22 @@ impl Collector {
             }
             _ => None,
         };
+        let tool_list = h
+            .get("tools")
+            .and_then(|t| t.as_arr())
+            .map(|a| {
+                a.iter()
+                    .map(|t| {
+                        let name = t
+                            .get("name")
+                            .and_then(|n| n.as_str())
+                            .map(|n| n.into_owned())
+                            .unwrap_or_default();
+                        (name, hash_str(2, &t.to_json()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let tools = h.get("tools").map(|t| {
             let json = t.to_json();
             let tokens = match &mut self.counter {
@@ -955,6 +1280,7 @@ impl Collector {
             model,
             system,
             tools,
+            tool_list,
             adapter: hash_str(
                 3,
                 &h.get("adapterDefaults")
@@ -1054,7 +1380,15 @@ impl Collector {
     }
 
     /// The request an `assistant/message` produced.
-    fn request(&mut self, ev: &Event<'_>, snap: Snapshot, out: Option<Seg>) {
+    fn request(
+        &mut self,
+        at: (u64, f64, Option<f64>, Option<f64>),
+        snap: Snapshot,
+        out: Option<Seg>,
+        reported: Option<Reported>,
+        failed: Option<Failure>,
+    ) {
+        let (at_seq, now, turn, step) = at;
         let segs = snap.segs;
         let n = segs.len();
         let mut chain = Vec::with_capacity(n + 1);
@@ -1065,7 +1399,6 @@ impl Collector {
             chain.push(mix(*chain.last().unwrap(), s.id));
             ptok.push(ptok.last().unwrap() + s.tokens);
         }
-        let now = ev.time();
         let prompt = ptok[n];
         // DeepSeek: the longest persisted unit this prompt matches completely.
         let block = self.opts.deepseek.block.max(1);
@@ -1113,9 +1446,15 @@ impl Collector {
                 if p.header.config != snap.header.config {
                     hc.push(HeaderPart::Config);
                 }
+                let (block, offset) = match segs.get(idx) {
+                    Some(now) => self.block_at(now, p.ext.get(idx), &p.header, &snap.header),
+                    None => (None, 0),
+                };
                 let pos = Position {
                     tokens: ptok[idx],
                     segment: segs.get(idx).map_or(Segment::End, |s| s.what.clone()),
+                    block,
+                    block_tokens: ptok[idx] + offset,
                 };
                 let cause = if idx >= p.ext.len() {
                     match idle {
@@ -1174,17 +1513,13 @@ impl Collector {
             }
         }
 
-        let data = ev.data();
-        let reported = data
-            .get("usage")
-            .filter(|u| !matches!(u, Value::Null))
-            .map(Reported::of);
         let h = &snap.header;
         let req = Request {
+            failed,
             index,
-            seq: ev.seq,
-            turn: ev.turn(),
-            step: ev.step(),
+            seq: at_seq,
+            turn,
+            step,
             time: now,
             route: format!("{}/{}", h.provider, h.model),
             provider: h.provider.clone(),
@@ -1205,6 +1540,7 @@ impl Collector {
                 hit.min(prompt)
             },
             deepseek_hit: hit.min(prompt),
+            deepseek_unit: if hit_at > 0 { ptok[hit_at] } else { 0 },
             anthropic,
             reported,
             idle,
@@ -1305,33 +1641,83 @@ impl Collector {
             self.times_real = false;
         }
         self.last_time = t;
-        // Exact counts, node by node, as they join the surface.
-        if let (Some(c), Some(_)) = (&mut self.counter, folded.applied)
+        // Exact counts and content blocks, node by node, as they join the
+        // surface.
+        if folded.applied.is_some()
             && let Some(m) = project(ev)
         {
-            let n = c.count_blocks(m.get("content"));
-            self.exact.insert(ev.seq, n);
+            if let Some(c) = &mut self.counter {
+                let n = c.count_blocks(m.get("content"));
+                self.exact.insert(ev.seq, n);
+            }
+            let recs = self.block_recs(m.get("content"));
+            self.blocks.insert(ev.seq, recs);
         }
         match ev.kind {
             Kind::RequestHeader => self.observe_header(ev),
-            Kind::StepStart => {
-                self.in_attempt = false;
-                self.pending = None;
+            Kind::StepStart | Kind::TurnStart | Kind::TurnEnd => self.unfinished(),
+            Kind::SessionEndSeed => {
+                self.unfinished();
+                self.end_seed = Some(ev.seq);
             }
-            Kind::SessionEndSeed => self.end_seed = Some(ev.seq),
             Kind::AssistantChunk => {
                 if !self.in_attempt {
-                    self.in_attempt = true;
-                    self.pending = Some(self.snapshot(folded.surface, None));
+                    self.begin_attempt(folded.surface);
                 }
-                let finish = ev
-                    .data()
-                    .get("chunk")
-                    .and_then(|c| c.get("type"))
-                    .is_some_and(|t| t.is_str("finish"));
-                if finish {
+                let chunk = ev.data().get("chunk");
+                let ty = chunk.and_then(|c| c.get("type"));
+                self.attempt_last = Some((ev.seq, t, ev.turn(), ev.step()));
+                if ty.is_some_and(|t| t.is_str("finish")) {
                     self.in_attempt = false;
+                    let reason = chunk.and_then(|c| c.get("reason"));
+                    let kind = reason.and_then(|r| r.get("kind"));
+                    if kind.is_some_and(|k| k.is_str("error") || k.is_str("aborted")) {
+                        let code = reason
+                            .and_then(|r| r.get("failure"))
+                            .and_then(|f| f.get("code"))
+                            .and_then(|c| c.as_str())
+                            .map(|c| c.into_owned())
+                            .unwrap_or_else(|| "aborted".into());
+                        self.failed_attempt(code);
+                    }
+                } else {
+                    self.attempt_chunks += 1;
+                    if ty.is_some_and(|t| t.is_str("usage"))
+                        && let Some(u) = chunk.and_then(|c| c.get("usage"))
+                    {
+                        self.attempt_usage = Some(Reported::of(u));
+                    }
                 }
+            }
+            Kind::Other | Kind::Unknown if ev.type_name() == "assistant/attempt" => {
+                self.unfinished();
+                self.begin_attempt(folded.surface);
+                self.attempt_last = Some((ev.seq, t, ev.turn(), ev.step()));
+                let mut code = "aborted".to_string();
+                if let Some(stream) = ev.data().get("stream").and_then(|s| s.as_arr()) {
+                    for r in stream {
+                        let ty = r.get("type");
+                        if ty.is_some_and(|t| t.is_str("finish")) {
+                            if let Some(c) = r
+                                .get("reason")
+                                .and_then(|x| x.get("failure"))
+                                .and_then(|f| f.get("code"))
+                                .and_then(|c| c.as_str())
+                            {
+                                code = c.into_owned();
+                            }
+                        } else {
+                            self.attempt_chunks += 1;
+                            if ty.is_some_and(|t| t.is_str("usage"))
+                                && let Some(u) = r.get("usage")
+                            {
+                                self.attempt_usage = Some(Reported::of(u));
+                            }
+                        }
+                    }
+                }
+                self.in_attempt = false;
+                self.failed_attempt(code);
             }
             Kind::CompactionSummary => {
                 let d = ev.data();
@@ -1381,6 +1767,7 @@ impl Collector {
         }
         if ev.kind == Kind::AssistantMessage {
             self.in_attempt = false;
+            self.attempt_last = None;
             let snap = match self.pending.take() {
                 Some(s) => s,
                 None => self.snapshot(folded.surface, Some(ev.seq)),
@@ -1389,18 +1776,62 @@ impl Collector {
                 .surface
                 .nodes
                 .iter()
-                .find(|n| n.seq == ev.seq)
-                .and_then(|n| {
+                .enumerate()
+                .find(|(_, n)| n.seq == ev.seq)
+                .and_then(|(position, n)| {
                     n.derives.then(|| Seg {
                         id: mix(mix(7, n.seq), 0),
                         tokens: self.node_tokens(n.seq, n.tokens),
-                        what: Segment::End,
+                        what: Segment::Node {
+                            seq: n.seq,
+                            kind: n.kind,
+                            position,
+                        },
                     })
                 });
             if self.has_header {
-                self.request(ev, snap, out);
+                let reported = ev
+                    .data()
+                    .get("usage")
+                    .filter(|u| !matches!(u, Value::Null))
+                    .map(Reported::of);
+                self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
             }
         }
+    }
+
+    fn begin_attempt(&mut self, surface: &crate::surface::Surface) {
+        self.in_attempt = true;
+        self.pending = Some(self.snapshot(surface, None));
+        self.attempt_chunks = 0;
+        self.attempt_usage = None;
+    }
+
+    /// An attempt ended in failure: a request if the provider received it.
+    fn failed_attempt(&mut self, code: String) {
+        let snap = self.pending.take();
+        let at = self.attempt_last.take();
+        let reached = self.attempt_chunks > 0
+            || self.attempt_usage.is_some()
+            || PROCESSED_CODES.contains(&code.as_str());
+        match (snap, at) {
+            (Some(snap), Some(at)) if reached && self.has_header => {
+                let usage = self.attempt_usage.take();
+                self.request(at, snap, None, usage, Some(Failure { code }));
+            }
+            _ => self.attempts_not_sent += 1,
+        }
+    }
+
+    /// An attempt still open when a new step, turn or lifecycle begins was
+    /// never finished (the process stopped, or the stream was abandoned).
+    fn unfinished(&mut self) {
+        if self.in_attempt && self.pending.is_some() {
+            self.in_attempt = false;
+            self.failed_attempt("unfinished".into());
+        }
+        self.in_attempt = false;
+        self.pending = None;
     }
 
     fn replaced(&mut self, ev: &Event<'_>, a: &crate::surface::Applied) {
@@ -1450,25 +1881,7 @@ impl Collector {
     }
 
     fn finish(mut self, file: String, session: String) -> CacheReport {
-        for r in &mut self.replacements {
-            if r.next_request.is_none() {
-                continue;
-            }
-            let cost = r.cost_tokens();
-            let mut cum = 0i64;
-            r.break_even_tokens = BreakEven::NotPaidBack;
-            let first = r.next_request.unwrap_or(0);
-            for &(q, t) in &r.saved {
-                cum += t;
-                if cum as f64 >= cost {
-                    r.break_even_tokens = BreakEven::At {
-                        request: q,
-                        after: q - first + 1,
-                    };
-                    break;
-                }
-            }
-        }
+        break_even_in_tokens(&mut self.replacements);
         CacheReport {
             file,
             session,
@@ -1479,6 +1892,8 @@ impl Collector {
             requests: self.requests,
             replacements: self.replacements,
             warnings: Vec::new(),
+            attempts_not_sent: self.attempts_not_sent,
+            calibrated: None,
         }
     }
 }
@@ -1497,9 +1912,9 @@ impl Observer for Collector {
         folded: &Folded<'_>,
     ) -> bool {
         if !self.in_attempt {
-            self.in_attempt = true;
-            self.pending = Some(self.snapshot(folded.surface, None));
+            self.begin_attempt(folded.surface);
         }
+        self.attempt_chunks += 1;
         true
     }
 
@@ -1527,6 +1942,7 @@ mod tests {
 
     fn request(index: usize, model: &str) -> Request {
         Request {
+            failed: None,
             index,
             seq: index as u64,
             turn: None,
@@ -1544,6 +1960,7 @@ mod tests {
             recomputed_tokens: 0,
             predicted_hit: 0,
             deepseek_hit: 0,
+            deepseek_unit: 0,
             anthropic: (0, 0),
             reported: None,
             idle: Idle::None,
@@ -1588,6 +2005,8 @@ mod tests {
                 break_even_tokens: BreakEven::Unknown,
             }],
             warnings: Vec::new(),
+            attempts_not_sent: 0,
+            calibrated: None,
         };
         let c = r.replacement_cost(0, &Fixed).unwrap();
         // 10 000 × (2 − 0.5) / 1e6

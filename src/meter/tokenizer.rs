@@ -251,6 +251,14 @@ impl Counter {
         texts.push_blocks(content);
         texts.strings.iter().map(|s| self.count_str(s)).sum()
     }
+
+    /// Tokens of one content block (what [`Counter::count_blocks`] adds for
+    /// it: the sum over a list equals the list's count).
+    pub fn count_block(&mut self, block: &Value<'_>) -> u64 {
+        let mut texts = Texts::default();
+        texts.push_block(block);
+        texts.strings.iter().map(|s| self.count_str(s)).sum()
+    }
 }
 
 /// The strings a node's message is counted by, in order, with where each
@@ -279,18 +287,22 @@ impl Texts {
             return;
         };
         for b in blocks {
-            let ty = b.get("type");
-            let is = |t: &str| ty.is_some_and(|x| x.is_str(t));
-            if is("text") || is("reasoning") {
-                self.push_value_str(b.get("text"));
-            } else if is("tool-call") {
-                self.push_value_str(b.get("name"));
-                self.push_value_str(b.get("arguments"));
-            } else if is("tool-result") {
-                self.push_blocks(b.get("content"));
-            } else {
-                self.push_str(b.to_json().into());
-            }
+            self.push_block(b);
+        }
+    }
+
+    fn push_block(&mut self, b: &Value<'_>) {
+        let ty = b.get("type");
+        let is = |t: &str| ty.is_some_and(|x| x.is_str(t));
+        if is("text") || is("reasoning") {
+            self.push_value_str(b.get("text"));
+        } else if is("tool-call") {
+            self.push_value_str(b.get("name"));
+            self.push_value_str(b.get("arguments"));
+        } else if is("tool-result") {
+            self.push_blocks(b.get("content"));
+        } else {
+            self.push_str(b.to_json().into());
         }
     }
 

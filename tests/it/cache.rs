@@ -523,6 +523,8 @@ fn check_invariants(v: &J) {
         assert_eq!(hit + miss, prompt, "hit + miss = prompt: {r}");
         if let Some(p) = r["firstChanged"]["tokens"].as_u64() {
             assert!(p <= prompt, "position within the prompt: {r}");
+            let b = r["firstChanged"]["blockTokens"].as_u64().unwrap();
+            assert!(b >= p && b <= prompt, "block start within the prompt: {r}");
         }
         if r["cause"]["kind"] == "append" {
             assert_eq!(
@@ -580,6 +582,13 @@ fn predictions_equal_what_a_prefix_unit_provider_reported() {
         .unwrap()
         .1;
     assert_eq!(r["firstChanged"]["tokens"], at);
+    // …down to the block: the tool result's first content item.
+    let b = &r["firstChanged"]["block"];
+    assert_eq!(b["part"], "content", "{r}");
+    assert_eq!(b["index"], 0);
+    assert_eq!(b["type"], "tool-result");
+    assert_eq!(b["resultContent"], 0);
+    assert_eq!(r["firstChanged"]["blockTokens"], at);
     assert!(r["recomputedTokens"].as_u64().unwrap() > 0);
     // The compaction: the position of the first shadowed node (the head,
     // right after system and tools).
@@ -591,10 +600,17 @@ fn predictions_equal_what_a_prefix_unit_provider_reported() {
     assert_eq!(r["cause"]["seq"], checkpoint);
     let head = g.requests[i - 1].3[0].1;
     assert_eq!(r["firstChanged"]["tokens"], head);
+    assert_eq!(r["firstChanged"]["blockTokens"], head);
+    assert_eq!(r["firstChanged"]["block"]["index"], 0);
+    assert_eq!(r["firstChanged"]["block"]["type"], "text");
     // The system prompt change falls inside the system part.
     let last = reqs.last().unwrap();
     assert_eq!(last["cause"]["kind"], "header:system");
     assert_eq!(last["firstChanged"]["segment"], "system");
+    assert_eq!(last["firstChanged"]["block"]["part"], "system");
+    let system_end = q(&g.system) + 4;
+    let at = last["firstChanged"]["blockTokens"].as_u64().unwrap();
+    assert!(at < system_end, "inside the system part: {last}");
     assert_eq!(last["headerChanges"], json!(["system"]));
     // Replacements: the prune's next request recomputed it; the compaction
     // carries its summariser usage.
@@ -923,4 +939,308 @@ fn a_route_change_is_a_different_cache_and_a_restart_alone_changes_nothing() {
     assert_eq!(r[2]["cause"]["to"], "deepseek-official/deepseek-v4-pro");
     assert_eq!(r[2]["firstChanged"]["tokens"], 0);
     assert_eq!(r[2]["predictedHit"], 0);
+}
+
+#[test]
+fn the_first_change_is_located_to_the_block_and_the_tool_schema() {
+    let mut g = Gen::new(None);
+    g.tools = json!([
+        {"name": "read", "description": "Read a file", "parameters": {"type": "object"}},
+        {"name": "grep", "description": "Search", "parameters": {"type": "object"}}
+    ]);
+    g.turn_start(&filler("q1", 400));
+    g.model(vec![
+        text("let me look"),
+        json!({"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"}),
+        json!({"type": "tool-call", "id": "c2", "name": "grep", "arguments": "{}"}),
+    ]);
+    // One tool result with two content items; the second is then pruned.
+    let (first, second) = (filler("head", 600), filler("tail", 2000));
+    let m = json!({"id": "r1", "role": "user", "content": [{"type": "tool-result", "toolCallId": "c1", "content": [text(&first), text(&second)], "isError": false}], "source": {"kind": "tool", "callId": "c1"}});
+    let data = json!({"turn": g.turn, "step": g.step, "message": m.clone()});
+    let r = g.append("tool/result", data, m.clone(), None);
+    g.model(vec![text("seen")]);
+    g.turn_end();
+    let mut new = m.clone();
+    new["content"][0]["content"][1] = text("[pruned]");
+    g.ev(
+        "compaction/prune",
+        json!({"shadowedRange": {"start": r, "end": r}, "shadowedSeqs": [r], "shadowedTokenCount": message_price(&m)}),
+        None,
+        None,
+    );
+    let data = json!({"turn": 1, "step": 1, "message": new.clone()});
+    let pruned = g.ev(
+        "tool/result",
+        data,
+        Some(json!({"op": "replace", "start": r, "end": r})),
+        Some(vec![r]),
+    );
+    let pos = g.surface.iter().position(|(s, _)| *s == r).unwrap();
+    g.surface[pos] = (pruned, new);
+    g.turn_start("next");
+    g.model(vec![text("ok")]);
+    g.turn_end();
+    // A change to the second tool schema only.
+    g.tools[1]["description"] = json!("Search the tree");
+    g.header("change");
+    g.turn_start("again");
+    g.model(vec![text("ok")]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "blocks.jsonl");
+    for tok in [None, Some("o200k"), Some("cl100k")] {
+        let mut a = vec![];
+        if let Some(t) = tok {
+            a.extend(["--tokenizer", t]);
+        }
+        a.push(log.to_str().unwrap());
+        let v = cache_json(&env, &a);
+        check_invariants(&v);
+        let reqs = v["requests"].as_array().unwrap();
+        let p = reqs.iter().find(|r| r["cause"]["kind"] == "prune").unwrap();
+        let fc = &p["firstChanged"];
+        assert_eq!(fc["seq"], pruned, "{p}");
+        assert_eq!(fc["block"]["type"], "tool-result");
+        assert_eq!(fc["block"]["resultContent"], 1, "{p}");
+        let start = fc["tokens"].as_u64().unwrap();
+        let at = fc["blockTokens"].as_u64().unwrap();
+        if tok.is_none() {
+            // The heuristic: the first item's text + its block overhead.
+            assert_eq!(at - start, q(&first) + 4, "{p}");
+            let i = reqs
+                .iter()
+                .position(|r| r["cause"]["kind"] == "prune")
+                .unwrap();
+            let node = g.requests[i]
+                .3
+                .iter()
+                .find(|(s, _)| *s == pruned)
+                .unwrap()
+                .1;
+            assert_eq!(start, node);
+        } else {
+            assert!(
+                at > start,
+                "exact counts still place the second item later: {p}"
+            );
+        }
+        let h = reqs.last().unwrap();
+        assert_eq!(h["cause"]["kind"], "header:tools", "{h}");
+        assert_eq!(h["firstChanged"]["block"]["part"], "tools");
+        assert_eq!(h["firstChanged"]["block"]["tool"], "grep");
+        // An append starts at the first block of the first new node; the
+        // second request's output had tool calls.
+        let a = &reqs[1]["firstChanged"];
+        assert_eq!(a["block"]["index"], 0, "{a}");
+    }
+}
+
+impl Gen {
+    /// A G0 attempt that fails: `chunks` chunks (a text block) before its
+    /// `finish` with `code`; no assistant/message.
+    fn failed_attempt(&mut self, streamed: bool, code: &str) {
+        if !self.header_logged {
+            self.header("initial");
+        }
+        let (turn, step) = (self.turn, self.step);
+        if streamed {
+            self.ev(
+                "assistant/chunk",
+                json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
+                None,
+                None,
+            );
+            self.ev(
+                "assistant/chunk",
+                json!({"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "Partial"}}),
+                None,
+                None,
+            );
+        }
+        self.ev(
+            "assistant/chunk",
+            json!({"turn": turn, "step": step, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "failed", "code": code}}}}),
+            None,
+            None,
+        );
+        self.ev(
+            "llm/retry",
+            json!({"retryId": "r", "turn": turn, "step": step, "provider": self.provider, "mode": "normal", "policyKey": "k", "retry": 1, "maxRetries": 2, "delayMs": 0, "failure": {"message": "failed", "code": code}}),
+            None,
+            None,
+        );
+        self.ev(
+            "llm/retry-started",
+            json!({"retryId": "r", "turn": turn, "step": step, "retry": 1}),
+            None,
+            None,
+        );
+    }
+}
+
+#[test]
+fn failed_attempts_the_provider_received_are_requests() {
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("q1", 1200));
+    // Streamed, then failed: the provider read the prompt.
+    g.failed_attempt(true, "SERVER");
+    g.model(vec![text(&filler("a1", 400))]);
+    g.turn_end();
+    g.turn_start(&filler("q2", 600));
+    // Refused before any answer: not a request.
+    g.failed_attempt(false, "RATE_LIMIT");
+    // An empty answer: only a provider that processed the prompt says so.
+    g.failed_attempt(false, "EMPTY_RESPONSE");
+    g.model(vec![text(&filler("a2", 400))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "failed.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = v["requests"].as_array().unwrap();
+    assert_eq!(r.len(), 4, "{r:?}");
+    assert_eq!(r[0]["failed"]["code"], "SERVER");
+    assert_eq!(r[0]["cause"]["kind"], "first");
+    assert!(r[1]["failed"].is_null());
+    assert_eq!(r[2]["failed"]["code"], "EMPTY_RESPONSE");
+    assert!(r[3]["failed"].is_null());
+    assert_eq!(v["attemptsNotSent"], 1);
+    assert_eq!(v["totals"]["failedRequests"], 2);
+    // The retry hits the prompt the failed attempt left (whole blocks).
+    let p1 = r[1]["promptTokens"].as_u64().unwrap();
+    assert_eq!(r[0]["promptTokens"], p1);
+    assert_eq!(r[1]["cause"]["kind"], "append");
+    assert_eq!(r[1]["predictedHit"], p1 / 128 * 128);
+    // A failed attempt leaves no output unit: the request after the empty
+    // answer hits its input, not more.
+    let p2 = r[2]["promptTokens"].as_u64().unwrap();
+    assert_eq!(r[3]["predictedHit"], p2 / 128 * 128);
+    let out = env.dsh().arg("cache").arg(&log).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("failed SERVER"), "{text}");
+    assert!(text.contains("2 counted as requests"), "{text}");
+}
+
+#[test]
+fn a_change_across_a_new_lifecycle_with_no_other_reason_is_the_lifecycle() {
+    // Lifecycle 1: the model's attempt begins (its first chunk fixes its
+    // prompt), then a message lands on the surface before the reply is
+    // logged; the process ends. Lifecycle 2 resumes: its first request holds
+    // that message *before* the reply, so the prompt differs from what the
+    // last request left, and nothing logged but the new lifecycle explains it.
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("q1", 1200));
+    g.header("initial");
+    let (turn, step) = (g.turn, g.step);
+    g.ev(
+        "assistant/chunk",
+        json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
+        None,
+        None,
+    );
+    let m = json!({"id": "inj", "role": "user", "content": [text(&filler("steer", 300))], "source": {"kind": "user"}});
+    let injected = g.append("user/message", m.clone(), m, None);
+    g.model(vec![text(&filler("a1", 400))]);
+    g.turn_end();
+    let seed = g.ev("session/end-seed", json!({}), None, None);
+    g.header("resume");
+    g.turn_start(&filler("q2", 300));
+    g.model(vec![text(&filler("a2", 300))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "lifecycle.jsonl");
+    let v = cache_json(&env, &[log.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = &v["requests"][1];
+    assert_eq!(r["cause"]["kind"], "lifecycle", "{r}");
+    assert_eq!(r["cause"]["seq"], seed);
+    assert_eq!(r["firstChanged"]["seq"], injected);
+    assert!(r["recomputedTokens"].as_u64().unwrap() > 0);
+    // The first request's prompt is still hit up to the change.
+    let at = r["firstChanged"]["tokens"].as_u64().unwrap();
+    assert_eq!(r["predictedHit"], at / 128 * 128, "{r}");
+    let out = env.dsh().arg("cache").arg(&log).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("new lifecycle after end-seed"), "{text}");
+}
+
+#[test]
+fn calibrate_rescales_token_figures_by_the_reported_prompt_ratio() {
+    let mut g = Gen::new(None);
+    scripted(&mut g);
+    // The provider counted 1.5× what dsh computes: rewrite every usage.
+    let lines: Vec<String> = g
+        .lines
+        .iter()
+        .map(|l| {
+            let mut v: J = serde_json::from_str(l).unwrap();
+            if v["type"] == "assistant/message" {
+                let u = &mut v["data"]["usage"];
+                let p = u["inputTokens"].as_f64().unwrap() + u["cacheReadTokens"].as_f64().unwrap();
+                u["inputTokens"] = json!(p * 1.5);
+                u["cacheReadTokens"] = json!(0);
+            }
+            v.to_string()
+        })
+        .collect();
+    let env = TestEnv::new();
+    let log = env.home().join("scaled.jsonl");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let plain = cache_json(&env, &[log.to_str().unwrap()]);
+    assert!(plain["calibrated"].is_null(), "unscaled by default");
+    let v = cache_json(&env, &["--calibrate", log.to_str().unwrap()]);
+    check_invariants(&v);
+    let k = v["calibrated"].as_f64().unwrap();
+    assert!((k - 1.5).abs() < 1e-9, "{k}");
+    let s = |x: &J| (x.as_f64().unwrap() * k).round() as u64;
+    for (a, b) in plain["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(v["requests"].as_array().unwrap())
+    {
+        assert_eq!(b["promptTokens"].as_u64().unwrap(), s(&a["promptTokens"]));
+        if !a["firstChanged"].is_null() {
+            assert_eq!(
+                b["firstChanged"]["tokens"].as_u64().unwrap(),
+                s(&a["firstChanged"]["tokens"])
+            );
+        }
+        // DeepSeek hits stay whole blocks.
+        assert_eq!(b["predictedHit"].as_u64().unwrap() % 128, 0);
+        assert_eq!(b["reported"], a["reported"], "reported figures untouched");
+    }
+    assert!(
+        (v["totals"]["calibration"].as_f64().unwrap() - 1.0).abs() < 0.01,
+        "after rescaling, dsh's prompt sizes match the reported ones"
+    );
+    let out = env
+        .dsh()
+        .args(["cache", "--calibrate"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("calibrated: token figures rescaled by 1.50×"),
+        "{shown}"
+    );
+    // A log without usage stays unscaled, and says nothing about it.
+    let mut u = Gen::new(None);
+    u.turn_start("hi");
+    u.model(vec![text("hello")]);
+    u.turn_end();
+    let mut lines = u.lines.clone();
+    for l in &mut lines {
+        let mut v: J = serde_json::from_str(l).unwrap();
+        if v["type"] == "assistant/message" {
+            v["data"].as_object_mut().unwrap().remove("usage");
+        }
+        *l = v.to_string();
+    }
+    let p = env.home().join("nousage.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let v = cache_json(&env, &["--calibrate", p.to_str().unwrap()]);
+    assert!(v["calibrated"].is_null());
 }

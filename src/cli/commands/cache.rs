@@ -4,8 +4,8 @@
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::cache::{
-    AnthropicRule, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule, Idle,
-    Position, Prices, Replacement, Request, Segment, Totals,
+    AnthropicRule, Block, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule,
+    Idle, Position, Prices, Replacement, Request, Segment, Totals,
 };
 use dsh::json::{OwnedValue, Value};
 use dsh::meter::tokenizer::Encoding;
@@ -25,7 +25,8 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// (system prompt, tools) plus the surface as it stood when its attempt
 /// began. For each request: its prompt size, the first position that differs
 /// from what the previous request left in the cache (its prompt plus its
-/// output), the cause (append, compaction at seq S, prune at seq S, a header
+/// output), down to the content block (`TOKENS @ pos P #B`, `#B.I` for item
+/// I of a tool result, `@ system`, `@ tools:NAME`), the cause (append, compaction at seq S, prune at seq S, a header
 /// change naming system or tools, image offload, route change, new lifecycle
 /// after `session/end-seed`, first request, idle beyond --lifetime when the
 /// log's times are real), the old tokens sent again after that position
@@ -52,10 +53,20 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// with no LOG every session under $DSH_HOME is analysed, one row per log,
 /// then the misses by cause across them.
 ///
+/// A failed attempt is a request too when the provider received it (it
+/// streamed something, or failed with EMPTY_RESPONSE, MALFORMED_RESPONSE,
+/// STREAM_CLOSED or LLM_STREAM_IDLE_TIMEOUT): DeepSeek keeps the prompt it
+/// read. Attempts refused before any answer are counted apart.
+///
+/// --calibrate rescales every token figure of a session by its measured
+/// ratio of reported to computed prompt size (said in the output and in
+/// `"calibrated"`); by default figures are dsh's own.
+///
 /// With --json, one log prints `{"file", "session", "timesReal",
-/// "tokenizer", "rule", "requests": [{"index","seq","turn","step","route",
-/// "promptTokens","messages","firstChanged": {"tokens","segment","seq"?,
-/// "position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
+/// "attemptsNotSent", "calibrated", "tokenizer", "rule", "requests": [{"index","seq",
+/// "failed","turn","step","route",
+/// "promptTokens","messages","firstChanged": {"tokens","segment","block",
+/// "blockTokens","seq"?,"position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
 /// "headerChanges","freshTokens","recomputedTokens","predictedHit",
 /// "predictedMiss","reported": {…}|null,"idle"}], "replacements": [{"seq",
 /// "kind","position","shadowedTokens","replacementTokens","nextRequest",
@@ -97,6 +108,11 @@ pub struct CacheArgs {
     /// ~/.config/dsh/config.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Rescale token positions and sizes by each session's measured ratio of
+    /// the provider-reported prompt size to dsh's (over its requests with
+    /// usage); the output says so. Sessions without usage stay unscaled.
+    #[arg(long)]
+    pub calibrate: bool,
     /// Logs analysed at once (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
     pub jobs: usize,
@@ -129,6 +145,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             ..AnthropicRule::default()
         },
         lifetime_ms: args.lifetime,
+        calibrate: args.calibrate,
     };
     let mut inputs = args.logs.clone();
     let all = inputs.is_empty();
@@ -303,16 +320,60 @@ fn turn_step(q: &Request) -> String {
     }
 }
 
+/// `TOKENS @ pos P #B` (block B of the node at surface position P; `#B.I`
+/// for item I of a tool result's content), `TOKENS @ tools:NAME`,
+/// `TOKENS @ system`, `TOKENS (end)`.
 fn position(p: &Option<Position>) -> String {
     match p {
         None => "—".into(),
-        Some(p) => match &p.segment {
-            Segment::Node { position, .. } => {
-                format!("{} @ pos {position}", render::num(p.tokens))
+        Some(p) => {
+            let at = render::num(p.block_tokens);
+            match (&p.segment, &p.block) {
+                (
+                    Segment::Node { position, .. },
+                    Some(Block::Content {
+                        index,
+                        result_content,
+                        ..
+                    }),
+                ) => match result_content {
+                    Some(j) => format!("{at} @ pos {position} #{index}.{j}"),
+                    None => format!("{at} @ pos {position} #{index}"),
+                },
+                (Segment::Node { position, .. }, _) => format!("{at} @ pos {position}"),
+                (Segment::Tools, Some(Block::Tools { tool: Some(t) })) => {
+                    format!("{at} @ tools:{t}")
+                }
+                (Segment::End, _) => format!("{at} (end)"),
+                (s, _) => format!("{at} @ {}", s.as_str()),
             }
-            Segment::End => format!("{} (end)", render::num(p.tokens)),
-            s => format!("{} @ {}", render::num(p.tokens), s.as_str()),
-        },
+        }
+    }
+}
+
+fn block_json(b: &Option<Block>) -> OwnedValue {
+    match b {
+        None => Value::Null,
+        Some(b) => {
+            let mut v = Value::obj().with("part", b.as_str().into());
+            match b {
+                Block::System => {}
+                Block::Tools { tool } => v = v.with("tool", tool.as_deref().into()),
+                Block::Content {
+                    index,
+                    kind,
+                    tool_call,
+                    result_content,
+                } => {
+                    v = v
+                        .with("index", (*index as u64).into())
+                        .with("type", kind.as_str().into())
+                        .with("toolCall", tool_call.map(|x| x as u64).into())
+                        .with("resultContent", result_content.map(|x| x as u64).into())
+                }
+            }
+            v
+        }
     }
 }
 
@@ -371,6 +432,12 @@ fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
 fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
     let tok = r.tokenizer.map_or("heuristic", |e| e.name());
     outln!(ctx.out, "{} (session {})", r.file, r.session)?;
+    if let Some(k) = r.calibrated {
+        outln!(
+            ctx.out,
+            "calibrated: token figures rescaled by {k:.2}× (reported ÷ computed prompt size)"
+        )?;
+    }
     outln!(
         ctx.out,
         "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), Anthropic breakpoints {} (TTL {}s, applied to anthropic routes); times {}",
@@ -417,7 +484,10 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             turn_step(q),
             render::num(q.prompt_tokens),
             position(&q.first_changed),
-            q.cause.describe(),
+            match &q.failed {
+                None => q.cause.describe(),
+                Some(f) => format!("{} · failed {}", q.cause.describe(), f.code),
+            },
             render::num(q.recomputed_tokens),
             render::num(q.predicted_hit),
             render::num(q.predicted_miss()),
@@ -505,7 +575,20 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         rate(tt.reported_rate()),
         tt.reported_requests,
     )?;
-    if let Some(c) = tt.calibration() {
+    if tt.failed_requests > 0 || r.attempts_not_sent > 0 {
+        outln!(
+            ctx.out,
+            "failed attempts: {} counted as requests (the provider received them: they streamed, or failed as only a provider that read the prompt does), {} not counted (refused before any answer)",
+            tt.failed_requests,
+            r.attempts_not_sent
+        )?;
+    }
+    if let Some(k) = r.calibrated {
+        outln!(
+            ctx.out,
+            "calibrated: every token figure above is dsh's ({tok}) × {k:.2}, the ratio of the prompt size the provider reported to dsh's on this session's requests with usage"
+        )?;
+    } else if let Some(c) = tt.calibration() {
         outln!(
             ctx.out,
             "calibration: the provider counted {:.2}× the prompt tokens dsh computes ({tok}) on those requests",
@@ -578,7 +661,9 @@ fn request_json(q: &Request) -> OwnedValue {
         Some(p) => {
             let mut v = Value::obj()
                 .with("tokens", p.tokens.into())
-                .with("segment", p.segment.as_str().into());
+                .with("segment", p.segment.as_str().into())
+                .with("block", block_json(&p.block))
+                .with("blockTokens", p.block_tokens.into());
             if let Segment::Node {
                 seq,
                 position,
@@ -603,6 +688,12 @@ fn request_json(q: &Request) -> OwnedValue {
     Value::obj()
         .with("index", (q.index as u64).into())
         .with("seq", q.seq.into())
+        .with(
+            "failed",
+            q.failed.as_ref().map_or(Value::Null, |f| {
+                Value::obj().with("code", f.code.as_str().into())
+            }),
+        )
         .with("turn", q.turn.into())
         .with("step", q.step.into())
         .with("route", q.route.as_str().into())
@@ -688,6 +779,7 @@ fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValu
 fn totals_json(t: &Totals, costs: &Costs) -> OwnedValue {
     Value::obj()
         .with("requests", (t.requests as u64).into())
+        .with("failedRequests", (t.failed_requests as u64).into())
         .with("promptTokens", t.prompt_tokens.into())
         .with("predictedHit", t.predicted_hit.into())
         .with("predictedRate", t.predicted_rate().into())
@@ -719,6 +811,8 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
         .with("file", r.file.as_str().into())
         .with("session", r.session.as_str().into())
         .with("timesReal", r.times_real.into())
+        .with("attemptsNotSent", (r.attempts_not_sent as u64).into())
+        .with("calibrated", r.calibrated.into())
         .with("tokenizer", r.tokenizer.map(|e| e.name()).into())
         .with(
             "rule",

@@ -38,7 +38,7 @@ use crate::cli::render::{self, Tone, outln};
 /// "overThreshold", "route":
 /// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
 /// "busy", "stale"}, "generation", "requests", "costUsd", "unpricedRequests",
-/// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "totals":
+/// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "summary":
 /// {"sessions", "refused", "turns", "events", "sizeBytes", "costUsd",
 /// "busy", "stale"}, "matched", "leftOutUnknownTime", "schema_version"}`.
 /// Times are RFC 3339 UTC strings (null when unknown).
@@ -505,7 +505,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         ctx.print_json(
             &Value::obj()
                 .with("logs", Value::Arr(logs))
-                .with("totals", totals)
+                .with("summary", totals)
                 .with("matched", matched.into())
                 .with("leftOutUnknownTime", unknown_time.into())
                 .with("schema_version", SCHEMA_VERSION.into()),

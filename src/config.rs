@@ -645,6 +645,7 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
             off_peak,
             source: string(t, "source", &name)?.unwrap_or_else(|| "config".into()),
             origin: crate::price::Origin::Config,
+            confirmed: true,
         });
     }
     Ok(out)

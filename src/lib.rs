@@ -49,6 +49,7 @@ pub mod compact;
 pub mod config;
 pub mod derive;
 pub mod event;
+pub mod export;
 pub mod heuristic;
 pub mod json;
 pub mod lifecycle;

@@ -124,6 +124,11 @@ pub struct Price {
     pub source: String,
     /// Built in or from the config.
     pub origin: Origin,
+    /// Whether the figures and the date were read on the provider's own
+    /// page. `false` for built-in entries read only in third-party
+    /// summaries, or whose effective date is assumed; a config entry is
+    /// the user's word and counts as confirmed.
+    pub confirmed: bool,
 }
 
 /// What one request costs.
@@ -135,6 +140,8 @@ pub enum Priced {
         usd: f64,
         /// Peak (`Some(true)`), off-peak (`Some(false)`) or no windows.
         peak: Option<bool>,
+        /// Whether the entry used is confirmed ([`Price::confirmed`]).
+        confirmed: bool,
     },
     /// No price for this provider and model (at that date).
     NoPrice,
@@ -208,7 +215,8 @@ impl PriceTable {
                        from: Option<i64>,
                        r: Rates,
                        off: Option<Rates>,
-                       src: &str| {
+                       src: &str,
+                       confirmed: bool| {
             e.push(Price {
                 provider: provider.into(),
                 model: model.into(),
@@ -217,8 +225,12 @@ impl PriceTable {
                 off_peak: off,
                 source: src.into(),
                 origin: Origin::BuiltIn,
+                confirmed,
             })
         };
+        // Entries not confirmed on the provider's own page (see below).
+        const UNCONFIRMED: bool = false;
+        const CONFIRMED: bool = true;
         const DS: &str = "deepseek-official";
         // --- DeepSeek ----------------------------------------------------
         // Legacy names, USD table of DEEPSEEK_LEGACY_PAGE (read 2026-12-03):
@@ -232,6 +244,7 @@ impl PriceTable {
             rates(0.07, 0.27, 1.10),
             None,
             DEEPSEEK_LEGACY_PAGE,
+            CONFIRMED,
         );
         add(
             DS,
@@ -240,6 +253,7 @@ impl PriceTable {
             rates(0.14, 0.55, 2.19),
             None,
             DEEPSEEK_LEGACY_PAGE,
+            CONFIRMED,
         );
         // V4 launch, 2026-04-24: deepseek-v4-flash 0.14 miss / 0.28 output
         // with cache hits at ten times the later price (0.028); the legacy
@@ -256,6 +270,7 @@ impl PriceTable {
                 rates(0.028, 0.14, 0.28),
                 None,
                 DEEPSEEK_PAGE,
+                UNCONFIRMED,
             );
         }
         add(
@@ -265,6 +280,7 @@ impl PriceTable {
             rates(0.036_25, 0.435, 0.87),
             None,
             DEEPSEEK_PAGE,
+            UNCONFIRMED,
         );
         // 2026-04-26 12:15 UTC: every cache-hit price cut to a tenth:
         // V4-Flash 0.0028 / 0.14 / 0.28, V4-Pro 0.003625 / 0.435 / 0.87 (the
@@ -280,6 +296,7 @@ impl PriceTable {
                 rates(0.0028, 0.14, 0.28),
                 None,
                 DEEPSEEK_PAGE,
+                UNCONFIRMED,
             );
         }
         add(
@@ -289,6 +306,7 @@ impl PriceTable {
             rates(0.003_625, 0.435, 0.87),
             None,
             DEEPSEEK_PAGE,
+            UNCONFIRMED,
         );
         // DEEPSEEK_PAGE as read 2026-12-03 (model versions
         // DeepSeek-V4.1-Flash-1017 and DeepSeek-V4-Pro-0813): peak / off-peak
@@ -309,7 +327,15 @@ impl PriceTable {
             "deepseek-v4-flash",
             "deepseek-v4-flash-vision-exp",
         ] {
-            add(DS, m, v41, flash_peak, Some(flash_off), DEEPSEEK_PAGE);
+            add(
+                DS,
+                m,
+                v41,
+                flash_peak,
+                Some(flash_off),
+                DEEPSEEK_PAGE,
+                UNCONFIRMED,
+            );
         }
         add(
             DS,
@@ -318,6 +344,7 @@ impl PriceTable {
             rates(0.044, 1.32, 3.96),
             Some(rates(0.022, 0.66, 1.98)),
             DEEPSEEK_PAGE,
+            UNCONFIRMED,
         );
         // --- Anthropic -----------------------------------------------------
         // ANTHROPIC_PAGE as read 2026-12-03, "Model pricing" (base input /
@@ -334,7 +361,15 @@ impl PriceTable {
             ("claude-sonnet-4-5", 3.0, 15.0),
             ("claude-haiku-4-5", 1.0, 5.0),
         ] {
-            add(AN, m, None, anthropic(i, o), None, ANTHROPIC_PAGE);
+            add(
+                AN,
+                m,
+                None,
+                anthropic(i, o),
+                None,
+                ANTHROPIC_PAGE,
+                CONFIRMED,
+            );
         }
         PriceTable { entries: e }
     }
@@ -403,6 +438,7 @@ impl PriceTable {
                 (None, _) => Priced::Cost {
                     usd: e.rates.cost(tokens),
                     peak: None,
+                    confirmed: e.confirmed,
                 },
                 (Some(off), Some(t)) => {
                     let peak = deepseek_peak(t);
@@ -413,6 +449,7 @@ impl PriceTable {
                             off.cost(tokens)
                         },
                         peak: Some(peak),
+                        confirmed: e.confirmed,
                     }
                 }
                 (Some(_), None) => Priced::NeedsTime,
@@ -491,10 +528,35 @@ mod tests {
             off_peak: None,
             source: "my contract".into(),
             origin: Origin::Config,
+            confirmed: true,
         };
         let table = table.with(&[mine]);
         let c = usd(table.price("anthropic", "claude-sonnet-4-5", None, &all));
         assert!((c - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn unconfirmed_entries_are_flagged() {
+        let table = PriceTable::builtin();
+        let one = Tokens {
+            input: 1.0,
+            ..Tokens::default()
+        };
+        let confirmed = |p: Priced| match p {
+            Priced::Cost { confirmed, .. } => confirmed,
+            other => panic!("{other:?}"),
+        };
+        let ds = |m, when| table.price("deepseek-official", m, t(when), &one);
+        assert!(!confirmed(ds("deepseek-v4-flash", "2026-04-25T00:00Z")));
+        assert!(!confirmed(ds("deepseek-v4-flash", "2026-07-09T12:00Z")));
+        assert!(!confirmed(ds("deepseek-v4-pro", "2026-12-03T12:00Z")));
+        assert!(confirmed(ds("deepseek-chat", "2026-01-09T12:00Z")));
+        assert!(confirmed(table.price(
+            "anthropic",
+            "claude-haiku-4-5",
+            None,
+            &one
+        )));
     }
 
     #[test]

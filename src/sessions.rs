@@ -20,7 +20,7 @@ use crate::civil;
 use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
-use crate::lock::{LockScan, LockState, LockStatus};
+use crate::lock::{LockReport, LockScan, LockState, LockStatus};
 use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer, packed};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, resolve_capacity};
@@ -107,8 +107,17 @@ pub struct ScanOptions {
     pub config: Config,
 }
 
+/// More facts wanted from the same pass ([`scan_with`]): sees every stored
+/// event (not the synthetic closers).
+pub trait Extra {
+    /// The next stored event.
+    fn event(&mut self, ev: &Event<'_>);
+    /// The log is read again from the start (forget what was seen).
+    fn restart(&mut self);
+}
+
 /// The folds of one pass.
-struct Folds {
+struct Folds<'x> {
     meter: Option<Meter>,
     locks: LockScan,
     usage: UsageFold,
@@ -117,11 +126,13 @@ struct Folds {
     prunes: u64,
     last: Option<i64>,
     title: Option<String>,
+    extra: Option<&'x mut dyn Extra>,
 }
 
-impl Folds {
-    fn new(meter: Option<Meter>) -> Folds {
+impl<'x> Folds<'x> {
+    fn new(meter: Option<Meter>, extra: Option<&'x mut dyn Extra>) -> Folds<'x> {
         Folds {
+            extra,
             meter,
             locks: LockScan::new(),
             usage: UsageFold::default(),
@@ -158,7 +169,7 @@ fn user_text(msg: &Value<'_>) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-impl Observer for Folds {
+impl Observer for Folds<'_> {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         if let Some(m) = &mut self.meter {
             m.event(ev, folded);
@@ -168,6 +179,9 @@ impl Observer for Folds {
         }
         self.locks.observe(ev);
         self.usage.observe(ev);
+        if let Some(x) = &mut self.extra {
+            x.event(ev);
+        }
         if let Some(t) = civil::recorded(ev.time()) {
             self.last = Some(self.last.map_or(t, |l| l.max(t)));
         }
@@ -202,6 +216,16 @@ impl Observer for Folds {
 
 /// Read one log into its summary row.
 pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
+    scan_with(src, opts, None).map(|(s, _)| s)
+}
+
+/// [`scan`], also returning the compaction-lock report and showing every
+/// stored event to `extra` in the same pass.
+pub fn scan_with(
+    src: &LogSource,
+    opts: &ScanOptions,
+    extra: Option<&mut dyn Extra>,
+) -> Result<(Session, LockReport), Refused> {
     let file = src.display();
     let size = match src {
         LogSource::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
@@ -214,12 +238,16 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
     };
     let mut load = opts.load.clone();
     load.skip_chunk_events = opts.no_meter;
-    let mut folds = Folds::new((!opts.no_meter).then(|| Meter::new(None)));
+    let mut folds = Folds::new((!opts.no_meter).then(|| Meter::new(None)), extra);
     let mut log = crate::log::load(src, &load, &mut folds).map_err(refused)?;
     let mut measured = folds.meter.take().map(|m| m.finish(&log));
     if let Some(Err(MeterError::NeedsAllChunks { .. })) = measured {
         // As `meter::measure` does: read again keeping every chunk.
-        let mut again = Folds::new(Some(Meter::new(None).retaining_all_chunks()));
+        let mut extra = folds.extra.take();
+        if let Some(x) = &mut extra {
+            x.restart();
+        }
+        let mut again = Folds::new(Some(Meter::new(None).retaining_all_chunks()), extra);
         log = crate::log::load(src, &load, &mut again).map_err(refused)?;
         measured = again.meter.take().map(|m| m.finish(&log));
         folds = Folds {
@@ -261,7 +289,7 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
     let locks = folds.locks.report();
     let count = |s: LockStatus| locks.brackets.iter().filter(|b| b.status == s).count() as u64;
     let h = &log.header;
-    Ok(Session {
+    let session = Session {
         file,
         id: h.id.clone(),
         project: h.cwd.clone(),
@@ -286,7 +314,8 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
         meter_error,
         warnings: log.warnings.clone(),
         requests: folds.usage.finish(),
-    })
+    };
+    Ok((session, locks))
 }
 
 /// Which sessions a listing shows.

@@ -204,6 +204,11 @@ pub struct Sums {
     pub unpriced: u64,
     /// Requests whose price depends on a time the log does not record.
     pub untimed: u64,
+    /// Priced requests whose price entry is not confirmed
+    /// ([`Price::confirmed`](crate::price::Price::confirmed)).
+    pub unconfirmed: u64,
+    /// The part of `cost` from those requests, USD.
+    pub unconfirmed_cost: f64,
 }
 
 impl Sums {
@@ -215,9 +220,13 @@ impl Sums {
         }
         self.tokens.add(&r.tokens);
         match priced {
-            Priced::Cost { usd, .. } => {
+            Priced::Cost { usd, confirmed, .. } => {
                 self.cost += usd;
                 self.priced += 1;
+                if !confirmed {
+                    self.unconfirmed += 1;
+                    self.unconfirmed_cost += usd;
+                }
             }
             Priced::NoPrice => self.unpriced += 1,
             Priced::NeedsTime => self.untimed += 1,
@@ -233,6 +242,8 @@ impl Sums {
         self.priced += o.priced;
         self.unpriced += o.unpriced;
         self.untimed += o.untimed;
+        self.unconfirmed += o.unconfirmed;
+        self.unconfirmed_cost += o.unconfirmed_cost;
     }
 
     /// The cost when at least one request is priced (0 when there are
@@ -460,6 +471,7 @@ mod tests {
         assert_eq!(keys, ["2026-07-09", "2026-07-10", "unknown"]);
         assert_eq!(r.groups[0].sums.requests, 2);
         assert_eq!(r.groups[0].sums.unpriced, 1, "mystery has no price");
+        assert_eq!(r.groups[0].sums.unconfirmed, 1, "V4 cache-cut prices");
         assert_eq!(r.groups[1].sums.summariser_requests, 1);
         assert_eq!(r.groups[2].sums.untimed, 1, "dated prices, unknown time");
         assert_eq!(r.groups[2].sums.cost(), None);

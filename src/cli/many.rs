@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dsh::LogSource;
+use dsh::sessions::Refused;
 
 use super::ctx::Ctx;
 use super::render;
@@ -55,4 +56,30 @@ pub fn run_many<T: Send, E: Send>(
         .into_iter()
         .map(|r| r.expect("every job ran"))
         .collect()
+}
+
+/// Every log the arguments name (no argument: every session under the
+/// home), in input order; an argument that names nothing is a refusal.
+pub fn sources_of(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<Result<LogSource, Refused>>> {
+    let mut items: Vec<Result<LogSource, Refused>> = Vec::new();
+    if paths.is_empty() {
+        let root = ctx.home_sessions()?;
+        items.extend(
+            dsh::log::source::discover(&root)
+                .into_iter()
+                .map(|p| Ok(LogSource::File(p))),
+        );
+    }
+    // An ambiguous id prefix stops the run (exit 2) listing the candidates.
+    for (a, found) in paths.iter().zip(ctx.resolve_each(paths)?) {
+        match found {
+            Ok(s) => items.extend(s.into_iter().map(Ok)),
+            Err(e) => items.push(Err(Refused {
+                file: a.clone(),
+                size: None,
+                error: Box::new(e),
+            })),
+        }
+    }
+    Ok(items)
 }

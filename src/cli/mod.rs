@@ -98,6 +98,8 @@ pub enum Command {
     Sessions(commands::sessions::SessionsArgs),
     // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
     Usage(commands::usage::UsageArgs),
+    // Its help (tables, formats, JSON shape) is ExportArgs' doc comment.
+    Export(commands::export::ExportArgs),
     // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
     Pack(commands::pack::PackArgs),
     // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
@@ -123,6 +125,7 @@ impl Command {
             Command::Locks(_) => "locks",
             Command::Sessions(_) => "sessions",
             Command::Usage(_) => "usage",
+            Command::Export(_) => "export",
             Command::Pack(_) => "pack",
             Command::Cache(_) => "cache",
             Command::Unpack(_) => "unpack",
@@ -192,6 +195,7 @@ pub fn run() -> ExitCode {
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
         Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
+        Command::Export(a) => commands::export::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["log"],
     &["derive", "meter", "range", "pack"],
     &["prune", "append", "sessions", "cache"],
-    &["verify", "lifecycle"],
+    &["verify", "lifecycle", "export"],
     &["compact"],
 ];
 

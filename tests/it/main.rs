@@ -8,6 +8,7 @@ mod cache;
 mod compact;
 mod completions;
 mod conformance;
+mod export;
 mod foundation;
 mod g3;
 mod layering;

@@ -557,6 +557,7 @@ fn every_schema_is_some_command_s_document() {
         "compact",
         "error",
         "events",
+        "export",
         "header",
         "load",
         "locks",
@@ -656,4 +657,17 @@ fn sessions_and_usage_print_their_documented_shapes() {
     }
     let (_, docs) = with_home(&["usage", "--prices", "--json"]);
     check("usage-prices", &docs[0], "usage --prices");
+    let out = tempfile::tempdir().unwrap();
+    for (format, dry) in [("parquet", "-n"), ("csv", "--force"), ("jsonl", "--force")] {
+        let (_, docs) = with_home(&[
+            "export",
+            "--json",
+            dry,
+            "--format",
+            format,
+            "--out",
+            out.path().to_str().unwrap(),
+        ]);
+        check("export", &docs[0], &format!("export --format {format}"));
+    }
 }

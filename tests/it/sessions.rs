@@ -301,7 +301,7 @@ fn sessions_lists_the_home_with_times_locks_refusals_and_totals() {
             .unwrap()
             .contains("seq gap")
     );
-    let totals = v.get("totals").unwrap();
+    let totals = v.get("summary").unwrap();
     assert_eq!(totals.get("sessions").unwrap().as_f64(), Some(4.0));
     assert_eq!(totals.get("refused").unwrap().as_f64(), Some(1.0));
     assert_eq!(totals.get("busy").unwrap().as_f64(), Some(1.0));

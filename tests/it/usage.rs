@@ -265,7 +265,7 @@ fn usage_csv_and_table() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "day,provider,model,requests,summariser_requests,input_tokens,cache_read_tokens,cache_write_tokens,output_tokens,reasoning_tokens,total_tokens,cost_usd,priced_requests,unpriced_requests,untimed_requests"
+        "day,provider,model,requests,summariser_requests,input_tokens,cache_read_tokens,cache_write_tokens,output_tokens,reasoning_tokens,total_tokens,cost_usd,priced_requests,unpriced_requests,untimed_requests,unconfirmed_requests"
     );
     assert!(
         lines

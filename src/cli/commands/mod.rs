@@ -4,6 +4,7 @@ pub mod cache;
 pub mod compact;
 pub mod completions;
 pub mod events;
+pub mod export;
 pub mod header;
 pub mod load;
 pub mod locks;

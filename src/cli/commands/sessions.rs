@@ -38,7 +38,7 @@ use crate::cli::render::{self, Tone, outln};
 /// "overThreshold", "route":
 /// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
 /// "busy", "stale"}, "generation", "requests", "costUsd", "unpricedRequests",
-/// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "totals":
+/// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "summary":
 /// {"sessions", "refused", "turns", "events", "sizeBytes", "costUsd",
 /// "busy", "stale"}, "matched", "leftOutUnknownTime", "schema_version"}`.
 /// Times are RFC 3339 UTC strings (null when unknown).
@@ -190,26 +190,7 @@ pub fn scan_all(
     opts: &ScanOptions,
     jobs: usize,
 ) -> Result<Vec<Result<Session, Refused>>> {
-    let mut items: Vec<Result<LogSource, Refused>> = Vec::new();
-    if paths.is_empty() {
-        let root = ctx.home_sessions()?;
-        items.extend(
-            dsh::log::source::discover(&root)
-                .into_iter()
-                .map(|p| Ok(LogSource::File(p))),
-        );
-    }
-    // An ambiguous id prefix stops the run (exit 2) listing the candidates.
-    for (a, found) in paths.iter().zip(ctx.resolve_each(paths)?) {
-        match found {
-            Ok(s) => items.extend(s.into_iter().map(Ok)),
-            Err(e) => items.push(Err(Refused {
-                file: a.clone(),
-                size: None,
-                error: Box::new(e),
-            })),
-        }
-    }
+    let items = crate::cli::many::sources_of(ctx, paths)?;
     let sources: Vec<LogSource> = items
         .iter()
         .filter_map(|i| i.as_ref().ok().cloned())
@@ -505,7 +486,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         ctx.print_json(
             &Value::obj()
                 .with("logs", Value::Arr(logs))
-                .with("totals", totals)
+                .with("summary", totals)
                 .with("matched", matched.into())
                 .with("leftOutUnknownTime", unknown_time.into())
                 .with("schema_version", SCHEMA_VERSION.into()),

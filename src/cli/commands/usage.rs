@@ -37,12 +37,13 @@ use crate::cli::render::{self, outln};
 /// "file"?, "project"?, "requests", "summariserRequests", "inputTokens",
 /// "cacheReadTokens", "cacheWriteTokens", "outputTokens", "reasoningTokens",
 /// "totalTokens", "costUsd" (null when nothing is priced), "pricedRequests",
-/// "unpricedRequests", "untimedRequests", "models"?: [{"provider", "model",
+/// "unpricedRequests", "untimedRequests", "unconfirmedRequests" (priced with
+/// an entry `--prices` marks unconfirmed), "models"?: [{"provider", "model",
 /// …the same sums}]}], "totals": {…the same sums, "models"}, "leftOutUnknownTime",
 /// "logs": [refused logs: {"file", "error", …}], "schema_version"}`; with
 /// --prices: `{"prices": [{"provider", "model", "from", "fromMs", "input",
 /// "cacheHit", "cacheWrite", "output", "offPeak", "peakWindows", "origin",
-/// "source"}], "schema_version"}` (USD per million tokens).
+/// "source", "confirmed"}], "schema_version"}` (USD per million tokens).
 ///
 /// Exit status: 0; 3 when a log was refused.
 #[derive(Debug, Clone, clap::Args)]
@@ -125,6 +126,7 @@ fn sums_json(s: &Sums) -> OwnedValue {
         .with("pricedRequests", s.priced.into())
         .with("unpricedRequests", s.unpriced.into())
         .with("untimedRequests", s.untimed.into())
+        .with("unconfirmedRequests", s.unconfirmed.into())
 }
 
 fn models_json(models: &[(String, String, Sums)]) -> OwnedValue {
@@ -198,6 +200,7 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
                 )
                 .with("origin", p.origin.as_str().into())
                 .with("source", p.source.as_str().into())
+                .with("confirmed", p.confirmed.into())
             })
             .collect();
         ctx.print_json(
@@ -216,12 +219,13 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
         "cache write",
         "output",
         "off-peak in/hit/out",
+        "confirmed",
         "origin",
         "source",
     ]);
     t.drop_first(&["source", "origin", "cache write", "provider"]);
     let f = |x: f64| Value::Num(x).to_json();
-    for p in entries {
+    for p in &entries {
         t.add_row(vec![
             p.provider.clone(),
             p.model.clone(),
@@ -234,6 +238,7 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
             p.off_peak.map_or_else(String::new, |o| {
                 format!("{} / {} / {}", f(o.input), f(o.cache_hit), f(o.output))
             }),
+            if p.confirmed { "yes" } else { "no" }.into(),
             p.origin.as_str().into(),
             p.source.clone(),
         ]);
@@ -243,6 +248,12 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
         ctx.out,
         "USD per million tokens; `from` in UTC (— : from the model's first use). With off-peak rates, the others apply only in DeepSeek's peak windows (weekdays 01:00–04:00 and 06:00–10:00 UTC). Add or correct entries with [[prices]] in the config file."
     )?;
+    if entries.iter().any(|p| !p.confirmed) {
+        outln!(
+            ctx.out,
+            "confirmed no: the figures or the effective date were read only in third-party summaries of the provider's page, or assumed; costs that use them are footnoted. A [[prices]] entry for the same provider, model and date replaces one."
+        )?;
+    }
     Ok(Status::Ok)
 }
 
@@ -257,7 +268,10 @@ fn sum_cells(s: &Sums) -> Vec<String> {
         render::num_f64(t.output),
         render::num_f64(t.reasoning),
         render::num_f64(t.total()),
-        usd(s.cost()),
+        match (s.cost(), s.unconfirmed) {
+            (Some(_), 1..) => format!("{}*", usd(s.cost())),
+            _ => usd(s.cost()),
+        },
         match s.without_cost() {
             0 => String::new(),
             n => render::num(n),
@@ -281,6 +295,7 @@ fn csv_sums(s: &Sums) -> Vec<String> {
         s.priced.to_string(),
         s.unpriced.to_string(),
         s.untimed.to_string(),
+        s.unconfirmed.to_string(),
     ]
 }
 
@@ -306,6 +321,7 @@ fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool) -> Result<()
             "priced_requests",
             "unpriced_requests",
             "untimed_requests",
+            "unconfirmed_requests",
         ]
         .map(String::from),
     );
@@ -478,6 +494,14 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         )?;
     }
     let t = &rep.totals;
+    if t.unconfirmed > 0 {
+        outln!(
+            ctx.out,
+            "* unconfirmed price: {} request(s), {} USD of the cost, priced with an entry not confirmed on the provider's own page; `dsh usage --prices` marks them",
+            render::num(t.unconfirmed),
+            usd(Some(t.unconfirmed_cost))
+        )?;
+    }
     if t.without_cost() > 0 {
         outln!(
             ctx.out,

@@ -1,0 +1,303 @@
+//! `dsh export`: tidy tables of many sessions as Parquet, CSV or JSON Lines.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use dsh::export::{ExportOptions, Format, TABLES, TableWriter};
+use dsh::json::{OwnedValue, Value};
+use dsh::sessions::{Refused, ScanOptions};
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::many::sources_of;
+use crate::cli::render::{self, outln};
+
+/// Export sessions as tables: sessions, requests, compactions, prunes, locks.
+///
+/// Reads every session under $DSH_HOME (default) or under the given homes,
+/// directories or logs, in parallel, and writes one file per table into
+/// OUT (`OUT/requests.parquet`, …): `sessions` (one row per session, the
+/// columns of `dsh sessions`), `requests` (one row per model request with
+/// reported usage: the agent's and the compaction summariser's, its cost
+/// and, for the agent's, the prompt's size in DSH's estimate and its
+/// pressure on the route's window), `compactions` (one row per compaction
+/// bracket: seqs, mode, status, the shadowed range and its tokens, the
+/// summary's), `prunes` and `locks` (every `compaction/start` and how it
+/// ended). Column names and types are stable (README "export"). Rows are
+/// streamed out as logs are read; a log the reader refuses is left out and
+/// reported.
+///
+/// OUT is written as a temporary directory beside it and renamed into place,
+/// so it is whole or absent. Refused: an existing non-empty OUT without
+/// --force.
+///
+/// Exit status: 0; 3 when a log was refused (the others are exported).
+///
+/// With --json: `{"out", "format", "dryRun", "logs", "tables": [{"name",
+/// "path", "rows", "columns"}], "refused": [{"file", "error", …}],
+/// "schema_version"}`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh export --out exports/today              # every session under $DSH_HOME, as Parquet\n  dsh export --format csv --out /tmp/x ~/.dsh  # CSV\n  dsh export -n --out exports/today            # what would be written\n  duckdb -c \"SELECT model, sum(output_tokens) FROM 'exports/*/requests.parquet' GROUP BY ALL\""
+)]
+pub struct ExportArgs {
+    /// DSH homes, directories of sessions or logs (default: $DSH_HOME).
+    #[arg(value_name = "HOME|DIR|LOG")]
+    pub paths: Vec<String>,
+    /// The tables' format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Parquet)]
+    pub format: FormatArg,
+    /// The directory to write (created; one file per table).
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Replace OUT when it exists and is not empty.
+    #[arg(long)]
+    pub force: bool,
+    /// Read everything and report what would be written, writing nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    /// The dsh config file (routes' context windows, [[prices]]).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Logs read at once (0: one per core).
+    #[arg(long, short, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Apache Parquet (Snappy).
+    Parquet,
+    /// CSV with a header row.
+    Csv,
+    /// JSON Lines.
+    Jsonl,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Parquet => Format::Parquet,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Jsonl => Format::Jsonl,
+        }
+    }
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
+    let format = args.format.format();
+    if !format.available() {
+        return Err(UsageError(dsh::export::ExportError::NoParquet.to_string()).into());
+    }
+    let out = &args.out;
+    if !args.force
+        && let Ok(mut d) = std::fs::read_dir(out)
+        && d.next().is_some()
+    {
+        return Err(UsageError(format!(
+            "{}: exists and is not empty (--force replaces it)",
+            out.display()
+        ))
+        .into());
+    }
+    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
+        return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
+    }
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let opts = ExportOptions {
+        prices: dsh::price::PriceTable::builtin().with(&config.prices),
+        scan: ScanOptions {
+            load: ctx.load_options(),
+            no_meter: false,
+            config,
+        },
+    };
+    let items = sources_of(ctx, &args.paths)?;
+    let mut refused: Vec<Refused> = Vec::new();
+    let mut sources = Vec::new();
+    for i in items {
+        match i {
+            Ok(s) => sources.push(s),
+            Err(r) => refused.push(r),
+        }
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = if args.dry_run {
+        None
+    } else {
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("{}: cannot create", parent.display()))?;
+        Some(
+            tempfile::Builder::new()
+                .prefix(".dsh-export-")
+                .tempdir_in(&parent)
+                .with_context(|| format!("{}: cannot write", parent.display()))?,
+        )
+    };
+    let file_name = |name: &str| format!("{name}.{}", format.as_str());
+    let mut writers: Vec<Box<dyn TableWriter>> = Vec::new();
+    if let Some(t) = &tmp {
+        for spec in &TABLES {
+            let path = t.path().join(file_name(spec.name));
+            let f = std::fs::File::create(&path)
+                .with_context(|| format!("{}: cannot create", path.display()))?;
+            writers.push(format.writer(spec, f)?);
+        }
+    }
+    let mut counts = [0u64; 5];
+    let jobs = if args.jobs == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        args.jobs
+    };
+    let bar = render::progress(
+        ctx.stderr_tty && !ctx.quiet,
+        sources.len() as u64,
+        "exporting sessions",
+    );
+    let mut logs = 0u64;
+    dsh::export::export_many(&sources, &opts, jobs, &mut |_, r| {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+        match r {
+            Ok(rows) => {
+                logs += 1;
+                for (i, t) in rows.tables.iter().enumerate() {
+                    counts[i] += t.len() as u64;
+                    if let Some(w) = writers.get_mut(i) {
+                        w.write_rows(t)?;
+                    }
+                }
+            }
+            Err(e) => refused.push(e),
+        }
+        Ok::<(), dsh::export::ExportError>(())
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for w in writers {
+        w.finish()?;
+    }
+    if let Some(t) = tmp {
+        if std::fs::symlink_metadata(out).is_ok() {
+            // --force (or an empty directory): the old one goes only once
+            // the new one is whole.
+            let old = tempfile::Builder::new()
+                .prefix(".dsh-export-old-")
+                .tempdir_in(&parent)?;
+            std::fs::rename(out, old.path().join("old"))
+                .with_context(|| format!("{}: cannot replace", out.display()))?;
+            let kept = t.keep();
+            std::fs::rename(&kept, out)
+                .with_context(|| format!("{}: cannot write", out.display()))?;
+            drop(old);
+        } else {
+            let kept = t.keep();
+            std::fs::rename(&kept, out)
+                .with_context(|| format!("{}: cannot write", out.display()))?;
+        }
+    }
+    let status = if refused.is_empty() {
+        Status::Ok
+    } else {
+        Status::InvalidLog
+    };
+    report(ctx, args, format, logs, &counts, &refused, &file_name)?;
+    Ok(status)
+}
+
+fn report(
+    ctx: &mut Ctx,
+    args: &ExportArgs,
+    format: Format,
+    logs: u64,
+    counts: &[u64; 5],
+    refused: &[Refused],
+    file_name: &dyn Fn(&str) -> String,
+) -> Result<()> {
+    let path = |name: &str| Path::new(&args.out).join(file_name(name));
+    if ctx.json {
+        let tables: Vec<OwnedValue> = TABLES
+            .iter()
+            .zip(counts)
+            .map(|(spec, n)| {
+                Value::obj()
+                    .with("name", spec.name.into())
+                    .with("path", path(spec.name).display().to_string().into())
+                    .with("rows", (*n).into())
+                    .with(
+                        "columns",
+                        Value::Arr(
+                            spec.columns
+                                .iter()
+                                .map(|c| {
+                                    Value::obj()
+                                        .with("name", c.name.into())
+                                        .with("type", c.ty.as_str().into())
+                                })
+                                .collect(),
+                        ),
+                    )
+            })
+            .collect();
+        let refused: Vec<OwnedValue> = refused
+            .iter()
+            .map(|r| {
+                let mut v = load_error_json(&r.error);
+                v.remove("schema_version");
+                v.set("file", r.file.as_str().into());
+                v
+            })
+            .collect();
+        ctx.print_json(
+            &Value::obj()
+                .with("out", args.out.display().to_string().into())
+                .with("format", format.as_str().into())
+                .with("dryRun", args.dry_run.into())
+                .with("logs", logs.into())
+                .with("tables", Value::Arr(tables))
+                .with("refused", Value::Arr(refused))
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+        return Ok(());
+    }
+    let verb = if args.dry_run { "would write" } else { "wrote" };
+    outln!(
+        ctx.out,
+        "{verb} {} ({} session(s), {})",
+        args.out.display(),
+        render::num(logs),
+        format.as_str()
+    )?;
+    for (spec, n) in TABLES.iter().zip(counts) {
+        outln!(
+            ctx.out,
+            "  {:<12} {:>10} rows  {}",
+            spec.name,
+            render::num(*n),
+            path(spec.name).display()
+        )?;
+    }
+    for r in refused {
+        eprintln!(
+            "{} {}",
+            render::error_tag(),
+            ctx.describe_load_error(&r.error)
+        );
+    }
+    if !refused.is_empty() {
+        outln!(
+            ctx.out,
+            "{} log(s) refused to load and left out (reasons on stderr)",
+            refused.len()
+        )?;
+    }
+    Ok(())
+}

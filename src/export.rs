@@ -1,0 +1,932 @@
+//! Tidy tables of many session logs, for DuckDB, pandas or a spreadsheet.
+//!
+//! [`rows_of`] reads one log (the [`sessions`] scan, with the compaction
+//! and prune facts gathered in the same pass, then the [`cache`] analysis
+//! for each request's prompt size) into [`LogRows`]: rows of the five
+//! [`TABLES`] — `sessions`, `requests`, `compactions`, `prunes`, `locks` —
+//! whose column names and types are fixed here. A [`TableWriter`] writes
+//! rows of one table in one format ([`Format`]): CSV, JSON Lines, or
+//! Parquet (cargo feature `parquet`). [`export_many`] reads logs in
+//! parallel and hands their rows over in input order, one log at a time,
+//! so a writer streams them out and no fleet-wide table is held.
+//!
+//! ```
+//! let src = dsh::LogSource::File("samples/compacted.jsonl".into());
+//! let rows = dsh::export::rows_of(&src, &dsh::export::ExportOptions::default()).unwrap();
+//! assert_eq!(rows.tables[0].len(), 1, "one session row");
+//! assert!(!rows.tables[2].is_empty(), "its compactions");
+//! let mut csv = Vec::new();
+//! let mut w = dsh::export::Format::Csv.writer(&dsh::export::TABLES[0], &mut csv).unwrap();
+//! w.write_rows(&rows.tables[0]).unwrap();
+//! w.finish().unwrap();
+//! assert!(String::from_utf8(csv).unwrap().starts_with("session,file,"));
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::cache::{self, CacheOptions};
+use crate::civil;
+use crate::event::{Event, Kind};
+use crate::json::{OwnedValue, Value};
+use crate::lock::LockReport;
+use crate::log::LogSource;
+use crate::price::{PriceTable, Priced};
+use crate::sessions::{self, Extra, Refused, ScanOptions, Session};
+use crate::usage::{Caller, session_sums};
+
+/// A column's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    /// UTF-8 text.
+    Str,
+    /// 64-bit integer.
+    Int,
+    /// 64-bit float (token counts are JavaScript numbers, as logged).
+    Float,
+    /// Boolean.
+    Bool,
+    /// An instant: epoch milliseconds, UTC (Parquet `TIMESTAMP(MILLIS)`,
+    /// RFC 3339 text in CSV and JSON Lines).
+    Time,
+}
+
+impl ColumnType {
+    /// `string`, `int64`, `float64`, `bool`, `timestamp`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColumnType::Str => "string",
+            ColumnType::Int => "int64",
+            ColumnType::Float => "float64",
+            ColumnType::Bool => "bool",
+            ColumnType::Time => "timestamp",
+        }
+    }
+}
+
+/// One column: a stable snake-case name and its type. Every column may be
+/// null.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    /// Name.
+    pub name: &'static str,
+    /// Type.
+    pub ty: ColumnType,
+}
+
+/// One table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableSpec {
+    /// Name (the file's stem).
+    pub name: &'static str,
+    /// Columns in order.
+    pub columns: &'static [Column],
+}
+
+const fn c(name: &'static str, ty: ColumnType) -> Column {
+    Column { name, ty }
+}
+use ColumnType::{Bool, Float, Int, Str, Time};
+
+/// The tables, in [`LogRows::tables`] order.
+pub const TABLES: [TableSpec; 5] = [
+    TableSpec {
+        name: "sessions",
+        columns: &[
+            c("session", Str),
+            c("file", Str),
+            c("project", Str),
+            c("parent", Str),
+            c("title", Str),
+            c("started", Time),
+            c("last_activity", Time),
+            c("turns", Int),
+            c("events", Int),
+            c("size_bytes", Int),
+            c("generation", Int),
+            c("provider", Str),
+            c("model", Str),
+            c("surface_tokens", Float),
+            c("context_window", Float),
+            c("pressure_percent", Float),
+            c("over_threshold", Bool),
+            c("compactions", Int),
+            c("prunes", Int),
+            c("lock", Str),
+            c("busy_locks", Int),
+            c("stale_locks", Int),
+            c("requests", Int),
+            c("summariser_requests", Int),
+            c("input_tokens", Float),
+            c("cache_read_tokens", Float),
+            c("cache_write_tokens", Float),
+            c("output_tokens", Float),
+            c("reasoning_tokens", Float),
+            c("cost_usd", Float),
+            c("unpriced_requests", Int),
+            c("meter_error", Str),
+        ],
+    },
+    TableSpec {
+        name: "requests",
+        columns: &[
+            c("session", Str),
+            c("seq", Int),
+            c("caller", Str),
+            c("turn", Int),
+            c("step", Int),
+            c("time", Time),
+            c("provider", Str),
+            c("model", Str),
+            c("input_tokens", Float),
+            c("cache_read_tokens", Float),
+            c("cache_write_tokens", Float),
+            c("output_tokens", Float),
+            c("reasoning_tokens", Float),
+            c("cost_usd", Float),
+            c("price_confirmed", Bool),
+            c("surface_tokens", Float),
+            c("pressure_percent", Float),
+        ],
+    },
+    TableSpec {
+        name: "compactions",
+        columns: &[
+            c("session", Str),
+            c("compaction_id", Str),
+            c("start_seq", Int),
+            c("end_seq", Int),
+            c("summary_seq", Int),
+            c("checkpoint_seq", Int),
+            c("time", Time),
+            c("turn", Int),
+            c("mode", Str),
+            c("status", Str),
+            c("shadowed_start", Int),
+            c("shadowed_end", Int),
+            c("shadowed_nodes", Int),
+            c("shadowed_tokens", Float),
+            c("summary_tokens", Float),
+            c("summariser_provider", Str),
+            c("summariser_model", Str),
+            c("summariser_input_tokens", Float),
+            c("summariser_output_tokens", Float),
+            c("error", Str),
+        ],
+    },
+    TableSpec {
+        name: "prunes",
+        columns: &[
+            c("session", Str),
+            c("seq", Int),
+            c("time", Time),
+            c("turn", Int),
+            c("shadowed_start", Int),
+            c("shadowed_end", Int),
+            c("shadowed_nodes", Int),
+            c("shadowed_tokens", Float),
+        ],
+    },
+    TableSpec {
+        name: "locks",
+        columns: &[
+            c("session", Str),
+            c("start_seq", Int),
+            c("compaction_id", Str),
+            c("time", Time),
+            c("turn", Int),
+            c("status", Str),
+            c("end_seq", Int),
+            c("error", Str),
+            c("end_seed_seq", Int),
+            c("superseded_by", Int),
+            c("summary_seq", Int),
+            c("checkpoint_seq", Int),
+        ],
+    },
+];
+
+/// One value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// Null.
+    Null,
+    /// Text.
+    Str(String),
+    /// Integer.
+    Int(i64),
+    /// Float.
+    Float(f64),
+    /// Boolean.
+    Bool(bool),
+    /// Epoch milliseconds.
+    Time(i64),
+}
+
+impl Cell {
+    fn str(s: Option<impl Into<String>>) -> Cell {
+        s.map_or(Cell::Null, |s| Cell::Str(s.into()))
+    }
+    fn int(n: Option<u64>) -> Cell {
+        n.map_or(Cell::Null, |n| Cell::Int(n as i64))
+    }
+    fn float(x: Option<f64>) -> Cell {
+        x.map_or(Cell::Null, Cell::Float)
+    }
+    fn time(t: Option<i64>) -> Cell {
+        t.map_or(Cell::Null, Cell::Time)
+    }
+    /// As JSON (times as RFC 3339 strings).
+    pub fn to_value(&self) -> OwnedValue {
+        match self {
+            Cell::Null => Value::Null,
+            Cell::Str(s) => s.as_str().into(),
+            Cell::Int(n) => (*n).into(),
+            Cell::Float(x) => Value::Num(*x),
+            Cell::Bool(b) => (*b).into(),
+            Cell::Time(t) => civil::rfc3339(*t).into(),
+        }
+    }
+}
+
+/// One row: one [`Cell`] per column of its table.
+pub type Row = Vec<Cell>;
+
+/// The rows of one log, per table ([`TABLES`] order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogRows {
+    /// Rows per table.
+    pub tables: [Vec<Row>; 5],
+}
+
+/// How [`rows_of`] reads.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The sessions scan (loader options, config).
+    pub scan: ScanOptions,
+    /// Prices for the cost columns.
+    pub prices: PriceTable,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            scan: ScanOptions::default(),
+            prices: PriceTable::builtin(),
+        }
+    }
+}
+
+/// A `compaction/summary` or `compaction/prune`, as logged.
+#[derive(Debug, Clone, Default)]
+struct Shadowing {
+    seq: u64,
+    time: Option<i64>,
+    turn: Option<u64>,
+    compaction_id: Option<String>,
+    start: Option<u64>,
+    end: Option<u64>,
+    nodes: Option<u64>,
+    tokens: Option<f64>,
+    provider: Option<String>,
+    model: Option<String>,
+    input: Option<f64>,
+    output: Option<f64>,
+}
+
+#[derive(Default)]
+struct Facts {
+    summaries: Vec<Shadowing>,
+    prunes: Vec<Shadowing>,
+}
+
+fn whole(x: Option<f64>) -> Option<u64> {
+    x.filter(|t| *t >= 0.0 && t.fract() == 0.0 && *t < 9.0e15)
+        .map(|t| t as u64)
+}
+
+fn id_text(v: &Value<'_>) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Str(_) => v.as_str().map(|s| s.into_owned()),
+        other => Some(other.to_json()),
+    }
+}
+
+impl Extra for Facts {
+    fn event(&mut self, ev: &Event<'_>) {
+        if !matches!(ev.kind, Kind::CompactionSummary | Kind::CompactionPrune) {
+            return;
+        }
+        let d = ev.data();
+        let range = d.get("shadowedRange");
+        let num = |v: Option<&Value<'_>>| v.and_then(|x| x.as_f64());
+        let text = |k: &str| d.get(k).and_then(|x| x.as_str()).map(|s| s.into_owned());
+        let usage = d.get("usage").filter(|u| u.is_obj());
+        let s = Shadowing {
+            seq: ev.seq,
+            time: civil::recorded(ev.time()),
+            turn: whole(ev.turn()),
+            compaction_id: d.get("compactionId").and_then(id_text),
+            start: whole(num(range.and_then(|r| r.get("start")))),
+            end: whole(num(range.and_then(|r| r.get("end")))),
+            nodes: d
+                .get("shadowedSeqs")
+                .and_then(|a| a.as_arr())
+                .map(|a| a.len() as u64),
+            tokens: num(d.get("shadowedTokenCount")),
+            provider: text("provider"),
+            model: text("model"),
+            input: usage.map(|u| {
+                let t = crate::usage::tokens_of(u);
+                t.input + t.cache_read + t.cache_write
+            }),
+            output: usage.map(|u| crate::usage::tokens_of(u).output),
+        };
+        match ev.kind {
+            Kind::CompactionSummary => self.summaries.push(s),
+            _ => self.prunes.push(s),
+        }
+    }
+
+    fn restart(&mut self) {
+        *self = Facts::default();
+    }
+}
+
+/// Read one log into its rows.
+pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused> {
+    let mut facts = Facts::default();
+    let (s, locks) = sessions::scan_with(src, &opts.scan, Some(&mut facts))?;
+    // Each request's prompt as the cache analysis prices it: the surface
+    // as it stood when the attempt began, with the header (one pass).
+    let analysis = cache::analyse(src, &opts.scan.load, &CacheOptions::default()).ok();
+    let mut prompt: HashMap<u64, u64> = HashMap::new();
+    let mut checkpoint: HashMap<u64, u64> = HashMap::new();
+    if let Some(a) = &analysis {
+        prompt.extend(a.requests.iter().map(|r| (r.seq, r.prompt_tokens)));
+        checkpoint.extend(
+            a.replacements
+                .iter()
+                .filter(|r| r.kind == cache::ReplaceKind::Compaction)
+                .map(|r| (r.seq, r.replacement_tokens)),
+        );
+    }
+    let mut out = LogRows::default();
+    out.tables[0].push(session_row(&s, &opts.prices));
+    for r in &s.requests {
+        let (priced, confirmed) = match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens)
+        {
+            Priced::Cost { usd, confirmed, .. } => (Some(usd), Some(confirmed)),
+            _ => (None, None),
+        };
+        let surface = (r.caller == Caller::Agent)
+            .then(|| prompt.get(&r.seq).map(|p| *p as f64))
+            .flatten();
+        let pressure = match (surface, s.context_window) {
+            (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
+            _ => None,
+        };
+        let t = &r.tokens;
+        out.tables[1].push(vec![
+            Cell::Str(s.id.clone()),
+            Cell::Int(r.seq as i64),
+            Cell::Str(r.caller.as_str().into()),
+            Cell::int(r.turn),
+            Cell::int(r.step),
+            Cell::time(r.time),
+            Cell::Str(r.provider.clone()),
+            Cell::Str(r.model.clone()),
+            Cell::Float(t.input),
+            Cell::Float(t.cache_read),
+            Cell::Float(t.cache_write),
+            Cell::Float(t.output),
+            Cell::Float(t.reasoning),
+            Cell::float(priced),
+            confirmed.map_or(Cell::Null, Cell::Bool),
+            Cell::float(surface),
+            Cell::float(pressure),
+        ]);
+    }
+    compaction_rows(&s, &locks, &facts, &checkpoint, &mut out.tables[2]);
+    for p in &facts.prunes {
+        out.tables[3].push(vec![
+            Cell::Str(s.id.clone()),
+            Cell::Int(p.seq as i64),
+            Cell::time(p.time),
+            Cell::int(p.turn),
+            Cell::int(p.start),
+            Cell::int(p.end),
+            Cell::int(p.nodes),
+            Cell::float(p.tokens),
+        ]);
+    }
+    for b in &locks.brackets {
+        out.tables[4].push(vec![
+            Cell::Str(s.id.clone()),
+            Cell::Int(b.seq as i64),
+            Cell::str(id_text(&b.compaction_id)),
+            Cell::time(civil::recorded(b.time)),
+            Cell::int(whole(b.turn.as_f64())),
+            Cell::Str(b.status.as_str().into()),
+            Cell::int(b.end_seq),
+            Cell::str(b.error.as_ref().and_then(id_text)),
+            Cell::int(b.end_seed_seq),
+            Cell::int(b.superseded_by),
+            Cell::int(b.summary_seq),
+            Cell::int(b.checkpoint_seq),
+        ]);
+    }
+    Ok(out)
+}
+
+fn session_row(s: &Session, prices: &PriceTable) -> Row {
+    let sums = session_sums(&s.requests, prices);
+    let t = &sums.tokens;
+    vec![
+        Cell::Str(s.id.clone()),
+        Cell::Str(s.file.clone()),
+        Cell::str(s.project.clone()),
+        Cell::str(s.parent.clone()),
+        Cell::str(s.title.clone()),
+        Cell::time(s.started),
+        Cell::time(s.last_activity),
+        Cell::Int(s.turns as i64),
+        Cell::Int(s.events as i64),
+        Cell::Int(s.size as i64),
+        Cell::Int(s.generation as i64),
+        Cell::str(s.route.as_ref().map(|r| r.0.clone())),
+        Cell::str(s.route.as_ref().map(|r| r.1.clone())),
+        Cell::float(s.surface_tokens),
+        Cell::float(s.context_window),
+        Cell::float(s.pressure),
+        s.over_threshold.map_or(Cell::Null, Cell::Bool),
+        Cell::Int(s.compactions as i64),
+        Cell::Int(s.prunes as i64),
+        Cell::Str(s.lock.as_str().into()),
+        Cell::Int(s.busy_locks as i64),
+        Cell::Int(s.stale_locks as i64),
+        Cell::Int(sums.requests as i64),
+        Cell::Int(sums.summariser_requests as i64),
+        Cell::Float(t.input),
+        Cell::Float(t.cache_read),
+        Cell::Float(t.cache_write),
+        Cell::Float(t.output),
+        Cell::Float(t.reasoning),
+        Cell::float(sums.cost()),
+        Cell::Int(sums.without_cost() as i64),
+        Cell::str(s.meter_error.clone()),
+    ]
+}
+
+/// One row per compaction bracket, joined with its summary; a summary with
+/// no bracket gets a row of its own.
+fn compaction_rows(
+    s: &Session,
+    locks: &LockReport,
+    facts: &Facts,
+    checkpoint: &HashMap<u64, u64>,
+    rows: &mut Vec<Row>,
+) {
+    let by_seq: BTreeMap<u64, &Shadowing> = facts.summaries.iter().map(|x| (x.seq, x)).collect();
+    let mut used: Vec<u64> = Vec::new();
+    let mut push = |b: Option<&crate::lock::Bracket>, sum: Option<&Shadowing>| {
+        let cp = b.and_then(|b| b.checkpoint_seq);
+        let manual =
+            b.is_some_and(|b| b.source_command_id.is_some() || matches!(b.turn, Value::Null));
+        rows.push(vec![
+            Cell::Str(s.id.clone()),
+            Cell::str(
+                b.and_then(|b| id_text(&b.compaction_id))
+                    .or_else(|| sum.and_then(|x| x.compaction_id.clone())),
+            ),
+            Cell::int(b.map(|b| b.seq)),
+            Cell::int(b.and_then(|b| b.end_seq)),
+            Cell::int(sum.map(|x| x.seq)),
+            Cell::int(cp),
+            Cell::time(
+                b.and_then(|b| civil::recorded(b.time))
+                    .or_else(|| sum.and_then(|x| x.time)),
+            ),
+            Cell::int(
+                b.and_then(|b| whole(b.turn.as_f64()))
+                    .or_else(|| sum.and_then(|x| x.turn)),
+            ),
+            Cell::str(b.map(|_| if manual { "manual" } else { "auto" })),
+            Cell::str(b.map(|b| b.status.as_str())),
+            Cell::int(sum.and_then(|x| x.start)),
+            Cell::int(sum.and_then(|x| x.end)),
+            Cell::int(sum.and_then(|x| x.nodes)),
+            Cell::float(sum.and_then(|x| x.tokens)),
+            Cell::float(cp.and_then(|c| checkpoint.get(&c)).map(|t| *t as f64)),
+            Cell::str(sum.and_then(|x| x.provider.clone())),
+            Cell::str(sum.and_then(|x| x.model.clone())),
+            Cell::float(sum.and_then(|x| x.input)),
+            Cell::float(sum.and_then(|x| x.output)),
+            Cell::str(b.and_then(|b| b.error.as_ref()).and_then(id_text)),
+        ]);
+    };
+    for b in &locks.brackets {
+        let sum = b.summary_seq.and_then(|q| by_seq.get(&q).copied());
+        if let Some(x) = sum {
+            used.push(x.seq);
+        }
+        push(Some(b), sum);
+    }
+    for x in &facts.summaries {
+        if !used.contains(&x.seq) {
+            push(None, Some(x));
+        }
+    }
+}
+
+/// An export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Writing failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// This build has no Parquet writer.
+    #[error(
+        "--format parquet: this dsh was built without the `parquet` feature (rebuild with `cargo install --path . --features parquet`, or use --format csv|jsonl)"
+    )]
+    NoParquet,
+    /// The Parquet writer refused.
+    #[error("parquet: {0}")]
+    Parquet(String),
+}
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated values, a header row, RFC 4180 quoting.
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+    /// Apache Parquet (Snappy-compressed row groups).
+    Parquet,
+}
+
+impl Format {
+    /// `csv`, `jsonl`, `parquet`: also the file extension.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
+            Format::Parquet => "parquet",
+        }
+    }
+
+    /// Whether this build can write it.
+    pub fn available(self) -> bool {
+        self != Format::Parquet || cfg!(feature = "parquet")
+    }
+
+    /// A writer of `table` into `out`.
+    pub fn writer<'w, W: Write + Send + 'w>(
+        self,
+        table: &'static TableSpec,
+        out: W,
+    ) -> Result<Box<dyn TableWriter + 'w>, ExportError> {
+        match self {
+            Format::Csv => {
+                let mut w = std::io::BufWriter::new(out);
+                let names: Vec<String> = table.columns.iter().map(|c| c.name.into()).collect();
+                w.write_all(csv_record(&names).as_bytes())?;
+                Ok(Box::new(CsvWriter { out: w }))
+            }
+            Format::Jsonl => Ok(Box::new(JsonlWriter {
+                out: std::io::BufWriter::new(out),
+                table,
+            })),
+            #[cfg(feature = "parquet")]
+            Format::Parquet => Ok(Box::new(parquet_writer::ParquetWriter::new(table, out)?)),
+            #[cfg(not(feature = "parquet"))]
+            Format::Parquet => Err(ExportError::NoParquet),
+        }
+    }
+}
+
+/// Writes rows of one table in one format. Rows are taken as they come;
+/// a writer keeps at most one row group.
+pub trait TableWriter {
+    /// Write these rows.
+    fn write_rows(&mut self, rows: &[Row]) -> Result<(), ExportError>;
+    /// Flush and close (a Parquet file writes its footer).
+    fn finish(self: Box<Self>) -> Result<(), ExportError>;
+}
+
+/// One CSV record (RFC 4180: a field with a comma, quote or line break is
+/// quoted), with its line end.
+pub fn csv_record(fields: &[String]) -> String {
+    let mut out = String::new();
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if f.contains([',', '"', '\n', '\r']) {
+            out.push('"');
+            out.push_str(&f.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(f);
+        }
+    }
+    out.push('\n');
+    out
+}
+
+struct CsvWriter<W: Write> {
+    out: std::io::BufWriter<W>,
+}
+
+impl<W: Write> TableWriter for CsvWriter<W> {
+    fn write_rows(&mut self, rows: &[Row]) -> Result<(), ExportError> {
+        for r in rows {
+            let fields: Vec<String> = r
+                .iter()
+                .map(|c| match c {
+                    Cell::Null => String::new(),
+                    Cell::Str(s) => s.clone(),
+                    Cell::Int(n) => n.to_string(),
+                    Cell::Float(x) => Value::Num(*x).to_json(),
+                    Cell::Bool(b) => b.to_string(),
+                    Cell::Time(t) => civil::rfc3339(*t),
+                })
+                .collect();
+            self.out.write_all(csv_record(&fields).as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), ExportError> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+struct JsonlWriter<W: Write> {
+    out: std::io::BufWriter<W>,
+    table: &'static TableSpec,
+}
+
+impl<W: Write> TableWriter for JsonlWriter<W> {
+    fn write_rows(&mut self, rows: &[Row]) -> Result<(), ExportError> {
+        for r in rows {
+            let mut v = Value::obj();
+            for (col, cell) in self.table.columns.iter().zip(r) {
+                v = v.with(col.name, cell.to_value());
+            }
+            self.out.write_all(v.to_json().as_bytes())?;
+            self.out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<(), ExportError> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// Read `sources` with `jobs` threads (at least one) and hand each log's
+/// rows to `each` in input order, as soon as it and every log before it
+/// are read. `each` returning an error stops the run (logs being read are
+/// finished, none is started).
+pub fn export_many<E>(
+    sources: &[LogSource],
+    opts: &ExportOptions,
+    jobs: usize,
+    each: &mut dyn FnMut(usize, Result<LogRows, Refused>) -> Result<(), E>,
+) -> Result<(), E> {
+    let jobs = jobs.clamp(1, sources.len().max(1));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<LogRows, Refused>)>(jobs * 2);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || {
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(src) = sources.get(i) else { break };
+                    if tx.send((i, rows_of(src, opts))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending: BTreeMap<usize, Result<LogRows, Refused>> = BTreeMap::new();
+        let mut want = 0usize;
+        let mut result = Ok(());
+        for (i, r) in rx {
+            if result.is_err() {
+                continue;
+            }
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&want) {
+                if let Err(e) = each(want, r) {
+                    stop.store(true, Ordering::Relaxed);
+                    result = Err(e);
+                    break;
+                }
+                want += 1;
+            }
+        }
+        result
+    })
+}
+
+#[cfg(feature = "parquet")]
+mod parquet_writer {
+    //! Parquet through the low-level column writers of the `parquet` crate.
+    use std::io::Write;
+    use std::sync::Arc;
+
+    use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
+    use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::types::Type;
+
+    use super::{Cell, ColumnType, ExportError, Row, TableSpec, TableWriter};
+
+    /// Rows per row group.
+    const GROUP_ROWS: usize = 65_536;
+
+    fn perr(e: parquet::errors::ParquetError) -> ExportError {
+        ExportError::Parquet(e.to_string())
+    }
+
+    pub(super) struct ParquetWriter<W: Write + Send> {
+        file: SerializedFileWriter<W>,
+        table: &'static TableSpec,
+        buf: Vec<Row>,
+    }
+
+    impl<W: Write + Send> ParquetWriter<W> {
+        pub(super) fn new(table: &'static TableSpec, out: W) -> Result<Self, ExportError> {
+            let fields = table
+                .columns
+                .iter()
+                .map(|c| {
+                    let (phys, logical) = match c.ty {
+                        ColumnType::Str => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+                        ColumnType::Int => (Physical::INT64, None),
+                        ColumnType::Float => (Physical::DOUBLE, None),
+                        ColumnType::Bool => (Physical::BOOLEAN, None),
+                        ColumnType::Time => (
+                            Physical::INT64,
+                            Some(LogicalType::timestamp(true, TimeUnit::MILLIS)),
+                        ),
+                    };
+                    Type::primitive_type_builder(c.name, phys)
+                        .with_repetition(Repetition::OPTIONAL)
+                        .with_logical_type(logical)
+                        .build()
+                        .map(Arc::new)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(perr)?;
+            let schema = Type::group_type_builder("schema")
+                .with_fields(fields)
+                .build()
+                .map_err(perr)?;
+            let props = WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_created_by(format!("dsh {}", env!("CARGO_PKG_VERSION")))
+                .build();
+            let file =
+                SerializedFileWriter::new(out, Arc::new(schema), Arc::new(props)).map_err(perr)?;
+            Ok(ParquetWriter {
+                file,
+                table,
+                buf: Vec::new(),
+            })
+        }
+
+        fn flush_group(&mut self) -> Result<(), ExportError> {
+            if self.buf.is_empty() {
+                return Ok(());
+            }
+            let mut group = self.file.next_row_group().map_err(perr)?;
+            for (i, col) in self.table.columns.iter().enumerate() {
+                let mut w = group
+                    .next_column()
+                    .map_err(perr)?
+                    .ok_or_else(|| ExportError::Parquet("missing column writer".into()))?;
+                let cells = self.buf.iter().map(|r| &r[i]);
+                let levels: Vec<i16> = cells.clone().map(|c| i16::from(*c != Cell::Null)).collect();
+                match col.ty {
+                    ColumnType::Str => {
+                        let v: Vec<ByteArray> = cells
+                            .filter_map(|c| match c {
+                                Cell::Str(s) => Some(ByteArray::from(s.as_str())),
+                                _ => None,
+                            })
+                            .collect();
+                        w.typed::<ByteArrayType>()
+                            .write_batch(&v, Some(&levels), None)
+                            .map_err(perr)?;
+                    }
+                    ColumnType::Int | ColumnType::Time => {
+                        let v: Vec<i64> = cells
+                            .filter_map(|c| match c {
+                                Cell::Int(n) | Cell::Time(n) => Some(*n),
+                                _ => None,
+                            })
+                            .collect();
+                        w.typed::<Int64Type>()
+                            .write_batch(&v, Some(&levels), None)
+                            .map_err(perr)?;
+                    }
+                    ColumnType::Float => {
+                        let v: Vec<f64> = cells
+                            .filter_map(|c| match c {
+                                Cell::Float(x) => Some(*x),
+                                _ => None,
+                            })
+                            .collect();
+                        w.typed::<DoubleType>()
+                            .write_batch(&v, Some(&levels), None)
+                            .map_err(perr)?;
+                    }
+                    ColumnType::Bool => {
+                        let v: Vec<bool> = cells
+                            .filter_map(|c| match c {
+                                Cell::Bool(b) => Some(*b),
+                                _ => None,
+                            })
+                            .collect();
+                        w.typed::<BoolType>()
+                            .write_batch(&v, Some(&levels), None)
+                            .map_err(perr)?;
+                    }
+                }
+                w.close().map_err(perr)?;
+            }
+            group.close().map_err(perr)?;
+            self.buf.clear();
+            Ok(())
+        }
+    }
+
+    impl<W: Write + Send> TableWriter for ParquetWriter<W> {
+        fn write_rows(&mut self, rows: &[Row]) -> Result<(), ExportError> {
+            self.buf.extend_from_slice(rows);
+            if self.buf.len() >= GROUP_ROWS {
+                self.flush_group()?;
+            }
+            Ok(())
+        }
+
+        fn finish(mut self: Box<Self>) -> Result<(), ExportError> {
+            self.flush_group()?;
+            self.file.close().map_err(perr)?;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_match_their_columns() {
+        for f in ["samples/compacted.jsonl", "samples/coding-session.jsonl"] {
+            let rows = rows_of(&LogSource::File(f.into()), &ExportOptions::default()).unwrap();
+            for (t, spec) in rows.tables.iter().zip(&TABLES) {
+                for r in t {
+                    assert_eq!(r.len(), spec.columns.len(), "{}", spec.name);
+                    for (cell, col) in r.iter().zip(spec.columns) {
+                        let ok = matches!(
+                            (cell, col.ty),
+                            (Cell::Null, _)
+                                | (Cell::Str(_), ColumnType::Str)
+                                | (Cell::Int(_), ColumnType::Int)
+                                | (Cell::Float(_), ColumnType::Float)
+                                | (Cell::Bool(_), ColumnType::Bool)
+                                | (Cell::Time(_), ColumnType::Time)
+                        );
+                        assert!(ok, "{}.{}: {cell:?}", spec.name, col.name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn csv_quotes() {
+        assert_eq!(
+            csv_record(&["a".into(), "b,c".into(), "d\"e".into()]),
+            "a,\"b,c\",\"d\"\"e\"\n"
+        );
+    }
+}

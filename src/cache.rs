@@ -208,6 +208,13 @@ pub enum Cause {
         /// Milliseconds since the previous request.
         gap_ms: u64,
     },
+    /// The first request of a fork child after its inherited seed: the
+    /// seed's requests were the parent's, so the child starts on what the
+    /// parent left in the cache.
+    Fork {
+        /// The parent session (`parentSession`).
+        parent: String,
+    },
     /// The change has no logged explanation.
     Unknown,
 }
@@ -228,6 +235,7 @@ impl Cause {
             Cause::Route { .. } => "route".into(),
             Cause::Lifecycle { .. } => "lifecycle".into(),
             Cause::Idle { .. } => "idle".into(),
+            Cause::Fork { .. } => "fork".into(),
             Cause::Unknown => "unknown".into(),
         }
     }
@@ -257,6 +265,7 @@ impl Cause {
             Cause::Route { from, to } => format!("route {from} → {to}"),
             Cause::Lifecycle { seq } => format!("new lifecycle after end-seed {seq}"),
             Cause::Idle { gap_ms } => format!("idle {}s beyond the cache lifetime", gap_ms / 1000),
+            Cause::Fork { parent } => format!("fork of {parent}"),
             Cause::Unknown => "unknown".into(),
         }
     }
@@ -434,6 +443,9 @@ const PROCESSED_CODES: [&str; 4] = [
 /// One model request.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// A request inside a fork child's inherited seed: the parent sent it
+    /// (it is the parent's, so totals leave it out; see `fork`).
+    pub inherited: bool,
     /// `Some` for a failed attempt the provider received ([`Failure`]):
     /// `seq` is then its last chunk (or its `assistant/attempt`).
     pub failed: Option<Failure>,
@@ -769,7 +781,7 @@ impl Totals {
             .drain(..)
             .map(|(k, a, b, c)| (k, (a, b, c)))
             .collect();
-        for q in &r.requests {
+        for q in r.requests.iter().filter(|q| !q.inherited) {
             self.requests += 1;
             self.failed_requests += q.failed.is_some() as usize;
             self.prompt_tokens += q.prompt_tokens;
@@ -928,6 +940,43 @@ impl CacheReport {
     }
 }
 
+/// Fork children (session-log §10.3, §13.6): a child's log begins with the
+/// parent's first `cut` events, copied with their seqs (G0 `seedLength`, G2+
+/// the `session/end-seed {inherited: true}` marker), so the requests inside
+/// that seed are the parent's own requests, and the prefix units they
+/// persisted are the parent's. The child's first own request can hit them
+/// when it runs on the same route (the route is part of every unit's
+/// identity here) and the same account, which a log does not record: a
+/// fork runs under its parent's credentials, and that is assumed. So the
+/// seed is replayed as the parent's cache (the prediction is the same
+/// whether the parent's log is given or not), its requests are marked
+/// `inherited` and left out of totals (with a home or several logs they are
+/// counted once, with the parent), and the first own request's cause is
+/// `fork of <parent>` where the prompt only grew from what the seed left.
+///
+/// Sessions that merely share a prefix (same system prompt, tools and first
+/// messages, no fork) are not matched across logs: units are identified by
+/// event seq within a log, which only a seed makes common to two logs, and
+/// whether two sessions share a provider account (and so a cache) is in no
+/// log. A prediction resting on that guess would not be honest.
+fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
+    for q in &mut r.requests {
+        if q.seq < cut {
+            q.inherited = true;
+            continue;
+        }
+        if matches!(
+            q.cause,
+            Cause::First | Cause::Append | Cause::Lifecycle { .. } | Cause::Unknown
+        ) {
+            q.cause = Cause::Fork {
+                parent: parent.to_string(),
+            };
+        }
+        break;
+    }
+}
+
 /// Loading failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -944,8 +993,13 @@ pub fn analyse(
 ) -> Result<CacheReport, CacheError> {
     let mut c = Collector::new(opts);
     let log = crate::log::load(src, load, &mut c)?;
+    let inherited_cut = c.inherited_cut;
     let mut r = c.finish(src.display(), log.header.id.clone());
     r.warnings = log.warnings.iter().map(|w| w.to_string()).collect();
+    let cut = inherited_cut.or(log.header.seed_length);
+    if let (Some(cut), Some(parent)) = (cut, &log.header.parent_session) {
+        fork(&mut r, cut, parent);
+    }
     if opts.calibrate {
         r.calibrate();
     }
@@ -1047,6 +1101,8 @@ struct Collector {
     attempt_usage: Option<Reported>,
     attempt_last: Option<(u64, f64, Option<f64>, Option<f64>)>,
     attempts_not_sent: usize,
+    /// The last `session/end-seed {inherited: true}` (G2+ fork cut).
+    inherited_cut: Option<u64>,
     prev: Option<Prev>,
     units: HashMap<u64, Unit>,
     seen: HashSet<u64>,
@@ -1082,6 +1138,7 @@ impl Collector {
             attempt_usage: None,
             attempt_last: None,
             attempts_not_sent: 0,
+            inherited_cut: None,
             prev: None,
             units: HashMap::new(),
             seen: HashSet::new(),
@@ -1515,6 +1572,7 @@ impl Collector {
 
         let h = &snap.header;
         let req = Request {
+            inherited: false,
             failed,
             index,
             seq: at_seq,
@@ -1659,6 +1717,13 @@ impl Collector {
             Kind::SessionEndSeed => {
                 self.unfinished();
                 self.end_seed = Some(ev.seq);
+                if ev
+                    .data()
+                    .get("inherited")
+                    .is_some_and(|v| matches!(v, Value::Bool(true)))
+                {
+                    self.inherited_cut = Some(ev.seq);
+                }
             }
             Kind::AssistantChunk => {
                 if !self.in_attempt {
@@ -1942,6 +2007,7 @@ mod tests {
 
     fn request(index: usize, model: &str) -> Request {
         Request {
+            inherited: false,
             failed: None,
             index,
             seq: index as u64,

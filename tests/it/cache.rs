@@ -1244,3 +1244,50 @@ fn calibrate_rescales_token_figures_by_the_reported_prompt_ratio() {
     let v = cache_json(&env, &["--calibrate", p.to_str().unwrap()]);
     assert!(v["calibrated"].is_null());
 }
+
+#[test]
+fn a_fork_starts_on_its_parents_cache_and_its_seed_is_counted_once() {
+    let mut g = Gen::new(None);
+    g.turn_start(&filler("parent question", 1500));
+    g.model(vec![text(&filler("parent answer", 600))]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let parent = g.write(env.home(), "parent.jsonl");
+    // The child: the parent's events as its seed, the cut marker, its own turn.
+    let cut = g.seq;
+    g.lines[0] = json!({"type":"session","version":0,"id":"cache-child","createdAt":1780000000000u64,"cwd":"/work","parentSession":"cache-test","seedLength":cut,"origin":"subagent","delegationDepth":1}).to_string();
+    g.ev("session/end-seed", json!({}), None, None);
+    g.header("resume");
+    g.turn_start(&filler("child task", 300));
+    g.model(vec![text("child done")]);
+    g.turn_end();
+    let child = g.write(env.home(), "child.jsonl");
+    let v = cache_json(&env, &[child.to_str().unwrap()]);
+    check_invariants(&v);
+    let r = v["requests"].as_array().unwrap();
+    assert_eq!(r[0]["inherited"], true);
+    assert_eq!(r[1]["inherited"], false);
+    assert_eq!(r[1]["cause"]["kind"], "fork", "{}", r[1]);
+    assert_eq!(r[1]["cause"]["parent"], "cache-test");
+    // It hits what the parent's request persisted (its prompt and output).
+    let at = r[1]["firstChanged"]["tokens"].as_u64().unwrap();
+    assert_eq!(r[1]["predictedHit"], at / 128 * 128);
+    assert!(at > 0);
+    assert_eq!(
+        v["totals"]["requests"], 1,
+        "the seed's request is the parent's"
+    );
+    // Parent and child together: every request once.
+    let v = cache_json(&env, &[parent.to_str().unwrap(), child.to_str().unwrap()]);
+    assert_eq!(v["summary"]["totals"]["requests"], 2);
+    let causes: Vec<&str> = v["summary"]["totals"]["byCause"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cause"].as_str().unwrap())
+        .collect();
+    assert!(causes.contains(&"fork"), "{causes:?}");
+    let out = env.dsh().arg("cache").arg(&child).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("fork of cache-test"), "{shown}");
+}

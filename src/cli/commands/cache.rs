@@ -58,6 +58,11 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// STREAM_CLOSED or LLM_STREAM_IDLE_TIMEOUT): DeepSeek keeps the prompt it
 /// read. Attempts refused before any answer are counted apart.
 ///
+/// A fork child's inherited seed holds its parent's requests: they are shown
+/// `inherited` and left out of totals, and the child's first own request,
+/// which starts on what the parent left in the cache (same route; the same
+/// account is assumed), has the cause `fork of <parent>`.
+///
 /// --calibrate rescales every token figure of a session by its measured
 /// ratio of reported to computed prompt size (said in the output and in
 /// `"calibrated"`); by default figures are dsh's own.
@@ -484,9 +489,15 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             turn_step(q),
             render::num(q.prompt_tokens),
             position(&q.first_changed),
-            match &q.failed {
-                None => q.cause.describe(),
-                Some(f) => format!("{} · failed {}", q.cause.describe(), f.code),
+            {
+                let mut c = q.cause.describe();
+                if let Some(f) = &q.failed {
+                    c = format!("{c} · failed {}", f.code);
+                }
+                if q.inherited {
+                    c = format!("{c} · inherited");
+                }
+                c
             },
             render::num(q.recomputed_tokens),
             render::num(q.predicted_hit),
@@ -628,6 +639,7 @@ fn cause_json(c: &Cause) -> OwnedValue {
                 .with("to", to.as_str().into())
         }
         Cause::Idle { gap_ms } => v = v.with("gapMs", (*gap_ms).into()),
+        Cause::Fork { parent } => v = v.with("parent", parent.as_str().into()),
         _ => {}
     }
     if let Some(s) = c.seq() {
@@ -688,6 +700,7 @@ fn request_json(q: &Request) -> OwnedValue {
     Value::obj()
         .with("index", (q.index as u64).into())
         .with("seq", q.seq.into())
+        .with("inherited", q.inherited.into())
         .with(
             "failed",
             q.failed.as_ref().map_or(Value::Null, |f| {

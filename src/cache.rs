@@ -851,7 +851,7 @@ struct Unit {
     used: f64,
 }
 
-struct Collector {
+pub(crate) struct Collector {
     opts: CacheOptions,
     counter: Option<Counter>,
     exact: HashMap<u64, u64>,
@@ -880,7 +880,7 @@ struct Collector {
 const REAL_TIME_MIN: f64 = 1e12;
 
 impl Collector {
-    fn new(opts: &CacheOptions) -> Collector {
+    pub(crate) fn new(opts: &CacheOptions) -> Collector {
         Collector {
             opts: opts.clone(),
             counter: opts.tokenizer.map(Counter::new),
@@ -1449,7 +1449,7 @@ impl Collector {
         });
     }
 
-    fn finish(mut self, file: String, session: String) -> CacheReport {
+    pub(crate) fn finish(mut self, file: String, session: String) -> CacheReport {
         for r in &mut self.replacements {
             if r.next_request.is_none() {
                 continue;

@@ -102,6 +102,8 @@ pub enum Command {
     Pack(commands::pack::PackArgs),
     // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
     Cache(commands::cache::CacheArgs),
+    // Its help (policies, sweep, JSON shape) is SimulateArgs' doc comment.
+    Simulate(commands::simulate::SimulateArgs),
     Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
@@ -125,6 +127,7 @@ impl Command {
             Command::Usage(_) => "usage",
             Command::Pack(_) => "pack",
             Command::Cache(_) => "cache",
+            Command::Simulate(_) => "simulate",
             Command::Unpack(_) => "unpack",
             Command::Completions(_) => "completions",
         }
@@ -194,6 +197,7 @@ pub fn run() -> ExitCode {
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
+        Command::Simulate(a) => commands::simulate::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };

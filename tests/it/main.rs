@@ -18,6 +18,7 @@ mod provider;
 mod prune;
 mod schemas;
 mod sessions;
+mod simulate;
 mod terminal;
 mod usage;
 mod verify;

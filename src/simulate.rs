@@ -419,7 +419,7 @@ impl Sim<'_> {
 }
 
 fn total(lane: &Lane) -> Result<f64, MeterError> {
-    lane.meter.snapshot(&lane.surface).map(|m| m.total_tokens)
+    lane.meter.total_tokens(&lane.surface)
 }
 
 fn feed(lane: &mut Lane, ev: &Event<'_>, applied: Option<&Applied>, to_cache: bool) {
@@ -779,11 +779,7 @@ fn budgets_cap(config: &Config, route: &Option<(String, String)>) -> u64 {
 
 impl Sim<'_> {
     fn record_request(&self, lane: &mut Lane, surface: Option<&Surface>, step_seq: u64) {
-        let Ok(size) = lane
-            .meter
-            .snapshot(surface.unwrap_or(&lane.surface))
-            .map(|m| m.total_tokens)
-        else {
+        let Ok(size) = lane.meter.total_tokens(surface.unwrap_or(&lane.surface)) else {
             return;
         };
         let window = self
@@ -817,10 +813,7 @@ impl Sim<'_> {
             for mut s in self.rec_steps_pending.drain(..) {
                 s.request_seq = ev.seq;
                 s.request = self.requests;
-                s.tokens_after = lane
-                    .meter
-                    .snapshot(folded.surface)
-                    .map_or(0.0, |m| m.total_tokens);
+                s.tokens_after = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
                 lane.row.steps.push(s);
             }
         }
@@ -835,10 +828,7 @@ impl Sim<'_> {
         if let (Some(a), Some(SurfaceOp::Replace(_))) = (folded.applied, ev.surface_op()) {
             let shadowed: Vec<u64> = a.shadowed.iter().map(|n| n.seq).collect();
             let st: u64 = a.shadowed.iter().map(|n| n.tokens).sum();
-            let before = lane
-                .meter
-                .snapshot(folded.surface)
-                .map_or(0.0, |m| m.total_tokens);
+            let before = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
             let kind = match lane.pending.take() {
                 Some(Kind::CompactionPrune) => {
                     lane.row.prunes += 1;

@@ -39,7 +39,8 @@ pub const OPEN_LOOP: &str = "Open-loop replay: the agent's behaviour is taken as
 /// "meanPressure", "billedInputTokens", "cacheMissedTokens", "cacheHitTokens",
 /// "missCost", "hitCost", "summariserTokens", "summariserCost", "totalCost",
 /// "currency", "aboveThresholdAfter", "unbalanced", "notes", "steps"?}],
-/// "cheapest", "note", "schema_version"}`.
+/// "cheapest", "note", "schema_version"}`. Without prices, "cheapest" ranks
+/// by cache-missed plus summariser tokens.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh simulate session.jsonl                          # recorded vs the default policy\n  dsh simulate --threshold-ratio 0.6 --retain-ratio 0.1 session.jsonl\n  dsh simulate --no-prune --steps session.jsonl       # pressure before/after each compaction\n  dsh simulate --sweep threshold=0.5:0.9:0.1,retain=0.08:0.24:0.08 session.jsonl\n  dsh simulate --context-window 64000 --summary-tokens 2000 --json session.jsonl"
@@ -237,16 +238,22 @@ pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
     Ok(Status::Ok)
 }
 
-/// The cheapest simulated row that never overflowed.
+/// The cheapest simulated row that never overflowed: by total cost when
+/// every row has one, else by cache-missed plus summariser tokens.
 fn cheapest(sim: &Simulation) -> Option<usize> {
+    let priced = sim.rows.iter().skip(1).all(|r| r.total_cost.is_some());
+    let key = |r: &Row| match r.total_cost {
+        Some(c) if priced => c,
+        _ => r.cache_missed as f64 + r.summariser_tokens,
+    };
     sim.rows
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(_, r)| r.overflows == 0 && r.total_cost.is_some())
+        .filter(|(_, r)| r.overflows == 0)
         .min_by(|a, b| {
-            a.1.total_cost
-                .partial_cmp(&b.1.total_cost)
+            key(a.1)
+                .partial_cmp(&key(b.1))
                 .unwrap_or(std::cmp::Ordering::Equal)
         })
         .map(|(i, _)| i)
@@ -317,11 +324,24 @@ fn human(
     }
     outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
     if best.is_some() {
-        outln!(ctx.out, "* the cheapest policy that never overflows")?;
+        let by = if sim.rows.iter().skip(1).all(|r| r.total_cost.is_some()) {
+            "by total cost"
+        } else {
+            "no prices: by cache-missed plus summariser tokens"
+        };
+        outln!(ctx.out, "* the cheapest policy that never overflows ({by})")?;
     }
     for r in &sim.rows {
-        for n in &r.notes {
+        for n in r.notes.iter().take(2) {
             outln!(ctx.out, "{}: {n}", r.label)?;
+        }
+        if r.notes.len() > 2 {
+            outln!(
+                ctx.out,
+                "{}: … {} more notes (--json)",
+                r.label,
+                r.notes.len() - 2
+            )?;
         }
         if steps {
             let mut t = render::table(&[

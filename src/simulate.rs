@@ -242,8 +242,12 @@ pub enum SimError {
 /// The recorded compactions: what the simulated checkpoints copy.
 #[derive(Debug, Default)]
 struct Recorded {
-    /// Shadowed seqs → checkpoint tokens.
-    by_range: HashMap<Vec<u64>, u64>,
+    /// Shadowed seqs → checkpoint tokens; a replacing node (a recorded
+    /// one, or a simulated one) is `None`, so that a simulated range over
+    /// its own prune of the same result is the recorded range.
+    by_range: HashMap<Vec<Option<u64>>, u64>,
+    /// The seqs of recorded replacing nodes.
+    replacing: std::collections::HashSet<u64>,
     shadowed: u64,
     checkpoint: u64,
 }
@@ -310,6 +314,15 @@ impl Sim<'_> {
             }
             self.lanes[li] = l;
         }
+    }
+}
+
+impl Recorded {
+    fn key(&self, shadowed: &[u64]) -> Vec<Option<u64>> {
+        shadowed
+            .iter()
+            .map(|&q| (q < SIM_SEQ_BASE && !self.replacing.contains(&q)).then_some(q))
+            .collect()
     }
 }
 
@@ -400,7 +413,7 @@ impl Sim<'_> {
     }
 
     fn checkpoint_tokens(&self, shadowed: &[u64], shadowed_tokens: u64, cap: u64) -> u64 {
-        if let Some(&t) = self.recorded.by_range.get(shadowed) {
+        if let Some(&t) = self.recorded.by_range.get(&self.recorded.key(shadowed)) {
             return t;
         }
         let capped = framed_cap(cap);
@@ -826,6 +839,7 @@ impl Sim<'_> {
             _ => {}
         }
         if let (Some(a), Some(SurfaceOp::Replace(_))) = (folded.applied, ev.surface_op()) {
+            self.recorded.replacing.insert(ev.seq);
             let shadowed: Vec<u64> = a.shadowed.iter().map(|n| n.seq).collect();
             let st: u64 = a.shadowed.iter().map(|n| n.tokens).sum();
             let before = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
@@ -836,7 +850,8 @@ impl Sim<'_> {
                 }
                 Some(Kind::CompactionSummary) => {
                     lane.row.compactions += 1;
-                    self.recorded.by_range.insert(shadowed.clone(), a.tokens);
+                    let key = self.recorded.key(&shadowed);
+                    self.recorded.by_range.insert(key, a.tokens);
                     self.recorded.shadowed += st;
                     self.recorded.checkpoint += a.tokens;
                     let (p, m) = self.route.clone().unwrap_or_default();

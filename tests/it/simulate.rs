@@ -263,3 +263,127 @@ fn the_cli_prints_a_table_json_and_a_sweep() {
         Some(2)
     );
 }
+
+/// A growing session: after every step, `dsh compact --mode pressure`
+/// against the loopback provider (as the live agent's pre-step hook would);
+/// then `simulate` with the same policy finds exactly those prunes and
+/// compactions, at the same requests, over the same ranges.
+#[test]
+fn replaying_under_the_recorded_policy_finds_the_recorded_compactions() {
+    use crate::provider::{Reply, Server, deepseek_sse};
+    use serde_json::{Value as J, json};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("grow.jsonl");
+    let header = json!({"type":"session","version":0,"id":"s-grow","createdAt":0,"cwd":"/home/dev/p","delegationDepth":0});
+    std::fs::write(&log, format!("{header}\n")).unwrap();
+    let src = json!({"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"});
+    let push = |evs: Vec<J>| {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let first = text.lines().count() as u64 - 1;
+        let mut out = text;
+        for (seq, mut e) in (first..).zip(evs) {
+            let o = e.as_object_mut().unwrap();
+            o.insert("seq".into(), json!(seq));
+            o.insert("time".into(), json!(1_700_000_000_000u64 + seq));
+            out.push_str(&e.to_string());
+            out.push('\n');
+        }
+        std::fs::write(&log, out).unwrap();
+    };
+    push(vec![json!({"type":"turn/start","data":{"turn":1}})]);
+    let steps = 14;
+    let mut compactions = 0;
+    for k in 1..=steps {
+        let mut evs = vec![json!({"type":"step/start","data":{"turn":1,"step":k}})];
+        if k == 1 {
+            evs.push(json!({"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"Read every file. ".repeat(10)}],"source":{"kind":"user"},"id":"u1"},"surfaceOp":"append"}));
+            evs.push(json!({"type":"request/header","data":{"header":{"config":{"provider":"deepseek-official","model":"deepseek-v4-flash"},"system":"You are a careful coding agent.","tools":[]},"reason":"initial"}}));
+        }
+        let call = format!("call_{k}");
+        // Every fourth result is long enough for the pruner.
+        let n = if k % 4 == 0 {
+            9000
+        } else {
+            1200 + 100 * k as usize
+        };
+        let body: String = "abcdefghij".repeat(n / 10);
+        evs.push(json!({"type":"assistant/message","data":{"turn":1,"step":k,"message":{"role":"assistant","content":[{"type":"tool-call","id":call,"name":"read","arguments":"{}"}],"source":src,"id":format!("a{k}")}},"surfaceOp":"append"}));
+        evs.push(json!({"type":"tool/call","data":{"turn":1,"step":k,"callId":call,"name":"read","arguments":"{}"}}));
+        evs.push(json!({"type":"tool/result","data":{"turn":1,"step":k,"message":{"role":"user","content":[{"type":"tool-result","toolCallId":call,"content":[{"type":"text","text":body}]}],"source":{"kind":"tool","callId":call},"id":format!("t{k}")}},"surfaceOp":"append"}));
+        evs.push(json!({"type":"step/end","data":{"turn":1,"step":k}}));
+        push(evs);
+        if k == steps {
+            break;
+        }
+        let server = Server::start(vec![
+            Reply::Sse(deepseek_sse("## Summary\n- read files")),
+            Reply::Sse(deepseek_sse("## Summary\n- read files")),
+            Reply::Sse(deepseek_sse("## Summary\n- read files")),
+        ]);
+        let out = crate::support::dsh()
+            .env("DEEPSEEK_API_KEY", "sk-test")
+            .args([
+                "compact",
+                "--json",
+                "-q",
+                "--mode",
+                "pressure",
+                "--retry-delay",
+                "0",
+            ])
+            .args(["--context-window", "6000", "--base-url", &server.base])
+            .arg(&log)
+            .output()
+            .unwrap();
+        let v: J = serde_json::from_slice(&out.stdout).unwrap_or(J::Null);
+        if v["outcome"] == json!("compacted") {
+            compactions += 1;
+        }
+    }
+    assert!(
+        compactions >= 2,
+        "the session crossed its threshold more than once"
+    );
+    let o = SimOptions {
+        context_window: Some(6000),
+        ..opts(vec![SimPolicy::default()])
+    };
+    let sim = simulate(
+        &LogSource::File(log.clone()),
+        &LoadOptions::default(),
+        &o,
+        &NoPrices,
+    )
+    .unwrap();
+    let (rec, row) = (&sim.rows[0], &sim.rows[1]);
+    assert_eq!(rec.compactions, compactions);
+    // Seqs of replacing nodes differ (the simulation numbers its own): compare
+    // the agent's nodes and count the replacing ones.
+    let replacing: std::collections::HashSet<u64> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<J>(l).unwrap())
+        .filter(|e| e["surfaceOp"].is_object())
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let norm = |steps: &[dsh::simulate::Step]| -> Vec<(StepKind, u64, Vec<Option<u64>>)> {
+        steps
+            .iter()
+            .map(|s| {
+                let sh = s
+                    .shadowed
+                    .iter()
+                    .map(|&q| (q < 1 << 48 && !replacing.contains(&q)).then_some(q))
+                    .collect();
+                (s.kind, s.request_seq, sh)
+            })
+            .collect()
+    };
+    assert_eq!(norm(&row.steps), norm(&rec.steps));
+    assert_eq!(
+        row.request_sizes, rec.request_sizes,
+        "the same pressure at every request"
+    );
+    assert!(rec.prunes > 0 && row.prunes == rec.prunes);
+}

@@ -1087,7 +1087,7 @@ struct BlockRec {
     items: Vec<(u64, u64)>,
 }
 
-struct Collector {
+pub(crate) struct Collector {
     opts: CacheOptions,
     counter: Option<Counter>,
     exact: HashMap<u64, u64>,
@@ -1124,7 +1124,7 @@ struct Collector {
 const REAL_TIME_MIN: f64 = 1e12;
 
 impl Collector {
-    fn new(opts: &CacheOptions) -> Collector {
+    pub(crate) fn new(opts: &CacheOptions) -> Collector {
         Collector {
             opts: opts.clone(),
             counter: opts.tokenizer.map(Counter::new),
@@ -1945,7 +1945,7 @@ impl Collector {
         });
     }
 
-    fn finish(mut self, file: String, session: String) -> CacheReport {
+    pub(crate) fn finish(mut self, file: String, session: String) -> CacheReport {
         break_even_in_tokens(&mut self.replacements);
         CacheReport {
             file,

@@ -64,6 +64,7 @@ pub mod prune;
 pub mod range;
 pub mod request_header;
 pub mod sessions;
+pub mod simulate;
 pub mod surface;
 pub mod usage;
 pub mod verify;

@@ -104,6 +104,8 @@ pub enum Command {
     Pack(commands::pack::PackArgs),
     // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
     Cache(commands::cache::CacheArgs),
+    // Its help (policies, sweep, JSON shape) is SimulateArgs' doc comment.
+    Simulate(commands::simulate::SimulateArgs),
     Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
@@ -128,6 +130,7 @@ impl Command {
             Command::Export(_) => "export",
             Command::Pack(_) => "pack",
             Command::Cache(_) => "cache",
+            Command::Simulate(_) => "simulate",
             Command::Unpack(_) => "unpack",
             Command::Completions(_) => "completions",
         }
@@ -198,6 +201,7 @@ pub fn run() -> ExitCode {
         Command::Export(a) => commands::export::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
+        Command::Simulate(a) => commands::simulate::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };

@@ -744,27 +744,23 @@ impl Meter {
         self.snapshot(&log.surface)
     }
 
-    /// Measure now, without consuming the meter (§1.6): the fold so far
-    /// against `surface`, the surface the folded events left (a loaded log's
-    /// `surface`, or a writer's surface after its appends, e.g.
-    /// [`crate::append::Appender::surface`]). Feed later events with
-    /// [`Observer::event`] and call it again: this is how compaction
-    /// re-measures after each write without re-reading the log.
-    ///
-    /// Unlike [`Meter::finish`], it folds no `session/end-seed` marker (a
-    /// non-surface event: it changes no total) and `logRevision` counts the
-    /// events fed so far.
-    pub fn snapshot(&self, surface: &Surface) -> Result<Measurement, MeterError> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        let header = if self.has_override {
+    /// The header measured: the override, else the latest logged one.
+    fn measured_header(&self) -> Option<Arc<HeaderRec>> {
+        if self.has_override {
             self.header_override.clone()
         } else {
             self.header.clone()
-        };
-        let surface_tokens = surface.tokens;
-        let (baseline, delta, anchor_seq) = match &self.anchor {
+        }
+    }
+
+    /// The baseline, the surface delta and the anchor's seq (§1.6).
+    fn anchored(
+        &self,
+        header: Option<&Arc<HeaderRec>>,
+        surface_tokens: u64,
+    ) -> (Baseline, i64, Option<u64>) {
+        let header = header.cloned();
+        match &self.anchor {
             Some(a) if optional_header_equals(a.header.as_ref(), header.as_ref()) => (
                 a.baseline.clone(),
                 surface_tokens as i64 - a.surface_tokens as i64,
@@ -788,7 +784,37 @@ impl Meter {
                 0,
                 None,
             ),
-        };
+        }
+    }
+
+    /// `measure().totalTokens` now, without the per-node table of
+    /// [`Meter::snapshot`]: what a caller that measures at every request
+    /// (a replay) needs.
+    pub fn total_tokens(&self, surface: &Surface) -> Result<f64, MeterError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let (baseline, delta, _) = self.anchored(self.measured_header().as_ref(), surface.tokens);
+        Ok(projection::js_max0(baseline.tokens + delta as f64))
+    }
+
+    /// Measure now, without consuming the meter (§1.6): the fold so far
+    /// against `surface`, the surface the folded events left (a loaded log's
+    /// `surface`, or a writer's surface after its appends, e.g.
+    /// [`crate::append::Appender::surface`]). Feed later events with
+    /// [`Observer::event`] and call it again: this is how compaction
+    /// re-measures after each write without re-reading the log.
+    ///
+    /// Unlike [`Meter::finish`], it folds no `session/end-seed` marker (a
+    /// non-surface event: it changes no total) and `logRevision` counts the
+    /// events fed so far.
+    pub fn snapshot(&self, surface: &Surface) -> Result<Measurement, MeterError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let header = self.measured_header();
+        let surface_tokens = surface.tokens;
+        let (baseline, delta, anchor_seq) = self.anchored(header.as_ref(), surface_tokens);
         let total = projection::js_max0(baseline.tokens + delta as f64);
         let mut comp = Composition {
             system_tokens: header

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["prune", "append", "sessions", "cache"],
     &["verify", "lifecycle", "export"],
     &["compact"],
+    &["simulate"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -19,6 +19,7 @@ mod provider;
 mod prune;
 mod schemas;
 mod sessions;
+mod simulate;
 mod terminal;
 mod usage;
 mod verify;

@@ -118,6 +118,7 @@ fn check_readers(log: &Path) {
         ("verify", &["verify", "--json"], false),
         ("locks", &["locks", "--json"], false),
         ("cache", &["cache", "--json"], false),
+        ("simulate", &["simulate", "--json", "--steps"], false),
         (
             "cache",
             &[
@@ -568,6 +569,7 @@ fn every_schema_is_some_command_s_document() {
         "pack",
         "prune",
         "sessions",
+        "simulate",
         "surface",
         "unpack",
         "usage",

@@ -13,6 +13,7 @@ pub mod messages;
 pub mod pack;
 pub mod prune;
 pub mod sessions;
+pub mod simulate;
 pub mod surface;
 pub mod usage;
 pub mod verify;

@@ -1,0 +1,1305 @@
+//! Open-loop replay of a recorded session under other compaction policies.
+//!
+//! The simulated surface is the recorded content (every event the agent
+//! appended, in order) with the simulated policy's own replacements applied
+//! instead of the recorded ones. Before each model request (at every
+//! `step/start`, where the reference's `agent/pre-step` hook runs) the
+//! automatic path of compaction §2.5 runs on it exactly as
+//! `dsh compact --mode pressure` would: measure with the [`Meter`], prune with
+//! [`crate::prune::plan_nodes`], select with [`crate::range::select_range`],
+//! replace with a checkpoint; a request whose size exceeds the window takes
+//! the overflow path of §2.6 (prune, one maximal bracket, at most
+//! `maxOverflowRetries` times). The agent's behaviour is taken as recorded: a
+//! different policy would have changed what the agent did next.
+//!
+//! Every policy is one *lane* of one streaming pass (a sweep costs one read
+//! of the log, not one per policy); the recorded run is a lane that mirrors
+//! the loader's own surface. Each lane keeps its own meter and its own cache
+//! fold ([`crate::cache`]'s DeepSeek prefix-unit rule), so a request's size
+//! is the meter's incremental figure, never a re-measure of the surface.
+//!
+//! The provider-usage anchor of a simulated lane is the recorded usage
+//! shifted by the difference between the recorded and the simulated surface
+//! when the step began (zero in the identity replay, so the figures are
+//! `dsh measure --at` exactly). Summaries are not generated: a checkpoint is
+//! priced at the recorded checkpoint's size when the simulated range is a
+//! recorded one, else by [`SummarySize`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::cache::{CacheOptions, Prices};
+use crate::compact::summary;
+use crate::config::Config;
+use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp, owned_event};
+use crate::json::{OwnedValue, Value};
+use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer};
+use crate::meter::{Meter, MeterError};
+use crate::policy::{CapacityInputs, Retention, resolve_capacity};
+use crate::prune::{PruneConfig, PruneError};
+use crate::range::{Selection, select_range};
+use crate::surface::{Applied, Node, NodeBody, NodeFacts, Surface, SurfaceError};
+
+/// Seqs of simulated events start here, far above any recorded seq.
+const SIM_SEQ_BASE: u64 = 1 << 48;
+
+/// One policy to simulate; `None` fields come from the config for the
+/// routed target (the reference's defaults: 0.8 / 0.16).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimPolicy {
+    /// `thresholdRatio` (values ≥ 1 are allowed: a threshold at or beyond
+    /// the window).
+    pub threshold_ratio: Option<f64>,
+    /// The retained tail.
+    pub retention: Option<Retention>,
+    /// The pruner; `None` means the config's pruner.
+    pub pruner: Option<PruneConfig>,
+    /// No pruning at all.
+    pub no_prune: bool,
+}
+
+/// How big a simulated summary is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SummarySize {
+    /// The recorded summaries' ratio of checkpoint tokens to shadowed tokens
+    /// when the log has them, else the policy's summary token cap.
+    Recorded,
+    /// A fixed number of summary tokens.
+    Tokens(u64),
+    /// A share of the shadowed tokens.
+    Ratio(f64),
+}
+
+/// What a simulation needs besides the log.
+#[derive(Debug, Clone, Default)]
+pub struct SimOptions {
+    /// The policies, one row each after the recorded one.
+    pub policies: Vec<SimPolicy>,
+    /// The routed target's window (else config, logged `request/context`,
+    /// built-in table).
+    pub context_window: Option<u64>,
+    /// Summary sizes (`None`: [`SummarySize::Recorded`]).
+    pub summary: Option<SummarySize>,
+    /// The dsh config (policy and pruner per route).
+    pub config: Config,
+}
+
+/// Where the simulated summary sizes came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SummarySource {
+    /// The log's recorded summaries: Σ checkpoint ÷ Σ shadowed tokens.
+    RecordedRatio(f64),
+    /// `--summary-tokens`.
+    Tokens(u64),
+    /// `--summary-ratio`.
+    Ratio(f64),
+    /// No recorded summary: the policy's summary token cap (`maxTokens`).
+    Cap,
+}
+
+impl SummarySource {
+    /// `recorded-ratio`, `tokens`, `ratio`, `cap`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummarySource::RecordedRatio(_) => "recorded-ratio",
+            SummarySource::Tokens(_) => "tokens",
+            SummarySource::Ratio(_) => "ratio",
+            SummarySource::Cap => "cap",
+        }
+    }
+}
+
+/// What one step of a lane did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// A pruner pass that replaced at least one tool result.
+    Prune,
+    /// A pressure compaction bracket.
+    Compaction,
+    /// An overflow compaction bracket (request over the window).
+    Overflow,
+}
+
+impl StepKind {
+    /// `prune`, `compaction`, `overflow`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Prune => "prune",
+            StepKind::Compaction => "compaction",
+            StepKind::Overflow => "overflow",
+        }
+    }
+}
+
+/// One simulated (or recorded) replacement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// What it was.
+    pub kind: StepKind,
+    /// The `step/start` seq of the request it ran before.
+    pub request_seq: u64,
+    /// The request's index (0-based, among `step/start`s).
+    pub request: usize,
+    /// The meter's total before and after.
+    pub tokens_before: f64,
+    /// After.
+    pub tokens_after: f64,
+    /// Shadowed node seqs (compaction: the range, in surface order; prune:
+    /// the original tool results).
+    pub shadowed: Vec<u64>,
+    /// Shadowed tokens.
+    pub shadowed_tokens: u64,
+    /// Checkpoint (or pruned results') tokens.
+    pub replacement_tokens: u64,
+}
+
+/// One row: a policy's figures over the whole log.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    /// `recorded` or the policy's label.
+    pub label: String,
+    /// The policy (`None` for the recorded run).
+    pub policy: Option<SimPolicy>,
+    /// Resolved threshold ratio and retain budget of the last request's route.
+    pub threshold_ratio: Option<f64>,
+    /// Resolved retained tail, tokens.
+    pub retain_tokens: Option<u64>,
+    /// The window of the last request.
+    pub context_window: Option<u64>,
+    /// Committed compaction brackets (pressure + overflow).
+    pub compactions: usize,
+    /// Pruned tool results.
+    pub prunes: usize,
+    /// Requests whose size exceeded the window (before overflow recovery).
+    pub overflows: usize,
+    /// Requests still over the window after overflow recovery.
+    pub unrecovered: usize,
+    /// Model requests (`step/start`s).
+    pub requests: usize,
+    /// Peak request size ÷ window.
+    pub peak_pressure: f64,
+    /// Mean request size ÷ window.
+    pub mean_pressure: f64,
+    /// Σ request sizes (the meter's figure at each request).
+    pub billed_input: f64,
+    /// Every request's size, in order, with its `step/start` seq.
+    pub request_sizes: Vec<(u64, f64)>,
+    /// The cache model's prompt tokens (heuristic), Σ over requests.
+    pub cache_prompt: u64,
+    /// Predicted cache-missed tokens, Σ.
+    pub cache_missed: u64,
+    /// Predicted cache-hit tokens, Σ.
+    pub cache_hit: u64,
+    /// Their cost (miss tokens × miss rate), when every price is known.
+    pub miss_cost: Option<f64>,
+    /// Hit tokens × hit rate.
+    pub hit_cost: Option<f64>,
+    /// Summariser prompt + output tokens.
+    pub summariser_tokens: f64,
+    /// Their cost.
+    pub summariser_cost: Option<f64>,
+    /// miss + hit + summariser cost.
+    pub total_cost: Option<f64>,
+    /// Currency of the costs.
+    pub currency: Option<&'static str>,
+    /// Every step.
+    pub steps: Vec<Step>,
+    /// Why a compaction left the pressure at or over the threshold, or a
+    /// lane stopped (one line each).
+    pub notes: Vec<String>,
+    /// Requests whose simulated surface, after a replacement, held a tool
+    /// call without its result or a result without its call.
+    pub unbalanced: usize,
+    /// Compactions whose pressure after stayed at or over the threshold.
+    pub above_after: usize,
+}
+
+/// The simulation of one log.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// The session id.
+    pub session: String,
+    /// The recorded run first, then one row per policy.
+    pub rows: Vec<Row>,
+    /// Where the summary sizes came from.
+    pub summary: SummarySource,
+}
+
+/// A simulation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The log was refused.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The meter could not replay the log.
+    #[error("{0}")]
+    Meter(#[from] MeterError),
+    /// A policy is not usable.
+    #[error("{0}")]
+    Policy(String),
+}
+
+/// The recorded compactions: what the simulated checkpoints copy.
+#[derive(Debug, Default)]
+struct Recorded {
+    /// Shadowed seqs → checkpoint tokens; a replacing node (a recorded
+    /// one, or a simulated one) is `None`, so that a simulated range over
+    /// its own prune of the same result is the recorded range.
+    by_range: HashMap<Vec<Option<u64>>, u64>,
+    /// The seqs of recorded replacing nodes.
+    replacing: std::collections::HashSet<u64>,
+    shadowed: u64,
+    checkpoint: u64,
+}
+
+/// One lane: a surface, a meter and a cache fold.
+struct Lane {
+    mirror: bool,
+    policy: SimPolicy,
+    surface: Surface,
+    meter: Meter,
+    cache: Option<crate::cache::Collector>,
+    row: Row,
+    next_seq: u64,
+    /// Σ (recorded − simulated) surface tokens at the open step's start.
+    step_diff: i64,
+    dead: bool,
+    /// The latest recorded `compaction/summary` / `compaction/prune`
+    /// (mirror lane): what the next replace is.
+    pending: Option<Kind>,
+    summary_usage: Option<OwnedValue>,
+}
+
+struct Sim<'a> {
+    opts: &'a SimOptions,
+    lanes: Vec<Lane>,
+    recorded: Recorded,
+    summary: SummarySource,
+    route: Option<(String, String)>,
+    contexts: HashMap<(String, String), f64>,
+    requests: usize,
+    rec_steps_pending: Vec<Step>,
+    prices: &'a dyn Prices,
+    times_real: bool,
+    time: f64,
+    open_turn: bool,
+    next_seq: u64,
+    tail_done: bool,
+    /// The latest recorded `compaction/summary` or `compaction/prune`.
+    metering: Option<u64>,
+}
+
+impl Sim<'_> {
+    /// The last turn is open: the next step's pre-step hook runs on the log
+    /// as it stands, before any crash-repair closer (what `dsh compact
+    /// --mode pressure` does on such a log).
+    fn tail_hook(&mut self) {
+        if self.tail_done || !self.open_turn {
+            return;
+        }
+        self.tail_done = true;
+        let at = self.next_seq;
+        for li in 0..self.lanes.len() {
+            if self.lanes[li].mirror {
+                continue;
+            }
+            let mut l = std::mem::replace(
+                &mut self.lanes[li],
+                lane(false, SimPolicy::default(), String::new()),
+            );
+            if !l.dead
+                && let Err(e) = self.pre_step(&mut l, at)
+            {
+                l.row.notes.push(format!("replay stopped at the tail: {e}"));
+            }
+            self.lanes[li] = l;
+        }
+    }
+}
+
+impl Recorded {
+    fn key(&self, shadowed: &[u64]) -> Vec<Option<u64>> {
+        shadowed
+            .iter()
+            .map(|&q| (q < SIM_SEQ_BASE && !self.replacing.contains(&q)).then_some(q))
+            .collect()
+    }
+}
+
+fn lane(mirror: bool, policy: SimPolicy, label: String) -> Lane {
+    lane_with(mirror, policy, label, false)
+}
+
+fn lane_with(mirror: bool, policy: SimPolicy, label: String, all_chunks: bool) -> Lane {
+    let meter = Meter::new(None);
+    Lane {
+        mirror,
+        policy: policy.clone(),
+        surface: Surface::default(),
+        meter: if all_chunks {
+            meter.retaining_all_chunks()
+        } else {
+            meter
+        },
+        cache: Some(crate::cache::Collector::new(&CacheOptions::default())),
+        row: Row {
+            label,
+            policy: (!mirror).then_some(policy),
+            ..Row::default()
+        },
+        next_seq: SIM_SEQ_BASE,
+        step_diff: 0,
+        dead: false,
+        pending: None,
+        summary_usage: None,
+    }
+}
+
+/// The summary tokens of a summary capped at `cap` tokens, framed as the
+/// checkpoint the reference writes.
+fn framed_cap(cap: u64) -> u64 {
+    let text = "x".repeat((cap.min(1 << 22) * 4) as usize);
+    let s = vec![
+        Value::obj()
+            .with("type", "text".into())
+            .with("text", text.into()),
+    ];
+    summary::framed_price(&summary::checkpoint_content(&s))
+}
+
+/// The prompt of a summariser call over `shadowed` tokens: the shadowed
+/// messages plus the instruction.
+fn summariser_prompt(shadowed: u64) -> u64 {
+    shadowed + crate::heuristic::price_message(&summary::instruction_message())
+}
+
+impl Sim<'_> {
+    fn policy_for(&self, p: &SimPolicy) -> Option<(crate::policy::Budgets, PruneConfig, u64, u64)> {
+        let (prov, model) = self.route.clone()?;
+        if prov.is_empty() || model.is_empty() {
+            return None;
+        }
+        let config = &self.opts.config;
+        let mut policy = config.policy_for(&prov, &model);
+        if let Some(t) = p.threshold_ratio {
+            policy.threshold_ratio = t;
+        }
+        if let Some(r) = p.retention {
+            policy.retention = r;
+        }
+        let (config_model, config_route_default) = config.configured_capacity(&prov, &model);
+        let cap = resolve_capacity(
+            &prov,
+            &CapacityInputs {
+                flag: self.opts.context_window,
+                config_model,
+                logged: self.contexts.get(&(prov.clone(), model.clone())).copied(),
+                config_route_default,
+            },
+        )?;
+        let budgets = policy.budgets(cap.context_window).ok()?;
+        let pc = config.pruner;
+        let pruner = p.pruner.unwrap_or(PruneConfig {
+            threshold_chars: pc.threshold_chars,
+            head_chars: pc.head_chars,
+            tail_chars: pc.tail_chars,
+        });
+        Some((
+            budgets,
+            pruner,
+            policy.compaction_retries,
+            policy.max_overflow_retries,
+        ))
+    }
+
+    fn checkpoint_tokens(&self, shadowed: &[u64], shadowed_tokens: u64, cap: u64) -> u64 {
+        if let Some(&t) = self.recorded.by_range.get(&self.recorded.key(shadowed)) {
+            return t;
+        }
+        let capped = framed_cap(cap);
+        match self.summary {
+            SummarySource::RecordedRatio(r) => {
+                ((shadowed_tokens as f64 * r).ceil() as u64).min(capped)
+            }
+            SummarySource::Tokens(n) => framed_cap(n),
+            SummarySource::Ratio(r) => {
+                let raw = (shadowed_tokens as f64 * r).ceil() as u64;
+                framed_cap(raw.min(cap))
+            }
+            SummarySource::Cap => capped,
+        }
+    }
+}
+
+fn total(lane: &Lane) -> Result<f64, MeterError> {
+    lane.meter.total_tokens(&lane.surface)
+}
+
+fn feed(lane: &mut Lane, ev: &Event<'_>, applied: Option<&Applied>, to_cache: bool) {
+    let folded = Folded {
+        applied,
+        surface: &lane.surface,
+        synthetic: false,
+    };
+    lane.meter.event(ev, &folded);
+    if to_cache && let Some(c) = &mut lane.cache {
+        c.event(ev, &folded);
+    }
+}
+
+/// The event of a simulated node (a recorded line read again, or kept).
+fn node_event(surface: &Surface, node: &Node) -> Result<OwnedEvent, String> {
+    match &node.body {
+        NodeBody::Owned(e) => Ok((**e).clone()),
+        NodeBody::Span { offset, len } => {
+            let r = surface
+                .reread
+                .as_ref()
+                .ok_or_else(|| "node span without a file".to_string())?;
+            let bytes = r
+                .line_at(*offset, *len as usize)
+                .map_err(|e| e.to_string())?;
+            let v = crate::log::parse_line_again(&bytes)
+                .ok_or_else(|| "the log changed while it was being read".to_string())?;
+            let kind = Kind::of(&v.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+            Ok(Event {
+                kind,
+                seq: node.seq,
+                line: 0,
+                value: v,
+            })
+        }
+    }
+}
+
+fn apply_owned(lane: &mut Lane, ev: OwnedEvent, facts: NodeFacts) -> Result<Applied, SurfaceError> {
+    let op = ev.surface_op().unwrap_or(SurfaceOp::Append);
+    let arc = Arc::new(ev);
+    let ev2 = (*arc).clone();
+    lane.surface.apply(&ev2, op, facts, NodeBody::Owned(arc))
+}
+
+impl Sim<'_> {
+    /// One pruner pass over a lane's surface; the number of pruned results.
+    fn prune(
+        &self,
+        lane: &mut Lane,
+        cfg: &PruneConfig,
+        request: (usize, u64),
+    ) -> Result<usize, String> {
+        let before = total(lane).map_err(|e| e.to_string())?;
+        // A result too short to hold `threshold_chars` code points cannot be
+        // pruned: its price is at least a quarter of its UTF-16 length.
+        let min_tokens = cfg.threshold_chars / 4;
+        let candidates: Vec<Result<(OwnedEvent, u64), PruneError>> = lane
+            .surface
+            .nodes
+            .iter()
+            .filter(|n| n.kind == Kind::ToolResult && n.tokens >= min_tokens)
+            .map(|n| {
+                node_event(&lane.surface, n)
+                    .map(|ev| (ev, n.tokens))
+                    .map_err(|m| PruneError::Content {
+                        seq: n.seq,
+                        message: m,
+                    })
+            })
+            .collect();
+        let plan = crate::prune::plan_nodes(
+            cfg,
+            candidates,
+            lane.next_seq,
+            self.time,
+            lane.surface.tokens,
+        )
+        .map_err(|e| e.to_string())?;
+        if plan.pruned.is_empty() {
+            return Ok(0);
+        }
+        lane.next_seq += plan.events.len() as u64;
+        let mut shadowed = Vec::new();
+        let (mut st, mut rt) = (0, 0);
+        for ev in plan.events {
+            if ev.kind == Kind::CompactionPrune {
+                // The cache fold only: the meter's figure does not depend
+                // on metering events, and simulated seqs are not the log's.
+                if let Some(c) = &mut lane.cache {
+                    c.event(
+                        &ev,
+                        &Folded {
+                            applied: None,
+                            surface: &lane.surface,
+                            synthetic: false,
+                        },
+                    );
+                }
+                continue;
+            }
+            let facts = crate::surface::node_facts(&ev);
+            let ev_copy = ev.clone();
+            let applied = apply_owned(lane, ev, facts).map_err(|e| e.message)?;
+            for s in &applied.shadowed {
+                shadowed.push(s.seq);
+                st += s.tokens;
+            }
+            rt += applied.tokens;
+            if let Some(c) = &mut lane.cache {
+                c.event(
+                    &ev_copy,
+                    &Folded {
+                        applied: Some(&applied),
+                        surface: &lane.surface,
+                        synthetic: false,
+                    },
+                );
+            }
+        }
+        let after = total(lane).map_err(|e| e.to_string())?;
+        let n = shadowed.len();
+        lane.row.prunes += n;
+        lane.row.steps.push(Step {
+            kind: StepKind::Prune,
+            request_seq: request.1,
+            request: request.0,
+            tokens_before: before,
+            tokens_after: after,
+            shadowed,
+            shadowed_tokens: st,
+            replacement_tokens: rt,
+        });
+        Ok(n)
+    }
+
+    /// One bracket over the range `select_range` picks with `retain`;
+    /// `Ok(false)` when selection declined or the summary was not smaller.
+    fn bracket(
+        &self,
+        lane: &mut Lane,
+        retain: u64,
+        kind: StepKind,
+        cap: u64,
+        request: (usize, u64),
+    ) -> Result<bool, String> {
+        let region = match select_range(&lane.surface.nodes, retain).map_err(|e| e.0)? {
+            Selection::Declined(_) => return Ok(false),
+            Selection::Range(r) => r,
+        };
+        let before = total(lane).map_err(|e| e.to_string())?;
+        let nodes = &lane.surface.nodes;
+        let shadowed = region.seqs(nodes);
+        let shadowed_tokens = region.tokens(nodes);
+        let cp_tokens = self.checkpoint_tokens(&shadowed, shadowed_tokens, cap);
+        if let Some(msg) = summary::shrink_violation(cp_tokens, shadowed_tokens) {
+            lane.row
+                .notes
+                .push(format!("request {} (seq {}): {msg}", request.0, request.1));
+            return Ok(false);
+        }
+        let (provider, model) = self.route.clone().unwrap_or_default();
+        let sum_seq = lane.next_seq;
+        let cp_seq = sum_seq + 1;
+        lane.next_seq += 2;
+        let sum = owned_event(
+            Kind::CompactionSummary,
+            sum_seq,
+            Value::obj()
+                .with("type", "compaction/summary".into())
+                .with("seq", sum_seq.into())
+                .with("time", self.time.into())
+                .with(
+                    "data",
+                    Value::obj()
+                        .with("provider", provider.clone().into())
+                        .with("model", model.clone().into()),
+                ),
+        );
+        if let Some(c) = &mut lane.cache {
+            c.event(
+                &sum,
+                &Folded {
+                    applied: None,
+                    surface: &lane.surface,
+                    synthetic: false,
+                },
+            );
+        }
+        let mut sources = vec![sum_seq];
+        sources.extend_from_slice(&shadowed);
+        let cp = owned_event(
+            Kind::UserMessage,
+            cp_seq,
+            Value::obj()
+                .with("type", "user/message".into())
+                .with("seq", cp_seq.into())
+                .with("time", self.time.into())
+                .with(
+                    "data",
+                    Value::obj().with("role", "user".into()).with(
+                        "content",
+                        Value::Arr(vec![
+                            Value::obj()
+                                .with("type", "text".into())
+                                .with("text", "[simulated checkpoint]".into()),
+                        ]),
+                    ),
+                )
+                .with("sourceEventSeqs", sources.into())
+                .with(
+                    "surfaceOp",
+                    Value::obj()
+                        .with("op", "replace".into())
+                        .with("start", region.start.into())
+                        .with("end", region.end.into()),
+                ),
+        );
+        let facts = NodeFacts {
+            tokens: cp_tokens,
+            derives: true,
+            msg_id: None,
+            call_id: None,
+            tool_calls: Vec::new(),
+        };
+        let cp_copy = cp.clone();
+        debug_assert!(matches!(
+            cp.surface_op(),
+            Some(SurfaceOp::Replace(ReplaceOp { .. }))
+        ));
+        let applied = apply_owned(lane, cp, facts).map_err(|e| e.message)?;
+        if let Some(c) = &mut lane.cache {
+            c.event(
+                &cp_copy,
+                &Folded {
+                    applied: Some(&applied),
+                    surface: &lane.surface,
+                    synthetic: false,
+                },
+            );
+        }
+        let after = total(lane).map_err(|e| e.to_string())?;
+        let summariser_in = summariser_prompt(shadowed_tokens);
+        let summariser_out = cp_tokens;
+        lane.row.summariser_tokens += (summariser_in + summariser_out) as f64;
+        let rates = self.prices.rates(
+            &provider,
+            &model,
+            self.times_real.then_some(self.time as i64),
+        );
+        lane.row.summariser_cost = match (lane.row.summariser_cost, rates) {
+            (Some(c), Some(r)) => {
+                Some(c + (summariser_in as f64 * r.miss + summariser_out as f64 * r.output) / 1e6)
+            }
+            _ => None,
+        };
+        lane.row.compactions += 1;
+        lane.row.steps.push(Step {
+            kind,
+            request_seq: request.1,
+            request: request.0,
+            tokens_before: before,
+            tokens_after: after,
+            shadowed,
+            shadowed_tokens,
+            replacement_tokens: cp_tokens,
+        });
+        Ok(true)
+    }
+
+    /// The pre-step hook of one simulated lane, then the request's size.
+    fn pre_step(&self, lane: &mut Lane, step_seq: u64) -> Result<(), String> {
+        let request = (self.requests, step_seq);
+        let Some((budgets, pruner, retries, overflow_retries)) = self.policy_for(&lane.policy)
+        else {
+            return Ok(());
+        };
+        let threshold = budgets.threshold_tokens as f64;
+        let m0 = total(lane).map_err(|e| e.to_string())?;
+        if m0 >= threshold {
+            let pruned = if lane.policy.no_prune {
+                0
+            } else {
+                self.prune(lane, &pruner, request)?
+            };
+            let m1 = if pruned > 0 {
+                total(lane).map_err(|e| e.to_string())?
+            } else {
+                m0
+            };
+            if m1 >= threshold {
+                let attempts = retries + 1;
+                let mut now = m1;
+                let mut any = false;
+                for _ in 0..attempts {
+                    if !self.bracket(
+                        lane,
+                        budgets.retain_tokens,
+                        StepKind::Compaction,
+                        budgets_cap(&self.opts.config, &self.route),
+                        request,
+                    )? {
+                        break;
+                    }
+                    any = true;
+                    now = total(lane).map_err(|e| e.to_string())?;
+                    if now < threshold {
+                        break;
+                    }
+                }
+                if any && now >= threshold {
+                    lane.row.above_after += 1;
+                    lane.row.notes.push(format!(
+                        "request {} (seq {step_seq}): still at or over the threshold after {attempts} compaction attempts ({now} >= {threshold}); the reference warns and continues the turn",
+                        request.0
+                    ));
+                }
+            }
+        }
+        // The overflow path: the request would exceed the window.
+        let window = budgets.context_window as f64;
+        let mut size = total(lane).map_err(|e| e.to_string())?;
+        if size > window {
+            lane.row.overflows += 1;
+            let mut tries = 0;
+            while size > window && tries < overflow_retries {
+                tries += 1;
+                let before_gen = lane.surface.replace_generation;
+                if !lane.policy.no_prune {
+                    self.prune(lane, &pruner, request)?;
+                }
+                self.bracket(
+                    lane,
+                    0,
+                    StepKind::Overflow,
+                    budgets_cap(&self.opts.config, &self.route),
+                    request,
+                )?;
+                size = total(lane).map_err(|e| e.to_string())?;
+                if lane.surface.replace_generation == before_gen {
+                    break;
+                }
+            }
+            if size > window {
+                lane.row.unrecovered += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn budgets_cap(config: &Config, route: &Option<(String, String)>) -> u64 {
+    let (p, m) = route.clone().unwrap_or_default();
+    config.policy_for(&p, &m).max_tokens
+}
+
+impl Sim<'_> {
+    fn record_request(&self, lane: &mut Lane, surface: Option<&Surface>, step_seq: u64) {
+        let Ok(size) = lane.meter.total_tokens(surface.unwrap_or(&lane.surface)) else {
+            return;
+        };
+        let window = self
+            .policy_for(&lane.policy)
+            .map(|b| b.0.context_window)
+            .or_else(|| {
+                let r = self.route.clone()?;
+                self.contexts.get(&r).map(|w| *w as u64)
+            });
+        lane.row.requests += 1;
+        lane.row.billed_input += size;
+        lane.row.request_sizes.push((step_seq, size));
+        if let Some(w) = window.filter(|w| *w > 0) {
+            let p = size / w as f64;
+            lane.row.peak_pressure = lane.row.peak_pressure.max(p);
+            lane.row.mean_pressure += p;
+            lane.row.context_window = Some(w);
+            if lane.mirror && size > w as f64 {
+                lane.row.overflows += 1;
+            }
+        }
+        if let Some((b, _, _, _)) = self.policy_for(&lane.policy) {
+            lane.row.threshold_ratio = Some(b.threshold_ratio);
+            lane.row.retain_tokens = Some(b.retain_tokens);
+        }
+    }
+
+    fn mirror_event(&mut self, li: usize, ev: &Event<'_>, folded: &Folded<'_>) {
+        let lane = &mut self.lanes[li];
+        if ev.kind == Kind::StepStart {
+            for mut s in self.rec_steps_pending.drain(..) {
+                s.request_seq = ev.seq;
+                s.request = self.requests;
+                s.tokens_after = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
+                lane.row.steps.push(s);
+            }
+        }
+        match ev.kind {
+            Kind::CompactionSummary => {
+                lane.pending = Some(Kind::CompactionSummary);
+                lane.summary_usage = ev.data().get("usage").map(|u| u.to_owned_value());
+            }
+            Kind::CompactionPrune => lane.pending = Some(Kind::CompactionPrune),
+            _ => {}
+        }
+        if let (Some(a), Some(SurfaceOp::Replace(_))) = (folded.applied, ev.surface_op()) {
+            self.recorded.replacing.insert(ev.seq);
+            let shadowed: Vec<u64> = a.shadowed.iter().map(|n| n.seq).collect();
+            let st: u64 = a.shadowed.iter().map(|n| n.tokens).sum();
+            let before = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
+            let kind = match lane.pending.take() {
+                Some(Kind::CompactionPrune) => {
+                    lane.row.prunes += 1;
+                    Some(StepKind::Prune)
+                }
+                Some(Kind::CompactionSummary) => {
+                    lane.row.compactions += 1;
+                    let key = self.recorded.key(&shadowed);
+                    self.recorded.by_range.insert(key, a.tokens);
+                    self.recorded.shadowed += st;
+                    self.recorded.checkpoint += a.tokens;
+                    let (p, m) = self.route.clone().unwrap_or_default();
+                    let rates =
+                        self.prices
+                            .rates(&p, &m, self.times_real.then_some(self.time as i64));
+                    let (tin, tout, cost) = match &lane.summary_usage {
+                        Some(u) if !matches!(u, Value::Null) => {
+                            let n = |k: &str| u.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+                            let (i, h, w, o) = (
+                                n("inputTokens"),
+                                n("cacheReadTokens"),
+                                n("cacheWriteTokens"),
+                                n("outputTokens"),
+                            );
+                            (
+                                i + h + w,
+                                o,
+                                rates.map(|r| {
+                                    (i * r.miss + h * r.hit + w * r.write + o * r.output) / 1e6
+                                }),
+                            )
+                        }
+                        _ => {
+                            let i = summariser_prompt(st) as f64;
+                            let o = a.tokens as f64;
+                            (i, o, rates.map(|r| (i * r.miss + o * r.output) / 1e6))
+                        }
+                    };
+                    lane.row.summariser_tokens += tin + tout;
+                    lane.row.summariser_cost = match (lane.row.summariser_cost, cost) {
+                        (Some(c), Some(x)) => Some(c + x),
+                        _ => None,
+                    };
+                    Some(StepKind::Compaction)
+                }
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                // Recorded prunes are one step per pass, as simulated ones.
+                match self.rec_steps_pending.last_mut() {
+                    Some(s) if kind == StepKind::Prune && s.kind == StepKind::Prune => {
+                        s.shadowed.extend(shadowed);
+                        s.shadowed_tokens += st;
+                        s.replacement_tokens += a.tokens;
+                    }
+                    _ => self.rec_steps_pending.push(Step {
+                        kind,
+                        request_seq: 0,
+                        request: 0,
+                        tokens_before: before,
+                        tokens_after: 0.0,
+                        shadowed,
+                        shadowed_tokens: st,
+                        replacement_tokens: a.tokens,
+                    }),
+                }
+            }
+        }
+        let lane = &mut self.lanes[li];
+        lane.meter.event(ev, folded);
+        if let Some(c) = &mut lane.cache {
+            c.event(ev, folded);
+        }
+    }
+
+    fn sim_event(&mut self, li: usize, ev: &Event<'_>, folded: &Folded<'_>) {
+        let mut lane = std::mem::replace(
+            &mut self.lanes[li],
+            lane(false, SimPolicy::default(), String::new()),
+        );
+        if lane.dead {
+            self.lanes[li] = lane;
+            return;
+        }
+        if lane.surface.reread.is_none() {
+            lane.surface.reread = folded.surface.reread.clone();
+        }
+        if ev.kind == Kind::StepStart {
+            if let Err(e) = self.pre_step(&mut lane, ev.seq) {
+                lane.row
+                    .notes
+                    .push(format!("replay stopped at seq {}: {e}", ev.seq));
+                lane.dead = true;
+                self.lanes[li] = lane;
+                return;
+            }
+            if !lane.row.steps.is_empty()
+                && lane
+                    .row
+                    .steps
+                    .last()
+                    .is_some_and(|s| s.request_seq == ev.seq)
+                && !balanced(&lane.surface.nodes)
+            {
+                lane.row.unbalanced += 1;
+            }
+            self.record_request(&mut lane, None, ev.seq);
+            lane.step_diff = folded.surface.tokens as i64 - lane.surface.tokens as i64;
+        }
+        let is_compaction = matches!(
+            ev.kind,
+            Kind::CompactionStart
+                | Kind::CompactionSummary
+                | Kind::CompactionEnd
+                | Kind::CompactionPrune
+        );
+        // A replacement right after a `compaction/summary` or
+        // `compaction/prune` is the recorded policy's; any other (a
+        // harness rewrite) is recorded content, applied as such.
+        let policy_replace = matches!(
+            (folded.applied.map(|a| a.op), self.metering),
+            (Some(SurfaceOp::Replace(_)), Some(m)) if m + 1 == ev.seq
+        );
+        match folded.applied {
+            Some(a) if !policy_replace && !is_compaction => {
+                let rec = &folded.surface.nodes[a.position];
+                let facts = NodeFacts {
+                    tokens: rec.tokens,
+                    derives: rec.derives,
+                    msg_id: rec.msg_id.clone(),
+                    call_id: rec.call_id.clone(),
+                    tool_calls: rec.tool_calls.clone(),
+                };
+                // Keep the bodies the pruner may need to read when the log
+                // cannot be read again.
+                let body = rec.body.clone();
+                match lane.surface.apply(ev, a.op, facts, body) {
+                    Ok(applied) => {
+                        if ev.kind == Kind::AssistantMessage && lane.step_diff != 0 {
+                            let shifted = shift_usage(ev, lane.step_diff);
+                            feed(&mut lane, &shifted, Some(&applied), true);
+                        } else {
+                            feed(&mut lane, ev, Some(&applied), true);
+                        }
+                    }
+                    Err(e) if a.op != SurfaceOp::Append => {
+                        // The simulated policy already shadowed its range.
+                        lane.row.notes.push(format!(
+                            "recorded replacement at seq {} left out: {}",
+                            ev.seq, e.message
+                        ));
+                        feed(&mut lane, ev, None, false);
+                    }
+                    Err(e) => {
+                        lane.row
+                            .notes
+                            .push(format!("replay stopped at seq {}: {}", ev.seq, e.message));
+                        lane.dead = true;
+                    }
+                }
+            }
+            // Recorded replacements and compaction events: the simulated
+            // policy writes its own.
+            Some(_) => feed(&mut lane, ev, None, false),
+            None if is_compaction => feed(&mut lane, ev, None, false),
+            None => feed(&mut lane, ev, None, true),
+        }
+        self.lanes[li] = lane;
+    }
+}
+
+/// The recorded usage shifted by the surface the simulated lane does not
+/// (or does) hold: the anchor a provider would have reported for it.
+fn shift_usage(ev: &Event<'_>, diff: i64) -> OwnedEvent {
+    let mut owned = ev.to_owned_event();
+    let usage = ev
+        .data()
+        .get("usage")
+        .and_then(|u| u.get("inputTokens"))
+        .and_then(|v| v.as_f64());
+    if let Some(input) = usage
+        && let Value::Obj(_) = owned.value
+        && let Some(data) = owned.value.get("data")
+    {
+        let mut data = data.clone();
+        if let Some(u) = data.get("usage") {
+            let u = u.clone().with("inputTokens", (input - diff as f64).into());
+            data = data.with("usage", u);
+        }
+        owned.value = owned.value.with("data", data);
+    }
+    owned
+}
+
+impl Observer for Sim<'_> {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if folded.synthetic {
+            self.tail_hook();
+        } else {
+            self.next_seq = ev.seq + 1;
+        }
+        match ev.kind {
+            Kind::TurnStart => self.open_turn = true,
+            Kind::TurnEnd => self.open_turn = false,
+            _ => {}
+        }
+        let t = ev.time();
+        if !(t >= 1e12 && t >= self.time) {
+            self.times_real = false;
+        }
+        self.time = t;
+        match ev.kind {
+            Kind::RequestHeader => {
+                let c = ev.data().get("header").and_then(|h| h.get("config"));
+                let s = |k: &str| {
+                    c.and_then(|c| c.get(k))
+                        .and_then(|v| v.as_str())
+                        .map(|v| v.into_owned())
+                        .unwrap_or_default()
+                };
+                self.route = Some((s("provider"), s("model")));
+            }
+            Kind::RequestContext => {
+                let d = ev.data();
+                if let (Some(p), Some(m), Some(cw)) = (
+                    d.get("provider").and_then(|p| p.as_str()),
+                    d.get("model").and_then(|m| m.as_str()),
+                    d.get("contextWindow").and_then(|c| c.as_f64()),
+                ) {
+                    self.contexts.insert((p.into_owned(), m.into_owned()), cw);
+                }
+            }
+            _ => {}
+        }
+        for li in 0..self.lanes.len() {
+            if self.lanes[li].mirror {
+                if ev.kind == Kind::StepStart {
+                    // The mirror lane's surface is the loader's.
+                    let mut l = std::mem::replace(
+                        &mut self.lanes[li],
+                        lane(true, SimPolicy::default(), String::new()),
+                    );
+                    self.record_request(&mut l, Some(folded.surface), ev.seq);
+                    self.lanes[li] = l;
+                }
+                self.mirror_event(li, ev, folded);
+            } else {
+                self.sim_event(li, ev, folded);
+            }
+        }
+        if ev.kind == Kind::StepStart {
+            self.requests += 1;
+        }
+        if matches!(ev.kind, Kind::CompactionSummary | Kind::CompactionPrune) {
+            self.metering = Some(ev.seq);
+        }
+    }
+}
+
+fn finish_row(mut row: Row, report: crate::cache::CacheReport, prices: &dyn Prices) -> Row {
+    if row.requests > 0 {
+        row.mean_pressure /= row.requests as f64;
+    }
+    let mut miss_cost = Some(0.0);
+    let mut hit_cost = Some(0.0);
+    let mut currency = None;
+    for q in &report.requests {
+        row.cache_prompt += q.prompt_tokens;
+        row.cache_hit += q.predicted_hit;
+        row.cache_missed += q.predicted_miss();
+        let r = prices.rates(
+            &q.provider,
+            &q.model,
+            report.times_real.then_some(q.time as i64),
+        );
+        if let Some(r) = r {
+            currency = Some(r.currency);
+        }
+        miss_cost = match (miss_cost, r) {
+            (Some(c), Some(r)) => Some(c + q.predicted_miss() as f64 * r.miss / 1e6),
+            _ => None,
+        };
+        hit_cost = match (hit_cost, r) {
+            (Some(c), Some(r)) => Some(c + q.predicted_hit as f64 * r.hit / 1e6),
+            _ => None,
+        };
+    }
+    row.miss_cost = miss_cost;
+    row.hit_cost = hit_cost;
+    row.currency = currency;
+    row.total_cost = match (miss_cost, hit_cost, row.summariser_cost) {
+        (Some(a), Some(b), Some(c)) => Some(a + b + c),
+        _ => None,
+    };
+    row
+}
+
+/// A short label for a policy: `t0.80 r0.16 prune`.
+pub fn label(p: &SimPolicy) -> String {
+    let mut s = String::new();
+    match p.threshold_ratio {
+        Some(t) => s.push_str(&format!("t{t:.2}")),
+        None => s.push_str("t=cfg"),
+    }
+    match p.retention {
+        Some(Retention::Ratio(r)) => s.push_str(&format!(" r{r:.2}")),
+        Some(Retention::Tokens(n)) => s.push_str(&format!(" r{n}tok")),
+        None => s.push_str(" r=cfg"),
+    }
+    if p.no_prune {
+        s.push_str(" noprune");
+    }
+    s
+}
+
+/// Replay `src` under every policy of `opts` (module doc). Two streaming
+/// passes: the recorded run (and its summaries' sizes), then every policy
+/// at once.
+pub fn simulate(
+    src: &LogSource,
+    load: &LoadOptions,
+    opts: &SimOptions,
+    prices: &dyn Prices,
+) -> Result<Simulation, SimError> {
+    match simulate_with(src, load, opts, prices, false) {
+        // A message cites chunks of an earlier step with the same labels:
+        // replay again keeping every chunk (as `meter::measure` does).
+        Err(SimError::Meter(MeterError::NeedsAllChunks { .. })) => {
+            simulate_with(src, load, opts, prices, true)
+        }
+        r => r,
+    }
+}
+
+fn simulate_with(
+    src: &LogSource,
+    load: &LoadOptions,
+    opts: &SimOptions,
+    prices: &dyn Prices,
+    all_chunks: bool,
+) -> Result<Simulation, SimError> {
+    for p in &opts.policies {
+        if let Some(t) = p.threshold_ratio
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(SimError::Policy(format!(
+                "threshold ratio {t}: must be a positive number"
+            )));
+        }
+        if let Some(Retention::Ratio(r)) = p.retention
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(SimError::Policy(format!(
+                "retain ratio {r}: must be a positive number"
+            )));
+        }
+    }
+    let new_sim = |lanes: Vec<Lane>, recorded: Recorded, summary: SummarySource| Sim {
+        opts,
+        lanes,
+        recorded,
+        summary,
+        route: None,
+        contexts: HashMap::new(),
+        requests: 0,
+        rec_steps_pending: Vec::new(),
+        prices,
+        times_real: true,
+        time: f64::NEG_INFINITY,
+        open_turn: false,
+        next_seq: 0,
+        tail_done: false,
+        metering: None,
+    };
+    // Pass 1: the recorded run.
+    let mut first = new_sim(
+        vec![lane_with(
+            true,
+            SimPolicy::default(),
+            "recorded".into(),
+            all_chunks,
+        )],
+        Recorded::default(),
+        SummarySource::Cap,
+    );
+    let log = crate::log::load(src, load, &mut first)?;
+    if let Some(e) = first.lanes[0].meter.error() {
+        return Err(SimError::Meter(e.clone()));
+    }
+    let session = log.header.id.clone();
+    drop(log);
+    let recorded = std::mem::take(&mut first.recorded);
+    let summary = match opts.summary {
+        Some(SummarySize::Tokens(n)) => SummarySource::Tokens(n),
+        Some(SummarySize::Ratio(r)) => SummarySource::Ratio(r),
+        _ if recorded.shadowed > 0 => {
+            SummarySource::RecordedRatio(recorded.checkpoint as f64 / recorded.shadowed as f64)
+        }
+        _ => SummarySource::Cap,
+    };
+    let mut rows = Vec::new();
+    let mut rec = first.lanes.pop().expect("the recorded lane");
+    let report = rec
+        .cache
+        .take()
+        .expect("cache fold")
+        .finish(src.display(), session.clone());
+    rows.push(finish_row(rec.row, report, prices));
+    if !opts.policies.is_empty() {
+        let lanes = opts
+            .policies
+            .iter()
+            .map(|p| lane_with(false, p.clone(), label(p), all_chunks))
+            .collect();
+        let mut second = new_sim(lanes, recorded, summary);
+        crate::log::load(src, load, &mut second)?;
+        second.tail_hook();
+        if let Some(e) = second.lanes.iter().find_map(|l| l.meter.error()) {
+            return Err(SimError::Meter(e.clone()));
+        }
+        for mut l in second.lanes {
+            let report = l
+                .cache
+                .take()
+                .expect("cache fold")
+                .finish(src.display(), session.clone());
+            rows.push(finish_row(l.row, report, prices));
+        }
+    }
+    Ok(Simulation {
+        session,
+        rows,
+        summary,
+    })
+}
+
+/// Every cut a surface's nodes offer is balanced at its end: no tool call
+/// without its result, no result without its call (the property every
+/// simulated surface keeps).
+pub fn balanced(nodes: &[Node]) -> bool {
+    let mut open: Vec<&str> = Vec::new();
+    for n in nodes {
+        match n.kind {
+            Kind::AssistantMessage => open.extend(n.tool_calls.iter().map(|c| &**c)),
+            Kind::ToolResult => {
+                let Some(id) = n.call_id.as_deref() else {
+                    continue;
+                };
+                match open.iter().position(|c| *c == id) {
+                    Some(i) => {
+                        open.remove(i);
+                    }
+                    None => return false,
+                }
+            }
+            _ => {}
+        }
+    }
+    open.is_empty()
+}

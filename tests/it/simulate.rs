@@ -1,0 +1,389 @@
+//! `dsh simulate`: open-loop replay under other compaction policies.
+
+use std::path::Path;
+
+use dsh::cache::NoPrices;
+use dsh::simulate::{SimOptions, SimPolicy, StepKind, SummarySize, simulate};
+use dsh::{LoadOptions, LogSource};
+
+use crate::support::{corpus_logs, dsh, sample, shared};
+
+/// A policy that never fires: threshold far beyond the window, no pruning.
+fn never() -> SimPolicy {
+    SimPolicy {
+        threshold_ratio: Some(100.0),
+        no_prune: true,
+        ..SimPolicy::default()
+    }
+}
+
+fn opts(policies: Vec<SimPolicy>) -> SimOptions {
+    SimOptions {
+        policies,
+        ..SimOptions::default()
+    }
+}
+
+/// Every simulated request size equals the meter at that request, on the
+/// log cut just before its `step/start` (`dsh measure --at SEQ-1`).
+/// Returns how many requests were compared, `None` for a log the meter
+/// refuses.
+fn identity(log: &Path, limit: usize) -> Option<usize> {
+    let src = LogSource::File(log.to_path_buf());
+    let sim = simulate(
+        &src,
+        &LoadOptions::default(),
+        &opts(vec![never()]),
+        &NoPrices,
+    )
+    .ok()?;
+    let (rec, row) = (&sim.rows[0], &sim.rows[1]);
+    assert_eq!(row.compactions + row.prunes, 0, "{}", log.display());
+    assert_eq!(rec.request_sizes.len(), row.request_sizes.len());
+    // Without recorded replacements the simulated surface is the recorded
+    // one; with them, the simulated row drops them (it is its own policy).
+    let plain = rec.compactions + rec.prunes == 0;
+    let step = (row.request_sizes.len() / limit).max(1);
+    let mut n = 0;
+    for (i, &(seq, size)) in rec.request_sizes.iter().enumerate() {
+        if plain {
+            assert_eq!(
+                row.request_sizes[i].1,
+                size,
+                "{} request {i}",
+                log.display()
+            );
+        }
+        if i % step != 0 {
+            continue;
+        }
+        let lo = LoadOptions {
+            upto: Some(seq - 1),
+            ..LoadOptions::default()
+        };
+        let (_, m) = dsh::meter::measure(&src, &lo, None).expect("measures");
+        assert_eq!(
+            m.total_tokens,
+            size,
+            "{}: request at step/start seq {seq}",
+            log.display()
+        );
+        n += usize::from(plain);
+    }
+    Some(n)
+}
+
+#[test]
+fn a_policy_that_never_fires_reproduces_the_meter_at_every_request_on_the_samples() {
+    let mut compared = 0;
+    for e in std::fs::read_dir(sample("")).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "jsonl") {
+            compared += identity(&p, 50).unwrap_or(0);
+        }
+    }
+    assert!(compared > 10, "{compared} requests compared");
+}
+
+#[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
+fn a_policy_that_never_fires_reproduces_the_meter_on_corpus_logs() {
+    let Some(sh) = shared("simulate identity on the corpus") else {
+        return;
+    };
+    let mut compared = 0;
+    for (_, p) in corpus_logs(&sh).iter().take(40) {
+        compared += identity(p, 5).unwrap_or(0);
+    }
+    assert!(compared > 10, "{compared} requests compared");
+}
+
+#[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
+fn the_pressure_worked_example_prunes_then_compacts_the_reference_range() {
+    let Some(sh) = shared("simulate on the pressure example") else {
+        return;
+    };
+    let src = LogSource::File(sh.join("spec/examples/compact-pressure.input.jsonl"));
+    let o = SimOptions {
+        summary: Some(SummarySize::Tokens(200)),
+        ..opts(vec![SimPolicy::default()])
+    };
+    let sim = simulate(&src, &LoadOptions::default(), &o, &NoPrices).unwrap();
+    let row = &sim.rows[1];
+    // The reference (compact-pressure.appended.jsonl): prune pair on 12,
+    // then the range {2..22} = [2, 10, <replacement of 12>, 20, 22].
+    let prune = row
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Prune)
+        .unwrap();
+    assert_eq!(prune.shadowed, vec![12]);
+    let c = row
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Compaction)
+        .expect("a compaction at the tail hook");
+    assert_eq!(
+        c.request_seq, 34,
+        "the pre-step of step 4, on the log as it stands"
+    );
+    assert_eq!(c.shadowed.len(), 5);
+    assert_eq!((c.shadowed[0], c.shadowed[1]), (2, 10));
+    assert!(c.shadowed[2] >= 1 << 48, "the simulated replacement of 12");
+    assert_eq!(&c.shadowed[3..], &[20, 22]);
+    assert_eq!(row.unbalanced, 0);
+    // Replaying the example with its appended bracket as recorded: the
+    // recorded row finds that bracket and that prune.
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both.jsonl");
+    let mut text =
+        std::fs::read_to_string(sh.join("spec/examples/compact-pressure.input.jsonl")).unwrap();
+    text.push_str(
+        &std::fs::read_to_string(sh.join("spec/examples/compact-pressure.appended.jsonl")).unwrap(),
+    );
+    std::fs::write(&both, text).unwrap();
+    let sim = simulate(
+        &LogSource::File(both),
+        &LoadOptions::default(),
+        &opts(vec![]),
+        &NoPrices,
+    )
+    .unwrap();
+    let rec = &sim.rows[0];
+    assert_eq!((rec.compactions, rec.prunes), (1, 1));
+}
+
+#[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
+fn properties_hold_over_a_threshold_grid() {
+    let Some(sh) = shared("simulate properties") else {
+        return;
+    };
+    let mut logs: Vec<_> = corpus_logs(&sh).into_iter().map(|x| x.1).take(25).collect();
+    logs.push(sh.join("spec/examples/compact-pressure.input.jsonl"));
+    let policies: Vec<SimPolicy> = [0.3, 0.5, 0.7, 0.9]
+        .iter()
+        .map(|&t| SimPolicy {
+            threshold_ratio: Some(t),
+            retention: Some(dsh::policy::Retention::Ratio(0.1)),
+            ..SimPolicy::default()
+        })
+        .collect();
+    let mut fired = 0;
+    for log in logs {
+        let src = LogSource::File(log.clone());
+        let o = SimOptions {
+            context_window: Some(8000),
+            summary: Some(SummarySize::Ratio(0.1)),
+            ..opts(policies.clone())
+        };
+        let Ok(sim) = simulate(&src, &LoadOptions::default(), &o, &NoPrices) else {
+            continue;
+        };
+        let first = |i: usize| {
+            sim.rows[i]
+                .steps
+                .iter()
+                .find(|s| s.kind == StepKind::Compaction)
+                .map(|s| s.request)
+        };
+        for i in 1..sim.rows.len() {
+            let r = &sim.rows[i];
+            assert_eq!(r.unbalanced, 0, "{}: {}", log.display(), r.label);
+            // After each pressure compaction: below the threshold, or a note says why not.
+            let threshold = 8000.0 * [0.3, 0.5, 0.7, 0.9][i - 1];
+            let above = r
+                .steps
+                .iter()
+                .filter(|s| s.kind == StepKind::Compaction && s.tokens_after >= threshold)
+                .count();
+            assert!(
+                above == 0 || !r.notes.is_empty(),
+                "{}: {}",
+                log.display(),
+                r.label
+            );
+            fired += r.compactions;
+            // A lower threshold never fires later for the first compaction.
+            if i > 1
+                && let Some(later) = first(i)
+            {
+                let earlier = first(i - 1).expect("the lower threshold fired too");
+                assert!(earlier <= later, "{}: {} vs {}", log.display(), i - 1, i);
+            }
+        }
+    }
+    assert!(fired > 0);
+}
+
+#[test]
+fn the_cli_prints_a_table_json_and_a_sweep() {
+    let out = dsh()
+        .env("COLUMNS", "80")
+        .args([
+            "simulate",
+            "--context-window",
+            "4000",
+            "--summary-tokens",
+            "100",
+        ])
+        .args(["--sweep", "threshold=0.5:0.9:0.2,retain=0.08:0.16:0.08"])
+        .arg(sample("coding-session.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("recorded"), "{text}");
+    assert!(text.contains("Open-loop replay"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let (v, code) = crate::support::json_of(&[
+        "simulate",
+        "--json",
+        "--steps",
+        "--no-prune",
+        sample("coding-session.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        v.get("rows").and_then(|r| r.as_arr()).map(|r| r.len()),
+        Some(2)
+    );
+}
+
+/// A growing session: after every step, `dsh compact --mode pressure`
+/// against the loopback provider (as the live agent's pre-step hook would);
+/// then `simulate` with the same policy finds exactly those prunes and
+/// compactions, at the same requests, over the same ranges.
+#[test]
+fn replaying_under_the_recorded_policy_finds_the_recorded_compactions() {
+    use crate::provider::{Reply, Server, deepseek_sse};
+    use serde_json::{Value as J, json};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("grow.jsonl");
+    let header = json!({"type":"session","version":0,"id":"s-grow","createdAt":0,"cwd":"/home/dev/p","delegationDepth":0});
+    std::fs::write(&log, format!("{header}\n")).unwrap();
+    let src = json!({"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"});
+    let push = |evs: Vec<J>| {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let first = text.lines().count() as u64 - 1;
+        let mut out = text;
+        for (seq, mut e) in (first..).zip(evs) {
+            let o = e.as_object_mut().unwrap();
+            o.insert("seq".into(), json!(seq));
+            o.insert("time".into(), json!(1_700_000_000_000u64 + seq));
+            out.push_str(&e.to_string());
+            out.push('\n');
+        }
+        std::fs::write(&log, out).unwrap();
+    };
+    push(vec![json!({"type":"turn/start","data":{"turn":1}})]);
+    let steps = 14;
+    let mut compactions = 0;
+    for k in 1..=steps {
+        let mut evs = vec![json!({"type":"step/start","data":{"turn":1,"step":k}})];
+        if k == 1 {
+            evs.push(json!({"type":"user/message","data":{"role":"user","content":[{"type":"text","text":"Read every file. ".repeat(10)}],"source":{"kind":"user"},"id":"u1"},"surfaceOp":"append"}));
+            evs.push(json!({"type":"request/header","data":{"header":{"config":{"provider":"deepseek-official","model":"deepseek-v4-flash"},"system":"You are a careful coding agent.","tools":[]},"reason":"initial"}}));
+        }
+        let call = format!("call_{k}");
+        // Every fourth result is long enough for the pruner.
+        let n = if k % 4 == 0 {
+            9000
+        } else {
+            1200 + 100 * k as usize
+        };
+        let body: String = "abcdefghij".repeat(n / 10);
+        evs.push(json!({"type":"assistant/message","data":{"turn":1,"step":k,"message":{"role":"assistant","content":[{"type":"tool-call","id":call,"name":"read","arguments":"{}"}],"source":src,"id":format!("a{k}")}},"surfaceOp":"append"}));
+        evs.push(json!({"type":"tool/call","data":{"turn":1,"step":k,"callId":call,"name":"read","arguments":"{}"}}));
+        evs.push(json!({"type":"tool/result","data":{"turn":1,"step":k,"message":{"role":"user","content":[{"type":"tool-result","toolCallId":call,"content":[{"type":"text","text":body}]}],"source":{"kind":"tool","callId":call},"id":format!("t{k}")}},"surfaceOp":"append"}));
+        evs.push(json!({"type":"step/end","data":{"turn":1,"step":k}}));
+        push(evs);
+        if k == steps {
+            break;
+        }
+        let server = Server::start(vec![
+            Reply::Sse(deepseek_sse("## Summary\n- read files")),
+            Reply::Sse(deepseek_sse("## Summary\n- read files")),
+            Reply::Sse(deepseek_sse("## Summary\n- read files")),
+        ]);
+        let out = crate::support::dsh()
+            .env("DEEPSEEK_API_KEY", "sk-test")
+            .args([
+                "compact",
+                "--json",
+                "-q",
+                "--mode",
+                "pressure",
+                "--retry-delay",
+                "0",
+            ])
+            .args(["--context-window", "6000", "--base-url", &server.base])
+            .arg(&log)
+            .output()
+            .unwrap();
+        let v: J = serde_json::from_slice(&out.stdout).unwrap_or(J::Null);
+        if v["outcome"] == json!("compacted") {
+            compactions += 1;
+        }
+    }
+    assert!(
+        compactions >= 2,
+        "the session crossed its threshold more than once"
+    );
+    let o = SimOptions {
+        context_window: Some(6000),
+        ..opts(vec![SimPolicy::default()])
+    };
+    let sim = simulate(
+        &LogSource::File(log.clone()),
+        &LoadOptions::default(),
+        &o,
+        &NoPrices,
+    )
+    .unwrap();
+    let (rec, row) = (&sim.rows[0], &sim.rows[1]);
+    assert_eq!(rec.compactions, compactions);
+    // Seqs of replacing nodes differ (the simulation numbers its own): compare
+    // the agent's nodes and count the replacing ones.
+    let replacing: std::collections::HashSet<u64> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<J>(l).unwrap())
+        .filter(|e| e["surfaceOp"].is_object())
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let norm = |steps: &[dsh::simulate::Step]| -> Vec<(StepKind, u64, Vec<Option<u64>>)> {
+        steps
+            .iter()
+            .map(|s| {
+                let sh = s
+                    .shadowed
+                    .iter()
+                    .map(|&q| (q < 1 << 48 && !replacing.contains(&q)).then_some(q))
+                    .collect();
+                (s.kind, s.request_seq, sh)
+            })
+            .collect()
+    };
+    assert_eq!(norm(&row.steps), norm(&rec.steps));
+    assert_eq!(
+        row.request_sizes, rec.request_sizes,
+        "the same pressure at every request"
+    );
+    assert!(rec.prunes > 0 && row.prunes == rec.prunes);
+}

@@ -21,3 +21,4 @@ mod sessions;
 mod terminal;
 mod usage;
 mod verify;
+mod view;

@@ -15,3 +15,4 @@ pub mod sessions;
 pub mod surface;
 pub mod usage;
 pub mod verify;
+pub mod view;

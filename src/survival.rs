@@ -4,8 +4,10 @@
 //! checkpoint removed from the surface, as they stood then (what the
 //! summariser was shown: a result pruned earlier is its pruned text, an
 //! earlier checkpoint its checkpoint text). Its *text* is, per message, every
-//! `text` and `reasoning` block, every tool call's name and `arguments`, and
-//! the text blocks of every tool result (nested ones included), one per line.
+//! `text` and `reasoning` block, every tool call's name and the string and
+//! number values of its `arguments` (parsed as JSON, argument names left
+//! out; the raw text when it is not JSON), and the text blocks of every tool
+//! result (nested ones included), one per line.
 //! The *summary* is the `compaction/summary` event's `summary` text blocks
 //! (the checkpoint's own text when no summary event is found).
 //!
@@ -23,7 +25,8 @@
 //!   in a file extension), or contain no `/` and end in one of the common
 //!   extensions of [`FILE_EXTENSIONS`] (`main.rs`, `Cargo.toml`). A file
 //!   extension is a non-empty stem, a dot and 1–10 letters or digits with at
-//!   least one letter. A run that starts with `-` (a flag) is not a path.
+//!   least one letter. A run that starts with `-` (a flag) or right after a
+//!   `<` (markup such as `</compacted-summary>`) is not a path.
 //! * **Commands** ([`command_of`]): from each tool call's `arguments`, parsed
 //!   as a JSON object, the `command` or else `cmd` member: a string, or an
 //!   array of strings joined by single spaces; whitespace collapsed. Empty
@@ -386,7 +389,13 @@ impl SpanText {
                 }
                 Some("tool-call") => {
                     let args = s("arguments").unwrap_or_default();
-                    self.line(&format!("{} {args}", s("name").unwrap_or_default()));
+                    self.line(&s("name").unwrap_or_default());
+                    match Value::parse(&args) {
+                        // Values only: argument names (`old_string`) are the
+                        // tool's vocabulary, not the span's.
+                        Ok(v) => self.values(&v),
+                        Err(_) => self.line(&args),
+                    }
                     if let Some(c) = command_of(&args) {
                         self.commands.push(c);
                     }
@@ -398,6 +407,17 @@ impl SpanText {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Every string and number of a JSON value, one a line; keys left out.
+    fn values(&mut self, v: &Value<'_>) {
+        match v {
+            Value::Str(t) => self.line(&t.to_lossy()),
+            Value::Num(_) => self.line(&v.to_json()),
+            Value::Arr(a) => a.iter().for_each(|x| self.values(x)),
+            Value::Obj(o) => o.iter().for_each(|(_, x)| self.values(x)),
+            _ => {}
         }
     }
 
@@ -627,7 +647,9 @@ fn path_spans(c: &[char]) -> Spans {
             end -= 1;
         }
         let run: String = c[i..end].iter().collect();
-        if is_path(&run) {
+        // `</tag>` is markup, not a rooted path.
+        let tag = i > 0 && c[i - 1] == '<';
+        if !tag && is_path(&run) {
             out.push((i, end));
         }
         i = j;
@@ -751,7 +773,7 @@ mod tests {
             paths(
                 "Read src/module_07.rs, /etc/hosts and ~/notes and ./run.sh; not and/or, \
                  nor 2024/01 nor --out=x; a/b/c yes; Cargo.toml and os.path no; https://h.io/x.rs; \
-                 src/lib.rs:12 tests/"
+                 src/lib.rs:12 tests/ </compacted-summary>"
             ),
             [
                 "src/module_07.rs",
@@ -836,6 +858,21 @@ mod tests {
             "https://a.io/x",
             "at https://a.io/x."
         ));
+    }
+
+    #[test]
+    fn tool_call_values_not_keys() {
+        let mut span = SpanText::default();
+        let msg = Value::parse(
+            r#"{"role":"assistant","content":[{"type":"tool-call","id":"c","name":"edit","arguments":"{\"file_path\":\"src/b.rs\",\"old_string\":\"let max_len = 64;\",\"line\":120}"}]}"#,
+        )
+        .unwrap();
+        span.add_message(&msg);
+        let t = span.terms();
+        assert_eq!(t.paths, ["src/b.rs"]);
+        assert_eq!(t.identifiers, ["max_len"]);
+        assert_eq!(t.numbers, ["64", "120"]);
+        assert!(t.commands.is_empty());
     }
 
     #[test]

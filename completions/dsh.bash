@@ -55,9 +55,6 @@ _dsh() {
             dsh,sessions)
                 cmd="dsh__subcmd__sessions"
                 ;;
-            dsh,simulate)
-                cmd="dsh__subcmd__simulate"
-                ;;
             dsh,surface)
                 cmd="dsh__subcmd__surface"
                 ;;
@@ -69,6 +66,9 @@ _dsh() {
                 ;;
             dsh,verify)
                 cmd="dsh__subcmd__verify"
+                ;;
+            dsh,view)
+                cmd="dsh__subcmd__view"
                 ;;
             dsh__subcmd__help,cache)
                 cmd="dsh__subcmd__help__subcmd__cache"
@@ -109,9 +109,6 @@ _dsh() {
             dsh__subcmd__help,sessions)
                 cmd="dsh__subcmd__help__subcmd__sessions"
                 ;;
-            dsh__subcmd__help,simulate)
-                cmd="dsh__subcmd__help__subcmd__simulate"
-                ;;
             dsh__subcmd__help,surface)
                 cmd="dsh__subcmd__help__subcmd__surface"
                 ;;
@@ -124,6 +121,9 @@ _dsh() {
             dsh__subcmd__help,verify)
                 cmd="dsh__subcmd__help__subcmd__verify"
                 ;;
+            dsh__subcmd__help,view)
+                cmd="dsh__subcmd__help__subcmd__view"
+                ;;
             *)
                 ;;
         esac
@@ -131,7 +131,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -443,7 +443,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help"
+            opts="surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -638,20 +638,6 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__help__subcmd__simulate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dsh__subcmd__help__subcmd__surface)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -695,6 +681,20 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__help__subcmd__view)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1074,80 +1074,6 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dsh__subcmd__simulate)
-            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --threshold-ratio)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retain-ratio)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --retain-tokens)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --context-window)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --threshold-chars)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --head-chars)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --tail-chars)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --summary-tokens)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --summary-ratio)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --sweep)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --home)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-line-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --max-decompressed)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dsh__subcmd__surface)
             opts="-q -h -V --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1302,6 +1228,40 @@ _dsh() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__view)
+            opts="-a -q -h -V --at --survival --all --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --at)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

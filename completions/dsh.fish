@@ -41,6 +41,7 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "messages" -d 'Show the mess
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "header" -d 'Show the folded request header and the latest route / context window'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "events" -d 'Show the raw log as a human transcript'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "view" -d 'Show the log\'s transcript beside what the model sees at one point'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
@@ -50,7 +51,6 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "sessions" -d 'List sessions
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -137,6 +137,21 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -s q -l quiet -d 'Do not
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l at -d 'The log as it stood after this seq' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l survival -d 'Print the survival figures of each compaction instead of the columns'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -s a -l all -d 'Every event on the left, chunks and steps included'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand view" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand load" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -348,31 +363,6 @@ complete -c dsh -n "__fish_dsh_using_subcommand cache" -s q -l quiet -d 'Do not 
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l threshold-ratio -d 'Threshold as a share of the window (≥ 1: never fires below the window)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l retain-ratio -d 'Retained tail as a share of the window' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l retain-tokens -d 'Retained tail in tokens' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l context-window -d 'The routed target\'s context window' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l threshold-chars -d 'Pruner: results longer than this many code points are pruned' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l head-chars -d 'Pruner: code points kept at the head' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l tail-chars -d 'Pruner: code points kept at the tail' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l summary-tokens -d 'Every simulated summary is this many tokens' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l summary-ratio -d 'Every simulated summary is this share of the tokens it shadows' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l sweep -d 'A grid: `threshold=FROM:TO:STEP,retain=FROM:TO:STEP`' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l config -d 'The dsh config file (policy, pruner, [[prices]])' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
-always\t'Always color, even into a pipe or file'
-never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l no-prune -d 'Do not prune'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l steps -d 'Per-step detail: pressure before and after each replacement'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s o -l out -d 'Where to write the plain log (`-` for standard output)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
@@ -390,21 +380,21 @@ complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s h -l help -d 'Print h
 complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "completions" -d 'Print shell completions'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events load prune compact verify locks sessions usage pack cache simulate unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "view" -d 'Show the log\'s transcript beside what the model sees at one point'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -23,3 +23,4 @@ mod simulate;
 mod terminal;
 mod usage;
 mod verify;
+mod view;

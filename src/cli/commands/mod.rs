@@ -17,3 +17,4 @@ pub mod simulate;
 pub mod surface;
 pub mod usage;
 pub mod verify;
+pub mod view;

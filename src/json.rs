@@ -266,6 +266,48 @@ impl<'a> JStr<'a> {
         out
     }
 
+    /// The code points of [`Self::code_points`], in order, to `f`, without
+    /// building them.
+    pub fn each_code_point(&self, mut f: impl FnMut(u32)) {
+        if !self.escaped {
+            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
+            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
+            s.chars().for_each(|c| f(c as u32));
+            return;
+        }
+        // A high surrogate from an escape waits for a low one to pair with.
+        let mut pending: Option<u32> = None;
+        walk_escaped(&self.raw, |p| match p {
+            Piece::Plain(seg) => {
+                if let Some(hi) = pending.take() {
+                    f(hi);
+                }
+                seg.chars().for_each(|c| f(c as u32));
+            }
+            Piece::Escape(u) => {
+                let u = u as u32;
+                match pending.take() {
+                    Some(hi) if (0xDC00..0xE000).contains(&u) => {
+                        f(0x10000 + ((hi - 0xD800) << 10) + (u - 0xDC00));
+                    }
+                    prev => {
+                        if let Some(hi) = prev {
+                            f(hi);
+                        }
+                        if (0xD800..0xDC00).contains(&u) {
+                            pending = Some(u);
+                        } else {
+                            f(u);
+                        }
+                    }
+                }
+            }
+        });
+        if let Some(hi) = pending {
+            f(hi);
+        }
+    }
+
     /// Number of code points.
     pub fn count_code_points(&self) -> usize {
         if !self.escaped {

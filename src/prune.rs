@@ -287,6 +287,14 @@ pub fn prune_content(
     cfg: &PruneConfig,
     blocks: &[Value<'_>],
 ) -> Result<Option<Vec<OwnedValue>>, String> {
+    Ok(prune_content_counted(cfg, blocks)?.map(|(out, _, _)| out))
+}
+
+/// [`prune_content`] with the code points of the content before and after.
+fn prune_content_counted(
+    cfg: &PruneConfig,
+    blocks: &[Value<'_>],
+) -> Result<Option<(Vec<OwnedValue>, u64, u64)>, String> {
     let total = measure_content(blocks)?;
     if total <= cfg.threshold_chars {
         return Ok(None);
@@ -302,20 +310,46 @@ pub fn prune_content(
             out.push(b.to_owned_value());
             continue;
         }
-        let points = array_from(b.get("text"))?;
-        let n = points.len() as i64;
-        let start = consumed;
-        let end = start + n;
-        let head_end = (r0 - start).clamp(0, n) as usize;
-        let tail_start = (r1 - start).clamp(0, n) as usize;
-        let here = start < r1 && end > r0 && !inserted;
         let mut units: Vec<u16> = Vec::new();
-        points.push_slice(0, head_end, &mut units);
-        if here {
-            units.extend_from_slice(&marker);
-            inserted = true;
+        let start = consumed;
+        let end;
+        if let Some(Value::Str(s)) = b.get("text") {
+            // A string: its code points streamed, only the kept ones copied.
+            let n = s.count_code_points() as i64;
+            end = start + n;
+            let head_end = (r0 - start).clamp(0, n) as u64;
+            let tail_start = (r1 - start).clamp(0, n) as u64;
+            let here = start < r1 && end > r0 && !inserted;
+            let mut tail: Vec<u16> = Vec::new();
+            let mut i = 0u64;
+            s.each_code_point(|cp| {
+                if i < head_end {
+                    crate::json::push_code_point_utf16(cp, &mut units);
+                }
+                if i >= tail_start {
+                    crate::json::push_code_point_utf16(cp, &mut tail);
+                }
+                i += 1;
+            });
+            if here {
+                units.extend_from_slice(&marker);
+                inserted = true;
+            }
+            units.extend_from_slice(&tail);
+        } else {
+            let points = array_from(b.get("text"))?;
+            let n = points.len() as i64;
+            end = start + n;
+            let head_end = (r0 - start).clamp(0, n) as usize;
+            let tail_start = (r1 - start).clamp(0, n) as usize;
+            let here = start < r1 && end > r0 && !inserted;
+            points.push_slice(0, head_end, &mut units);
+            if here {
+                units.extend_from_slice(&marker);
+                inserted = true;
+            }
+            points.push_slice(tail_start, n as usize, &mut units);
         }
-        points.push_slice(tail_start, n as usize, &mut units);
         if !units.is_empty() {
             let text = JStr::from_units(&units);
             let mut nb = b.to_owned_value();
@@ -331,7 +365,7 @@ pub fn prune_content(
     if after > cfg.threshold_chars || after >= total {
         return Err("tool-result prune: replacement must be smaller and within threshold".into());
     }
-    Ok(Some(out))
+    Ok(Some((out, total, after)))
 }
 
 /// One rewritten tool result (the reference's `pruned[]` entry, plus prices).
@@ -417,11 +451,11 @@ fn rewrite(
         .get("content")
         .and_then(|c| c.as_arr())
         .ok_or_else(|| err("tool-result content is not an array".into()))?;
-    let Some(content) = prune_content(cfg, blocks).map_err(err)? else {
+    // measureContent is pure: the counts prune_content took are the ones
+    // the reference takes again.
+    let Some((content, before, after)) = prune_content_counted(cfg, blocks).map_err(err)? else {
         return Ok(None);
     };
-    let before = measure_content(blocks).map_err(err)?;
-    let after = measure_content(&content).map_err(err)?;
     // {...event.data, message: {...message, content: [{...result, content}]}}
     let mut new_result = result.to_owned_value();
     new_result.set("content", Value::Arr(content));

@@ -103,6 +103,8 @@ pub enum Command {
     // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
     Cache(commands::cache::CacheArgs),
     Unpack(commands::pack::UnpackArgs),
+    // Its help (what the page shows, OUT, JSON shape) is ReportArgs' doc comment.
+    Report(commands::report::ReportArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -126,6 +128,7 @@ impl Command {
             Command::Pack(_) => "pack",
             Command::Cache(_) => "cache",
             Command::Unpack(_) => "unpack",
+            Command::Report(_) => "report",
             Command::Completions(_) => "completions",
         }
     }
@@ -195,6 +198,7 @@ pub fn run() -> ExitCode {
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
+        Command::Report(a) => commands::report::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     ctx.out.finish();

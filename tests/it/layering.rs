@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["prune", "append", "sessions", "cache"],
     &["verify", "lifecycle"],
     &["compact"],
+    &["report"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -16,6 +16,7 @@ mod measure;
 mod pack;
 mod provider;
 mod prune;
+mod report;
 mod schemas;
 mod sessions;
 mod terminal;

@@ -11,6 +11,7 @@ pub mod measure;
 pub mod messages;
 pub mod pack;
 pub mod prune;
+pub mod report;
 pub mod sessions;
 pub mod surface;
 pub mod usage;

@@ -70,6 +70,9 @@ _dsh() {
             dsh,verify)
                 cmd="dsh__subcmd__verify"
                 ;;
+            dsh,view)
+                cmd="dsh__subcmd__view"
+                ;;
             dsh__subcmd__help,cache)
                 cmd="dsh__subcmd__help__subcmd__cache"
                 ;;
@@ -124,6 +127,9 @@ _dsh() {
             dsh__subcmd__help,verify)
                 cmd="dsh__subcmd__help__subcmd__verify"
                 ;;
+            dsh__subcmd__help,view)
+                cmd="dsh__subcmd__help__subcmd__view"
+                ;;
             *)
                 ;;
         esac
@@ -131,7 +137,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events load prune compact verify locks sessions usage pack cache unpack report completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack report completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -443,7 +449,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events load prune compact verify locks sessions usage pack cache unpack report completions help"
+            opts="surface messages header measure events view load prune compact verify locks sessions usage pack cache unpack report completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,6 +701,20 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__help__subcmd__view)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1005,7 +1025,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__report)
-            opts="-o -q -h -V --out --force --max-points --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -q -h -V --out --force --max-points --no-view --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1274,6 +1294,40 @@ _dsh() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__view)
+            opts="-a -q -h -V --at --survival --all --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --at)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

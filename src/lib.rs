@@ -65,8 +65,10 @@ pub mod report;
 pub mod request_header;
 pub mod sessions;
 pub mod surface;
+pub mod survival;
 pub mod usage;
 pub mod verify;
+pub mod view;
 
 pub use event::{Event, Kind, OwnedEvent};
 pub use json::{OwnedValue, Value};

@@ -85,6 +85,7 @@ pub enum Command {
     Header(commands::header::HeaderArgs),
     Measure(commands::measure::MeasureArgs),
     Events(commands::events::EventsArgs),
+    View(commands::view::ViewArgs),
     Load(commands::load::LoadArgs),
     // Its help (the open-turn rule, refusals, JSON shape) is PruneArgs' doc comment.
     Prune(commands::prune::PruneArgs),
@@ -118,6 +119,7 @@ impl Command {
             Command::Header(_) => "header",
             Command::Measure(_) => "measure",
             Command::Events(_) => "events",
+            Command::View(_) => "view",
             Command::Load(_) => "load",
             Command::Prune(_) => "prune",
             Command::Compact(_) => "compact",
@@ -188,6 +190,7 @@ pub fn run() -> ExitCode {
         Command::Header(a) => commands::header::run(&mut ctx, a),
         Command::Measure(a) => commands::measure::run(&mut ctx, a),
         Command::Events(a) => commands::events::run(&mut ctx, a),
+        Command::View(a) => commands::view::run(&mut ctx, a),
         Command::Load(a) => commands::load::run(&mut ctx, a),
         Command::Verify(a) => commands::verify::run(&mut ctx, a),
         Command::Compact(a) => commands::compact::run(&mut ctx, a),

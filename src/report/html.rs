@@ -71,6 +71,8 @@ ul.legend li span{color:var(--fg)}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--panel);border:1px solid var(--line);padding:8px;margin:.3em 0;font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 details{margin:.3em 0}summary{cursor:pointer}
 .note{border-left:4px solid var(--prn);padding:4px 10px;background:var(--panel)}
+tr.replaced td:first-child{background:var(--shade)}tr.mark td{border-top:2px solid var(--cmp)}
+table.side td{font-size:13px}
 .sev-error{color:var(--cmp);font-weight:600}.sev-warning{color:var(--prn)}
 @media print{body{max-width:none;padding:0;font-size:11pt;background:#fff;color:#000}details{display:block}details>summary{display:none}details>*{display:block}svg.chart{height:220px;break-inside:avoid}table{break-inside:auto}tr{break-inside:avoid}a{color:inherit}}
 "#;

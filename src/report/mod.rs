@@ -9,6 +9,7 @@
 //! page loads anything from elsewhere.
 
 pub mod html;
+pub mod side;
 pub mod svg;
 
 use crate::cache::{CacheError, CacheOptions, CacheReport, Prices, Totals};
@@ -37,6 +38,9 @@ pub struct ReportOptions {
     pub prices: PriceTable,
     /// The most points a per-request chart draws.
     pub max_points: usize,
+    /// Build the side-by-side view and the survival figures (one more
+    /// reading of the log).
+    pub side_by_side: bool,
 }
 
 /// Building failed: the log was refused.
@@ -210,6 +214,10 @@ pub struct SessionReport {
     pub warnings: Vec<String>,
     /// The most points a chart draws.
     pub max_points: usize,
+    /// The transcript beside the model's view.
+    pub view: Option<crate::view::View>,
+    /// What each compaction's summary kept.
+    pub survival: Option<crate::survival::Survival>,
 }
 
 impl SessionReport {
@@ -450,11 +458,25 @@ fn budgets(
 
 /// Read one log into its report.
 pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, ReportError> {
-    let (own, cache, verify) = std::thread::scope(|s| {
+    let (own, cache, verify, side) = std::thread::scope(|s| {
         let cache = s.spawn(|| crate::cache::analyse(src, &opts.load, &CacheOptions::default()));
         let verify = s.spawn(|| crate::verify::verify(src, &opts.load));
+        let side = opts.side_by_side.then(|| {
+            s.spawn(|| {
+                let (log, view) = crate::view::align_log(
+                    src,
+                    &opts.load,
+                    &crate::view::ViewOptions {
+                        preview_chars: 160,
+                        ..Default::default()
+                    },
+                )?;
+                let survival = crate::survival::of_view(&log, &view)?;
+                Ok::<_, LoadError>((view, survival))
+            })
+        });
         let own = own_pass(src, &opts.load);
-        (own, cache.join(), verify.join())
+        (own, cache.join(), verify.join(), side.map(|h| h.join()))
     });
     let (log, measured, folds) = own?;
     let cache: CacheReport = match cache {
@@ -467,6 +489,22 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         Err(_) => Vec::new(),
     };
     let mut warnings: Vec<String> = log.warnings.iter().map(|w| w.to_string()).collect();
+    let (view, survival) = match side {
+        Some(Ok(Ok((v, s)))) => (Some(v), Some(s)),
+        Some(Ok(Err(e))) => {
+            warnings.push(format!("no side-by-side view: {e}"));
+            (None, None)
+        }
+        _ => (None, None),
+    };
+    let mut compactions = folds.compactions.clone();
+    if let Some(sv) = &survival {
+        for c in &mut compactions {
+            if let Some(seq) = c.summary_seq {
+                c.survival = side::survival_of(sv, seq);
+            }
+        }
+    }
     let (total_tokens, contexts) = match &measured {
         Ok(m) => (Some(m.total_tokens), m.contexts.clone()),
         Err(e) => {
@@ -514,7 +552,7 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         .collect();
     let seqs: Vec<u64> = points.iter().map(|p| p.seq).collect();
     let mut markers: Vec<Marker> = Vec::new();
-    for c in &folds.compactions {
+    for c in &compactions {
         if let Some(seq) = c.summary_seq {
             markers.push(Marker {
                 kind: MarkerKind::Compaction,
@@ -569,7 +607,7 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         threshold,
         points,
         markers,
-        compactions: folds.compactions.clone(),
+        compactions,
         prunes: folds.prunes.clone(),
         locks: folds.locks.report(),
         findings,
@@ -578,6 +616,8 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         miss_by_cause,
         warnings,
         max_points: opts.max_points.max(10),
+        view,
+        survival,
     })
 }
 

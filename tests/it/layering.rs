@@ -14,8 +14,8 @@ const LAYERS: &[&[&str]] = &[
     &["log"],
     &["derive", "meter", "range", "pack"],
     &["prune", "append", "sessions", "cache"],
-    &["verify", "lifecycle"],
-    &["compact"],
+    &["verify", "lifecycle", "view"],
+    &["compact", "survival"],
     &["report"],
 ];
 

@@ -22,3 +22,4 @@ mod sessions;
 mod terminal;
 mod usage;
 mod verify;
+mod view;

@@ -251,6 +251,14 @@ fn check_in_browser(browser: &Path, env: &TestEnv, log: &Path, name: &str) {
         summaries,
         "{name}"
     );
+    // The side-by-side view, one collapsible block per turn, and survival.
+    assert!(
+        dom.contains("<details class=\"turn\""),
+        "{name}: side by side"
+    );
+    if summaries > 0 {
+        assert!(dom.contains("id=\"survival-totals\""), "{name}: survival");
+    }
     // The figures of measure and cache.
     let m = json_of(env, &["measure", "--json"], log);
     let fact = |id: &str| attr_of(&dom, id, "data-value").unwrap_or_else(|| panic!("{id}"));

@@ -114,6 +114,8 @@ fn check_readers(log: &Path) {
             false,
         ),
         ("events", &["events", "--json", "--all"], true),
+        ("view", &["view", "--json"], false),
+        ("view", &["view", "--json", "--all", "--survival"], false),
         ("messages", &["messages", "--json"], false),
         ("verify", &["verify", "--json"], false),
         ("locks", &["locks", "--json"], false),
@@ -589,6 +591,7 @@ fn every_schema_is_some_command_s_document() {
         "verify",
         "verify-checks",
         "verify-many",
+        "view",
     ]
     .into_iter()
     .map(String::from)

@@ -16,3 +16,4 @@ pub mod sessions;
 pub mod surface;
 pub mod usage;
 pub mod verify;
+pub mod view;

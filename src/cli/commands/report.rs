@@ -25,8 +25,10 @@ use crate::cli::writes::Target;
 /// provider-reported prompt, the threshold and the window, with every
 /// compaction and prune marked), the prompt cache (predicted and reported
 /// hits, the cost of the predicted misses, as `dsh cache`), the cost over
-/// time (as `dsh usage`), and tables of compactions, prunes, locks and
-/// verify findings. Every chart has a text description and a data table;
+/// time (as `dsh usage`), tables of compactions (with what each summary
+/// kept, as `dsh view --survival`), prunes, locks and verify findings, and
+/// the transcript beside the model's view (as `dsh view`), one collapsible
+/// block per turn (the last 3,000 events of a longer log). Every chart has a text description and a data table;
 /// the page follows the system's light or dark mode and prints cleanly.
 /// Per-request series longer than --max-points are downsampled (each point
 /// the largest of its bucket), and the page says so.
@@ -59,6 +61,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = dsh::report::DEFAULT_MAX_POINTS as u64,
           value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
     pub max_points: u64,
+    /// Leave out the side-by-side view and the survival figures (one
+    /// reading of the log fewer).
+    #[arg(long)]
+    pub no_view: bool,
     /// A dsh config file (policy, capacities, prices).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -77,7 +83,10 @@ struct Page {
 }
 
 fn page_html(r: &SessionReport) -> String {
-    let sections: Vec<Section> = Vec::new();
+    let sections: Vec<Section> = match &r.view {
+        Some(v) => vec![dsh::report::side::section(v, r.survival.as_ref())],
+        None => Vec::new(),
+    };
     dsh::report::html::session_page(r, &sections)
 }
 
@@ -89,6 +98,7 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
         prices: dsh::price::PriceTable::builtin().with(&config.prices),
         config,
         max_points: args.max_points as usize,
+        side_by_side: !args.no_view,
     };
     let mut inputs = args.logs.clone();
     let all = inputs.is_empty();

@@ -1,0 +1,368 @@
+//! `dsh view`: the human transcript beside the model's view.
+
+use std::io::Write;
+
+use anyhow::Result;
+use dsh::survival::{Category, Survival};
+use dsh::view::{ModelSide, ReplacementKind, Row, SurfaceEntry, View, ViewOptions};
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::exit::Status;
+use crate::cli::render::{self, Tone, paint};
+
+/// Show the log's transcript beside what the model sees at one point.
+///
+/// Two columns: left, every event as `dsh events` shows it (replaced spans
+/// shaded with `▒`); right, what the model sees of it at that point (as
+/// `dsh messages` gives it): the node itself with its surface position, the
+/// checkpoint or pruned result that stands for it now (`→ #0 checkpoint 43`),
+/// pruned results as head, marker and tail, and the compactions and prunes
+/// marked where they happened. The columns fit the terminal (160 columns
+/// into a pipe unless `COLUMNS` is set).
+///
+/// --survival: for each compaction, which file paths, commands, identifiers,
+/// numbers and URLs of the replaced span its summary holds, and the session
+/// totals (the extraction rules are in the README, "view").
+///
+/// With --json: `{"file","session","at","lastSeq","rows":[…],"surface":[…],
+/// "replacements":[…],"survival":{"compactions":[…],"totals":{…}},
+/// "schema_version"}` (`schemas/view.schema.json`), with or without
+/// --survival.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh view session.jsonl\n  dsh view --at 40 session.jsonl            # the model's view as it stood after seq 40\n  dsh view --survival session.jsonl         # what each compaction summary kept\n  dsh view --all session.jsonl | less -S    # chunks and steps too\n  dsh view --json session.jsonl | jq '.survival.totals'"
+)]
+pub struct ViewArgs {
+    /// The log.
+    #[arg(value_name = "LOG")]
+    pub log: String,
+    /// The log as it stood after this seq.
+    #[arg(long, value_name = "SEQ")]
+    pub at: Option<u64>,
+    /// Print the survival figures of each compaction instead of the columns.
+    #[arg(long)]
+    pub survival: bool,
+    /// Every event on the left, chunks and steps included.
+    #[arg(long, short)]
+    pub all: bool,
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
+    let src = ctx.resolve(&args.log)?;
+    let opts = dsh::LoadOptions {
+        upto: args.at,
+        ..ctx.load_options()
+    };
+    let vopts = ViewOptions {
+        all_events: args.all,
+        ..ViewOptions::default()
+    };
+    let (log, view) = dsh::view::align_log(&src, &opts, &vopts)?;
+    ctx.warn_all(&log);
+    if let Some(at) = args.at
+        && log.truncated_at.is_none()
+        && at >= log.stored_events
+    {
+        let last = match log.stored_events {
+            0 => "it has no events".to_string(),
+            n => format!("its last seq is {}", n - 1),
+        };
+        return Err(dsh::LoadError::invalid(format!(
+            "--at {at} is past the end of the log ({last}): give a seq up to the last one"
+        ))
+        .file(src.display())
+        .into());
+    }
+    let survival = dsh::survival::of_view(&log, &view)?;
+    if ctx.json {
+        let mut doc = serde_json::Map::new();
+        doc.insert("file".into(), src.display().into());
+        doc.insert("session".into(), log.header.id.clone().into());
+        if let serde_json::Value::Object(m) = serde_json::to_value(&view)? {
+            doc.extend(m);
+        }
+        doc.insert("survival".into(), serde_json::to_value(&survival)?);
+        doc.insert("schema_version".into(), SCHEMA_VERSION.into());
+        let mut s = serde_json::to_string(&doc)?;
+        s.push('\n');
+        ctx.out.write_all(s.as_bytes())?;
+        return Ok(Status::Ok);
+    }
+    ctx.page();
+    let width = render::width().unwrap_or(160).max(40);
+    let mut out = ctx.out.stream();
+    if args.survival {
+        write_survival(&mut out, &survival, width)?;
+    } else {
+        write_columns(&mut out, &view, width, args.at)?;
+    }
+    out.flush()?;
+    Ok(Status::Ok)
+}
+
+fn pad(s: &str, w: usize) -> String {
+    let s = render::cut(s, w);
+    let n = render::display_width(&s);
+    format!("{s}{}", " ".repeat(w.saturating_sub(n)))
+}
+
+fn seqs(v: &[u64]) -> String {
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn kind_word(k: ReplacementKind) -> &'static str {
+    match k {
+        ReplacementKind::Checkpoint => "checkpoint",
+        ReplacementKind::Pruned => "pruned result",
+        ReplacementKind::Other => "replacement",
+    }
+}
+
+/// A surface entry in `w` columns: position, role, and its text (a pruned
+/// result as head, marker and tail, each given its share).
+fn entry_text(e: &SurfaceEntry, w: usize) -> String {
+    let role = e.role.as_deref().unwrap_or("-");
+    let head = match e.replacement {
+        Some(ReplacementKind::Pruned) => format!("#{} ⟲ pruned {}: ", e.position, e.seq),
+        Some(k) => format!("#{} ⟲ {} {}: ", e.position, kind_word(k), e.seq),
+        None => format!("#{} {role}: ", e.position),
+    };
+    let room = w.saturating_sub(render::display_width(&head));
+    let body = match &e.pruned {
+        Some(p) => {
+            // A narrow column keeps room for head and tail: the marker shrinks.
+            let marker = if room >= render::display_width(&p.marker) + 24 {
+                format!(" {} ", p.marker)
+            } else {
+                " [… pruned …] ".to_string()
+            };
+            let share = room.saturating_sub(render::display_width(&marker)) / 2;
+            let h = p.head.chars().rev().take(share).collect::<Vec<_>>();
+            let h: String = h.into_iter().rev().collect();
+            let t = render::cut(&p.tail, share.max(1));
+            format!("{h}{}{t}", paint(&marker, Tone::Warn))
+        }
+        None => e.preview.clone(),
+    };
+    format!("{head}{body}")
+}
+
+fn right_cell(row: &Row, view: &View, w: usize) -> String {
+    let entry = |p: Option<usize>| p.and_then(|p| view.surface.get(p));
+    match &row.model {
+        ModelSide::Shown { position, derives } => match entry(Some(*position)) {
+            Some(e) if *derives => entry_text(e, w),
+            Some(e) => format!("#{} (derives no message)", e.position),
+            None => String::new(),
+        },
+        ModelSide::Replaced {
+            by,
+            position,
+            replacement,
+            via,
+            first,
+            ..
+        } => {
+            let route = if via.is_empty() {
+                String::new()
+            } else {
+                format!(" via {}", seqs(via))
+            };
+            let link = format!(
+                "→ #{} {} {by}{route}",
+                position.map_or("?".into(), |p| p.to_string()),
+                kind_word(*replacement)
+            );
+            match (first, entry(*position)) {
+                (true, Some(e)) => format!("→ {}", entry_text(e, w.saturating_sub(2))),
+                _ => paint(&format!("  ┆ {link}"), Tone::Warn),
+            }
+        }
+        ModelSide::Marker { replacement } => {
+            let what = match row.event_type.as_str() {
+                "compaction/prune" => "prune",
+                "compaction/start" => "compaction starts",
+                "compaction/summary" => "compaction summary",
+                "compaction/end" => "compaction ends",
+                other => other,
+            };
+            let r = replacement.and_then(|s| view.replacements.iter().find(|r| r.seq == s));
+            let text = match r {
+                Some(r) => format!(
+                    "── {what}: [{}] → {} {} ──",
+                    seqs(&r.shadowed),
+                    kind_word(r.kind),
+                    r.seq
+                ),
+                None => format!("── {what} (no replacement) ──"),
+            };
+            paint(&text, Tone::Good)
+        }
+        ModelSide::Hidden => String::new(),
+    }
+}
+
+fn write_columns(out: &mut dyn Write, view: &View, width: usize, at: Option<u64>) -> Result<()> {
+    let left_w = (width - 3) / 2;
+    let right_w = width - 3 - left_w;
+    let tokens: u64 = view.surface.iter().map(|e| e.tokens).sum();
+    let point = match at {
+        Some(a) => format!("at seq {a}"),
+        None => "now".to_string(),
+    };
+    writeln!(
+        out,
+        "{} │ {}",
+        pad("   seq  log (what happened)", left_w),
+        render::cut(
+            &format!(
+                "the model's view {point}: {} nodes, {} tokens",
+                view.surface.len(),
+                render::num(tokens)
+            ),
+            right_w
+        )
+    )?;
+    writeln!(
+        out,
+        "{}┼{}",
+        "─".repeat(left_w + 1),
+        "─".repeat(right_w + 1)
+    )?;
+    for row in &view.rows {
+        let replaced = matches!(row.model, ModelSide::Replaced { .. });
+        let shade = if replaced { "▒" } else { " " };
+        let turn = row.turn.map_or("-".into(), |t| format!("t{t}"));
+        let left = format!(
+            "{:>6}{shade}{:<3} {} {}",
+            row.seq,
+            turn,
+            short_type(&row.event_type),
+            row.preview
+        );
+        let left = pad(&left, left_w);
+        let left = if replaced {
+            paint(&left, Tone::Warn)
+        } else {
+            left
+        };
+        let right = render::cut(&right_cell(row, view, right_w), right_w);
+        writeln!(out, "{left} │ {right}")?;
+    }
+    let compactions = view
+        .replacements
+        .iter()
+        .filter(|r| r.kind == ReplacementKind::Checkpoint)
+        .count();
+    let prunes = view
+        .replacements
+        .iter()
+        .filter(|r| r.kind == ReplacementKind::Pruned)
+        .count();
+    let replaced = view
+        .rows
+        .iter()
+        .filter(|r| matches!(r.model, ModelSide::Replaced { .. }))
+        .count();
+    let footer = format!(
+        "{} event(s) · {} replaced (▒) · {} compaction(s), {} prune(s) · {} node(s) the model sees",
+        render::num(view.rows.len() as u64),
+        render::num(replaced as u64),
+        compactions,
+        prunes,
+        view.surface.len()
+    );
+    writeln!(out, "{}", render::wrap(&footer, width))?;
+    Ok(())
+}
+
+/// `user/message` → `user`, and so on: the type in a few columns.
+fn short_type(t: &str) -> String {
+    let s = match t {
+        "user/message" => "user",
+        "assistant/message" => "assistant",
+        "tool/result" => "result",
+        "turn/start" => "turn ▶",
+        "turn/end" => "turn ■",
+        "compaction/start" => "compact ▶",
+        "compaction/summary" => "summary",
+        "compaction/end" => "compact ■",
+        "compaction/prune" => "prune",
+        other => other,
+    };
+    format!("{s:<9}")
+}
+
+fn write_survival(out: &mut dyn Write, s: &Survival, width: usize) -> Result<()> {
+    if s.compactions.is_empty() {
+        writeln!(out, "no compaction in this log: nothing to compare")?;
+        return Ok(());
+    }
+    let pct = |k: usize, t: usize| {
+        if t == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.0}%", k as f64 / t as f64 * 100.0)
+        }
+    };
+    for c in &s.compactions {
+        let id = c.compaction_id.as_deref().unwrap_or("-");
+        let summary = c.summary_seq.map_or("the checkpoint's text".into(), |q| {
+            format!("summary seq {q}")
+        });
+        writeln!(
+            out,
+            "{}",
+            render::cut(
+                &format!(
+                    "compaction {id} · checkpoint seq {} · replaced [{}] · {summary}",
+                    c.checkpoint_seq,
+                    seqs(&c.replaced)
+                ),
+                width
+            )
+        )?;
+        for cat in Category::ALL {
+            let f = c.categories.get(cat);
+            let head = format!(
+                "  {:<12} {:>4}/{:<4} {:>4}",
+                cat.name(),
+                f.kept,
+                f.total,
+                pct(f.kept, f.total)
+            );
+            writeln!(out, "{head}")?;
+            for (label, list, tone) in [
+                ("kept", &f.survived, Tone::Good),
+                ("lost", &f.lost, Tone::Bad),
+            ] {
+                if list.is_empty() {
+                    continue;
+                }
+                let line = format!("      {}: {}", label, list.join(" · "));
+                let line = render::cut(&line, width);
+                writeln!(out, "{}", paint(&line, tone))?;
+            }
+        }
+        writeln!(out)?;
+    }
+    let t = &s.totals;
+    let cats: Vec<String> = Category::ALL
+        .iter()
+        .map(|c| {
+            let n = t.get(*c);
+            format!("{} {}/{}", c.name(), n.kept, n.total)
+        })
+        .collect();
+    let line = format!(
+        "session: {} compaction(s) · {}/{} terms kept ({}) · {}",
+        t.compactions,
+        t.all.kept,
+        t.all.total,
+        pct(t.all.kept, t.all.total),
+        cats.join(" · ")
+    );
+    writeln!(out, "{}", render::wrap(&line, width))?;
+    Ok(())
+}

@@ -1,0 +1,856 @@
+//! What of a compacted span survives in its summary.
+//!
+//! For each compaction checkpoint, the *replaced span* is the nodes the
+//! checkpoint removed from the surface, as they stood then (what the
+//! summariser was shown: a result pruned earlier is its pruned text, an
+//! earlier checkpoint its checkpoint text). Its *text* is, per message, every
+//! `text` and `reasoning` block, every tool call's name and `arguments`, and
+//! the text blocks of every tool result (nested ones included), one per line.
+//! The *summary* is the `compaction/summary` event's `summary` text blocks
+//! (the checkpoint's own text when no summary event is found).
+//!
+//! Five categories of terms are extracted from the span, each a list of
+//! distinct terms in order of first appearance, case kept:
+//!
+//! * **URLs** ([`urls`]): `http://`, `https://`, `ftp://` or `file://`, not
+//!   preceded by a letter or digit, up to the next whitespace or one of
+//!   `<>"'` and backtick; then trailing `.,;:!?` and unbalanced closing
+//!   `)`, `]`, `}` are left out. At least one character must follow `://`.
+//! * **Paths** ([`paths`], in the text with the URLs blanked): maximal runs of
+//!   `A-Z a-z 0-9 _ . - ~ / + @`, trailing dots left out, holding a letter
+//!   or digit, that either contain a `/` and (start with `/`, `~/`, `./` or
+//!   `../`; or have at least three non-empty `/`-separated segments; or end
+//!   in a file extension), or contain no `/` and end in one of the common
+//!   extensions of [`FILE_EXTENSIONS`] (`main.rs`, `Cargo.toml`). A file
+//!   extension is a non-empty stem, a dot and 1–10 letters or digits with at
+//!   least one letter. A run that starts with `-` (a flag) is not a path.
+//! * **Commands** ([`command_of`]): from each tool call's `arguments`, parsed
+//!   as a JSON object, the `command` or else `cmd` member: a string, or an
+//!   array of strings joined by single spaces; whitespace collapsed. Empty
+//!   commands are left out.
+//! * **Identifiers** ([`identifiers`], with URLs and paths blanked): names
+//!   `[A-Za-z_][A-Za-z0-9_]*` not preceded by a letter, digit or `_`, joined
+//!   into one term by `.` or `::` when a name follows directly (`os.path`,
+//!   `serde_json::Value`), that look like code: a part holds `_` beside a
+//!   letter or digit (snake_case, `MAX_LEN`, `__init__`), or a part mixes
+//!   case with an uppercase letter after its first character (camelCase,
+//!   `HashMap`, `JSONValue`), or there are two or more parts of which one
+//!   has at least two characters (`e.g` is not one).
+//! * **Numbers** ([`numbers`], with URLs, paths and identifiers blanked): in
+//!   each maximal run of `A-Z a-z 0-9 _ . ,` that starts with a digit, its
+//!   leading digits, dots and commas, trailing dots and commas left out
+//!   (`400`, `7,270`, `3.14`, `0.1.0`; `200` of `200ms`), when that holds at
+//!   least two digits (single digits are list numbers and step counts, too
+//!   common to mean anything).
+//!
+//! A term **survives** when the summary holds it verbatim (case-sensitive)
+//! at a boundary ([`survives`]): for identifiers and numbers, the characters
+//! just before and after are not a letter, digit or `_`, and for numbers the
+//! one after is not a `.` or `,` followed by a digit; for paths and URLs, the
+//! one before is not a letter, digit, `_`, `/`, `.`, `~` or `-`, and the one
+//! after not a letter, digit, `_` or `/`, nor a `.` followed by a letter or
+//! digit. A command survives when the whitespace-collapsed summary contains
+//! it. Nothing is normalised beyond that: `7270` does not match `7,270`,
+//! nor `src/a.rs` the `/repo/src/a.rs` of the span.
+//!
+//! ```
+//! use dsh::survival::{Category, extract, survives};
+//! let t = extract("Edit src/parser.rs: fn parse_line in 400 lines, see https://x.dev/a.");
+//! assert_eq!(t.paths, ["src/parser.rs"]);
+//! assert_eq!(t.identifiers, ["parse_line"]);
+//! assert_eq!(t.numbers, ["400"]);
+//! assert_eq!(t.urls, ["https://x.dev/a"]);
+//! assert!(survives(Category::Numbers, "400", "all 400 of them"));
+//! assert!(!survives(Category::Numbers, "400", "4000 of them"));
+//! ```
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::json::Value;
+use crate::log::{LoadError, LoadedLog};
+use crate::view::{ReplacementKind, View};
+
+/// Extensions that make a name without `/` a file path.
+pub const FILE_EXTENSIONS: &[&str] = &[
+    "c", "cc", "cfg", "conf", "cpp", "cs", "css", "csv", "go", "gz", "h", "hpp", "html", "ini",
+    "java", "js", "json", "jsonl", "jsx", "kt", "lock", "log", "md", "mjs", "php", "png", "py",
+    "rb", "rs", "scss", "sh", "sql", "svg", "swift", "tar", "toml", "ts", "tsx", "txt", "xml",
+    "yaml", "yml", "zip", "zst", "zstd",
+];
+
+/// The five categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Category {
+    /// File paths.
+    Paths,
+    /// Shell commands of tool calls.
+    Commands,
+    /// Code identifiers.
+    Identifiers,
+    /// Numbers.
+    Numbers,
+    /// URLs.
+    Urls,
+}
+
+impl Category {
+    /// All five, in report order.
+    pub const ALL: [Category; 5] = [
+        Category::Paths,
+        Category::Commands,
+        Category::Identifiers,
+        Category::Numbers,
+        Category::Urls,
+    ];
+
+    /// The JSON key and table label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Paths => "paths",
+            Category::Commands => "commands",
+            Category::Identifiers => "identifiers",
+            Category::Numbers => "numbers",
+            Category::Urls => "urls",
+        }
+    }
+}
+
+/// Terms of a text, per category (commands come from tool calls, not text).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Terms {
+    /// File paths.
+    pub paths: Vec<String>,
+    /// Shell commands.
+    pub commands: Vec<String>,
+    /// Code identifiers.
+    pub identifiers: Vec<String>,
+    /// Numbers.
+    pub numbers: Vec<String>,
+    /// URLs.
+    pub urls: Vec<String>,
+}
+
+impl Terms {
+    /// The terms of one category.
+    pub fn get(&self, c: Category) -> &[String] {
+        match c {
+            Category::Paths => &self.paths,
+            Category::Commands => &self.commands,
+            Category::Identifiers => &self.identifiers,
+            Category::Numbers => &self.numbers,
+            Category::Urls => &self.urls,
+        }
+    }
+}
+
+/// One category's figures for one compaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Figures {
+    /// Distinct terms in the replaced span.
+    pub total: usize,
+    /// How many of them the summary holds.
+    pub kept: usize,
+    /// The terms the summary holds, in span order.
+    pub survived: Vec<String>,
+    /// The terms it does not.
+    pub lost: Vec<String>,
+}
+
+/// The five categories' figures.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Breakdown {
+    /// File paths.
+    pub paths: Figures,
+    /// Shell commands.
+    pub commands: Figures,
+    /// Code identifiers.
+    pub identifiers: Figures,
+    /// Numbers.
+    pub numbers: Figures,
+    /// URLs.
+    pub urls: Figures,
+}
+
+impl Breakdown {
+    /// One category's figures.
+    pub fn get(&self, c: Category) -> &Figures {
+        match c {
+            Category::Paths => &self.paths,
+            Category::Commands => &self.commands,
+            Category::Identifiers => &self.identifiers,
+            Category::Numbers => &self.numbers,
+            Category::Urls => &self.urls,
+        }
+    }
+
+    fn get_mut(&mut self, c: Category) -> &mut Figures {
+        match c {
+            Category::Paths => &mut self.paths,
+            Category::Commands => &mut self.commands,
+            Category::Identifiers => &mut self.identifiers,
+            Category::Numbers => &mut self.numbers,
+            Category::Urls => &mut self.urls,
+        }
+    }
+
+    /// Terms over all categories.
+    pub fn total(&self) -> usize {
+        Category::ALL.iter().map(|c| self.get(*c).total).sum()
+    }
+
+    /// Survivors over all categories.
+    pub fn kept(&self) -> usize {
+        Category::ALL.iter().map(|c| self.get(*c).kept).sum()
+    }
+}
+
+/// One compaction's survival.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionSurvival {
+    /// The checkpoint's seq.
+    pub checkpoint_seq: u64,
+    /// The compaction id.
+    pub compaction_id: Option<String>,
+    /// The `compaction/summary` event read (`None`: the checkpoint's text
+    /// was used).
+    pub summary_seq: Option<u64>,
+    /// The nodes it replaced (the span), in surface order.
+    pub replaced: Vec<u64>,
+    /// The figures.
+    pub categories: Breakdown,
+}
+
+/// Counts over the whole session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Count {
+    /// Terms (a term of two compactions counts twice).
+    pub total: usize,
+    /// Survivors.
+    pub kept: usize,
+}
+
+/// Session totals, per category and over all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Compactions counted.
+    pub compactions: usize,
+    /// File paths.
+    pub paths: Count,
+    /// Shell commands.
+    pub commands: Count,
+    /// Code identifiers.
+    pub identifiers: Count,
+    /// Numbers.
+    pub numbers: Count,
+    /// URLs.
+    pub urls: Count,
+    /// All categories.
+    pub all: Count,
+}
+
+impl Totals {
+    /// One category's count.
+    pub fn get(&self, c: Category) -> Count {
+        match c {
+            Category::Paths => self.paths,
+            Category::Commands => self.commands,
+            Category::Identifiers => self.identifiers,
+            Category::Numbers => self.numbers,
+            Category::Urls => self.urls,
+        }
+    }
+
+    fn get_mut(&mut self, c: Category) -> &mut Count {
+        match c {
+            Category::Paths => &mut self.paths,
+            Category::Commands => &mut self.commands,
+            Category::Identifiers => &mut self.identifiers,
+            Category::Numbers => &mut self.numbers,
+            Category::Urls => &mut self.urls,
+        }
+    }
+}
+
+/// Survival over a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Survival {
+    /// One entry per compaction checkpoint, in log order.
+    pub compactions: Vec<CompactionSurvival>,
+    /// Session totals.
+    pub totals: Totals,
+}
+
+/// The survival figures of every compaction checkpoint of an aligned view
+/// (made by [`crate::view::align_log`] from the same `log`).
+pub fn of_view(log: &LoadedLog, view: &View) -> Result<Survival, LoadError> {
+    let mut out = Survival::default();
+    let mut file = None;
+    for r in &view.replacements {
+        if r.kind != ReplacementKind::Checkpoint {
+            continue;
+        }
+        let mut span = SpanText::default();
+        for seq in &r.shadowed {
+            if let Some(body) = view.shadowed_bodies.get(seq) {
+                let ev = log.read_body(body, *seq, &mut file)?;
+                if let Some(m) = ev.message() {
+                    span.add_message(m);
+                }
+            }
+        }
+        let (summary_seq, summary) = match r
+            .summary_seq
+            .and_then(|s| view.summary_texts.get(&s).map(|t| (s, t.clone())))
+        {
+            Some((s, t)) => (Some(s), t),
+            None => {
+                // The checkpoint's own text: current, or replaced since.
+                let body = log
+                    .surface
+                    .nodes
+                    .iter()
+                    .find(|n| n.seq == r.seq)
+                    .map(|n| &n.body)
+                    .or_else(|| view.shadowed_bodies.get(&r.seq));
+                let mut text = SpanText::default();
+                if let Some(b) = body {
+                    let ev = log.read_body(b, r.seq, &mut file)?;
+                    if let Some(m) = ev.message() {
+                        text.add_message(m);
+                    }
+                }
+                (None, text.text)
+            }
+        };
+        let categories = compare(&span.terms(), &summary);
+        out.totals.compactions += 1;
+        for c in Category::ALL {
+            let f = categories.get(c);
+            let t = out.totals.get_mut(c);
+            t.total += f.total;
+            t.kept += f.kept;
+            out.totals.all.total += f.total;
+            out.totals.all.kept += f.kept;
+        }
+        out.compactions.push(CompactionSurvival {
+            checkpoint_seq: r.seq,
+            compaction_id: r.compaction_id.clone(),
+            summary_seq,
+            replaced: r.shadowed.clone(),
+            categories,
+        });
+    }
+    Ok(out)
+}
+
+/// The text of a replaced span and the commands of its tool calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpanText {
+    /// The span's text, one block a line.
+    pub text: String,
+    /// The commands of its tool calls, in order (duplicates kept).
+    pub commands: Vec<String>,
+}
+
+impl SpanText {
+    /// Add one message (`{role, content: [...]}`).
+    pub fn add_message(&mut self, msg: &Value<'_>) {
+        if let Some(blocks) = msg.get("content").and_then(|c| c.as_arr()) {
+            self.add_blocks(blocks);
+        }
+    }
+
+    fn line(&mut self, s: &str) {
+        if !self.text.is_empty() {
+            self.text.push('\n');
+        }
+        self.text.push_str(s);
+    }
+
+    fn add_blocks(&mut self, blocks: &[Value<'_>]) {
+        for b in blocks {
+            let s = |k: &str| {
+                b.get(k)
+                    .and_then(|t| t.as_jstr())
+                    .map(|t| t.to_lossy().into_owned())
+            };
+            match b.get("type").and_then(|t| t.as_str()).as_deref() {
+                Some("text") | Some("reasoning") => {
+                    if let Some(t) = s("text") {
+                        self.line(&t);
+                    }
+                }
+                Some("tool-call") => {
+                    let args = s("arguments").unwrap_or_default();
+                    self.line(&format!("{} {args}", s("name").unwrap_or_default()));
+                    if let Some(c) = command_of(&args) {
+                        self.commands.push(c);
+                    }
+                }
+                Some("tool-result") => {
+                    if let Some(inner) = b.get("content").and_then(|c| c.as_arr()) {
+                        self.add_blocks(inner);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The span's terms: [`extract`] of the text, with the commands.
+    pub fn terms(&self) -> Terms {
+        let mut t = extract(&self.text);
+        t.commands = dedup(self.commands.iter().cloned());
+        t
+    }
+}
+
+/// Compare a span's terms with a summary.
+pub fn compare(span: &Terms, summary: &str) -> Breakdown {
+    let mut out = Breakdown::default();
+    for c in Category::ALL {
+        let f = out.get_mut(c);
+        for term in span.get(c) {
+            if survives(c, term, summary) {
+                f.survived.push(term.clone());
+            } else {
+                f.lost.push(term.clone());
+            }
+        }
+        f.total = f.survived.len() + f.lost.len();
+        f.kept = f.survived.len();
+    }
+    out
+}
+
+/// Whether `summary` holds `term` of category `c` (the module's rule).
+pub fn survives(c: Category, term: &str, summary: &str) -> bool {
+    if term.is_empty() {
+        return false;
+    }
+    if c == Category::Commands {
+        return collapse(summary).contains(&collapse(term));
+    }
+    let word = |ch: char| ch.is_alphanumeric() || ch == '_';
+    for (at, _) in summary.match_indices(term) {
+        let before = summary[..at].chars().next_back();
+        let rest = &summary[at + term.len()..];
+        let mut after = rest.chars();
+        let next = after.next();
+        let next2 = after.next();
+        let blocked = match c {
+            Category::Identifiers => before.is_some_and(word) || next.is_some_and(word),
+            Category::Numbers => {
+                before.is_some_and(word)
+                    || next.is_some_and(word)
+                    || (matches!(next, Some('.' | ','))
+                        && next2.is_some_and(|d| d.is_ascii_digit()))
+            }
+            _ => {
+                before.is_some_and(|b| word(b) || matches!(b, '/' | '.' | '~' | '-'))
+                    || next.is_some_and(|n| word(n) || n == '/')
+                    || (next == Some('.') && next2.is_some_and(|d| d.is_alphanumeric()))
+            }
+        };
+        if !blocked {
+            return true;
+        }
+    }
+    false
+}
+
+/// A tool call's command: its `arguments` parsed as a JSON object, the
+/// `command` (else `cmd`) member as a string, or an array of strings joined
+/// by spaces; whitespace collapsed; `None` when absent or empty.
+pub fn command_of(arguments: &str) -> Option<String> {
+    let v = Value::parse(arguments).ok()?;
+    let c = v.get("command").or_else(|| v.get("cmd"))?;
+    let s = match c {
+        Value::Str(s) => s.to_lossy().into_owned(),
+        Value::Arr(a) => {
+            let parts: Option<Vec<String>> = a
+                .iter()
+                .map(|p| p.as_jstr().map(|s| s.to_lossy().into_owned()))
+                .collect();
+            parts?.join(" ")
+        }
+        _ => return None,
+    };
+    let s = collapse(&s);
+    (!s.is_empty()).then_some(s)
+}
+
+/// Every category but commands, extracted from `text` (the module's rules).
+pub fn extract(text: &str) -> Terms {
+    let mut chars: Vec<char> = text.chars().collect();
+    let urls = take(&mut chars, url_spans);
+    let paths = take(&mut chars, path_spans);
+    let identifiers = take(&mut chars, identifier_spans);
+    let numbers = take(&mut chars, number_spans);
+    Terms {
+        paths,
+        commands: Vec::new(),
+        identifiers,
+        numbers,
+        urls,
+    }
+}
+
+/// The URLs of `text`.
+pub fn urls(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    terms_of(&chars, &url_spans(&chars))
+}
+
+/// The paths of `text` (URLs blanked first).
+pub fn paths(text: &str) -> Vec<String> {
+    let mut chars: Vec<char> = text.chars().collect();
+    take(&mut chars, url_spans);
+    terms_of(&chars, &path_spans(&chars))
+}
+
+/// The identifiers of `text` (URLs and paths blanked first).
+pub fn identifiers(text: &str) -> Vec<String> {
+    extract(text).identifiers
+}
+
+/// The numbers of `text` (URLs, paths and identifiers blanked first).
+pub fn numbers(text: &str) -> Vec<String> {
+    extract(text).numbers
+}
+
+type Spans = Vec<(usize, usize)>;
+
+/// Find spans, blank them (so later categories do not see them again), and
+/// return their distinct texts.
+fn take(chars: &mut [char], find: fn(&[char]) -> Spans) -> Vec<String> {
+    let spans = find(chars);
+    let out = terms_of(chars, &spans);
+    for (a, b) in spans {
+        for c in &mut chars[a..b] {
+            *c = ' ';
+        }
+    }
+    out
+}
+
+fn terms_of(chars: &[char], spans: &[(usize, usize)]) -> Vec<String> {
+    dedup(spans.iter().map(|&(a, b)| chars[a..b].iter().collect()))
+}
+
+fn dedup(it: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    it.filter(|s| seen.insert(s.clone())).collect()
+}
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn url_spans(c: &[char]) -> Spans {
+    const SCHEMES: [&str; 4] = ["https://", "http://", "ftp://", "file://"];
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        let scheme = SCHEMES.iter().find(|s| {
+            let n = s.len();
+            i + n <= c.len() && c[i..i + n].iter().copied().eq(s.chars())
+        });
+        let Some(s) = scheme.filter(|_| i == 0 || !c[i - 1].is_alphanumeric()) else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + s.len();
+        while j < c.len() && !c[j].is_whitespace() && !matches!(c[j], '<' | '>' | '"' | '\'' | '`')
+        {
+            j += 1;
+        }
+        // Trailing punctuation, and closers the URL did not open.
+        while let Some(&last) = c[..j].last() {
+            let unbalanced = |open: char, close: char| {
+                last == close && {
+                    let body = &c[i..j];
+                    body.iter().filter(|&&x| x == close).count()
+                        > body.iter().filter(|&&x| x == open).count()
+                }
+            };
+            if matches!(last, '.' | ',' | ';' | ':' | '!' | '?')
+                || unbalanced('(', ')')
+                || unbalanced('[', ']')
+                || unbalanced('{', '}')
+            {
+                j -= 1;
+            } else {
+                break;
+            }
+        }
+        if j > i + s.len() {
+            out.push((i, j));
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+fn is_path_char(ch: char) -> bool {
+    ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '-' | '~' | '/' | '+' | '@')
+}
+
+/// `name.ext` with a non-empty stem and 1–10 letters or digits, one a letter.
+fn extension(segment: &str) -> Option<&str> {
+    let (stem, ext) = segment.rsplit_once('.')?;
+    let ok = !stem.is_empty()
+        && (1..=10).contains(&ext.len())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && ext.chars().any(|c| c.is_ascii_alphabetic());
+    ok.then_some(ext)
+}
+
+fn path_spans(c: &[char]) -> Spans {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        if !is_path_char(c[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < c.len() && is_path_char(c[j]) {
+            j += 1;
+        }
+        let mut end = j;
+        while end > i && c[end - 1] == '.' {
+            end -= 1;
+        }
+        let run: String = c[i..end].iter().collect();
+        if is_path(&run) {
+            out.push((i, end));
+        }
+        i = j;
+    }
+    out
+}
+
+fn is_path(run: &str) -> bool {
+    if run.starts_with('-') || !run.chars().any(|c| c.is_ascii_alphanumeric()) {
+        return false;
+    }
+    let last = run.rsplit('/').next().unwrap_or_default();
+    if !run.contains('/') {
+        return extension(run).is_some_and(|e| FILE_EXTENSIONS.contains(&e));
+    }
+    let rooted = ["/", "~/", "./", "../"].iter().any(|p| run.starts_with(p));
+    let segments = run.split('/').filter(|s| !s.is_empty()).count();
+    rooted || segments >= 3 || extension(last).is_some()
+}
+
+fn is_word_char(ch: char) -> bool {
+    ch.is_ascii_alphanumeric() || ch == '_'
+}
+
+fn identifier_spans(c: &[char]) -> Spans {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let starts = |k: usize| k < c.len() && (c[k].is_ascii_alphabetic() || c[k] == '_');
+    while i < c.len() {
+        if !is_word_char(c[i]) || (i > 0 && is_word_char(c[i - 1])) {
+            i += 1;
+            continue;
+        }
+        if !starts(i) {
+            // A run that starts with a digit is no name.
+            while i < c.len() && is_word_char(c[i]) {
+                i += 1;
+            }
+            continue;
+        }
+        let mut parts: Vec<(usize, usize)> = Vec::new();
+        let mut j = i;
+        loop {
+            let a = j;
+            while j < c.len() && is_word_char(c[j]) {
+                j += 1;
+            }
+            parts.push((a, j));
+            if j + 1 < c.len() && c[j] == '.' && starts(j + 1) {
+                j += 1;
+            } else if j + 2 < c.len() && c[j] == ':' && c[j + 1] == ':' && starts(j + 2) {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        let code_like = parts.iter().any(|&(a, b)| {
+            let p = &c[a..b];
+            let snake = p.contains(&'_') && p.iter().any(|x| x.is_ascii_alphanumeric());
+            let camel = p[1..].iter().any(|x| x.is_ascii_uppercase())
+                && p.iter().any(|x| x.is_ascii_lowercase());
+            snake || camel
+        }) || (parts.len() >= 2 && parts.iter().any(|&(a, b)| b - a >= 2));
+        if code_like {
+            out.push((i, j));
+        }
+        i = j;
+    }
+    out
+}
+
+fn number_spans(c: &[char]) -> Spans {
+    let run_char = |ch: char| is_word_char(ch) || ch == '.' || ch == ',';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        if !run_char(c[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < c.len() && run_char(c[j]) {
+            j += 1;
+        }
+        if c[i].is_ascii_digit() {
+            let mut end = i;
+            while end < j && (c[end].is_ascii_digit() || c[end] == '.' || c[end] == ',') {
+                end += 1;
+            }
+            while end > i && matches!(c[end - 1], '.' | ',') {
+                end -= 1;
+            }
+            if c[i..end].iter().filter(|x| x.is_ascii_digit()).count() >= 2 {
+                out.push((i, end));
+            }
+        }
+        i = j;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_rule() {
+        assert_eq!(
+            urls("see https://example.com/a_(b), (http://x.io/p?q=1). not xhttp://y.z or https://"),
+            ["https://example.com/a_(b)", "http://x.io/p?q=1"]
+        );
+        assert_eq!(
+            urls("<file:///tmp/a.txt> and 'ftp://h/f'"),
+            ["file:///tmp/a.txt", "ftp://h/f"]
+        );
+    }
+
+    #[test]
+    fn paths_rule() {
+        assert_eq!(
+            paths(
+                "Read src/module_07.rs, /etc/hosts and ~/notes and ./run.sh; not and/or, \
+                 nor 2024/01 nor --out=x; a/b/c yes; Cargo.toml and os.path no; https://h.io/x.rs; \
+                 src/lib.rs:12 tests/"
+            ),
+            [
+                "src/module_07.rs",
+                "/etc/hosts",
+                "~/notes",
+                "./run.sh",
+                "a/b/c",
+                "Cargo.toml",
+                "src/lib.rs"
+            ]
+        );
+    }
+
+    #[test]
+    fn identifiers_rule() {
+        assert_eq!(
+            identifiers(
+                "Call parse_line then HashMap::new and os.path.join, JSONValue, camelCase; \
+                 not Hello, JSON, e.g or i.e; MAX_LEN, __init__, src/a_b.rs, 3_000, serde_json::Value."
+            ),
+            [
+                "parse_line",
+                "HashMap::new",
+                "os.path.join",
+                "JSONValue",
+                "camelCase",
+                "MAX_LEN",
+                "__init__",
+                "serde_json::Value"
+            ]
+        );
+    }
+
+    #[test]
+    fn numbers_rule() {
+        assert_eq!(
+            numbers(
+                "400 modules, 7,270 tokens; 3.14 and 0.1.0; 200ms; step 1; module_07; v4 x2 400."
+            ),
+            ["400", "7,270", "3.14", "0.1.0", "200"]
+        );
+    }
+
+    #[test]
+    fn commands_rule() {
+        assert_eq!(
+            command_of(r#"{"command":"cargo  test\n --locked"}"#).as_deref(),
+            Some("cargo test --locked")
+        );
+        assert_eq!(
+            command_of(r#"{"cmd":["ls","-1","src"]}"#).as_deref(),
+            Some("ls -1 src")
+        );
+        assert_eq!(command_of(r#"{"path":"a.rs"}"#), None);
+        assert_eq!(command_of("not json"), None);
+        assert_eq!(command_of(r#"{"command":"  "}"#), None);
+    }
+
+    #[test]
+    fn survival_boundaries() {
+        let s =
+            "Open src/module_07.rs. Ran `ls -1 src`; 400 modules (7,270 tokens), parse_line kept.";
+        assert!(survives(Category::Paths, "src/module_07.rs", s));
+        assert!(!survives(Category::Paths, "module_07.rs", s));
+        assert!(survives(Category::Identifiers, "module_07", s));
+        assert!(survives(Category::Identifiers, "parse_line", s));
+        assert!(!survives(Category::Identifiers, "parse", s));
+        assert!(survives(Category::Numbers, "400", s));
+        assert!(!survives(Category::Numbers, "40", s));
+        assert!(!survives(Category::Numbers, "7", s));
+        assert!(survives(Category::Numbers, "7,270", s));
+        assert!(!survives(Category::Numbers, "7270", s));
+        assert!(survives(Category::Commands, "ls -1 src", s));
+        assert!(!survives(Category::Commands, "ls -la src", s));
+        assert!(!survives(
+            Category::Urls,
+            "https://a.io/x",
+            "https://a.io/x/y"
+        ));
+        assert!(survives(
+            Category::Urls,
+            "https://a.io/x",
+            "at https://a.io/x."
+        ));
+    }
+
+    #[test]
+    fn compare_lists() {
+        let mut span = SpanText::default();
+        let msg = Value::parse(
+            r#"{"role":"assistant","content":[{"type":"text","text":"Fix src/a.rs at 120 via fix_it"},{"type":"tool-call","id":"c","name":"bash","arguments":"{\"command\":\"cargo test\"}"}]}"#,
+        )
+        .unwrap();
+        span.add_message(&msg);
+        let b = compare(&span.terms(), "We fixed src/a.rs with fix_it.");
+        assert_eq!(b.paths.survived, ["src/a.rs"]);
+        assert_eq!(b.identifiers.survived, ["fix_it"]);
+        assert_eq!(b.numbers.lost, ["120"]);
+        assert_eq!(b.commands.lost, ["cargo test"]);
+        assert_eq!((b.total(), b.kept()), (4, 2));
+    }
+}

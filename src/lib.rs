@@ -62,6 +62,7 @@ pub mod price;
 pub mod provider;
 pub mod prune;
 pub mod range;
+pub mod report;
 pub mod request_header;
 pub mod sessions;
 pub mod simulate;

@@ -108,6 +108,8 @@ pub enum Command {
     // Its help (policies, sweep, JSON shape) is SimulateArgs' doc comment.
     Simulate(commands::simulate::SimulateArgs),
     Unpack(commands::pack::UnpackArgs),
+    // Its help (what the page shows, OUT, JSON shape) is ReportArgs' doc comment.
+    Report(commands::report::ReportArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -134,6 +136,7 @@ impl Command {
             Command::Cache(_) => "cache",
             Command::Simulate(_) => "simulate",
             Command::Unpack(_) => "unpack",
+            Command::Report(_) => "report",
             Command::Completions(_) => "completions",
         }
     }
@@ -206,6 +209,7 @@ pub fn run() -> ExitCode {
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Simulate(a) => commands::simulate::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
+        Command::Report(a) => commands::report::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     ctx.out.finish();

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["prune", "append", "sessions", "cache"],
     &["verify", "lifecycle", "export", "view"],
     &["compact", "survival"],
-    &["simulate"],
+    &["simulate", "report"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -17,6 +17,7 @@ mod measure;
 mod pack;
 mod provider;
 mod prune;
+mod report;
 mod schemas;
 mod sessions;
 mod simulate;

@@ -359,6 +359,20 @@ fn writes_print_their_documented_shape() {
             assert_eq!(docs[0]["dryRun"], json!(dry));
         }
     }
+    // report: one page, then a directory with an index.
+    let page = log.with_file_name("report.html");
+    let (code, docs) = run(dsh().args(["report", "--json", "-o"]).arg(&page).arg(&log));
+    assert_eq!(code, 0, "report: {docs:?}");
+    check("report", &docs[0], "report");
+    let dir = log.with_file_name("reports");
+    let (code, docs) = run(dsh()
+        .args(["report", "--json", "-o"])
+        .arg(&dir)
+        .arg(&log)
+        .arg(sample("compacted.jsonl")));
+    assert_eq!(code, 0, "report DIR: {docs:?}");
+    check("report", &docs[0], "report DIR");
+    assert!(docs[0]["index"].is_string());
 }
 
 const SUMMARY: &str = "## Primary Request and Intent\n- Fix the test.\n\n## Key Technical Concepts\n- cargo\n\n## Files and Code\n- (none)\n\n## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- (none)\n\n## Current Work\n- Done.\n\n## Next Step\n- (none)\n\n## Critical Context\n- (none)";
@@ -570,6 +584,7 @@ fn every_schema_is_some_command_s_document() {
         "messages",
         "pack",
         "prune",
+        "report",
         "sessions",
         "simulate",
         "surface",

@@ -13,6 +13,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
 use crate::cli::render::outln;
+use crate::cli::writes::Target;
 
 /// Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact.
 ///
@@ -238,76 +239,4 @@ fn bytes(n: u64) -> String {
         unit += 1;
     }
     format!("{x:.1} {}", UNITS[unit])
-}
-
-/// A temporary file beside OUT, renamed over it once complete.
-struct Target {
-    tmp: tempfile::NamedTempFile,
-    out: PathBuf,
-}
-
-impl Target {
-    fn prepare(out: &Path, input: Option<&Path>, force: bool) -> Result<Target> {
-        let dir = match out.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            return Err(UsageError(format!(
-                "{}: no such directory for the output",
-                dir.display()
-            ))
-            .into());
-        }
-        if let (Some(input), Ok(o)) = (input, std::fs::metadata(out))
-            && let Ok(i) = std::fs::metadata(input)
-        {
-            use std::os::unix::fs::MetadataExt;
-            if (i.dev(), i.ino()) == (o.dev(), o.ino()) {
-                return Err(UsageError(format!(
-                    "{}: the output is the input; dsh never rewrites a log in place",
-                    out.display()
-                ))
-                .into());
-            }
-        }
-        if !force && std::fs::symlink_metadata(out).is_ok() {
-            return Err(UsageError(format!(
-                "{}: already exists (--force replaces it)",
-                out.display()
-            ))
-            .into());
-        }
-        // Created as any new file is (0666 less the umask), not 0600.
-        let tmp = tempfile::Builder::new()
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .prefix(".dsh-")
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .with_context(|| format!("{}: cannot create a file there", dir.display()))?;
-        Ok(Target {
-            tmp,
-            out: out.to_path_buf(),
-        })
-    }
-
-    fn commit(self, force: bool) -> Result<()> {
-        let out = self.out;
-        let r = if force {
-            self.tmp.persist(&out).map(|_| ())
-        } else {
-            self.tmp.persist_noclobber(&out).map(|_| ())
-        };
-        r.map_err(|e| {
-            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                UsageError(format!(
-                    "{}: already exists (--force replaces it)",
-                    out.display()
-                ))
-                .into()
-            } else {
-                anyhow::Error::new(e.error).context(format!("{}: cannot write", out.display()))
-            }
-        })
-    }
 }

@@ -1,0 +1,641 @@
+//! `dsh report`: one session as a self-contained HTML page.
+//!
+//! [`build`] reads a log once for its own facts (the meter's figure, locks,
+//! provider usage, compaction and prune events) and, in parallel, runs the
+//! [`cache`](crate::cache) analysis and the [`verify`](crate::verify) audit;
+//! [`html::session_page`] renders the result as one HTML document with
+//! inline CSS and hand-written inline SVG charts, every log text escaped.
+//! Nothing here touches a terminal or the environment, and nothing on the
+//! page loads anything from elsewhere.
+
+pub mod html;
+pub mod side;
+pub mod svg;
+
+use crate::cache::{CacheError, CacheOptions, CacheReport, Prices, Totals};
+use crate::config::Config;
+use crate::event::{Event, Kind};
+use crate::json::Value;
+use crate::lock::{LockReport, LockScan};
+use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer, packed};
+use crate::meter::{Meter, MeterError};
+use crate::policy::{CapacityInputs, resolve_capacity};
+use crate::price::{PriceTable, Priced};
+use crate::usage::{Caller, UsageFold};
+use crate::verify::Finding;
+
+/// Per-request series longer than this are downsampled on the page.
+pub const DEFAULT_MAX_POINTS: usize = 2000;
+
+/// How to build a report.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// How to read the log.
+    pub load: LoadOptions,
+    /// The user's configuration (policy, capacities, prices).
+    pub config: Config,
+    /// Prices.
+    pub prices: PriceTable,
+    /// The most points a per-request chart draws.
+    pub max_points: usize,
+    /// Build the side-by-side view and the survival figures (one more
+    /// reading of the log).
+    pub side_by_side: bool,
+}
+
+/// Building failed: the log was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The log was refused.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The meter could not price the log.
+    #[error("{0}")]
+    Meter(String),
+}
+
+/// One model request of the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// Its `assistant/message` seq.
+    pub seq: u64,
+    /// Epoch ms when the log's times are real.
+    pub time: Option<i64>,
+    /// DSH's heuristic prompt size (system, tools, messages).
+    pub heuristic: u64,
+    /// The provider-reported prompt size, where logged.
+    pub reported: Option<f64>,
+    /// The route's context window at that request.
+    pub window: Option<u64>,
+    /// The compaction threshold at that request.
+    pub threshold: Option<u64>,
+    /// Predicted cache hit (tokens).
+    pub predicted_hit: u64,
+    /// Reported cache read tokens.
+    pub reported_hit: Option<f64>,
+    /// Predicted miss (tokens).
+    pub predicted_miss: u64,
+    /// What the predicted miss cost (USD), when priced.
+    pub miss_cost: Option<f64>,
+}
+
+/// A compaction or prune marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// A compaction (`compaction/summary` + checkpoint).
+    Compaction,
+    /// A prune pass (`compaction/prune`).
+    Prune,
+}
+
+impl MarkerKind {
+    /// `compaction` / `prune`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MarkerKind::Compaction => "compaction",
+            MarkerKind::Prune => "prune",
+        }
+    }
+}
+
+/// Where a replacement happened on the per-request axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// What it is.
+    pub kind: MarkerKind,
+    /// Its seq.
+    pub seq: u64,
+    /// The number of requests before it.
+    pub before_requests: usize,
+}
+
+/// One compaction attempt (a `compaction/start` and what followed).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Compaction {
+    /// `compactionId`.
+    pub id: String,
+    /// `compaction/start` seq.
+    pub start_seq: Option<u64>,
+    /// `compaction/summary` seq.
+    pub summary_seq: Option<u64>,
+    /// `compaction/end` seq.
+    pub end_seq: Option<u64>,
+    /// What started it: the open turn (automatic) or a `/compact` command.
+    pub trigger: String,
+    /// How the summary was produced.
+    pub mode: String,
+    /// `shadowedRange` (start, end).
+    pub range: Option<(u64, u64)>,
+    /// `shadowedSeqs.length`.
+    pub shadowed_nodes: u64,
+    /// `shadowedTokenCount`.
+    pub shadowed_tokens: f64,
+    /// The summary's text blocks, joined.
+    pub summary: String,
+    /// The summary's size in characters.
+    pub summary_chars: u64,
+    /// `provider/model` of the summariser.
+    pub summariser: String,
+    /// `compaction/end.error`.
+    pub error: Option<String>,
+    /// What of the shadowed span survived into the summary, in words
+    /// (filled by the side-by-side view's survival figures).
+    pub survival: Option<String>,
+}
+
+/// One prune pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prune {
+    /// `compaction/prune` seq.
+    pub seq: u64,
+    /// `shadowedRange`.
+    pub range: Option<(u64, u64)>,
+    /// Results replaced.
+    pub shadowed_nodes: u64,
+    /// `shadowedTokenCount`.
+    pub shadowed_tokens: f64,
+}
+
+/// One point of the cost series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostPoint {
+    /// The request's seq.
+    pub seq: u64,
+    /// Epoch ms.
+    pub time: Option<i64>,
+    /// Who asked.
+    pub caller: Caller,
+    /// USD, when priced.
+    pub usd: Option<f64>,
+    /// Reported tokens.
+    pub tokens: f64,
+}
+
+/// Everything one session's page shows.
+#[derive(Debug, Clone)]
+pub struct SessionReport {
+    /// The log, as named.
+    pub file: String,
+    /// Session id.
+    pub session: String,
+    /// The first user prompt, cut.
+    pub title: Option<String>,
+    /// Working directory of the session.
+    pub project: String,
+    /// Stored events.
+    pub events: u64,
+    /// Route of the last request header.
+    pub route: Option<(String, String)>,
+    /// `dsh measure`'s figure (DSH's estimate of the next request).
+    pub total_tokens: Option<f64>,
+    /// The route's window now.
+    pub window: Option<u64>,
+    /// The threshold now.
+    pub threshold: Option<u64>,
+    /// Every model request.
+    pub points: Vec<Point>,
+    /// Compaction and prune markers, in log order.
+    pub markers: Vec<Marker>,
+    /// Compactions.
+    pub compactions: Vec<Compaction>,
+    /// Prune passes.
+    pub prunes: Vec<Prune>,
+    /// Locks.
+    pub locks: LockReport,
+    /// Verify findings.
+    pub findings: Vec<Finding>,
+    /// Provider usage and its cost.
+    pub cost: Vec<CostPoint>,
+    /// Cache totals.
+    pub cache: Totals,
+    /// Per-cause predicted miss costs: (cause, requests, miss tokens, USD).
+    pub miss_by_cause: Vec<(String, usize, u64, Option<f64>)>,
+    /// Load and meter warnings.
+    pub warnings: Vec<String>,
+    /// The most points a chart draws.
+    pub max_points: usize,
+    /// The transcript beside the model's view.
+    pub view: Option<crate::view::View>,
+    /// What each compaction's summary kept.
+    pub survival: Option<crate::survival::Survival>,
+}
+
+impl SessionReport {
+    /// The total cost of the priced requests, and how many were unpriced.
+    pub fn cost_total(&self) -> (f64, usize) {
+        let mut t = 0.0;
+        let mut unpriced = 0;
+        for c in &self.cost {
+            match c.usd {
+                Some(u) => t += u,
+                None => unpriced += 1,
+            }
+        }
+        (t, unpriced)
+    }
+}
+
+/// The observer of the report's own pass.
+struct Folds {
+    meter: Option<Meter>,
+    locks: LockScan,
+    usage: UsageFold,
+    compactions: Vec<Compaction>,
+    prunes: Vec<Prune>,
+    title: Option<String>,
+}
+
+fn text(v: Option<&Value<'_>>) -> Option<String> {
+    v.and_then(|x| x.as_str()).map(|s| s.into_owned())
+}
+
+fn id_of(v: Option<&Value<'_>>) -> String {
+    match v {
+        None => String::new(),
+        Some(x) => x.as_str().map_or_else(|| x.to_json(), |s| s.into_owned()),
+    }
+}
+
+fn range_of(d: &Value<'_>) -> Option<(u64, u64)> {
+    let r = d.get("shadowedRange")?;
+    let s = r.get("start")?.as_f64()?;
+    let e = r.get("end")?.as_f64()?;
+    (s >= 0.0 && e >= 0.0).then_some((s as u64, e as u64))
+}
+
+fn blocks_text(v: Option<&Value<'_>>) -> String {
+    let mut out = String::new();
+    if let Some(arr) = v.and_then(|b| b.as_arr()) {
+        for b in arr {
+            if let Some(t) = b.get("text").and_then(|t| t.as_str()) {
+                if !out.is_empty() {
+                    out.push_str("\n\n");
+                }
+                out.push_str(&t);
+            }
+        }
+    }
+    out
+}
+
+impl Folds {
+    fn compaction(&mut self, id: &str) -> &mut Compaction {
+        let pos = self
+            .compactions
+            .iter()
+            .rposition(|c| c.id == id && c.end_seq.is_none());
+        match pos {
+            Some(i) => &mut self.compactions[i],
+            None => {
+                self.compactions.push(Compaction {
+                    id: id.to_string(),
+                    ..Compaction::default()
+                });
+                self.compactions.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    fn observe(&mut self, ev: &Event<'_>) {
+        let d = ev.data();
+        match ev.kind {
+            Kind::UserMessage if self.title.is_none() => {
+                let t = blocks_text(d.get("content"));
+                let t: String = t.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !t.is_empty() {
+                    self.title = Some(t.chars().take(100).collect());
+                }
+            }
+            Kind::CompactionStart => {
+                let id = id_of(d.get("compactionId"));
+                let trigger = match (
+                    d.get("turn").and_then(|t| t.as_f64()),
+                    d.get("sourceCommandId"),
+                ) {
+                    (_, Some(c)) if !matches!(c, Value::Null) => {
+                        format!("manual (command {})", id_of(Some(c)))
+                    }
+                    (Some(t), _) => format!("automatic (turn {t})"),
+                    _ => "manual".to_string(),
+                };
+                self.compactions.push(Compaction {
+                    id,
+                    start_seq: Some(ev.seq),
+                    trigger,
+                    ..Compaction::default()
+                });
+            }
+            Kind::CompactionSummary => {
+                let id = id_of(d.get("compactionId"));
+                let c = self.compaction(&id);
+                c.summary_seq = Some(ev.seq);
+                c.range = range_of(d);
+                c.shadowed_nodes = d
+                    .get("shadowedSeqs")
+                    .and_then(|s| s.as_arr())
+                    .map_or(0, |a| a.len() as u64);
+                c.shadowed_tokens = d
+                    .get("shadowedTokenCount")
+                    .and_then(|t| t.as_f64())
+                    .unwrap_or(0.0);
+                c.summary = blocks_text(d.get("summary"));
+                c.summary_chars = c.summary.chars().count() as u64;
+                c.mode = if d
+                    .get("llmStreamCall")
+                    .is_some_and(|v| matches!(v, Value::Bool(true)))
+                {
+                    "streamed LLM call".into()
+                } else {
+                    "LLM call".into()
+                };
+                c.summariser = format!(
+                    "{}/{}",
+                    text(d.get("provider")).unwrap_or_default(),
+                    text(d.get("model")).unwrap_or_default()
+                );
+                if c.trigger.is_empty() {
+                    c.trigger = "unknown (no compaction/start)".into();
+                }
+            }
+            Kind::CompactionEnd => {
+                let id = id_of(d.get("compactionId"));
+                let c = self.compaction(&id);
+                c.end_seq = Some(ev.seq);
+                c.error = match d.get("error") {
+                    None | Some(Value::Null) => None,
+                    Some(e) => Some(e.as_str().map_or_else(|| e.to_json(), |s| s.into_owned())),
+                };
+                if c.trigger.is_empty() {
+                    c.trigger = "unknown (no compaction/start)".into();
+                }
+            }
+            Kind::CompactionPrune => self.prunes.push(Prune {
+                seq: ev.seq,
+                range: range_of(d),
+                shadowed_nodes: d
+                    .get("shadowedSeqs")
+                    .and_then(|s| s.as_arr())
+                    .map_or(0, |a| a.len() as u64),
+                shadowed_tokens: d
+                    .get("shadowedTokenCount")
+                    .and_then(|t| t.as_f64())
+                    .unwrap_or(0.0),
+            }),
+            _ => {}
+        }
+    }
+}
+
+impl Observer for Folds {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if let Some(m) = &mut self.meter {
+            m.event(ev, folded);
+        }
+        if folded.synthetic {
+            return;
+        }
+        self.locks.observe(ev);
+        self.usage.observe(ev);
+        self.observe(ev);
+    }
+
+    fn packed_row(
+        &mut self,
+        span: &packed::RowSpan,
+        facts: &packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        match &mut self.meter {
+            Some(m) => m.packed_row(span, facts, folded),
+            None => true,
+        }
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        true
+    }
+}
+
+impl Folds {
+    fn new(meter: Meter) -> Folds {
+        Folds {
+            meter: Some(meter),
+            locks: LockScan::new(),
+            usage: UsageFold::default(),
+            compactions: Vec::new(),
+            prunes: Vec::new(),
+            title: None,
+        }
+    }
+}
+
+/// Window and threshold of a route given the logged window, as `dsh
+/// measure` resolves them.
+fn budgets(
+    config: &Config,
+    provider: &str,
+    model: &str,
+    logged: Option<f64>,
+) -> (Option<u64>, Option<u64>) {
+    let (config_model, config_route_default) = config.configured_capacity(provider, model);
+    let inputs = CapacityInputs {
+        flag: None,
+        config_model,
+        logged,
+        config_route_default,
+    };
+    let Some(cap) = resolve_capacity(provider, &inputs) else {
+        return (None, None);
+    };
+    match config
+        .policy_for(provider, model)
+        .budgets(cap.context_window)
+    {
+        Ok(b) => (Some(b.context_window), Some(b.threshold_tokens)),
+        Err(_) => (Some(cap.context_window as u64), None),
+    }
+}
+
+/// Read one log into its report.
+pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, ReportError> {
+    let (own, cache, verify, side) = std::thread::scope(|s| {
+        let cache = s.spawn(|| crate::cache::analyse(src, &opts.load, &CacheOptions::default()));
+        let verify = s.spawn(|| crate::verify::verify(src, &opts.load));
+        let side = opts.side_by_side.then(|| {
+            s.spawn(|| {
+                let (log, view) = crate::view::align_log(
+                    src,
+                    &opts.load,
+                    &crate::view::ViewOptions {
+                        preview_chars: 160,
+                        ..Default::default()
+                    },
+                )?;
+                let survival = crate::survival::of_view(&log, &view)?;
+                Ok::<_, LoadError>((view, survival))
+            })
+        });
+        let own = own_pass(src, &opts.load);
+        (own, cache.join(), verify.join(), side.map(|h| h.join()))
+    });
+    let (log, measured, folds) = own?;
+    let cache: CacheReport = match cache {
+        Ok(Ok(c)) => c,
+        Ok(Err(CacheError::Load(e))) => return Err(e.into()),
+        Err(_) => return Err(ReportError::Meter("the cache analysis failed".into())),
+    };
+    let findings = match verify {
+        Ok(v) => v.findings,
+        Err(_) => Vec::new(),
+    };
+    let mut warnings: Vec<String> = log.warnings.iter().map(|w| w.to_string()).collect();
+    let (view, survival) = match side {
+        Some(Ok(Ok((v, s)))) => (Some(v), Some(s)),
+        Some(Ok(Err(e))) => {
+            warnings.push(format!("no side-by-side view: {e}"));
+            (None, None)
+        }
+        _ => (None, None),
+    };
+    let mut compactions = folds.compactions.clone();
+    if let Some(sv) = &survival {
+        for c in &mut compactions {
+            if let Some(seq) = c.summary_seq {
+                c.survival = side::survival_of(sv, seq);
+            }
+        }
+    }
+    let (total_tokens, contexts) = match &measured {
+        Ok(m) => (Some(m.total_tokens), m.contexts.clone()),
+        Err(e) => {
+            warnings.push(format!("the meter could not price the log: {e}"));
+            (None, Vec::new())
+        }
+    };
+    let route = log.headers.route();
+    let (window, threshold) = match (&route, &measured) {
+        (Some((p, m)), Ok(meas)) => budgets(
+            &opts.config,
+            p,
+            m,
+            meas.logged_context_window(p, m).map(|l| l.0),
+        ),
+        (Some((p, m)), Err(_)) => budgets(&opts.config, p, m, None),
+        _ => (None, None),
+    };
+    let prices: &dyn Prices = &opts.prices;
+    let points: Vec<Point> = cache
+        .requests
+        .iter()
+        .map(|q| {
+            let logged = contexts
+                .iter()
+                .rfind(|c| c.seq <= q.seq && c.provider == q.provider && c.model == q.model)
+                .map(|c| c.context_window);
+            let (w, t) = budgets(&opts.config, &q.provider, &q.model, logged);
+            let time = cache.times_real.then_some(q.time as i64);
+            Point {
+                seq: q.seq,
+                time,
+                heuristic: q.prompt_tokens,
+                reported: q.reported.map(|r| r.prompt()),
+                window: w,
+                threshold: t,
+                predicted_hit: q.predicted_hit,
+                reported_hit: q.reported.map(|r| r.cache_read_tokens),
+                predicted_miss: q.predicted_miss(),
+                miss_cost: prices
+                    .rates(&q.provider, &q.model, time)
+                    .map(|r| q.predicted_miss() as f64 * r.miss / 1e6),
+            }
+        })
+        .collect();
+    let seqs: Vec<u64> = points.iter().map(|p| p.seq).collect();
+    let mut markers: Vec<Marker> = Vec::new();
+    for c in &compactions {
+        if let Some(seq) = c.summary_seq {
+            markers.push(Marker {
+                kind: MarkerKind::Compaction,
+                seq,
+                before_requests: seqs.partition_point(|&s| s < seq),
+            });
+        }
+    }
+    for p in &folds.prunes {
+        markers.push(Marker {
+            kind: MarkerKind::Prune,
+            seq: p.seq,
+            before_requests: seqs.partition_point(|&s| s < p.seq),
+        });
+    }
+    markers.sort_by_key(|m| m.seq);
+    let costs = cache.miss_cost_by_cause(prices);
+    let totals = cache.totals();
+    let miss_by_cause = totals
+        .by_cause
+        .iter()
+        .map(|(k, n, miss, _)| (k.clone(), *n, *miss, costs.get(k).copied().flatten()))
+        .collect();
+    let cost = folds
+        .usage
+        .clone()
+        .finish()
+        .into_iter()
+        .map(|r| {
+            let usd = match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens) {
+                Priced::Cost { usd, .. } => Some(usd),
+                _ => None,
+            };
+            CostPoint {
+                seq: r.seq,
+                time: r.time,
+                caller: r.caller,
+                usd,
+                tokens: r.tokens.total(),
+            }
+        })
+        .collect();
+    Ok(SessionReport {
+        file: src.display(),
+        session: log.header.id.clone(),
+        title: folds.title.clone(),
+        project: log.header.cwd.clone().unwrap_or_default(),
+        events: log.stored_events,
+        route,
+        total_tokens,
+        window,
+        threshold,
+        points,
+        markers,
+        compactions,
+        prunes: folds.prunes.clone(),
+        locks: folds.locks.report(),
+        findings,
+        cost,
+        cache: totals,
+        miss_by_cause,
+        warnings,
+        max_points: opts.max_points.max(10),
+        view,
+        survival,
+    })
+}
+
+type OwnPass = (
+    crate::log::LoadedLog,
+    Result<crate::meter::Measurement, MeterError>,
+    Folds,
+);
+
+fn own_pass(src: &LogSource, load: &LoadOptions) -> Result<OwnPass, ReportError> {
+    let mut folds = Folds::new(Meter::new(None));
+    let mut log = crate::log::load(src, load, &mut folds)?;
+    let mut measured = folds.meter.take().expect("set").finish(&log);
+    if let Err(MeterError::NeedsAllChunks { .. }) = measured {
+        let mut again = Folds::new(Meter::new(None).retaining_all_chunks());
+        log = crate::log::load(src, load, &mut again)?;
+        measured = again.meter.take().expect("set").finish(&log);
+        folds = again;
+    }
+    Ok((log, measured, folds))
+}

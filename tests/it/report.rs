@@ -1,0 +1,504 @@
+//! `dsh report`: the page's content, its escaping, its writer rules, and
+//! the page in a real browser (headless Chromium): no script errors, one
+//! marker per compaction and prune, the table rows, the figures `dsh
+//! measure --json` and `dsh cache --json` give, no horizontal scrolling at
+//! 1280 px, and a screenshot that is not blank (kept under
+//! `target/report-artifacts/`). Without Chromium the browser tests say they
+//! were skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+
+use serde_json::{Value as J, json};
+
+use crate::support::{TestEnv, root, sample, shared};
+
+fn chromium(test: &str) -> Option<PathBuf> {
+    for name in ["chromium", "chromium-headless-shell", "chromium-browser"] {
+        for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+            let p = Path::new(dir).join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    eprintln!(
+        "SKIPPED {test}: no headless Chromium (install Debian's `chromium`; .ci/run does when it can)"
+    );
+    None
+}
+
+fn artifacts() -> PathBuf {
+    let d = root().join("target/report-artifacts");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Run the browser on a page: (stdout, stderr).
+fn browse(browser: &Path, page: &Path, extra: &[String]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Std::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The value of attribute `attr` of the element with `id`.
+fn attr_of(dom: &str, id: &str, attr: &str) -> Option<String> {
+    let i = dom.find(&format!("id=\"{id}\""))?;
+    let start = dom[..i].rfind('<')?;
+    let end = start + dom[start..].find('>')?;
+    let tag = &dom[start..end];
+    let k = tag.find(&format!("{attr}=\""))? + attr.len() + 2;
+    Some(tag[k..k + tag[k..].find('"')?].to_string())
+}
+
+/// The `<html …>` tag's attribute.
+fn html_attr(dom: &str, attr: &str) -> Option<String> {
+    let start = dom.find("<html")?;
+    let tag = &dom[start..start + dom[start..].find('>')?];
+    let k = tag.find(&format!("{attr}=\""))? + attr.len() + 2;
+    Some(tag[k..k + tag[k..].find('"')?].to_string())
+}
+
+/// Rows of the body of the table with `class`.
+fn rows(dom: &str, class: &str) -> usize {
+    let i = dom
+        .find(&format!("<table class=\"{class}\""))
+        .unwrap_or_else(|| panic!("no table {class}"));
+    let body = &dom[i..i + dom[i..].find("</table>").unwrap()];
+    let body = &body[body.find("<tbody>").unwrap()..];
+    body.matches("<tr>").count()
+}
+
+/// The section with `id`.
+fn section<'a>(dom: &'a str, id: &str) -> &'a str {
+    let i = dom
+        .find(&format!("<section id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    &dom[i..i + dom[i..].find("</section>").unwrap()]
+}
+
+fn types_in(log: &Path) -> (usize, usize, usize) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let (mut starts, mut summaries, mut prunes) = (0, 0, 0);
+    for l in text.lines().skip(1) {
+        let v: J = serde_json::from_str(l).unwrap();
+        match v["type"].as_str() {
+            Some("compaction/start") => starts += 1,
+            Some("compaction/summary") => summaries += 1,
+            Some("compaction/prune") => prunes += 1,
+            _ => {}
+        }
+    }
+    (starts, summaries, prunes)
+}
+
+fn json_of(env: &TestEnv, args: &[&str], log: &Path) -> J {
+    let out = env.dsh().args(args).arg(log).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Decode a PNG into its distinct colours (up to a few): enough to tell a
+/// blank screenshot from a page.
+fn png_colours(bytes: &[u8]) -> usize {
+    use std::io::Read;
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    let (mut w, mut h, mut ct, mut idat) = (0usize, 0usize, 0u8, Vec::new());
+    let mut i = 8;
+    while i + 8 <= bytes.len() {
+        let len = u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
+        let kind = &bytes[i + 4..i + 8];
+        let data = &bytes[i + 8..i + 8 + len];
+        match kind {
+            b"IHDR" => {
+                w = u32::from_be_bytes(data[0..4].try_into().unwrap()) as usize;
+                h = u32::from_be_bytes(data[4..8].try_into().unwrap()) as usize;
+                assert_eq!(data[8], 8, "8-bit channels");
+                ct = data[9];
+            }
+            b"IDAT" => idat.extend_from_slice(data),
+            _ => {}
+        }
+        i += 12 + len;
+    }
+    let bpp = match ct {
+        2 => 3,
+        6 => 4,
+        0 => 1,
+        4 => 2,
+        c => panic!("colour type {c}"),
+    };
+    let mut raw = Vec::new();
+    flate2::read::ZlibDecoder::new(&idat[..])
+        .read_to_end(&mut raw)
+        .unwrap();
+    let stride = w * bpp;
+    let mut prev = vec![0u8; stride];
+    let mut cur = vec![0u8; stride];
+    let mut seen = std::collections::HashSet::new();
+    for y in 0..h {
+        let line = &raw[y * (stride + 1)..(y + 1) * (stride + 1)];
+        let f = line[0];
+        for x in 0..stride {
+            let a = if x >= bpp { cur[x - bpp] as i32 } else { 0 };
+            let b = prev[x] as i32;
+            let c = if x >= bpp { prev[x - bpp] as i32 } else { 0 };
+            let v = line[1 + x] as i32;
+            cur[x] = match f {
+                0 => v,
+                1 => v + a,
+                2 => v + b,
+                3 => v + (a + b) / 2,
+                4 => {
+                    let p = a + b - c;
+                    let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
+                    v + if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
+                }
+                _ => panic!("filter {f}"),
+            } as u8;
+        }
+        for px in cur.chunks(bpp) {
+            if seen.len() < 16 {
+                seen.insert(px.to_vec());
+            }
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    seen.len()
+}
+
+/// Everything the browser must show for one log.
+fn check_in_browser(browser: &Path, env: &TestEnv, log: &Path, name: &str) {
+    let dir = artifacts();
+    let page = dir.join(format!("{name}.html"));
+    let out = env
+        .dsh()
+        .args(["report", "--force", "-o"])
+        .arg(&page)
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (dom, stderr) = browse(browser, &page, &["--dump-dom".into()]);
+    assert!(dom.contains("<html"), "{name}: a DOM was dumped: {stderr}");
+    // No script errors, caught by the page or logged by the browser.
+    assert_eq!(
+        html_attr(&dom, "data-errors"),
+        None,
+        "{name}: script errors"
+    );
+    for l in stderr.lines() {
+        assert!(
+            !(l.contains("Uncaught") || (l.contains("CONSOLE") && l.contains("rror"))),
+            "{name}: console error: {l}"
+        );
+    }
+    // No horizontal scrolling at 1280 px.
+    let sw: u32 = html_attr(&dom, "data-scroll-width")
+        .expect("the load handler ran")
+        .parse()
+        .unwrap();
+    assert!(sw <= 1280, "{name}: scrollWidth {sw} > 1280");
+    // One marker per compaction and prune, and the table rows.
+    let (starts, summaries, prunes) = types_in(log);
+    let pressure = section(&dom, "pressure");
+    assert_eq!(
+        pressure
+            .matches("class=\"marker marker-compaction\"")
+            .count(),
+        summaries,
+        "{name}"
+    );
+    assert_eq!(
+        pressure.matches("class=\"marker marker-prune\"").count(),
+        prunes,
+        "{name}"
+    );
+    assert_eq!(rows(&dom, "compactions"), starts, "{name}: compaction rows");
+    assert_eq!(rows(&dom, "prunes"), prunes, "{name}: prune rows");
+    assert_eq!(
+        dom.matches("<details class=\"summary\"").count(),
+        summaries,
+        "{name}"
+    );
+    // The side-by-side view, one collapsible block per turn, and survival.
+    assert!(
+        dom.contains("<details class=\"turn\""),
+        "{name}: side by side"
+    );
+    if summaries > 0 {
+        assert!(dom.contains("id=\"survival-totals\""), "{name}: survival");
+    }
+    // The figures of measure and cache.
+    let m = json_of(env, &["measure", "--json"], log);
+    let fact = |id: &str| attr_of(&dom, id, "data-value").unwrap_or_else(|| panic!("{id}"));
+    assert_eq!(
+        fact("fact-total-tokens").parse::<f64>().unwrap(),
+        m["totalTokens"].as_f64().unwrap()
+    );
+    assert_eq!(
+        fact("fact-window").parse::<f64>().unwrap(),
+        m["policy"]["contextWindow"].as_f64().unwrap()
+    );
+    assert_eq!(
+        fact("fact-threshold").parse::<f64>().unwrap(),
+        m["policy"]["thresholdTokens"].as_f64().unwrap()
+    );
+    let c = json_of(env, &["cache", "--json"], log);
+    assert_eq!(
+        fact("fact-predicted-hit").parse::<f64>().unwrap(),
+        c["totals"]["predictedHit"].as_f64().unwrap()
+    );
+    assert_eq!(
+        fact("fact-reported-hit").parse::<f64>().unwrap(),
+        c["totals"]["reportedHit"].as_f64().unwrap()
+    );
+    assert!(dom.contains("<td class=\"n\">"), "{name}: numeric cells");
+    let n_requests = c["requests"].as_array().unwrap().len();
+    assert!(attr_of(&dom, "fact-requests", "id").is_some());
+    assert!(section(&dom, "facts").contains(&format!(">{}<", thousands(n_requests))));
+    // A screenshot that is not blank.
+    let shot = dir.join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&shot);
+    browse(
+        browser,
+        &page,
+        &[format!("--screenshot={}", shot.display())],
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("{name}: no screenshot: {e}"));
+    assert!(png_colours(&png) > 1, "{name}: the screenshot is blank");
+}
+
+fn thousands(n: usize) -> String {
+    let d = n.to_string();
+    let mut o = String::new();
+    for (k, ch) in d.chars().enumerate() {
+        if k > 0 && (d.len() - k).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
+}
+
+#[test]
+fn samples_render_in_a_browser() {
+    let Some(browser) = chromium("report::samples_render_in_a_browser") else {
+        return;
+    };
+    let env = TestEnv::new();
+    for s in [
+        "compacted.jsonl",
+        "coding-session.jsonl",
+        "prune-closed.jsonl",
+    ] {
+        check_in_browser(
+            &browser,
+            &env,
+            &sample(s),
+            &format!("sample-{}", s.trim_end_matches(".jsonl")),
+        );
+    }
+}
+
+#[test]
+fn genlog_sessions_render_in_a_browser() {
+    let Some(shared) = shared("report::genlog_sessions_render_in_a_browser") else {
+        return;
+    };
+    let Some(browser) = chromium("report::genlog_sessions_render_in_a_browser") else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (seed, compactions, prunes) in [(3, 4, 3), (11, 4, 3)] {
+        let log = dir.path().join(format!("g{seed}.jsonl"));
+        let st = Std::new(shared.join("tools/genlog"))
+            .args(["--events", "4000", "--seed", &seed.to_string()])
+            .args(["--compactions", &compactions.to_string()])
+            .args(["--prune-passes", &prunes.to_string()])
+            .arg("-o")
+            .arg(&log)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let (_, summaries, p) = types_in(&log);
+        assert!(summaries > 0 && p > 0, "genlog made compactions and prunes");
+        check_in_browser(&browser, &env, &log, &format!("genlog-{seed}"));
+    }
+}
+
+/// A log with markup, quotes and control characters in every text it has.
+fn hostile_log() -> (tempfile::TempDir, PathBuf) {
+    let evil = "</pre><script>document.title='pwned'</script>\"' onload=\"x\" \u{1}\u{1b}[31m";
+    let src = json!({"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"});
+    let mut lines = vec![
+        json!({"type":"session","version":0,"id":"s-<b>evil</b>","createdAt":0,"cwd":"/tmp/<i>x</i>","delegationDepth":0}),
+    ];
+    let events = [
+        json!({"type":"turn/start","data":{"turn":1}}),
+        json!({"type":"step/start","data":{"turn":1,"step":1}}),
+        json!({"type":"user/message","data":{"role":"user","content":[{"type":"text","text":evil}],"source":{"kind":"user"},"id":"u1"},"surfaceOp":"append"}),
+        json!({"type":"request/header","data":{"header":{"config":{"provider":"deepseek-official","model":"deepseek-v4-flash"},"system":evil,"tools":[]},"reason":"initial"}}),
+        json!({"type":"assistant/message","data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":evil}],"source":src,"id":"a1"}},"surfaceOp":"append"}),
+        json!({"type":"step/end","data":{"turn":1,"step":1}}),
+        json!({"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}),
+        json!({"type":"compaction/start","data":{"compactionId":evil,"turn":null}}),
+        json!({"type":"compaction/end","data":{"compactionId":evil,"turn":null,"error":evil}}),
+    ];
+    for (i, mut e) in events.into_iter().enumerate() {
+        e["seq"] = json!(i);
+        e["time"] = json!(1_700_000_000_000u64 + i as u64);
+        lines.push(e);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("evil.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&p, text).unwrap();
+    (dir, p)
+}
+
+#[test]
+fn log_text_is_escaped() {
+    let env = TestEnv::new();
+    let (dir, log) = hostile_log();
+    let page = dir.path().join("r.html");
+    let out = env
+        .dsh()
+        .args(["report", "-o"])
+        .arg(&page)
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(!html.contains("<b>evil") && !html.contains("<i>x"));
+    assert!(!html.contains('\u{1}') && !html.contains('\u{1b}'));
+    assert!(html.contains("&lt;script&gt;"));
+    // Self-contained: nothing fetched from elsewhere.
+    for bad in ["http://", "https://", "src=\"", "@import", "url("] {
+        assert!(!html.contains(bad), "the page names {bad}");
+    }
+    if let Some(browser) = chromium("report::log_text_is_escaped (browser part)") {
+        let (dom, _) = browse(&browser, &page, &["--dump-dom".into()]);
+        assert_eq!(html_attr(&dom, "data-errors"), None);
+        assert!(!dom.contains("<title>pwned"), "no log script ran");
+    }
+}
+
+#[test]
+fn writer_rules_and_json() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("r.html");
+    let log = sample("compacted.jsonl");
+    let run = |extra: &[&str]| {
+        env.dsh()
+            .args(["report", "--json", "-o"])
+            .arg(&page)
+            .args(extra)
+            .arg(&log)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    assert!(out.status.success());
+    let doc: J = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["pages"][0]["compactions"], json!(1));
+    assert_eq!(
+        doc["pages"][0]["bytes"].as_u64().unwrap(),
+        std::fs::metadata(&page).unwrap().len()
+    );
+    // An existing page is refused without --force (exit 2), replaced with it.
+    assert_eq!(run(&[]).status.code(), Some(2));
+    assert!(run(&["--force"]).status.success());
+    // Standard output carries the page itself.
+    let out = env
+        .dsh()
+        .args(["report", "-o", "-"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout.starts_with(b"<!DOCTYPE html>"));
+    // A directory of pages with an index, one link per session.
+    let pages = dir.path().join("pages");
+    let out = env
+        .dsh()
+        .args(["report", "-o"])
+        .arg(&pages)
+        .arg(&log)
+        .arg(sample("coding-session.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = std::fs::read_to_string(pages.join("index.html")).unwrap();
+    assert_eq!(index.matches("<a href=").count(), 2);
+    assert!(pages.join("sample-compacted.html").is_file());
+}
+
+#[test]
+fn long_sessions_are_downsampled_and_say_so() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("r.html");
+    let out = env
+        .dsh()
+        .args(["report", "--json", "--max-points", "10", "-o"])
+        .arg(&page)
+        .arg(sample("coding-session.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: J = serde_json::from_slice(&out.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    if doc["pages"][0]["requests"].as_u64().unwrap() > 10 {
+        assert_eq!(doc["pages"][0]["downsampled"], json!(true));
+        assert!(html.contains("id=\"downsampled\""));
+    } else {
+        assert!(!html.contains("id=\"downsampled\""));
+    }
+}

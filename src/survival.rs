@@ -290,7 +290,10 @@ pub struct Survival {
 /// The survival figures of every compaction checkpoint of an aligned view
 /// (made by [`crate::view::align_log`] from the same `log`).
 pub fn of_view(log: &LoadedLog, view: &View) -> Result<Survival, LoadError> {
-    let mut out = Survival::default();
+    // Reading the spans back is sequential (one file handle); extracting and
+    // comparing their terms is most of the work and is independent per
+    // compaction, so it runs on every core, in order.
+    let mut work = Vec::new();
     let mut file = None;
     for r in &view.replacements {
         if r.kind != ReplacementKind::Checkpoint {
@@ -329,7 +332,32 @@ pub fn of_view(log: &LoadedLog, view: &View) -> Result<Survival, LoadError> {
                 (None, text.text)
             }
         };
-        let categories = compare(&span.terms(), &summary);
+        work.push((r, span, summary_seq, summary));
+    }
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(work.len())
+        .max(1);
+    let per = work.len().div_ceil(workers).max(1);
+    let breakdowns: Vec<Breakdown> = std::thread::scope(|s| {
+        let handles: Vec<_> = work
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|(_, span, _, summary)| compare(&span.terms(), summary))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut out = Survival::default();
+    for ((r, _, summary_seq, _), categories) in work.into_iter().zip(breakdowns) {
         out.totals.compactions += 1;
         for c in Category::ALL {
             let f = categories.get(c);
@@ -576,6 +604,11 @@ fn url_spans(c: &[char]) -> Spans {
     let mut out = Vec::new();
     let mut i = 0;
     while i < c.len() {
+        // Every scheme starts with `h` or `f`: test those positions only.
+        if !matches!(c[i], 'h' | 'f') {
+            i += 1;
+            continue;
+        }
         let scheme = SCHEMES.iter().find(|s| {
             let n = s.len();
             i + n <= c.len() && c[i..i + n].iter().copied().eq(s.chars())

@@ -74,8 +74,8 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
         .file(src.display())
         .into());
     }
-    let survival = dsh::survival::of_view(&log, &view)?;
     if ctx.json {
+        let survival = dsh::survival::of_view(&log, &view)?;
         let mut doc = serde_json::Map::new();
         doc.insert("file".into(), src.display().into());
         doc.insert("session".into(), log.header.id.clone().into());
@@ -93,6 +93,8 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
     let width = render::width().unwrap_or(160).max(40);
     let mut out = ctx.out.stream();
     if args.survival {
+        // Extracting terms reads every replaced span: only when asked.
+        let survival = dsh::survival::of_view(&log, &view)?;
         write_survival(&mut out, &survival, width)?;
     } else {
         write_columns(&mut out, &view, width, args.at)?;

@@ -149,7 +149,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -515,7 +515,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help"
+            opts="surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

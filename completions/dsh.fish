@@ -49,12 +49,12 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "verify" -d 'Audit logs agai
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "export" -d 'Export sessions as tables: sessions, requests, compactions, prunes, locks'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "report" -d 'Write a session as one self-contained HTML page (charts, tables, the summaries of its compactions), or many sessions as a directory of pages with an index'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "export" -d 'Export sessions as tables: sessions, requests, compactions, prunes, locks'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "completions" -d 'Print shell completions'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dsh -n "__fish_dsh_using_subcommand surface" -l limit -d 'Show only the first N rows' -r
@@ -328,42 +328,6 @@ complete -c dsh -n "__fish_dsh_using_subcommand usage" -s q -l quiet -d 'Do not 
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l format -d 'The tables\' format' -r -f -a "parquet\t'Apache Parquet (Snappy)'
-csv\t'CSV with a header row'
-jsonl\t'JSON Lines'"
-complete -c dsh -n "__fish_dsh_using_subcommand export" -s o -l out -d 'The directory to write (created; one file per table)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l config -d 'The dsh config file (routes\' context windows, [[prices]])' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand export" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
-always\t'Always color, even into a pipe or file'
-never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l force -d 'Replace OUT when it exists and is not empty'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -s n -l dry-run -d 'Read everything and report what would be written, writing nothing'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh -n "__fish_dsh_using_subcommand export" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -s o -l out -d 'Where to write the artifact (`-` for standard output, not a terminal)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lines -d 'One frame per N lines instead of one per turn' -r
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
-always\t'Always color, even into a pipe or file'
-never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l force -d 'Replace OUT if it exists'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -s n -l dry-run -d 'Convert and report the sizes, writing nothing'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh -n "__fish_dsh_using_subcommand pack" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real BPE tokenizer instead of the heuristic' -r -f -a "o200k\t''
 cl100k\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l by -d 'Group: `cause` prints only the misses by cause' -r -f -a "cause\t''"
@@ -412,21 +376,6 @@ complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s q -l quiet -d 'Do n
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s o -l out -d 'Where to write the plain log (`-` for standard output)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
-always\t'Always color, even into a pipe or file'
-never\t'Never color'"
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l force -d 'Replace OUT if it exists'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s n -l dry-run -d 'Convert and report the sizes, writing nothing'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s q -l quiet -d 'Do not print warnings on stderr'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s o -l out -d 'The page (one LOG; `-` for standard output) or the directory (many)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l max-points -d 'Draw at most N points per per-request chart (downsampling beyond)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l config -d 'A dsh config file (policy, capacities, prices)' -r -F
@@ -444,26 +393,77 @@ complete -c dsh -n "__fish_dsh_using_subcommand report" -s q -l quiet -d 'Do not
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l format -d 'The tables\' format' -r -f -a "parquet\t'Apache Parquet (Snappy)'
+csv\t'CSV with a header row'
+jsonl\t'JSON Lines'"
+complete -c dsh -n "__fish_dsh_using_subcommand export" -s o -l out -d 'The directory to write (created; one file per table)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l config -d 'The dsh config file (routes\' context windows, [[prices]])' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand export" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l force -d 'Replace OUT when it exists and is not empty'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -s n -l dry-run -d 'Read everything and report what would be written, writing nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand export" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s o -l out -d 'Where to write the artifact (`-` for standard output, not a terminal)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lines -d 'One frame per N lines instead of one per turn' -r
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l force -d 'Replace OUT if it exists'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s n -l dry-run -d 'Convert and report the sizes, writing nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand pack" -s V -l version -d 'Print version'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s o -l out -d 'Where to write the plain log (`-` for standard output)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
+always\t'Always color, even into a pipe or file'
+never\t'Never color'"
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l home -d 'DSH home directory for session ids and cwds (default `$DSH_HOME` when set and not empty, else `~/.dsh`)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l force -d 'Replace OUT if it exists'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s n -l dry-run -d 'Convert and report the sizes, writing nothing'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s q -l quiet -d 'Do not print warnings on stderr'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dsh -n "__fish_dsh_using_subcommand unpack" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c dsh -n "__fish_dsh_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "events" -d 'Show the raw log as a human transcript'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "view" -d 'Show the log\'s transcript beside what the model sees at one point'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "export" -d 'Export sessions as tables: sessions, requests, compactions, prunes, locks'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "report" -d 'Write a session as one self-contained HTML page (charts, tables, the summaries of its compactions), or many sessions as a directory of pages with an index'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "completions" -d 'Print shell completions'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage export pack cache simulate unpack report completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "surface" -d 'Show the current surface: the ordered nodes the model sees'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "messages" -d 'Show the messages the model sees (deriveMessages), in surface order'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "header" -d 'Show the folded request header and the latest route / context window'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "measure" -d 'Measure context pressure exactly as the DSH harness does'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "events" -d 'Show the raw log as a human transcript'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "view" -d 'Show the log\'s transcript beside what the model sees at one point'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "load" -d 'Show what reading produced: header, event counts, closers, tolerances'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "prune" -d 'Prune oversized tool results exactly as the reference does, appended to the log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "compact" -d 'Compact a session log: summarise its oldest history through a model and replace it with one checkpoint'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "verify" -d 'Audit logs against every check of the compaction spec (all violations)'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "locks" -d 'List compaction locks (matched, stale, busy) and release a crashed one'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "sessions" -d 'List sessions: project, id, title, times, size, pressure, locks, cost'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "report" -d 'Write a session as one self-contained HTML page (charts, tables, the summaries of its compactions), or many sessions as a directory of pages with an index'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "export" -d 'Export sessions as tables: sessions, requests, compactions, prunes, locks'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "completions" -d 'Print shell completions'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

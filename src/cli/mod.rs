@@ -99,17 +99,17 @@ pub enum Command {
     Sessions(commands::sessions::SessionsArgs),
     // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
     Usage(commands::usage::UsageArgs),
-    // Its help (tables, formats, JSON shape) is ExportArgs' doc comment.
-    Export(commands::export::ExportArgs),
-    // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
-    Pack(commands::pack::PackArgs),
     // Its help (requests, causes, replacements, JSON shape) is CacheArgs' doc comment.
     Cache(commands::cache::CacheArgs),
     // Its help (policies, sweep, JSON shape) is SimulateArgs' doc comment.
     Simulate(commands::simulate::SimulateArgs),
-    Unpack(commands::pack::UnpackArgs),
     // Its help (what the page shows, OUT, JSON shape) is ReportArgs' doc comment.
     Report(commands::report::ReportArgs),
+    // Its help (tables, formats, JSON shape) is ExportArgs' doc comment.
+    Export(commands::export::ExportArgs),
+    // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
+    Pack(commands::pack::PackArgs),
+    Unpack(commands::pack::UnpackArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }

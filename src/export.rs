@@ -750,9 +750,9 @@ mod parquet_writer {
     use std::sync::Arc;
 
     use parquet::basic::{Compression, LogicalType, Repetition, TimeUnit, Type as Physical};
-    use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
+    use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DataType, DoubleType, Int64Type};
     use parquet::file::properties::WriterProperties;
-    use parquet::file::writer::SerializedFileWriter;
+    use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
     use parquet::schema::types::Type;
 
     use super::{Cell, ColumnType, ExportError, Row, TableSpec, TableWriter};
@@ -762,6 +762,21 @@ mod parquet_writer {
 
     fn perr(e: parquet::errors::ParquetError) -> ExportError {
         ExportError::Parquet(e.to_string())
+    }
+
+    /// One optional column of physical type `T`: the present values (as
+    /// `value` picks them out of their cells) and a definition level per row.
+    fn write_column<'c, T: DataType>(
+        w: &mut SerializedColumnWriter<'_>,
+        cells: impl Iterator<Item = &'c Cell>,
+        levels: &[i16],
+        value: impl Fn(&Cell) -> Option<T::T>,
+    ) -> Result<(), ExportError> {
+        let values: Vec<T::T> = cells.filter_map(value).collect();
+        w.typed::<T>()
+            .write_batch(&values, Some(levels), None)
+            .map_err(perr)?;
+        Ok(())
     }
 
     pub(super) struct ParquetWriter<W: Write + Send> {
@@ -821,52 +836,32 @@ mod parquet_writer {
                     .next_column()
                     .map_err(perr)?
                     .ok_or_else(|| ExportError::Parquet("missing column writer".into()))?;
-                let cells = self.buf.iter().map(|r| &r[i]);
-                let levels: Vec<i16> = cells.clone().map(|c| i16::from(*c != Cell::Null)).collect();
+                let cells = || self.buf.iter().map(|r| &r[i]);
+                let levels: Vec<i16> = cells().map(|c| i16::from(*c != Cell::Null)).collect();
                 match col.ty {
                     ColumnType::Str => {
-                        let v: Vec<ByteArray> = cells
-                            .filter_map(|c| match c {
-                                Cell::Str(s) => Some(ByteArray::from(s.as_str())),
-                                _ => None,
-                            })
-                            .collect();
-                        w.typed::<ByteArrayType>()
-                            .write_batch(&v, Some(&levels), None)
-                            .map_err(perr)?;
+                        write_column::<ByteArrayType>(&mut w, cells(), &levels, |c| match c {
+                            Cell::Str(s) => Some(ByteArray::from(s.as_str())),
+                            _ => None,
+                        })?
                     }
                     ColumnType::Int | ColumnType::Time => {
-                        let v: Vec<i64> = cells
-                            .filter_map(|c| match c {
-                                Cell::Int(n) | Cell::Time(n) => Some(*n),
-                                _ => None,
-                            })
-                            .collect();
-                        w.typed::<Int64Type>()
-                            .write_batch(&v, Some(&levels), None)
-                            .map_err(perr)?;
+                        write_column::<Int64Type>(&mut w, cells(), &levels, |c| match c {
+                            Cell::Int(n) | Cell::Time(n) => Some(*n),
+                            _ => None,
+                        })?
                     }
                     ColumnType::Float => {
-                        let v: Vec<f64> = cells
-                            .filter_map(|c| match c {
-                                Cell::Float(x) => Some(*x),
-                                _ => None,
-                            })
-                            .collect();
-                        w.typed::<DoubleType>()
-                            .write_batch(&v, Some(&levels), None)
-                            .map_err(perr)?;
+                        write_column::<DoubleType>(&mut w, cells(), &levels, |c| match c {
+                            Cell::Float(x) => Some(*x),
+                            _ => None,
+                        })?
                     }
                     ColumnType::Bool => {
-                        let v: Vec<bool> = cells
-                            .filter_map(|c| match c {
-                                Cell::Bool(b) => Some(*b),
-                                _ => None,
-                            })
-                            .collect();
-                        w.typed::<BoolType>()
-                            .write_batch(&v, Some(&levels), None)
-                            .map_err(perr)?;
+                        write_column::<BoolType>(&mut w, cells(), &levels, |c| match c {
+                            Cell::Bool(b) => Some(*b),
+                            _ => None,
+                        })?
                     }
                 }
                 w.close().map_err(perr)?;

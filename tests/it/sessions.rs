@@ -177,15 +177,6 @@ pub fn demo_home(env: &TestEnv) -> PathBuf {
     home
 }
 
-fn json(env: &TestEnv, args: &[&str]) -> (Value<'static>, i32) {
-    let out = env.dsh().args(args).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let v = Value::parse(text.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-        .into_owned();
-    (v, out.status.code().unwrap())
-}
-
 fn ids(v: &Value<'_>) -> Vec<String> {
     v.get("logs")
         .unwrap()
@@ -227,7 +218,7 @@ fn the_authored_logs_are_valid() {
 fn sessions_lists_the_home_with_times_locks_refusals_and_totals() {
     let env = TestEnv::new();
     demo_home(&env);
-    let (v, code) = json(&env, &["sessions", "--json"]);
+    let (v, code) = env.json(&["sessions", "--json"]);
     assert_eq!(code, 3, "a refused log makes the exit status 3");
     // Oldest first; the unknown start after every known one, the refusal last.
     assert_eq!(
@@ -308,16 +299,13 @@ fn sessions_lists_the_home_with_times_locks_refusals_and_totals() {
     assert_eq!(v.get("schema_version").unwrap().as_f64(), Some(1.0));
 
     // --reverse turns the known ones round; unknowns stay last.
-    let (v, _) = json(&env, &["sessions", "--json", "--reverse"]);
+    let (v, _) = env.json(&["sessions", "--json", "--reverse"]);
     assert_eq!(
         ids(&v)[..4],
         ["alpha-0002", "alpha-0001", "sample-locks-busy", "beta-0003"]
     );
     // Largest cost first, unpriced after, then --limit.
-    let (v, _) = json(
-        &env,
-        &["sessions", "--json", "--sort", "cost", "--limit", "1"],
-    );
+    let (v, _) = env.json(&["sessions", "--json", "--sort", "cost", "--limit", "1"]);
     assert_eq!(ids(&v), ["alpha-0001", "REFUSED"]);
     assert_eq!(v.get("matched").unwrap().as_f64(), Some(4.0));
 }
@@ -327,38 +315,29 @@ fn sessions_filters_by_project_and_time() {
     let env = TestEnv::new();
     demo_home(&env);
     // The project and everything below it.
-    let (v, code) = json(
-        &env,
-        &["sessions", "--json", "--project", "/home/dev/alpha"],
-    );
+    let (v, code) = env.json(&["sessions", "--json", "--project", "/home/dev/alpha"]);
     assert_eq!(code, 0, "a project filter leaves the refused log out");
     assert_eq!(ids(&v), ["alpha-0001", "alpha-0002"]);
-    let (v, _) = json(
-        &env,
-        &["sessions", "--json", "--cwd", "/home/dev/alpha/sub"],
-    );
+    let (v, _) = env.json(&["sessions", "--json", "--cwd", "/home/dev/alpha/sub"]);
     assert_eq!(ids(&v), ["alpha-0002"]);
     // Activity from the 3rd on: the session of the 5th; the one with
     // unknown times is left out and counted.
-    let (v, _) = json(&env, &["sessions", "--json", "--since", "2026-07-03"]);
+    let (v, _) = env.json(&["sessions", "--json", "--since", "2026-07-03"]);
     assert_eq!(ids(&v), ["alpha-0002"]);
     assert_eq!(v.get("leftOutUnknownTime").unwrap().as_f64(), Some(1.0));
-    let (v, _) = json(
-        &env,
-        &[
-            "sessions",
-            "--json",
-            "--since",
-            "2026-07-01",
-            "--until",
-            "2026-07-02",
-        ],
-    );
+    let (v, _) = env.json(&[
+        "sessions",
+        "--json",
+        "--since",
+        "2026-07-01",
+        "--until",
+        "2026-07-02",
+    ]);
     assert_eq!(ids(&v), ["alpha-0001"]);
     // A span back from now: nothing of July 2026 is within the last hour.
-    let (v, _) = json(&env, &["sessions", "--json", "--since", "1h"]);
+    let (v, _) = env.json(&["sessions", "--json", "--since", "1h"]);
     assert!(ids(&v).iter().all(|i| i != "alpha-0001"));
-    let (v, code) = json(&env, &["sessions", "--json", "--busy"]);
+    let (v, code) = env.json(&["sessions", "--json", "--busy"]);
     assert_eq!((ids(&v), code), (vec!["sample-locks-busy".to_string()], 0));
     let out = env
         .dsh()
@@ -408,7 +387,7 @@ fn an_empty_or_missing_home() {
         "no home: the refusal every home command gives"
     );
     std::fs::create_dir_all(env.dsh_home().join("sessions")).unwrap();
-    let (v, code) = json(&env, &["sessions", "--json"]);
+    let (v, code) = env.json(&["sessions", "--json"]);
     assert_eq!(code, 0);
     assert_eq!(ids(&v).len(), 0);
 }
@@ -490,12 +469,9 @@ fn a_project_named_through_a_symlink_matches_its_recorded_cwd() {
         "linked",
         &authored_log("linked", cwd, JUL1, "hi", &[req]),
     );
-    let (v, _) = json(
-        &env,
-        &["sessions", "--json", "--project", link.to_str().unwrap()],
-    );
+    let (v, _) = env.json(&["sessions", "--json", "--project", link.to_str().unwrap()]);
     assert_eq!(ids(&v), ["linked"]);
-    let (v, _) = json(&env, &["usage", "--json", "--cwd", link.to_str().unwrap()]);
+    let (v, _) = env.json(&["usage", "--json", "--cwd", link.to_str().unwrap()]);
     assert_eq!(
         v.get("totals").unwrap().get("requests").unwrap().as_f64(),
         Some(1.0)

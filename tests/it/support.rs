@@ -139,7 +139,18 @@ pub fn dsh() -> Command {
 
 /// Run dsh and parse its stdout as one JSON document.
 pub fn json_of(args: &[&str]) -> (Value<'static>, i32) {
-    let out = dsh().args(args).output().unwrap();
+    shared_env().json(args)
+}
+
+impl TestEnv {
+    /// Run dsh in this environment and parse its stdout as one JSON
+    /// document: (document, exit code).
+    pub fn json(&self, args: &[&str]) -> (Value<'static>, i32) {
+        json_output(self.dsh().args(args).output().unwrap())
+    }
+}
+
+fn json_output(out: std::process::Output) -> (Value<'static>, i32) {
     let code = out.status.code().unwrap_or(-1);
     let text = String::from_utf8(out.stdout).unwrap();
     let v = Value::parse(text.trim())

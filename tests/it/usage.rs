@@ -11,15 +11,6 @@ use dsh::json::Value;
 use crate::sessions::{HOUR, authored_log, demo_home, in_terminal, put, widest};
 use crate::support::{TestEnv, corpus_logs, sample, shared};
 
-fn json(env: &TestEnv, args: &[&str]) -> (Value<'static>, i32) {
-    let out = env.dsh().args(args).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
-    let v = Value::parse(text.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {text:.400}"))
-        .into_owned();
-    (v, out.status.code().unwrap())
-}
-
 fn num(v: &Value<'_>, k: &str) -> f64 {
     v.get(k)
         .and_then(|x| x.as_f64())
@@ -47,7 +38,7 @@ fn keys(v: &Value<'_>) -> Vec<String> {
 fn usage_groups_by_day_week_month_session_and_project() {
     let env = TestEnv::new();
     demo_home(&env);
-    let (v, code) = json(&env, &["usage", "--json"]);
+    let (v, code) = env.json(&["usage", "--json"]);
     assert_eq!(code, 3, "the refused log");
     assert_eq!(v.get("groupBy").unwrap().as_str().unwrap(), "day");
     // Unknown (a zero time) last; the busy-lock sample reports no usage.
@@ -73,18 +64,18 @@ fn usage_groups_by_day_week_month_session_and_project() {
         "the refusal"
     );
 
-    let (v, _) = json(&env, &["usage", "--json", "--weekly"]);
+    let (v, _) = env.json(&["usage", "--json", "--weekly"]);
     assert_eq!(keys(&v), ["2026-06-29", "unknown"], "weeks by their Monday");
-    let (v, _) = json(&env, &["usage", "--json", "--monthly"]);
+    let (v, _) = env.json(&["usage", "--json", "--monthly"]);
     assert_eq!(keys(&v), ["2026-07", "unknown"]);
-    let (v, _) = json(&env, &["usage", "--json", "--project"]);
+    let (v, _) = env.json(&["usage", "--json", "--project"]);
     let k = keys(&v);
     assert_eq!(
         k[0], "/home/dev/alpha",
         "the only priced project first: {k:?}"
     );
     assert_eq!(k.len(), 3);
-    let (v, _) = json(&env, &["usage", "--json", "--session", "--breakdown"]);
+    let (v, _) = env.json(&["usage", "--json", "--session", "--breakdown"]);
     let g = groups(&v);
     assert_eq!(g[0].get("session").unwrap().as_str().unwrap(), "alpha-0001");
     assert!(
@@ -140,29 +131,29 @@ fn usage_counts_the_summariser_and_prices_by_window_and_offset() {
             ],
         ),
     );
-    let (v, _) = json(&env, &["usage", "--json"]);
+    let (v, _) = env.json(&["usage", "--json"]);
     let g = groups(&v);
     assert_eq!(keys(&v), ["2026-12-03"]);
     assert!((num(&g[0], "costUsd") - (0.30 + 0.15 + 0.60)).abs() < 1e-12);
     // Eight hours east, the 20:00 UTC request falls on the 4th.
-    let (v, _) = json(&env, &["usage", "--json", "--tz", "+08:00"]);
+    let (v, _) = env.json(&["usage", "--json", "--tz", "+08:00"]);
     assert_eq!(keys(&v), ["2026-12-03", "2026-12-04"]);
     assert_eq!(v.get("tz").unwrap().as_str().unwrap(), "+08:00");
     // A named zone from the zone database: New York is five hours behind
     // UTC in December, so the 02:00 UTC request is on the 2nd there.
     if std::path::Path::new("/usr/share/zoneinfo/America/New_York").exists() {
-        let (v, _) = json(&env, &["usage", "--json", "--tz", "America/New_York"]);
+        let (v, _) = env.json(&["usage", "--json", "--tz", "America/New_York"]);
         assert_eq!(keys(&v), ["2026-12-02", "2026-12-03"]);
         assert_eq!(v.get("tz").unwrap().as_str().unwrap(), "America/New_York");
     } else {
         eprintln!("SKIPPED --tz America/New_York: no /usr/share/zoneinfo");
     }
-    let (v, _) = json(&env, &["usage", "--json", "--since", "2026-12-03T10:00Z"]);
+    let (v, _) = env.json(&["usage", "--json", "--since", "2026-12-03T10:00Z"]);
     assert_eq!(num(v.get("totals").unwrap(), "requests"), 2.0);
     // The summariser's calls (compaction/summary usage) are counted apart.
     let compacted = std::fs::read_to_string(sample("compacted.jsonl")).unwrap();
     put(&home, "/q", "c", &compacted);
-    let (v, _) = json(&env, &["usage", "--json", "--session"]);
+    let (v, _) = env.json(&["usage", "--json", "--session"]);
     let t = v.get("totals").unwrap();
     assert_eq!(num(t, "summariserRequests"), 1.0);
     let out = env
@@ -176,7 +167,7 @@ fn usage_counts_the_summariser_and_prices_by_window_and_offset() {
 #[test]
 fn prices_come_from_the_table_and_the_config() {
     let env = TestEnv::new();
-    let (v, code) = json(&env, &["usage", "--prices", "--json"]);
+    let (v, code) = env.json(&["usage", "--prices", "--json"]);
     assert_eq!(code, 0);
     let p = v.get("prices").unwrap().as_arr().unwrap();
     assert!(p.iter().all(|e| {
@@ -206,7 +197,7 @@ source = "our contract"
     )
     .unwrap();
     let c = cfg.to_str().unwrap();
-    let (v, _) = json(&env, &["usage", "--prices", "--json", "--config", c]);
+    let (v, _) = env.json(&["usage", "--prices", "--json", "--config", c]);
     let mine: Vec<_> = v
         .get("prices")
         .unwrap()
@@ -223,7 +214,7 @@ source = "our contract"
         "cache writes default to the input rate"
     );
     demo_home(&env);
-    let (v, _) = json(&env, &["usage", "--json", "--config", c]);
+    let (v, _) = env.json(&["usage", "--json", "--config", c]);
     let g = groups(&v);
     assert!(
         (num(&g[1], "costUsd") - (7.0 + 6.0) / 1e6).abs() < 1e-15,

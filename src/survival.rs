@@ -460,10 +460,17 @@ impl SpanText {
 /// Compare a span's terms with a summary.
 pub fn compare(span: &Terms, summary: &str) -> Breakdown {
     let mut out = Breakdown::default();
+    // Commands are compared whitespace-collapsed: collapse the summary once.
+    let collapsed = collapse(summary);
     for c in Category::ALL {
         let f = out.get_mut(c);
         for term in span.get(c) {
-            if survives(c, term, summary) {
+            let kept = if c == Category::Commands {
+                !term.is_empty() && collapsed.contains(&collapse(term))
+            } else {
+                survives(c, term, summary)
+            };
+            if kept {
                 f.survived.push(term.clone());
             } else {
                 f.lost.push(term.clone());
@@ -534,11 +541,28 @@ pub fn command_of(arguments: &str) -> Option<String> {
 
 /// Every category but commands, extracted from `text` (the module's rules).
 pub fn extract(text: &str) -> Terms {
-    let mut chars: Vec<char> = text.chars().collect();
-    let urls = take(&mut chars, url_spans);
-    let paths = take(&mut chars, path_spans);
-    let identifiers = take(&mut chars, identifier_spans);
-    let numbers = take(&mut chars, number_spans);
+    // No rule takes whitespace into a term nor looks past it, so the text is
+    // read a line at a time through one buffer; each category keeps its
+    // terms in order of first appearance over the whole text.
+    let finders: [fn(&[char], &mut Spans); 4] =
+        [url_spans, path_spans, identifier_spans, number_spans];
+    let mut found: [Distinct; 4] = Default::default();
+    let mut chars: Vec<char> = Vec::new();
+    let mut spans: Spans = Vec::new();
+    for line in text.split('\n') {
+        chars.clear();
+        chars.extend(line.chars());
+        // Found terms are blanked, so that later categories do not see them again.
+        for (find, terms) in finders.iter().zip(&mut found) {
+            spans.clear();
+            find(&chars, &mut spans);
+            for &(a, b) in &spans {
+                terms.add(&chars[a..b]);
+                chars[a..b].fill(' ');
+            }
+        }
+    }
+    let [urls, paths, identifiers, numbers] = found.map(|d| d.terms);
     Terms {
         paths,
         commands: Vec::new(),
@@ -550,15 +574,12 @@ pub fn extract(text: &str) -> Terms {
 
 /// The URLs of `text`.
 pub fn urls(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    terms_of(&chars, &url_spans(&chars))
+    extract(text).urls
 }
 
 /// The paths of `text` (URLs blanked first).
 pub fn paths(text: &str) -> Vec<String> {
-    let mut chars: Vec<char> = text.chars().collect();
-    take(&mut chars, url_spans);
-    terms_of(&chars, &path_spans(&chars))
+    extract(text).paths
 }
 
 /// The identifiers of `text` (URLs and paths blanked first).
@@ -573,21 +594,23 @@ pub fn numbers(text: &str) -> Vec<String> {
 
 type Spans = Vec<(usize, usize)>;
 
-/// Find spans, blank them (so later categories do not see them again), and
-/// return their distinct texts.
-fn take(chars: &mut [char], find: fn(&[char]) -> Spans) -> Vec<String> {
-    let spans = find(chars);
-    let out = terms_of(chars, &spans);
-    for (a, b) in spans {
-        for c in &mut chars[a..b] {
-            *c = ' ';
-        }
-    }
-    out
+/// The distinct terms of one category, in order of first appearance.
+#[derive(Default)]
+struct Distinct {
+    terms: Vec<String>,
+    seen: HashSet<String>,
+    buf: String,
 }
 
-fn terms_of(chars: &[char], spans: &[(usize, usize)]) -> Vec<String> {
-    dedup(spans.iter().map(|&(a, b)| chars[a..b].iter().collect()))
+impl Distinct {
+    fn add(&mut self, term: &[char]) {
+        self.buf.clear();
+        self.buf.extend(term);
+        if !self.seen.contains(self.buf.as_str()) {
+            self.seen.insert(self.buf.clone());
+            self.terms.push(self.buf.clone());
+        }
+    }
 }
 
 fn dedup(it: impl Iterator<Item = String>) -> Vec<String> {
@@ -599,9 +622,8 @@ fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn url_spans(c: &[char]) -> Spans {
+fn url_spans(c: &[char], out: &mut Spans) {
     const SCHEMES: [&str; 4] = ["https://", "http://", "ftp://", "file://"];
-    let mut out = Vec::new();
     let mut i = 0;
     while i < c.len() {
         // Every scheme starts with `h` or `f`: test those positions only.
@@ -646,7 +668,6 @@ fn url_spans(c: &[char]) -> Spans {
         }
         i = j.max(i + 1);
     }
-    out
 }
 
 fn is_path_char(ch: char) -> bool {
@@ -663,8 +684,7 @@ fn extension(segment: &str) -> Option<&str> {
     ok.then_some(ext)
 }
 
-fn path_spans(c: &[char]) -> Spans {
-    let mut out = Vec::new();
+fn path_spans(c: &[char], out: &mut Spans) {
     let mut i = 0;
     while i < c.len() {
         if !is_path_char(c[i]) {
@@ -672,8 +692,16 @@ fn path_spans(c: &[char]) -> Spans {
             continue;
         }
         let mut j = i;
+        let mut marks = false;
         while j < c.len() && is_path_char(c[j]) {
+            marks |= matches!(c[j], '/' | '.');
             j += 1;
+        }
+        // A path holds a `/` or ends in an extension: most runs (words)
+        // hold neither and need no closer look.
+        if !marks {
+            i = j;
+            continue;
         }
         let mut end = j;
         while end > i && c[end - 1] == '.' {
@@ -687,7 +715,6 @@ fn path_spans(c: &[char]) -> Spans {
         }
         i = j;
     }
-    out
 }
 
 fn is_path(run: &str) -> bool {
@@ -707,8 +734,7 @@ fn is_word_char(ch: char) -> bool {
     ch.is_ascii_alphanumeric() || ch == '_'
 }
 
-fn identifier_spans(c: &[char]) -> Spans {
-    let mut out = Vec::new();
+fn identifier_spans(c: &[char], out: &mut Spans) {
     let mut i = 0;
     let starts = |k: usize| k < c.len() && (c[k].is_ascii_alphabetic() || c[k] == '_');
     while i < c.len() {
@@ -723,14 +749,26 @@ fn identifier_spans(c: &[char]) -> Spans {
             }
             continue;
         }
-        let mut parts: Vec<(usize, usize)> = Vec::new();
+        // The parts are looked at as they are read: whether one looks like
+        // code, how many there are, whether one has two characters or more.
+        let mut code = false;
+        let mut parts = 0;
+        let mut long = false;
         let mut j = i;
         loop {
             let a = j;
             while j < c.len() && is_word_char(c[j]) {
                 j += 1;
             }
-            parts.push((a, j));
+            let p = &c[a..j];
+            parts += 1;
+            long |= p.len() >= 2;
+            code = code || {
+                let snake = p.contains(&'_') && p.iter().any(|x| x.is_ascii_alphanumeric());
+                let camel = p[1..].iter().any(|x| x.is_ascii_uppercase())
+                    && p.iter().any(|x| x.is_ascii_lowercase());
+                snake || camel
+            };
             if j + 1 < c.len() && c[j] == '.' && starts(j + 1) {
                 j += 1;
             } else if j + 2 < c.len() && c[j] == ':' && c[j + 1] == ':' && starts(j + 2) {
@@ -739,24 +777,16 @@ fn identifier_spans(c: &[char]) -> Spans {
                 break;
             }
         }
-        let code_like = parts.iter().any(|&(a, b)| {
-            let p = &c[a..b];
-            let snake = p.contains(&'_') && p.iter().any(|x| x.is_ascii_alphanumeric());
-            let camel = p[1..].iter().any(|x| x.is_ascii_uppercase())
-                && p.iter().any(|x| x.is_ascii_lowercase());
-            snake || camel
-        }) || (parts.len() >= 2 && parts.iter().any(|&(a, b)| b - a >= 2));
+        let code_like = code || (parts >= 2 && long);
         if code_like {
             out.push((i, j));
         }
         i = j;
     }
-    out
 }
 
-fn number_spans(c: &[char]) -> Spans {
+fn number_spans(c: &[char], out: &mut Spans) {
     let run_char = |ch: char| is_word_char(ch) || ch == '.' || ch == ',';
-    let mut out = Vec::new();
     let mut i = 0;
     while i < c.len() {
         if !run_char(c[i]) {
@@ -781,7 +811,6 @@ fn number_spans(c: &[char]) -> Spans {
         }
         i = j;
     }
-    out
 }
 
 #[cfg(test)]
@@ -906,6 +935,250 @@ mod tests {
         assert_eq!(t.identifiers, ["max_len"]);
         assert_eq!(t.numbers, ["64", "120"]);
         assert!(t.commands.is_empty());
+    }
+
+    /// The straightforward reading of the rules [`extract`] implements
+    /// faster: every run a `String`, every name's parts a list.
+    mod plain {
+        use super::super::*;
+
+        pub fn extract(text: &str) -> Terms {
+            let mut chars: Vec<char> = text.chars().collect();
+            let mut take = |find: fn(&[char]) -> Spans| {
+                let spans = find(&chars);
+                let out = dedup(
+                    spans
+                        .iter()
+                        .map(|&(a, b)| chars[a..b].iter().collect::<String>()),
+                );
+                for (a, b) in spans {
+                    chars[a..b].fill(' ');
+                }
+                out
+            };
+            let urls = take(|c| {
+                let mut out = Vec::new();
+                url_spans(c, &mut out);
+                out
+            });
+            let paths = take(path_spans);
+            let identifiers = take(identifier_spans);
+            let numbers = take(|c| {
+                let mut out = Vec::new();
+                number_spans(c, &mut out);
+                out
+            });
+            Terms {
+                paths,
+                commands: Vec::new(),
+                identifiers,
+                numbers,
+                urls,
+            }
+        }
+
+        fn path_spans(c: &[char]) -> Spans {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < c.len() {
+                if !is_path_char(c[i]) {
+                    i += 1;
+                    continue;
+                }
+                let mut j = i;
+                while j < c.len() && is_path_char(c[j]) {
+                    j += 1;
+                }
+                let mut end = j;
+                while end > i && c[end - 1] == '.' {
+                    end -= 1;
+                }
+                let run: String = c[i..end].iter().collect();
+                let tag = i > 0 && c[i - 1] == '<';
+                if !tag && is_path(&run) {
+                    out.push((i, end));
+                }
+                i = j;
+            }
+            out
+        }
+
+        fn identifier_spans(c: &[char]) -> Spans {
+            let mut out = Vec::new();
+            let mut i = 0;
+            let starts = |k: usize| k < c.len() && (c[k].is_ascii_alphabetic() || c[k] == '_');
+            while i < c.len() {
+                if !is_word_char(c[i]) || (i > 0 && is_word_char(c[i - 1])) {
+                    i += 1;
+                    continue;
+                }
+                if !starts(i) {
+                    while i < c.len() && is_word_char(c[i]) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                let mut parts: Vec<(usize, usize)> = Vec::new();
+                let mut j = i;
+                loop {
+                    let a = j;
+                    while j < c.len() && is_word_char(c[j]) {
+                        j += 1;
+                    }
+                    parts.push((a, j));
+                    if j + 1 < c.len() && c[j] == '.' && starts(j + 1) {
+                        j += 1;
+                    } else if j + 2 < c.len() && c[j] == ':' && c[j + 1] == ':' && starts(j + 2) {
+                        j += 2;
+                    } else {
+                        break;
+                    }
+                }
+                let code_like = parts.iter().any(|&(a, b)| {
+                    let p = &c[a..b];
+                    let snake = p.contains(&'_') && p.iter().any(|x| x.is_ascii_alphanumeric());
+                    let camel = p[1..].iter().any(|x| x.is_ascii_uppercase())
+                        && p.iter().any(|x| x.is_ascii_lowercase());
+                    snake || camel
+                }) || (parts.len() >= 2 && parts.iter().any(|&(a, b)| b - a >= 2));
+                if code_like {
+                    out.push((i, j));
+                }
+                i = j;
+            }
+            out
+        }
+
+        pub fn survives_command(term: &str, summary: &str) -> bool {
+            !term.is_empty() && collapse(summary).contains(&collapse(term))
+        }
+    }
+
+    /// Random text over an alphabet dense in the characters the rules look
+    /// at, a deterministic generator (xorshift).
+    fn random_text(seed: u64, len: usize) -> String {
+        const PIECES: &[&str] = &[
+            "a",
+            "B",
+            "z",
+            "Q",
+            "_",
+            "0",
+            "7",
+            "42",
+            ".",
+            "..",
+            ",",
+            "/",
+            "//",
+            "-",
+            "~",
+            "+",
+            "@",
+            ":",
+            "::",
+            "<",
+            ">",
+            "\"",
+            "'",
+            "`",
+            "(",
+            ")",
+            "[",
+            "]",
+            "{",
+            "}",
+            " ",
+            "\n",
+            "\t",
+            "é",
+            "Ж",
+            "漢",
+            "\u{a0}",
+            "https://",
+            "http://",
+            "ftp://",
+            "file://",
+            "src/",
+            ".rs",
+            ".toml",
+            "~/",
+            "./",
+            "../",
+            "MAX_LEN",
+            "camelCase",
+            "HashMap",
+            "x.py",
+            "os.path",
+            "e.g",
+            "7,270",
+            "0.1.0",
+            "</tag>",
+            "?",
+            "!",
+            ";",
+            "--out",
+            "hf",
+        ];
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut out = String::new();
+        for _ in 0..len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.push_str(PIECES[(x % PIECES.len() as u64) as usize]);
+        }
+        out
+    }
+
+    #[test]
+    fn extract_is_the_plain_reading() {
+        let mut found = [0; 5];
+        for seed in 1..=400u64 {
+            let text = random_text(seed, 5 + (seed as usize % 7) * 40);
+            let t = extract(&text);
+            assert_eq!(t, plain::extract(&text), "seed {seed}: {text:?}");
+            for (n, c) in found.iter_mut().zip(Category::ALL) {
+                *n += t.get(c).len();
+            }
+        }
+        // Every category but commands (not from text) was exercised.
+        assert!(
+            found
+                .iter()
+                .zip(Category::ALL)
+                .all(|(n, c)| *n > 50 || c == Category::Commands),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn compare_is_survives() {
+        for seed in 1..=200u64 {
+            let span = random_text(seed, 60);
+            let summary = random_text(seed + 1000, 80);
+            let mut terms = extract(&span);
+            terms.commands = vec![
+                random_text(seed + 7, 3),
+                String::new(),
+                collapse(&random_text(seed + 3000, 2)),
+            ];
+            let b = compare(&terms, &summary);
+            for c in Category::ALL {
+                for t in &b.get(c).survived {
+                    assert!(survives(c, t, &summary), "seed {seed}");
+                }
+                for t in &b.get(c).lost {
+                    assert!(!survives(c, t, &summary), "seed {seed}");
+                }
+            }
+            for t in &terms.commands {
+                assert_eq!(
+                    b.commands.survived.contains(t),
+                    plain::survives_command(t, &summary)
+                );
+            }
+        }
     }
 
     #[test]

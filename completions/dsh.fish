@@ -386,7 +386,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand report" -l home -d 'DSH home dir
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l force -d 'Replace existing files'
-complete -c dsh -n "__fish_dsh_using_subcommand report" -l no-view -d 'Leave out the side-by-side view and the survival figures (one reading of the log fewer)'
+complete -c dsh -n "__fish_dsh_using_subcommand report" -l no-view -d 'Leave out the side-by-side view and the survival figures (the replaced spans are not read again)'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s q -l quiet -d 'Do not print warnings on stderr'

@@ -32,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::Value;
-use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer};
+use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::meter::estimate::{system_tokens, tools_tokens};
 use crate::meter::tokenizer::{Counter, Encoding};
 use crate::request_header::canonical;
@@ -991,19 +991,61 @@ pub fn analyse(
     load: &LoadOptions,
     opts: &CacheOptions,
 ) -> Result<CacheReport, CacheError> {
-    let mut c = Collector::new(opts);
-    let log = crate::log::load(src, load, &mut c)?;
-    let inherited_cut = c.inherited_cut;
-    let mut r = c.finish(src.display(), log.header.id.clone());
-    r.warnings = log.warnings.iter().map(|w| w.to_string()).collect();
-    let cut = inherited_cut.or(log.header.seed_length);
-    if let (Some(cut), Some(parent)) = (cut, &log.header.parent_session) {
-        fork(&mut r, cut, parent);
+    let mut a = Analysis::new(opts);
+    let log = crate::log::load(src, load, &mut a)?;
+    Ok(a.finish(&log))
+}
+
+/// The analysis as an observer of a log's loading ([`crate::log::load`]),
+/// for a caller that reads the log once for several purposes
+/// ([`crate::log::Tee`]); [`analyse`] is one fed alone.
+pub struct Analysis(Collector);
+
+impl Analysis {
+    /// Ready to see a log's events.
+    pub fn new(opts: &CacheOptions) -> Analysis {
+        Analysis(Collector::new(opts))
     }
-    if opts.calibrate {
-        r.calibrate();
+
+    /// The report, once the log it saw is loaded.
+    pub fn finish(self, log: &LoadedLog) -> CacheReport {
+        let c = self.0;
+        let calibrate = c.opts.calibrate;
+        let inherited_cut = c.inherited_cut;
+        let mut r = c.finish(log.source.display(), log.header.id.clone());
+        r.warnings = log.warnings.iter().map(|w| w.to_string()).collect();
+        let cut = inherited_cut.or(log.header.seed_length);
+        if let (Some(cut), Some(parent)) = (cut, &log.header.parent_session) {
+            fork(&mut r, cut, parent);
+        }
+        if calibrate {
+            r.calibrate();
+        }
+        r
     }
-    Ok(r)
+}
+
+impl Observer for Analysis {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        self.0.event(ev, folded);
+    }
+
+    fn packed_row(
+        &mut self,
+        span: &crate::log::packed::RowSpan,
+        facts: &crate::log::packed::RowFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        self.0.packed_row(span, facts, folded)
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        self.0.takes_packed_rows()
+    }
+
+    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
+        self.0.chunks_counted(span);
+    }
 }
 
 // ---------------------------------------------------------------------------

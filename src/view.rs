@@ -281,6 +281,49 @@ pub fn align_log(
     Ok((log, v))
 }
 
+/// The alignment as an observer of a log's loading, for a caller that reads
+/// the whole log once for several purposes ([`crate::log::Tee`]). Unless
+/// [`ViewOptions::all_events`], chunk events are passed over (packed rows
+/// taken whole), as [`align_log`] has the loader skip them; the view is
+/// [`align_log`]'s for the same log, `last_seq` counting no chunk.
+pub struct Aligner(Builder);
+
+impl Aligner {
+    /// Ready to see a log's events.
+    pub fn new(view: &ViewOptions) -> Aligner {
+        Aligner(Builder {
+            opts: *view,
+            ..Builder::default()
+        })
+    }
+
+    /// The view, once the (whole) log it saw is loaded.
+    pub fn finish(self, log: &LoadedLog) -> View {
+        self.0.finish(log, None)
+    }
+}
+
+impl crate::log::Observer for Aligner {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if self.0.opts.all_events || ev.kind != Kind::AssistantChunk {
+            self.0.event(ev, folded);
+        }
+    }
+
+    fn packed_row(
+        &mut self,
+        _span: &crate::log::packed::RowSpan,
+        _facts: &crate::log::packed::RowFacts,
+        _folded: &Folded<'_>,
+    ) -> bool {
+        !self.0.opts.all_events
+    }
+
+    fn takes_packed_rows(&self) -> bool {
+        !self.0.opts.all_events
+    }
+}
+
 /// What one surface event was, kept while the log is read.
 #[derive(Debug, Default)]
 struct NodeInfo {

@@ -30,6 +30,7 @@ pub(crate) mod reader;
 pub(crate) mod repair;
 pub(crate) mod reread;
 pub mod source;
+pub(crate) mod tee;
 pub(crate) mod validate;
 
 use std::collections::BTreeMap;
@@ -41,6 +42,7 @@ pub use header::SessionHeader;
 pub use reader::{Container, Limits, TornTail};
 pub use reread::Reread;
 pub use source::LogSource;
+pub use tee::Tee;
 
 use crate::event::{Event, Kind, OwnedEvent};
 use crate::json::{OwnedValue, Value};

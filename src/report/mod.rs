@@ -1,8 +1,10 @@
 //! `dsh report`: one session as a self-contained HTML page.
 //!
-//! [`build`] reads a log once for its own facts (the meter's figure, locks,
-//! provider usage, compaction and prune events) and, in parallel, runs the
-//! [`cache`](crate::cache) analysis and the [`verify`](crate::verify) audit;
+//! [`build`] reads a log once: its own facts (the meter's figure, locks,
+//! provider usage, compaction and prune events), the
+//! [`cache`](crate::cache) analysis, the [`verify`](crate::verify) audit and
+//! the [side-by-side view](crate::view) all observe the same pass
+//! ([`Tee`]); the [survival](crate::survival) figures follow from the view;
 //! [`html::session_page`] renders the result as one HTML document with
 //! inline CSS and hand-written inline SVG charts, every log text escaped.
 //! Nothing here touches a terminal or the environment, and nothing on the
@@ -12,17 +14,18 @@ pub mod html;
 pub mod side;
 pub mod svg;
 
-use crate::cache::{CacheError, CacheOptions, CacheReport, Prices, Totals};
+use crate::cache::{Analysis, CacheOptions, CacheReport, Prices, Totals};
 use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan};
-use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer, packed};
+use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer, Tee, packed};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::price::{PriceTable, Priced};
 use crate::usage::{Caller, UsageFold};
-use crate::verify::Finding;
+use crate::verify::{Finding, Verifier};
+use crate::view::{Aligner, ViewOptions};
 
 /// Per-request series longer than this are downsampled on the page.
 pub const DEFAULT_MAX_POINTS: usize = 2000;
@@ -38,8 +41,8 @@ pub struct ReportOptions {
     pub prices: PriceTable,
     /// The most points a per-request chart draws.
     pub max_points: usize,
-    /// Build the side-by-side view and the survival figures (one more
-    /// reading of the log).
+    /// Build the side-by-side view and the survival figures (which read
+    /// each compaction's replaced span again).
     pub side_by_side: bool,
 }
 
@@ -457,45 +460,47 @@ fn budgets(
 }
 
 /// Read one log into its report.
+///
+/// The log is read once: the report's own folds, the cache analysis, the
+/// verify audit and the side-by-side alignment all observe the same pass
+/// ([`Tee`]). The survival figures, which read the replaced spans again,
+/// are then extracted while the rest is finished.
 pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, ReportError> {
-    let (own, cache, verify, side) = std::thread::scope(|s| {
-        let cache = s.spawn(|| crate::cache::analyse(src, &opts.load, &CacheOptions::default()));
-        let verify = s.spawn(|| crate::verify::verify(src, &opts.load));
-        let side = opts.side_by_side.then(|| {
-            s.spawn(|| {
-                let (log, view) = crate::view::align_log(
-                    src,
-                    &opts.load,
-                    &crate::view::ViewOptions {
-                        preview_chars: 160,
-                        ..Default::default()
-                    },
-                )?;
-                let survival = crate::survival::of_view(&log, &view)?;
-                Ok::<_, LoadError>((view, survival))
-            })
-        });
-        let own = own_pass(src, &opts.load);
-        (own, cache.join(), verify.join(), side.map(|h| h.join()))
+    let mut folds = Folds::new(Meter::new(None));
+    let mut cache = Analysis::new(&CacheOptions::default());
+    let mut verifier = Verifier::new(src.display());
+    let mut aligner = opts.side_by_side.then(|| {
+        Aligner::new(&ViewOptions {
+            preview_chars: 160,
+            ..Default::default()
+        })
     });
-    let (log, measured, folds) = own?;
-    let cache: CacheReport = match cache {
-        Ok(Ok(c)) => c,
-        Ok(Err(CacheError::Load(e))) => return Err(e.into()),
-        Err(_) => return Err(ReportError::Meter("the cache analysis failed".into())),
-    };
-    let findings = match verify {
-        Ok(v) => v.findings,
-        Err(_) => Vec::new(),
-    };
+    let mut observers: Vec<&mut dyn Observer> = vec![&mut folds, &mut cache, &mut verifier];
+    if let Some(a) = &mut aligner {
+        observers.push(a);
+    }
+    let log = crate::log::load(src, &opts.load, &mut Tee::new(observers))?;
+    let view = aligner.map(|a| a.finish(&log));
+    let (survival, finished) = std::thread::scope(|s| {
+        let survival = view
+            .as_ref()
+            .map(|v| s.spawn(|| crate::survival::of_view(&log, v)));
+        let finished = finish_folds(src, &opts.load, &log, &mut folds, cache, verifier);
+        (survival.map(|h| h.join()), finished)
+    });
+    let (measured, cache, findings) = finished?;
     let mut warnings: Vec<String> = log.warnings.iter().map(|w| w.to_string()).collect();
-    let (view, survival) = match side {
-        Some(Ok(Ok((v, s)))) => (Some(v), Some(s)),
+    let (view, survival) = match survival {
+        Some(Ok(Ok(s))) => (view, Some(s)),
         Some(Ok(Err(e))) => {
             warnings.push(format!("no side-by-side view: {e}"));
             (None, None)
         }
-        _ => (None, None),
+        Some(Err(_)) => {
+            warnings.push("no side-by-side view: the survival figures failed".into());
+            (None, None)
+        }
+        None => (None, None),
     };
     let mut compactions = folds.compactions.clone();
     if let Some(sv) = &survival {
@@ -621,21 +626,29 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
     })
 }
 
-type OwnPass = (
-    crate::log::LoadedLog,
+/// What the folds of one pass leave once finished.
+type Finished = (
     Result<crate::meter::Measurement, MeterError>,
-    Folds,
+    CacheReport,
+    Vec<Finding>,
 );
 
-fn own_pass(src: &LogSource, load: &LoadOptions) -> Result<OwnPass, ReportError> {
-    let mut folds = Folds::new(Meter::new(None));
-    let mut log = crate::log::load(src, load, &mut folds)?;
-    let mut measured = folds.meter.take().expect("set").finish(&log);
+/// The meter's measurement, the cache report and the verify findings of a
+/// log the folds saw: the meter reads the log once more, by itself, in the
+/// rare case that needs every chunk kept.
+fn finish_folds(
+    src: &LogSource,
+    load: &LoadOptions,
+    log: &crate::log::LoadedLog,
+    folds: &mut Folds,
+    cache: Analysis,
+    verifier: Verifier,
+) -> Result<Finished, ReportError> {
+    let mut measured = folds.meter.take().expect("set").finish(log);
     if let Err(MeterError::NeedsAllChunks { .. }) = measured {
-        let mut again = Folds::new(Meter::new(None).retaining_all_chunks());
-        log = crate::log::load(src, load, &mut again)?;
-        measured = again.meter.take().expect("set").finish(&log);
-        folds = again;
+        let mut again = Meter::new(None).retaining_all_chunks();
+        let log = crate::log::load(src, load, &mut again)?;
+        measured = again.finish(&log);
     }
-    Ok((log, measured, folds))
+    Ok((measured, cache.finish(log), verifier.finish(log).findings))
 }

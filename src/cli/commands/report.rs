@@ -61,8 +61,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N", default_value_t = dsh::report::DEFAULT_MAX_POINTS as u64,
           value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
     pub max_points: u64,
-    /// Leave out the side-by-side view and the survival figures (one
-    /// reading of the log fewer).
+    /// Leave out the side-by-side view and the survival figures (the
+    /// replaced spans are not read again).
     #[arg(long)]
     pub no_view: bool,
     /// A dsh config file (policy, capacities, prices).

@@ -543,26 +543,23 @@ pub fn command_of(arguments: &str) -> Option<String> {
 pub fn extract(text: &str) -> Terms {
     // No rule takes whitespace into a term nor looks past it, so the text is
     // read a line at a time through one buffer; each category keeps its
-    // terms in order of first appearance over the whole text.
-    let finders: [fn(&[char], &mut Spans); 4] =
-        [url_spans, path_spans, identifier_spans, number_spans];
-    let mut found: [Distinct; 4] = Default::default();
+    // terms in order of first appearance over the whole text. An ASCII line
+    // (most of them) is read as its bytes, any other as its characters.
+    let mut found = Found::default();
+    let mut bytes: Vec<u8> = Vec::new();
     let mut chars: Vec<char> = Vec::new();
-    let mut spans: Spans = Vec::new();
     for line in text.split('\n') {
-        chars.clear();
-        chars.extend(line.chars());
-        // Found terms are blanked, so that later categories do not see them again.
-        for (find, terms) in finders.iter().zip(&mut found) {
-            spans.clear();
-            find(&chars, &mut spans);
-            for &(a, b) in &spans {
-                terms.add(&chars[a..b]);
-                chars[a..b].fill(' ');
-            }
+        if line.is_ascii() {
+            bytes.clear();
+            bytes.extend_from_slice(line.as_bytes());
+            found.line(line, &mut bytes);
+        } else {
+            chars.clear();
+            chars.extend(line.chars());
+            found.line(line, &mut chars);
         }
     }
-    let [urls, paths, identifiers, numbers] = found.map(|d| d.terms);
+    let [urls, paths, identifiers, numbers] = found.terms.map(|d| d.terms);
     Terms {
         paths,
         commands: Vec::new(),
@@ -594,6 +591,138 @@ pub fn numbers(text: &str) -> Vec<String> {
 
 type Spans = Vec<(usize, usize)>;
 
+/// A character of a line: a `char`, or a byte of an ASCII line.
+trait Ch: Copy + PartialEq {
+    const BLANK: Self;
+    fn ch(self) -> char;
+    /// The classes ([`PATH`], [`WORD`], …) of an ASCII character; none for
+    /// any other.
+    fn class(self) -> u8;
+}
+
+impl Ch for char {
+    const BLANK: char = ' ';
+    fn ch(self) -> char {
+        self
+    }
+    fn class(self) -> u8 {
+        if self.is_ascii() {
+            CLASSES[self as usize]
+        } else {
+            0
+        }
+    }
+}
+
+impl Ch for u8 {
+    const BLANK: u8 = b' ';
+    fn ch(self) -> char {
+        self as char
+    }
+    fn class(self) -> u8 {
+        CLASSES[self as usize]
+    }
+}
+
+/// `A-Z a-z 0-9 _ . - ~ / + @`: a path character.
+const PATH: u8 = 1;
+/// `A-Z a-z 0-9 _`: a name character.
+const WORD: u8 = 2;
+/// `A-Z a-z _`: a name's first character.
+const NAME_START: u8 = 4;
+/// `0-9`.
+const DIGIT: u8 = 8;
+/// `A-Z`.
+const UPPER: u8 = 16;
+/// `a-z`.
+const LOWER: u8 = 32;
+/// `A-Z a-z 0-9 _ . ,`: a character of a number's run.
+const NUMBER_RUN: u8 = 64;
+/// `/` and `.`: a run of path characters without one is no path.
+const PATH_MARK: u8 = 128;
+
+/// The classes of the ASCII characters (none for the other bytes).
+const CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8;
+        let mut k = 0;
+        if c.is_ascii_uppercase() {
+            k |= UPPER | WORD | NAME_START | PATH | NUMBER_RUN;
+        }
+        if c.is_ascii_lowercase() {
+            k |= LOWER | WORD | NAME_START | PATH | NUMBER_RUN;
+        }
+        if c.is_ascii_digit() {
+            k |= DIGIT | WORD | PATH | NUMBER_RUN;
+        }
+        match c {
+            b'_' => k |= WORD | NAME_START | PATH | NUMBER_RUN,
+            b'.' => k |= PATH | PATH_MARK | NUMBER_RUN,
+            b'/' => k |= PATH | PATH_MARK,
+            b'-' | b'~' | b'+' | b'@' => k |= PATH,
+            b',' => k |= NUMBER_RUN,
+            _ => {}
+        }
+        t[i] = k;
+        i += 1;
+    }
+    t
+};
+
+/// Whether `c[k]` exists and is of `class`.
+fn is<C: Ch>(c: &[C], k: usize, class: u8) -> bool {
+    c.get(k).is_some_and(|x| x.class() & class != 0)
+}
+
+/// The four text categories' terms so far, and the spans of a line.
+struct Found {
+    /// URLs, paths, identifiers, numbers.
+    terms: [Distinct; 4],
+    spans: Spans,
+    /// `://`, which every URL holds.
+    scheme: memchr::memmem::Finder<'static>,
+}
+
+impl Default for Found {
+    fn default() -> Found {
+        Found {
+            terms: Default::default(),
+            spans: Vec::new(),
+            scheme: memchr::memmem::Finder::new(b"://"),
+        }
+    }
+}
+
+impl Found {
+    /// Find each category's spans in turn, blanking them so that later
+    /// categories do not see them again. `text` is the line as it was
+    /// read: a category that cannot occur in it (a URL holds `://`, a path
+    /// a `/` or a `.`) is not looked for.
+    fn line<C: Ch>(&mut self, text: &str, c: &mut [C]) {
+        let finders: [fn(&[C], &mut Spans); 4] =
+            [url_spans, path_spans, identifier_spans, number_spans];
+        let can = [
+            self.scheme.find(text.as_bytes()).is_some(),
+            memchr::memchr2(b'/', b'.', text.as_bytes()).is_some(),
+            true,
+            true,
+        ];
+        for ((find, terms), can) in finders.iter().zip(&mut self.terms).zip(can) {
+            if !can {
+                continue;
+            }
+            self.spans.clear();
+            find(c, &mut self.spans);
+            for &(a, b) in &self.spans {
+                terms.add(&c[a..b]);
+                c[a..b].fill(C::BLANK);
+            }
+        }
+    }
+}
+
 /// The distinct terms of one category, in order of first appearance.
 #[derive(Default)]
 struct Distinct {
@@ -603,9 +732,9 @@ struct Distinct {
 }
 
 impl Distinct {
-    fn add(&mut self, term: &[char]) {
+    fn add<C: Ch>(&mut self, term: &[C]) {
         self.buf.clear();
-        self.buf.extend(term);
+        self.buf.extend(term.iter().map(|x| x.ch()));
         if !self.seen.contains(self.buf.as_str()) {
             self.seen.insert(self.buf.clone());
             self.terms.push(self.buf.clone());
@@ -622,35 +751,37 @@ fn collapse(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn url_spans(c: &[char], out: &mut Spans) {
+fn url_spans<C: Ch>(c: &[C], out: &mut Spans) {
     const SCHEMES: [&str; 4] = ["https://", "http://", "ftp://", "file://"];
     let mut i = 0;
     while i < c.len() {
         // Every scheme starts with `h` or `f`: test those positions only.
-        if !matches!(c[i], 'h' | 'f') {
+        if !matches!(c[i].ch(), 'h' | 'f') {
             i += 1;
             continue;
         }
         let scheme = SCHEMES.iter().find(|s| {
             let n = s.len();
-            i + n <= c.len() && c[i..i + n].iter().copied().eq(s.chars())
+            i + n <= c.len() && c[i..i + n].iter().map(|x| x.ch()).eq(s.chars())
         });
-        let Some(s) = scheme.filter(|_| i == 0 || !c[i - 1].is_alphanumeric()) else {
+        let Some(s) = scheme.filter(|_| i == 0 || !c[i - 1].ch().is_alphanumeric()) else {
             i += 1;
             continue;
         };
         let mut j = i + s.len();
-        while j < c.len() && !c[j].is_whitespace() && !matches!(c[j], '<' | '>' | '"' | '\'' | '`')
+        while j < c.len()
+            && !c[j].ch().is_whitespace()
+            && !matches!(c[j].ch(), '<' | '>' | '"' | '\'' | '`')
         {
             j += 1;
         }
         // Trailing punctuation, and closers the URL did not open.
-        while let Some(&last) = c[..j].last() {
+        while let Some(last) = c[..j].last().map(|x| x.ch()) {
             let unbalanced = |open: char, close: char| {
                 last == close && {
                     let body = &c[i..j];
-                    body.iter().filter(|&&x| x == close).count()
-                        > body.iter().filter(|&&x| x == open).count()
+                    body.iter().filter(|x| x.ch() == close).count()
+                        > body.iter().filter(|x| x.ch() == open).count()
                 }
             };
             if matches!(last, '.' | ',' | ';' | ':' | '!' | '?')
@@ -670,10 +801,6 @@ fn url_spans(c: &[char], out: &mut Spans) {
     }
 }
 
-fn is_path_char(ch: char) -> bool {
-    ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '-' | '~' | '/' | '+' | '@')
-}
-
 /// `name.ext` with a non-empty stem and 1–10 letters or digits, one a letter.
 fn extension(segment: &str) -> Option<&str> {
     let (stem, ext) = segment.rsplit_once('.')?;
@@ -684,32 +811,32 @@ fn extension(segment: &str) -> Option<&str> {
     ok.then_some(ext)
 }
 
-fn path_spans(c: &[char], out: &mut Spans) {
+fn path_spans<C: Ch>(c: &[C], out: &mut Spans) {
     let mut i = 0;
     while i < c.len() {
-        if !is_path_char(c[i]) {
+        if !is(c, i, PATH) {
             i += 1;
             continue;
         }
         let mut j = i;
-        let mut marks = false;
-        while j < c.len() && is_path_char(c[j]) {
-            marks |= matches!(c[j], '/' | '.');
+        let mut marks = 0;
+        while is(c, j, PATH) {
+            marks |= c[j].class();
             j += 1;
         }
         // A path holds a `/` or ends in an extension: most runs (words)
         // hold neither and need no closer look.
-        if !marks {
+        if marks & PATH_MARK == 0 {
             i = j;
             continue;
         }
         let mut end = j;
-        while end > i && c[end - 1] == '.' {
+        while end > i && c[end - 1].ch() == '.' {
             end -= 1;
         }
-        let run: String = c[i..end].iter().collect();
+        let run: String = c[i..end].iter().map(|x| x.ch()).collect();
         // `</tag>` is markup, not a rooted path.
-        let tag = i > 0 && c[i - 1] == '<';
+        let tag = i > 0 && c[i - 1].ch() == '<';
         if !tag && is_path(&run) {
             out.push((i, end));
         }
@@ -730,82 +857,83 @@ fn is_path(run: &str) -> bool {
     rooted || segments >= 3 || extension(last).is_some()
 }
 
-fn is_word_char(ch: char) -> bool {
-    ch.is_ascii_alphanumeric() || ch == '_'
-}
-
-fn identifier_spans(c: &[char], out: &mut Spans) {
+fn identifier_spans<C: Ch>(c: &[C], out: &mut Spans) {
     let mut i = 0;
-    let starts = |k: usize| k < c.len() && (c[k].is_ascii_alphabetic() || c[k] == '_');
+    // Runs of name characters are passed over whole, so a name character at
+    // `i` starts its run.
     while i < c.len() {
-        if !is_word_char(c[i]) || (i > 0 && is_word_char(c[i - 1])) {
+        if !is(c, i, WORD) {
             i += 1;
             continue;
         }
-        if !starts(i) {
+        if !is(c, i, NAME_START) {
             // A run that starts with a digit is no name.
-            while i < c.len() && is_word_char(c[i]) {
+            while is(c, i, WORD) {
                 i += 1;
             }
             continue;
         }
         // The parts are looked at as they are read: whether one looks like
-        // code, how many there are, whether one has two characters or more.
+        // code (a `_` beside a letter or digit; an uppercase letter after the
+        // first character and a lowercase one), how many there are, whether
+        // one has two characters or more.
         let mut code = false;
         let mut parts = 0;
         let mut long = false;
         let mut j = i;
         loop {
             let a = j;
-            while j < c.len() && is_word_char(c[j]) {
+            let (mut underscore, mut alnum, mut upper_after, mut lower) =
+                (false, false, false, false);
+            while let Some(x) = c.get(j).map(|x| x.class()).filter(|k| k & WORD != 0) {
+                underscore |= x & (UPPER | LOWER | DIGIT) == 0;
+                alnum |= x & (UPPER | LOWER | DIGIT) != 0;
+                upper_after |= j > a && x & UPPER != 0;
+                lower |= x & LOWER != 0;
                 j += 1;
             }
-            let p = &c[a..j];
             parts += 1;
-            long |= p.len() >= 2;
-            code = code || {
-                let snake = p.contains(&'_') && p.iter().any(|x| x.is_ascii_alphanumeric());
-                let camel = p[1..].iter().any(|x| x.is_ascii_uppercase())
-                    && p.iter().any(|x| x.is_ascii_lowercase());
-                snake || camel
-            };
-            if j + 1 < c.len() && c[j] == '.' && starts(j + 1) {
+            long |= j - a >= 2;
+            code |= (underscore && alnum) || (upper_after && lower);
+            let at = |k: usize, x: char| c[k].ch() == x;
+            if j + 1 < c.len() && at(j, '.') && is(c, j + 1, NAME_START) {
                 j += 1;
-            } else if j + 2 < c.len() && c[j] == ':' && c[j + 1] == ':' && starts(j + 2) {
+            } else if j + 2 < c.len() && at(j, ':') && at(j + 1, ':') && is(c, j + 2, NAME_START) {
                 j += 2;
             } else {
                 break;
             }
         }
-        let code_like = code || (parts >= 2 && long);
-        if code_like {
+        if code || (parts >= 2 && long) {
             out.push((i, j));
         }
         i = j;
     }
 }
 
-fn number_spans(c: &[char], out: &mut Spans) {
-    let run_char = |ch: char| is_word_char(ch) || ch == '.' || ch == ',';
+fn number_spans<C: Ch>(c: &[C], out: &mut Spans) {
     let mut i = 0;
     while i < c.len() {
-        if !run_char(c[i]) {
+        if !is(c, i, NUMBER_RUN) {
             i += 1;
             continue;
         }
         let mut j = i;
-        while j < c.len() && run_char(c[j]) {
+        while is(c, j, NUMBER_RUN) {
             j += 1;
         }
-        if c[i].is_ascii_digit() {
+        if is(c, i, DIGIT) {
+            // Leading digits, dots and commas; trailing dots and commas off.
             let mut end = i;
-            while end < j && (c[end].is_ascii_digit() || c[end] == '.' || c[end] == ',') {
+            let mut digits = 0;
+            while end < j && (is(c, end, DIGIT) || matches!(c[end].ch(), '.' | ',')) {
+                digits += is(c, end, DIGIT) as usize;
                 end += 1;
             }
-            while end > i && matches!(c[end - 1], '.' | ',') {
+            while end > i && matches!(c[end - 1].ch(), '.' | ',') {
                 end -= 1;
             }
-            if c[i..end].iter().filter(|x| x.is_ascii_digit()).count() >= 2 {
+            if digits >= 2 {
                 out.push((i, end));
             }
         }
@@ -942,6 +1070,14 @@ mod tests {
     mod plain {
         use super::super::*;
 
+        fn is_path_char(ch: char) -> bool {
+            ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '-' | '~' | '/' | '+' | '@')
+        }
+
+        fn is_word_char(ch: char) -> bool {
+            ch.is_ascii_alphanumeric() || ch == '_'
+        }
+
         pub fn extract(text: &str) -> Terms {
             let mut chars: Vec<char> = text.chars().collect();
             let mut take = |find: fn(&[char]) -> Spans| {
@@ -963,11 +1099,7 @@ mod tests {
             });
             let paths = take(path_spans);
             let identifiers = take(identifier_spans);
-            let numbers = take(|c| {
-                let mut out = Vec::new();
-                number_spans(c, &mut out);
-                out
-            });
+            let numbers = take(number_spans);
             Terms {
                 paths,
                 commands: Vec::new(),
@@ -1043,6 +1175,36 @@ mod tests {
                 }) || (parts.len() >= 2 && parts.iter().any(|&(a, b)| b - a >= 2));
                 if code_like {
                     out.push((i, j));
+                }
+                i = j;
+            }
+            out
+        }
+
+        fn number_spans(c: &[char]) -> Spans {
+            let run_char = |ch: char| is_word_char(ch) || ch == '.' || ch == ',';
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < c.len() {
+                if !run_char(c[i]) {
+                    i += 1;
+                    continue;
+                }
+                let mut j = i;
+                while j < c.len() && run_char(c[j]) {
+                    j += 1;
+                }
+                if c[i].is_ascii_digit() {
+                    let mut end = i;
+                    while end < j && (c[end].is_ascii_digit() || c[end] == '.' || c[end] == ',') {
+                        end += 1;
+                    }
+                    while end > i && matches!(c[end - 1], '.' | ',') {
+                        end -= 1;
+                    }
+                    if c[i..end].iter().filter(|x| x.is_ascii_digit()).count() >= 2 {
+                        out.push((i, end));
+                    }
                 }
                 i = j;
             }

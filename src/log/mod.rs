@@ -329,6 +329,44 @@ impl LoadedLog {
             }
         }
     }
+
+    /// [`Self::read_body`] without the copy: the event, borrowed from
+    /// `buf` (a buffer the caller keeps between calls), handed to `f`.
+    pub fn with_body<R>(
+        &self,
+        body: &NodeBody,
+        seq: u64,
+        file: &mut Option<Reread>,
+        buf: &mut Vec<u8>,
+        f: impl FnOnce(&Event<'_>) -> R,
+    ) -> Result<R, LoadError> {
+        match body {
+            NodeBody::Owned(ev) => Ok(f(ev)),
+            NodeBody::Span { .. } => {
+                buf.clear();
+                if !self.read_span(body, file, buf)? {
+                    return Err(LoadError::new(
+                        LoadErrorKind::Io,
+                        "node span without a file",
+                    ));
+                }
+                let changed =
+                    || LoadError::corrupt("the log changed while it was being read").seq(seq);
+                let text = match simdutf8::basic::from_utf8(buf) {
+                    Ok(t) => std::borrow::Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(buf),
+                };
+                let v = Value::parse(&text).map_err(|_| changed())?;
+                let kind = Kind::of(&v.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+                Ok(f(&Event {
+                    kind,
+                    seq,
+                    line: 0,
+                    value: v,
+                }))
+            }
+        }
+    }
 }
 
 /// Byte ranges of a log's plaintext, taken in log order: for a plain file a

@@ -350,20 +350,7 @@ impl LoadedLog {
                         "node span without a file",
                     ));
                 }
-                let changed =
-                    || LoadError::corrupt("the log changed while it was being read").seq(seq);
-                let text = match simdutf8::basic::from_utf8(buf) {
-                    Ok(t) => std::borrow::Cow::Borrowed(t),
-                    Err(_) => String::from_utf8_lossy(buf),
-                };
-                let v = Value::parse(&text).map_err(|_| changed())?;
-                let kind = Kind::of(&v.get("type").and_then(|t| t.as_str()).unwrap_or_default());
-                Ok(f(&Event {
-                    kind,
-                    seq,
-                    line: 0,
-                    value: v,
-                }))
+                Ok(f(&parse_node_line(buf, seq)?))
             }
         }
     }
@@ -469,6 +456,30 @@ pub(crate) fn read_exact_at(
 ) -> std::io::Result<()> {
     file.seek(SeekFrom::Start(offset))?;
     file.read_exact(buf)
+}
+
+/// A node's line read again, as its event (borrowed from `bytes` where it
+/// is UTF-8, as the loader decodes lines otherwise).
+pub(crate) fn parse_node_line(bytes: &[u8], seq: u64) -> Result<Event<'_>, LoadError> {
+    let changed = || LoadError::corrupt("the log changed while it was being read").seq(seq);
+    let value = match simdutf8::basic::from_utf8(bytes) {
+        Ok(t) => Value::parse(t).map_err(|_| changed())?,
+        Err(_) => Value::parse(&String::from_utf8_lossy(bytes))
+            .map_err(|_| changed())?
+            .into_owned(),
+    };
+    let kind = Kind::of(
+        &value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default(),
+    );
+    Ok(Event {
+        kind,
+        seq,
+        line: 0,
+        value,
+    })
 }
 
 /// A line of the log read again, decoded as the loader decodes lines

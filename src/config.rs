@@ -538,7 +538,8 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
 // from       = "2026-04-26T12:15Z"    # optional: a date (UTC) or an RFC 3339 instant
 // input      = 0.14                   # USD per 1M uncached input tokens
 // cacheHit   = 0.0028                 # USD per 1M cache-hit input tokens
-// cacheWrite = 0.14                   # optional, default = input
+// cacheWrite = 0.14                   # optional, default = input (Anthropic: 5-minute writes)
+// cacheWrite1h = 6                    # optional: Anthropic's 1-hour writes (no default: unpriced)
 // output     = 0.28
 // offPeak    = { input = 0.07, cacheHit = 0.0014, output = 0.14 }  # optional: the figures
 //                                     # above are then DeepSeek's peak rates
@@ -566,6 +567,7 @@ fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
         input,
         cache_hit: need("cacheHit")?,
         cache_write: rate("cacheWrite")?.unwrap_or(input),
+        cache_write_1h: rate("cacheWrite1h")?,
         output: need("output")?,
     })
 }
@@ -591,6 +593,7 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
                 "input",
                 "cacheHit",
                 "cacheWrite",
+                "cacheWrite1h",
                 "output",
                 "offPeak",
                 "source",
@@ -624,7 +627,11 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
             None => None,
             Some(T::Table(o)) => {
                 let oname = format!("{name}.offPeak");
-                check_keys(o, &["input", "cacheHit", "cacheWrite", "output"], &oname)?;
+                check_keys(
+                    o,
+                    &["input", "cacheHit", "cacheWrite", "cacheWrite1h", "output"],
+                    &oname,
+                )?;
                 Some(rates_of(o, &oname)?)
             }
             Some(_) => return Err(cerr(format!("{name}.offPeak must be a table"))),
@@ -917,6 +924,20 @@ reasoningEffort = "high"
     fn integral_floats_are_integers_as_in_javascript() {
         let cfg = Config::from_toml_str("[compaction]\nretainTokens = 20000.0").unwrap();
         assert_eq!(cfg.compaction.retention, Retention::Tokens(20_000));
+    }
+
+    #[test]
+    fn one_hour_write_rates() {
+        let cfg = Config::from_toml_str(
+            "[[prices]]\nprovider = \"anthropic\"\nmodel = \"m\"\ninput = 3\ncacheHit = 0.3\ncacheWrite = 3.75\ncacheWrite1h = 6\noutput = 15\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.prices[0].rates.cache_write_1h, Some(6.0));
+        let cfg = Config::from_toml_str(
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 3\ncacheHit = 0.3\noutput = 15\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.prices[0].rates.cache_write_1h, None, "never guessed");
     }
 
     #[test]

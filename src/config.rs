@@ -32,6 +32,9 @@
 //! baseURL = "https://api.deepseek.com"
 //! apiKeyEnv = "DEEPSEEK_API_KEY"  # the NAME of the variable; never read here
 //! reasoningEffort = "high"
+//!
+//! [cache]                      # dsh cache's defaults
+//! anthropicBreakpoints = "tools:1h,system:1h,last"  # read by dsh cache (cache::Breakpoints::parse)
 //! ```
 //!
 //! Validation mirrors the reference (`BasicCompactionConfig: …`,
@@ -163,6 +166,28 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     /// `[[prices]]`: price entries added to (or replacing) the built-in table.
     pub prices: Vec<crate::price::Price>,
+    /// `[cache]`.
+    pub cache: CacheConfig,
+}
+
+/// `[cache]`: `dsh cache`'s defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CacheConfig {
+    /// `anthropicBreakpoints`: the `cache_control` layout of the user's
+    /// Anthropic requests, as written; `dsh cache` reads it with
+    /// `cache::Breakpoints::parse` (the cache module sits above this one).
+    pub anthropic_breakpoints: Option<String>,
+}
+
+fn cache_section(v: &T) -> Result<CacheConfig, ConfigError> {
+    const NAME: &str = "dsh config: cache";
+    let T::Table(t) = v else {
+        return Err(cerr("dsh config: [cache] must be a table"));
+    };
+    check_keys(t, &["anthropicBreakpoints"], NAME)?;
+    Ok(CacheConfig {
+        anthropic_breakpoints: string(t, "anthropicBreakpoints", NAME)?,
+    })
 }
 
 /// Where the config file is: `flag`, else `dsh_config` (`$DSH_CONFIG`), else
@@ -691,9 +716,10 @@ impl Config {
                 }
                 "routes" => cfg.routes = routes(v)?,
                 "prices" => cfg.prices = prices(v)?,
+                "cache" => cfg.cache = cache_section(v)?,
                 other => {
                     return Err(cerr(format!(
-                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes, prices)"
+                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes, prices, cache)"
                     )));
                 }
             }
@@ -938,6 +964,20 @@ reasoningEffort = "high"
         )
         .unwrap();
         assert_eq!(cfg.prices[0].rates.cache_write_1h, None, "never guessed");
+    }
+
+    #[test]
+    fn cache_section() {
+        let cfg =
+            Config::from_toml_str("[cache]\nanthropicBreakpoints = \"last, tools:1h\"\n").unwrap();
+        assert_eq!(
+            cfg.cache.anthropic_breakpoints.as_deref(),
+            Some("last, tools:1h")
+        );
+        assert_eq!(Config::default().cache.anthropic_breakpoints, None);
+        assert!(err("[cache]\nanthropicBreakpoints = 4").contains("must be a string"));
+        assert!(err("[cache]\nttl = \"1h\"").contains("unknown key \"ttl\""));
+        assert!(err("cache = 1").contains("[cache] must be a table"));
     }
 
     #[test]

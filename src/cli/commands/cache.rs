@@ -352,9 +352,33 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             rate(totals.predicted_rate()),
             rate(totals.reported_rate()),
         )?;
+        cost_lines(ctx, &totals, predicted_cost(&reports, &prices))?;
         outln!(ctx.out, "{NOT_A_BILL}")?;
     }
     Ok(status)
+}
+
+/// The predicted cache writes and prompt cost, when there are any.
+fn cost_lines(ctx: &Ctx, t: &Totals, cost: Option<RequestCost>) -> Result<()> {
+    if t.predicted_write_5m + t.predicted_write_1h > 0 {
+        outln!(
+            ctx.out,
+            "predicted cache writes (Anthropic): {} tokens to 5-minute entries (1.25× input), {} to 1-hour entries (2×)",
+            render::num(t.predicted_write_5m),
+            render::num(t.predicted_write_1h),
+        )?;
+    }
+    if let Some(c) = cost.filter(|_| t.requests > 0) {
+        outln!(
+            ctx.out,
+            "predicted prompt cost: {} (hits {}, cache writes {}, uncached {})",
+            usd(Some(c.total())),
+            usd(Some(c.hit)),
+            usd(Some(c.write)),
+            usd(Some(c.uncached)),
+        )?;
+    }
+    Ok(())
 }
 
 fn rate(r: Option<f64>) -> String {
@@ -687,24 +711,7 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         rate(tt.reported_rate()),
         tt.reported_requests,
     )?;
-    if tt.predicted_write_5m + tt.predicted_write_1h > 0 {
-        outln!(
-            ctx.out,
-            "predicted cache writes (Anthropic): {} tokens to 5-minute entries (1.25× input), {} to 1-hour entries (2×)",
-            render::num(tt.predicted_write_5m),
-            render::num(tt.predicted_write_1h),
-        )?;
-    }
-    if let Some(c) = r.predicted_cost(prices) {
-        outln!(
-            ctx.out,
-            "predicted prompt cost: {} (hits {}, cache writes {}, uncached {})",
-            usd(Some(c.total())),
-            usd(Some(c.hit)),
-            usd(Some(c.write)),
-            usd(Some(c.uncached)),
-        )?;
-    }
+    cost_lines(ctx, &tt, r.predicted_cost(prices))?;
     if tt.failed_requests > 0 || r.attempts_not_sent > 0 {
         outln!(
             ctx.out,

@@ -746,7 +746,8 @@ pub struct Request {
     pub deepseek_hit: u64,
     /// The length of the DeepSeek unit hit, before rounding to blocks.
     pub deepseek_unit: u64,
-    /// Predicted read and writes under [`AnthropicRule`].
+    /// Predicted read and writes under [`AnthropicRule`] (zero on routes
+    /// it does not predict, see [`rule_for`]).
     pub anthropic: AnthropicPrediction,
     /// The provider's usage, when logged.
     pub reported: Option<Reported>,
@@ -1992,7 +1993,13 @@ impl Collector {
                 break;
             }
         }
-        let (mut anthropic, spans) = self.anthropic_rule(&segs, &chain, &ptok, now);
+        // Anthropic's rule only where it applies: its entries belong to
+        // Anthropic routes, laid out in Anthropic's order.
+        let (mut anthropic, spans) = if rule_for(&snap.header.provider) == "anthropic" {
+            self.anthropic_rule(&segs, &chain, &ptok, now)
+        } else {
+            (AnthropicPrediction::default(), [0; 3])
+        };
         let lifetime = self.lifetime(&snap.header.provider);
         // The first changed position against the previous request + output.
         let index = self.requests.len();

@@ -202,11 +202,14 @@ _dsh() {
                     return 0
                     ;;
                 --anthropic-breakpoints)
-                    COMPREPLY=($(compgen -W "none last" -- "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --anthropic-ttl)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "5m 1h" -- "${cur}"))
                     return 0
                     ;;
                 --config)

@@ -333,10 +333,10 @@ cl100k\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l by -d 'Group: `cause` prints only the misses by cause' -r -f -a "cause\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lifetime -d 'Cache lifetime of an unused entry (e.g. 300s, 5m, 1h); idle gaps longer than this expire it, when the log\'s times are real. Default: never' -r
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l block -d 'DeepSeek\'s storage granularity: hits are whole multiples of this' -r
-complete -c dsh -n "__fish_dsh_using_subcommand cache" -l anthropic-breakpoints -d 'Where Anthropic `cache_control` breakpoints sit: `none` (what DSH\'s adapters send, so nothing is cached) or `last` (the last block of every request, as automatic caching does)' -r -f -a "none\t''
-last\t''"
-complete -c dsh -n "__fish_dsh_using_subcommand cache" -l anthropic-ttl -d 'Anthropic cache entry lifetime after its last use: 5m or 1h' -r
-complete -c dsh -n "__fish_dsh_using_subcommand cache" -l config -d 'The dsh config file whose [[prices]] join the built-in price table (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l anthropic-breakpoints -d 'Where the `cache_control` breakpoints of Anthropic requests sit: `none` (what DSH\'s adapters send: nothing is cached), or up to 4 of `tools`, `system`, `first-user`, `prev-user`, `last`, comma-separated, each with an optional TTL (`last:5m`, `tools:1h`). Anthropic\'s prompt is tools → system → messages, and longer TTLs must come first in it. Default: `anthropicBreakpoints` in the config\'s [cache], else none' -r -f
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l anthropic-ttl -d 'The TTL of breakpoints given without one (here or in the config): 5m (the API\'s default) or 1h' -r -f -a "5m\t''
+1h\t''"
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l config -d 'The dsh config file whose [[prices]] join the built-in price table and whose [cache] anthropicBreakpoints is the default layout (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -s j -l jobs -d 'Logs analysed at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'

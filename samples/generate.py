@@ -18,6 +18,12 @@ runs of three or more text/reasoning/tool-call deltas packed into rows.
                               without result) and the last line is cut short
   refused.jsonl               a damaged committed region: a seq gap followed by
                               a turn/end (the reference refuses it)
+  anthropic-cache.jsonl       a session on an Anthropic route with real times:
+                              tools and a system prompt past 1,024 tokens, a
+                              pruned tool result, a 12-minute idle gap and a
+                              system-prompt change; its usage is what DSH's
+                              adapter gets (no cache_control: nothing read or
+                              written), for `dsh cache --anthropic-breakpoints`
 """
 
 import json
@@ -109,6 +115,9 @@ class Log:
         self.turn = 0
         self.step = 0
         self.time = T0
+        self.route = ROUTE
+        self.system = SYSTEM
+        self.tools = TOOLS
 
     def ev(self, typ, data, **extra):
         self.time += 7
@@ -205,7 +214,7 @@ class Log:
             seqs.append(self.chunk({"type": "usage", "usage": usage}))
         reason = {"kind": "tool-calls"} if calls else {"kind": "stop"}
         seqs.append(self.chunk({"type": "finish", "reason": reason}))
-        msg = {"role": "assistant", "content": blocks, "source": {"kind": "model", **ROUTE}, "id": f"msg-a-{len(self.events)}"}
+        msg = {"role": "assistant", "content": blocks, "source": {"kind": "model", **self.route}, "id": f"msg-a-{len(self.events)}"}
         data = {"turn": self.turn, "step": self.step, "message": msg}
         if usage:
             data["usage"] = usage
@@ -238,10 +247,13 @@ class Log:
         self.start_step()
         u = self.ev("user/message", msg, op="append")
         if header_reason:
-            self.ev("request/header", {"header": {"config": dict(ROUTE), "system": SYSTEM, "tools": TOOLS}, "reason": header_reason})
+            self.header_event(header_reason)
         if context:
-            self.ev("request/context", {**ROUTE, "contextWindow": 128000})
+            self.ev("request/context", {**self.route, "contextWindow": 128000})
         return u
+
+    def header_event(self, reason):
+        return self.ev("request/header", {"header": {"config": dict(self.route), "system": self.system, "tools": self.tools}, "reason": reason})
 
     def start_step(self):
         self.step += 1
@@ -431,6 +443,125 @@ def refused():
     return "\n".join(lines)
 
 
+ANTHROPIC_ROUTE = {"provider": "anthropic", "model": "claude-sonnet-4-5"}
+GUIDELINES = [
+    "Read the relevant code before you change it, and keep each change small enough to review.",
+    "Run the narrowest test that covers a change before the whole suite, and report what you ran.",
+    "Never invent an API: look it up in the repository or its dependencies first.",
+    "Prefer the project's existing helpers and naming to new abstractions.",
+    "When a command fails, read its output to the end before trying something else.",
+    "Do not touch files outside the workspace, and never print secrets or tokens.",
+    "Explain what you changed and why in two or three sentences when you finish.",
+    "Ask before deleting files, rewriting history or changing public interfaces.",
+]
+
+
+def anthropic_system(revision):
+    head = f"You are dsh-agent (revision {revision}), a careful coding assistant working in a Rust repository.\n\n"
+    rules = "".join(f"{i + 1}. {g}\n" for i, g in enumerate(GUIDELINES * 6))
+    return head + rules
+
+
+def anthropic_tools():
+    def tool(name, what, props):
+        return {
+            "name": name,
+            "description": f"{what} " + " ".join(f"Note {i}: {g}" for i, g in enumerate(GUIDELINES * 2)),
+            "parameters": {"type": "object", "properties": props, "required": list(props)},
+        }
+
+    path = {"type": "string", "description": "A path relative to the workspace root."}
+    return [
+        tool("bash", "Run one shell command in the workspace and return its output.", {"command": {"type": "string", "description": "The command line."}}),
+        tool("read_file", "Read a text file from the workspace.", {"path": path}),
+        tool("edit_file", "Replace one exact string in a file.", {"path": path, "old": {"type": "string"}, "new": {"type": "string"}}),
+        tool("grep", "Search the workspace for a regular expression.", {"pattern": {"type": "string"}}),
+    ]
+
+
+def prompt_tokens(log, surface):
+    """The prompt DSH's meter counts: system, tools, every surface message."""
+    return (q(len16(log.system)) + 4) + (q(len16(dumps(log.tools))) + 4) + sum(price_message(m) for m in surface)
+
+
+def anthropic_cache():
+    """An Anthropic session with real times: what would cache_control save?"""
+    log = Log("sample-anthropic-cache")
+    log.route = ANTHROPIC_ROUTE
+    log.system = anthropic_system(1)
+    log.tools = anthropic_tools()
+    surface = []
+
+    def ask(**kw):
+        # DSH's adapter sends no cache_control: Anthropic reads and writes
+        # nothing, and bills the whole prompt as input.
+        text = kw.get("text") or ""
+        calls = kw.get("calls", ())
+        out = q(len16(text)) + sum(q(len16(a)) + 8 for _, _, a in calls) + 8
+        usage = {"inputTokens": prompt_tokens(log, surface), "outputTokens": out, "cacheReadTokens": 0, "cacheWriteTokens": 0}
+        e = log.assistant(usage=usage, **kw)
+        surface.append(e["data"]["message"])
+        return e
+
+    def tool(*args):
+        e = log.tool(*args)
+        surface.append(e["data"]["message"])
+        return e
+
+    def turn(prompt, uid, **kw):
+        u = log.start_turn(prompt, uid, **kw)
+        surface.append(u["data"])
+
+    turn("The integration tests are slow. Find the slowest one and make it faster.", "msg-u-1", header_reason="initial", context=True)
+    ask(text="Timing the integration tests first.", calls=[("call_t1", "bash", '{"command":"cargo test --test it -- -Z unstable-options --report-time"}')])
+    timing = "".join(f"test it::case_{i:03} ... ok <{(i * 37) % 900 / 100:.2f}s>\n" for i in range(400))
+    big = tool("call_t1", "bash", '{"command":"cargo test --test it -- -Z unstable-options --report-time"}', [{"type": "text", "text": timing + "test it::cache::corpus ... ok <41.70s>\n[exit code: 0]"}])
+    log.end_step()
+    log.start_step()
+    ask(text="`cache::corpus` takes 41.7 s: it re-reads the whole corpus for each of its 12 cases.", calls=[("call_r2", "read_file", '{"path":"tests/it/cache.rs"}')])
+    tool("call_r2", "read_file", '{"path":"tests/it/cache.rs"}', [{"type": "text", "text": "".join(f"{i:>4}  // line {i} of the corpus test\n" for i in range(120))}])
+    log.end_step()
+    log.start_step()
+    ask(text="Reading the corpus once and sharing it between the cases should bring it under 5 s.")
+    log.end_step()
+    log.end_turn()
+    # Two minutes later: go ahead. The harness pruned the long timing table.
+    log.time += 120_000
+    turn("Do it.", "msg-u-2")
+    old = big["data"]["message"]
+    log.ev("compaction/prune", {"shadowedRange": {"start": big["seq"], "end": big["seq"]}, "shadowedSeqs": [big["seq"]], "shadowedTokenCount": price_message(old)})
+    new_data = json.loads(dumps(big["data"]))
+    cps = list(new_data["message"]["content"][0]["content"][0]["text"])
+    new_data["message"]["content"][0]["content"] = [{"type": "text", "text": "".join(cps[:4096]) + PRUNE_MARKER + "".join(cps[-1024:])}]
+    rep = log.ev("tool/result", new_data, sources=[big["seq"]], op={"op": "replace", "start": big["seq"], "end": big["seq"]})
+    surface[surface.index(old)] = rep["data"]["message"]
+    ask(text="Sharing the corpus with a OnceLock.", calls=[("call_e3", "edit_file", '{"path":"tests/it/cache.rs","old":"let corpus = load();","new":"let corpus = corpus();"}')])
+    tool("call_e3", "edit_file", '{"path":"tests/it/cache.rs","old":"let corpus = load();","new":"let corpus = corpus();"}', [{"type": "text", "text": "edited tests/it/cache.rs"}])
+    log.end_step()
+    log.start_step()
+    ask(text="Done: the corpus is read once per run.")
+    log.end_step()
+    log.end_turn()
+    # Twelve minutes later (past 5-minute entries, inside 1-hour ones).
+    log.time += 12 * 60_000
+    turn("How long does it take now?", "msg-u-3")
+    ask(calls=[("call_t4", "bash", '{"command":"cargo test --test it cache::corpus"}')])
+    tool("call_t4", "bash", '{"command":"cargo test --test it cache::corpus"}', [{"type": "text", "text": "test it::cache::corpus ... ok <3.90s>\n[exit code: 0]"}])
+    log.end_step()
+    log.start_step()
+    ask(text="3.9 s, down from 41.7 s.")
+    log.end_step()
+    log.end_turn()
+    # A new system prompt revision, a minute later.
+    log.time += 60_000
+    log.system = anthropic_system(2)
+    turn("Commit it with a one-line message.", "msg-u-4", header_reason="change")
+    ask(text="tests: read the corpus once per run (cache::corpus 41.7 s -> 3.9 s)")
+    log.end_step()
+    log.end_turn()
+    return log
+
+
 def write(name, text):
     with open(os.path.join(HERE, name), "w", encoding="utf-8", newline="") as f:
         f.write(text)
@@ -442,6 +573,7 @@ def main():
     write("compacted.jsonl", compacted().text())
     write("torn.jsonl", torn())
     write("refused.jsonl", refused())
+    write("anthropic-cache.jsonl", anthropic_cache().text())
     # Zstandard artifact: header frame, then one frame per turn (a durable batch each).
     text = cs.text().split("\n")[:-1]
     frames = [[text[0]]]

@@ -5,11 +5,13 @@
 //! A model request is the folded request header (system prompt, tools) plus
 //! the surface as it stood when the attempt that produced an
 //! `assistant/message` began (session-log §8.3). Each request is a list of
-//! **segments** — a route root (provider/model, no tokens), the system prompt,
-//! the tools, then one segment per derived message — each with an identity
-//! (a node is its seq; an image offload gives it a new identity) and a token
-//! count (the meter's heuristic, or an exact BPE count with
-//! [`CacheOptions::tokenizer`]). Positions are token offsets into that list.
+//! **segments** — a route root (provider/model, no tokens), the system prompt
+//! and the tools (in the provider's order: tools first on Anthropic routes,
+//! whose prompt is tools → system → messages), then one segment per derived
+//! message — each with an identity (a node is its seq; an image offload
+//! gives it a new identity) and a token count (the meter's heuristic, or an
+//! exact BPE count with [`CacheOptions::tokenizer`]). Positions are token
+//! offsets into that list.
 //!
 //! For every request [`analyse`] reports:
 //!
@@ -18,7 +20,9 @@
 //! * the tokens **recomputed** because of the change (old content after the
 //!   first changed position; fresh input appended since is not counted);
 //! * the **predicted cache hit** under DeepSeek's prefix-unit rule
-//!   ([`DeepSeekRule`]) next to the `cacheReadTokens` the provider reported.
+//!   ([`DeepSeekRule`]) or, on Anthropic routes, Anthropic's breakpoint rule
+//!   ([`AnthropicRule`], with its cache writes per TTL), next to the
+//!   `cacheReadTokens` the provider reported.
 //!
 //! For every replacement: the tokens it made the next request recompute, the
 //! summariser's usage, the prompt tokens it saved on every later request and
@@ -82,30 +86,288 @@ impl Default for DeepSeekRule {
     }
 }
 
-/// Where `cache_control` breakpoints sit in a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Breakpoints {
-    /// None: what DSH's Anthropic-compatible adapters send (no
-    /// `cache_control` anywhere), so nothing is cached.
+/// How long an Anthropic cache entry lives after its last use: the two
+/// lifetimes `cache_control` offers (`{"type": "ephemeral"}` is 5 minutes,
+/// `"ttl": "1h"` one hour). Every read refreshes an entry for its TTL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Ttl {
+    /// 5 minutes (the default); written at 1.25× the base input price.
     #[default]
-    None,
-    /// One breakpoint on the last block of every request (what automatic
-    /// caching, or a client marking its last message, does).
+    FiveMinutes,
+    /// 1 hour (`"ttl": "1h"`); written at 2× the base input price.
+    OneHour,
+}
+
+impl Ttl {
+    /// `5m`, `1h`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ttl::FiveMinutes => "5m",
+            Ttl::OneHour => "1h",
+        }
+    }
+
+    /// The lifetime in milliseconds.
+    pub fn ms(self) -> u64 {
+        match self {
+            Ttl::FiveMinutes => 300_000,
+            Ttl::OneHour => 3_600_000,
+        }
+    }
+
+    /// The TTL of exactly this lifetime, if Anthropic offers it.
+    pub fn from_ms(ms: u64) -> Option<Ttl> {
+        match ms {
+            300_000 => Some(Ttl::FiveMinutes),
+            3_600_000 => Some(Ttl::OneHour),
+            _ => None,
+        }
+    }
+
+    /// `5m` or `1h` (also `300s`, `60m`, `3600s`: the same lifetimes).
+    pub fn parse(s: &str) -> Option<Ttl> {
+        match s {
+            "5m" | "300s" => Some(Ttl::FiveMinutes),
+            "1h" | "60m" | "3600s" => Some(Ttl::OneHour),
+            _ => None,
+        }
+    }
+}
+
+/// Where a `cache_control` breakpoint sits, in Anthropic's prompt order
+/// (tools → system → messages). A place a request does not have (no tools,
+/// a single user message) puts no breakpoint in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Place {
+    /// After the tool definitions (on the last tool).
+    Tools,
+    /// After the system prompt (generation 3: after the leading
+    /// `system/message` nodes).
+    System,
+    /// On the first user-role message (a user message or a tool result):
+    /// the context a session starts with.
+    FirstUser,
+    /// On the user-role message before the last one: where the previous
+    /// request's `last` breakpoint usually was.
+    PrevUser,
+    /// On the last message (incremental caching of the conversation).
     Last,
 }
 
-/// Anthropic's prompt cache: the prefix (tools → system → messages) up to a
-/// `cache_control` breakpoint is written, and a later request reads the
-/// longest written prefix that ends within 20 blocks before one of its own
-/// breakpoints. Entries live `ttl_ms` after their last use (5 minutes, or 1
-/// hour); prefixes shorter than `min_tokens` are not cached. Blocks are
-/// dsh's segments (system, tools, one per message).
-#[derive(Debug, Clone, Copy)]
+impl Place {
+    /// Every place, in prompt order.
+    pub const ALL: [Place; 5] = [
+        Place::Tools,
+        Place::System,
+        Place::FirstUser,
+        Place::PrevUser,
+        Place::Last,
+    ];
+
+    /// `tools`, `system`, `first-user`, `prev-user`, `last`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Place::Tools => "tools",
+            Place::System => "system",
+            Place::FirstUser => "first-user",
+            Place::PrevUser => "prev-user",
+            Place::Last => "last",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Place> {
+        Place::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// One `cache_control` breakpoint: where, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Breakpoint {
+    /// Its place.
+    pub at: Place,
+    /// Its lifetime.
+    pub ttl: Ttl,
+}
+
+/// Anthropic's limit of `cache_control` breakpoints per request.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+/// A breakpoint layout that Anthropic's API would refuse, or that does not
+/// parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// Nothing given.
+    #[error("no breakpoints given (use `none` for none)")]
+    Empty,
+    /// A place dsh does not know.
+    #[error("unknown breakpoint place {0:?} (tools, system, first-user, prev-user, last; or none)")]
+    UnknownPlace(String),
+    /// A TTL Anthropic does not offer.
+    #[error("unknown TTL {0:?}: Anthropic offers 5m and 1h")]
+    UnknownTtl(String),
+    /// The same place twice.
+    #[error("breakpoint {0} given twice")]
+    Duplicate(&'static str),
+    /// `none` with other places.
+    #[error("`none` cannot be combined with breakpoints")]
+    NoneWithOthers,
+    /// More than [`MAX_BREAKPOINTS`].
+    #[error(
+        "{0} breakpoints given: Anthropic accepts at most {MAX_BREAKPOINTS} cache_control breakpoints per request"
+    )]
+    TooMany(usize),
+    /// A shorter TTL before a longer one in prompt order.
+    #[error(
+        "{first}:{first_ttl} comes before {then}:{then_ttl} in the prompt (tools → system → messages), and Anthropic requires longer TTLs before shorter ones"
+    )]
+    TtlOrder {
+        /// The earlier place.
+        first: &'static str,
+        /// Its (shorter) TTL.
+        first_ttl: &'static str,
+        /// The later place.
+        then: &'static str,
+        /// Its (longer) TTL.
+        then_ttl: &'static str,
+    },
+}
+
+/// Where `cache_control` breakpoints sit in a request, in prompt order (at
+/// most [`MAX_BREAKPOINTS`], TTLs never increasing). Empty: what DSH's
+/// Anthropic-compatible adapters send (no `cache_control` anywhere), so
+/// nothing is cached.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Breakpoints {
+    list: Vec<Breakpoint>,
+}
+
+impl Breakpoints {
+    /// No breakpoints (DSH's adapters).
+    pub fn none() -> Breakpoints {
+        Breakpoints::default()
+    }
+
+    /// One 5-minute breakpoint on the last message.
+    pub fn last() -> Breakpoints {
+        Breakpoints {
+            list: vec![Breakpoint {
+                at: Place::Last,
+                ttl: Ttl::FiveMinutes,
+            }],
+        }
+    }
+
+    /// A validated layout: sorted into prompt order, then refused when it
+    /// names a place twice, has more than [`MAX_BREAKPOINTS`], or puts a
+    /// shorter TTL before a longer one.
+    pub fn new(mut list: Vec<Breakpoint>) -> Result<Breakpoints, LayoutError> {
+        list.sort_by_key(|b| b.at);
+        if let Some(w) = list.windows(2).find(|w| w[0].at == w[1].at) {
+            return Err(LayoutError::Duplicate(w[0].at.as_str()));
+        }
+        if list.len() > MAX_BREAKPOINTS {
+            return Err(LayoutError::TooMany(list.len()));
+        }
+        if let Some(w) = list.windows(2).find(|w| w[0].ttl < w[1].ttl) {
+            return Err(LayoutError::TtlOrder {
+                first: w[0].at.as_str(),
+                first_ttl: w[0].ttl.as_str(),
+                then: w[1].at.as_str(),
+                then_ttl: w[1].ttl.as_str(),
+            });
+        }
+        Ok(Breakpoints { list })
+    }
+
+    /// Parse `none`, or a comma-separated list of `PLACE[:TTL]` (places
+    /// `tools`, `system`, `first-user`, `prev-user`, `last`; TTL `5m` or
+    /// `1h`, `default` when absent), in any order.
+    ///
+    /// ```
+    /// use dsh::cache::{Breakpoints, Ttl};
+    /// let b = Breakpoints::parse("last, tools:1h,system:1h", Ttl::FiveMinutes).unwrap();
+    /// assert_eq!(b.to_string(), "tools:1h,system:1h,last:5m");
+    /// assert!(Breakpoints::parse("tools,system:1h", Ttl::FiveMinutes).is_err());
+    /// ```
+    pub fn parse(spec: &str, default: Ttl) -> Result<Breakpoints, LayoutError> {
+        let items: Vec<&str> = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if items.is_empty() {
+            return Err(LayoutError::Empty);
+        }
+        if items.contains(&"none") {
+            return if items.len() == 1 {
+                Ok(Breakpoints::none())
+            } else {
+                Err(LayoutError::NoneWithOthers)
+            };
+        }
+        let mut list = Vec::with_capacity(items.len());
+        for it in items {
+            let (place, ttl) = match it.split_once(':') {
+                Some((p, t)) => (
+                    p.trim(),
+                    Ttl::parse(t.trim()).ok_or_else(|| LayoutError::UnknownTtl(t.into()))?,
+                ),
+                None => (it, default),
+            };
+            let at = Place::parse(place).ok_or_else(|| LayoutError::UnknownPlace(place.into()))?;
+            list.push(Breakpoint { at, ttl });
+        }
+        Breakpoints::new(list)
+    }
+
+    /// The breakpoints, in prompt order.
+    pub fn list(&self) -> &[Breakpoint] {
+        &self.list
+    }
+
+    /// No breakpoint at all.
+    pub fn is_none(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The shortest TTL of the layout (`None` without breakpoints).
+    pub fn shortest_ttl(&self) -> Option<Ttl> {
+        self.list.iter().map(|b| b.ttl).min()
+    }
+}
+
+impl std::fmt::Display for Breakpoints {
+    /// `none`, or `PLACE:TTL,…` in prompt order.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.list.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, b) in self.list.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}:{}", b.at.as_str(), b.ttl.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+/// Anthropic's prompt cache, as its prompt-caching documentation describes
+/// it. The prompt is laid out tools → system → messages; each
+/// `cache_control` breakpoint writes the prefix up to it as an entry that
+/// lives its [`Ttl`] after its last use. Each breakpoint looks for the
+/// longest live entry ending at one of the `lookback` block boundaries
+/// before it (or at itself), and reading an entry refreshes it; the request
+/// reads the longest of those hits (A). Breakpoints beyond A whose prefix
+/// reaches `min_tokens` are written, billed as the documentation's mixed-TTL
+/// rule says: 1-hour writes from A to the last 1-hour breakpoint beyond it
+/// (B), 5-minute writes from B to the last breakpoint (C); the rest is
+/// uncached input. Blocks are dsh's segments (tools, system, one per
+/// message), and TTLs count only when the log's times are real.
+#[derive(Debug, Clone)]
 pub struct AnthropicRule {
     /// Where the breakpoints are.
     pub breakpoints: Breakpoints,
-    /// Entry lifetime after its last use, ms.
-    pub ttl_ms: u64,
     /// Shortest cacheable prefix, tokens.
     pub min_tokens: u64,
     /// Blocks looked back from a breakpoint for an earlier entry.
@@ -115,8 +377,7 @@ pub struct AnthropicRule {
 impl Default for AnthropicRule {
     fn default() -> Self {
         AnthropicRule {
-            breakpoints: Breakpoints::None,
-            ttl_ms: 300_000,
+            breakpoints: Breakpoints::none(),
             min_tokens: 1024,
             lookback: 20,
         }
@@ -485,8 +746,9 @@ pub struct Request {
     pub deepseek_hit: u64,
     /// The length of the DeepSeek unit hit, before rounding to blocks.
     pub deepseek_unit: u64,
-    /// Predicted hit and cache write under [`AnthropicRule`].
-    pub anthropic: (u64, u64),
+    /// Predicted read and writes under [`AnthropicRule`] (zero on routes
+    /// it does not predict, see [`rule_for`]).
+    pub anthropic: AnthropicPrediction,
     /// The provider's usage, when logged.
     pub reported: Option<Reported>,
     /// The idle gap.
@@ -499,6 +761,29 @@ impl Request {
     /// `prompt − predicted hit`.
     pub fn predicted_miss(&self) -> u64 {
         self.prompt_tokens - self.predicted_hit
+    }
+}
+
+/// What [`AnthropicRule`] predicts for one request: hit + writes ≤ prompt;
+/// the rest of the prompt is uncached input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AnthropicPrediction {
+    /// Tokens read from the cache (`cache_read_input_tokens`).
+    pub hit: u64,
+    /// Tokens written to 5-minute entries.
+    pub write_5m: u64,
+    /// Tokens written to 1-hour entries.
+    pub write_1h: u64,
+    /// Of the request's recomputed tokens, those written to 5-minute entries.
+    pub recomputed_5m: u64,
+    /// Of the request's recomputed tokens, those written to 1-hour entries.
+    pub recomputed_1h: u64,
+}
+
+impl AnthropicPrediction {
+    /// All tokens written (`cache_creation_input_tokens`).
+    pub fn write(&self) -> u64 {
+        self.write_5m + self.write_1h
     }
 }
 
@@ -617,8 +902,11 @@ pub struct Rates {
     pub miss: f64,
     /// Cache hit.
     pub hit: f64,
-    /// Cache write (where the provider bills it; else `miss`).
+    /// Cache write (where the provider bills it; else `miss`); Anthropic's
+    /// 5-minute entries.
     pub write: f64,
+    /// Anthropic's 1-hour cache write, when known.
+    pub write_1h: Option<f64>,
     /// Output.
     pub output: f64,
     /// Currency, e.g. `USD`.
@@ -662,22 +950,116 @@ impl Prices for crate::price::PriceTable {
             miss: r.input,
             hit: r.cache_hit,
             write: r.cache_write,
+            write_1h: r.cache_write_1h,
             output: r.output,
             currency: "USD",
         })
     }
 }
 
+/// What a request's prompt costs as predicted: its hit, its cache writes
+/// and the rest (uncached input), each at its rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestCost {
+    /// Predicted hit × the hit rate.
+    pub hit: f64,
+    /// Predicted cache writes × their rates (Anthropic's rule: 5-minute
+    /// writes at the write rate, 1-hour writes at the 1-hour rate; 0 under
+    /// DeepSeek's rule, which bills no writes).
+    pub write: f64,
+    /// The rest of the prompt × the uncached input rate.
+    pub uncached: f64,
+    /// Currency.
+    pub currency: &'static str,
+}
+
+impl RequestCost {
+    /// The prompt's whole cost.
+    pub fn total(&self) -> f64 {
+        self.hit + self.write + self.uncached
+    }
+
+    /// What the miss costs: writes and uncached input.
+    pub fn miss(&self) -> f64 {
+        self.write + self.uncached
+    }
+
+    /// Add another cost (same currency assumed: every rate is USD).
+    pub fn add(&mut self, o: &RequestCost) {
+        self.hit += o.hit;
+        self.write += o.write;
+        self.uncached += o.uncached;
+    }
+}
+
+impl Request {
+    /// Predicted cache writes (5-minute, 1-hour): Anthropic's when its rule
+    /// predicts the route, else none.
+    pub fn predicted_writes(&self) -> (u64, u64) {
+        if rule_for(&self.provider) == "anthropic" {
+            (self.anthropic.write_5m, self.anthropic.write_1h)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
+impl Request {
+    /// Of the recomputed tokens, those predicted written to the cache
+    /// (5-minute, 1-hour): Anthropic's rule only.
+    pub fn recomputed_writes(&self) -> (u64, u64) {
+        if rule_for(&self.provider) == "anthropic" {
+            let a = &self.anthropic;
+            let w1 = a.recomputed_1h.min(self.recomputed_tokens);
+            (a.recomputed_5m.min(self.recomputed_tokens - w1), w1)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
 impl CacheReport {
-    /// What the predicted misses of each cause cost (miss tokens × the
-    /// uncached input rate), per cause key; `None` for a cause with a
-    /// request that has no known price.
+    /// What request `q`'s prompt costs as predicted, `None` without a known
+    /// price (or without a 1-hour write rate for its predicted 1-hour
+    /// writes).
+    pub fn request_cost(&self, q: &Request, prices: &dyn Prices) -> Option<RequestCost> {
+        let r = prices.rates(&q.provider, &q.model, self.time_ms(q.time))?;
+        let (w5, w1) = q.predicted_writes();
+        let w1_cost = match w1 {
+            0 => 0.0,
+            n => n as f64 * r.write_1h?,
+        };
+        let uncached = q.prompt_tokens.saturating_sub(q.predicted_hit + w5 + w1);
+        Some(RequestCost {
+            hit: q.predicted_hit as f64 * r.hit / 1e6,
+            write: (w5 as f64 * r.write + w1_cost) / 1e6,
+            uncached: uncached as f64 * r.miss / 1e6,
+            currency: r.currency,
+        })
+    }
+
+    /// The predicted prompt cost of every own request (inherited ones are
+    /// the parent's), `None` when one of them has no price.
+    pub fn predicted_cost(&self, prices: &dyn Prices) -> Option<RequestCost> {
+        let mut sum = RequestCost {
+            hit: 0.0,
+            write: 0.0,
+            uncached: 0.0,
+            currency: "USD",
+        };
+        for q in self.requests.iter().filter(|q| !q.inherited) {
+            sum.add(&self.request_cost(q, prices)?);
+        }
+        Some(sum)
+    }
+
+    /// What the predicted misses of each cause cost (cache writes at their
+    /// rates, the rest at the uncached input rate), per cause key; `None`
+    /// for a cause with a request that has no known price.
     pub fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
         let mut out: HashMap<String, Option<f64>> = HashMap::new();
-        for q in &self.requests {
-            let c = prices
-                .rates(&q.provider, &q.model, self.time_ms(q.time))
-                .map(|r| q.predicted_miss() as f64 * r.miss / 1e6);
+        for q in self.requests.iter().filter(|q| !q.inherited) {
+            let c = self.request_cost(q, prices).map(|c| c.miss());
             let e = out.entry(q.cause.key()).or_insert(Some(0.0));
             *e = match (*e, c) {
                 (Some(a), Some(b)) => Some(a + b),
@@ -691,8 +1073,13 @@ impl CacheReport {
 /// Money figures of a replacement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReplacementCost {
-    /// Recomputed tokens × (miss − hit).
+    /// Recomputed tokens × (the rate they are billed at − hit): under
+    /// Anthropic's rule the ones written to the cache at their write rate
+    /// (5-minute or 1-hour), the rest at the uncached input rate.
     pub recompute: f64,
+    /// The part of `recompute` of the tokens written to the cache (0 where
+    /// nothing is written).
+    pub recompute_write: f64,
     /// The summariser call.
     pub summary: f64,
     /// Saved tokens × hit price, over every later request.
@@ -741,6 +1128,10 @@ pub struct Totals {
     pub prompt_tokens: u64,
     /// Σ predicted hits.
     pub predicted_hit: u64,
+    /// Σ predicted writes to 5-minute cache entries (Anthropic's rule).
+    pub predicted_write_5m: u64,
+    /// Σ predicted writes to 1-hour cache entries (Anthropic's rule).
+    pub predicted_write_1h: u64,
     /// Failed attempts among the requests.
     pub failed_requests: usize,
     /// Requests with usage.
@@ -786,6 +1177,9 @@ impl Totals {
             self.failed_requests += q.failed.is_some() as usize;
             self.prompt_tokens += q.prompt_tokens;
             self.predicted_hit += q.predicted_hit;
+            let (w5, w1) = q.predicted_writes();
+            self.predicted_write_5m += w5;
+            self.predicted_write_1h += w1;
             if let Some(u) = q.reported {
                 self.reported_requests += 1;
                 self.reported_prompt += u.prompt();
@@ -822,7 +1216,18 @@ impl CacheReport {
         let r = self.replacements.get(i)?;
         let next = self.requests.get(r.next_request?)?;
         let rates = prices.rates(&next.provider, &next.model, self.time_ms(next.time))?;
-        let recompute = r.recomputed_tokens as f64 * (rates.miss - rates.hit) / 1e6;
+        let (w5, w1) = match r.covered_by {
+            None => next.recomputed_writes(),
+            Some(_) => (0, 0),
+        };
+        let rest = r.recomputed_tokens.saturating_sub(w5 + w1);
+        let w1_rate = match w1 {
+            0 => 0.0,
+            _ => rates.write_1h?,
+        };
+        let recompute_write =
+            (w5 as f64 * (rates.write - rates.hit) + w1 as f64 * (w1_rate - rates.hit)) / 1e6;
+        let recompute = rest as f64 * (rates.miss - rates.hit) / 1e6 + recompute_write;
         let summary = match &r.summary {
             None => 0.0,
             Some(s) => match s.usage {
@@ -860,6 +1265,7 @@ impl CacheReport {
         }
         Some(ReplacementCost {
             recompute,
+            recompute_write,
             summary,
             saved,
             break_even,
@@ -917,9 +1323,14 @@ impl CacheReport {
             q.recomputed_tokens = s(q.recomputed_tokens).min(prompt);
             q.deepseek_unit = s(q.deepseek_unit).min(prompt);
             q.deepseek_hit = (q.deepseek_unit / block * block).min(prompt);
-            q.anthropic = (s(q.anthropic.0).min(prompt), s(q.anthropic.1));
+            let a = &mut q.anthropic;
+            a.hit = s(a.hit).min(prompt);
+            a.write_1h = s(a.write_1h).min(prompt - a.hit);
+            a.write_5m = s(a.write_5m).min(prompt - a.hit - a.write_1h);
+            a.recomputed_1h = s(a.recomputed_1h).min(a.write_1h);
+            a.recomputed_5m = s(a.recomputed_5m).min(a.write_5m);
             q.predicted_hit = if rule_for(&q.provider) == "anthropic" {
-                q.anthropic.0
+                q.anthropic.hit
             } else {
                 q.deepseek_hit
             };
@@ -1119,6 +1530,12 @@ struct Unit {
     used: f64,
 }
 
+/// An Anthropic cache entry: its last use and its lifetime.
+struct Entry {
+    used: f64,
+    ttl_ms: u64,
+}
+
 /// One content block of a node: its identity, tokens and type, and for a
 /// tool result the identity and tokens of each content item.
 #[derive(Debug)]
@@ -1148,7 +1565,7 @@ pub(crate) struct Collector {
     prev: Option<Prev>,
     units: HashMap<u64, Unit>,
     seen: HashSet<u64>,
-    anthropic: HashMap<u64, f64>,
+    anthropic: HashMap<u64, Entry>,
     changes: Vec<Change>,
     offloads: HashMap<u64, u64>,
     offload_version: HashMap<u64, u64>,
@@ -1399,19 +1816,24 @@ impl Collector {
             tokens: 0,
             what: Segment::Route,
         });
-        if let Some((id, tokens)) = h.system {
-            segs.push(Seg {
-                id,
-                tokens,
-                what: Segment::System,
-            });
-        }
-        if let Some((id, tokens)) = h.tools {
-            segs.push(Seg {
-                id,
-                tokens,
-                what: Segment::Tools,
-            });
+        // The header in the provider's order: Anthropic's prompt is tools →
+        // system → messages, DeepSeek's (as dsh lays it out) system → tools.
+        let system = h.system.map(|(id, tokens)| Seg {
+            id,
+            tokens,
+            what: Segment::System,
+        });
+        let tools = h.tools.map(|(id, tokens)| Seg {
+            id,
+            tokens,
+            what: Segment::Tools,
+        });
+        if rule_for(&h.provider) == "anthropic" {
+            segs.extend(tools);
+            segs.extend(system);
+        } else {
+            segs.extend(system);
+            segs.extend(tools);
         }
         for (position, n) in surface.nodes.iter().enumerate() {
             if !n.derives || Some(n.seq) == skip {
@@ -1438,37 +1860,138 @@ impl Collector {
         }
     }
 
-    /// Anthropic's rule on this request: (hit, written).
-    fn anthropic_rule(&mut self, chain: &[u64], ptok: &[u64], now: f64) -> (u64, u64) {
-        let rule = self.opts.anthropic;
-        let n = chain.len() - 1;
-        let bps: Vec<usize> = match rule.breakpoints {
-            Breakpoints::None => return (0, 0),
-            Breakpoints::Last => vec![n],
+    /// Anthropic's rule on this request ([`AnthropicRule`]): the
+    /// prediction (without its recomputed split) and the token offsets of
+    /// A (the hit), B (the end of the 1-hour writes) and C (the end of all
+    /// writes).
+    fn anthropic_rule(
+        &mut self,
+        segs: &[Seg],
+        chain: &[u64],
+        ptok: &[u64],
+        now: f64,
+    ) -> (AnthropicPrediction, [u64; 3]) {
+        let rule = &self.opts.anthropic;
+        if rule.breakpoints.is_none() {
+            return (AnthropicPrediction::default(), [0; 3]);
+        }
+        let n = segs.len();
+        let users: Vec<usize> = segs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                matches!(
+                    s.what,
+                    Segment::Node {
+                        kind: Kind::UserMessage | Kind::ToolResult,
+                        ..
+                    }
+                )
+            })
+            .map(|(k, _)| k)
+            .collect();
+        // Generation 3 has no header system prompt: its leading
+        // `system/message` nodes are the system part.
+        let leading_system = || {
+            let first = segs
+                .iter()
+                .position(|s| matches!(s.what, Segment::Node { .. }))?;
+            segs[first..]
+                .iter()
+                .take_while(|s| {
+                    matches!(
+                        s.what,
+                        Segment::Node {
+                            kind: Kind::SystemMessage,
+                            ..
+                        }
+                    )
+                })
+                .count()
+                .checked_sub(1)
+                .map(|j| first + j)
         };
-        let live = |used: f64| !self.times_real || now - used <= rule.ttl_ms as f64;
-        let mut hit_at = 0;
-        for &b in &bps {
+        // Breakpoints as block boundaries (segment k ends at boundary k + 1),
+        // sorted; two places on one block are one breakpoint (the longer
+        // TTL, which the layout's order puts first).
+        let mut bps: Vec<(usize, Ttl)> = Vec::with_capacity(MAX_BREAKPOINTS);
+        for b in rule.breakpoints.list() {
+            let k = match b.at {
+                Place::Tools => segs.iter().position(|s| s.what == Segment::Tools),
+                Place::System => segs
+                    .iter()
+                    .position(|s| s.what == Segment::System)
+                    .or_else(leading_system),
+                Place::FirstUser => users.first().copied(),
+                Place::PrevUser => users.len().checked_sub(2).map(|i| users[i]),
+                Place::Last => n.checked_sub(1),
+            };
+            if let Some(k) = k {
+                match bps.iter_mut().find(|x| x.0 == k + 1) {
+                    Some(x) => x.1 = x.1.max(b.ttl),
+                    None => bps.push((k + 1, b.ttl)),
+                }
+            }
+        }
+        bps.sort();
+        let times_real = self.times_real;
+        let live = |e: &Entry| !times_real || now - e.used <= e.ttl_ms as f64;
+        // Each breakpoint's hit: the longest live entry in its window.
+        let mut a = 0;
+        let mut read = Vec::with_capacity(bps.len());
+        for &(b, _) in &bps {
             let lo = b.saturating_sub(rule.lookback).max(1);
             if let Some(i) = (lo..=b)
                 .rev()
-                .find(|&i| self.anthropic.get(&chain[i]).is_some_and(|&u| live(u)))
+                .find(|&i| self.anthropic.get(&chain[i]).is_some_and(live))
             {
-                hit_at = hit_at.max(i);
+                read.push(i);
+                a = a.max(i);
             }
         }
-        let hit = ptok[hit_at];
-        if hit_at > 0 {
-            self.anthropic.insert(chain[hit_at], now);
-        }
-        let mut written = 0;
-        for &b in &bps {
-            if ptok[b] >= rule.min_tokens {
-                self.anthropic.insert(chain[b], now);
-                written = ptok[b].saturating_sub(hit);
+        for i in read {
+            if let Some(e) = self.anthropic.get_mut(&chain[i]) {
+                e.used = now;
             }
         }
-        (hit, written)
+        // Writes: every cacheable breakpoint beyond the hit.
+        let (mut b1, mut c) = (a, a);
+        let min = rule.min_tokens;
+        for &(b, ttl) in &bps {
+            if b > a && ptok[b] >= min {
+                self.anthropic.insert(
+                    chain[b],
+                    Entry {
+                        used: now,
+                        ttl_ms: ttl.ms(),
+                    },
+                );
+                if ttl == Ttl::OneHour {
+                    b1 = b;
+                }
+                c = b;
+            }
+        }
+        let (ta, tb, tc) = (ptok[a], ptok[b1], ptok[c]);
+        (
+            AnthropicPrediction {
+                hit: ta,
+                write_1h: tb - ta,
+                write_5m: tc - tb,
+                ..AnthropicPrediction::default()
+            },
+            [ta, tb, tc],
+        )
+    }
+
+    /// The cache lifetime idle gaps are measured against on a route:
+    /// Anthropic's shortest breakpoint TTL where breakpoints are set (an
+    /// idle gap beyond it expires part of the cache), else `lifetime_ms`.
+    fn lifetime(&self, provider: &str) -> Option<u64> {
+        match self.opts.anthropic.breakpoints.shortest_ttl() {
+            Some(t) if rule_for(provider) == "anthropic" => Some(t.ms()),
+            _ => self.opts.lifetime_ms,
+        }
     }
 
     fn expired(&self, used: f64, now: f64) -> bool {
@@ -1512,7 +2035,14 @@ impl Collector {
                 break;
             }
         }
-        let anthropic = self.anthropic_rule(&chain, &ptok, now);
+        // Anthropic's rule only where it applies: its entries belong to
+        // Anthropic routes, laid out in Anthropic's order.
+        let (mut anthropic, spans) = if rule_for(&snap.header.provider) == "anthropic" {
+            self.anthropic_rule(&segs, &chain, &ptok, now)
+        } else {
+            (AnthropicPrediction::default(), [0; 3])
+        };
+        let lifetime = self.lifetime(&snap.header.provider);
         // The first changed position against the previous request + output.
         let index = self.requests.len();
         let (first_changed, cause, header_changes, recomputed, idle) = match &self.prev {
@@ -1529,7 +2059,7 @@ impl Collector {
                 } else {
                     Idle::Gap {
                         ms: gap.max(0.0) as u64,
-                        expired: self.opts.lifetime_ms.is_some_and(|l| gap > l as f64),
+                        expired: lifetime.is_some_and(|l| gap > l as f64),
                     }
                 };
                 let mut hc = Vec::new();
@@ -1563,18 +2093,26 @@ impl Collector {
                 } else {
                     self.cause_at(&segs, &p.ext, idx, &p.header, &snap.header)
                 };
-                let recomputed: u64 = if idx >= p.ext.len() {
-                    0
-                } else {
-                    segs[idx..]
-                        .iter()
-                        .filter(|s| match s.what {
-                            Segment::Node { seq, .. } => !self.fresh.contains(&seq),
-                            _ => true,
-                        })
-                        .map(|s| s.tokens)
-                        .sum()
-                };
+                // Old content from the first change on; under Anthropic's
+                // rule, the part of it that falls in the 1-hour (A..B) and
+                // 5-minute (B..C) writes.
+                let mut recomputed = 0;
+                if idx < p.ext.len() {
+                    let [ta, tb, tc] = spans;
+                    let overlap =
+                        |s: u64, e: u64, lo: u64, hi: u64| e.min(hi).saturating_sub(s.max(lo));
+                    for (k, sg) in segs.iter().enumerate().skip(idx) {
+                        if let Segment::Node { seq, .. } = sg.what
+                            && self.fresh.contains(&seq)
+                        {
+                            continue;
+                        }
+                        recomputed += sg.tokens;
+                        let (s, e) = (ptok[k], ptok[k + 1]);
+                        anthropic.recomputed_1h += overlap(s, e, ta, tb);
+                        anthropic.recomputed_5m += overlap(s, e, tb, tc);
+                    }
+                }
                 (Some(pos), cause, hc, recomputed, idle)
             }
         };
@@ -1635,7 +2173,7 @@ impl Collector {
             fresh_tokens,
             recomputed_tokens: recomputed,
             predicted_hit: if rule_for(&h.provider) == "anthropic" {
-                anthropic.0
+                anthropic.hit
             } else {
                 hit.min(prompt)
             },
@@ -2040,7 +2578,8 @@ mod tests {
             (model == "m").then_some(Rates {
                 miss: 2.0,
                 hit: 0.5,
-                write: 2.0,
+                write: 2.5,
+                write_1h: Some(4.0),
                 output: 8.0,
                 currency: "USD",
             })
@@ -2069,7 +2608,7 @@ mod tests {
             predicted_hit: 0,
             deepseek_hit: 0,
             deepseek_unit: 0,
-            anthropic: (0, 0),
+            anthropic: AnthropicPrediction::default(),
             reported: None,
             idle: Idle::None,
             output_tokens: 0,
@@ -2131,6 +2670,139 @@ mod tests {
         r2.requests[1].model = "other".into();
         assert!(r2.replacement_cost(0, &Fixed).is_none());
         assert!(r.replacement_cost(0, &NoPrices).is_none());
+    }
+
+    #[test]
+    fn anthropic_writes_are_priced_by_their_ttl_and_recomputed_writes_by_theirs() {
+        // A request on an Anthropic route: 10 000 prompt tokens, 2 000 read,
+        // 4 000 written to 1-hour entries, 3 000 to 5-minute ones.
+        let mut q = request(1, "m");
+        q.provider = "anthropic".into();
+        q.prompt_tokens = 10_000;
+        q.predicted_hit = 2_000;
+        q.recomputed_tokens = 5_000;
+        q.anthropic = AnthropicPrediction {
+            hit: 2_000,
+            write_5m: 3_000,
+            write_1h: 4_000,
+            recomputed_5m: 1_000,
+            recomputed_1h: 2_000,
+        };
+        let mut r = CacheReport {
+            file: "f".into(),
+            session: "s".into(),
+            times_real: false,
+            tokenizer: None,
+            deepseek: DeepSeekRule::default(),
+            anthropic: AnthropicRule::default(),
+            requests: vec![request(0, "m"), q],
+            replacements: vec![Replacement {
+                seq: 2,
+                kind: ReplaceKind::Prune,
+                position: 0,
+                shadowed_tokens: 6_000,
+                replacement_tokens: 1_000,
+                next_request: Some(1),
+                recomputed_tokens: 5_000,
+                covered_by: None,
+                summary: None,
+                saved: vec![(1, 5_000)],
+                superseded_by: None,
+                break_even_tokens: BreakEven::Unknown,
+            }],
+            warnings: Vec::new(),
+            attempts_not_sent: 0,
+            calibrated: None,
+        };
+        let c = r.request_cost(&r.requests[1], &Fixed).unwrap();
+        // 2 000 × 0.5 / 1e6
+        assert!((c.hit - 0.001).abs() < 1e-12);
+        // (3 000 × 2.5 + 4 000 × 4) / 1e6
+        assert!((c.write - 0.0235).abs() < 1e-12);
+        // 1 000 uncached × 2 / 1e6
+        assert!((c.uncached - 0.002).abs() < 1e-12);
+        assert!((c.total() - 0.0265).abs() < 1e-12);
+        assert!((c.miss() - 0.0255).abs() < 1e-12);
+        // The prune's recompute: 1 000 re-written at 5 minutes, 2 000 at 1
+        // hour, 2 000 sent uncached, each against the hit price:
+        // (1 000 × 2 + 2 000 × 3.5) / 1e6 = 0.009 for the writes,
+        // + 2 000 × 1.5 / 1e6 = 0.012.
+        let rc = r.replacement_cost(0, &Fixed).unwrap();
+        assert!((rc.recompute_write - 0.009).abs() < 1e-12, "{rc:?}");
+        assert!((rc.recompute - 0.012).abs() < 1e-12, "{rc:?}");
+        // Totals count the writes; by cause, the miss costs writes and
+        // uncached input.
+        let t = r.totals();
+        assert_eq!((t.predicted_write_5m, t.predicted_write_1h), (3_000, 4_000));
+        let by = r.miss_cost_by_cause(&Fixed);
+        assert!((by["append"].unwrap() - 0.0255).abs() < 1e-12);
+        // Without a 1-hour rate, 1-hour writes have no price.
+        struct No1h;
+        impl Prices for No1h {
+            fn rates(&self, p: &str, m: &str, t: Option<i64>) -> Option<Rates> {
+                Fixed.rates(p, m, t).map(|r| Rates {
+                    write_1h: None,
+                    ..r
+                })
+            }
+        }
+        assert!(r.request_cost(&r.requests[1], &No1h).is_none());
+        assert!(r.replacement_cost(0, &No1h).is_none());
+        assert!(r.request_cost(&r.requests[0], &No1h).is_some());
+        // Under DeepSeek's rule the same request writes nothing.
+        r.requests[1].provider = "deepseek-official".into();
+        r.requests[1].predicted_hit = 2_048;
+        let c = r.request_cost(&r.requests[1], &Fixed).unwrap();
+        assert_eq!(c.write, 0.0);
+        assert!((c.uncached - 7_952.0 * 2.0 / 1e6).abs() < 1e-12);
+        let rc = r.replacement_cost(0, &Fixed).unwrap();
+        assert_eq!(rc.recompute_write, 0.0);
+        assert!((rc.recompute - 5_000.0 * 1.5 / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn layouts_parse_in_prompt_order_and_refuse_what_anthropic_refuses() {
+        let p = |s| Breakpoints::parse(s, Ttl::FiveMinutes);
+        assert_eq!(p("none").unwrap(), Breakpoints::none());
+        assert_eq!(p("last").unwrap(), Breakpoints::last());
+        assert_eq!(
+            p(" last ,prev-user, system:1h,tools:1h ")
+                .unwrap()
+                .to_string(),
+            "tools:1h,system:1h,prev-user:5m,last:5m"
+        );
+        assert_eq!(
+            Breakpoints::parse("tools,last:5m", Ttl::OneHour)
+                .unwrap()
+                .to_string(),
+            "tools:1h,last:5m"
+        );
+        assert_eq!(p(""), Err(LayoutError::Empty));
+        assert_eq!(p("none,last"), Err(LayoutError::NoneWithOthers));
+        assert_eq!(p("last,last:1h"), Err(LayoutError::Duplicate("last")));
+        assert_eq!(
+            p("tools,system,first-user,prev-user,last"),
+            Err(LayoutError::TooMany(5))
+        );
+        assert_eq!(p("last:2h"), Err(LayoutError::UnknownTtl("2h".into())));
+        assert_eq!(p("end"), Err(LayoutError::UnknownPlace("end".into())));
+        let e = p("system:1h,tools:5m").unwrap_err();
+        assert_eq!(
+            e,
+            LayoutError::TtlOrder {
+                first: "tools",
+                first_ttl: "5m",
+                then: "system",
+                then_ttl: "1h"
+            }
+        );
+        assert!(e.to_string().contains("longer TTLs before shorter"));
+        assert_eq!(
+            p("first-user:1h,last").unwrap().shortest_ttl(),
+            Some(Ttl::FiveMinutes)
+        );
+        assert_eq!(Ttl::from_ms(3_600_000), Some(Ttl::OneHour));
+        assert_eq!(Ttl::from_ms(600_000), None);
     }
 
     #[test]

@@ -32,6 +32,9 @@
 //! baseURL = "https://api.deepseek.com"
 //! apiKeyEnv = "DEEPSEEK_API_KEY"  # the NAME of the variable; never read here
 //! reasoningEffort = "high"
+//!
+//! [cache]                      # dsh cache's defaults
+//! anthropicBreakpoints = "tools:1h,system:1h,last"  # read by dsh cache (cache::Breakpoints::parse)
 //! ```
 //!
 //! Validation mirrors the reference (`BasicCompactionConfig: …`,
@@ -163,6 +166,28 @@ pub struct Config {
     pub routes: Vec<RouteConfig>,
     /// `[[prices]]`: price entries added to (or replacing) the built-in table.
     pub prices: Vec<crate::price::Price>,
+    /// `[cache]`.
+    pub cache: CacheConfig,
+}
+
+/// `[cache]`: `dsh cache`'s defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CacheConfig {
+    /// `anthropicBreakpoints`: the `cache_control` layout of the user's
+    /// Anthropic requests, as written; `dsh cache` reads it with
+    /// `cache::Breakpoints::parse` (the cache module sits above this one).
+    pub anthropic_breakpoints: Option<String>,
+}
+
+fn cache_section(v: &T) -> Result<CacheConfig, ConfigError> {
+    const NAME: &str = "dsh config: cache";
+    let T::Table(t) = v else {
+        return Err(cerr("dsh config: [cache] must be a table"));
+    };
+    check_keys(t, &["anthropicBreakpoints"], NAME)?;
+    Ok(CacheConfig {
+        anthropic_breakpoints: string(t, "anthropicBreakpoints", NAME)?,
+    })
 }
 
 /// Where the config file is: `flag`, else `dsh_config` (`$DSH_CONFIG`), else
@@ -538,7 +563,8 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
 // from       = "2026-04-26T12:15Z"    # optional: a date (UTC) or an RFC 3339 instant
 // input      = 0.14                   # USD per 1M uncached input tokens
 // cacheHit   = 0.0028                 # USD per 1M cache-hit input tokens
-// cacheWrite = 0.14                   # optional, default = input
+// cacheWrite = 0.14                   # optional, default = input (Anthropic: 5-minute writes)
+// cacheWrite1h = 6                    # optional: Anthropic's 1-hour writes (no default: unpriced)
 // output     = 0.28
 // offPeak    = { input = 0.07, cacheHit = 0.0014, output = 0.14 }  # optional: the figures
 //                                     # above are then DeepSeek's peak rates
@@ -566,6 +592,7 @@ fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
         input,
         cache_hit: need("cacheHit")?,
         cache_write: rate("cacheWrite")?.unwrap_or(input),
+        cache_write_1h: rate("cacheWrite1h")?,
         output: need("output")?,
     })
 }
@@ -591,6 +618,7 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
                 "input",
                 "cacheHit",
                 "cacheWrite",
+                "cacheWrite1h",
                 "output",
                 "offPeak",
                 "source",
@@ -624,7 +652,11 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
             None => None,
             Some(T::Table(o)) => {
                 let oname = format!("{name}.offPeak");
-                check_keys(o, &["input", "cacheHit", "cacheWrite", "output"], &oname)?;
+                check_keys(
+                    o,
+                    &["input", "cacheHit", "cacheWrite", "cacheWrite1h", "output"],
+                    &oname,
+                )?;
                 Some(rates_of(o, &oname)?)
             }
             Some(_) => return Err(cerr(format!("{name}.offPeak must be a table"))),
@@ -684,9 +716,10 @@ impl Config {
                 }
                 "routes" => cfg.routes = routes(v)?,
                 "prices" => cfg.prices = prices(v)?,
+                "cache" => cfg.cache = cache_section(v)?,
                 other => {
                     return Err(cerr(format!(
-                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes, prices)"
+                        "dsh config: unknown section \"{other}\" (allowed: meter, compaction, pruner, routes, prices, cache)"
                     )));
                 }
             }
@@ -917,6 +950,34 @@ reasoningEffort = "high"
     fn integral_floats_are_integers_as_in_javascript() {
         let cfg = Config::from_toml_str("[compaction]\nretainTokens = 20000.0").unwrap();
         assert_eq!(cfg.compaction.retention, Retention::Tokens(20_000));
+    }
+
+    #[test]
+    fn one_hour_write_rates() {
+        let cfg = Config::from_toml_str(
+            "[[prices]]\nprovider = \"anthropic\"\nmodel = \"m\"\ninput = 3\ncacheHit = 0.3\ncacheWrite = 3.75\ncacheWrite1h = 6\noutput = 15\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.prices[0].rates.cache_write_1h, Some(6.0));
+        let cfg = Config::from_toml_str(
+            "[[prices]]\nprovider = \"p\"\nmodel = \"m\"\ninput = 3\ncacheHit = 0.3\noutput = 15\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.prices[0].rates.cache_write_1h, None, "never guessed");
+    }
+
+    #[test]
+    fn cache_section() {
+        let cfg =
+            Config::from_toml_str("[cache]\nanthropicBreakpoints = \"last, tools:1h\"\n").unwrap();
+        assert_eq!(
+            cfg.cache.anthropic_breakpoints.as_deref(),
+            Some("last, tools:1h")
+        );
+        assert_eq!(Config::default().cache.anthropic_breakpoints, None);
+        assert!(err("[cache]\nanthropicBreakpoints = 4").contains("must be a string"));
+        assert!(err("[cache]\nttl = \"1h\"").contains("unknown key \"ttl\""));
+        assert!(err("cache = 1").contains("[cache] must be a table"));
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub fn write_messages_json(
     out.write_all(b"[").map_err(io)?;
     let mut first = true;
     let mut buf = String::new();
+    let mut line = Vec::new();
     let mut file = None;
     let mut window = log.span_window();
     // Canonical messages waiting in the window: written together, straight
@@ -87,16 +88,32 @@ pub fn write_messages_json(
         if let Some(w) = &window {
             write_pending(w, &mut pending, &mut first, out).map_err(io)?;
         }
-        let ev = log.read_body(&node.body, node.seq, &mut file)?;
-        if let Some(m) = project(&ev) {
-            buf.clear();
-            if !first {
-                buf.push(',');
+        let mut write = |ev: &crate::event::Event<'_>| -> Result<(), WriteMessagesError> {
+            if let Some(m) = project(ev) {
+                buf.clear();
+                if !first {
+                    buf.push(',');
+                }
+                first = false;
+                m.write_json(&mut buf);
+                out.write_all(buf.as_bytes()).map_err(io)?;
             }
-            first = false;
-            m.write_json(&mut buf);
-            out.write_all(buf.as_bytes()).map_err(io)?;
+            Ok(())
+        };
+        // Any other line is parsed again from the same window (a second
+        // reader would decompress an artifact a second time).
+        if let (Some(w), crate::surface::NodeBody::Span { offset, len }) =
+            (window.as_mut(), &node.body)
+        {
+            let len = *len as usize;
+            if !w.holds(*offset, len) {
+                w.fill(*offset, len)?;
+            }
+            let ev = crate::log::parse_node_line(w.slice(*offset, len), node.seq)?;
+            write(&ev)?;
+            continue;
         }
+        log.with_body(&node.body, node.seq, &mut file, &mut line, |ev| write(ev))??;
     }
     if let Some(w) = &window {
         write_pending(w, &mut pending, &mut first, out).map_err(io)?;

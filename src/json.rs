@@ -310,12 +310,62 @@ impl<'a> JStr<'a> {
 
     /// Number of code points.
     pub fn count_code_points(&self) -> usize {
-        if !self.escaped {
-            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
-            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
-            return s.chars().count();
+        scan_code_points(&self.raw, self.escaped, &[], &mut [])
+    }
+
+    /// The byte offsets in the raw text where code points `a` and `b`
+    /// (`a <= b`) start; the raw length for one at or past the end.
+    fn code_point_offsets(&self, a: usize, b: usize) -> (usize, usize) {
+        let mut found = [self.raw.len(); 2];
+        scan_code_points(&self.raw, self.escaped, &[a, b], &mut found);
+        (found[0], found[1])
+    }
+
+    /// The UTF-16 units of code points `..a` and of `b..` (`a <= b`), as
+    /// `Array.from(s).slice(0, a)` and `.slice(b)` joined give them, without
+    /// decoding what lies between.
+    pub fn units_around(&self, a: usize, b: usize) -> (Vec<u16>, Vec<u16>) {
+        let (oa, ob) = self.code_point_offsets(a, b);
+        (
+            self.part(0..oa).units(),
+            self.part(ob..self.raw.len()).units(),
+        )
+    }
+
+    /// Code points `..a`, then `between`, then code points `b..` (`a <= b`):
+    /// what joining `Array.from(s).slice(0, a)`, `between` and
+    /// `.slice(b)` gives in JavaScript, built from the raw text without
+    /// decoding any of it (the pruner's head, marker and tail).
+    pub fn cut_around(&self, a: usize, b: usize, between: &str) -> JStr<'static> {
+        let (oa, ob) = self.code_point_offsets(a, b);
+        let (head, tail) = (&self.raw[..oa], &self.raw[ob..]);
+        let mut raw = Vec::with_capacity(head.len() + between.len() * 2 + tail.len());
+        raw.extend_from_slice(head);
+        if self.escaped {
+            // Escaped source text joins as text does: a lone high surrogate
+            // at the end of one part pairs with a lone low one after it
+            // when decoded, as the joined UTF-16 units would.
+            let mut e = String::with_capacity(between.len() * 2);
+            write_escaped_str(&mut e, between);
+            raw.extend_from_slice(e.as_bytes());
+        } else {
+            raw.extend_from_slice(between.as_bytes());
         }
-        escaped_code_points(&self.raw)
+        raw.extend_from_slice(tail);
+        JStr {
+            raw: Cow::Owned(raw),
+            escaped: self.escaped,
+            len16: LEN16_UNKNOWN,
+        }
+    }
+
+    /// A part of the raw text (cut at a code point boundary) as a string.
+    fn part(&self, r: std::ops::Range<usize>) -> JStr<'_> {
+        JStr {
+            raw: Cow::Borrowed(&self.raw[r]),
+            escaped: self.escaped,
+            len16: LEN16_UNKNOWN,
+        }
     }
 
     /// Whether the string is empty.
@@ -636,42 +686,147 @@ fn walk_escaped(raw: &[u8], mut f: impl FnMut(Piece<'_>)) {
     }
 }
 
-/// `Array.from(s).length` of an escaped string's raw text, without
-/// decoding it: a lone surrogate is one code point, a high surrogate
-/// followed by a low one is one.
-fn escaped_code_points(raw: &[u8]) -> usize {
-    let mut n = 0usize;
-    // The previous unit was a high surrogate (from a `\u` escape).
-    let mut pending = false;
+/// Count the code points (`Array.from(s).length`) of a string's raw text,
+/// escaped JSON source text when `escaped`, and record in `found[i]` the
+/// byte offset where code point `targets[i]` starts (`targets` ascending;
+/// entries past the end are left as they are). With targets, it stops once
+/// the last is found (the count is then partial). Sixteen bytes at a time:
+/// runs of characters written as themselves are counted by their lead
+/// bytes, escapes one by one (a `\u` high surrogate followed by a `\u` low
+/// one is one code point, as are lone ones).
+fn scan_code_points(raw: &[u8], escaped: bool, targets: &[usize], found: &mut [usize]) -> usize {
+    let mut sc = CodePointScan {
+        raw,
+        targets,
+        found,
+        n: 0,
+        t: 0,
+        pending: false,
+    };
     let mut i = 0usize;
-    while i < raw.len() {
-        let next = memchr::memchr(b'\\', &raw[i..]).map_or(raw.len(), |k| i + k);
-        if next > i {
-            // Raw UTF-8: one code point per lead byte; none is a surrogate,
-            // so a pending high surrogate stays lone.
-            n += raw[i..next].iter().filter(|&&b| (b as i8) >= -0x40).count();
-            pending = false;
-        }
-        if next >= raw.len() {
-            break;
-        }
-        let e = raw[next + 1];
-        i = next + 2;
-        if e == b'u' {
-            let u = hex4(&raw[i..]);
-            i += 4;
-            if pending && (0xDC00..0xE000).contains(&u) {
-                pending = false;
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= raw.len() {
+        use std::arch::x86_64::*;
+        // SAFETY: the load reads 16 bytes inside `raw`.
+        let (cont, bs) = unsafe {
+            let v = _mm_loadu_si128(raw.as_ptr().add(i) as *const __m128i);
+            let cont = _mm_movemask_epi8(_mm_cmpeq_epi8(
+                _mm_and_si128(v, _mm_set1_epi8(0xC0u8 as i8)),
+                _mm_set1_epi8(0x80u8 as i8),
+            )) as u32;
+            let bs = if escaped {
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))) as u32
             } else {
-                n += 1;
-                pending = (0xD800..0xDC00).contains(&u);
+                0
+            };
+            (cont, bs)
+        };
+        // Within the block: literal runs between escapes, from `p` on.
+        let mut p = 0usize;
+        loop {
+            let ahead = bs & (u32::MAX << p);
+            let q = if ahead == 0 {
+                16
+            } else {
+                ahead.trailing_zeros() as usize
+            };
+            if q > p {
+                sc.run(i, !cont & (((1u32 << q) - 1) & (u32::MAX << p)));
             }
-        } else {
-            n += 1;
-            pending = false;
+            if q >= 16 {
+                i += 16;
+                break;
+            }
+            let j = sc.escape(i + q);
+            if j >= i + 16 {
+                i = j;
+                break;
+            }
+            p = j - i;
+        }
+        if sc.done() {
+            return sc.n;
         }
     }
-    n
+    while i < raw.len() && !sc.done() {
+        let c = raw[i];
+        if escaped && c == b'\\' {
+            i = sc.escape(i);
+        } else {
+            sc.run(i, u32::from((c as i8) >= -0x40));
+            i += 1;
+        }
+    }
+    sc.n
+}
+
+/// The state of [`scan_code_points`].
+struct CodePointScan<'s> {
+    raw: &'s [u8],
+    targets: &'s [usize],
+    found: &'s mut [usize],
+    /// Code points so far.
+    n: usize,
+    /// The next target.
+    t: usize,
+    /// The previous code point was a high surrogate from an escape.
+    pending: bool,
+}
+
+impl CodePointScan<'_> {
+    fn done(&self) -> bool {
+        !self.targets.is_empty() && self.t >= self.targets.len()
+    }
+
+    /// Literal bytes from `base`: bit k of `leads` marks a lead byte at
+    /// `base + k`.
+    #[inline]
+    fn run(&mut self, base: usize, leads: u32) {
+        if leads == 0 {
+            return;
+        }
+        let c = leads.count_ones() as usize;
+        while self.t < self.targets.len() && self.targets[self.t] < self.n + c {
+            // The (target - n)-th lead byte of the run.
+            let mut m = leads;
+            for _ in 0..self.targets[self.t] - self.n {
+                m &= m - 1;
+            }
+            self.found[self.t] = base + m.trailing_zeros() as usize;
+            self.t += 1;
+        }
+        self.n += c;
+        self.pending = false;
+    }
+
+    /// The escape at `at`; where the text after it starts.
+    #[inline]
+    fn escape(&mut self, at: usize) -> usize {
+        if self.raw[at + 1] == b'u' {
+            let u = hex4(&self.raw[at + 2..]);
+            if self.pending && (0xDC00..0xE000).contains(&u) {
+                self.pending = false;
+                return at + 6;
+            }
+            self.start(at);
+            self.pending = (0xD800..0xDC00).contains(&u);
+            at + 6
+        } else {
+            self.start(at);
+            self.pending = false;
+            at + 2
+        }
+    }
+
+    /// A code point that starts at `at`.
+    #[inline]
+    fn start(&mut self, at: usize) {
+        while self.t < self.targets.len() && self.targets[self.t] == self.n {
+            self.found[self.t] = at;
+            self.t += 1;
+        }
+        self.n += 1;
+    }
 }
 
 fn utf8_len(c: u8) -> usize {
@@ -888,6 +1043,28 @@ impl<'a> Value<'a> {
                 Value::Obj(out)
             }
         }
+    }
+
+    /// Deep copy of an object with member `key` set to `v` (in place when
+    /// present, else last): `to_owned_value()` then [`Self::set`], without
+    /// copying the member that is replaced.
+    pub fn to_owned_with(&self, key: &str, v: OwnedValue) -> OwnedValue {
+        let Value::Obj(o) = self else {
+            return self.to_owned_value();
+        };
+        let mut out = Vec::with_capacity(o.len() + 1);
+        let mut v = Some(v);
+        for (k, x) in o {
+            if k.eq_str(key) && v.is_some() {
+                out.push((k.clone().into_owned(), v.take().unwrap()));
+            } else {
+                out.push((k.clone().into_owned(), x.to_owned_value()));
+            }
+        }
+        if let Some(v) = v {
+            out.push((JStr::from_text(key.to_string()), v));
+        }
+        Value::Obj(out)
     }
 
     /// Deep copy into an owned value without consuming.
@@ -2469,5 +2646,119 @@ mod tests {
             v.to_canonical_pretty(),
             "{\n  \"a\": [],\n  \"b\": [\n    1,\n    {}\n  ]\n}"
         );
+    }
+
+    #[test]
+    fn units_around_equal_slices_of_the_code_points() {
+        for t in [
+            r#""plain ascii text""#,
+            r#""a\nb\tc""#,
+            r#""\ud83d\ude00x\ud83d""#,
+            r#""\ude00\ud83d\ud83d\ude00 end""#,
+            r#""\ud83d😀\ude00中文""#,
+            r#""中文\t😀\u00e9\ud800 tail""#,
+            r#""\"\\\/\b\f\r""#,
+            r#""no escapes 中文😀 at all""#,
+            r#""""#,
+        ] {
+            let v = Value::parse(t).unwrap();
+            let s = v.as_jstr().unwrap();
+            let cps = s.code_points();
+            let units = |c: &[u32]| {
+                let mut u = Vec::new();
+                for &cp in c {
+                    push_code_point_utf16(cp, &mut u);
+                }
+                u
+            };
+            for a in 0..=cps.len() + 1 {
+                for b in a..=cps.len() + 2 {
+                    let (head, tail) = s.units_around(a, b);
+                    assert_eq!(head, units(&cps[..a.min(cps.len())]), "{t} head {a}");
+                    assert_eq!(tail, units(&cps[b.min(cps.len())..]), "{t} tail {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn to_owned_with_replaces_in_place_or_appends() {
+        let v = Value::parse(r#"{"a":1,"text":"long","b":[2]}"#).unwrap();
+        assert_eq!(
+            v.to_owned_with("text", Value::str("short")).to_json(),
+            r#"{"a":1,"text":"short","b":[2]}"#
+        );
+        assert_eq!(
+            v.to_owned_with("c", Value::Null).to_json(),
+            r#"{"a":1,"text":"long","b":[2],"c":null}"#
+        );
+    }
+
+    #[test]
+    fn long_mixed_strings_cut_like_their_code_points() {
+        // Pieces that put escapes, pairs, lone surrogates and multi-byte
+        // characters at every position of the 16-byte blocks.
+        let pieces = [
+            "a",
+            "bc",
+            "中",
+            "😀",
+            r"\n",
+            r"\ud83d",
+            r"\ude00",
+            r"\u00e9",
+            r"\\",
+            r#"\""#,
+            "é",
+            "0123456789abcdef",
+        ];
+        let mut seed = 7u64;
+        for round in 0..200 {
+            let mut text = String::from("\"");
+            for _ in 0..(round % 60) + 1 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            text.push('"');
+            let v = Value::parse(&text).unwrap();
+            let s = v.as_jstr().unwrap();
+            let cps = s.code_points();
+            assert_eq!(s.count_code_points(), cps.len(), "{text}");
+            let units = |c: &[u32]| {
+                let mut u = Vec::new();
+                for &cp in c {
+                    push_code_point_utf16(cp, &mut u);
+                }
+                u
+            };
+            for a in 0..=cps.len() {
+                let b = (a + round % 7).min(cps.len());
+                let (head, tail) = s.units_around(a, b);
+                assert_eq!(head, units(&cps[..a]), "{text} head {a}");
+                assert_eq!(tail, units(&cps[b..]), "{text} tail {b}");
+                let mut joined = head.clone();
+                joined.extend("\n[cut]\n".encode_utf16());
+                joined.extend_from_slice(&tail);
+                let cut = s.cut_around(a, b, "\n[cut]\n");
+                assert_eq!(cut.units(), joined, "{text} cut {a}..{b}");
+                let mut json = String::new();
+                cut.write_json(&mut json);
+                let mut want = String::new();
+                JStr::from_units(&joined).write_json(&mut want);
+                assert_eq!(json, want, "{text} json {a}..{b}");
+            }
+        }
+        // Unescaped text takes the same path without escapes.
+        let plain = JStr::from_text("x😀中\\n".repeat(9));
+        assert_eq!(plain.count_code_points(), 45);
+        assert_eq!(plain.cut_around(2, 40, "|").units(), {
+            let cps: Vec<char> = "x😀中\\n".repeat(9).chars().collect();
+            let mut s: String = cps[..2].iter().collect();
+            s.push('|');
+            s.extend(&cps[40..]);
+            s.encode_utf16().collect::<Vec<u16>>()
+        });
     }
 }

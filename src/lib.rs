@@ -57,6 +57,7 @@ pub mod lock;
 pub mod log;
 pub mod meter;
 pub mod pack;
+mod par;
 pub mod policy;
 pub mod price;
 pub mod provider;

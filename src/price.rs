@@ -70,8 +70,14 @@ pub struct Rates {
     pub input: f64,
     /// Input read from the cache ("cache hit").
     pub cache_hit: f64,
-    /// Input written to the cache.
+    /// Input written to the cache (Anthropic: 5-minute entries, the
+    /// default TTL; a logged `cacheWriteTokens` is priced at this rate).
     pub cache_write: f64,
+    /// Input written to 1-hour cache entries (Anthropic's `"ttl": "1h"`);
+    /// `None` where no such write exists or its price is not known. Only
+    /// `dsh cache`'s predictions split writes by TTL: a session log's
+    /// `cacheWriteTokens` does not say which TTL they were written with.
+    pub cache_write_1h: Option<f64>,
     /// Output (reasoning included).
     pub output: f64,
 }
@@ -184,19 +190,22 @@ fn rates(cache_hit: f64, input: f64, output: f64) -> Rates {
         input,
         cache_hit,
         cache_write: input,
+        cache_write_1h: None,
         output,
     }
 }
 
 /// Anthropic's rates from the base input price: 5-minute cache writes at
-/// 1.25×, cache hits at 0.1× (1-hour writes cost 2×, but a session log's
-/// `cacheWriteTokens` does not say which TTL it was written with; the
-/// 5-minute default is assumed).
+/// 1.25×, 1-hour cache writes at 2×, cache hits (and refreshes) at 0.1×.
+/// A session log's `cacheWriteTokens` does not say which TTL it was written
+/// with, so `dsh usage` prices it at the 5-minute default; `dsh cache`
+/// prices its predicted 1-hour writes at the 2× rate.
 fn anthropic(input: f64, output: f64) -> Rates {
     Rates {
         input,
         cache_hit: input / 10.0,
         cache_write: input * 1.25,
+        cache_write_1h: Some(input * 2.0),
         output,
     }
 }
@@ -350,8 +359,13 @@ impl PriceTable {
         // ANTHROPIC_PAGE as read 2026-12-03, "Model pricing" (base input /
         // output per MTok; the page lists 5m writes at 1.25×, 1h writes at
         // 2×, hits at 0.1× of base input). No effective dates on the page.
-        // Model names are the API aliases; dated snapshot ids can be added
-        // with [[prices]].
+        // The prompt-caching page's pricing table (a stored copy of its
+        // Korean edition, https://docs.claude.com/ko/docs/build-with-claude/prompt-caching,
+        // read for the 1-hour write rate) gives the same multipliers, e.g.
+        // Sonnet 4.5 3 / 3.75 (5m write) / 6 (1h write) / 0.30 (hit) / 15,
+        // Haiku 4.5 1 / 1.25 / 2 / 0.10 / 5, Opus 4.1 15 / 18.75 / 30 / 1.50
+        // / 75. Model names are the API aliases; dated snapshot ids can be
+        // added with [[prices]].
         const AN: &str = "anthropic";
         for (m, i, o) in [
             ("claude-opus-4-6", 5.0, 25.0),
@@ -515,6 +529,15 @@ mod tests {
         };
         let c = usd(table.price("anthropic", "claude-sonnet-4-5", None, &all));
         assert!((c - (3.0 + 0.3 + 3.75 + 15.0)).abs() < 1e-9, "{c}");
+        // 1-hour writes at 2× the base input; DeepSeek has none.
+        let e = table.entry("anthropic", "claude-sonnet-4-5", None).unwrap();
+        assert_eq!(e.rates.cache_write_1h, Some(6.0));
+        let e = table.entry("anthropic", "claude-haiku-4-5", None).unwrap();
+        assert_eq!(e.rates.cache_write_1h, Some(2.0));
+        let e = table
+            .entry("deepseek-official", "deepseek-chat", t("2026-01-09T12:00Z"))
+            .unwrap();
+        assert_eq!(e.rates.cache_write_1h, None);
         let mine = Price {
             provider: "anthropic".into(),
             model: "claude-sonnet-4-5".into(),
@@ -523,6 +546,7 @@ mod tests {
                 input: 1.0,
                 cache_hit: 0.0,
                 cache_write: 0.0,
+                cache_write_1h: None,
                 output: 0.0,
             },
             off_peak: None,

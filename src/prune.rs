@@ -25,7 +25,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::event::{Kind, OwnedEvent, owned_event};
+use crate::event::{Event, Kind, OwnedEvent, owned_event};
 use crate::json::{JStr, OwnedValue, Value, js_number};
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::estimate::price_message;
@@ -269,15 +269,24 @@ fn is_text_block(b: &Value<'_>) -> Result<bool, String> {
 /// `measureContent`: code points over the text blocks of a tool-result
 /// content list.
 pub fn measure_content(blocks: &[Value<'_>]) -> Result<u64, String> {
-    let mut chars = 0u64;
+    Ok(measure_blocks(blocks)?.iter().sum())
+}
+
+/// The code points of each block (0 for one that is not text), failing
+/// where `measureContent` throws.
+fn measure_blocks(blocks: &[Value<'_>]) -> Result<Vec<u64>, String> {
+    let mut chars = Vec::with_capacity(blocks.len());
     for b in blocks {
-        if is_text_block(b)? {
-            chars += match b.get("text") {
-                // Counted without building the code points.
+        chars.push(if is_text_block(b)? {
+            // Strings are counted without building the code points.
+            let n = match b.get("text") {
                 Some(Value::Str(s)) => s.count_code_points(),
                 v => array_from(v)?.len(),
-            } as u64;
-        }
+            };
+            n as u64
+        } else {
+            0
+        });
     }
     Ok(chars)
 }
@@ -295,7 +304,8 @@ fn prune_content_counted(
     cfg: &PruneConfig,
     blocks: &[Value<'_>],
 ) -> Result<Option<(Vec<OwnedValue>, u64, u64)>, String> {
-    let total = measure_content(blocks)?;
+    let counts = measure_blocks(blocks)?;
+    let total: u64 = counts.iter().sum();
     if total <= cfg.threshold_chars {
         return Ok(None);
     }
@@ -305,7 +315,7 @@ fn prune_content_counted(
     let mut out = Vec::with_capacity(blocks.len());
     let mut consumed = 0i64;
     let mut inserted = false;
-    for b in blocks {
+    for (b, &count) in blocks.iter().zip(&counts) {
         if !is_text_block(b)? {
             out.push(b.to_owned_value());
             continue;
@@ -314,28 +324,30 @@ fn prune_content_counted(
         let start = consumed;
         let end;
         if let Some(Value::Str(s)) = b.get("text") {
-            // A string: its code points streamed, only the kept ones copied.
-            let n = s.count_code_points() as i64;
+            // A string: only the kept head and tail are decoded; the middle
+            // is skipped over in bulk.
+            let n = count as i64;
             end = start + n;
-            let head_end = (r0 - start).clamp(0, n) as u64;
-            let tail_start = (r1 - start).clamp(0, n) as u64;
+            let head_end = (r0 - start).clamp(0, n) as usize;
+            let tail_start = (r1 - start).clamp(0, n) as usize;
             let here = start < r1 && end > r0 && !inserted;
-            let mut tail: Vec<u16> = Vec::new();
-            let mut i = 0u64;
-            s.each_code_point(|cp| {
-                if i < head_end {
-                    crate::json::push_code_point_utf16(cp, &mut units);
+            if head_end <= tail_start {
+                let text = s.cut_around(head_end, tail_start, if here { PRUNE_MARKER } else { "" });
+                inserted |= here;
+                if !text.is_empty() {
+                    out.push(b.to_owned_with("text", Value::Str(text)));
                 }
-                if i >= tail_start {
-                    crate::json::push_code_point_utf16(cp, &mut tail);
-                }
-                i += 1;
-            });
+                consumed = end;
+                continue;
+            }
+            // Head and tail overlap (budgets above the text): both are
+            // copied whole, as the reference's two slices are.
+            units = s.units_around(head_end, n as usize).0;
             if here {
                 units.extend_from_slice(&marker);
                 inserted = true;
             }
-            units.extend_from_slice(&tail);
+            units.extend_from_slice(&s.units_around(0, tail_start).1);
         } else {
             let points = array_from(b.get("text"))?;
             let n = points.len() as i64;
@@ -352,9 +364,7 @@ fn prune_content_counted(
         }
         if !units.is_empty() {
             let text = JStr::from_units(&units);
-            let mut nb = b.to_owned_value();
-            nb.set("text", Value::Str(text));
-            out.push(nb);
+            out.push(b.to_owned_with("text", Value::Str(text)));
         }
         consumed = end;
     }
@@ -432,7 +442,7 @@ fn has_negative_zero(v: &Value<'_>) -> bool {
 /// Returns the replacement data, the call id, and the character counts.
 fn rewrite(
     cfg: &PruneConfig,
-    ev: &OwnedEvent,
+    ev: &Event<'_>,
 ) -> Result<Option<(OwnedValue, OwnedValue, u64, u64)>, PruneError> {
     let err = |m: String| PruneError::Content {
         seq: ev.seq,
@@ -456,13 +466,11 @@ fn rewrite(
     let Some((content, before, after)) = prune_content_counted(cfg, blocks).map_err(err)? else {
         return Ok(None);
     };
-    // {...event.data, message: {...message, content: [{...result, content}]}}
-    let mut new_result = result.to_owned_value();
-    new_result.set("content", Value::Arr(content));
-    let mut new_msg = msg.to_owned_value();
-    new_msg.set("content", Value::Arr(vec![new_result]));
-    let mut new_data = data.to_owned_value();
-    new_data.set("message", new_msg);
+    // {...event.data, message: {...message, content: [{...result, content}]}},
+    // copying only what is kept (the long original text never is).
+    let new_result = result.to_owned_with("content", Value::Arr(content));
+    let new_msg = msg.to_owned_with("content", Value::Arr(vec![new_result]));
+    let new_data = data.to_owned_with("message", new_msg);
     if has_negative_zero(&new_data) {
         return Err(err(
             "session event \"tool/result\" carries non-JSON-serializable data".into(),
@@ -475,6 +483,9 @@ fn rewrite(
         .unwrap_or(Value::Null);
     Ok(Some((new_data, call_id, before, after)))
 }
+
+/// A rewritten tool result: its new data, call id and character counts.
+type Rewritten = (OwnedValue, OwnedValue, u64, u64);
 
 /// Plan a pass over candidate nodes: `(seq, event, node price)` of every
 /// current `tool/result` node, in surface order. `base_seq` is the seq of
@@ -489,6 +500,26 @@ pub fn plan_nodes<I>(
 where
     I: IntoIterator<Item = Result<(OwnedEvent, u64), PruneError>>,
 {
+    let rewritten = candidates.into_iter().map(|c| {
+        let (ev, price) = c?;
+        Ok((ev.seq, price, rewrite(cfg, &ev)?))
+    });
+    assemble(cfg, rewritten, base_seq, time, surface_tokens)
+}
+
+/// The plan from each candidate's rewrite (`(seq, price, rewrite)` in
+/// surface order): the `compaction/prune` + `tool/result` pairs, numbered
+/// from `base_seq`. The first error in surface order is the answer.
+fn assemble<I>(
+    cfg: &PruneConfig,
+    rewritten: I,
+    base_seq: u64,
+    time: f64,
+    surface_tokens: u64,
+) -> Result<PrunePlan, PruneError>
+where
+    I: IntoIterator<Item = Result<(u64, u64, Option<Rewritten>), PruneError>>,
+{
     let mut plan = PrunePlan {
         config: *cfg,
         base_seq,
@@ -499,12 +530,11 @@ where
         surface_tokens_after: surface_tokens,
     };
     let mut seq = base_seq;
-    for c in candidates {
-        let (ev, price) = c?;
-        let Some((data, call_id, before, after)) = rewrite(cfg, &ev)? else {
+    for r in rewritten {
+        let (s, price, rewrite) = r?;
+        let Some((data, call_id, before, after)) = rewrite else {
             continue;
         };
-        let s = ev.seq;
         let prune = Value::obj()
             .with("type", "compaction/prune".into())
             .with("seq", seq.into())
@@ -572,17 +602,18 @@ pub fn plan_on(
     cfg: &PruneConfig,
     time: f64,
 ) -> Result<PrunePlan, PruneError> {
-    let mut file = None;
-    let candidates = surface
+    let nodes: Vec<&crate::surface::Node> = surface
         .nodes
         .iter()
         .filter(|n| n.kind == Kind::ToolResult)
-        .map(move |n| {
-            log.read_body(&n.body, n.seq, &mut file)
-                .map(|ev| (ev, n.tokens))
-                .map_err(PruneError::from)
-        });
-    plan_nodes(cfg, candidates, base_seq, time, surface.tokens)
+        .collect();
+    // Each result is read back and rewritten on its own, on every core;
+    // numbering them is the only step in order.
+    let rewritten = crate::par::map_in_order(&nodes, |n, (file, buf)| {
+        let rewritten = log.with_body(&n.body, n.seq, file, buf, |ev| rewrite(cfg, ev))??;
+        Ok((n.seq, n.tokens, rewritten))
+    });
+    assemble(cfg, rewritten, base_seq, time, surface.tokens)
 }
 
 #[cfg(test)]

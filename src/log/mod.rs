@@ -331,6 +331,31 @@ impl LoadedLog {
             }
         }
     }
+
+    /// [`Self::read_body`] without the copy: the event, borrowed from
+    /// `buf` (a buffer the caller keeps between calls), handed to `f`.
+    pub fn with_body<R>(
+        &self,
+        body: &NodeBody,
+        seq: u64,
+        file: &mut Option<Reread>,
+        buf: &mut Vec<u8>,
+        f: impl FnOnce(&Event<'_>) -> R,
+    ) -> Result<R, LoadError> {
+        match body {
+            NodeBody::Owned(ev) => Ok(f(ev)),
+            NodeBody::Span { .. } => {
+                buf.clear();
+                if !self.read_span(body, file, buf)? {
+                    return Err(LoadError::new(
+                        LoadErrorKind::Io,
+                        "node span without a file",
+                    ));
+                }
+                Ok(f(&parse_node_line(buf, seq)?))
+            }
+        }
+    }
 }
 
 /// Byte ranges of a log's plaintext, taken in log order: for a plain file a
@@ -433,6 +458,30 @@ pub(crate) fn read_exact_at(
 ) -> std::io::Result<()> {
     file.seek(SeekFrom::Start(offset))?;
     file.read_exact(buf)
+}
+
+/// A node's line read again, as its event (borrowed from `bytes` where it
+/// is UTF-8, as the loader decodes lines otherwise).
+pub(crate) fn parse_node_line(bytes: &[u8], seq: u64) -> Result<Event<'_>, LoadError> {
+    let changed = || LoadError::corrupt("the log changed while it was being read").seq(seq);
+    let value = match simdutf8::basic::from_utf8(bytes) {
+        Ok(t) => Value::parse(t).map_err(|_| changed())?,
+        Err(_) => Value::parse(&String::from_utf8_lossy(bytes))
+            .map_err(|_| changed())?
+            .into_owned(),
+    };
+    let kind = Kind::of(
+        &value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default(),
+    );
+    Ok(Event {
+        kind,
+        seq,
+        line: 0,
+        value,
+    })
 }
 
 /// A line of the log read again, decoded as the loader decodes lines

@@ -59,9 +59,56 @@ pub(crate) struct ZstdCursor {
 enum Stream {
     /// Decoded here, on demand.
     Here(Box<Decoding>),
-    /// Decoded ahead on a thread; the queue ends with the artifact.
-    Ahead(std::sync::mpsc::Receiver<io::Result<Vec<u8>>>),
+    /// Decoded ahead on threads; the queues end with the artifact.
+    Ahead(AheadFrames),
 }
+
+/// Frames decoded ahead, frame `i` (counting from where the walk started)
+/// by thread `i % queues.len()`: the reader takes the queues in turn, a
+/// frame's last piece marked, so the plaintext comes back in order while
+/// the frames decompress side by side.
+struct AheadFrames {
+    queues: Vec<std::sync::mpsc::Receiver<io::Result<Piece>>>,
+    /// The queue the next piece comes from.
+    next: usize,
+    /// Buffers the reader is done with, for the threads to decode into
+    /// again (fresh ones would cost a page fault per page).
+    spare: Spare,
+}
+
+/// Buffers going back from the reader to the decoding threads.
+type Spare = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// A spare buffer with room for `size` bytes, or a new one.
+fn take_spare(spare: &Spare, size: usize) -> Vec<u8> {
+    let mut b = spare
+        .lock()
+        .ok()
+        .and_then(|mut s| s.pop())
+        .unwrap_or_default();
+    b.clear();
+    b.reserve_exact(size);
+    b
+}
+
+/// Give a buffer back, unless enough are waiting already.
+fn give_spare(spare: &Spare, b: Vec<u8>) {
+    if let Ok(mut s) = spare.lock()
+        && s.len() < 2 * AHEAD_CHUNKS
+    {
+        s.push(b);
+    }
+}
+
+/// Plaintext of a frame, and whether more of the same frame follows.
+struct Piece {
+    bytes: Vec<u8>,
+    more: bool,
+}
+
+/// A frame decoded ahead in one call at most this large (larger ones, in
+/// artifacts not written by the harness, are walked on one thread).
+const AHEAD_FRAME_MAX: u64 = 16 << 20;
 
 /// Forward reads in a row after which decoding moves to a thread.
 const AHEAD_AFTER: u32 = 8;
@@ -242,33 +289,65 @@ impl ZstdCursor {
     }
 
     fn restart(&mut self, frame: FrameAt, ahead: bool) -> io::Result<()> {
-        let mut decoding = Decoding::at(&self.path, frame.physical)?;
         self.stream = if ahead {
-            let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD_CHUNKS);
-            std::thread::Builder::new()
-                .name("dsh-unzstd".into())
-                .spawn(move || {
-                    loop {
-                        let mut chunk = Vec::with_capacity(STEP);
-                        let sent = match decoding.more(&mut chunk, STEP) {
-                            Ok(true) => tx.send(Ok(chunk)),
-                            Ok(false) => break,
-                            Err(e) => tx.send(Err(e)),
-                        };
-                        // The reader went away or moved elsewhere.
-                        if sent.is_err() {
-                            break;
-                        }
-                    }
-                })?;
-            Stream::Ahead(rx)
+            Stream::Ahead(self.decode_ahead(frame)?)
         } else {
-            Stream::Here(Box::new(decoding))
+            Stream::Here(Box::new(Decoding::at(&self.path, frame.physical)?))
         };
         self.at = frame.plain;
         self.out.clear();
         self.live = true;
         Ok(())
+    }
+
+    /// Start decoding ahead from `frame` on threads: every frame whose end
+    /// the table knows in one call each, side by side; the last one the
+    /// table knows (which may run to more frames, or be torn) streamed to
+    /// the end of the file.
+    fn decode_ahead(&self, frame: FrameAt) -> io::Result<AheadFrames> {
+        let frames: Vec<FrameAt> = {
+            let table = self.frames.lock().map_err(|_| changed())?;
+            let i = table.partition_point(|f| f.plain < frame.plain);
+            table[i..].to_vec()
+        };
+        let whole = frames
+            .windows(2)
+            .all(|w| w[1].plain - w[0].plain <= AHEAD_FRAME_MAX && w[1].physical > w[0].physical);
+        let threads = if whole && frames.len() > 2 {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, 4)
+        } else {
+            1
+        };
+        let frames = Arc::new(frames);
+        if !whole {
+            let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD_CHUNKS);
+            let path = self.path.clone();
+            std::thread::Builder::new()
+                .name("dsh-unzstd".into())
+                .spawn(move || stream_to_end(&path, frame, &tx))?;
+            return Ok(AheadFrames {
+                queues: vec![rx],
+                next: 0,
+                spare: Spare::default(),
+            });
+        }
+        let mut queues = Vec::with_capacity(threads);
+        let spare = Spare::default();
+        for t in 0..threads {
+            let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD_CHUNKS);
+            let (frames, path, spare) = (frames.clone(), self.path.clone(), spare.clone());
+            std::thread::Builder::new()
+                .name("dsh-unzstd".into())
+                .spawn(move || decode_frames(&path, &frames, t, threads, &spare, &tx))?;
+            queues.push(rx);
+        }
+        Ok(AheadFrames {
+            queues,
+            next: 0,
+            spare,
+        })
     }
 
     /// Decode up to `room` more bytes onto the window (a whole chunk when
@@ -283,9 +362,15 @@ impl ZstdCursor {
                 }
                 Ok(more)
             }
-            Stream::Ahead(rx) => match rx.recv() {
-                Ok(Ok(chunk)) => {
-                    self.out.extend_from_slice(&chunk);
+            Stream::Ahead(a) => match a.queues[a.next].recv() {
+                Ok(Ok(piece)) => {
+                    if !piece.more {
+                        a.next = (a.next + 1) % a.queues.len();
+                    }
+                    // Copied onto the window (which keeps its capacity);
+                    // the frame's buffer goes back to be decoded into.
+                    self.out.extend_from_slice(&piece.bytes);
+                    give_spare(&a.spare, piece.bytes);
                     Ok(true)
                 }
                 Ok(Err(e)) => {
@@ -301,6 +386,95 @@ impl ZstdCursor {
             },
         }
     }
+}
+
+/// Thread `t` of `threads`: decode frames `t`, `t + threads`, … of
+/// `frames` in turn onto `tx`, each in one call into a buffer of its known
+/// size; the last frame (whose end the table does not know) is streamed to
+/// the end of the file. Stops when the reader goes away.
+fn decode_frames(
+    path: &Path,
+    frames: &[FrameAt],
+    t: usize,
+    threads: usize,
+    spare: &Spare,
+    tx: &std::sync::mpsc::SyncSender<io::Result<Piece>>,
+) {
+    let mut file = None;
+    let mut input = Vec::new();
+    let mut dec = None;
+    let mut i = t;
+    while i < frames.len() {
+        if i + 1 == frames.len() {
+            stream_to_end(path, frames[i], tx);
+            return;
+        }
+        let (f, next) = (frames[i], frames[i + 1]);
+        let whole = (|| -> io::Result<Vec<u8>> {
+            let file = match &mut file {
+                Some(f) => f,
+                None => file.insert(File::open(path)?),
+            };
+            input.resize((next.physical - f.physical) as usize, 0);
+            std::os::unix::fs::FileExt::read_exact_at(&*file, &mut input, f.physical)?;
+            let dec = match &mut dec {
+                Some(d) => d,
+                None => dec.insert(zstd::bulk::Decompressor::new()?),
+            };
+            let size = (next.plain - f.plain) as usize;
+            let mut out = take_spare(spare, size);
+            let n = dec.decompress_to_buffer(&input, &mut out)?;
+            if n != size {
+                return Err(changed());
+            }
+            Ok(out)
+        })();
+        let piece = whole.map(|bytes| Piece { bytes, more: false });
+        let failed = piece.is_err();
+        if tx.send(piece).is_err() || failed {
+            return;
+        }
+        i += threads;
+    }
+}
+
+/// The rest of an artifact from `frame` on, in chunks (the last piece not
+/// marked `more`).
+fn stream_to_end(path: &Path, frame: FrameAt, tx: &std::sync::mpsc::SyncSender<io::Result<Piece>>) {
+    let mut decoding = match Decoding::at(path, frame.physical) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    let mut held: Option<Vec<u8>> = None;
+    loop {
+        let mut chunk = Vec::with_capacity(STEP);
+        match decoding.more(&mut chunk, STEP) {
+            Ok(true) => {
+                if let Some(prev) = held.replace(chunk)
+                    && tx
+                        .send(Ok(Piece {
+                            bytes: prev,
+                            more: true,
+                        }))
+                        .is_err()
+                {
+                    return;
+                }
+            }
+            Ok(false) => break,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        }
+    }
+    let _ = tx.send(Ok(Piece {
+        bytes: held.unwrap_or_default(),
+        more: false,
+    }));
 }
 
 /// Node lines read again for the surface fold's rule R16.
@@ -429,5 +603,27 @@ mod tests {
             at += n as u64;
         }
         assert_eq!(seen, plain);
+    }
+
+    #[test]
+    fn frames_decoded_side_by_side_come_back_in_order() {
+        // Many small frames: the walk goes ahead on several threads, and
+        // jumps back and forth restart it.
+        let (f, plain, table) = artifact(41, 60);
+        let mut c = ZstdCursor::open(f.path(), table).unwrap();
+        for start in [0u64, plain.len() as u64 / 3, 17] {
+            let mut at = start;
+            let mut seen = Vec::new();
+            let mut went_ahead = false;
+            while at < plain.len() as u64 {
+                c.fill(at, 1, 3000).unwrap();
+                went_ahead |= matches!(&c.stream, Stream::Ahead(a) if a.queues.len() > 1);
+                let n = ((c.at + c.out.len() as u64 - at) as usize).min(2500);
+                seen.extend_from_slice(c.slice(at, n));
+                at += n as u64;
+            }
+            assert!(went_ahead || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1);
+            assert_eq!(seen, &plain[start as usize..], "from {start}");
+        }
     }
 }

@@ -549,9 +549,7 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
                 predicted_hit: q.predicted_hit,
                 reported_hit: q.reported.map(|r| r.cache_read_tokens),
                 predicted_miss: q.predicted_miss(),
-                miss_cost: prices
-                    .rates(&q.provider, &q.model, time)
-                    .map(|r| q.predicted_miss() as f64 * r.miss / 1e6),
+                miss_cost: cache.request_cost(q, prices).map(|c| c.miss()),
             }
         })
         .collect();

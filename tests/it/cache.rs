@@ -10,6 +10,17 @@
 //! predict exactly the `cacheReadTokens` the provider reported, request by
 //! request. The provider counts tokens with DSH's heuristic (as dsh does),
 //! so the test checks the cache rule, not a tokenizer.
+//!
+//! A second loopback provider implements Anthropic's breakpoint cache from
+//! the `cache_control` markers of the request it receives: the prompt laid
+//! out tools → system → messages, up to 4 breakpoints each with its TTL
+//! (5 minutes, or 1 hour with `"ttl": "1h"`, longer TTLs first), entries
+//! refreshed on use and expiring on the request's clock, a 20-block
+//! lookback from each breakpoint, and the usage Anthropic reports
+//! (`cache_read_input_tokens`, `cache_creation_input_tokens` and its
+//! `cache_creation` split by TTL). The generator places the markers of a
+//! layout; `dsh cache --anthropic-breakpoints` with that layout must
+//! predict every request's read and writes.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -71,37 +82,123 @@ fn parts(body: &J) -> Vec<(String, u64)> {
     p
 }
 
-/// Anthropic's breakpoint cache with one breakpoint on the last block: the
-/// whole prompt is written when it is at least 1024 tokens long, and a
-/// request reads the longest written prefix ending within 20 blocks of its
-/// end (the session's gaps are far inside the 5-minute TTL).
-#[derive(Default)]
-struct BreakpointCache {
-    entries: Vec<(Vec<String>, u64)>,
+/// Anthropic's shortest cacheable prefix (tokens) and lookback (blocks).
+const ANTHROPIC_MIN: u64 = 1024;
+const LOOKBACK: usize = 20;
+
+/// `cache_control` removed: the markers are not part of the content.
+fn unmarked(v: &J) -> J {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("cache_control");
+    }
+    v
 }
 
-impl BreakpointCache {
-    fn serve(&mut self, body: &J) -> J {
-        let p = parts(body);
-        let keys: Vec<String> = p.iter().map(|x| x.0.clone()).collect();
-        let prompt: u64 = p.iter().map(|x| x.1).sum();
-        let hit = self
-            .entries
+/// A marker's TTL in ms: `{"type": "ephemeral"}` is 5 minutes,
+/// `"ttl": "1h"` one hour.
+fn marker_ttl(v: &J) -> Option<u64> {
+    let c = v.get("cache_control")?;
+    assert_eq!(c["type"], "ephemeral");
+    Some(match c["ttl"].as_str() {
+        None | Some("5m") => 300_000,
+        Some("1h") => 3_600_000,
+        Some(t) => panic!("unknown ttl {t}"),
+    })
+}
+
+/// Anthropic's prompt cache, from the markers of a Messages API request.
+/// Blocks are the parts dsh counts: the tools, the system prompt, each
+/// message.
+#[derive(Default)]
+struct AnthropicCache {
+    /// Written prefixes: their parts, last use and lifetime (ms).
+    entries: std::collections::HashMap<Vec<String>, (u64, u64)>,
+}
+
+impl AnthropicCache {
+    fn serve(&mut self, body: &J) -> Result<J, String> {
+        let now = body["now"].as_u64().expect("the request's clock");
+        // Parts in Anthropic's order, whatever the JSON's key order.
+        let mut keys = vec![format!("model:{}", body["model"])];
+        let mut tokens = vec![0u64];
+        let mut marks: Vec<(usize, u64)> = Vec::new();
+        if let Some(tools) = body["tools"].as_array() {
+            let plain = J::Array(tools.iter().map(unmarked).collect()).to_string();
+            keys.push(format!("tools:{plain}"));
+            tokens.push(q(&plain) + 4);
+            if let Some(t) = tools.iter().filter_map(marker_ttl).next_back() {
+                marks.push((keys.len() - 1, t));
+            }
+        }
+        if let Some(system) = body["system"].as_array() {
+            let text: String = system.iter().map(|b| b["text"].as_str().unwrap()).collect();
+            keys.push(format!("system:{text}"));
+            tokens.push(q(&text) + 4);
+            if let Some(t) = system.iter().filter_map(marker_ttl).next_back() {
+                marks.push((keys.len() - 1, t));
+            }
+        }
+        for m in body["messages"].as_array().unwrap() {
+            let blocks = m["content"].as_array().unwrap();
+            let plain = json!({"role": m["role"], "content": blocks.iter().map(unmarked).collect::<Vec<_>>()});
+            tokens.push(message_price(&plain));
+            keys.push(plain.to_string());
+            if let Some(t) = blocks.iter().filter_map(marker_ttl).next_back() {
+                marks.push((keys.len() - 1, t));
+            }
+        }
+        if marks.len() > 4 {
+            return Err(format!("{} cache_control blocks, at most 4", marks.len()));
+        }
+        if marks.windows(2).any(|w| w[0].1 < w[1].1) {
+            return Err("a longer TTL after a shorter one".into());
+        }
+        // Token offset at the end of each part.
+        let end: Vec<u64> = tokens
             .iter()
-            .filter(|(e, _)| {
-                e.len() <= keys.len() && keys.len() - e.len() <= 20 && keys[..e.len()] == e[..]
+            .scan(0, |a, t| {
+                *a += t;
+                Some(*a)
             })
-            .map(|(_, t)| *t)
-            .max()
-            .unwrap_or(0);
-        let write = if prompt >= 1024 {
-            self.entries.push((keys, prompt));
-            prompt - hit
-        } else {
-            0
-        };
+            .collect();
+        let prompt = *end.last().unwrap();
+        // Each breakpoint reads the longest live entry in its window; reads
+        // refresh; the request reads the longest of them (A).
+        let mut a: Option<usize> = None;
+        for &(m, _) in &marks {
+            let hit = (m.saturating_sub(LOOKBACK)..=m).rev().find(|&i| {
+                self.entries
+                    .get(&keys[..=i])
+                    .is_some_and(|&(used, ttl)| now - used <= ttl)
+            });
+            if let Some(i) = hit {
+                self.entries.get_mut(&keys[..=i]).unwrap().0 = now;
+                a = a.max(Some(i));
+            }
+        }
+        let read = a.map_or(0, |i| end[i]);
+        // Breakpoints past A are written (when long enough): 1-hour writes
+        // up to the last 1-hour one (B), 5-minute writes from B to the last
+        // one (C).
+        let (mut b, mut c) = (read, read);
+        for &(m, ttl) in &marks {
+            if a.is_none_or(|a| m > a) && end[m] >= ANTHROPIC_MIN {
+                self.entries.insert(keys[..=m].to_vec(), (now, ttl));
+                if ttl == 3_600_000 {
+                    b = end[m];
+                }
+                c = end[m];
+            }
+        }
         let out = message_price(&body["reply"]);
-        json!({"usage": {"input_tokens": prompt - hit - write, "cache_read_input_tokens": hit, "cache_creation_input_tokens": write, "output_tokens": out}})
+        Ok(json!({"usage": {
+            "input_tokens": prompt - c,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": c - read,
+            "cache_creation": {"ephemeral_5m_input_tokens": c - b, "ephemeral_1h_input_tokens": b - read},
+            "output_tokens": out
+        }}))
     }
 }
 
@@ -164,7 +261,7 @@ impl Provider {
         let base = format!("http://{}", listener.local_addr().unwrap());
         listener.set_nonblocking(true).unwrap();
         let cache = Arc::new(Mutex::new(PrefixCache::default()));
-        let breakpoints = Arc::new(Mutex::new(BreakpointCache::default()));
+        let breakpoints = Arc::new(Mutex::new(AnthropicCache::default()));
         let handle = std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(60);
             let mut served = 0;
@@ -174,14 +271,17 @@ impl Provider {
                         s.set_nonblocking(false).ok();
                         if let Some(req) = read_request(&mut s) {
                             let body: J = serde_json::from_slice(&req.body).unwrap();
-                            let reply = if anthropic {
-                                breakpoints.lock().unwrap().serve(&body).to_string()
+                            let (status, reply) = if anthropic {
+                                match breakpoints.lock().unwrap().serve(&body) {
+                                    Ok(r) => ("200 OK", r.to_string()),
+                                    Err(e) => ("400 Bad Request", json!({"error": e}).to_string()),
+                                }
                             } else {
-                                cache.lock().unwrap().serve(&body).to_string()
+                                ("200 OK", cache.lock().unwrap().serve(&body).to_string())
                             };
                             let _ = write!(
                                 s,
-                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
                                 reply.len()
                             );
                             served += 1;
@@ -226,8 +326,12 @@ struct Gen {
     requests: Vec<Sent>,
     header_logged: bool,
     provider: &'static str,
-    /// Per request: the reported cache write.
-    writes: Vec<u64>,
+    model: &'static str,
+    /// Anthropic requests: the `cache_control` layout the client sends
+    /// (place, TTL), in prompt order.
+    layout: Vec<(&'static str, &'static str)>,
+    /// Per request: the reported cache writes (5-minute, 1-hour).
+    writes: Vec<(u64, u64)>,
 }
 
 fn text(t: &str) -> J {
@@ -263,6 +367,8 @@ impl Gen {
             requests: Vec::new(),
             header_logged: false,
             provider: "deepseek-official",
+            model: "deepseek-v4-flash",
+            layout: Vec::new(),
             writes: Vec::new(),
         };
         g.time += 1;
@@ -291,7 +397,7 @@ impl Gen {
     }
 
     fn header(&mut self, reason: &str) {
-        let h = json!({"header": {"config": {"provider": self.provider, "model": "deepseek-v4-flash"}, "system": self.system, "tools": self.tools}, "reason": reason});
+        let h = json!({"header": {"config": {"provider": self.provider, "model": self.model}, "system": self.system, "tools": self.tools}, "reason": reason});
         self.ev("request/header", h, None, None);
         self.header_logged = true;
     }
@@ -341,9 +447,17 @@ impl Gen {
             self.header("initial");
         }
         let id = format!("a{}", self.seq);
-        let reply = json!({"id": id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": self.provider, "model": "deepseek-v4-flash"}});
+        let reply = json!({"id": id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": self.provider, "model": self.model}});
         let messages: Vec<J> = self.surface.iter().map(|(_, m)| m.clone()).collect();
-        let body = json!({"model": "deepseek-v4-flash", "system": self.system, "tools": self.tools, "messages": messages, "reply": reply});
+        let anthropic = self.provider == "anthropic";
+        let (path, body) = if anthropic {
+            ("/v1/messages", self.anthropic_body(&messages, &reply))
+        } else {
+            (
+                "/chat/completions",
+                json!({"model": self.model, "system": self.system, "tools": self.tools, "messages": messages, "reply": reply}),
+            )
+        };
         // Offsets of each node, as the provider counts them.
         let mut at = q(&self.system) + 4 + q(&self.tools.to_string()) + 4;
         let mut offsets = Vec::new();
@@ -351,9 +465,9 @@ impl Gen {
             offsets.push((*s, at));
             at += message_price(m);
         }
-        let (prompt, hit, write) = match &self.base {
+        let (prompt, hit, split) = match &self.base {
             Some(base) => {
-                let text = ureq::post(&format!("{base}/chat/completions"))
+                let text = ureq::post(&format!("{base}{path}"))
                     .send_string(&body.to_string())
                     .unwrap()
                     .into_string()
@@ -361,24 +475,85 @@ impl Gen {
                 let resp: J = serde_json::from_str(&text).unwrap();
                 let u = &resp["usage"];
                 match u["prompt_tokens"].as_u64() {
-                    Some(p) => (p, u["prompt_cache_hit_tokens"].as_u64().unwrap(), 0),
+                    Some(p) => (p, u["prompt_cache_hit_tokens"].as_u64().unwrap(), (0, 0)),
                     None => {
-                        let r = u["cache_read_input_tokens"].as_u64().unwrap();
-                        let w = u["cache_creation_input_tokens"].as_u64().unwrap();
-                        (u["input_tokens"].as_u64().unwrap() + r + w, r, w)
+                        let n = |v: &J| v.as_u64().unwrap();
+                        let (r, w) = (
+                            n(&u["cache_read_input_tokens"]),
+                            n(&u["cache_creation_input_tokens"]),
+                        );
+                        let c = &u["cache_creation"];
+                        let split = (
+                            n(&c["ephemeral_5m_input_tokens"]),
+                            n(&c["ephemeral_1h_input_tokens"]),
+                        );
+                        assert_eq!(split.0 + split.1, w, "the split adds up: {u}");
+                        (n(&u["input_tokens"]) + r + w, r, split)
                     }
                 }
             }
-            None => (at, 0, 0),
+            None => (at, 0, (0, 0)),
         };
         assert_eq!(prompt, at, "the provider and the generator count alike");
+        // The log keeps what DSH's usage keeps: one cacheWriteTokens.
+        let write = split.0 + split.1;
         let usage = json!({"inputTokens": prompt - hit - write, "outputTokens": message_price(&reply), "cacheReadTokens": hit, "cacheWriteTokens": write});
-        self.writes.push(write);
+        self.writes.push(split);
         let data =
             json!({"turn": self.turn, "step": self.step, "message": reply.clone(), "usage": usage});
         let seq = self.append("assistant/message", data, reply, None);
         self.requests.push((seq, prompt, hit, offsets));
         seq
+    }
+
+    /// A Messages API request with the layout's `cache_control` markers:
+    /// on the last tool, on the system prompt, on the last block of the
+    /// first user message, of the user message before the last, of the last
+    /// message (two places on one block: one marker, the longer TTL).
+    fn anthropic_body(&self, messages: &[J], reply: &J) -> J {
+        let marker = |ttl: &str| match ttl {
+            "1h" => json!({"type": "ephemeral", "ttl": "1h"}),
+            _ => json!({"type": "ephemeral"}),
+        };
+        let mut tools = self.tools.clone();
+        let mut system = json!([{"type": "text", "text": self.system}]);
+        let mut msgs: Vec<J> = messages
+            .iter()
+            .map(|m| json!({"role": m["role"], "content": m["content"]}))
+            .collect();
+        let users: Vec<usize> = (0..msgs.len())
+            .filter(|&i| msgs[i]["role"] == "user")
+            .collect();
+        let mut on_message: Vec<(usize, &str)> = Vec::new();
+        for &(place, ttl) in &self.layout {
+            match place {
+                "tools" => {
+                    let last = tools.as_array_mut().unwrap().last_mut().unwrap();
+                    last["cache_control"] = marker(ttl);
+                }
+                "system" => system[0]["cache_control"] = marker(ttl),
+                "first-user" => on_message.extend(users.first().map(|&i| (i, ttl))),
+                "prev-user" => {
+                    on_message.extend(users.len().checked_sub(2).map(|k| (users[k], ttl)))
+                }
+                "last" => on_message.extend(msgs.len().checked_sub(1).map(|i| (i, ttl))),
+                other => panic!("no place {other}"),
+            }
+        }
+        for (i, ttl) in on_message {
+            let block = msgs[i]["content"]
+                .as_array_mut()
+                .unwrap()
+                .last_mut()
+                .unwrap();
+            // The layout lists longer TTLs first: a block already marked
+            // keeps its (longer) TTL.
+            if block.get("cache_control").is_none() {
+                block["cache_control"] = marker(ttl);
+            }
+        }
+        // Keys in an order of their own: the provider lays the prompt out.
+        json!({"messages": msgs, "system": system, "model": self.model, "tools": tools, "max_tokens": 1024, "reply": reply, "now": self.time})
     }
 
     fn tool_step(&mut self, call: &str, result: &str) -> u64 {
@@ -681,6 +856,7 @@ fn anthropic_predictions_equal_what_a_breakpoint_provider_reported() {
     let provider = Provider::start_as(probe.requests.len(), true);
     let mut g = Gen::new(Some(provider.base.clone()));
     g.provider = "anthropic";
+    g.layout = vec![("last", "5m")];
     scripted(&mut g);
     drop(provider);
     let env = TestEnv::new();
@@ -692,12 +868,16 @@ fn anthropic_predictions_equal_what_a_breakpoint_provider_reported() {
     check_invariants(&v);
     let mut some_hit = false;
     let reqs = v["requests"].as_array().unwrap();
-    for ((r, (seq, _, hit, _)), write) in reqs.iter().zip(&g.requests).zip(&g.writes) {
+    for ((r, (seq, _, hit, _)), (w5, w1)) in reqs.iter().zip(&g.requests).zip(&g.writes) {
         assert_eq!(r["rule"], "anthropic");
         assert_eq!(r["predictedHit"], *hit, "read at seq {seq}: {r}");
         assert_eq!(
-            r["predicted"]["anthropic"]["write"], *write,
-            "write at seq {seq}: {r}"
+            r["predicted"]["anthropic"]["write5m"], *w5,
+            "at seq {seq}: {r}"
+        );
+        assert_eq!(
+            r["predicted"]["anthropic"]["write1h"], *w1,
+            "at seq {seq}: {r}"
         );
         some_hit |= *hit > 0;
     }
@@ -709,8 +889,355 @@ fn anthropic_predictions_equal_what_a_breakpoint_provider_reported() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|r| r["predictedHit"] == 0)
+            .all(|r| r["predictedHit"] == 0 && r["predicted"]["anthropic"]["write"] == 0)
     );
+}
+
+/// Request indexes of interest in [`scripted_anthropic`].
+struct Marks {
+    compaction: usize,
+    system: usize,
+    tools: usize,
+    wide: usize,
+    refreshed: usize,
+    idle: usize,
+    long_idle: usize,
+}
+
+/// A session for Anthropic's cache on `claude-sonnet-4-5`: tools and a
+/// system prompt each past the 1,024-token minimum, tool steps, a prune, a
+/// compaction, a system-prompt change, a tools change, three turns 4
+/// minutes apart then a prune early in the prompt (only entries refreshed
+/// by every read are still live), a step whose 22 parallel tool results put
+/// the previous breakpoint out of the 20-block lookback, an idle gap of 10
+/// minutes (past 5-minute entries, inside 1-hour ones) and one of 2 hours,
+/// all on real times.
+fn scripted_anthropic(g: &mut Gen) -> Marks {
+    g.provider = "anthropic";
+    g.model = "claude-sonnet-4-5";
+    g.system = filler("system", 6000);
+    let tool = |name: &str| json!({"name": name, "description": filler(name, 1500), "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}});
+    g.tools = json!([tool("read"), tool("grep"), tool("edit")]);
+    g.turn_start(&filler("question one", 600));
+    let r1 = g.tool_step("call_1", &filler("file one", 3000));
+    g.model(vec![text(&filler("answer one", 500))]);
+    g.turn_end();
+    g.turn_start(&filler("question two", 300));
+    let r2 = g.tool_step("call_2", &filler("file two", 2000));
+    g.model(vec![text(&filler("answer two", 400))]);
+    g.turn_end();
+    g.prune(r1);
+    g.turn_start(&filler("question three", 300));
+    g.model(vec![text(&filler("answer three", 300))]);
+    g.turn_end();
+    g.compact(3);
+    g.turn_start(&filler("question four", 300));
+    let compaction = g.requests.len();
+    g.model(vec![text(&filler("answer four", 300))]);
+    g.turn_end();
+    g.system = filler("a new system prompt", 6000);
+    g.header("change");
+    g.turn_start(&filler("question five", 300));
+    let system = g.requests.len();
+    g.model(vec![text(&filler("answer five", 300))]);
+    g.turn_end();
+    g.turn_start(&filler("question six", 300));
+    g.model(vec![text(&filler("answer six", 300))]);
+    g.turn_end();
+    g.tools[2] = tool("write");
+    g.header("change");
+    g.turn_start(&filler("question seven", 300));
+    let tools = g.requests.len();
+    g.model(vec![text(&filler("answer seven", 300))]);
+    g.turn_end();
+    for t in ["a", "b", "c"] {
+        g.time += 4 * 60_000;
+        g.turn_start(&filler(&format!("question {t}"), 300));
+        g.model(vec![text(&filler(&format!("answer {t}"), 300))]);
+        g.turn_end();
+    }
+    g.prune(r2);
+    g.turn_start(&filler("question after the prune", 300));
+    let refreshed = g.requests.len();
+    g.model(vec![text(&filler("answer after the prune", 300))]);
+    g.turn_end();
+    // 22 tool calls at once: the next request is 23 blocks past the last
+    // breakpoint of the one before.
+    g.turn_start(&filler("question eight", 300));
+    let calls: Vec<J> = (0..22)
+        .map(|i| json!({"type": "tool-call", "id": format!("p{i}"), "name": "read", "arguments": format!("{{\"path\":\"p{i}\"}}")}))
+        .collect();
+    g.model(calls);
+    for i in 0..22 {
+        let call = format!("p{i}");
+        let c = g.ev(
+            "tool/call",
+            json!({"turn": g.turn, "step": g.step, "callId": call, "name": "read", "arguments": "{}"}),
+            None,
+            None,
+        );
+        let m = json!({"id": format!("r-{call}"), "role": "user", "content": [{"type": "tool-result", "toolCallId": call, "content": [text(&filler(&call, 200))], "isError": false}], "source": {"kind": "tool", "callId": call}});
+        let data = json!({"turn": g.turn, "step": g.step, "message": m.clone()});
+        g.append("tool/result", data, m, Some(vec![c]));
+    }
+    g.step_end();
+    g.step_start();
+    let wide = g.requests.len();
+    g.model(vec![text(&filler("answer eight", 300))]);
+    g.turn_end();
+    g.turn_start(&filler("question nine", 300));
+    g.model(vec![text(&filler("answer nine", 300))]);
+    g.turn_end();
+    g.time += 10 * 60_000;
+    g.turn_start(&filler("question ten", 300));
+    let idle = g.requests.len();
+    g.model(vec![text(&filler("answer ten", 300))]);
+    g.turn_end();
+    g.turn_start(&filler("question eleven", 300));
+    g.model(vec![text(&filler("answer eleven", 300))]);
+    g.turn_end();
+    g.time += 2 * 3_600_000;
+    g.turn_start(&filler("question twelve", 300));
+    let long_idle = g.requests.len();
+    g.model(vec![text(&filler("answer twelve", 300))]);
+    g.turn_end();
+    Marks {
+        compaction,
+        system,
+        tools,
+        wide,
+        refreshed,
+        idle,
+        long_idle,
+    }
+}
+
+#[test]
+fn anthropic_layouts_and_ttls_equal_what_the_provider_reported_request_by_request() {
+    let env = TestEnv::new();
+    let close = |a: &J, b: f64| (a.as_f64().unwrap() - b).abs() < 1e-12;
+    // Sonnet 4.5 in the built-in table: 3 input, 0.30 hit, 3.75 for
+    // 5-minute writes, 6 for 1-hour writes (USD per million tokens).
+    let (input, hit_rate, w5_rate, w1_rate) = (3.0, 0.3, 3.75, 6.0);
+    let layouts: [&[(&str, &str)]; 4] = [
+        &[("last", "5m")],
+        &[("tools", "1h"), ("system", "1h"), ("last", "5m")],
+        &[
+            ("system", "1h"),
+            ("first-user", "1h"),
+            ("prev-user", "5m"),
+            ("last", "5m"),
+        ],
+        &[
+            ("tools", "5m"),
+            ("system", "5m"),
+            ("prev-user", "5m"),
+            ("last", "5m"),
+        ],
+    ];
+    let tool = |name: &str| json!({"name": name, "description": filler(name, 1500), "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}});
+    let mut hits_at = Vec::new();
+    for (n, layout) in layouts.iter().enumerate() {
+        let mut probe = Gen::new(None);
+        probe.layout = layout.to_vec();
+        scripted_anthropic(&mut probe);
+        let provider = Provider::start_as(probe.requests.len(), true);
+        let mut g = Gen::new(Some(provider.base.clone()));
+        g.layout = layout.to_vec();
+        let marks = scripted_anthropic(&mut g);
+        drop(provider);
+        let log = g.write(env.home(), &format!("layout{n}.jsonl"));
+        let spec: Vec<String> = layout.iter().map(|(p, t)| format!("{p}:{t}")).collect();
+        let spec = spec.join(",");
+        let v = cache_json(
+            &env,
+            &["--anthropic-breakpoints", &spec, log.to_str().unwrap()],
+        );
+        check_invariants(&v);
+        assert_eq!(v["timesReal"], true);
+        assert_eq!(v["rule"]["anthropic"]["breakpoints"], spec);
+        let reqs = v["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), g.requests.len());
+        let (mut sum_write, mut sum_total) = (0.0, 0.0);
+        for ((r, (seq, prompt, hit, _)), (w5, w1)) in reqs.iter().zip(&g.requests).zip(&g.writes) {
+            let what = format!("layout {spec}, request at seq {seq}: {r}");
+            assert_eq!(r["rule"], "anthropic", "{what}");
+            assert_eq!(r["promptTokens"], *prompt, "{what}");
+            assert_eq!(r["predictedHit"], *hit, "read: {what}");
+            let a = &r["predicted"]["anthropic"];
+            assert_eq!(a["write5m"], *w5, "5-minute writes: {what}");
+            assert_eq!(a["write1h"], *w1, "1-hour writes: {what}");
+            assert_eq!(a["write"], *w5 + *w1, "{what}");
+            assert!(hit + w5 + w1 <= *prompt, "{what}");
+            // The cost of each request, by hand from the table's rates.
+            let uncached = (prompt - hit - w5 - w1) as f64;
+            let c = &r["predictedCost"];
+            let write = (*w5 as f64 * w5_rate + *w1 as f64 * w1_rate) / 1e6;
+            assert!(close(&c["hit"], *hit as f64 * hit_rate / 1e6), "{what}");
+            assert!(close(&c["write"], write), "{what}");
+            assert!(close(&c["uncached"], uncached * input / 1e6), "{what}");
+            assert_eq!(c["currency"], "USD");
+            sum_write += write;
+            sum_total += c["total"].as_f64().unwrap();
+        }
+        let t = &v["totals"];
+        let w5s: u64 = g.writes.iter().map(|w| w.0).sum();
+        let w1s: u64 = g.writes.iter().map(|w| w.1).sum();
+        assert_eq!(t["predictedWrite5m"], w5s);
+        assert_eq!(t["predictedWrite1h"], w1s);
+        assert!((t["predictedCost"]["write"].as_f64().unwrap() - sum_write).abs() < 1e-9);
+        assert!((t["predictedCost"]["total"].as_f64().unwrap() - sum_total).abs() < 1e-9);
+        let hit = |i: usize| reqs[i]["predictedHit"].as_u64().unwrap();
+        // Anthropic's order: a system-prompt change starts after the tools
+        // (the first ones; the script changes them later).
+        let tools_tokens = q(&json!([tool("read"), tool("grep"), tool("edit")]).to_string()) + 4;
+        let s = &reqs[marks.system];
+        assert_eq!(s["cause"]["kind"], "header:system", "{s}");
+        assert_eq!(s["firstChanged"]["tokens"], tools_tokens, "{s}");
+        // A tools change invalidates everything.
+        let t = &reqs[marks.tools];
+        assert_eq!(t["cause"]["kind"], "header:tools", "{t}");
+        assert_eq!(t["firstChanged"]["tokens"], 0, "{t}");
+        assert_eq!(hit(marks.tools), 0, "{t}");
+        // Two hours idle: every entry has expired.
+        assert_eq!(reqs[marks.long_idle]["cause"]["kind"], "idle");
+        assert_eq!(hit(marks.long_idle), 0);
+        // Ten minutes idle: past 5-minute entries.
+        assert_eq!(reqs[marks.idle]["cause"]["kind"], "idle");
+        assert_eq!(
+            reqs[marks.idle]["idle"]["gapMs"].as_u64().unwrap() / 60_000,
+            10
+        );
+        // The compaction's recompute, split as the next request writes it.
+        let rep = v["replacements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["kind"] == "compaction")
+            .unwrap();
+        assert_eq!(rep["nextRequest"], marks.compaction);
+        let rec = rep["recomputedTokens"].as_f64().unwrap();
+        let r5 = rep["recomputedWrite5m"].as_f64().unwrap();
+        let r1 = rep["recomputedWrite1h"].as_f64().unwrap();
+        assert!(rec > 0.0 && r5 + r1 <= rec, "{rep}");
+        let want_write = (r5 * (w5_rate - hit_rate) + r1 * (w1_rate - hit_rate)) / 1e6;
+        assert!(close(&rep["cost"]["recomputeWrite"], want_write), "{rep}");
+        assert!(
+            close(
+                &rep["cost"]["recompute"],
+                want_write + (rec - r5 - r1) * (input - hit_rate) / 1e6
+            ),
+            "{rep}"
+        );
+        assert_eq!(reqs[marks.refreshed]["cause"]["kind"], "prune");
+        hits_at.push((
+            hit(marks.system),
+            hit(marks.idle),
+            hit(marks.wide),
+            r5 + r1 == rec,
+            hit(marks.refreshed),
+        ));
+    }
+    let system_tokens = q(&filler("a new system prompt", 6000)) + 4;
+    let tools_tokens = q(&json!([tool("read"), tool("grep"), tool("edit")]).to_string()) + 4;
+    // `last` alone: a system change, an idle gap past 5 minutes and a step
+    // past the lookback each read nothing.
+    assert_eq!(hits_at[0].0, 0);
+    assert_eq!(hits_at[0].1, 0);
+    assert_eq!(hits_at[0].2, 0);
+    // tools:1h first: the system change still reads the tools, and after
+    // ten idle minutes the 1-hour tools and system entries still live.
+    assert_eq!(hits_at[1].0, tools_tokens);
+    let new_tools = q(&json!([tool("read"), tool("grep"), tool("write")]).to_string()) + 4;
+    assert_eq!(hits_at[1].1, new_tools + system_tokens);
+    // first-user reaches back where the last breakpoint's window cannot.
+    assert!(hits_at[2].2 > 0);
+    // Under a 5-minute-only layout the idle request reads nothing, but
+    // reads refresh: twelve minutes after they were written, the tools and
+    // system entries read every four minutes are still there.
+    assert_eq!(hits_at[3].1, 0);
+    assert_eq!(hits_at[3].4, new_tools + system_tokens);
+    // With a breakpoint on the last message, every recomputed token is
+    // written again.
+    assert!(hits_at.iter().all(|h| h.3));
+}
+
+#[test]
+fn anthropic_layouts_are_validated_and_come_from_the_flag_or_the_config() {
+    let mut g = Gen::new(None);
+    g.provider = "anthropic";
+    g.model = "claude-sonnet-4-5";
+    g.turn_start(&filler("q", 400));
+    g.model(vec![text("a")]);
+    g.turn_end();
+    let env = TestEnv::new();
+    let log = g.write(env.home(), "small.jsonl");
+    let l = log.to_str().unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let out = env.dsh().arg("cache").args(args).arg(l).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    refused(
+        &[
+            "--anthropic-breakpoints",
+            "tools,system,first-user,prev-user,last",
+        ],
+        "at most 4",
+    );
+    refused(
+        &["--anthropic-breakpoints", "tools,system:1h"],
+        "longer TTLs before shorter",
+    );
+    refused(&["--anthropic-breakpoints", "last,last"], "twice");
+    refused(
+        &["--anthropic-breakpoints", "middle"],
+        "unknown breakpoint place",
+    );
+    refused(&["--anthropic-breakpoints", "last:10m"], "5m and 1h");
+    refused(&["--anthropic-breakpoints", "none,last"], "none");
+    refused(&["--anthropic-ttl", "10m"], "possible values: 5m, 1h");
+    // Places without a TTL take --anthropic-ttl; the layout is canonical.
+    let v = cache_json(
+        &env,
+        &[
+            "--anthropic-ttl",
+            "1h",
+            "--anthropic-breakpoints",
+            "last:5m, tools",
+            l,
+        ],
+    );
+    let a = &v["rule"]["anthropic"];
+    assert_eq!(a["breakpoints"], "tools:1h,last:5m");
+    assert_eq!(
+        a["layout"],
+        json!([{"at": "tools", "ttl": "1h", "ttlMs": 3600000}, {"at": "last", "ttl": "5m", "ttlMs": 300000}])
+    );
+    // The config's [cache] gives the default; the flag wins over it.
+    let cfg = env.home().join("cache.toml");
+    std::fs::write(
+        &cfg,
+        "[cache]\nanthropicBreakpoints = \"last, system:1h, tools:1h\"\n",
+    )
+    .unwrap();
+    let c = cfg.to_str().unwrap();
+    let v = cache_json(&env, &["--config", c, l]);
+    assert_eq!(
+        v["rule"]["anthropic"]["breakpoints"],
+        "tools:1h,system:1h,last:5m"
+    );
+    let v = cache_json(&env, &["--config", c, "--anthropic-breakpoints", "none", l]);
+    assert_eq!(v["rule"]["anthropic"]["breakpoints"], "none");
+    std::fs::write(
+        &cfg,
+        "[cache]\nanthropicBreakpoints = \"tools,system:1h\"\n",
+    )
+    .unwrap();
+    refused(&["--config", c], "anthropicBreakpoints");
+    std::fs::write(&cfg, "[cache]\nlayout = \"last\"\n").unwrap();
+    refused(&["--config", c], "unknown key");
 }
 
 #[test]

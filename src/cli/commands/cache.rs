@@ -5,7 +5,7 @@ use anyhow::Result;
 use dsh::LogSource;
 use dsh::cache::{
     AnthropicRule, Block, BreakEven, Breakpoints, CacheOptions, CacheReport, Cause, DeepSeekRule,
-    Idle, Position, Prices, Replacement, Request, Segment, Totals,
+    Idle, Position, Prices, Replacement, Request, RequestCost, Segment, Totals, Ttl,
 };
 use dsh::json::{OwnedValue, Value};
 use dsh::meter::tokenizer::Encoding;
@@ -26,14 +26,29 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// began. For each request: its prompt size, the first position that differs
 /// from what the previous request left in the cache (its prompt plus its
 /// output), down to the content block (`TOKENS @ pos P #B`, `#B.I` for item
-/// I of a tool result, `@ system`, `@ tools:NAME`), the cause (append, compaction at seq S, prune at seq S, a header
-/// change naming system or tools, image offload, route change, new lifecycle
-/// after `session/end-seed`, first request, idle beyond --lifetime when the
-/// log's times are real), the old tokens sent again after that position
-/// ("recomputed"), and the cache hit DeepSeek's prefix-unit rule predicts
-/// (units at the end of every request's input and output and at detected
-/// common prefixes, matched whole, rounded down to --block tokens) next to
-/// the `cacheReadTokens` the provider reported. For each compaction and
+/// I of a tool result, `@ system`, `@ tools:NAME`), the cause (append,
+/// compaction at seq S, prune at seq S, a header change naming system or
+/// tools, image offload, route change, new lifecycle after
+/// `session/end-seed`, first request, idle beyond the cache's lifetime when
+/// the log's times are real: --lifetime, or on Anthropic routes the shortest
+/// breakpoint TTL), the old tokens sent again after that position
+/// ("recomputed"), and the cache hit the route's rule predicts next to the
+/// `cacheReadTokens` the provider reported: DeepSeek's prefix units (at the
+/// end of every request's input and output and at detected common
+/// prefixes, matched whole, rounded down to --block tokens), or on
+/// Anthropic routes Anthropic's breakpoints (--anthropic-breakpoints).
+///
+/// Anthropic's prompt is tools → system → messages (so a system-prompt
+/// change keeps an entry at the tools, and a tools change loses everything).
+/// Each `cache_control` breakpoint writes the prefix up to it (from 1,024
+/// tokens) as an entry living 5 minutes or, with `:1h`, an hour after its
+/// last use; each reads the longest live entry ending at it or up to 20
+/// blocks (tools, system, one per message) before it, and every read
+/// refreshes. Writes are 1-hour from the hit to the last 1-hour breakpoint,
+/// 5-minute from there to the last one; priced at 2× and 1.25× the base
+/// input, hits at 0.1×. Places: `tools`, `system`, `first-user` (the first
+/// user or tool-result message), `prev-user` (the one before the last),
+/// `last` (the last message); at most 4, longer TTLs first. For each compaction and
 /// prune: the tokens it made the next request recompute, the summariser's
 /// usage, the prompt tokens it saved on every later request and when it paid
 /// for itself ("break-even"). Positions use the meter's heuristic, or
@@ -43,11 +58,14 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// Predictions are what the rule implies, not the provider's bill: the
 /// provider decides what it keeps. Costs need a dated price table; without a
 /// price the cost columns show `—`. Prices come from the dated price table
-/// of `dsh usage` (built in, plus [[prices]] from the config): a replacement
-/// costs its recomputed tokens × (miss − hit rate) plus its summariser call,
-/// and saves its saved tokens × the hit rate; a cause's misses cost their
-/// tokens × the miss rate. A request whose price needs a time the log does
-/// not record (normalised times, DeepSeek's peak hours) has no price.
+/// of `dsh usage` (built in, plus [[prices]] from the config): a request's
+/// prompt costs its hit × the hit rate, its cache writes × their rates and
+/// the rest × the uncached rate; a replacement costs its recomputed tokens ×
+/// (the rate they are billed at − the hit rate: written ones at their write
+/// rate, the others uncached) plus its summariser call, and saves its saved
+/// tokens × the hit rate; a cause's misses cost their writes and uncached
+/// input. A request whose price needs a time the log does not record
+/// (normalised times, DeepSeek's peak hours) has no price.
 ///
 /// LOG may be a file, `-`, a session directory or id, or a directory tree;
 /// with no LOG every session under $DSH_HOME is analysed, one row per log,
@@ -72,16 +90,21 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// "failed","turn","step","route",
 /// "promptTokens","messages","firstChanged": {"tokens","segment","block",
 /// "blockTokens","seq"?,"position"?}|null,"cause": {"kind","seq"?,"part"?,"from"?,"to"?},
-/// "headerChanges","freshTokens","recomputedTokens","predictedHit",
-/// "predictedMiss","reported": {…}|null,"idle"}], "replacements": [{"seq",
+/// "headerChanges","freshTokens","recomputedTokens","predictedHit","rule",
+/// "predicted": {"deepseek","anthropic": {"hit","write","write5m","write1h"}},
+/// "predictedMiss","predictedCost": {"hit","write","uncached","total",
+/// "currency"}|null,"reported": {…}|null,"idle"}], "replacements": [{"seq",
 /// "kind","position","shadowedTokens","replacementTokens","nextRequest",
-/// "recomputedTokens","coveredBy","summary","savedTokens","savedRequests",
-/// "supersededBy","breakEven","cost"}], "totals", "note", "schema_version"}`;
+/// "recomputedTokens","recomputedWrite5m","recomputedWrite1h","coveredBy",
+/// "summary","savedTokens","savedRequests","supersededBy","breakEven",
+/// "cost": {"recompute","recomputeWrite","summary","saved","breakEven",
+/// "currency"}|null}], "totals": {…,"predictedWrite5m","predictedWrite1h",
+/// "predictedCost","byCause"}, "note", "schema_version"}`;
 /// several print `{"logs": [those], "summary": {"logs","errors","totals"},
 /// "note", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer o200k --json s.jsonl\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache"
+    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer o200k --json s.jsonl\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache\n  dsh cache --anthropic-breakpoints last s.jsonl\n      # one 5-minute breakpoint on the last message (incremental caching)\n  dsh cache --anthropic-breakpoints tools:1h,system:1h,last s.jsonl\n      # tools and system kept an hour, the conversation 5 minutes\n  dsh cache --anthropic-breakpoints system:1h,first-user:1h,prev-user,last s.jsonl\n      # also the opening context, and the previous turn past the 20-block lookback"
 )]
 pub struct CacheArgs {
     /// Logs to analyse (default: every session under $DSH_HOME).
@@ -100,16 +123,29 @@ pub struct CacheArgs {
     /// DeepSeek's storage granularity: hits are whole multiples of this.
     #[arg(long, value_name = "TOKENS", default_value_t = 128)]
     pub block: u64,
-    /// Where Anthropic `cache_control` breakpoints sit: `none` (what DSH's
-    /// adapters send, so nothing is cached) or `last` (the last block of
-    /// every request, as automatic caching does).
-    #[arg(long, value_name = "WHERE", value_parser = ["none", "last"], default_value = "none")]
-    pub anthropic_breakpoints: String,
-    /// Anthropic cache entry lifetime after its last use: 5m or 1h.
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, default_value = "5m")]
-    pub anthropic_ttl: u64,
-    /// The dsh config file whose [[prices]] join the built-in price table
-    /// (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
+    /// Where the `cache_control` breakpoints of Anthropic requests sit:
+    /// `none` (what DSH's adapters send: nothing is cached), or up to 4 of
+    /// `tools`, `system`, `first-user`, `prev-user`, `last`, comma-separated,
+    /// each with an optional TTL (`last:5m`, `tools:1h`). Anthropic's prompt
+    /// is tools → system → messages, and longer TTLs must come first in it.
+    /// Default: `anthropicBreakpoints` in the config's [cache], else none.
+    #[arg(long, value_name = "LAYOUT", value_hint = clap::ValueHint::Other)]
+    pub anthropic_breakpoints: Option<String>,
+    /// The TTL of breakpoints given without one (here or in the config): 5m
+    /// (the API's default) or 1h.
+    #[arg(
+        long,
+        value_name = "TTL",
+        default_value = "5m",
+        value_parser = clap::builder::TypedValueParser::map(
+            clap::builder::PossibleValuesParser::new(["5m", "1h"]),
+            |s: String| Ttl::parse(&s).unwrap_or_default()
+        )
+    )]
+    pub anthropic_ttl: Ttl,
+    /// The dsh config file whose [[prices]] join the built-in price table and
+    /// whose [cache] anthropicBreakpoints is the default layout (default:
+    /// $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else
     /// ~/.config/dsh/config.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
@@ -134,6 +170,19 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     if args.block == 0 {
         return Err(UsageError("--block must be at least 1".into()).into());
     }
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let breakpoints = match &args.anthropic_breakpoints {
+        Some(spec) => Breakpoints::parse(spec, args.anthropic_ttl)
+            .map_err(|e| UsageError(format!("--anthropic-breakpoints {spec:?}: {e}")))?,
+        None => match config.cache.anthropic_breakpoints.as_deref() {
+            Some(spec) => Breakpoints::parse(spec, args.anthropic_ttl).map_err(|e| {
+                UsageError(format!(
+                    "config: [cache] anthropicBreakpoints {spec:?}: {e}"
+                ))
+            })?,
+            None => Breakpoints::none(),
+        },
+    };
     let opts = CacheOptions {
         tokenizer: encoding,
         deepseek: DeepSeekRule {
@@ -141,12 +190,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             ..DeepSeekRule::default()
         },
         anthropic: AnthropicRule {
-            breakpoints: if args.anthropic_breakpoints == "last" {
-                Breakpoints::Last
-            } else {
-                Breakpoints::None
-            },
-            ttl_ms: args.anthropic_ttl,
+            breakpoints,
             ..AnthropicRule::default()
         },
         lifetime_ms: args.lifetime,
@@ -173,7 +217,6 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     let load = ctx.load_options();
     let job = |s: &LogSource| dsh::cache::analyse(s, &load, &opts);
     let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
-    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
     let prices = dsh::price::PriceTable::builtin().with(&config.prices);
     let mut status = if errors.is_empty() {
         Status::Ok
@@ -237,7 +280,11 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
                         .with("errors", (errors.len() as u64).into())
                         .with(
                             "totals",
-                            totals_json(&totals, &cause_costs(&reports, &prices)),
+                            totals_json(
+                                &totals,
+                                &cause_costs(&reports, &prices),
+                                predicted_cost(&reports, &prices),
+                            ),
                         ),
                 )
                 .with("note", NOT_A_BILL.into())
@@ -305,9 +352,33 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             rate(totals.predicted_rate()),
             rate(totals.reported_rate()),
         )?;
+        cost_lines(ctx, &totals, predicted_cost(&reports, &prices))?;
         outln!(ctx.out, "{NOT_A_BILL}")?;
     }
     Ok(status)
+}
+
+/// The predicted cache writes and prompt cost, when there are any.
+fn cost_lines(ctx: &Ctx, t: &Totals, cost: Option<RequestCost>) -> Result<()> {
+    if t.predicted_write_5m + t.predicted_write_1h > 0 {
+        outln!(
+            ctx.out,
+            "predicted cache writes (Anthropic): {} tokens to 5-minute entries (1.25× input), {} to 1-hour entries (2×)",
+            render::num(t.predicted_write_5m),
+            render::num(t.predicted_write_1h),
+        )?;
+    }
+    if let Some(c) = cost.filter(|_| t.requests > 0) {
+        outln!(
+            ctx.out,
+            "predicted prompt cost: {} (hits {}, cache writes {}, uncached {})",
+            usd(Some(c.total())),
+            usd(Some(c.hit)),
+            usd(Some(c.write)),
+            usd(Some(c.uncached)),
+        )?;
+    }
+    Ok(())
 }
 
 fn rate(r: Option<f64>) -> String {
@@ -390,6 +461,36 @@ fn break_even(b: BreakEven) -> String {
     }
 }
 
+/// The predicted prompt cost of many reports, `None` when one is unpriced.
+fn predicted_cost(reports: &[CacheReport], prices: &dyn Prices) -> Option<RequestCost> {
+    let mut all: Option<RequestCost> = None;
+    for r in reports {
+        let c = r.predicted_cost(prices)?;
+        match &mut all {
+            None => all = Some(c),
+            Some(a) => a.add(&c),
+        }
+    }
+    all.or(Some(RequestCost {
+        hit: 0.0,
+        write: 0.0,
+        uncached: 0.0,
+        currency: "USD",
+    }))
+}
+
+fn cost_json(c: Option<RequestCost>) -> OwnedValue {
+    match c {
+        None => Value::Null,
+        Some(c) => Value::obj()
+            .with("hit", c.hit.into())
+            .with("write", c.write.into())
+            .with("uncached", c.uncached.into())
+            .with("total", c.total().into())
+            .with("currency", c.currency.into()),
+    }
+}
+
 /// Per cause: what its predicted misses cost, over many reports.
 type Costs = std::collections::HashMap<String, Option<f64>>;
 
@@ -443,22 +544,38 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             "calibrated: token figures rescaled by {k:.2}× (reported ÷ computed prompt size)"
         )?;
     }
+    let a = &r.anthropic;
     outln!(
         ctx.out,
-        "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), Anthropic breakpoints {} (TTL {}s, applied to anthropic routes); times {}",
+        "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), on anthropic routes Anthropic breakpoints {}; times {}",
         r.deepseek.block,
-        match r.anthropic.breakpoints {
-            Breakpoints::None => "none (DSH sends no cache_control: nothing cached)",
-            Breakpoints::Last => "on the last block",
+        if a.breakpoints.is_none() {
+            "none (DSH sends no cache_control: nothing cached)".to_string()
+        } else {
+            format!(
+                "{} (prompt tools → system → messages; {}-block lookback; prefixes from {} tokens{})",
+                a.breakpoints,
+                a.lookback,
+                render::num(a.min_tokens),
+                if r.times_real {
+                    ""
+                } else {
+                    "; TTLs not applied to normalised times"
+                }
+            )
         },
-        r.anthropic.ttl_ms / 1000,
         if r.times_real {
             "real"
         } else {
             "normalised (idle gaps unknown)"
         }
     )?;
-    let mut t = render::table(&[
+    // Anthropic's writes, per TTL and in money, where its rule predicts.
+    let show_writes = !a.breakpoints.is_none()
+        && r.requests
+            .iter()
+            .any(|q| dsh::cache::rule_for(&q.provider) == "anthropic");
+    let mut head = vec![
         "#",
         "seq",
         "turn.step",
@@ -470,20 +587,24 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         "miss",
         "reported hit",
         "reported prompt",
-        "anthropic hit/write",
-    ]);
+    ];
+    if show_writes {
+        head.extend(["write 5m", "write 1h", "write cost"]);
+    }
+    let mut t = render::table(&head);
     // At 80 columns: the request, its cause, where it changed, hit and miss.
     t.drop_first(&[
-        "anthropic hit/write",
+        "write cost",
         "reported prompt",
         "turn.step",
         "seq",
         "recomputed",
+        "write 1h",
         "reported hit",
+        "write 5m",
     ]);
-    let show_anthropic = r.anthropic.breakpoints != Breakpoints::None;
     for q in &r.requests {
-        t.add_row(vec![
+        let mut row = vec![
             q.index.to_string(),
             q.seq.to_string(),
             turn_step(q),
@@ -504,16 +625,20 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
             render::num(q.predicted_miss()),
             opt_num(q.reported.map(|u| u.cache_read_tokens)),
             opt_num(q.reported.map(|u| u.prompt())),
-            if show_anthropic {
-                format!(
-                    "{}/{}",
-                    render::num(q.anthropic.0),
-                    render::num(q.anthropic.1)
-                )
+        ];
+        if show_writes {
+            if dsh::cache::rule_for(&q.provider) == "anthropic" {
+                let (w5, w1) = q.predicted_writes();
+                row.extend([
+                    render::num(w5),
+                    render::num(w1),
+                    usd(r.request_cost(q, prices).map(|c| c.write)),
+                ]);
             } else {
-                String::new()
-            },
-        ]);
+                row.extend(["—".into(), "—".into(), "—".into()]);
+            }
+        }
+        t.add_row(row);
     }
     outln!(ctx.out, "{t}")?;
     if !r.replacements.is_empty() {
@@ -586,6 +711,7 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         rate(tt.reported_rate()),
         tt.reported_requests,
     )?;
+    cost_lines(ctx, &tt, r.predicted_cost(prices))?;
     if tt.failed_requests > 0 || r.attempts_not_sent > 0 {
         outln!(
             ctx.out,
@@ -667,7 +793,7 @@ fn break_even_json(b: BreakEven) -> OwnedValue {
     }
 }
 
-fn request_json(q: &Request) -> OwnedValue {
+fn request_json(r: &CacheReport, q: &Request, prices: &dyn Prices) -> OwnedValue {
     let first = match &q.first_changed {
         None => Value::Null,
         Some(p) => {
@@ -727,11 +853,14 @@ fn request_json(q: &Request) -> OwnedValue {
             Value::obj().with("deepseek", q.deepseek_hit.into()).with(
                 "anthropic",
                 Value::obj()
-                    .with("hit", q.anthropic.0.into())
-                    .with("write", q.anthropic.1.into()),
+                    .with("hit", q.anthropic.hit.into())
+                    .with("write", q.anthropic.write().into())
+                    .with("write5m", q.anthropic.write_5m.into())
+                    .with("write1h", q.anthropic.write_1h.into()),
             ),
         )
         .with("predictedMiss", q.predicted_miss().into())
+        .with("predictedCost", cost_json(r.request_cost(q, prices)))
         .with(
             "reported",
             q.reported.as_ref().map_or(Value::Null, reported_json),
@@ -764,10 +893,15 @@ fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValu
         None => Value::Null,
         Some(c) => Value::obj()
             .with("recompute", c.recompute.into())
+            .with("recomputeWrite", c.recompute_write.into())
             .with("summary", c.summary.into())
             .with("saved", c.saved.into())
             .with("breakEven", break_even_json(c.break_even))
             .with("currency", c.currency.into()),
+    };
+    let (w5, w1) = match (x.next_request, &x.covered_by) {
+        (Some(n), None) => r.requests[n].recomputed_writes(),
+        _ => (0, 0),
     };
     Value::obj()
         .with("seq", x.seq.into())
@@ -777,6 +911,8 @@ fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValu
         .with("replacementTokens", x.replacement_tokens.into())
         .with("nextRequest", x.next_request.map(|n| n as u64).into())
         .with("recomputedTokens", x.recomputed_tokens.into())
+        .with("recomputedWrite5m", w5.into())
+        .with("recomputedWrite1h", w1.into())
         .with(
             "coveredBy",
             x.covered_by.as_ref().map_or(Value::Null, cause_json),
@@ -789,13 +925,16 @@ fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValu
         .with("cost", cost)
 }
 
-fn totals_json(t: &Totals, costs: &Costs) -> OwnedValue {
+fn totals_json(t: &Totals, costs: &Costs, cost: Option<RequestCost>) -> OwnedValue {
     Value::obj()
         .with("requests", (t.requests as u64).into())
         .with("failedRequests", (t.failed_requests as u64).into())
         .with("promptTokens", t.prompt_tokens.into())
         .with("predictedHit", t.predicted_hit.into())
         .with("predictedRate", t.predicted_rate().into())
+        .with("predictedWrite5m", t.predicted_write_5m.into())
+        .with("predictedWrite1h", t.predicted_write_1h.into())
+        .with("predictedCost", cost_json(cost))
         .with("reportedRequests", (t.reported_requests as u64).into())
         .with("reportedPrompt", t.reported_prompt.into())
         .with("reportedHit", t.reported_hit.into())
@@ -839,22 +978,35 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
                 .with(
                     "anthropic",
                     Value::obj()
+                        .with("breakpoints", r.anthropic.breakpoints.to_string().into())
                         .with(
-                            "breakpoints",
-                            match r.anthropic.breakpoints {
-                                Breakpoints::None => "none",
-                                Breakpoints::Last => "last",
-                            }
-                            .into(),
+                            "layout",
+                            Value::Arr(
+                                r.anthropic
+                                    .breakpoints
+                                    .list()
+                                    .iter()
+                                    .map(|b| {
+                                        Value::obj()
+                                            .with("at", b.at.as_str().into())
+                                            .with("ttl", b.ttl.as_str().into())
+                                            .with("ttlMs", b.ttl.ms().into())
+                                    })
+                                    .collect(),
+                            ),
                         )
-                        .with("ttlMs", r.anthropic.ttl_ms.into())
                         .with("minTokens", r.anthropic.min_tokens.into())
                         .with("lookbackBlocks", (r.anthropic.lookback as u64).into()),
                 ),
         )
         .with(
             "requests",
-            Value::Arr(r.requests.iter().map(request_json).collect()),
+            Value::Arr(
+                r.requests
+                    .iter()
+                    .map(|q| request_json(r, q, prices))
+                    .collect(),
+            ),
         )
         .with(
             "replacements",
@@ -866,7 +1018,11 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
         )
         .with(
             "totals",
-            totals_json(&r.totals(), &cause_costs(std::slice::from_ref(r), prices)),
+            totals_json(
+                &r.totals(),
+                &cause_costs(std::slice::from_ref(r), prices),
+                r.predicted_cost(prices),
+            ),
         )
         .with("note", NOT_A_BILL.into())
 }

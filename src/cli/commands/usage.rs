@@ -170,6 +170,7 @@ fn rates_json(r: &Rates) -> OwnedValue {
         .with("input", r.input.into())
         .with("cacheHit", r.cache_hit.into())
         .with("cacheWrite", r.cache_write.into())
+        .with("cacheWrite1h", r.cache_write_1h.into())
         .with("output", r.output.into())
 }
 
@@ -217,13 +218,14 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
         "input",
         "cache hit",
         "cache write",
+        "1h write",
         "output",
         "off-peak in/hit/out",
         "confirmed",
         "origin",
         "source",
     ]);
-    t.drop_first(&["source", "origin", "cache write", "provider"]);
+    t.drop_first(&["source", "origin", "1h write", "cache write", "provider"]);
     let f = |x: f64| Value::Num(x).to_json();
     for p in &entries {
         t.add_row(vec![
@@ -234,6 +236,7 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
             f(p.rates.input),
             f(p.rates.cache_hit),
             f(p.rates.cache_write),
+            p.rates.cache_write_1h.map_or_else(|| "—".into(), f),
             f(p.rates.output),
             p.off_peak.map_or_else(String::new, |o| {
                 format!("{} / {} / {}", f(o.input), f(o.cache_hit), f(o.output))

@@ -1,0 +1,78 @@
+//! Work over a slice on every core, the answers kept in the slice's order.
+//!
+//! Commands that go back to the log after loading it (the pruner reading
+//! each tool result again, …) do independent work per item; the loader's
+//! second thread is idle by then, so the items are shared out in small
+//! chunks to as many threads as there are cores.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Items per chunk a thread takes at a time: small enough that the threads
+/// finish together, large enough that taking one costs nothing.
+const CHUNK: usize = 16;
+
+/// `items.iter().map(f)` on every core, in order. Each thread has its own
+/// `S` (a file handle, a buffer), created with `S::default()` and passed to
+/// every call on that thread. Few items run on the calling thread alone.
+pub(crate) fn map_in_order<T, S, R, F>(items: &[T], f: F) -> Vec<R>
+where
+    T: Sync,
+    S: Default,
+    R: Send,
+    F: Fn(&T, &mut S) -> R + Sync,
+{
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(items.len().div_ceil(CHUNK));
+    if threads <= 1 {
+        let mut state = S::default();
+        return items.iter().map(|t| f(t, &mut state)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut chunks: Vec<(usize, Vec<R>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut state = S::default();
+                    let mut done = Vec::new();
+                    loop {
+                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        if start >= items.len() {
+                            break done;
+                        }
+                        let end = (start + CHUNK).min(items.len());
+                        let out = items[start..end].iter().map(|t| f(t, &mut state)).collect();
+                        done.push((start, out));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    chunks.sort_unstable_by_key(|&(start, _)| start);
+    chunks.into_iter().flat_map(|(_, out)| out).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_order_and_gives_each_thread_its_state() {
+        let items: Vec<u32> = (0..1000).collect();
+        let out = map_in_order(&items, |&x, calls: &mut u32| {
+            *calls += 1;
+            (x * 2, *calls)
+        });
+        assert_eq!(out.len(), 1000);
+        assert!(out.iter().enumerate().all(|(i, &(v, _))| v == 2 * i as u32));
+        // Every call saw its thread's state grow.
+        assert!(out.iter().all(|&(_, calls)| calls >= 1));
+        let few = map_in_order(&[1, 2, 3], |&x, _: &mut ()| x + 1);
+        assert_eq!(few, vec![2, 3, 4]);
+    }
+}

@@ -521,7 +521,7 @@ impl Builder {
                 let seqs: Vec<String> = n.replaces.iter().map(|s| s.to_string()).collect();
                 format!("replaces [{}]: {}", seqs.join(", "), n.preview)
             }
-            None => describe(ev, self.opts.preview_chars),
+            None => describe(ev, self.opts.preview_chars, &|v| v.to_json()),
         };
         self.rows.push(Row {
             seq: ev.seq,
@@ -748,8 +748,26 @@ fn cut_front(s: &str, width: usize) -> String {
     out
 }
 
-/// What `dsh events` shows of a non-message event.
-fn describe(ev: &Event<'_>, width: usize) -> String {
+/// What `dsh events` and `dsh view` show of an event that is not a message:
+/// a `turn/end`'s reason, a compaction's id (and error), the nodes a
+/// `compaction/summary` or `compaction/prune` shadows and their tokens, or
+/// else the event's `data` as JSON; cut to `width` characters with `…`.
+/// `count` writes the `shadowedTokenCount` (a terminal table may group its
+/// thousands; the view shows it as JSON).
+///
+/// ```
+/// use dsh::json::Value;
+/// let src = dsh::LogSource::File("samples/compacted.jsonl".into());
+/// let mut seen = Vec::new();
+/// dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |ev: &dsh::event::Event<'_>, _: &dsh::log::Folded<'_>| {
+///     if ev.kind == dsh::event::Kind::CompactionPrune {
+///         seen.push(dsh::view::describe(ev, 80, &|v: &Value<'_>| v.to_json()));
+///     }
+/// })?;
+/// assert_eq!(seen, ["shadows [21] (7270 tokens)"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn describe(ev: &Event<'_>, width: usize, count: &dyn Fn(&Value<'_>) -> String) -> String {
     let d = ev.data();
     match ev.kind {
         Kind::TurnEnd => d
@@ -774,9 +792,7 @@ fn describe(ev: &Event<'_>, width: usize) -> String {
             d.get("shadowedSeqs")
                 .map(|s| s.to_json())
                 .unwrap_or_default(),
-            d.get("shadowedTokenCount")
-                .map(|s| s.to_json())
-                .unwrap_or_default()
+            d.get("shadowedTokenCount").map(count).unwrap_or_default()
         ),
         _ => cut_back(&d.to_json(), width),
     }

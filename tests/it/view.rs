@@ -295,3 +295,34 @@ fn json_is_strict() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn events_and_view_describe_log_events_with_one_function() {
+    let run = |args: &[&str]| {
+        let out = crate::support::dsh()
+            .env("COLUMNS", "200")
+            .args(args)
+            .args(["--color", "never"])
+            .arg(sample("compacted.jsonl"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let events = run(&["events"]);
+    let view = run(&["view"]);
+    // The same words; the terminal table groups the thousands.
+    assert!(events.contains("shadows [21] (7,270 tokens)"), "{events}");
+    assert!(view.contains("shadows [21] (7270 tokens)"), "{view}");
+    for same in [
+        "\"cmp-sample-0001\"",
+        "completed",
+        "shadows [4,19,40,31] (1,373 tokens)",
+    ] {
+        assert!(events.contains(same), "{same}: {events}");
+    }
+    assert!(
+        view.contains("shadows [4,19,40,31] (1373 tokens)"),
+        "{view}"
+    );
+}

@@ -8,7 +8,7 @@ use dsh::event::{Event, Kind, SurfaceOp};
 use dsh::json::Value;
 use dsh::log::Folded;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview, truncate};
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
 use crate::cli::render;
 use crate::cli::rows::{RowWindow, Rows};
@@ -210,7 +210,6 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
 }
 
 fn describe(ev: &Event<'_>, folded: &Folded<'_>, width: usize) -> String {
-    let d = ev.data();
     match ev.kind {
         Kind::UserMessage | Kind::AssistantMessage | Kind::ToolResult => {
             let mut s = preview(ev.message(), width);
@@ -222,32 +221,9 @@ fn describe(ev: &Event<'_>, folded: &Folded<'_>, width: usize) -> String {
             }
             s
         }
-        Kind::TurnEnd => d
-            .get("reason")
-            .and_then(|r| r.get("kind"))
-            .and_then(|k| k.as_str())
-            .map(|k| k.into_owned())
-            .unwrap_or_default(),
-        Kind::CompactionStart | Kind::CompactionEnd => {
-            let id = d
-                .get("compactionId")
-                .map(|i| i.to_json())
-                .unwrap_or_default();
-            let err = d
-                .get("error")
-                .map(|e| format!(" error: {}", e.to_json()))
-                .unwrap_or_default();
-            truncate(&format!("{id}{err}"), width)
-        }
-        Kind::CompactionSummary | Kind::CompactionPrune => format!(
-            "shadows {} ({} tokens)",
-            d.get("shadowedSeqs")
-                .map(|s| s.to_json())
-                .unwrap_or_default(),
-            d.get("shadowedTokenCount")
-                .map(|s| s.as_f64().map_or_else(|| s.to_json(), render::num_f64))
-                .unwrap_or_default()
-        ),
-        _ => truncate(&d.to_json(), width),
+        // Token counts with their thousands grouped, as every table here.
+        _ => dsh::view::describe(ev, width, &|v: &Value<'_>| {
+            v.as_f64().map_or_else(|| v.to_json(), render::num_f64)
+        }),
     }
 }

@@ -141,6 +141,8 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -l no-pager -d 'Do not p
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l at -d 'The log as it stood after this seq' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l limit -d 'Show only the first N rows' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l tail -d 'Show only the last N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"

@@ -296,6 +296,78 @@ fn json_is_strict() {
     assert!(!out.status.success());
 }
 
+/// The columns' event lines of `dsh view` (between the rule and the
+/// footer), and the footer lines.
+fn view_lines(args: &[&str]) -> (Vec<String>, Vec<String>, std::process::Output) {
+    let out = crate::support::dsh()
+        .env("COLUMNS", "120")
+        .args(["view", "--color", "never"])
+        .args(args)
+        .arg(sample("compacted.jsonl"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let body = lines.iter().skip(2).take_while(|l| l.contains(" │ "));
+    let rows: Vec<String> = body.cloned().collect();
+    let footer = lines.iter().skip(2 + rows.len()).cloned().collect();
+    (rows, footer, out)
+}
+
+#[test]
+fn limit_and_tail_pick_events_with_a_footer() {
+    let (all, footer, _) = view_lines(&[]);
+    assert_eq!(all.len(), 16);
+    assert_eq!(footer.len(), 1, "{footer:?}");
+    assert!(
+        footer[0].starts_with("16 event(s) · 5 replaced"),
+        "{footer:?}"
+    );
+
+    let (first, footer, _) = view_lines(&["--limit", "3"]);
+    assert_eq!(first, all[..3]);
+    assert_eq!(footer[0], "showing the first 3 of 16 events");
+    assert!(
+        footer[1].starts_with("16 event(s) · 5 replaced"),
+        "{footer:?}"
+    );
+
+    let (last, footer, _) = view_lines(&["--tail", "4"]);
+    assert_eq!(last, all[12..]);
+    assert_eq!(footer[0], "showing the last 4 of 16 events");
+    // The stand-in of a replaced span is still linked on a cut view.
+    assert!(
+        last.iter().any(|l| l.contains("#0 ⟲ checkpoint 43")),
+        "{last:?}"
+    );
+
+    // A window past the length shows everything and says nothing more.
+    let (same, footer, _) = view_lines(&["--tail", "100"]);
+    assert_eq!(same, all);
+    assert_eq!(footer.len(), 1);
+    let (none, footer, _) = view_lines(&["--limit", "0"]);
+    assert!(none.is_empty());
+    assert_eq!(footer[0], "showing the first 0 of 16 events");
+}
+
+#[test]
+fn limit_and_tail_are_refused_where_they_mean_nothing() {
+    for args in [
+        &["--json", "--tail", "2"][..],
+        &["--json", "--limit", "2"],
+        &["--survival", "--limit", "2"],
+        &["--limit", "2", "--tail", "2"],
+    ] {
+        let (_, _, out) = view_lines(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains("--limit") || err.contains("--tail"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn events_and_view_describe_log_events_with_one_function() {
     let run = |args: &[&str]| {

@@ -7,8 +7,9 @@ use dsh::survival::{Category, Survival};
 use dsh::view::{ModelSide, ReplacementKind, Row, SurfaceEntry, View, ViewOptions};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
-use crate::cli::exit::Status;
+use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{self, Tone, paint};
+use crate::cli::rows::RowWindow;
 
 /// Show the log's transcript beside what the model sees at one point.
 ///
@@ -20,6 +21,9 @@ use crate::cli::render::{self, Tone, paint};
 /// marked where they happened. The columns fit the terminal (160 columns
 /// into a pipe unless `COLUMNS` is set).
 ///
+/// --limit N / --tail N: only the first or last N events of the transcript
+/// (the footer says how many there are).
+///
 /// --survival: for each compaction, which file paths, commands, identifiers,
 /// numbers and URLs of the replaced span its summary holds, and the session
 /// totals (the extraction rules are in the README, "view").
@@ -27,10 +31,11 @@ use crate::cli::render::{self, Tone, paint};
 /// With --json: `{"file","session","at","lastSeq","rows":[…],"surface":[…],
 /// "replacements":[…],"survival":{"compactions":[…],"totals":{…}},
 /// "schema_version"}` (`schemas/view.schema.json`), with or without
-/// --survival.
+/// --survival; one whole document, so --limit and --tail are refused with
+/// it, as for `surface` and `messages` (filter with jq).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh view session.jsonl\n  dsh view --at 40 session.jsonl            # the model's view as it stood after seq 40\n  dsh view --survival session.jsonl         # what each compaction summary kept\n  dsh view --all session.jsonl | less -S    # chunks and steps too\n  dsh view --json session.jsonl | jq '.survival.totals'"
+    after_help = "Examples:\n  dsh view session.jsonl\n  dsh view --at 40 session.jsonl            # the model's view as it stood after seq 40\n  dsh view --tail 40 session.jsonl          # the last 40 events beside the model's view\n  dsh view --survival session.jsonl         # what each compaction summary kept\n  dsh view --all session.jsonl | less -S    # chunks and steps too\n  dsh view --json session.jsonl | jq '.survival.totals'"
 )]
 pub struct ViewArgs {
     /// The log.
@@ -45,10 +50,20 @@ pub struct ViewArgs {
     /// Every event on the left, chunks and steps included.
     #[arg(long, short)]
     pub all: bool,
+    #[command(flatten)]
+    pub rows: RowWindow,
 }
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
+    args.rows.whole_json_only(ctx.json)?;
+    if args.survival && !args.rows.is_all() {
+        return Err(UsageError(
+            "--limit and --tail pick events of the transcript; --survival prints the compactions instead"
+                .into(),
+        )
+        .into());
+    }
     let src = ctx.resolve(&args.log)?;
     let opts = dsh::LoadOptions {
         upto: args.at,
@@ -97,7 +112,7 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
         let survival = dsh::survival::of_view(&log, &view)?;
         write_survival(&mut out, &survival, width)?;
     } else {
-        write_columns(&mut out, &view, width, args.at)?;
+        write_columns(&mut out, &view, width, args.at, args.rows)?;
     }
     out.flush()?;
     Ok(Status::Ok)
@@ -205,7 +220,13 @@ fn right_cell(row: &Row, view: &View, w: usize) -> String {
     }
 }
 
-fn write_columns(out: &mut dyn Write, view: &View, width: usize, at: Option<u64>) -> Result<()> {
+fn write_columns(
+    out: &mut dyn Write,
+    view: &View,
+    width: usize,
+    at: Option<u64>,
+    window: RowWindow,
+) -> Result<()> {
     let left_w = (width - 3) / 2;
     let right_w = width - 3 - left_w;
     let tokens: u64 = view.surface.iter().map(|e| e.tokens).sum();
@@ -232,7 +253,7 @@ fn write_columns(out: &mut dyn Write, view: &View, width: usize, at: Option<u64>
         "─".repeat(left_w + 1),
         "─".repeat(right_w + 1)
     )?;
-    for row in &view.rows {
+    for row in &view.rows[window.range(view.rows.len())] {
         let replaced = matches!(row.model, ModelSide::Replaced { .. });
         let shade = if replaced { "▒" } else { " " };
         let turn = row.turn.map_or("-".into(), |t| format!("t{t}"));
@@ -267,6 +288,9 @@ fn write_columns(out: &mut dyn Write, view: &View, width: usize, at: Option<u64>
         .iter()
         .filter(|r| matches!(r.model, ModelSide::Replaced { .. }))
         .count();
+    if let Some(note) = window.note(view.rows.len(), "events") {
+        writeln!(out, "{note}")?;
+    }
     let footer = format!(
         "{} event(s) · {} replaced (▒) · {} compaction(s), {} prune(s) · {} node(s) the model sees",
         render::num(view.rows.len() as u64),

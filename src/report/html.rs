@@ -74,7 +74,8 @@ details{margin:.3em 0}summary{cursor:pointer}
 tr.replaced td:first-child{background:var(--shade)}tr.mark td{border-top:2px solid var(--cmp)}
 table.side td{font-size:13px}
 .sev-error{color:var(--cmp);font-weight:600}.sev-warning{color:var(--prn)}
-@media print{body{max-width:none;padding:0;font-size:11pt;background:#fff;color:#000}details{display:block}details>summary{display:none}details>*{display:block}svg.chart{height:220px;break-inside:avoid}table{break-inside:auto}tr{break-inside:avoid}a{color:inherit}}
+@media print{:root{--bg:#fff;--fg:#000;--muted:#5b5f6b;--line:#d6d8de;--panel:#f5f6f8;--c1:#1f6fd1;--c2:#c2410c;--c3:#15803d;--c4:#7c3aed;--c5:#6b7280;--cmp:#b91c1c;--prn:#a16207;--shade:#fdf2d0}body{max-width:none;padding:0;font-size:11pt}summary{list-style:none;cursor:auto;font-weight:600}summary::-webkit-details-marker{display:none}svg.chart{height:220px;break-inside:avoid}table{break-inside:auto}tr{break-inside:avoid}a{color:inherit}}
+@media print{details::details-content{content-visibility:visible;display:block}}
 "#;
 
 /// The page's only script: it records script errors and the page's width
@@ -742,10 +743,16 @@ pub struct IndexEntry {
 /// The index page linking one page per session.
 pub fn index_page(entries: &[IndexEntry]) -> String {
     let mut s = head("dsh report — sessions");
+    let refused = entries.iter().filter(|e| e.error.is_some()).count();
     let _ = write!(
         s,
-        "<header><h1>Sessions</h1><p class=\"muted\">{} session page(s)</p></header><main>",
-        entries.len()
+        "<header><h1>Sessions</h1><p class=\"muted\">{} session page(s){}</p></header><main>",
+        entries.len() - refused,
+        if refused > 0 {
+            format!(", {refused} log(s) refused")
+        } else {
+            String::new()
+        }
     );
     let rows: Vec<Vec<String>> = entries
         .iter()

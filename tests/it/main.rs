@@ -5,6 +5,7 @@ mod support;
 mod append;
 mod bad_input;
 mod cache;
+mod cdp;
 mod compact;
 mod completions;
 mod conformance;

@@ -121,6 +121,11 @@ fn json_of(env: &TestEnv, args: &[&str], log: &Path) -> J {
 /// Decode a PNG into its distinct colours (up to a few): enough to tell a
 /// blank screenshot from a page.
 fn png_colours(bytes: &[u8]) -> usize {
+    png_pixels(bytes).1
+}
+
+/// Decode an 8-bit PNG: its pixels (RGB) and its distinct colours (up to 16).
+fn png_pixels(bytes: &[u8]) -> (Vec<[u8; 3]>, usize) {
     use std::io::Read;
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
     let (mut w, mut h, mut ct, mut idat) = (0usize, 0usize, 0u8, Vec::new());
@@ -156,6 +161,7 @@ fn png_colours(bytes: &[u8]) -> usize {
     let mut prev = vec![0u8; stride];
     let mut cur = vec![0u8; stride];
     let mut seen = std::collections::HashSet::new();
+    let mut pixels = Vec::with_capacity(w * h);
     for y in 0..h {
         let line = &raw[y * (stride + 1)..(y + 1) * (stride + 1)];
         let f = line[0];
@@ -187,10 +193,14 @@ fn png_colours(bytes: &[u8]) -> usize {
             if seen.len() < 16 {
                 seen.insert(px.to_vec());
             }
+            pixels.push(match bpp {
+                1 | 2 => [px[0]; 3],
+                _ => [px[0], px[1], px[2]],
+            });
         }
         std::mem::swap(&mut prev, &mut cur);
     }
-    seen.len()
+    (pixels, seen.len())
 }
 
 /// Everything the browser must show for one log.
@@ -355,6 +365,9 @@ fn genlog_sessions_render_in_a_browser() {
         let (_, summaries, p) = types_in(&log);
         assert!(summaries > 0 && p > 0, "genlog made compactions and prunes");
         check_in_browser(&browser, &env, &log, &format!("genlog-{seed}"));
+        if seed == 3 {
+            check_schemes(&browser, &env, &log, "scheme-genlog-3");
+        }
     }
 }
 
@@ -501,4 +514,263 @@ fn long_sessions_are_downsampled_and_say_so() {
     } else {
         assert!(!html.contains("id=\"downsampled\""));
     }
+}
+
+/// Every rendered text of the page against what is behind it (the nearest
+/// ancestor with a background; SVG text by its fill, over the chart's
+/// background), in the colour scheme the page is in: the scheme, the
+/// body's background luminance, how many texts were measured, and the ten
+/// lowest WCAG contrast ratios.
+const CONTRAST_JS: &str = r#"(() => {
+  const rgb = s => { const m = /rgba?\(([^)]+)\)/.exec(s); if (!m) return null;
+    const p = m[1].split(/[\s,\/]+/).filter(x => x).map(Number);
+    return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+  const behind = el => { for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor); if (c && c.a > 0) return c; }
+    return rgb(getComputedStyle(document.documentElement).backgroundColor) || {r: 255, g: 255, b: 255, a: 1}; };
+  const seen = new Set(); const out = [];
+  const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = w.nextNode(); n; n = w.nextNode()) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || seen.has(el)) continue;
+    seen.add(el);
+    if (!el.checkVisibility({visibilityProperty: true, opacityProperty: true})) continue;
+    const cs = getComputedStyle(el);
+    const svg = el instanceof SVGElement;
+    const fg = rgb(svg ? cs.fill : cs.color);
+    const bg = behind(svg ? el.closest('svg') : el);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    out.push({el: el.tagName.toLowerCase() + (el.getAttribute('class') ? '.' + el.getAttribute('class') : ''),
+              text: n.textContent.trim().slice(0, 40), fg: svg ? cs.fill : cs.color,
+              bg: `rgb(${bg.r}, ${bg.g}, ${bg.b})`, ratio: (hi + 0.05) / (lo + 0.05)});
+  }
+  out.sort((a, b) => a.ratio - b.ratio);
+  return {dark: matchMedia('(prefers-color-scheme: dark)').matches,
+          body: lum(behind(document.body)), texts: out.length, lowest: out.slice(0, 10),
+          scrollWidth: document.documentElement.scrollWidth};
+})()"#;
+
+/// Each chart: its role, whether its accessible name and description
+/// resolve to its `<title>` and `<desc>`, the description, and the rows of
+/// the data table in its section.
+const CHARTS_JS: &str = r#"[...document.querySelectorAll('svg.chart')].map(svg => {
+  const ids = (svg.getAttribute('aria-labelledby') || '').split(/\s+/);
+  const t = svg.querySelector(':scope > title'), d = svg.querySelector(':scope > desc');
+  const table = svg.closest('section').querySelector('details.data table');
+  return {id: svg.id, role: svg.getAttribute('role'),
+          labelled: !!t && !!d && ids.includes(t.id) && ids.includes(d.id) && t.textContent.length > 0,
+          desc: d ? d.textContent : '', rows: table ? table.tBodies[0].rows.length : 0};
+})"#;
+
+/// The page in print: every `<details>` with whether each part but its
+/// `<summary>` is rendered, and whether the summary still draws a
+/// disclosure marker.
+const PRINT_JS: &str = r#"[...document.querySelectorAll('details')].map(d => {
+  const s = d.querySelector(':scope > summary');
+  return {cls: d.className, open: d.open,
+          shown: [...d.children].filter(c => c !== s).every(c => c.checkVisibility()),
+          marker: !!s && getComputedStyle(s).listStyleType !== 'none'};
+})"#;
+
+/// The mean luma (0–255) of a PNG's pixels, and its distinct colours (up
+/// to 16).
+fn png_stats(bytes: &[u8]) -> (f64, usize) {
+    let (pixels, colours) = png_pixels(bytes);
+    let luma: f64 = pixels
+        .iter()
+        .map(|p| 0.299 * p[0] as f64 + 0.587 * p[1] as f64 + 0.114 * p[2] as f64)
+        .sum::<f64>()
+        / pixels.len().max(1) as f64;
+    (luma, colours)
+}
+
+/// The page, built from `log`, in dark and in light mode: see
+/// [`check_page_schemes`].
+fn check_schemes(browser: &Path, env: &TestEnv, log: &Path, name: &str) {
+    let page = artifacts().join(format!("{name}.html"));
+    let out = env
+        .dsh()
+        .args(["report", "--force", "-o"])
+        .arg(&page)
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_page_schemes(browser, &page, name, true);
+}
+
+/// A page in dark and in light mode: the scheme took, the background
+/// follows it, every text is legible (contrast at least 4.5:1), no script
+/// error, nothing fetched, no horizontal scrolling at 1280 px, every chart
+/// with a text alternative and a data table (`charts`), and a screenshot
+/// that is not blank and as dark or light as the scheme.
+fn check_page_schemes(browser: &Path, page: &Path, name: &str, charts: bool) {
+    let dir = artifacts();
+    for scheme in ["dark", "light"] {
+        let mut b = crate::cdp::Browser::launch(browser, &[]);
+        b.media("", &[("prefers-color-scheme", scheme)]);
+        b.open(page);
+        let r = b.eval(CONTRAST_JS);
+        let what = format!("{name}, {scheme} mode");
+        assert_eq!(
+            r["dark"],
+            json!(scheme == "dark"),
+            "{what}: the scheme took"
+        );
+        let body = r["body"].as_f64().unwrap();
+        if scheme == "dark" {
+            assert!(body < 0.05, "{what}: a dark background ({body})");
+        } else {
+            assert!(body > 0.8, "{what}: a light background ({body})");
+        }
+        assert!(r["texts"].as_u64().unwrap() > 20, "{what}: texts measured");
+        for t in r["lowest"].as_array().unwrap() {
+            assert!(
+                t["ratio"].as_f64().unwrap() >= 4.5,
+                "{what}: illegible text (contrast below 4.5:1): {t}"
+            );
+        }
+        assert!(r["scrollWidth"].as_u64().unwrap() <= 1280, "{what}: {r}");
+        assert!(b.errors().is_empty(), "{what}: {:?}", b.errors());
+        // Nothing is fetched but the page itself.
+        let own = format!("file://{}", page.display());
+        for url in b.requests() {
+            assert!(
+                url == own || url.starts_with("data:"),
+                "{what}: fetched {url}"
+            );
+        }
+        // Every chart is an image with a text alternative (its title and a
+        // description in words) and a data table in its section.
+        let found = b.eval(CHARTS_JS);
+        let found = found.as_array().unwrap();
+        assert!(!charts || found.len() >= 3, "{what}: charts {found:?}");
+        for c in found {
+            assert_eq!(c["role"], json!("img"), "{what}: {c}");
+            assert_eq!(c["labelled"], json!(true), "{what}: {c}");
+            assert!(c["desc"].as_str().unwrap().len() > 20, "{what}: {c}");
+            assert!(c["rows"].as_u64().unwrap() > 0, "{what}: a data table: {c}");
+        }
+        let png = b.screenshot();
+        std::fs::write(dir.join(format!("{name}-{scheme}.png")), &png).unwrap();
+        let (luma, colours) = png_stats(&png);
+        assert!(colours > 1, "{what}: the screenshot is blank");
+        if scheme == "dark" {
+            assert!(
+                luma < 80.0,
+                "{what}: the screenshot is not dark (mean luma {luma:.0})"
+            );
+        } else {
+            assert!(
+                luma > 170.0,
+                "{what}: the screenshot is not light (mean luma {luma:.0})"
+            );
+        }
+    }
+}
+
+#[test]
+fn dark_and_light_modes_are_legible_in_a_browser() {
+    let Some(browser) = chromium("report::dark_and_light_modes_are_legible_in_a_browser") else {
+        return;
+    };
+    let env = TestEnv::new();
+    for s in ["compacted.jsonl", "coding-session.jsonl"] {
+        let name = format!("scheme-{}", s.trim_end_matches(".jsonl"));
+        check_schemes(&browser, &env, &sample(s), &name);
+    }
+    // The index of a directory of pages, one of them refused.
+    let dir = artifacts().join("scheme-index");
+    let out = env
+        .dsh()
+        .args(["report", "--force", "-o"])
+        .arg(&dir)
+        .arg(sample("compacted.jsonl"))
+        .arg(sample("refused.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "one log refused");
+    let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(
+        index.contains("1 session page(s), 1 log(s) refused"),
+        "{index}"
+    );
+    check_page_schemes(&browser, &dir.join("index.html"), "scheme-index", false);
+}
+
+#[test]
+fn print_expands_every_collapsed_part_and_hides_the_toggles() {
+    let Some(browser) =
+        chromium("report::print_expands_every_collapsed_part_and_hides_the_toggles")
+    else {
+        return;
+    };
+    let env = TestEnv::new();
+    let dir = artifacts();
+    let page = dir.join("print-compacted.html");
+    let out = env
+        .dsh()
+        .args(["report", "--force", "-o"])
+        .arg(&page)
+        .arg(sample("compacted.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // Printing from dark mode prints the light palette.
+    let mut b = crate::cdp::Browser::launch(&browser, &[]);
+    b.media("", &[("prefers-color-scheme", "dark")]);
+    b.open(&page);
+    // On screen the collapsible parts start closed, behind their toggles.
+    let screen = b.eval(PRINT_JS);
+    let parts = screen.as_array().unwrap();
+    for class in ["data", "summary", "turn"] {
+        assert!(
+            parts.iter().any(|d| d["cls"] == class),
+            "a collapsible {class}: {screen}"
+        );
+    }
+    for d in parts {
+        assert_eq!(d["open"], json!(false), "{d}");
+        assert_eq!(d["shown"], json!(false), "closed on screen: {d}");
+        assert_eq!(d["marker"], json!(true), "a toggle on screen: {d}");
+    }
+    b.media("print", &[("prefers-color-scheme", "dark")]);
+    let print = b.eval(PRINT_JS);
+    for d in print.as_array().unwrap() {
+        assert_eq!(d["shown"], json!(true), "expanded in print: {d}");
+        assert_eq!(d["marker"], json!(false), "no toggle in print: {d}");
+    }
+    let r = b.eval(CONTRAST_JS);
+    assert!(r["body"].as_f64().unwrap() > 0.8, "print is light: {r}");
+    for t in r["lowest"].as_array().unwrap() {
+        assert!(t["ratio"].as_f64().unwrap() >= 4.5, "legible in print: {t}");
+    }
+    // The PDF itself: not empty, and longer than the page as it is on
+    // screen with its parts closed.
+    let pdf = b.pdf();
+    std::fs::write(dir.join("print-compacted.pdf"), &pdf).unwrap();
+    assert!(pdf.starts_with(b"%PDF-"), "a PDF");
+    let pages = |pdf: &[u8]| {
+        String::from_utf8_lossy(pdf)
+            .matches("/Type /Page\n")
+            .count()
+    };
+    let printed = pages(&pdf);
+    assert!(printed >= 1, "pages in the PDF");
+    b.call(
+        "Runtime.evaluate",
+        json!({"expression": "document.head.insertAdjacentHTML('beforeend', '<style>@media print{details::details-content{content-visibility:hidden}}</style>')"}),
+    );
+    let closed = pages(&b.pdf());
+    assert!(
+        printed > closed,
+        "the expanded print ({printed} pages) is longer than a collapsed one ({closed})"
+    );
+    assert!(b.errors().is_empty(), "{:?}", b.errors());
 }

@@ -234,10 +234,26 @@ fn write_columns(
         Some(a) => format!("at seq {a}"),
         None => "now".to_string(),
     };
+    let rows = &view.rows[window.range(view.rows.len())];
+    // Seqs and turns past six digits and three characters widen their
+    // columns, so that the rows stay aligned.
+    let seq_w = rows
+        .iter()
+        .map(|r| r.seq.to_string().len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let turn_label = |t: Option<u64>| t.map_or("-".into(), |t| format!("t{t}"));
+    let turn_w = rows
+        .iter()
+        .map(|r| turn_label(r.turn).len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     writeln!(
         out,
         "{} │ {}",
-        pad("   seq  log (what happened)", left_w),
+        pad(&format!("{:>seq_w$}  log (what happened)", "seq"), left_w),
         render::cut(
             &format!(
                 "the model's view {point}: {} nodes, {} tokens",
@@ -253,14 +269,13 @@ fn write_columns(
         "─".repeat(left_w + 1),
         "─".repeat(right_w + 1)
     )?;
-    for row in &view.rows[window.range(view.rows.len())] {
+    for row in rows {
         let replaced = matches!(row.model, ModelSide::Replaced { .. });
         let shade = if replaced { "▒" } else { " " };
-        let turn = row.turn.map_or("-".into(), |t| format!("t{t}"));
         let left = format!(
-            "{:>6}{shade}{:<3} {} {}",
+            "{:>seq_w$}{shade}{:<turn_w$} {} {}",
             row.seq,
-            turn,
+            turn_label(row.turn),
             short_type(&row.event_type),
             row.preview
         );

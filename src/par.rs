@@ -21,10 +21,24 @@ where
     R: Send,
     F: Fn(&T, &mut S) -> R + Sync,
 {
+    map_in_chunks(items, CHUNK, f)
+}
+
+/// [`map_in_order`] for few, large items (a compaction's span each): a
+/// thread takes `chunk` items at a time, so that one is not left with all
+/// the work.
+pub(crate) fn map_in_chunks<T, S, R, F>(items: &[T], chunk: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    S: Default,
+    R: Send,
+    F: Fn(&T, &mut S) -> R + Sync,
+{
+    let chunk = chunk.max(1);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
-        .min(items.len().div_ceil(CHUNK));
+        .min(items.len().div_ceil(chunk));
     if threads <= 1 {
         let mut state = S::default();
         return items.iter().map(|t| f(t, &mut state)).collect();
@@ -37,11 +51,11 @@ where
                     let mut state = S::default();
                     let mut done = Vec::new();
                     loop {
-                        let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+                        let start = next.fetch_add(chunk, Ordering::Relaxed);
                         if start >= items.len() {
                             break done;
                         }
-                        let end = (start + CHUNK).min(items.len());
+                        let end = (start + chunk).min(items.len());
                         let out = items[start..end].iter().map(|t| f(t, &mut state)).collect();
                         done.push((start, out));
                     }
@@ -74,5 +88,8 @@ mod tests {
         assert!(out.iter().all(|&(_, calls)| calls >= 1));
         let few = map_in_order(&[1, 2, 3], |&x, _: &mut ()| x + 1);
         assert_eq!(few, vec![2, 3, 4]);
+        // One at a time: a few large items still spread over the threads.
+        let one = map_in_chunks(&items[..20], 1, |&x, _: &mut ()| x * 3);
+        assert_eq!(one, (0..20).map(|x| x * 3).collect::<Vec<u32>>());
     }
 }

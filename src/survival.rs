@@ -72,8 +72,8 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use crate::json::Value;
-use crate::log::{LoadError, LoadedLog};
-use crate::view::{ReplacementKind, View};
+use crate::log::{LoadError, LoadedLog, Reread};
+use crate::view::{Replacement, ReplacementKind, View};
 
 /// Extensions that make a name without `/` a file path.
 pub const FILE_EXTENSIONS: &[&str] = &[
@@ -290,74 +290,21 @@ pub struct Survival {
 /// The survival figures of every compaction checkpoint of an aligned view
 /// (made by [`crate::view::align_log`] from the same `log`).
 pub fn of_view(log: &LoadedLog, view: &View) -> Result<Survival, LoadError> {
-    // Reading the spans back is sequential (one file handle); extracting and
-    // comparing their terms is most of the work and is independent per
-    // compaction, so it runs on every core, in order.
-    let mut work = Vec::new();
-    let mut file = None;
-    for r in &view.replacements {
-        if r.kind != ReplacementKind::Checkpoint {
-            continue;
-        }
-        let mut span = SpanText::default();
-        for seq in &r.shadowed {
-            if let Some(body) = view.shadowed_bodies.get(seq) {
-                let ev = log.read_body(body, *seq, &mut file)?;
-                if let Some(m) = ev.message() {
-                    span.add_message(m);
-                }
-            }
-        }
-        let (summary_seq, summary) = match r
-            .summary_seq
-            .and_then(|s| view.summary_texts.get(&s).map(|t| (s, t.clone())))
-        {
-            Some((s, t)) => (Some(s), t),
-            None => {
-                // The checkpoint's own text: current, or replaced since.
-                let body = log
-                    .surface
-                    .nodes
-                    .iter()
-                    .find(|n| n.seq == r.seq)
-                    .map(|n| &n.body)
-                    .or_else(|| view.shadowed_bodies.get(&r.seq));
-                let mut text = SpanText::default();
-                if let Some(b) = body {
-                    let ev = log.read_body(b, r.seq, &mut file)?;
-                    if let Some(m) = ev.message() {
-                        text.add_message(m);
-                    }
-                }
-                (None, text.text)
-            }
-        };
-        work.push((r, span, summary_seq, summary));
-    }
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(work.len())
-        .max(1);
-    let per = work.len().div_ceil(workers).max(1);
-    let breakdowns: Vec<Breakdown> = std::thread::scope(|s| {
-        let handles: Vec<_> = work
-            .chunks(per)
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|(_, span, _, summary)| compare(&span.terms(), summary))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+    // Each compaction is independent: its span is read back (one file
+    // handle per thread) and its terms extracted and compared on every
+    // core, one compaction at a time, the answers kept in log order.
+    let checkpoints: Vec<&Replacement> = view
+        .replacements
+        .iter()
+        .filter(|r| r.kind == ReplacementKind::Checkpoint)
+        .collect();
+    let figures = crate::par::map_in_chunks(&checkpoints, 1, |r, file: &mut Option<Reread>| {
+        let (span, summary_seq, summary) = span_of(log, view, r, file)?;
+        Ok::<_, LoadError>((summary_seq, compare(&span.terms(), &summary)))
     });
     let mut out = Survival::default();
-    for ((r, _, summary_seq, _), categories) in work.into_iter().zip(breakdowns) {
+    for (r, figures) in checkpoints.into_iter().zip(figures) {
+        let (summary_seq, categories) = figures?;
         out.totals.compactions += 1;
         for c in Category::ALL {
             let f = categories.get(c);
@@ -376,6 +323,47 @@ pub fn of_view(log: &LoadedLog, view: &View) -> Result<Survival, LoadError> {
         });
     }
     Ok(out)
+}
+
+/// A checkpoint's replaced span read back, the summary event it is compared
+/// with (if any) and the summary's text.
+fn span_of(
+    log: &LoadedLog,
+    view: &View,
+    r: &Replacement,
+    file: &mut Option<Reread>,
+) -> Result<(SpanText, Option<u64>, String), LoadError> {
+    let mut span = SpanText::default();
+    for seq in &r.shadowed {
+        if let Some(body) = view.shadowed_bodies.get(seq) {
+            let ev = log.read_body(body, *seq, file)?;
+            if let Some(m) = ev.message() {
+                span.add_message(m);
+            }
+        }
+    }
+    if let Some((s, t)) = r
+        .summary_seq
+        .and_then(|s| view.summary_texts.get(&s).map(|t| (s, t.clone())))
+    {
+        return Ok((span, Some(s), t));
+    }
+    // The checkpoint's own text: current, or replaced since.
+    let body = log
+        .surface
+        .nodes
+        .iter()
+        .find(|n| n.seq == r.seq)
+        .map(|n| &n.body)
+        .or_else(|| view.shadowed_bodies.get(&r.seq));
+    let mut text = SpanText::default();
+    if let Some(b) = body {
+        let ev = log.read_body(b, r.seq, file)?;
+        if let Some(m) = ev.message() {
+            text.add_message(m);
+        }
+    }
+    Ok((span, None, text.text))
 }
 
 /// The text of a replaced span and the commands of its tool calls.

@@ -342,6 +342,10 @@ fn samples_render_in_a_browser() {
 }
 
 #[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (tools/genlog) beside the checkout"
+)]
 fn genlog_sessions_render_in_a_browser() {
     let Some(shared) = shared("report::genlog_sessions_render_in_a_browser") else {
         return;

@@ -380,7 +380,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__events)
-            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --debug-hold-bytes --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -407,6 +407,10 @@ _dsh() {
                     return 0
                     ;;
                 --tail)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --debug-hold-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

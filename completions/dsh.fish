@@ -127,6 +127,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -l turn -d 'Only events 
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l width -d 'Cut previews to this many characters (default: what fits the terminal, 100 into a pipe)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l limit -d 'Show only the first N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l tail -d 'Show only the last N rows' -r
+complete -c dsh -n "__fish_dsh_using_subcommand events" -l debug-hold-bytes -d 'Test hook: rows the one-pass view may hold (bytes) before it reads the log a second time' -r
 complete -c dsh -n "__fish_dsh_using_subcommand events" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"

@@ -359,6 +359,31 @@ impl<'a> JStr<'a> {
         }
     }
 
+    /// The strings joined, as JavaScript's `+` joins them (a lone high
+    /// surrogate at the end of one pairs with a lone low one at the start of
+    /// the next), without going through UTF-16: escaped source text joins
+    /// as it stands.
+    pub fn concat(parts: &[&JStr<'_>]) -> JStr<'static> {
+        let len: usize = parts.iter().map(|p| p.raw.len()).sum();
+        let escaped = parts.iter().any(|p| p.escaped);
+        let mut raw: Vec<u8> = Vec::with_capacity(len + len / 16);
+        for p in parts {
+            if p.escaped || !escaped {
+                raw.extend_from_slice(&p.raw);
+            } else {
+                let mut e = String::with_capacity(p.raw.len() + 8);
+                // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
+                write_escaped_str(&mut e, unsafe { std::str::from_utf8_unchecked(&p.raw) });
+                raw.extend_from_slice(e.as_bytes());
+            }
+        }
+        JStr {
+            raw: Cow::Owned(raw),
+            escaped,
+            len16: LEN16_UNKNOWN,
+        }
+    }
+
     /// A part of the raw text (cut at a code point boundary) as a string.
     fn part(&self, r: std::ops::Range<usize>) -> JStr<'_> {
         JStr {
@@ -2760,5 +2785,38 @@ mod tests {
             s.extend(&cps[40..]);
             s.encode_utf16().collect::<Vec<u16>>()
         });
+    }
+
+    #[test]
+    fn concat_joins_like_javascript() {
+        let parse = |t: &str| {
+            Value::parse(t)
+                .unwrap()
+                .as_jstr()
+                .unwrap()
+                .clone()
+                .into_owned()
+        };
+        let cases = [
+            vec![r#""abc""#, r#""d\ne""#],
+            vec![r#""x\ud83d""#, r#""\ude00y""#],
+            vec![r#""plain""#, r#""also plain 中""#],
+            vec![r#""q\"uote\\""#, r#""tab\there""#, r#""""#],
+            vec![r#""\ud83d""#, r#""not low""#],
+        ];
+        for case in cases {
+            let parts: Vec<JStr<'static>> = case.iter().map(|t| parse(t)).collect();
+            let refs: Vec<&JStr<'_>> = parts.iter().collect();
+            let mut units = Vec::new();
+            for p in &parts {
+                units.extend(p.units());
+            }
+            let joined = JStr::concat(&refs);
+            assert_eq!(joined.units(), units, "{case:?}");
+            let (mut a, mut b) = (String::new(), String::new());
+            joined.write_json(&mut a);
+            JStr::from_units(&units).write_json(&mut b);
+            assert_eq!(a, b, "{case:?}");
+        }
     }
 }

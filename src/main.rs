@@ -70,6 +70,19 @@ static ALLOCATOR_OPTIONS: extern "C" fn() = {
     set
 };
 
+/// Many logs at a time (a whole home): freed pages are kept for 50 ms
+/// instead of 1, since each small log's buffers are freed and asked for
+/// again at once; giving them back each time costs a page fault per page
+/// (a quarter of the time over a home of small sessions). Memory stays
+/// bounded by the logs in flight.
+pub(crate) fn keep_freed_pages_longer() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: a plain option store; valid for any value and at any time.
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 50);
+    }
+}
+
 /// `mi_option_arena_eager_commit` in mimalloc's option enum.
 const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 /// `mi_option_purge_delay` in mimalloc's option enum (milliseconds).

@@ -27,6 +27,9 @@ pub fn run_many<T: Send, E: Send>(
         jobs
     }
     .min(n.max(1));
+    if n > 1 {
+        crate::keep_freed_pages_longer();
+    }
     let bar = render::progress(ctx.stderr_tty && !ctx.quiet, n as u64, what);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<T, E>>>> = Mutex::new((0..n).map(|_| None).collect());

@@ -241,7 +241,6 @@ impl Session {
     /// The derived messages of the given surface nodes (in the order given;
     /// nodes that derive no message are skipped).
     pub fn messages(&self, seqs: &[u64]) -> Result<Vec<OwnedValue>, String> {
-        let mut file = None;
         let mut out = Vec::with_capacity(seqs.len());
         // Found by seq once, not by a search per node.
         let nodes = &self.surface().nodes;
@@ -250,15 +249,24 @@ impl Session {
         for (i, n) in nodes.iter().enumerate() {
             at.entry(n.seq).or_insert(i);
         }
-        for &seq in seqs {
-            let node = at
-                .get(&seq)
-                .map(|&i| &nodes[i])
-                .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
-            let ev = self.event_of(node, &mut file)?;
-            if let Some(m) = project(&ev) {
-                out.push(m.to_owned_value());
-            }
+        let picked: Vec<&crate::surface::Node> = seqs
+            .iter()
+            .map(|seq| {
+                at.get(seq)
+                    .map(|&i| &nodes[i])
+                    .ok_or_else(|| format!("seq {seq} is not a surface node"))
+            })
+            .collect::<Result<_, _>>()?;
+        // Read back on every core, each message copied once from its line.
+        let log = self.app.log();
+        let read = crate::par::map_in_order(&picked, |node, (file, line)| {
+            log.with_body(&node.body, node.seq, file, line, |ev| {
+                project(ev).map(|m| m.to_owned_value())
+            })
+            .map_err(|e| e.to_string())
+        });
+        for m in read {
+            out.extend(m?);
         }
         Ok(out)
     }

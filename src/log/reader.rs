@@ -97,7 +97,8 @@ struct ZstdState {
     /// Physical offset of `cbuf[0]`.
     cbase: u64,
     eof: bool,
-    dec: zstd::stream::raw::Decoder<'static>,
+    /// Given back to this thread's spare when the state is dropped.
+    dec: std::mem::ManuallyDrop<zstd::stream::raw::Decoder<'static>>,
     /// The frame being decoded, if any.
     frame: Option<FrameDec>,
     /// Decoded plaintext; `plain[start..]` is not yet handed out.
@@ -212,8 +213,7 @@ impl LineReader {
         }
         head.extend_from_slice(&tmp[..got]);
         if got == 4 && tmp == ZSTD_MAGIC {
-            let dec = zstd::stream::raw::Decoder::new()
-                .map_err(|e| io_err(e, "cannot start a Zstandard decoder"))?;
+            let dec = spare_decoder().map_err(|e| io_err(e, "cannot start a Zstandard decoder"))?;
             let mut r = LineReader {
                 container: Container::Zstd,
                 inner: Inner::Zstd(Box::new(ZstdState {
@@ -222,7 +222,7 @@ impl LineReader {
                     cstart: 0,
                     cbase: 0,
                     eof: false,
-                    dec,
+                    dec: std::mem::ManuallyDrop::new(dec),
                     frame: None,
                     plain: Vec::new(),
                     start: 0,
@@ -639,6 +639,34 @@ enum Decode {
     Failed(io::Error),
 }
 
+thread_local! {
+    /// A decoder left by the last artifact read on this thread: a home of
+    /// thousands of small artifacts would otherwise set one up (and its
+    /// tables, a few hundred kilobytes) per file.
+    static SPARE_DECODER: std::cell::RefCell<Option<zstd::stream::raw::Decoder<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// This thread's spare decoder, or a new one.
+fn spare_decoder() -> io::Result<zstd::stream::raw::Decoder<'static>> {
+    match SPARE_DECODER.with(|d| d.borrow_mut().take()) {
+        Some(d) => Ok(d),
+        None => zstd::stream::raw::Decoder::new(),
+    }
+}
+
+impl Drop for ZstdState {
+    fn drop(&mut self) {
+        use zstd::stream::raw::Operation;
+        // SAFETY: `dec` is taken once, here, and never used again.
+        let mut dec = unsafe { std::mem::ManuallyDrop::take(&mut self.dec) };
+        // Reset (a frame may have been left half decoded) and keep it.
+        if dec.reinit().is_ok() {
+            let _ = SPARE_DECODER.try_with(|d| *d.borrow_mut() = Some(dec));
+        }
+    }
+}
+
 impl ZstdState {
     /// Read compressed bytes until `cbuf[cstart..]` holds at least `more`
     /// more than now, or the input ends.
@@ -701,7 +729,7 @@ impl ZstdState {
                     });
                 }
             };
-            zstd::stream::raw::Operation::reinit(&mut self.dec)
+            zstd::stream::raw::Operation::reinit(&mut *self.dec)
                 .map_err(|e| io_err(e, "cannot reset the Zstandard decoder"))?;
             self.frame = Some(FrameDec {
                 pos: self.cstart,

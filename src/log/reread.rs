@@ -94,7 +94,7 @@ fn take_spare(spare: &Spare, size: usize) -> Vec<u8> {
 /// Give a buffer back, unless enough are waiting already.
 fn give_spare(spare: &Spare, b: Vec<u8>) {
     if let Ok(mut s) = spare.lock()
-        && s.len() < 2 * AHEAD_CHUNKS
+        && s.len() < AHEAD_FRAMES + 2
     {
         s.push(b);
     }
@@ -114,6 +114,9 @@ const AHEAD_FRAME_MAX: u64 = 16 << 20;
 const AHEAD_AFTER: u32 = 8;
 /// Chunks a thread may decode ahead of the reader.
 const AHEAD_CHUNKS: usize = 8;
+/// Whole frames a thread may decode ahead of the reader (a frame is
+/// usually a few hundred kilobytes: memory stays a small window).
+const AHEAD_FRAMES: usize = 3;
 
 /// A Zstandard decoder reading a file from a frame start on.
 struct Decoding {
@@ -336,7 +339,7 @@ impl ZstdCursor {
         let mut queues = Vec::with_capacity(threads);
         let spare = Spare::default();
         for t in 0..threads {
-            let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD_CHUNKS);
+            let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD_FRAMES);
             let (frames, path, spare) = (frames.clone(), self.path.clone(), spare.clone());
             std::thread::Builder::new()
                 .name("dsh-unzstd".into())

@@ -686,15 +686,12 @@ fn scrub_completion(mut c: Completion, key: &ApiKey) -> Completion {
 /// Concatenate the `text` of every block of type `ty` (JavaScript string
 /// concatenation, so split surrogate pairs rejoin).
 pub(crate) fn concat_text(blocks: &[Value<'_>], ty: &str) -> JStr<'static> {
-    let mut units: Vec<u16> = Vec::new();
-    for b in blocks {
-        if b.get("type").is_some_and(|t| t.is_str(ty))
-            && let Some(t) = b.get("text").and_then(|t| t.as_jstr())
-        {
-            units.extend(t.units());
-        }
-    }
-    JStr::from_units(&units)
+    let texts: Vec<&JStr<'_>> = blocks
+        .iter()
+        .filter(|b| b.get("type").is_some_and(|t| t.is_str(ty)))
+        .filter_map(|b| b.get("text").and_then(|t| t.as_jstr()))
+        .collect();
+    JStr::concat(&texts)
 }
 
 /// Whether a block list holds an `image` block, at any tool-result depth.

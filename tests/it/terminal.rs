@@ -417,6 +417,22 @@ fn limit_and_tail_cut_long_listings() {
     assert_eq!(messages.matches("── ").count(), 1, "{messages}");
     assert!(messages.contains("showing the first 1 of"));
 
+    // Rows that outgrow what the one-pass view holds are read again: the
+    // same listing.
+    for args in [&[][..], &["--tail", "2"], &["--limit", "3"]] {
+        let mut one: Vec<&str> = vec!["events"];
+        one.extend_from_slice(args);
+        one.push(log);
+        let mut two = one.clone();
+        two.insert(1, "--debug-hold-bytes=200");
+        assert_eq!(run(&one), run(&two), "{args:?}");
+    }
+    let shadowed = sample("compacted.jsonl");
+    let shadowed = shadowed.to_str().unwrap();
+    let once = run(&["events", shadowed]);
+    assert!(once.contains("shadowed"), "{once}");
+    assert_eq!(once, run(&["events", "--debug-hold-bytes=0", shadowed]));
+
     let events_json = run(&["events", "--json", "--tail", "3", log]);
     assert_eq!(events_json.lines().count(), 3);
     for cmd in ["surface", "messages"] {

@@ -45,45 +45,49 @@ pub struct EventsArgs {
     pub width: Option<usize>,
     #[command(flatten)]
     pub rows: RowWindow,
+    /// Test hook: rows the one-pass view may hold (bytes) before it reads
+    /// the log a second time.
+    #[arg(long, hide = true, value_name = "BYTES", default_value_t = HOLD_BYTES)]
+    pub debug_hold_bytes: usize,
 }
 
-/// Run it.
-// About 125 lines on purpose: the printing observer keeps its state (turn, width, count) in one closure beside the load it observes.
-pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
-    // Pass 1: which nodes are still on the surface at the end. Standard
-    // input is spooled so that pass 2 can read it again.
-    let src = ctx.resolve_rereadable(&args.log)?;
-    let opts = ctx.load_options();
-    let first = dsh::log::load(
-        &src,
-        &dsh::log::LoadOptions {
-            skip_chunk_events: true,
-            ..opts.clone()
-        },
-        &mut |_: &Event<'_>, _: &Folded<'_>| {},
-    )?;
-    // The loader's warnings once, from the first pass.
-    ctx.warn_all(&first);
-    let current: HashSet<u64> = first.surface.nodes.iter().map(|n| n.seq).collect();
-    drop(first);
-    ctx.page();
-    let mut rows = Rows::new(args.rows, ctx.out.stream());
-    let term = render::width();
-    // seq, turn, type and mark take about 47 columns before the preview.
-    let width = args
-        .width
-        .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20)));
-    let file = src.display();
-    let mut turn: Option<u64> = None;
-    let mut werr: Option<std::io::Error> = None;
-    let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
-        if werr.is_some() {
-            return;
-        }
+/// Human rows held at most by the one-pass view before it falls back to
+/// reading the log a second time.
+const HOLD_BYTES: usize = 16 << 20;
+
+/// A human row waiting for the end of the log, which says whether its event
+/// is still on the surface: the text before and after the mark column.
+struct Held {
+    seq: u64,
+    /// A message event (the mark says whether the surface still shows it).
+    message: bool,
+    synthetic: bool,
+    head: String,
+    tail: String,
+}
+
+/// Which events are shown, and the turn each falls in.
+struct Selection<'a> {
+    args: &'a EventsArgs,
+    turn: Option<u64>,
+}
+
+impl Selection<'_> {
+    /// The event's type name, turn and origin if it is shown (`None`
+    /// otherwise); keeps the current turn.
+    fn select(
+        &mut self,
+        ev: &Event<'_>,
+        folded: &Folded<'_>,
+    ) -> Option<(String, Option<u64>, &'static str)> {
+        let args = self.args;
         if ev.kind == Kind::TurnStart {
-            turn = ev.turn().map(|t| t as u64);
+            self.turn = ev.turn().map(|t| t as u64);
         }
-        let ev_turn = turn.or_else(|| ev.turn().map(|t| t as u64));
+        let ev_turn = self.turn.or_else(|| ev.turn().map(|t| t as u64));
+        if ev.kind == Kind::TurnEnd {
+            self.turn = None;
+        }
         let name = ev.type_name().into_owned();
         let origin = match folded.applied.map(|a| a.op) {
             Some(SurfaceOp::Append) => "append",
@@ -99,8 +103,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 }
             });
         let wanted_turn = args.turn.is_none_or(|t| ev_turn == Some(t));
-        let is_message = ev.kind.is_surface();
-        let shown_by_default = is_message
+        let shown_by_default = ev.kind.is_surface()
             || matches!(
                 ev.kind,
                 Kind::CompactionStart
@@ -110,77 +113,50 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                     | Kind::TurnStart
                     | Kind::TurnEnd
             );
-        if !(wanted_type && wanted_turn && (args.all || !args.types.is_empty() || shown_by_default))
-        {
-            if ev.kind == Kind::TurnEnd {
-                turn = None;
-            }
-            return;
-        }
-        if !rows.admit() {
-            if ev.kind == Kind::TurnEnd {
-                turn = None;
-            }
-            return;
-        }
-        let on_surface = current.contains(&ev.seq);
-        let row = if ctx.json {
-            let v = Value::obj()
-                .with("seq", ev.seq.into())
-                .with(
-                    "line",
-                    if ev.line > 0 {
-                        Value::from(ev.line)
-                    } else {
-                        Value::Null
-                    },
-                )
-                .with("type", name.as_str().into())
-                .with("turn", ev_turn.map(Value::from).unwrap_or(Value::Null))
-                .with("origin", origin.into())
-                .with("onSurface", on_surface.into())
-                .with("synthetic", folded.synthetic.into())
-                .with("event", ev.value.to_owned_value())
-                .with("file", file.as_str().into())
-                .with("schema_version", SCHEMA_VERSION.into());
-            let mut s = v.to_json();
-            s.push('\n');
-            s
-        } else {
-            let mark = if folded.synthetic {
-                "synthetic"
-            } else if ev.kind.is_surface() && !on_surface {
-                "shadowed"
-            } else {
-                ""
-            };
-            let detail = describe(ev, folded, width);
-            let t = ev_turn
-                .map(|t| format!("t{t}"))
-                .unwrap_or_else(|| "-".into());
-            let line = match origin {
-                "replace" => format!(
-                    "{:>7}  {:<4} ⟲ {:<20} {:<9} {}\n",
-                    ev.seq, t, name, mark, detail
-                ),
-                _ => format!(
-                    "{:>7}  {:<4}   {:<20} {:<9} {}\n",
-                    ev.seq, t, name, mark, detail
-                ),
-            };
-            match term {
-                // One line per event: cut, never wrapped by the terminal.
-                Some(w) => render::cut(line.trim_end_matches('\n'), w) + "\n",
-                None => line,
-            }
-        };
-        if let Err(e) = rows.push(row) {
-            werr = Some(e);
-        }
-        if ev.kind == Kind::TurnEnd {
-            turn = None;
-        }
-    };
+        (wanted_type && wanted_turn && (args.all || !args.types.is_empty() || shown_by_default))
+            .then_some((name, ev_turn, origin))
+    }
+}
+
+/// A human row: the seq, turn and type columns before the mark, the detail
+/// after it.
+fn human_parts(
+    ev: &Event<'_>,
+    folded: &Folded<'_>,
+    name: &str,
+    turn: Option<u64>,
+    origin: &str,
+    width: usize,
+) -> (String, String) {
+    let t = turn.map(|t| format!("t{t}")).unwrap_or_else(|| "-".into());
+    let arrow = if origin == "replace" { "⟲" } else { " " };
+    (
+        format!("{:>7}  {:<4} {arrow} {:<20} ", ev.seq, t, name),
+        format!(" {}", describe(ev, folded, width)),
+    )
+}
+
+/// The row's line: cut to the terminal, never wrapped by it.
+fn human_line(head: &str, mark: &str, tail: &str, term: Option<usize>) -> String {
+    let line = format!("{head}{mark:<9}{tail}");
+    match term {
+        Some(w) => render::cut(line.trim_end_matches('\n'), w) + "\n",
+        None => line + "\n",
+    }
+}
+
+/// Run it.
+///
+/// The default view (messages and compaction markers) reads the log once
+/// and holds its rows, which are few, until the surface at the end says
+/// which messages it no longer shows; JSON rows (whole events), chunk rows
+/// and a view whose rows outgrow [`HOLD_BYTES`] read it twice instead: the
+/// surface first, then the rows, streamed.
+// About 100 lines on purpose: both ways share the selection, the row window and the footer.
+pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
+    // Standard input is spooled so that a second pass can read it again.
+    let src = ctx.resolve_rereadable(&args.log)?;
+    let opts = ctx.load_options();
     // Chunks change no turn and no surface: unless one can be shown, they
     // are counted, not built.
     let names_chunks = |t: &String| match t.strip_suffix('/') {
@@ -189,13 +165,143 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     };
     let chunks_shown = (args.all || !args.types.is_empty())
         && (args.types.is_empty() || args.types.iter().any(names_chunks));
-    let opts = dsh::log::LoadOptions {
-        skip_chunk_events: !chunks_shown,
-        ..opts
+    let term = render::width();
+    // seq, turn, type and mark take about 47 columns before the preview.
+    let width = args
+        .width
+        .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20)));
+    let surface_of = |log: &dsh::LoadedLog| -> HashSet<u64> {
+        log.surface.nodes.iter().map(|n| n.seq).collect()
     };
-    dsh::log::load(&src, &opts, &mut obs)?;
-    if let Some(e) = werr {
-        return Err(e.into());
+    let current: HashSet<u64>;
+    let mut held: Option<Vec<Held>> = None;
+    if ctx.json || chunks_shown {
+        let first = dsh::log::load(
+            &src,
+            &dsh::log::LoadOptions {
+                skip_chunk_events: true,
+                ..opts.clone()
+            },
+            &mut |_: &Event<'_>, _: &Folded<'_>| {},
+        )?;
+        // The loader's warnings once, from the first pass.
+        ctx.warn_all(&first);
+        current = surface_of(&first);
+    } else {
+        let mut rows: Vec<Held> = Vec::new();
+        let mut bytes = 0usize;
+        let mut overflow = false;
+        let mut sel = Selection { args, turn: None };
+        let log = dsh::log::load(
+            &src,
+            &dsh::log::LoadOptions {
+                skip_chunk_events: true,
+                ..opts.clone()
+            },
+            &mut |ev: &Event<'_>, folded: &Folded<'_>| {
+                let Some((name, turn, origin)) = sel.select(ev, folded) else {
+                    return;
+                };
+                if overflow {
+                    return;
+                }
+                let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
+                bytes += head.len() + tail.len() + std::mem::size_of::<Held>();
+                if bytes > args.debug_hold_bytes {
+                    overflow = true;
+                    rows = Vec::new();
+                    return;
+                }
+                rows.push(Held {
+                    seq: ev.seq,
+                    message: ev.kind.is_surface(),
+                    synthetic: folded.synthetic,
+                    head,
+                    tail,
+                });
+            },
+        )?;
+        ctx.warn_all(&log);
+        current = surface_of(&log);
+        if !overflow {
+            held = Some(rows);
+        }
+    }
+    let mark = |seq: u64, message: bool, synthetic: bool| {
+        if synthetic {
+            "synthetic"
+        } else if message && !current.contains(&seq) {
+            "shadowed"
+        } else {
+            ""
+        }
+    };
+    ctx.page();
+    let mut rows = Rows::new(args.rows, ctx.out.stream());
+    if let Some(held) = held {
+        for h in held {
+            if rows.admit() {
+                rows.push(human_line(
+                    &h.head,
+                    mark(h.seq, h.message, h.synthetic),
+                    &h.tail,
+                    term,
+                ))?;
+            }
+        }
+    } else {
+        let file = src.display();
+        let mut sel = Selection { args, turn: None };
+        let mut werr: Option<std::io::Error> = None;
+        let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
+            if werr.is_some() {
+                return;
+            }
+            let Some((name, turn, origin)) = sel.select(ev, folded) else {
+                return;
+            };
+            if !rows.admit() {
+                return;
+            }
+            let row = if ctx.json {
+                let v = Value::obj()
+                    .with("seq", ev.seq.into())
+                    .with(
+                        "line",
+                        if ev.line > 0 {
+                            Value::from(ev.line)
+                        } else {
+                            Value::Null
+                        },
+                    )
+                    .with("type", name.as_str().into())
+                    .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
+                    .with("origin", origin.into())
+                    .with("onSurface", current.contains(&ev.seq).into())
+                    .with("synthetic", folded.synthetic.into())
+                    .with("event", ev.value.to_owned_value())
+                    .with("file", file.as_str().into())
+                    .with("schema_version", SCHEMA_VERSION.into());
+                let mut s = v.to_json();
+                s.push('\n');
+                s
+            } else {
+                let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
+                let m = mark(ev.seq, ev.kind.is_surface(), folded.synthetic);
+                human_line(&head, m, &tail, term)
+            };
+            if let Err(e) = rows.push(row) {
+                werr = Some(e);
+            }
+        };
+        let opts = dsh::log::LoadOptions {
+            skip_chunk_events: !chunks_shown,
+            ..opts
+        };
+        dsh::log::load(&src, &opts, &mut obs)?;
+        if let Some(e) = werr {
+            return Err(e.into());
+        }
     }
     let shown = rows.seen();
     let mut out = rows.finish()?;

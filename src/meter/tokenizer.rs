@@ -213,10 +213,7 @@ impl Worker {
 /// bytes after where it ends is not: a letter, digit, space or contraction
 /// from outside ASCII could have changed where it ends.
 fn ascii_piece(enc: Encoding, t: &[u8], i: usize) -> Option<usize> {
-    let end = match enc {
-        Encoding::O200k => o200k_ascii(t, i)?,
-        Encoding::Cl100k => cl100k_ascii(t, i)?,
-    };
+    let end = split_ascii(enc, t, i)?;
     if t[end..t.len().min(end + 3)].iter().any(|&b| b >= 0x80) {
         return None;
     }
@@ -282,30 +279,39 @@ fn space_piece(t: &[u8], i: usize) -> Option<usize> {
     Some(if w - i >= 2 { w - 1 } else { w })
 }
 
-/// o200k's split on ASCII text at `i` (see the pattern in [`O200K`]).
-fn o200k_ascii(t: &[u8], i: usize) -> Option<usize> {
+/// The split pattern of `enc` on ASCII text at `i` (see [`O200K`] and
+/// [`CL100K`]): the two differ only in the contraction (a piece of its own
+/// first in cl100k, a suffix of a word in o200k), in how words split by case
+/// (o200k only) and in whether `/` closes a punctuation run (o200k only).
+fn split_ascii(enc: Encoding, t: &[u8], i: usize) -> Option<usize> {
     let c = t[i];
     if c >= 0x80 {
         return None;
     }
-    // [^\r\n\p{L}\p{N}]?[upper]*[lower]+('s…)? | …?[upper]+[lower]*('s…)?
+    let o200k = enc == Encoding::O200k;
+    if !o200k && let Some(e) = contraction(t, i) {
+        return Some(e);
+    }
+    // [^\r\n\p{L}\p{N}]? before the letters
     let p = if is_prefix(c) && t.get(i + 1).is_some_and(|&b| is_letter(b)) {
         i + 1
     } else {
         i
     };
     if is_letter(t[p]) {
+        if !o200k {
+            return Some(run(t, p, is_letter)); // \p{L}+
+        }
+        // [upper]*[lower]+('s…)? | [upper]+[lower]*('s…)?: either way the
+        // letters run to `l` (the capitals, then any lower-case after them).
         let u = run(t, p, |b| b.is_ascii_uppercase());
         let l = run(t, u, |b| b.is_ascii_lowercase());
-        // Either way the letters run to `l`: upper* lower+ when there is a
-        // lower-case letter after the capitals, else upper+ (and lower* is
-        // empty).
         return Some(contraction(t, l).unwrap_or(l));
     }
     if c.is_ascii_digit() {
         return Some(run(t, i, |b| b.is_ascii_digit()).min(i + 3));
     }
-    // ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+    // ` ?[^\s\p{L}\p{N}]+[\r\n/]*` (o200k), `[\r\n]*` (cl100k)
     let q = if c == b' ' && t.get(i + 1).is_some_and(|&b| is_punct(b)) {
         i + 1
     } else {
@@ -316,44 +322,9 @@ fn o200k_ascii(t: &[u8], i: usize) -> Option<usize> {
         if e < t.len() && t[e] >= 0x80 {
             return None;
         }
-        return Some(run(t, e, |b| matches!(b, b'\r' | b'\n' | b'/')));
-    }
-    space_piece(t, i)
-}
-
-/// cl100k's split on ASCII text at `i` (see the pattern in [`CL100K`]).
-fn cl100k_ascii(t: &[u8], i: usize) -> Option<usize> {
-    let c = t[i];
-    if c >= 0x80 {
-        return None;
-    }
-    if let Some(e) = contraction(t, i) {
-        return Some(e);
-    }
-    // [^\r\n\p{L}\p{N}]?\p{L}+
-    let p = if is_prefix(c) && t.get(i + 1).is_some_and(|&b| is_letter(b)) {
-        i + 1
-    } else {
-        i
-    };
-    if is_letter(t[p]) {
-        return Some(run(t, p, is_letter));
-    }
-    if c.is_ascii_digit() {
-        return Some(run(t, i, |b| b.is_ascii_digit()).min(i + 3));
-    }
-    // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
-    let q = if c == b' ' && t.get(i + 1).is_some_and(|&b| is_punct(b)) {
-        i + 1
-    } else {
-        i
-    };
-    if is_punct(t[q]) {
-        let e = run(t, q, is_punct);
-        if e < t.len() && t[e] >= 0x80 {
-            return None;
-        }
-        return Some(run(t, e, |b| matches!(b, b'\r' | b'\n')));
+        return Some(run(t, e, |b| {
+            b == b'\r' || b == b'\n' || (o200k && b == b'/')
+        }));
     }
     space_piece(t, i)
 }

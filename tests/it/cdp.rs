@@ -37,6 +37,19 @@ fn pipe() -> (RawFd, RawFd) {
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Headless Chromium as this machine runs it: no sandbox as root, no GPU,
+/// and nothing that reaches for the (closed) network in the background.
+pub const HEADLESS: [&str; 8] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
 impl Browser {
     /// Start `browser` headless with a fresh profile, with `extra` flags.
     pub fn launch(browser: &Path, extra: &[&str]) -> Browser {
@@ -44,25 +57,18 @@ impl Browser {
         let (cmd_r, cmd_w) = pipe();
         let (out_r, out_w) = pipe();
         let mut c = Command::new(browser);
-        c.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--remote-debugging-pipe",
-            "--window-size=1280,2000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg("about:blank")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        c.args(HEADLESS)
+            .args([
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+                "--window-size=1280,2000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         // SAFETY: only async-signal-safe calls (fcntl, dup2) run in the child
         // between fork and exec. The ends are moved above 10 first, so that
         // one already numbered 3 or 4 is not clobbered; dup2 leaves the

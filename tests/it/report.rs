@@ -34,19 +34,31 @@ fn artifacts() -> PathBuf {
     d
 }
 
+/// Write the report of `log` to `artifacts()/<name>.html` (it must
+/// succeed) and give its path.
+fn report_page(env: &TestEnv, log: &Path, name: &str) -> PathBuf {
+    let page = artifacts().join(format!("{name}.html"));
+    let out = env
+        .dsh()
+        .args(["report", "--force", "-o"])
+        .arg(&page)
+        .arg(log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    page
+}
+
 /// Run the browser on a page: (stdout, stderr).
 fn browse(browser: &Path, page: &Path, extra: &[String]) -> (String, String) {
     let profile = tempfile::tempdir().unwrap();
     let out = Std::new(browser)
+        .args(crate::cdp::HEADLESS)
         .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
             "--enable-logging=stderr",
             "--v=0",
             "--window-size=1280,2000",
@@ -206,19 +218,7 @@ fn png_pixels(bytes: &[u8]) -> (Vec<[u8; 3]>, usize) {
 /// Everything the browser must show for one log.
 fn check_in_browser(browser: &Path, env: &TestEnv, log: &Path, name: &str) {
     let dir = artifacts();
-    let page = dir.join(format!("{name}.html"));
-    let out = env
-        .dsh()
-        .args(["report", "--force", "-o"])
-        .arg(&page)
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let page = report_page(env, log, name);
     let (dom, stderr) = browse(browser, &page, &["--dump-dom".into()]);
     assert!(dom.contains("<html"), "{name}: a DOM was dumped: {stderr}");
     // No script errors, caught by the page or logged by the browser.
@@ -593,19 +593,7 @@ fn png_stats(bytes: &[u8]) -> (f64, usize) {
 /// The page, built from `log`, in dark and in light mode: see
 /// [`check_page_schemes`].
 fn check_schemes(browser: &Path, env: &TestEnv, log: &Path, name: &str) {
-    let page = artifacts().join(format!("{name}.html"));
-    let out = env
-        .dsh()
-        .args(["report", "--force", "-o"])
-        .arg(&page)
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let page = report_page(env, log, name);
     check_page_schemes(browser, &page, name, true);
 }
 
@@ -717,15 +705,7 @@ fn print_expands_every_collapsed_part_and_hides_the_toggles() {
     };
     let env = TestEnv::new();
     let dir = artifacts();
-    let page = dir.join("print-compacted.html");
-    let out = env
-        .dsh()
-        .args(["report", "--force", "-o"])
-        .arg(&page)
-        .arg(sample("compacted.jsonl"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let page = report_page(&env, &sample("compacted.jsonl"), "print-compacted");
     // Printing from dark mode prints the light palette.
     let mut b = crate::cdp::Browser::launch(&browser, &[]);
     b.media("", &[("prefers-color-scheme", "dark")]);

@@ -310,25 +310,12 @@ impl LoadedLog {
     ) -> Result<OwnedEvent, LoadError> {
         match body {
             NodeBody::Owned(ev) => Ok((**ev).clone()),
-            NodeBody::Span { .. } => {
-                let mut buf = Vec::new();
-                if !self.read_span(body, file, &mut buf)? {
-                    return Err(LoadError::new(
-                        LoadErrorKind::Io,
-                        "node span without a file",
-                    ));
-                }
-                let v = parse_line_again(&buf).ok_or_else(|| {
-                    LoadError::corrupt("the log changed while it was being read").seq(seq)
-                })?;
-                let kind = Kind::of(&v.get("type").and_then(|t| t.as_str()).unwrap_or_default());
-                Ok(Event {
-                    kind,
-                    seq,
-                    line: 0,
-                    value: v,
-                })
-            }
+            NodeBody::Span { .. } => self.with_body(body, seq, file, &mut Vec::new(), |ev| Event {
+                kind: ev.kind,
+                seq,
+                line: 0,
+                value: ev.value.to_owned_value(),
+            }),
         }
     }
 

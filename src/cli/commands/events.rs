@@ -175,15 +175,13 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     };
     let current: HashSet<u64>;
     let mut held: Option<Vec<Held>> = None;
+    // The surface (and the default view's rows) need no chunk events.
+    let surface_only = dsh::log::LoadOptions {
+        skip_chunk_events: true,
+        ..opts.clone()
+    };
     if ctx.json || chunks_shown {
-        let first = dsh::log::load(
-            &src,
-            &dsh::log::LoadOptions {
-                skip_chunk_events: true,
-                ..opts.clone()
-            },
-            &mut |_: &Event<'_>, _: &Folded<'_>| {},
-        )?;
+        let first = dsh::log::load(&src, &surface_only, &mut |_: &Event<'_>, _: &Folded<'_>| {})?;
         // The loader's warnings once, from the first pass.
         ctx.warn_all(&first);
         current = surface_of(&first);
@@ -194,10 +192,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
         let mut sel = Selection { args, turn: None };
         let log = dsh::log::load(
             &src,
-            &dsh::log::LoadOptions {
-                skip_chunk_events: true,
-                ..opts.clone()
-            },
+            &surface_only,
             &mut |ev: &Event<'_>, folded: &Folded<'_>| {
                 let Some((name, turn, origin)) = sel.select(ev, folded) else {
                     return;

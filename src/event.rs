@@ -260,7 +260,12 @@ impl<'a> Event<'a> {
 
     /// A deep copy that keeps `self`.
     pub fn to_owned_event(&self) -> OwnedEvent {
-        self.clone().into_owned()
+        Event {
+            kind: self.kind,
+            seq: self.seq,
+            line: self.line,
+            value: self.value.to_owned_value(),
+        }
     }
 }
 

@@ -407,6 +407,15 @@ impl<'a> JStr<'a> {
         }
     }
 
+    /// An owned copy, without consuming.
+    pub fn to_owned_jstr(&self) -> JStr<'static> {
+        JStr {
+            raw: Cow::Owned(self.raw.to_vec()),
+            escaped: self.escaped,
+            len16: self.len16,
+        }
+    }
+
     /// Compare by UTF-16 code units (JavaScript `<` on strings / `Array#sort`).
     pub fn cmp_units(&self, other: &JStr<'_>) -> std::cmp::Ordering {
         if !self.escaped && !other.escaped && self.raw.is_ascii() && other.raw.is_ascii() {
@@ -1081,9 +1090,9 @@ impl<'a> Value<'a> {
         let mut v = Some(v);
         for (k, x) in o {
             if k.eq_str(key) && v.is_some() {
-                out.push((k.clone().into_owned(), v.take().unwrap()));
+                out.push((k.to_owned_jstr(), v.take().unwrap()));
             } else {
-                out.push((k.clone().into_owned(), x.to_owned_value()));
+                out.push((k.to_owned_jstr(), x.to_owned_value()));
             }
         }
         if let Some(v) = v {
@@ -1092,9 +1101,30 @@ impl<'a> Value<'a> {
         Value::Obj(out)
     }
 
-    /// Deep copy into an owned value without consuming.
+    /// Deep copy into an owned value without consuming: one walk, each
+    /// container and string allocated once (not cloned, then copied again).
     pub fn to_owned_value(&self) -> OwnedValue {
-        self.clone().into_owned()
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(*b),
+            Value::Num(n) => Value::Num(*n),
+            Value::Str(s) => Value::Str(s.to_owned_jstr()),
+            // Plain loops, as in `clone`: one frame per nesting level.
+            Value::Arr(a) => {
+                let mut out = Vec::with_capacity(a.len());
+                for v in a {
+                    out.push(v.to_owned_value());
+                }
+                Value::Arr(out)
+            }
+            Value::Obj(o) => {
+                let mut out = Vec::with_capacity(o.len());
+                for (k, v) in o {
+                    out.push((k.to_owned_jstr(), v.to_owned_value()));
+                }
+                Value::Obj(out)
+            }
+        }
     }
 
     /// A string value from text.
@@ -2474,6 +2504,71 @@ mod tests {
             let b = vec![0xe9u8; len];
             assert_eq!(plain_run(&b, 0).0, len);
         }
+    }
+
+    #[test]
+    fn plain_runs_count_utf16_units_in_every_lane() {
+        // Mixed widths, so that characters straddle the 16-byte steps,
+        // at every start offset, ending at each kind of stop or at the end.
+        let chars = ["a", "é", "中", "😀", " ", "z", "ß", "𝄞"];
+        for len in 0..120 {
+            let text: String = (0..len)
+                .map(|k| chars[(k * 7 + len) % chars.len()])
+                .collect();
+            for skip in 0..3usize.min(text.chars().count() + 1) {
+                let start: usize = text.chars().take(skip).map(char::len_utf8).sum();
+                let want: usize = text[start..].encode_utf16().count();
+                for stop in [&b"\""[..], b"\\", b"\n", b""] {
+                    let mut b = text.as_bytes().to_vec();
+                    b.extend_from_slice(stop);
+                    assert_eq!(
+                        plain_run(&b, start),
+                        (text.len(), want),
+                        "{text:?} from {start}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integer_parts_read_like_the_digits_they_are() {
+        let slow = |b: &[u8]| {
+            let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            let v = b[..n].iter().fold(0u64, |v, &d| {
+                v.wrapping_mul(10).wrapping_add((d - b'0') as u64)
+            });
+            (n, v)
+        };
+        for text in [
+            "7",
+            "12345678",
+            "123456789",
+            "1780000011145",
+            "98765432109876543210",
+        ] {
+            for tail in [
+                "", ",", "]", ".5", "e3", "\u{80}", "\u{b9}", ":", "/", " 12",
+            ] {
+                let line = format!("{text}{tail}xxxxxxxx");
+                let (n, v) = slow(line.as_bytes());
+                assert_eq!(int_part(line.as_bytes(), 0), Some((n, v)), "{line:?}");
+            }
+        }
+        // Every byte value right after a digit, in every lane.
+        for lane in 1..9 {
+            for byte in 0..=255u8 {
+                let mut line = b"12345678".to_vec();
+                line[lane - 1] = b'9';
+                line.truncate(lane);
+                line.push(byte);
+                line.extend_from_slice(b"1234567");
+                let want = slow(&line);
+                assert_eq!(int_part(&line, 0), Some(want), "{line:?}");
+            }
+        }
+        assert_eq!(int_part(b"0123456789", 0), Some((1, 0)));
+        assert_eq!(int_part(b"x12345678", 0), None);
     }
 
     #[test]

@@ -111,6 +111,9 @@ struct ZstdState {
     frames: u64,
     /// Where each frame starts, for reading lines again after the load.
     table: super::reread::FrameTable,
+    /// All plaintext decoded so far, while it is small (see
+    /// [`super::reread::Frames::whole`]); `None` once it grew past that.
+    keep: Option<Vec<u8>>,
 }
 
 struct FrameDec {
@@ -230,6 +233,7 @@ impl LineReader {
                     total: 0,
                     frames: 0,
                     table: Default::default(),
+                    keep: Some(Vec::new()),
                 })),
                 next_no: 1,
                 offset: 0,
@@ -308,7 +312,7 @@ impl LineReader {
         match z.next_frame(1)? {
             Some(true) => {
                 if let (Some(f), Ok(mut t)) = (&z.frame, z.table.lock()) {
-                    t.push(super::reread::FrameAt {
+                    t.starts.push(super::reread::FrameAt {
                         physical: f.at,
                         plain: 0,
                     });
@@ -609,21 +613,21 @@ impl LineReader {
                                     len: (frag as u64).max(1),
                                 });
                             }
-                            z.done = true;
+                            z.publish_whole();
                             return Ok(None);
                         }
                     }
                     None => match z.next_frame(frame_no)? {
                         Some(_) => {
                             if let (Some(f), Ok(mut t)) = (&z.frame, z.table.lock()) {
-                                t.push(super::reread::FrameAt {
+                                t.starts.push(super::reread::FrameAt {
                                     physical: f.at,
                                     plain: self.offset,
                                 });
                             }
                         }
                         None => {
-                            z.done = true;
+                            z.publish_whole();
                             return Ok(None);
                         }
                     },
@@ -668,6 +672,15 @@ impl Drop for ZstdState {
 }
 
 impl ZstdState {
+    /// The artifact is read to its end: leave its plaintext for reading
+    /// spans again, if it was kept.
+    fn publish_whole(&mut self) {
+        self.done = true;
+        if let (Some(k), Ok(mut t)) = (self.keep.take(), self.table.lock()) {
+            t.whole = Some(std::sync::Arc::new(k));
+        }
+    }
+
     /// Read compressed bytes until `cbuf[cstart..]` holds at least `more`
     /// more than now, or the input ends.
     fn read_more(&mut self, more: usize) -> Result<(), LoadError> {
@@ -770,6 +783,11 @@ impl ZstdState {
             debug_assert_eq!(self.plain.len(), old + written);
             f.pos += read;
             self.total += written as u64;
+            if self.total > super::reread::KEEP_WHOLE as u64 {
+                self.keep = None;
+            } else if let Some(k) = &mut self.keep {
+                k.extend_from_slice(&self.plain[old..]);
+            }
             if self.total > limits.max_decompressed {
                 return Err(Decode::Limit(total_limit(limits.max_decompressed)));
             }

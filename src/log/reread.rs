@@ -25,9 +25,26 @@ pub(crate) struct FrameAt {
     pub plain: u64,
 }
 
-/// The frame starts of an artifact, filled by the reader as it walks the
-/// frames (shared, because a rule may read a node again mid-load).
-pub(crate) type FrameTable = Arc<Mutex<Vec<FrameAt>>>;
+/// What the reader leaves for reading an artifact again: where its frames
+/// start and, for a small artifact read to its end, its whole plaintext.
+#[derive(Debug, Default)]
+pub(crate) struct Frames {
+    /// The frame starts, in order.
+    pub starts: Vec<FrameAt>,
+    /// The plaintext from offset 0, once the reader has decoded all of it
+    /// and it is at most [`KEEP_WHOLE`] bytes: spans are then sliced from
+    /// memory instead of decompressed a second time (a home of small
+    /// artifacts would otherwise decode most of them twice).
+    pub whole: Option<Arc<Vec<u8>>>,
+}
+
+/// Plaintext kept whole at most: a few frames' worth, so that memory stays
+/// a window however many artifacts are open.
+pub(crate) const KEEP_WHOLE: usize = 4 << 20;
+
+/// The frames of an artifact, filled by the reader as it walks them
+/// (shared, because a rule may read a node again mid-load).
+pub(crate) type FrameTable = Arc<Mutex<Frames>>;
 
 /// Compressed bytes read from the file at a time.
 const INPUT: usize = 128 << 10;
@@ -45,6 +62,8 @@ const FAR: u64 = 4 << 20;
 pub(crate) struct ZstdCursor {
     path: PathBuf,
     frames: FrameTable,
+    /// The whole plaintext, when the reader kept it (see [`Frames::whole`]).
+    whole: Option<Arc<Vec<u8>>>,
     stream: Stream,
     /// Plaintext offset of `out[0]`.
     at: u64,
@@ -204,9 +223,11 @@ fn changed() -> io::Error {
 
 impl ZstdCursor {
     pub(crate) fn open(path: &Path, frames: FrameTable) -> io::Result<ZstdCursor> {
+        let whole = frames.lock().map_err(|_| changed())?.whole.clone();
         Ok(ZstdCursor {
             path: path.to_path_buf(),
             frames,
+            whole,
             stream: Stream::Here(Box::new(Decoding::at(path, 0)?)),
             at: 0,
             out: Vec::new(),
@@ -215,13 +236,24 @@ impl ZstdCursor {
         })
     }
 
+    /// `offset .. offset + len` of the kept plaintext, if it was kept.
+    fn in_whole(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let w = self.whole.as_ref()?;
+        let end = offset.checked_add(len as u64)?;
+        (end <= w.len() as u64).then(|| &w[offset as usize..end as usize])
+    }
+
     /// Whether `offset .. offset + len` is in the window.
     pub(crate) fn holds(&self, offset: u64, len: usize) -> bool {
-        offset >= self.at && offset + len as u64 <= self.at + self.out.len() as u64
+        self.in_whole(offset, len).is_some()
+            || (offset >= self.at && offset + len as u64 <= self.at + self.out.len() as u64)
     }
 
     /// The window's bytes `offset .. offset + len` (see [`Self::holds`]).
     pub(crate) fn slice(&self, offset: u64, len: usize) -> &[u8] {
+        if let Some(b) = self.in_whole(offset, len) {
+            return b;
+        }
         let start = (offset - self.at) as usize;
         &self.out[start..start + len]
     }
@@ -229,6 +261,9 @@ impl ZstdCursor {
     /// Make the window start at `offset` and hold at least `min` bytes, and
     /// up to `want` when the plaintext goes on that far.
     pub(crate) fn fill(&mut self, offset: u64, min: usize, want: usize) -> io::Result<()> {
+        if self.in_whole(offset, min).is_some() {
+            return Ok(());
+        }
         let want = want.max(min);
         let end = self.at + self.out.len() as u64;
         let forward = self.live && offset >= self.at;
@@ -284,11 +319,11 @@ impl ZstdCursor {
 
     fn frame_of(&self, offset: u64) -> io::Result<FrameAt> {
         let frames = self.frames.lock().map_err(|_| changed())?;
-        let i = frames.partition_point(|f| f.plain <= offset);
+        let i = frames.starts.partition_point(|f| f.plain <= offset);
         if i == 0 {
             return Err(changed());
         }
-        Ok(frames[i - 1])
+        Ok(frames.starts[i - 1])
     }
 
     fn restart(&mut self, frame: FrameAt, ahead: bool) -> io::Result<()> {
@@ -310,8 +345,8 @@ impl ZstdCursor {
     fn decode_ahead(&self, frame: FrameAt) -> io::Result<AheadFrames> {
         let frames: Vec<FrameAt> = {
             let table = self.frames.lock().map_err(|_| changed())?;
-            let i = table.partition_point(|f| f.plain < frame.plain);
-            table[i..].to_vec()
+            let i = table.starts.partition_point(|f| f.plain < frame.plain);
+            table.starts[i..].to_vec()
         };
         let whole = frames
             .windows(2)
@@ -566,7 +601,14 @@ mod tests {
             f.write_all(&z).unwrap();
             plain.extend_from_slice(&p);
         }
-        (f, plain, Arc::new(Mutex::new(table)))
+        (
+            f,
+            plain,
+            Arc::new(Mutex::new(Frames {
+                starts: table,
+                whole: None,
+            })),
+        )
     }
 
     #[test]
@@ -591,6 +633,73 @@ mod tests {
         assert!(c.holds(total - 10, 10) && !c.holds(total - 10, 11));
         // Past the end is an error, not a panic.
         assert!(c.read(total - 5, &mut buf, 10).is_err());
+    }
+
+    /// Read the artifact at `path` to its end, as the loader does; gives
+    /// its frame table.
+    fn read_through(path: &Path) -> FrameTable {
+        let src = super::super::LogSource::File(path.to_path_buf());
+        let (mut r, _header) =
+            super::super::reader::LineReader::open(&src, Default::default()).unwrap();
+        while r.next_line().unwrap().is_some() {}
+        r.frame_table().unwrap()
+    }
+
+    /// A header frame, then `frames` frames of numbered lines.
+    fn headed_artifact(
+        frames: usize,
+        lines: usize,
+        pad: usize,
+    ) -> (tempfile::NamedTempFile, Vec<u8>) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let mut plain = b"{\"header\":1}\n".to_vec();
+        f.write_all(&zstd::bulk::compress(&plain, 3).unwrap())
+            .unwrap();
+        for fi in 0..frames {
+            let mut p = Vec::new();
+            for li in 0..lines {
+                writeln!(
+                    p,
+                    "{{\"frame\":{fi},\"line\":{li},\"pad\":\"{}\"}}",
+                    "y".repeat(pad)
+                )
+                .unwrap();
+            }
+            f.write_all(&zstd::bulk::compress(&p, 3).unwrap()).unwrap();
+            plain.extend_from_slice(&p);
+        }
+        (f, plain)
+    }
+
+    #[test]
+    fn a_small_artifact_read_to_its_end_is_read_again_from_memory() {
+        let (f, plain) = headed_artifact(5, 40, 30);
+        let table = read_through(f.path());
+        assert_eq!(table.lock().unwrap().whole.as_deref(), Some(&plain));
+        let mut c = ZstdCursor::open(f.path(), table).unwrap();
+        // The file's bytes are no longer asked for: spans come from memory.
+        std::fs::write(f.path(), b"").unwrap();
+        let mut buf = Vec::new();
+        for (off, len) in [(0u64, 14usize), (200, 900), (plain.len() as u64 - 50, 50)] {
+            c.read(off, &mut buf, len).unwrap();
+            assert_eq!(buf, &plain[off as usize..off as usize + len]);
+            assert!(c.holds(off, len));
+        }
+        // Past the end is still an error, not a panic.
+        assert!(c.read(plain.len() as u64 - 5, &mut buf, 10).is_err());
+    }
+
+    #[test]
+    fn a_large_artifact_is_not_kept_whole() {
+        let (f, plain) = headed_artifact(3, 2000, (KEEP_WHOLE / 5000).max(1));
+        assert!(plain.len() > KEEP_WHOLE);
+        let table = read_through(f.path());
+        assert!(table.lock().unwrap().whole.is_none());
+        let mut c = ZstdCursor::open(f.path(), table).unwrap();
+        let mut buf = Vec::new();
+        let off = plain.len() as u64 / 2;
+        c.read(off, &mut buf, 1000).unwrap();
+        assert_eq!(buf, &plain[off as usize..off as usize + 1000]);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::event::{Event, Kind, OwnedEvent, owned_event};
 use crate::json::{JStr, OwnedValue, Value, js_number};
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::estimate::price_message;
-use crate::surface::Surface;
+use crate::surface::{KnownOriginals, Surface};
 
 /// The marker substituted for every removed middle span **\[CONST\]**.
 pub const PRUNE_MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
@@ -427,6 +427,9 @@ pub struct PrunePlan {
     pub surface_tokens_before: u64,
     /// Surface price after (heuristic).
     pub surface_tokens_after: u64,
+    /// The rewritten results as read, for a writer's rule R16
+    /// ([`crate::surface::Surface::remember`]).
+    pub originals: KnownOriginals,
 }
 
 fn has_negative_zero(v: &Value<'_>) -> bool {
@@ -440,10 +443,7 @@ fn has_negative_zero(v: &Value<'_>) -> bool {
 
 /// Rewrite one tool-result event; `None` when it is within budget.
 /// Returns the replacement data, the call id, and the character counts.
-fn rewrite(
-    cfg: &PruneConfig,
-    ev: &Event<'_>,
-) -> Result<Option<(OwnedValue, OwnedValue, u64, u64)>, PruneError> {
+fn rewrite(cfg: &PruneConfig, ev: &Event<'_>) -> Result<Option<Rewritten>, PruneError> {
     let err = |m: String| PruneError::Content {
         seq: ev.seq,
         message: m,
@@ -481,11 +481,14 @@ fn rewrite(
         .and_then(|s| s.get("callId"))
         .map(|c| c.to_owned_value())
         .unwrap_or(Value::Null);
-    Ok(Some((new_data, call_id, before, after)))
+    // The original's R16 fingerprint, while its data is at hand.
+    let original = crate::surface::rewrite_key(data);
+    Ok(Some((new_data, call_id, before, after, original)))
 }
 
-/// A rewritten tool result: its new data, call id and character counts.
-type Rewritten = (OwnedValue, OwnedValue, u64, u64);
+/// A rewritten tool result: its new data, call id, character counts and
+/// the original's R16 fingerprint.
+type Rewritten = (OwnedValue, OwnedValue, u64, u64, u64);
 
 /// Plan a pass over candidate nodes: `(seq, event, node price)` of every
 /// current `tool/result` node, in surface order. `base_seq` is the seq of
@@ -528,13 +531,15 @@ where
         chars_removed: 0,
         surface_tokens_before: surface_tokens,
         surface_tokens_after: surface_tokens,
+        originals: KnownOriginals::default(),
     };
     let mut seq = base_seq;
     for r in rewritten {
         let (s, price, rewrite) = r?;
-        let Some((data, call_id, before, after)) = rewrite else {
+        let Some((data, call_id, before, after, original)) = rewrite else {
             continue;
         };
+        plan.originals.insert_key(s, original);
         let prune = Value::obj()
             .with("type", "compaction/prune".into())
             .with("seq", seq.into())

@@ -120,6 +120,36 @@ pub struct Surface {
     /// (a hint, checked before use): a replace finds its range without a
     /// scan of the surface.
     pub(crate) at: std::collections::HashMap<u64, usize>,
+    /// R16 fingerprints a caller took from events it read itself.
+    pub(crate) known: KnownOriginals,
+}
+
+/// R16 fingerprints of events a caller read itself (a pruner reads every
+/// result it rewrites), so that a replacement of one is checked without
+/// reading its line again (see [`Surface::remember`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct KnownOriginals(std::collections::HashMap<u64, u64>);
+
+impl KnownOriginals {
+    /// Record `data`: the `data` of the event at `seq`, as the log holds it.
+    pub fn insert(&mut self, seq: u64, data: &Value<'_>) {
+        self.0.insert(seq, rewrite_key(data));
+    }
+
+    /// Record a fingerprint taken with [`rewrite_key`].
+    pub(crate) fn insert_key(&mut self, seq: u64, key: u64) {
+        self.0.insert(seq, key);
+    }
+
+    /// How many events are recorded.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Reads a log line again by its place in the file.
@@ -243,7 +273,7 @@ fn scan_sources(ev: &Event<'_>, mut keep: Option<&mut Vec<u64>>) -> Result<bool,
 /// key order ignored (R16): two datas get one key exactly when their sorted
 /// canonical JSON texts are equal (numbers as JavaScript prints them, strings
 /// by UTF-16 units). Hashed as it is walked: no copy, no text.
-fn rewrite_key(data: &Value<'_>) -> u64 {
+pub(crate) fn rewrite_key(data: &Value<'_>) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     hash_canonical(data, Blank::Data, &mut h);
     h.finish()
@@ -399,6 +429,14 @@ pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
 }
 
 impl Surface {
+    /// Take R16 fingerprints a caller recorded from events it read, so
+    /// that replacing one of those nodes does not read its line again.
+    pub fn remember(&mut self, known: &KnownOriginals) {
+        self.known
+            .0
+            .extend(known.0.iter().map(|(&seq, &key)| (seq, key)));
+    }
+
     /// The oracle's `surface` shape: `{"nodes": [seq…], "replaceGeneration",
     /// "replacements": [{"seq","start","end","shadowedSeqs"}]}`.
     pub fn to_json(&self) -> crate::json::OwnedValue {
@@ -432,6 +470,9 @@ impl Surface {
             NodeBody::Owned(ev) => return Ok(rewrite_key(ev.data())),
             NodeBody::Span { offset, len } => (*offset, *len as usize),
         };
+        if let Some(&key) = self.known.0.get(&node.seq) {
+            return Ok(key);
+        }
         let cannot = |why: String| {
             err(
                 "R16",
@@ -629,6 +670,55 @@ mod tests {
             s.apply(ev, op, node_facts(ev), body)?;
         }
         Ok(s)
+    }
+
+    #[test]
+    fn r16_takes_a_remembered_original_instead_of_reading_it_again() {
+        let result = |seq: u64, call: &str, text: &str, op: &str| {
+            let line = format!(
+                r#"{{"type":"tool/result","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"source":{{"kind":"tool","callId":"{call}"}},"content":[{{"type":"tool-result","toolCallId":"{call}","content":[{{"type":"text","text":"{text}"}}]}}]}}}}{op}}}"#
+            );
+            let value = Value::parse(&line).unwrap().into_owned();
+            Event {
+                kind: Kind::ToolResult,
+                seq,
+                line: 0,
+                value,
+            }
+        };
+        let original = result(0, "c1", "a long original text", r#","surfaceOp":"append""#);
+        let replace = r#","sourceEventSeqs":[0],"surfaceOp":{"op":"replace","start":0,"end":0}"#;
+        let same_call = result(1, "c1", "short", replace);
+        let other_call = result(1, "c2", "short", replace);
+        // The original kept as a span of a file that cannot be read again.
+        let mut s = Surface::default();
+        let op = check_local(&original).unwrap().unwrap();
+        let span = NodeBody::Span { offset: 0, len: 10 };
+        s.apply(&original, op, node_facts(&original), span).unwrap();
+        let try_replace = |s: &Surface, ev: &Event<'_>| {
+            let mut s = s.clone();
+            let op = check_local(ev).unwrap().unwrap();
+            s.apply(
+                ev,
+                op,
+                node_facts(ev),
+                NodeBody::Owned(Arc::new(ev.to_owned_event())),
+            )
+            .map(|_| ())
+            .map_err(|e| (e.rule, e.message))
+        };
+        let unread = try_replace(&s, &same_call).unwrap_err();
+        assert_eq!(unread.0, "R16");
+        assert!(unread.1.contains("cannot read seq 0 again"), "{}", unread.1);
+        // Remembered as read: content may change, nothing else.
+        let mut known = KnownOriginals::default();
+        known.insert(0, original.data());
+        s.remember(&known);
+        assert_eq!(try_replace(&s, &same_call), Ok(()));
+        assert_eq!(
+            try_replace(&s, &other_call).unwrap_err().1,
+            "tool/result surface replacement may change only content"
+        );
     }
 
     #[test]

@@ -781,6 +781,13 @@ impl Appender {
         &self.surface
     }
 
+    /// Take R16 fingerprints of events the caller read itself (a prune
+    /// plan's [`crate::prune::PrunePlan::originals`]), so that validating
+    /// a replacement of one does not read its line again.
+    pub fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
+        self.surface.remember(known);
+    }
+
     /// Batches appended so far.
     pub fn batches(&self) -> u64 {
         self.batches

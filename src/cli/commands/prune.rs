@@ -283,6 +283,8 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     };
     let plan =
         dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(plan_error)?;
+    // The plan read every result it rewrites: the write check need not.
+    app.remember_originals(&plan.originals);
     // The reference's answer is pruneSession on the session as it resumes
     // (closers and end-seed first); continuing an open turn appends the
     // same pairs at other seqs. JSON reports the reference's plan and, under

@@ -442,6 +442,7 @@ impl Run<'_, '_, '_> {
             Err(e) => return fail(FailureKind::Corrupt, e.to_string()),
         };
         if !plan.events.is_empty() {
+            self.session.remember_originals(&plan.originals);
             self.write(plan.events)?;
             self.report.pruned.extend(plan.pruned);
         }

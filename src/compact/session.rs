@@ -271,6 +271,12 @@ impl Session {
         Ok(out)
     }
 
+    /// Take R16 fingerprints of events read here (a prune plan's
+    /// originals), so that writing their replacements reads nothing again.
+    pub fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
+        self.app.remember_originals(known);
+    }
+
     /// Append one batch (seqs planned from [`Session::next_seq`]), preceded
     /// by the lifecycle prefix if it is still due, and fold it into the view.
     /// Returns everything appended, prefix included.

@@ -187,6 +187,9 @@ impl LineReader {
     /// Open a source and read its header line (returned as bytes), holding
     /// the reader to `limits`.
     pub fn open(source: &LogSource, limits: Limits) -> Result<(LineReader, Vec<u8>), LoadError> {
+        // The file's size, where known, bounds the buffers set up first (a
+        // home is mostly small logs, each of which would zero 64 KiB).
+        let mut size: Option<u64> = None;
         let mut src: Box<dyn Read + Send> = match source {
             LogSource::File(p) | LogSource::Spooled(p) => {
                 let f = File::open(p).map_err(|e| io_err(e, "cannot open the log"))?;
@@ -197,6 +200,7 @@ impl LineReader {
                         "is a directory, not a session log",
                     ));
                 }
+                size = md.is_file().then_some(md.len());
                 Box::new(f)
             }
             LogSource::Stdin => Box::new(io::stdin()),
@@ -233,7 +237,12 @@ impl LineReader {
                     total: 0,
                     frames: 0,
                     table: Default::default(),
-                    keep: Some(Vec::new()),
+                    // Room for the plaintext at a generous ratio, so that
+                    // keeping it copies each byte once (room is not memory
+                    // until it is written).
+                    keep: Some(Vec::with_capacity(size.map_or(0, |n| {
+                        (n.saturating_mul(8)).min(super::reread::KEEP_WHOLE as u64) as usize
+                    }))),
                 })),
                 next_no: 1,
                 offset: 0,
@@ -244,7 +253,10 @@ impl LineReader {
             return Ok((r, header));
         }
         let mut buf = head;
-        buf.resize(64 << 10, 0);
+        // A read of the whole of a small file (and one byte more, to see its
+        // end); 64 KiB at most, growing if a line is longer.
+        let first = size.map_or(64 << 10, |n| (n as usize + 1).clamp(4 << 10, 64 << 10));
+        buf.resize(first, 0);
         let mut r = LineReader {
             container: Container::Plain,
             inner: Inner::Plain {

@@ -60,29 +60,8 @@ pub enum Value<'a> {
 pub type OwnedValue = Value<'static>;
 
 impl Clone for Value<'_> {
-    /// Plain loops: one frame per nesting level (a deep value is copied on
-    /// a small stack).
     fn clone(&self) -> Self {
-        match self {
-            Value::Null => Value::Null,
-            Value::Bool(b) => Value::Bool(*b),
-            Value::Num(n) => Value::Num(*n),
-            Value::Str(s) => Value::Str(s.clone()),
-            Value::Arr(a) => {
-                let mut out = Vec::with_capacity(a.len());
-                for v in a {
-                    out.push(v.clone());
-                }
-                Value::Arr(out)
-            }
-            Value::Obj(o) => {
-                let mut out = Vec::with_capacity(o.len());
-                for (k, v) in o {
-                    out.push((k.clone(), v.clone()));
-                }
-                Value::Obj(out)
-            }
-        }
+        self.copy_strs(&JStr::clone)
     }
 }
 
@@ -402,15 +381,6 @@ impl<'a> JStr<'a> {
     pub fn into_owned(self) -> JStr<'static> {
         JStr {
             raw: Cow::Owned(self.raw.into_owned()),
-            escaped: self.escaped,
-            len16: self.len16,
-        }
-    }
-
-    /// An owned copy, without consuming.
-    pub fn to_owned_jstr(&self) -> JStr<'static> {
-        JStr {
-            raw: Cow::Owned(self.raw.to_vec()),
             escaped: self.escaped,
             len16: self.len16,
         }
@@ -1090,9 +1060,9 @@ impl<'a> Value<'a> {
         let mut v = Some(v);
         for (k, x) in o {
             if k.eq_str(key) && v.is_some() {
-                out.push((k.to_owned_jstr(), v.take().unwrap()));
+                out.push((k.clone().into_owned(), v.take().unwrap()));
             } else {
-                out.push((k.to_owned_jstr(), x.to_owned_value()));
+                out.push((k.clone().into_owned(), x.to_owned_value()));
             }
         }
         if let Some(v) = v {
@@ -1104,23 +1074,29 @@ impl<'a> Value<'a> {
     /// Deep copy into an owned value without consuming: one walk, each
     /// container and string allocated once (not cloned, then copied again).
     pub fn to_owned_value(&self) -> OwnedValue {
+        self.copy_strs(&|s: &JStr<'a>| s.clone().into_owned())
+    }
+
+    /// A copy of the value with every string and key given by `f`. Plain
+    /// loops: one frame per nesting level (a deep value is copied on a
+    /// small stack).
+    fn copy_strs<'b>(&self, f: &impl Fn(&JStr<'a>) -> JStr<'b>) -> Value<'b> {
         match self {
             Value::Null => Value::Null,
             Value::Bool(b) => Value::Bool(*b),
             Value::Num(n) => Value::Num(*n),
-            Value::Str(s) => Value::Str(s.to_owned_jstr()),
-            // Plain loops, as in `clone`: one frame per nesting level.
+            Value::Str(s) => Value::Str(f(s)),
             Value::Arr(a) => {
                 let mut out = Vec::with_capacity(a.len());
                 for v in a {
-                    out.push(v.to_owned_value());
+                    out.push(v.copy_strs(f));
                 }
                 Value::Arr(out)
             }
             Value::Obj(o) => {
                 let mut out = Vec::with_capacity(o.len());
                 for (k, v) in o {
-                    out.push((k.to_owned_jstr(), v.to_owned_value()));
+                    out.push((f(k), v.copy_strs(f)));
                 }
                 Value::Obj(out)
             }

@@ -140,16 +140,6 @@ impl KnownOriginals {
     pub(crate) fn insert_key(&mut self, seq: u64, key: u64) {
         self.0.insert(seq, key);
     }
-
-    /// How many events are recorded.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// Reads a log line again by its place in the file.

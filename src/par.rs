@@ -2,18 +2,22 @@
 //!
 //! Commands that go back to the log after loading it (the pruner reading
 //! each tool result again, …) do independent work per item; the loader's
-//! second thread is idle by then, so the items are shared out in small
-//! chunks to as many threads as there are cores.
+//! second thread is idle by then, so the items are shared out to as many
+//! threads as there are cores.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Items per chunk a thread takes at a time: small enough that the threads
-/// finish together, large enough that taking one costs nothing.
-const CHUNK: usize = 16;
+/// Fewer items than this run on the calling thread alone: starting a
+/// thread costs more than they do.
+const FEW: usize = 16;
 
-/// `items.iter().map(f)` on every core, in order. Each thread has its own
-/// `S` (a file handle, a buffer), created with `S::default()` and passed to
-/// every call on that thread. Few items run on the calling thread alone.
+/// `items.iter().map(f)` on every core, in order, each thread taking one
+/// contiguous share. Each thread has its own `S` (a file handle, a reader
+/// of the log), created with `S::default()` and passed to every call on
+/// that thread; items are in log order, so a thread's reader walks only
+/// its own part of the log (an artifact's reader decompresses everything
+/// it walks past: interleaved shares would have every thread decompress
+/// all of it). Few items run on the calling thread alone.
 pub(crate) fn map_in_order<T, S, R, F>(items: &[T], f: F) -> Vec<R>
 where
     T: Sync,
@@ -21,7 +25,14 @@ where
     R: Send,
     F: Fn(&T, &mut S) -> R + Sync,
 {
-    map_in_chunks(items, CHUNK, f)
+    if items.len() < FEW {
+        let mut state = S::default();
+        return items.iter().map(|t| f(t, &mut state)).collect();
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    map_in_chunks(items, items.len().div_ceil(threads), f)
 }
 
 /// [`map_in_order`] for few, large items (a compaction's span each): a

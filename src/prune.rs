@@ -448,6 +448,9 @@ fn rewrite(cfg: &PruneConfig, ev: &Event<'_>) -> Result<Option<Rewritten>, Prune
         seq: ev.seq,
         message: m,
     };
+    // A shape `crate::surface::text_units_bound` bounds must never fail
+    // here (bounded results within budget are not read at all): keep the
+    // two walks in step.
     let data = ev.data();
     let msg = data
         .get("message")
@@ -607,13 +610,15 @@ pub fn plan_on(
     cfg: &PruneConfig,
     time: f64,
 ) -> Result<PrunePlan, PruneError> {
+    // Results within budget whatever their exact count (most of them) are
+    // not read again; the others are, each on its own, on every core.
     let nodes: Vec<&crate::surface::Node> = surface
         .nodes
         .iter()
         .filter(|n| n.kind == Kind::ToolResult)
+        .filter(|n| n.text_units.is_none_or(|u| u > cfg.threshold_chars))
         .collect();
-    // Each result is read back and rewritten on its own, on every core;
-    // numbering them is the only step in order.
+    // Numbering them is the only step in order.
     let rewritten = crate::par::map_in_order(&nodes, |n, (file, buf)| {
         let rewritten = log.with_body(&n.body, n.seq, file, buf, |ev| rewrite(cfg, ev))??;
         Ok((n.seq, n.tokens, rewritten))
@@ -636,6 +641,37 @@ mod tests {
 
     fn text_of(b: &Value<'_>) -> Vec<u32> {
         b.get("text").unwrap().as_jstr().unwrap().code_points()
+    }
+
+    #[test]
+    fn text_bounds_only_for_results_the_pruner_counts_without_failing() {
+        let bound = |content: &str| {
+            let line = format!(
+                r#"{{"type":"tool/result","seq":5,"time":1,"data":{{"message":{{"content":[{{"type":"tool-result","content":{content}}}]}}}}}}"#
+            );
+            let v = Value::parse(&line).unwrap();
+            crate::surface::text_units_bound(&crate::event::owned_event(
+                Kind::ToolResult,
+                5,
+                v.into_owned(),
+            ))
+        };
+        // Text blocks count their UTF-16 units; other blocks nothing.
+        assert_eq!(bound(r#"[{"type":"text","text":"ab\n\u00e9😀"}]"#), Some(6));
+        assert_eq!(
+            bound(r#"[{"type":"image","data":"xxxx"},{"type":"text","text":"abc"}]"#),
+            Some(3)
+        );
+        assert_eq!(bound("[]"), Some(0));
+        // Where counting fails or takes another way: no bound.
+        assert_eq!(bound(r#"[null]"#), None);
+        assert_eq!(bound(r#"[{"type":"text","text":["a","b"]}]"#), None);
+        assert_eq!(bound(r#"[{"type":"text"}]"#), None);
+        assert_eq!(bound(r#""text""#), None);
+        let no_message =
+            Value::parse(r#"{"type":"tool/result","seq":5,"time":1,"data":{}}"#).unwrap();
+        let ev = crate::event::owned_event(Kind::ToolResult, 5, no_message.into_owned());
+        assert_eq!(crate::surface::text_units_bound(&ev), None);
     }
 
     #[test]

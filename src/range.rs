@@ -212,6 +212,7 @@ pub(crate) mod tests {
             msg_id: None,
             call_id: None,
             tool_calls: (0..calls).map(|i| format!("c{seq}-{i}").into()).collect(),
+            text_units: None,
         };
         let mut s = crate::surface::Surface::default();
         let v = crate::json::Value::obj()

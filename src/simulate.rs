@@ -658,6 +658,7 @@ impl Sim<'_> {
             msg_id: None,
             call_id: None,
             tool_calls: Vec::new(),
+            text_units: None,
         };
         let cp_copy = cp.clone();
         debug_assert!(matches!(
@@ -975,6 +976,7 @@ impl Sim<'_> {
                     msg_id: rec.msg_id.clone(),
                     call_id: rec.call_id.clone(),
                     tool_calls: rec.tool_calls.clone(),
+                    text_units: rec.text_units,
                 };
                 // Keep the bodies the pruner may need to read when the log
                 // cannot be read again.

@@ -65,6 +65,10 @@ pub struct Node {
     /// writes: the message is then copied from the file instead of
     /// re-serialised.
     pub message_text: Option<(u32, u32)>,
+    /// For tool results the pruner can count without failing, an upper
+    /// bound on their text's code points (see
+    /// [`text_units_bound`]); `None` otherwise.
+    pub(crate) text_units: Option<u64>,
 }
 
 /// One replace op as applied (`foldSurface(...).replacements`).
@@ -361,6 +365,8 @@ pub struct NodeFacts {
     pub call_id: Option<Box<str>>,
     /// Requested tool-call ids.
     pub tool_calls: Vec<Box<str>>,
+    /// The pruner's bound on a tool result's text ([`Node::text_units`]).
+    pub(crate) text_units: Option<u64>,
 }
 
 /// Compute [`NodeFacts`] for a surface event.
@@ -399,7 +405,44 @@ pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
         msg_id,
         call_id,
         tool_calls,
+        text_units: text_units_bound(ev),
     }
+}
+
+/// The UTF-16 length of a tool result's text, when its content has the
+/// shape the pruner counts without failing (`message.content[0].content`
+/// a list of blocks, none of them `null`, every text block's text a
+/// string): an upper bound on the code points the pruner would count (a
+/// code point is one or two units), taken from lengths the parser counted
+/// on its way. A result bounded within the prune threshold is left alone
+/// without being read again. `None` for any other shape or event (the
+/// pruner then reads the result and reports what it finds).
+pub(crate) fn text_units_bound(ev: &Event<'_>) -> Option<u64> {
+    if ev.kind != Kind::ToolResult {
+        return None;
+    }
+    // The same path the pruner's `rewrite` takes, step by step.
+    let blocks = ev
+        .data()
+        .get("message")?
+        .get("content")?
+        .as_arr()?
+        .first()?
+        .get("content")?
+        .as_arr()?;
+    let mut units = 0u64;
+    for b in blocks {
+        if matches!(b, Value::Null) {
+            return None;
+        }
+        if b.get("type").is_some_and(|t| t.is_str("text")) {
+            match b.get("text") {
+                Some(Value::Str(s)) => units += s.len16() as u64,
+                _ => return None,
+            }
+        }
+    }
+    Some(units)
 }
 
 /// The message an event projects to (session-log §8.1).
@@ -523,6 +566,7 @@ impl Surface {
             tool_calls: facts.tool_calls,
             body,
             message_text: None,
+            text_units: facts.text_units,
         };
         match op {
             SurfaceOp::Append => {

@@ -1159,3 +1159,77 @@ fn prune_to_a_full_stdout_says_the_write_landed() {
     assert!(err.contains("only printing the report failed"), "{err}");
     assert!(!err.contains("rolled back"), "{err}");
 }
+
+/// A session whose tool results carry the given texts, one call each.
+fn results_log(texts: &[String]) -> String {
+    let mut lines = vec![
+        r#"{"type":"session","version":0,"id":"bounds","createdAt":1767225600000,"cwd":"/home/dev/p","delegationDepth":0}"#.to_string(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#.to_string(),
+        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#.to_string(),
+        r#"{"type":"user/message","seq":2,"time":1,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"m-u1"},"surfaceOp":"append"}"#.to_string(),
+    ];
+    let calls: Vec<String> = (0..texts.len())
+        .map(|i| format!(r#"{{"type":"tool-call","id":"c{i}","name":"bash","arguments":"{{}}"}}"#))
+        .collect();
+    lines.push(format!(
+        r#"{{"type":"assistant/message","seq":3,"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"assistant","content":[{}],"source":{{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"id":"m-a1"}}}},"surfaceOp":"append"}}"#,
+        calls.join(",")
+    ));
+    let mut seq = 4;
+    for i in 0..texts.len() {
+        lines.push(format!(
+            r#"{{"type":"tool/call","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"callId":"c{i}","name":"bash","arguments":"{{}}"}}}}"#
+        ));
+        seq += 1;
+    }
+    for (i, text) in texts.iter().enumerate() {
+        lines.push(format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"user","content":[{{"type":"tool-result","toolCallId":"c{i}","content":[{{"type":"text","text":"{text}"}}],"isError":false}}],"source":{{"kind":"tool","callId":"c{i}"}},"id":"m-r{i}"}}}},"surfaceOp":"append"}}"#
+        ));
+        seq += 1;
+    }
+    lines.join("\n") + "\n"
+}
+
+/// The planner reads a result again only when its text's UTF-16 length
+/// (counted while loading) exceeds the threshold: within it, the code
+/// points cannot. A result beyond it by length but not by code points (a
+/// run of emoji: two units each) is read, counted exactly and left alone.
+#[test]
+fn results_within_budget_by_length_are_not_read_again() {
+    let small = "x".repeat(100);
+    let emoji = "\u{1F600}".repeat(5000); // 10000 units, 5000 code points
+    let big = "y".repeat(9000);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    fs::write(&p, results_log(&[small, emoji, big])).unwrap();
+    let log = load(&p);
+    let cfg = dsh::prune::PruneConfig::default();
+    let plan = dsh::prune::plan(&log, &cfg, 2.0).unwrap();
+    // Only the 9000-character result is pruned; the emoji one was counted.
+    let pruned: Vec<(u64, u64)> = plan
+        .pruned
+        .iter()
+        .map(|r| (r.original_seq, r.chars_before))
+        .collect();
+    assert_eq!(pruned, vec![(9, 9000)]);
+
+    // The file's bytes gone (same length, so spans still fit): what is
+    // read again fails, what is not read again cannot.
+    let len = fs::metadata(&p).unwrap().len() as usize;
+    fs::write(&p, " ".repeat(len)).unwrap();
+    assert!(dsh::prune::plan(&log, &cfg, 2.0).is_err());
+    let roomy = dsh::prune::PruneConfig {
+        threshold_chars: 20_000,
+        ..cfg
+    };
+    let plan = dsh::prune::plan(&log, &roomy, 2.0).unwrap();
+    assert!(plan.events.is_empty());
+    // At 9000 the big result is within budget by length, the emoji one
+    // is not: it is read, and the read fails.
+    let between = dsh::prune::PruneConfig {
+        threshold_chars: 9_000,
+        ..cfg
+    };
+    assert!(dsh::prune::plan(&log, &between, 2.0).is_err());
+}

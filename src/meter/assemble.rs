@@ -383,16 +383,13 @@ impl Assembler {
         &mut self.partials[pos]
     }
 
-    /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
-    pub fn push(&mut self, op: &ChunkOp) -> Result<(), String> {
+    /// [`Self::push`] of a delta `op` with length `len` instead of its own:
+    /// a packed-row member (the row's op and the member's length), or a
+    /// run of them (their lengths summed: deltas to one index add up).
+    pub fn push_delta(&mut self, op: &ChunkOp, len: usize) -> Result<(), String> {
         match op {
-            ChunkOp::BlockStart { index, block_type } => {
-                self.ensure(index, block_type.clone());
-            }
             ChunkOp::TextDelta {
-                index,
-                reasoning,
-                len,
+                index, reasoning, ..
             } => {
                 let t = if *reasoning {
                     BlockType::Reasoning
@@ -405,18 +402,29 @@ impl Assembler {
                 }
             }
             ChunkOp::ToolCallDelta {
-                index,
-                name_len,
-                args_len,
+                index, name_len, ..
             } => {
                 let p = self.ensure(index, BlockType::ToolCall);
                 if p.block.is_none() {
                     if let Some(n) = name_len {
                         p.name_len = Some(*n);
                     }
-                    p.args_len += args_len;
+                    p.args_len += len;
                 }
             }
+            other => return self.push(other),
+        }
+        Ok(())
+    }
+
+    /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
+    pub fn push(&mut self, op: &ChunkOp) -> Result<(), String> {
+        match op {
+            ChunkOp::BlockStart { index, block_type } => {
+                self.ensure(index, block_type.clone());
+            }
+            ChunkOp::TextDelta { len, .. } => return self.push_delta(op, *len),
+            ChunkOp::ToolCallDelta { args_len, .. } => return self.push_delta(op, *args_len),
             ChunkOp::BlockEnd {
                 index,
                 block_type,

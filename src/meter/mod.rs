@@ -299,13 +299,34 @@ struct Anchor {
     seq: u64,
 }
 
-/// One kept chunk.
+/// One kept chunk, or the chunks of one packed row.
 #[derive(Debug)]
 struct ChunkRec {
+    /// The chunk's seq; a row's first member's.
     seq: u64,
     turn: Scalar,
     step: Scalar,
+    /// The chunk's op; for a row, its members' op, whose length each
+    /// member takes from `lens`.
     op: ChunkOp,
+    /// A row's members' lengths, one seq each from `seq` on; empty for a
+    /// chunk line. A row is one record, not one per member: rows hold
+    /// most of a log's chunks.
+    lens: Box<[u32]>,
+}
+
+impl ChunkRec {
+    /// The last seq it covers.
+    fn last(&self) -> u64 {
+        self.seq + self.lens.len().max(1) as u64 - 1
+    }
+
+    /// The op of the chunk at `seq` (which it covers), and for a row
+    /// member the length that op takes instead of its own.
+    fn op_at(&self, seq: u64) -> (&ChunkOp, Option<usize>) {
+        let len = (!self.lens.is_empty()).then(|| self.lens[(seq - self.seq) as usize] as usize);
+        (&self.op, len)
+    }
 }
 
 /// Chunks dropped together: a run of consecutive seqs with one label.
@@ -334,6 +355,7 @@ struct ChunkStore {
 }
 
 enum Found<'s> {
+    /// Kept, with the record that covers it.
     Kept(&'s ChunkRec),
     Dropped(&'s DroppedRun),
     Unknown,
@@ -363,25 +385,26 @@ impl ChunkStore {
             turn: Scalar::of(d.get("turn")),
             step: Scalar::of(d.get("step")),
             op,
+            lens: Box::default(),
         });
     }
 
-    /// [`Self::mark`] and [`Self::push`] for each chunk of a packed row,
-    /// from the row's facts.
+    /// [`Self::mark`] each chunk of a packed row, and keep the row as one
+    /// record, from the row's facts.
     fn push_row(&mut self, span: &RowSpan, facts: &RowFacts) {
-        let turn = Scalar::Num(facts.turn);
-        let step = Scalar::Num(facts.step);
-        self.kept.reserve(facts.lens.len());
-        for (i, &len) in facts.lens.iter().enumerate() {
-            let seq = span.seq0 + i as u64;
-            self.mark(seq, true);
-            self.kept.push(ChunkRec {
-                seq,
-                turn: turn.clone(),
-                step: step.clone(),
-                op: ChunkOp::of_packed(facts, len as usize),
-            });
+        if facts.lens.is_empty() {
+            return;
         }
+        for i in 0..facts.lens.len() {
+            self.mark(span.seq0 + i as u64, true);
+        }
+        self.kept.push(ChunkRec {
+            seq: span.seq0,
+            turn: Scalar::Num(facts.turn),
+            step: Scalar::Num(facts.step),
+            op: ChunkOp::of_packed(facts, 0),
+            lens: facts.lens.as_slice().into(),
+        });
     }
 
     /// A step opened: only chunks carrying its labels can still be cited.
@@ -403,10 +426,11 @@ impl ChunkStore {
                 }
                 _ => self.dropped.len(),
             };
+            let last = rec.last();
             if pos > 0 {
                 let prev = &mut self.dropped[pos - 1];
                 if prev.last + 1 == rec.seq && prev.turn == rec.turn && prev.step == rec.step {
-                    prev.last = rec.seq;
+                    prev.last = last;
                     continue;
                 }
             }
@@ -414,7 +438,7 @@ impl ChunkStore {
                 pos,
                 DroppedRun {
                     first: rec.seq,
-                    last: rec.seq,
+                    last,
                     turn: rec.turn,
                     step: rec.step,
                 },
@@ -426,15 +450,20 @@ impl ChunkStore {
     /// Look a chunk up; `hint` is where the previous lookup ended (messages
     /// cite their chunks in order, so the next one is usually right there).
     fn find(&self, seq: u64, hint: &mut usize) -> Found<'_> {
-        if let Some(r) = self.kept.get(*hint)
-            && r.seq == seq
-        {
-            *hint += 1;
-            return Found::Kept(r);
+        // The record the previous lookup ended in, or the next one.
+        for i in [*hint, *hint + 1] {
+            if let Some(r) = self.kept.get(i)
+                && r.seq <= seq
+                && seq <= r.last()
+            {
+                *hint = i;
+                return Found::Kept(r);
+            }
         }
-        if let Ok(i) = self.kept.binary_search_by_key(&seq, |r| r.seq) {
-            *hint = i + 1;
-            return Found::Kept(&self.kept[i]);
+        let i = self.kept.partition_point(|r| r.seq <= seq);
+        if i > 0 && self.kept[i - 1].last() >= seq {
+            *hint = i - 1;
+            return Found::Kept(&self.kept[i - 1]);
         }
         let pos = self.dropped.partition_point(|r| r.first <= seq);
         if pos > 0 && self.dropped[pos - 1].last >= seq {
@@ -506,6 +535,14 @@ impl Meter {
         let mut last: Option<u64> = None;
         let mut seen: Option<HashSet<u64>> = None;
         let mut hint = 0usize;
+        // Consecutive members of one packed row cited in a row: checked
+        // against the step once and fed as one delta of their summed
+        // lengths (a row's deltas go to one index, where lengths add up).
+        let mut run: Option<(&ChunkRec, u64, usize)> = None;
+        let flush = |asm: &mut Assembler, run: Option<(&ChunkRec, u64, usize)>| match run {
+            Some((r, _, len)) => asm.push_delta(&r.op, len),
+            None => Ok(()),
+        };
         for (i, v) in raw.iter().enumerate() {
             // The loader already refused non-count members (R7).
             let Some(seq) = v.as_count() else { continue };
@@ -534,8 +571,17 @@ impl Meter {
                     at()
                 )));
             }
-            let (ct, cs, op) = match self.chunks.find(seq, &mut hint) {
-                Found::Kept(r) => (&r.turn, &r.step, Some(&r.op)),
+            let found = self.chunks.find(seq, &mut hint);
+            if let (Some((r, next, len)), Found::Kept(k)) = (&mut run, &found)
+                && std::ptr::eq(*r, *k)
+                && *next == seq
+            {
+                *next += 1;
+                *len += r.lens[(seq - r.seq) as usize] as usize;
+                continue;
+            }
+            let (ct, cs, op) = match found {
+                Found::Kept(r) => (&r.turn, &r.step, Some((r, r.op_at(seq)))),
                 Found::Dropped(r) => (&r.turn, &r.step, None),
                 Found::Unknown => {
                     return Err(MeterError::NeedsAllChunks {
@@ -556,8 +602,13 @@ impl Meter {
                     chunk: seq,
                 });
             };
-            asm.push(op).map_err(replay)?;
+            flush(&mut asm, run.take()).map_err(replay)?;
+            match op {
+                (_, (op, None)) => asm.push(op).map_err(replay)?,
+                (r, (_, Some(len))) => run = Some((r, seq + 1, len)),
+            }
         }
+        flush(&mut asm, run).map_err(replay)?;
         Ok(asm.price().map_err(replay)?.map_or(0, |p| p + 4))
     }
 

@@ -778,3 +778,73 @@ fn tokenizer_counts_equal_tiktoken_on_the_corpus() {
     }
     assert!(nodes > 250, "only {nodes} nodes compared");
 }
+
+/// The meter fed every chunk of a packed row one by one, as the loader
+/// shows rows to an observer that does not take them whole.
+struct OneByOne(Meter);
+
+impl dsh::log::Observer for OneByOne {
+    fn event(&mut self, ev: &dsh::Event<'_>, folded: &dsh::log::Folded<'_>) {
+        self.0.event(ev, folded);
+    }
+}
+
+/// A log's assistant messages citing only some of their chunks: every
+/// third cited seq dropped, so that runs of a row's members are cut.
+fn thinned(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut v: J = serde_json::from_str(line).unwrap();
+        if v["type"] == "assistant/message"
+            && let Some(seqs) = v.get_mut("sourceEventSeqs").and_then(|s| s.as_array_mut())
+        {
+            let kept: Vec<J> = seqs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 3 != 1)
+                .map(|(_, s)| s.clone())
+                .collect();
+            *seqs = kept;
+        }
+        out.push_str(&serde_json::to_string(&v).unwrap());
+        out.push('\n');
+    }
+    out
+}
+
+/// Rows are kept as one record each and a run of their members is fed to
+/// the assembler as one delta: the measurement is the one the meter makes
+/// from every chunk seen on its own, on logs with rows, cited in full and
+/// in part, keeping the anchor's chunks or all of them.
+#[test]
+fn packed_rows_measure_as_their_chunks_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for name in [
+        "coding-session.jsonl",
+        "compacted.jsonl",
+        "anthropic-cache.jsonl",
+    ] {
+        let text = std::fs::read_to_string(sample(name)).unwrap();
+        assert!(text.contains("-chunks\""), "{name} has packed rows");
+        for (variant, body) in [("full", text.clone()), ("thinned", thinned(&text))] {
+            let p = dir.path().join(format!("{variant}-{name}"));
+            std::fs::write(&p, &body).unwrap();
+            for all in [false, true] {
+                let meter = || {
+                    let m = Meter::new(None);
+                    if all { m.retaining_all_chunks() } else { m }
+                };
+                let mut whole = meter();
+                let log = dsh::log::load(&file(&p), &LoadOptions::default(), &mut whole).unwrap();
+                let mut single = OneByOne(meter());
+                let log2 = dsh::log::load(&file(&p), &LoadOptions::default(), &mut single).unwrap();
+                let a = format!("{:?}", whole.finish(&log));
+                let b = format!("{:?}", single.0.finish(&log2));
+                assert_eq!(a, b, "{variant} {name} (all chunks: {all})");
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 12);
+}

@@ -266,36 +266,14 @@ fn a_second_dsh_prune_fails_fast_or_waits() {
 /// replacement is about 18 KB): pruning it appends one batch of `n` pairs.
 fn many_results_log(n: usize) -> String {
     let mut rng = Lcg(0xf2);
-    let mut lines = vec![
-        r#"{"type":"session","version":0,"id":"big-prune","createdAt":1767225600000,"cwd":"/home/dev/p","delegationDepth":0}"#.to_string(),
-        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#.to_string(),
-        r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#.to_string(),
-        r#"{"type":"user/message","seq":2,"time":1,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"m-u1"},"surfaceOp":"append"}"#.to_string(),
-    ];
-    let calls: Vec<String> = (0..n)
-        .map(|i| format!(r#"{{"type":"tool-call","id":"c{i}","name":"bash","arguments":"{{}}"}}"#))
+    let texts: Vec<String> = (0..n)
+        .map(|_| {
+            (0..9000)
+                .map(|_| char::from_u32(0x4e00 + rng.next(3000) as u32).unwrap())
+                .collect()
+        })
         .collect();
-    lines.push(format!(
-        r#"{{"type":"assistant/message","seq":3,"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"assistant","content":[{}],"source":{{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"id":"m-a1"}}}},"surfaceOp":"append"}}"#,
-        calls.join(",")
-    ));
-    let mut seq = 4;
-    for i in 0..n {
-        lines.push(format!(
-            r#"{{"type":"tool/call","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"callId":"c{i}","name":"bash","arguments":"{{}}"}}}}"#
-        ));
-        seq += 1;
-    }
-    for i in 0..n {
-        let text: String = (0..9000)
-            .map(|_| char::from_u32(0x4e00 + rng.next(3000) as u32).unwrap())
-            .collect();
-        lines.push(format!(
-            r#"{{"type":"tool/result","seq":{seq},"time":1,"data":{{"turn":1,"step":1,"message":{{"role":"user","content":[{{"type":"tool-result","toolCallId":"c{i}","content":[{{"type":"text","text":"{text}"}}],"isError":false}}],"source":{{"kind":"tool","callId":"c{i}"}},"id":"m-r{i}"}}}},"surfaceOp":"append"}}"#
-        ));
-        seq += 1;
-    }
-    lines.join("\n") + "\n"
+    crate::prune::results_log("big-prune", &texts)
 }
 
 /// Lines of `plain` that a crash may end after: not a `compaction/prune`

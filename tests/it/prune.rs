@@ -1160,10 +1160,11 @@ fn prune_to_a_full_stdout_says_the_write_landed() {
     assert!(!err.contains("rolled back"), "{err}");
 }
 
-/// A session whose tool results carry the given texts, one call each.
-fn results_log(texts: &[String]) -> String {
+/// A session `id` whose one step calls a tool per text and gets that text
+/// back as its result (the turn left open).
+pub fn results_log(id: &str, texts: &[String]) -> String {
     let mut lines = vec![
-        r#"{"type":"session","version":0,"id":"bounds","createdAt":1767225600000,"cwd":"/home/dev/p","delegationDepth":0}"#.to_string(),
+        format!(r#"{{"type":"session","version":0,"id":"{id}","createdAt":1767225600000,"cwd":"/home/dev/p","delegationDepth":0}}"#),
         r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#.to_string(),
         r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#.to_string(),
         r#"{"type":"user/message","seq":2,"time":1,"data":{"role":"user","content":[{"type":"text","text":"go"}],"source":{"kind":"user"},"id":"m-u1"},"surfaceOp":"append"}"#.to_string(),
@@ -1202,7 +1203,7 @@ fn results_within_budget_by_length_are_not_read_again() {
     let big = "y".repeat(9000);
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.jsonl");
-    fs::write(&p, results_log(&[small, emoji, big])).unwrap();
+    fs::write(&p, results_log("bounds", &[small, emoji, big])).unwrap();
     let log = load(&p);
     let cfg = dsh::prune::PruneConfig::default();
     let plan = dsh::prune::plan(&log, &cfg, 2.0).unwrap();

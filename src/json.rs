@@ -848,15 +848,17 @@ fn utf8_len(c: u8) -> usize {
 fn write_escaped_str(out: &mut String, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if b >= 0x20 && b != b'"' && b != b'\\' {
-            continue;
-        }
+    loop {
+        // The bytes to escape are the ones that end a plain run: found
+        // sixteen at a time.
+        let (i, _) = plain_run(bytes, start);
         out.push_str(&s[start..i]);
+        let Some(&b) = bytes.get(i) else {
+            return;
+        };
         push_escape(out, b as u16);
         start = i + 1;
     }
-    out.push_str(&s[start..]);
 }
 
 fn push_escape(out: &mut String, u: u16) {
@@ -886,10 +888,11 @@ fn write_reescaped(out: &mut String, raw: &[u8]) {
         out.push_str(unsafe { std::str::from_utf8_unchecked(&raw[from..to]) });
     };
     while i < raw.len() {
-        if raw[i] != b'\\' {
-            i += 1;
-            continue;
-        }
+        // Text between escapes is copied as it stands.
+        let Some(at) = memchr::memchr(b'\\', &raw[i..]) else {
+            break;
+        };
+        i += at;
         flush(out, run, i);
         let e = raw[i + 1];
         match e {
@@ -2248,6 +2251,47 @@ mod tests {
                 units_to_code_points(&units).len(),
                 "{t}"
             );
+        }
+    }
+
+    #[test]
+    fn strings_are_written_as_json_stringify_writes_them() {
+        // Characters to escape, escapes to rewrite and long plain runs, at
+        // every position of the sixteen-byte blocks the writers skip over.
+        let pieces = [
+            "a",
+            "\"",
+            "\\",
+            "\n",
+            "\u{1}",
+            "\u{1f}",
+            "\t",
+            "/",
+            "é",
+            "中",
+            "😀",
+            "0123456789abcdef",
+            "\u{7f}",
+            "\u{2028}",
+        ];
+        let mut seed = 11u64;
+        for round in 0..300 {
+            let mut text = String::new();
+            for _ in 0..(round % 50) + 1 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            // serde_json writes strings as JSON.stringify does (no lone
+            // surrogates in a Rust string, no `\/`).
+            let want = serde_json::to_string(&text).unwrap();
+            // Written from text, and re-written from the escaped source
+            // (with `\/` and `\u` spellings the source may use).
+            assert_eq!(Value::Str(JStr::from_text(text.clone())).to_json(), want);
+            let source = want.replace('/', "\\/").replace("\\u001f", "\\u001F");
+            let parsed = Value::parse(&source).unwrap();
+            assert_eq!(parsed.to_json(), want, "{source}");
         }
     }
 

@@ -7,8 +7,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Fewer items than this run on the calling thread alone: starting a
-/// thread costs more than they do.
+/// Items a thread takes at the least: fewer than this run on the calling
+/// thread alone, as starting a thread costs more than they do.
 const FEW: usize = 16;
 
 /// `items.iter().map(f)` on every core, in order, each thread taking one
@@ -25,14 +25,15 @@ where
     R: Send,
     F: Fn(&T, &mut S) -> R + Sync,
 {
-    if items.len() < FEW {
-        let mut state = S::default();
-        return items.iter().map(|t| f(t, &mut state)).collect();
-    }
-    let threads = std::thread::available_parallelism()
+    // At least FEW items a share: a few items stay on this thread.
+    map_in_chunks(items, items.len().div_ceil(threads()).max(FEW), f)
+}
+
+/// The threads to share work out to: the cores, at most eight.
+fn threads() -> usize {
+    std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(8);
-    map_in_chunks(items, items.len().div_ceil(threads), f)
+        .min(8)
 }
 
 /// [`map_in_order`] for few, large items (a compaction's span each): a
@@ -46,10 +47,7 @@ where
     F: Fn(&T, &mut S) -> R + Sync,
 {
     let chunk = chunk.max(1);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8)
-        .min(items.len().div_ceil(chunk));
+    let threads = threads().min(items.len().div_ceil(chunk));
     if threads <= 1 {
         let mut state = S::default();
         return items.iter().map(|t| f(t, &mut state)).collect();

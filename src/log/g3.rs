@@ -578,10 +578,9 @@ fn apply_offload(ev: &Event<'_>, surface: &mut Surface) -> Result<(), String> {
             }
             block.set("offloaded", Value::Bool(true));
         }
+        // The pruner's bound goes with the body it was taken from.
+        node.text_units = crate::surface::text_units_bound(&new_ev);
         node.body = NodeBody::Owned(Arc::new(new_ev));
-        // Its body changed: the pruner reads it again rather than trust a
-        // bound taken from the event as it was.
-        node.text_units = None;
     }
     Ok(())
 }

@@ -321,11 +321,9 @@ impl ChunkRec {
         self.seq + self.lens.len().max(1) as u64 - 1
     }
 
-    /// The op of the chunk at `seq` (which it covers), and for a row
-    /// member the length that op takes instead of its own.
-    fn op_at(&self, seq: u64) -> (&ChunkOp, Option<usize>) {
-        let len = (!self.lens.is_empty()).then(|| self.lens[(seq - self.seq) as usize] as usize);
-        (&self.op, len)
+    /// The length of the row member at `seq` (which it covers).
+    fn len_at(&self, seq: u64) -> usize {
+        self.lens[(seq - self.seq) as usize] as usize
     }
 }
 
@@ -577,11 +575,11 @@ impl Meter {
                 && *next == seq
             {
                 *next += 1;
-                *len += r.lens[(seq - r.seq) as usize] as usize;
+                *len += r.len_at(seq);
                 continue;
             }
-            let (ct, cs, op) = match found {
-                Found::Kept(r) => (&r.turn, &r.step, Some((r, r.op_at(seq)))),
+            let (ct, cs, rec) = match found {
+                Found::Kept(r) => (&r.turn, &r.step, Some(r)),
                 Found::Dropped(r) => (&r.turn, &r.step, None),
                 Found::Unknown => {
                     return Err(MeterError::NeedsAllChunks {
@@ -596,16 +594,17 @@ impl Meter {
                     at()
                 )));
             }
-            let Some(op) = op else {
+            let Some(rec) = rec else {
                 return Err(MeterError::NeedsAllChunks {
                     seq: ev.seq,
                     chunk: seq,
                 });
             };
             flush(&mut asm, run.take()).map_err(replay)?;
-            match op {
-                (_, (op, None)) => asm.push(op).map_err(replay)?,
-                (r, (_, Some(len))) => run = Some((r, seq + 1, len)),
+            if rec.lens.is_empty() {
+                asm.push(&rec.op).map_err(replay)?;
+            } else {
+                run = Some((rec, seq + 1, rec.len_at(seq)));
             }
         }
         flush(&mut asm, run).map_err(replay)?;

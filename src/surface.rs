@@ -461,6 +461,19 @@ pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
     }
 }
 
+/// [`project`] by value: the message taken out of the event, not copied.
+pub fn into_projected(ev: Event<'_>) -> Option<Value<'_>> {
+    project(&ev)?;
+    let kind = ev.kind;
+    let mut value = ev.value;
+    // As `Event::data` reads it: null when missing.
+    let mut data = value.remove("data").unwrap_or(Value::Null);
+    match kind {
+        Kind::UserMessage => Some(data),
+        _ => data.remove("message"),
+    }
+}
+
 impl Surface {
     /// Take R16 fingerprints a caller recorded from events it read, so
     /// that replacing one of those nodes does not read its line again.

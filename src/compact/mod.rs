@@ -489,7 +489,11 @@ impl Run<'_, '_, '_> {
             }
             _ => {}
         }
-        let messages = match self.session.messages(&shadowed) {
+        let lines = match self.session.node_lines(&shadowed) {
+            Ok(l) => l,
+            Err(e) => return fail(FailureKind::Corrupt, e),
+        };
+        let messages = match lines.messages() {
             Ok(m) => m,
             Err(e) => return fail(FailureKind::Corrupt, e),
         };

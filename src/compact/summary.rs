@@ -40,13 +40,13 @@ pub fn instruction_message() -> OwnedValue {
 /// Build the request: system and tools from the latest canonical header,
 /// the shadowed messages (already derived, in surface order), then the
 /// instruction.
-pub fn build_request(
+pub fn build_request<'a>(
     header: Option<&Value<'_>>,
-    shadowed_messages: Vec<OwnedValue>,
+    shadowed_messages: Vec<Value<'a>>,
     model: &str,
     max_tokens: u64,
     session_id: &str,
-) -> CompletionRequest {
+) -> CompletionRequest<'a> {
     let mut messages = shadowed_messages;
     messages.push(instruction_message());
     CompletionRequest {
@@ -71,10 +71,7 @@ pub fn build_request(
 /// projection), and with [`super::Images::Placeholder`] every other image
 /// block too, nested ones included. Returns the messages and the number of
 /// images replaced.
-pub fn request_messages(
-    messages: Vec<OwnedValue>,
-    images: super::Images,
-) -> (Vec<OwnedValue>, u64) {
+pub fn request_messages(messages: Vec<Value<'_>>, images: super::Images) -> (Vec<Value<'_>>, u64) {
     let mut replaced = 0u64;
     let out = messages
         .into_iter()

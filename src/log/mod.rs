@@ -301,6 +301,44 @@ impl LoadedLog {
         Some(SpanWindow(backing))
     }
 
+    /// The plaintext bytes `start .. end` of a plain log file, mapped (no
+    /// copy, no read per line); `None` for an artifact or standard input,
+    /// whose lines are read with [`Self::read_span`] instead. Sound as
+    /// [`SpanWindow`]'s maps are: an append-only log never shrinks under
+    /// them, and nothing past the file's length is mapped.
+    pub fn map_plain(&self, start: u64, end: u64) -> Result<Option<MappedSpans>, LoadError> {
+        let (Container::Plain, Some(path)) = (&self.container, self.source.reread_path()) else {
+            return Ok(None);
+        };
+        let io =
+            |what: &str, e: std::io::Error| LoadError::io(&format!("cannot {what} the log"), e);
+        let file = std::fs::File::open(path).map_err(|e| io("reopen", e))?;
+        let file_len = file.metadata().map_err(|e| io("stat", e))?.len();
+        if end > file_len || start > end {
+            return Err(LoadError::corrupt(
+                "the log changed while it was being read",
+            ));
+        }
+        if start == end {
+            return Ok(Some(MappedSpans {
+                map: None,
+                at: start,
+            }));
+        }
+        // SAFETY: see above.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(start)
+                .len((end - start) as usize)
+                .map(&file)
+                .map_err(|e| io("map", e))?
+        };
+        Ok(Some(MappedSpans {
+            map: Some(map),
+            at: start,
+        }))
+    }
+
     /// Re-read one node body.
     pub fn read_body(
         &self,
@@ -341,6 +379,24 @@ impl LoadedLog {
                 }
                 Ok(f(&parse_node_line(buf, seq)?))
             }
+        }
+    }
+}
+
+/// A mapped stretch of a plain log ([`LoadedLog::map_plain`]).
+pub struct MappedSpans {
+    map: Option<memmap2::Mmap>,
+    /// File offset of the map's first byte.
+    at: u64,
+}
+
+impl MappedSpans {
+    /// The bytes `offset .. offset + len`, when the map holds them.
+    pub fn get(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset.checked_sub(self.at)?).ok()?;
+        match &self.map {
+            Some(m) => m.get(start..start.checked_add(len)?),
+            None => (len == 0 && start == 0).then_some(&[][..]),
         }
     }
 }

@@ -119,7 +119,7 @@ fn assistant_blocks(blocks: &[Value<'_>]) -> Vec<OwnedValue> {
 }
 
 /// DSH messages → Messages-protocol messages.
-pub fn map_messages(messages: &[OwnedValue]) -> Result<Vec<OwnedValue>, ProviderError> {
+pub fn map_messages(messages: &[Value<'_>]) -> Result<Vec<OwnedValue>, ProviderError> {
     // (role, tool results, other blocks) per merged turn
     let mut turns: Vec<(String, Vec<OwnedValue>, Vec<OwnedValue>)> = Vec::new();
     static EMPTY: Vec<Value<'static>> = Vec::new();

@@ -28,7 +28,7 @@ fn unsupported(what: &str) -> ProviderError {
 /// The text-only message mapping: DSH messages → chat-completions messages.
 pub fn map_messages(
     system: Option<&Value<'_>>,
-    messages: &[OwnedValue],
+    messages: &[Value<'_>],
 ) -> Result<Vec<OwnedValue>, ProviderError> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     if let Some(s) = system {

@@ -218,21 +218,38 @@ impl Endpoint {
 
 /// One model call, provider-neutral.
 #[derive(Debug, Clone)]
-pub struct CompletionRequest {
+pub struct CompletionRequest<'a> {
     /// Model id on the route.
     pub model: String,
     /// System prompt (a JSON string value, kept exact).
     pub system: Option<OwnedValue>,
     /// Tool schemas as logged: `[{name, description, parameters}, …]`.
     pub tools: Option<OwnedValue>,
-    /// DSH messages `{role, content, …}` in order.
-    pub messages: Vec<OwnedValue>,
+    /// DSH messages `{role, content, …}` in order (borrowing the log
+    /// lines they were read from, when they were).
+    pub messages: Vec<Value<'a>>,
     /// Generation cap (`max_tokens`).
     pub max_tokens: u64,
     /// The session id (`x-deepseek-harness-session-id`).
     pub session_id: String,
     /// `purpose: "compaction"`: adds `x-deepseek-harness-compact: 1`.
     pub compaction: bool,
+}
+
+impl CompletionRequest<'_> {
+    /// A copy that borrows nothing (for a thread that may outlive the
+    /// lines the messages were read from).
+    pub fn to_owned_request(&self) -> CompletionRequest<'static> {
+        CompletionRequest {
+            model: self.model.clone(),
+            system: self.system.clone(),
+            tools: self.tools.clone(),
+            messages: self.messages.iter().map(Value::to_owned_value).collect(),
+            max_tokens: self.max_tokens,
+            session_id: self.session_id.clone(),
+            compaction: self.compaction,
+        }
+    }
 }
 
 /// Headers every wire protocol sends: content negotiation, the user agent, and
@@ -627,7 +644,7 @@ impl Summarizer for HttpSummarizer {
         }
         let (tx, rx) = std::sync::mpsc::channel();
         let me = self.clone();
-        let owned = req.clone();
+        let owned = req.to_owned_request();
         let spawned = std::thread::Builder::new()
             .name("dsh-summarise".into())
             .spawn(move || {

@@ -1837,3 +1837,53 @@ fn a_second_ctrl_c_still_ends_dsh_and_the_bracket_is_closed_once() {
     assert_eq!(all.last().unwrap()["type"], json!("compaction/end"));
     drop(server);
 }
+
+/// The request a dry run would send is the same whether the range's
+/// messages come from a mapped plain file, a decompressed artifact or
+/// standard input (held in memory), for both wire formats.
+#[test]
+fn dry_run_requests_agree_across_plain_artifact_and_stdin() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let plain = samples.join("coding-session.jsonl");
+    let packed = samples.join("coding-session.jsonl.zstd");
+    let home = tempfile::tempdir().unwrap();
+    let run = |route: &[&str], file: Option<&Path>| -> J {
+        let mut c = Command::cargo_bin("dsh").unwrap();
+        c.env("DSH_HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("DEEPSEEK_API_KEY", KEY)
+            .env("ANTHROPIC_API_KEY", KEY)
+            .args(["compact", "--dry-run", "--json", "--images", "placeholder"])
+            .args(route);
+        match file {
+            Some(f) => c.arg(f),
+            None => c.arg("-").write_stdin(std::fs::read(&plain).unwrap()),
+        };
+        let out = c.output().unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(!stdout.contains(KEY));
+        let j: J = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(j["outcome"], "dry-run", "{j}");
+        // The sample's one image goes as placeholder text.
+        assert_eq!(j["brackets"][0]["imagesReplaced"], 1);
+        j["brackets"][0]["request"]["body"].clone()
+    };
+    let routes: [&[&str]; 2] = [
+        &["--route", "deepseek-official/deepseek-v4-flash"],
+        &[
+            "--route",
+            "anthropic/claude-sonnet-4-5",
+            "--kind",
+            "anthropic",
+            "--base-url",
+            "http://127.0.0.1:9",
+        ],
+    ];
+    for route in routes {
+        let from_file = run(route, Some(&plain));
+        let messages = from_file["messages"].as_array().expect("messages");
+        assert!(messages.len() > 3, "{route:?}: {from_file}");
+        assert_eq!(run(route, Some(&packed)), from_file, "{route:?}: artifact");
+        assert_eq!(run(route, None), from_file, "{route:?}: stdin");
+    }
+}

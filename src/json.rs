@@ -289,15 +289,54 @@ impl<'a> JStr<'a> {
 
     /// Number of code points.
     pub fn count_code_points(&self) -> usize {
-        scan_code_points(&self.raw, self.escaped, &[], &mut [])
+        scan_code_points(
+            &self.raw,
+            self.escaped,
+            ScanPoint::START,
+            &[],
+            &mut [],
+            None,
+        )
+    }
+
+    /// [`Self::count_code_points`], keeping where the scan was every few
+    /// kilobytes, so that [`Self::cut_around_counted`] need not scan the
+    /// string from its start again.
+    pub fn count_code_points_marked(&self) -> CodePointCount {
+        let mut marks = Vec::new();
+        let n = scan_code_points(
+            &self.raw,
+            self.escaped,
+            ScanPoint::START,
+            &[],
+            &mut [],
+            Some(&mut marks),
+        );
+        CodePointCount { n, marks }
     }
 
     /// The byte offsets in the raw text where code points `a` and `b`
     /// (`a <= b`) start; the raw length for one at or past the end.
     fn code_point_offsets(&self, a: usize, b: usize) -> (usize, usize) {
         let mut found = [self.raw.len(); 2];
-        scan_code_points(&self.raw, self.escaped, &[a, b], &mut found);
+        scan_code_points(
+            &self.raw,
+            self.escaped,
+            ScanPoint::START,
+            &[a, b],
+            &mut found,
+            None,
+        );
         (found[0], found[1])
+    }
+
+    /// The byte offset in the raw text where code point `k` starts (the raw
+    /// length at or past the end), scanning from `from`, a place at or
+    /// before it.
+    fn code_point_offset_from(&self, from: ScanPoint, k: usize) -> usize {
+        let mut found = [self.raw.len()];
+        scan_code_points(&self.raw, self.escaped, from, &[k], &mut found, None);
+        found[0]
     }
 
     /// The UTF-16 units of code points `..a` and of `b..` (`a <= b`), as
@@ -317,6 +356,34 @@ impl<'a> JStr<'a> {
     /// decoding any of it (the pruner's head, marker and tail).
     pub fn cut_around(&self, a: usize, b: usize, between: &str) -> JStr<'static> {
         let (oa, ob) = self.code_point_offsets(a, b);
+        self.cut_at(oa, ob, between)
+    }
+
+    /// [`Self::cut_around`] of a string counted with
+    /// [`Self::count_code_points_marked`] (`count`): the head is found from
+    /// the start, the tail from the last place marked before it, so a long
+    /// string is not scanned through twice.
+    pub fn cut_around_counted(
+        &self,
+        count: &CodePointCount,
+        a: usize,
+        b: usize,
+        between: &str,
+    ) -> JStr<'static> {
+        let oa = self.code_point_offset_from(ScanPoint::START, a);
+        let i = count.marks.partition_point(|m| m.n <= b);
+        let from = if i == 0 {
+            ScanPoint::START
+        } else {
+            count.marks[i - 1]
+        };
+        let ob = self.code_point_offset_from(from, b);
+        self.cut_at(oa, ob, between)
+    }
+
+    /// The raw text before byte `oa`, `between`, and the raw text from
+    /// byte `ob` (both where code points start).
+    fn cut_at(&self, oa: usize, ob: usize, between: &str) -> JStr<'static> {
         let (head, tail) = (&self.raw[..oa], &self.raw[ob..]);
         let mut raw = Vec::with_capacity(head.len() + between.len() * 2 + tail.len());
         raw.extend_from_slice(head);
@@ -698,18 +765,41 @@ fn walk_escaped(raw: &[u8], mut f: impl FnMut(Piece<'_>)) {
 /// runs of characters written as themselves are counted by their lead
 /// bytes, escapes one by one (a `\u` high surrogate followed by a `\u` low
 /// one is one code point, as are lone ones).
-fn scan_code_points(raw: &[u8], escaped: bool, targets: &[usize], found: &mut [usize]) -> usize {
+///
+/// The scan starts at `from` (a place an earlier scan of the same text
+/// marked, or [`ScanPoint::START`]); targets before it are not found. With
+/// `marks`, it records a place about every [`MARK_EVERY`] bytes.
+fn scan_code_points(
+    raw: &[u8],
+    escaped: bool,
+    from: ScanPoint,
+    targets: &[usize],
+    found: &mut [usize],
+    mut marks: Option<&mut Vec<ScanPoint>>,
+) -> usize {
     let mut sc = CodePointScan {
         raw,
         targets,
         found,
-        n: 0,
-        t: 0,
-        pending: false,
+        n: from.n,
+        t: targets.partition_point(|&t| t < from.n),
+        pending: from.pending,
     };
-    let mut i = 0usize;
+    let mut i = from.at;
+    let mut next_mark = if marks.is_some() { i } else { usize::MAX };
     #[cfg(target_arch = "x86_64")]
     while i + 16 <= raw.len() {
+        if i >= next_mark {
+            // Every byte before `i` is counted, and no escape straddles it.
+            if let Some(m) = marks.as_deref_mut() {
+                m.push(ScanPoint {
+                    at: i,
+                    n: sc.n,
+                    pending: sc.pending,
+                });
+            }
+            next_mark = i + MARK_EVERY;
+        }
         use std::arch::x86_64::*;
         // SAFETY: the load reads 16 bytes inside `raw`.
         let (cont, bs) = unsafe {
@@ -762,6 +852,50 @@ fn scan_code_points(raw: &[u8], escaped: bool, targets: &[usize], found: &mut [u
         }
     }
     sc.n
+}
+
+/// How far apart [`scan_code_points`] marks places: a second scan from a
+/// mark reads at most this much before its target.
+const MARK_EVERY: usize = 4096;
+
+/// A place in a string's raw text where [`scan_code_points`] can start.
+#[derive(Clone, Copy, Debug)]
+struct ScanPoint {
+    /// Byte offset: never inside an escape.
+    at: usize,
+    /// Code points that start before it.
+    n: usize,
+    /// An escaped high surrogate ends right before it (a low one right
+    /// after it pairs with it).
+    pending: bool,
+}
+
+impl ScanPoint {
+    const START: ScanPoint = ScanPoint {
+        at: 0,
+        n: 0,
+        pending: false,
+    };
+}
+
+/// A string's code points counted ([`JStr::count_code_points_marked`]),
+/// with places a later scan of it can start from.
+#[derive(Debug, Clone)]
+pub struct CodePointCount {
+    n: usize,
+    marks: Vec<ScanPoint>,
+}
+
+impl CodePointCount {
+    /// The number of code points.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// No code points.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
 }
 
 /// The state of [`scan_code_points`].
@@ -2900,6 +3034,70 @@ mod tests {
             s.extend(&cps[40..]);
             s.encode_utf16().collect::<Vec<u16>>()
         });
+    }
+
+    #[test]
+    fn marked_counts_cut_long_strings_as_unmarked_ones_do() {
+        // Strings of many marks: escapes, pairs split across marks, lone
+        // surrogates and multi-byte characters land on the marked places.
+        let pieces = [
+            "a",
+            "中",
+            "😀",
+            r"\n",
+            r"\ud83d",
+            r"\ude00",
+            r"\ud83d\ude00",
+            r"\\",
+            "é",
+            "0123456789abcdef",
+        ];
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for round in 0..12 {
+            let mut text = String::from("\"");
+            let len = 3 * MARK_EVERY + next() % (4 * MARK_EVERY);
+            while text.len() < len {
+                text.push_str(pieces[next() % pieces.len()]);
+            }
+            text.push('"');
+            // Half the rounds as text without escapes.
+            let parsed;
+            let s = if round % 2 == 0 {
+                parsed = Value::parse(&text).unwrap();
+                parsed.as_jstr().unwrap().clone()
+            } else {
+                JStr::from_text(text.replace('\\', "/"))
+            };
+            let count = s.count_code_points_marked();
+            let n = s.count_code_points();
+            assert_eq!(count.len(), n);
+            assert!(count.marks.len() >= 3, "{}", count.marks.len());
+            let mut cuts = vec![(0, 0), (0, n), (n, n), (1, n - 1), (n / 2, n / 2)];
+            for _ in 0..40 {
+                let a = next() % (n + 1);
+                let b = a + next() % (n + 2 - a);
+                cuts.push((a, b));
+            }
+            // Every mark's own position, and one on either side.
+            for m in &count.marks {
+                for b in [m.n.saturating_sub(1), m.n, m.n + 1] {
+                    cuts.push((0, b.min(n)));
+                }
+            }
+            for (a, b) in cuts {
+                assert_eq!(
+                    s.cut_around_counted(&count, a, b, "|").raw,
+                    s.cut_around(a, b, "|").raw,
+                    "round {round} cut {a}..{b}"
+                );
+            }
+        }
     }
 
     #[test]

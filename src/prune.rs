@@ -26,7 +26,7 @@
 //! ```
 
 use crate::event::{Event, Kind, OwnedEvent, owned_event};
-use crate::json::{JStr, OwnedValue, Value, js_number};
+use crate::json::{CodePointCount, JStr, OwnedValue, Value, js_number};
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::estimate::price_message;
 use crate::surface::{KnownOriginals, Surface};
@@ -269,23 +269,26 @@ fn is_text_block(b: &Value<'_>) -> Result<bool, String> {
 /// `measureContent`: code points over the text blocks of a tool-result
 /// content list.
 pub fn measure_content(blocks: &[Value<'_>]) -> Result<u64, String> {
-    Ok(measure_blocks(blocks)?.iter().sum())
+    Ok(measure_blocks(blocks)?.iter().map(|(n, _)| n).sum())
 }
 
 /// The code points of each block (0 for one that is not text), failing
 /// where `measureContent` throws.
-fn measure_blocks(blocks: &[Value<'_>]) -> Result<Vec<u64>, String> {
+fn measure_blocks(blocks: &[Value<'_>]) -> Result<Vec<(u64, Option<CodePointCount>)>, String> {
     let mut chars = Vec::with_capacity(blocks.len());
     for b in blocks {
         chars.push(if is_text_block(b)? {
-            // Strings are counted without building the code points.
-            let n = match b.get("text") {
-                Some(Value::Str(s)) => s.count_code_points(),
-                v => array_from(v)?.len(),
-            };
-            n as u64
+            // Strings are counted without building the code points, and
+            // marked so that cutting one does not scan it all again.
+            match b.get("text") {
+                Some(Value::Str(s)) => {
+                    let count = s.count_code_points_marked();
+                    (count.len() as u64, Some(count))
+                }
+                v => (array_from(v)?.len() as u64, None),
+            }
         } else {
-            0
+            (0, None)
         });
     }
     Ok(chars)
@@ -305,7 +308,7 @@ fn prune_content_counted(
     blocks: &[Value<'_>],
 ) -> Result<Option<(Vec<OwnedValue>, u64, u64)>, String> {
     let counts = measure_blocks(blocks)?;
-    let total: u64 = counts.iter().sum();
+    let total: u64 = counts.iter().map(|(n, _)| n).sum();
     if total <= cfg.threshold_chars {
         return Ok(None);
     }
@@ -315,7 +318,8 @@ fn prune_content_counted(
     let mut out = Vec::with_capacity(blocks.len());
     let mut consumed = 0i64;
     let mut inserted = false;
-    for (b, &count) in blocks.iter().zip(&counts) {
+    for (b, (count, marked)) in blocks.iter().zip(&counts) {
+        let count = *count;
         if !is_text_block(b)? {
             out.push(b.to_owned_value());
             continue;
@@ -332,7 +336,11 @@ fn prune_content_counted(
             let tail_start = (r1 - start).clamp(0, n) as usize;
             let here = start < r1 && end > r0 && !inserted;
             if head_end <= tail_start {
-                let text = s.cut_around(head_end, tail_start, if here { PRUNE_MARKER } else { "" });
+                let between = if here { PRUNE_MARKER } else { "" };
+                let text = match marked {
+                    Some(m) => s.cut_around_counted(m, head_end, tail_start, between),
+                    None => s.cut_around(head_end, tail_start, between),
+                };
                 inserted |= here;
                 if !text.is_empty() {
                     out.push(b.to_owned_with("text", Value::Str(text)));

@@ -842,6 +842,10 @@ fn scan_code_points(
             return sc.n;
         }
     }
+    // Only the sixteen-byte loop marks places (a later scan from the start
+    // is as correct, only longer).
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (&mut marks, next_mark);
     while i < raw.len() && !sc.done() {
         let c = raw[i];
         if escaped && c == b'\\' {

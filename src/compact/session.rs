@@ -292,9 +292,10 @@ impl Session {
             .map_err(|e| e.to_string())
     }
 
-    /// The lines of the given surface nodes (in the order given), read back
-    /// on every core and kept whole, so that their messages
-    /// ([`NodeLines::messages`]) borrow from them instead of being copied.
+    /// The lines of the given surface nodes (in the order given), kept so
+    /// that their messages ([`NodeLines::messages`]) borrow from them
+    /// instead of being copied: a plain file's stretch mapped once (no read
+    /// per line), an artifact's lines decompressed on every core.
     pub fn node_lines(&self, seqs: &[u64]) -> Result<NodeLines, String> {
         // Found by seq once, not by a search per node.
         let nodes = &self.surface().nodes;

@@ -949,7 +949,7 @@ fn load_inner(
         return Err(e);
     }
     let reader = parser
-        .join()
+        .join(rx)
         .map_err(|_| LoadError::new(LoadErrorKind::Io, "the parsing thread failed"))?;
     let expected = prefix.expected;
     let stored_events = expected.min(opts.upto.map_or(u64::MAX, |u| u + 1));

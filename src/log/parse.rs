@@ -205,6 +205,11 @@ const MAX_SLOTS: usize = 24;
 pub struct Incoming {
     queue: Arc<Queue>,
     lanes: Lanes,
+    /// The reader, when the folding thread reads the rest of the log itself
+    /// as it goes ([`Reading::Pulled`]).
+    pull: Option<Box<LineReader>>,
+    /// Counts this load among those past the inline size while it runs.
+    _running: Option<LoadsRunning>,
 }
 
 impl Incoming {
@@ -227,7 +232,13 @@ impl Incoming {
                 }
                 Some(Slot::Parsing) => {}
                 None if st.done => return st.error.take().map(Err),
-                None => {}
+                None => {
+                    if let Some(reader) = self.pull.as_deref_mut() {
+                        // Nobody else reads: read the next batch here.
+                        read_batch(reader, &mut st);
+                        continue;
+                    }
+                }
             }
             st = self
                 .queue
@@ -274,28 +285,36 @@ impl Recycler {
 /// home of thousands of small sessions is read.
 const INLINE_BYTES: usize = 256 << 10;
 
-/// The reader's end: a thread still reading, or the reader that read
-/// everything before the fold started.
+/// The reader's end: a thread still reading, the reader that read
+/// everything before the fold started, or the folding thread reading as it
+/// goes.
 pub enum Reading {
     /// The reading thread.
     Thread(JoinHandle<LineReader>),
     /// Everything was read on the folding thread.
     Inline(Box<LineReader>),
+    /// The folding thread reads as it goes (the reader is in [`Incoming`]).
+    Pulled,
 }
 
 impl Reading {
     /// The reader, once it has read everything (for its torn-tail report);
     /// `Err` when the reading thread panicked.
-    pub fn join(self) -> Result<LineReader, ()> {
+    pub fn join(self, incoming: Incoming) -> Result<LineReader, ()> {
         match self {
             Reading::Thread(h) => h.join().map_err(|_| ()),
             Reading::Inline(r) => Ok(*r),
+            Reading::Pulled => {
+                let mut incoming = incoming;
+                incoming.pull.take().map(|r| *r).ok_or(())
+            }
         }
     }
 }
 
 /// Start reading `reader`: the first lines here, and the rest, if the log is
-/// larger than [`INLINE_BYTES`], on a new thread.
+/// larger than [`INLINE_BYTES`], on a new thread, or, while other loads keep
+/// every core busy, here too, batch by batch as the fold asks for them.
 pub fn spawn(
     mut reader: LineReader,
     lanes: Lanes,
@@ -313,28 +332,31 @@ pub fn spawn(
     });
     let mut read = 0usize;
     while read < INLINE_BYTES {
-        let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
-        let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
-        let step = reader.next_lines(&mut text, &mut spans, BATCH_BYTES);
         let mut st = lock(&queue.state);
-        // As the reading thread does: lines read before an error are dropped.
-        // Blank lines cost a span each and no text: both count.
-        read += text.len() + spans.len() * std::mem::size_of::<LineSpan>() + 1;
-        if step.is_ok() && !spans.is_empty() {
-            st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
+        read += read_batch(&mut reader, &mut st);
+        if st.done {
+            drop(st);
+            let incoming = Incoming {
+                queue,
+                lanes,
+                pull: None,
+                _running: None,
+            };
+            return Ok((incoming, Recycler(rtx), Reading::Inline(Box::new(reader))));
         }
-        match step {
-            Ok(true) => {}
-            Ok(false) | Err(_) => {
-                st.done = true;
-                st.error = step
-                    .err()
-                    .map(|e| e.or_rule(super::error::LoadRule::Unparsable));
-                drop(st);
-                let reading = Reading::Inline(Box::new(reader));
-                return Ok((Incoming { queue, lanes }, Recycler(rtx), reading));
-            }
-        }
+    }
+    let running = LoadsRunning::enter();
+    if LoadsRunning::cores_busy() {
+        // Other loads keep every core busy (a home read side by side): a
+        // thread of its own would only contend with them, and starting one
+        // (its stack, its allocator pages) costs more than it saves.
+        let incoming = Incoming {
+            queue,
+            lanes,
+            pull: Some(Box::new(reader)),
+            _running: Some(running),
+        };
+        return Ok((incoming, Recycler(rtx), Reading::Pulled));
     }
     let q = queue.clone();
     let handle = std::thread::Builder::new()
@@ -351,10 +373,64 @@ pub fn spawn(
             )
         })?;
     Ok((
-        Incoming { queue, lanes },
+        Incoming {
+            queue,
+            lanes,
+            pull: None,
+            _running: Some(running),
+        },
         Recycler(rtx),
         Reading::Thread(handle),
     ))
+}
+
+/// Read the next batch of lines into the queue, or mark the queue done
+/// (with the reading error, if any); gives the bytes it holds (blank lines
+/// cost a span each and no text: both count).
+fn read_batch(reader: &mut LineReader, st: &mut QueueState) -> usize {
+    let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
+    let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
+    let step = reader.next_lines(&mut text, &mut spans, BATCH_BYTES);
+    let held = text.len() + spans.len() * std::mem::size_of::<LineSpan>() + 1;
+    // As the reading thread does: lines read before an error are dropped.
+    if step.is_ok() && !spans.is_empty() {
+        st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
+    }
+    match step {
+        Ok(true) => {}
+        Ok(false) | Err(_) => {
+            st.done = true;
+            st.error = step
+                .err()
+                .map(|e| e.or_rule(super::error::LoadRule::Unparsable));
+        }
+    }
+    held
+}
+
+/// Loads past the inline size running in this process, counted so that a
+/// load can tell whether a core is left for a reading thread of its own.
+struct LoadsRunning;
+
+static LOADS_RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl LoadsRunning {
+    fn enter() -> LoadsRunning {
+        LOADS_RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        LoadsRunning
+    }
+
+    /// At least as many such loads as cores (this one included).
+    fn cores_busy() -> bool {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        LOADS_RUNNING.load(std::sync::atomic::Ordering::SeqCst) >= cores.max(2)
+    }
+}
+
+impl Drop for LoadsRunning {
+    fn drop(&mut self) {
+        LOADS_RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// What the reading thread did with its turn at the queue.
@@ -446,5 +522,74 @@ fn run(reader: &mut LineReader, queue: &Queue, recycled: &Receiver<Batch>, lanes
             }
             return finish(None);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::{Limits, LoadOptions, LogSource, load};
+
+    /// A valid log of `turns` closed turns, each a user message of `text`.
+    fn turns_log(dir: &std::path::Path, turns: usize, text: &str) -> std::path::PathBuf {
+        let mut s = String::from(
+            r#"{"type":"session","version":0,"id":"s-pull","createdAt":0,"cwd":"/tmp","delegationDepth":0}"#,
+        );
+        s.push('\n');
+        let mut seq = 0;
+        for t in 1..=turns {
+            for data in [
+                format!(r#""type":"turn/start","data":{{"turn":{t}}}"#),
+                format!(r#""type":"step/start","data":{{"turn":{t},"step":1}}"#),
+                format!(
+                    r#""type":"user/message","data":{{"role":"user","content":[{{"type":"text","text":"{text} {t}"}}],"source":{{"kind":"user"}},"id":"u{t}"}},"surfaceOp":"append""#
+                ),
+                format!(r#""type":"step/end","data":{{"turn":{t},"step":1}}"#),
+                format!(
+                    r#""type":"turn/end","data":{{"turn":{t},"reason":{{"kind":"completed"}}}}"#
+                ),
+            ] {
+                s.push_str(&format!(r#"{{{data},"seq":{seq},"time":{}}}"#, 1000 + seq));
+                s.push('\n');
+                seq += 1;
+            }
+        }
+        let p = dir.join("s.jsonl");
+        std::fs::write(&p, s).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_load_with_every_core_busy_reads_as_it_folds_to_the_same_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = turns_log(dir.path(), 300, &"word ".repeat(400));
+        assert!(std::fs::metadata(&log).unwrap().len() > 2 * INLINE_BYTES as u64);
+        let src = LogSource::File(log);
+        let opts = LoadOptions::default();
+        let read = |src: &LogSource| {
+            let l = load(
+                src,
+                &opts,
+                &mut |_: &crate::event::Event<'_>, _: &crate::log::Folded<'_>| {},
+            )
+            .unwrap();
+            (l.surface.to_json().to_json(), l.event_count())
+        };
+        let reading = |src: &LogSource| {
+            let (reader, _) = LineReader::open(src, Limits::default()).unwrap();
+            let (_, _, reading) = spawn(reader, Lanes::default()).unwrap();
+            reading
+        };
+        // (Other tests' loads may be running: whether this one gets a
+        // thread of its own is theirs to decide, the result is not.)
+        let alone = read(&src);
+        assert_eq!(alone.1, 1500);
+        // Every core busy with other loads: this one reads as it folds, with
+        // the same result.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let others: Vec<LoadsRunning> = (0..cores.max(2)).map(|_| LoadsRunning::enter()).collect();
+        assert!(matches!(reading(&src), Reading::Pulled));
+        assert_eq!(read(&src), alone);
+        drop(others);
     }
 }

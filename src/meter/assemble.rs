@@ -385,8 +385,48 @@ impl Assembler {
 
     /// [`Self::push`] of a delta `op` with length `len` instead of its own:
     /// a packed-row member (the row's op and the member's length), or a
-    /// run of them (their lengths summed: deltas to one index add up).
+    /// run of them (their lengths summed: deltas to one index add up). Any
+    /// other op is pushed as it is.
     pub fn push_delta(&mut self, op: &ChunkOp, len: usize) -> Result<(), String> {
+        if self.add_delta(op, len) {
+            Ok(())
+        } else {
+            self.push(op)
+        }
+    }
+
+    /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
+    pub fn push(&mut self, op: &ChunkOp) -> Result<(), String> {
+        match op {
+            ChunkOp::BlockStart { index, block_type } => {
+                self.ensure(index, block_type.clone());
+            }
+            ChunkOp::TextDelta { len, .. } => {
+                self.add_delta(op, *len);
+            }
+            ChunkOp::ToolCallDelta { args_len, .. } => {
+                self.add_delta(op, *args_len);
+            }
+            ChunkOp::BlockEnd {
+                index,
+                block_type,
+                price,
+            } => {
+                let p = self.ensure(index, block_type.clone());
+                if p.block.is_none() {
+                    p.block = Some((block_type.clone(), *price));
+                }
+            }
+            ChunkOp::Usage => {}
+            ChunkOp::Finish { max_tokens } => self.max_tokens = *max_tokens,
+            ChunkOp::Invalid(m) => return Err(m.to_string()),
+        }
+        Ok(())
+    }
+
+    /// Add a delta of length `len` to its block (nothing once the block
+    /// has ended); `false` when `op` is not a delta.
+    fn add_delta(&mut self, op: &ChunkOp, len: usize) -> bool {
         match op {
             ChunkOp::TextDelta {
                 index, reasoning, ..
@@ -412,34 +452,9 @@ impl Assembler {
                     p.args_len += len;
                 }
             }
-            other => return self.push(other),
+            _ => return false,
         }
-        Ok(())
-    }
-
-    /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
-    pub fn push(&mut self, op: &ChunkOp) -> Result<(), String> {
-        match op {
-            ChunkOp::BlockStart { index, block_type } => {
-                self.ensure(index, block_type.clone());
-            }
-            ChunkOp::TextDelta { len, .. } => return self.push_delta(op, *len),
-            ChunkOp::ToolCallDelta { args_len, .. } => return self.push_delta(op, *args_len),
-            ChunkOp::BlockEnd {
-                index,
-                block_type,
-                price,
-            } => {
-                let p = self.ensure(index, block_type.clone());
-                if p.block.is_none() {
-                    p.block = Some((block_type.clone(), *price));
-                }
-            }
-            ChunkOp::Usage => {}
-            ChunkOp::Finish { max_tokens } => self.max_tokens = *max_tokens,
-            ChunkOp::Invalid(m) => return Err(m.to_string()),
-        }
-        Ok(())
+        true
     }
 
     /// `estimateContent(blocks())`, or `None` when no block was assembled

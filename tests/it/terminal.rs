@@ -432,6 +432,36 @@ fn limit_and_tail_cut_long_listings() {
     let once = run(&["events", shadowed]);
     assert!(once.contains("shadowed"), "{once}");
     assert_eq!(once, run(&["events", "--debug-hold-bytes=0", shadowed]));
+    // So do `--json` rows (held whole, `onSurface` settled at the end) and
+    // chunk rows, on a log where compaction took messages off the surface,
+    // plain and as an artifact.
+    let packed = sample("coding-session.jsonl.zstd");
+    for log in [shadowed, log, packed.to_str().unwrap()] {
+        for args in [
+            &["--json"][..],
+            &["--json", "--all"],
+            &["--json", "--tail", "4"],
+            &["--all"],
+        ] {
+            let mut one: Vec<&str> = vec!["events"];
+            one.extend_from_slice(args);
+            one.push(log);
+            let mut two = one.clone();
+            two.insert(1, "--debug-hold-bytes=0");
+            assert_eq!(run(&one), run(&two), "{args:?} {log}");
+        }
+    }
+    let rows: Vec<serde_json::Value> = run(&["events", "--json", shadowed])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for on in [true, false] {
+        assert!(
+            rows.iter()
+                .any(|r| r["onSurface"] == on && r["event"]["type"] == "user/message"),
+            "a user message with onSurface {on}"
+        );
+    }
 
     let events_json = run(&["events", "--json", "--tail", "3", log]);
     assert_eq!(events_json.lines().count(), 3);

@@ -51,12 +51,13 @@ pub struct EventsArgs {
     pub debug_hold_bytes: usize,
 }
 
-/// Human rows held at most by the one-pass view before it falls back to
-/// reading the log a second time.
+/// Rows held at most by the one-pass view before it falls back to reading
+/// the log a second time.
 const HOLD_BYTES: usize = 16 << 20;
 
-/// A human row waiting for the end of the log, which says whether its event
-/// is still on the surface: the text before and after the mark column.
+/// A row waiting for the end of the log, which says whether its event is
+/// still on the surface: the text before and after the mark column (of a
+/// `--json` row, its `onSurface` value).
 struct Held {
     seq: u64,
     /// A message event (the mark says whether the surface still shows it).
@@ -64,6 +65,9 @@ struct Held {
     synthetic: bool,
     head: String,
     tail: String,
+    /// Of a `--json` row (all in `head`): where its `onSurface` value,
+    /// written `false`, starts.
+    at: usize,
 }
 
 /// Which events are shown, and the turn each falls in.
@@ -118,6 +122,56 @@ impl Selection<'_> {
     }
 }
 
+/// A `--json` row (its newline included).
+fn json_row(
+    ev: &Event<'_>,
+    folded: &Folded<'_>,
+    (name, turn, origin): (&str, Option<u64>, &str),
+    file: &str,
+    on_surface: bool,
+) -> String {
+    let line = if ev.line > 0 {
+        Value::from(ev.line)
+    } else {
+        Value::Null
+    };
+    let v = Value::obj()
+        .with("seq", ev.seq.into())
+        .with("line", line)
+        .with("type", name.into())
+        .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
+        .with("origin", origin.into())
+        .with("onSurface", on_surface.into())
+        .with("synthetic", folded.synthetic.into())
+        // Borrowed from the line: the row is written and dropped before the
+        // line is, so its strings need no copy.
+        .with("event", ev.value.clone())
+        .with("file", file.into())
+        .with("schema_version", SCHEMA_VERSION.into());
+    let mut row = v.to_json();
+    row.push('\n');
+    row
+}
+
+/// A `--json` row with `onSurface` written `false` (its value is known only
+/// once the whole log is read), and where that value starts.
+fn json_row_held(
+    ev: &Event<'_>,
+    folded: &Folded<'_>,
+    shown: (&str, Option<u64>, &str),
+    file: &str,
+) -> (String, usize) {
+    let row = json_row(ev, folded, shown, file, false);
+    // The members before it are numbers, null and the type, a string: its
+    // quotes are escaped, so this spelling first occurs at the member.
+    let member = format!("\"origin\":\"{}\",\"onSurface\":", shown.2);
+    let at = row
+        .find(&member)
+        .expect("a row has its origin and onSurface")
+        + member.len();
+    (row, at)
+}
+
 /// A human row: the seq, turn and type columns before the mark, the detail
 /// after it.
 fn human_parts(
@@ -147,11 +201,11 @@ fn human_line(head: &str, mark: &str, tail: &str, term: Option<usize>) -> String
 
 /// Run it.
 ///
-/// The default view (messages and compaction markers) reads the log once
-/// and holds its rows, which are few, until the surface at the end says
-/// which messages it no longer shows; JSON rows (whole events), chunk rows
-/// and a view whose rows outgrow [`HOLD_BYTES`] read it twice instead: the
-/// surface first, then the rows, streamed.
+/// Every view reads the log once and holds its rows until the surface at
+/// the end says which events it no longer shows (the mark column, a JSON
+/// row's `onSurface`); rows that outgrow [`HOLD_BYTES`] (`--json` rows are
+/// whole events) make it read the log twice instead: the surface first,
+/// then the rows, streamed.
 // About 100 lines on purpose: both ways share the selection, the row window and the footer.
 pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     // Standard input is spooled so that a second pass can read it again.
@@ -173,55 +227,62 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let surface_of = |log: &dsh::LoadedLog| -> HashSet<u64> {
         log.surface.nodes.iter().map(|n| n.seq).collect()
     };
-    let current: HashSet<u64>;
-    let mut held: Option<Vec<Held>> = None;
-    // The surface (and the default view's rows) need no chunk events.
-    let surface_only = dsh::log::LoadOptions {
-        skip_chunk_events: true,
+    let file = src.display();
+    // One pass: the rows wait (up to `debug_hold_bytes`) for the surface at
+    // the end, which says which events it still shows. Past that, the pass
+    // only finds the surface, and a second one writes the rows. `--json`
+    // rows hold whole events, and chunk rows are one per chunk: then a file
+    // larger than that budget (compressed or not) goes straight to two
+    // passes, the first building no rows.
+    let too_large = (ctx.json || chunks_shown)
+        && src.reread_path().is_some_and(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.len() > args.debug_hold_bytes as u64)
+        });
+    let mut overflow = too_large;
+    let one_pass = dsh::log::LoadOptions {
+        skip_chunk_events: !chunks_shown || too_large,
         ..opts.clone()
     };
-    if ctx.json || chunks_shown {
-        let first = dsh::log::load(&src, &surface_only, &mut |_: &Event<'_>, _: &Folded<'_>| {})?;
-        // The loader's warnings once, from the first pass.
-        ctx.warn_all(&first);
-        current = surface_of(&first);
-    } else {
-        let mut rows: Vec<Held> = Vec::new();
-        let mut bytes = 0usize;
-        let mut overflow = false;
-        let mut sel = Selection { args, turn: None };
-        let log = dsh::log::load(
-            &src,
-            &surface_only,
-            &mut |ev: &Event<'_>, folded: &Folded<'_>| {
-                let Some((name, turn, origin)) = sel.select(ev, folded) else {
-                    return;
-                };
-                if overflow {
-                    return;
-                }
+    let mut rows: Vec<Held> = Vec::new();
+    let mut bytes = 0usize;
+    let mut sel = Selection { args, turn: None };
+    let log = dsh::log::load(
+        &src,
+        &one_pass,
+        &mut |ev: &Event<'_>, folded: &Folded<'_>| {
+            let Some((name, turn, origin)) = sel.select(ev, folded) else {
+                return;
+            };
+            if overflow {
+                return;
+            }
+            let (head, tail, at) = if ctx.json {
+                let (row, at) = json_row_held(ev, folded, (&name, turn, origin), &file);
+                (row, String::new(), at)
+            } else {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
-                bytes += head.len() + tail.len() + std::mem::size_of::<Held>();
-                if bytes > args.debug_hold_bytes {
-                    overflow = true;
-                    rows = Vec::new();
-                    return;
-                }
-                rows.push(Held {
-                    seq: ev.seq,
-                    message: ev.kind.is_surface(),
-                    synthetic: folded.synthetic,
-                    head,
-                    tail,
-                });
-            },
-        )?;
-        ctx.warn_all(&log);
-        current = surface_of(&log);
-        if !overflow {
-            held = Some(rows);
-        }
-    }
+                (head, tail, 0)
+            };
+            bytes += head.len() + tail.len() + std::mem::size_of::<Held>();
+            if bytes > args.debug_hold_bytes {
+                overflow = true;
+                rows = Vec::new();
+                return;
+            }
+            rows.push(Held {
+                seq: ev.seq,
+                message: ev.kind.is_surface(),
+                synthetic: folded.synthetic,
+                head,
+                tail,
+                at,
+            });
+        },
+    )?;
+    // The loader's warnings once, from the first pass.
+    ctx.warn_all(&log);
+    let current: HashSet<u64> = surface_of(&log);
+    let held = (!overflow).then_some(rows);
     let mark = |seq: u64, message: bool, synthetic: bool| {
         if synthetic {
             "synthetic"
@@ -236,16 +297,18 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     if let Some(held) = held {
         for h in held {
             if rows.admit() {
-                rows.push(human_line(
-                    &h.head,
-                    mark(h.seq, h.message, h.synthetic),
-                    &h.tail,
-                    term,
-                ))?;
+                rows.push(if ctx.json {
+                    let mut row = h.head;
+                    if current.contains(&h.seq) {
+                        row.replace_range(h.at..h.at + "false".len(), "true");
+                    }
+                    row
+                } else {
+                    human_line(&h.head, mark(h.seq, h.message, h.synthetic), &h.tail, term)
+                })?;
             }
         }
     } else {
-        let file = src.display();
         let mut sel = Selection { args, turn: None };
         let mut werr: Option<std::io::Error> = None;
         let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
@@ -259,29 +322,8 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 return;
             }
             let row = if ctx.json {
-                let v = Value::obj()
-                    .with("seq", ev.seq.into())
-                    .with(
-                        "line",
-                        if ev.line > 0 {
-                            Value::from(ev.line)
-                        } else {
-                            Value::Null
-                        },
-                    )
-                    .with("type", name.as_str().into())
-                    .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
-                    .with("origin", origin.into())
-                    .with("onSurface", current.contains(&ev.seq).into())
-                    .with("synthetic", folded.synthetic.into())
-                    // Borrowed from the line: the row is written and dropped
-                    // before the line is, so its strings need no copy.
-                    .with("event", ev.value.clone())
-                    .with("file", file.as_str().into())
-                    .with("schema_version", SCHEMA_VERSION.into());
-                let mut s = v.to_json();
-                s.push('\n');
-                s
+                let shown = (name.as_str(), turn, origin);
+                json_row(ev, folded, shown, &file, current.contains(&ev.seq))
             } else {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
                 let m = mark(ev.seq, ev.kind.is_surface(), folded.synthetic);

@@ -286,9 +286,15 @@ impl ZstdCursor {
         loop {
             let end = self.at + self.out.len() as u64;
             if offset <= end {
+                // Dropping moves what follows, so it waits until what lies
+                // before `offset` is at least what lies after: a walk
+                // through the window moves each byte once at most, not once
+                // per line read (which was a quarter of a zstd compaction).
                 let cut = (offset - self.at) as usize;
-                self.out.drain(..cut);
-                self.at = offset;
+                if cut > 0 && cut >= self.out.len() - cut {
+                    self.out.drain(..cut);
+                    self.at = offset;
+                }
                 break;
             }
             self.out.clear();
@@ -297,10 +303,12 @@ impl ZstdCursor {
                 return Err(changed());
             }
         }
-        while self.out.len() < want {
-            let room = (want - self.out.len()).min(STEP);
+        // The bytes from `offset` on.
+        let held = |c: &Self| c.out.len() - (offset - c.at) as usize;
+        while held(self) < want {
+            let room = (want - held(self)).min(STEP);
             if !self.decode_more(room)? {
-                if self.out.len() >= min {
+                if held(self) >= min {
                     break;
                 }
                 return Err(changed());
@@ -633,6 +641,31 @@ mod tests {
         assert!(c.holds(total - 10, 10) && !c.holds(total - 10, 11));
         // Past the end is an error, not a panic.
         assert!(c.read(total - 5, &mut buf, 10).is_err());
+    }
+
+    #[test]
+    fn a_walk_in_log_order_keeps_the_window_bounded() {
+        let (f, plain, table) = artifact(12, 400);
+        let frame = plain.len() / 12;
+        let mut c = ZstdCursor::open(f.path(), table).unwrap();
+        let mut buf = Vec::new();
+        let (mut off, mut prev, mut most) = (0usize, 0usize, 0usize);
+        while off < plain.len() {
+            let len = plain[off..].iter().position(|&b| b == b'\n').unwrap();
+            c.read(off as u64, &mut buf, len).unwrap();
+            assert_eq!(buf, &plain[off..off + len], "{off}");
+            // A step back to the line before is read from the window too.
+            c.read(prev as u64, &mut buf, off - prev).unwrap();
+            assert_eq!(buf, &plain[prev..off], "back to {prev}");
+            most = most.max(c.out.len());
+            prev = off;
+            off += len + 1;
+        }
+        // What lies behind the reads is dropped once it is half the window.
+        assert!(
+            most <= 2 * (frame + STEP),
+            "{most} bytes held, frames of {frame}"
+        );
     }
 
     /// Read the artifact at `path` to its end, as the loader does; gives

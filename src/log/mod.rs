@@ -70,6 +70,12 @@ pub struct LoadOptions {
     /// decompress to; a log past either is refused
     /// ([`LoadErrorKind::Limit`]).
     pub limits: Limits,
+    /// Of an artifact, keep in memory the tool-result nodes whose text may
+    /// be longer than this many UTF-16 units ([`crate::surface::Node`]'s
+    /// pruner bound): reading one of their lines again means decompressing
+    /// the artifact again, and the pruner reads exactly those. A plain
+    /// file's lines are read again cheaply, so it keeps none.
+    pub keep_results_over: Option<u64>,
 }
 
 /// What the fold did with one event, for observers.
@@ -565,6 +571,8 @@ struct LineFacts {
 struct Pipeline<'o> {
     id: String,
     span_bodies: bool,
+    /// [`LoadOptions::keep_results_over`], for an artifact only.
+    keep_results_over: Option<u64>,
     surface: Surface,
     headers: HeaderFold,
     repair: repair::RepairTracker,
@@ -695,9 +703,13 @@ impl Pipeline<'_> {
             Some(op) => {
                 let facts = node_facts(&ev);
                 let upgraded_or_synthetic = synthetic || upgraded || span.is_none();
+                // A result the pruner will read again, of an artifact.
+                let kept = self
+                    .keep_results_over
+                    .is_some_and(|t| facts.text_units.is_some_and(|u| u > t));
                 let mut message_text = None;
                 let body = match span {
-                    Some(line) if self.span_bodies && !upgraded_or_synthetic => {
+                    Some(line) if self.span_bodies && !upgraded_or_synthetic && !kept => {
                         if line.canonical {
                             message_text = if ev.kind == Kind::UserMessage {
                                 line.spans.data
@@ -788,6 +800,9 @@ fn load_inner(
     let mut p = Pipeline {
         id: header.id.clone(),
         span_bodies,
+        keep_results_over: opts
+            .keep_results_over
+            .filter(|_| container == Container::Zstd),
         surface: Surface {
             reread: match source {
                 LogSource::File(path) | LogSource::Spooled(path) if span_bodies => {

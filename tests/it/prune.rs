@@ -1234,3 +1234,84 @@ fn results_within_budget_by_length_are_not_read_again() {
     };
     assert!(dsh::prune::plan(&log, &between, 2.0).is_err());
 }
+
+/// An artifact's results over the threshold by length are kept at load when
+/// asked (`keep_results_over`): planning reads none of its lines again, and
+/// plans what reading them again plans. A plain file keeps none.
+#[test]
+fn an_artifacts_long_results_are_kept_at_load_when_asked() {
+    let big = "y".repeat(9000);
+    let texts = ["x".repeat(100), big.clone(), "z".repeat(8000), big];
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("s.jsonl");
+    fs::write(&plain, results_log("kept", &texts)).unwrap();
+    let packed = dir.path().join("s.jsonl.zstd");
+    let mut out = fs::File::create(&packed).unwrap();
+    dsh::pack::pack(
+        &LogSource::File(plain.clone()),
+        dsh::log::Limits::default(),
+        dsh::pack::Batching::Lines(2),
+        &mut out,
+    )
+    .unwrap();
+    drop(out);
+    let cfg = dsh::prune::PruneConfig::default();
+    let keep = LoadOptions {
+        keep_results_over: Some(cfg.threshold_chars),
+        ..LoadOptions::default()
+    };
+    let load_with = |p: &Path, opts: &LoadOptions| {
+        dsh::log::load(
+            &LogSource::File(p.to_path_buf()),
+            opts,
+            &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+        )
+        .unwrap()
+    };
+    let summary = |plan: &dsh::prune::PrunePlan| -> Vec<(u64, u64, u64)> {
+        plan.pruned
+            .iter()
+            .map(|r| (r.original_seq, r.chars_before, r.chars_after))
+            .collect()
+    };
+    let read_again =
+        dsh::prune::plan(&load_with(&packed, &LoadOptions::default()), &cfg, 2.0).unwrap();
+    assert_eq!(summary(&read_again).len(), 2);
+    let kept = load_with(&packed, &keep);
+    let plain_log = load_with(&plain, &keep);
+    // Held: the artifact's two results over the threshold (seqs 9 and 11),
+    // none of the plain file's, nothing without the option.
+    let held = |log: &LoadedLog| -> Vec<u64> {
+        log.surface
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.body, dsh::surface::NodeBody::Owned(_)))
+            .map(|n| n.seq)
+            .collect()
+    };
+    assert_eq!(held(&kept), [9, 11]);
+    assert_eq!(held(&plain_log), Vec::<u64>::new());
+    assert_eq!(
+        held(&load_with(&packed, &LoadOptions::default())),
+        Vec::<u64>::new()
+    );
+    // The artifact gone: the plan is the same.
+    fs::write(&packed, b"").unwrap();
+    let plan = dsh::prune::plan(&kept, &cfg, 2.0).unwrap();
+    assert_eq!(summary(&plan), summary(&read_again));
+    assert_eq!(
+        plan.events
+            .iter()
+            .map(|e| e.value.to_json())
+            .collect::<Vec<_>>(),
+        read_again
+            .events
+            .iter()
+            .map(|e| e.value.to_json())
+            .collect::<Vec<_>>()
+    );
+    // A plain file's lines are read again: blanked, the plan fails.
+    let len = fs::metadata(&plain).unwrap().len() as usize;
+    fs::write(&plain, " ".repeat(len)).unwrap();
+    assert!(dsh::prune::plan(&plain_log, &cfg, 2.0).is_err());
+}

@@ -261,6 +261,9 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     // Nothing here looks at chunks (they change no surface, lock or turn):
     // they are counted, not built.
     opts.load.skip_chunk_events = true;
+    // The results the plan reads again stay in memory when reading them
+    // again would mean decompressing an artifact again.
+    opts.load.keep_results_over = Some(cfg.threshold_chars);
     let src = ctx.resolve(&args.log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
     let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;

@@ -419,13 +419,16 @@ fn limit_and_tail_cut_long_listings() {
 
     // Rows that outgrow what the one-pass view holds are read again: the
     // same listing.
-    for args in [&[][..], &["--tail", "2"], &["--limit", "3"]] {
+    let held_and_read_again_agree = |args: &[&str], log: &str, hold: &str| {
         let mut one: Vec<&str> = vec!["events"];
         one.extend_from_slice(args);
         one.push(log);
         let mut two = one.clone();
-        two.insert(1, "--debug-hold-bytes=200");
-        assert_eq!(run(&one), run(&two), "{args:?}");
+        two.insert(1, hold);
+        assert_eq!(run(&one), run(&two), "{args:?} {log}");
+    };
+    for args in [&[][..], &["--tail", "2"], &["--limit", "3"]] {
+        held_and_read_again_agree(args, log, "--debug-hold-bytes=200");
     }
     let shadowed = sample("compacted.jsonl");
     let shadowed = shadowed.to_str().unwrap();
@@ -443,12 +446,7 @@ fn limit_and_tail_cut_long_listings() {
             &["--json", "--tail", "4"],
             &["--all"],
         ] {
-            let mut one: Vec<&str> = vec!["events"];
-            one.extend_from_slice(args);
-            one.push(log);
-            let mut two = one.clone();
-            two.insert(1, "--debug-hold-bytes=0");
-            assert_eq!(run(&one), run(&two), "{args:?} {log}");
+            held_and_read_again_agree(args, log, "--debug-hold-bytes=0");
         }
     }
     let rows: Vec<serde_json::Value> = run(&["events", "--json", shadowed])

@@ -316,33 +316,10 @@ impl LoadedLog {
         let (Container::Plain, Some(path)) = (&self.container, self.source.reread_path()) else {
             return Ok(None);
         };
-        let io =
-            |what: &str, e: std::io::Error| LoadError::io(&format!("cannot {what} the log"), e);
-        let file = std::fs::File::open(path).map_err(|e| io("reopen", e))?;
-        let file_len = file.metadata().map_err(|e| io("stat", e))?.len();
-        if end > file_len || start > end {
-            return Err(LoadError::corrupt(
-                "the log changed while it was being read",
-            ));
-        }
-        if start == end {
-            return Ok(Some(MappedSpans {
-                map: None,
-                at: start,
-            }));
-        }
-        // SAFETY: see above.
-        let map = unsafe {
-            memmap2::MmapOptions::new()
-                .offset(start)
-                .len((end - start) as usize)
-                .map(&file)
-                .map_err(|e| io("map", e))?
-        };
-        Ok(Some(MappedSpans {
-            map: Some(map),
-            at: start,
-        }))
+        let file = std::fs::File::open(path).map_err(|e| reread_io("reopen", e))?;
+        let len = end.saturating_sub(start) as usize;
+        let map = map_log_range(&file, start, len, len)?;
+        Ok(Some(MappedSpans { map, at: start }))
     }
 
     /// Re-read one node body.
@@ -387,6 +364,44 @@ impl LoadedLog {
             }
         }
     }
+}
+
+fn reread_io(what: &str, e: std::io::Error) -> LoadError {
+    LoadError::io(&format!("cannot {what} the log"), e)
+}
+
+/// Map `len` bytes of a plain log file from `offset`, and on up to `most`
+/// bytes where the file goes on that far; `None` for nothing to map. A
+/// file shorter than `offset + len` has changed since it was read.
+///
+/// Sound because a DSH log is append-only: writers, dsh's included, only
+/// ever add lines past the length a reader validated, and nothing past the
+/// file's length is mapped.
+fn map_log_range(
+    file: &std::fs::File,
+    offset: u64,
+    len: usize,
+    most: usize,
+) -> Result<Option<memmap2::Mmap>, LoadError> {
+    let file_len = file.metadata().map_err(|e| reread_io("stat", e))?.len();
+    if offset + len as u64 > file_len {
+        return Err(LoadError::corrupt(
+            "the log changed while it was being read",
+        ));
+    }
+    let want = (len.max(most) as u64).min(file_len - offset) as usize;
+    if want == 0 {
+        return Ok(None);
+    }
+    // SAFETY: see above.
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(offset)
+            .len(want)
+            .map(file)
+            .map_err(|e| reread_io("map", e))?
+    };
+    Ok(Some(map))
 }
 
 /// A mapped stretch of a plain log ([`LoadedLog::map_plain`]).
@@ -446,8 +461,6 @@ impl SpanWindow {
 
     /// Move the window to start at `offset` and hold at least `len` bytes.
     pub fn fill(&mut self, offset: u64, len: usize) -> Result<(), LoadError> {
-        let io =
-            |what: &str, e: std::io::Error| LoadError::io(&format!("cannot {what} the log"), e);
         let (path, file, map, at) = match &mut self.0 {
             Backing::Map {
                 path,
@@ -458,32 +471,16 @@ impl SpanWindow {
             Backing::Zstd(c) => {
                 return c
                     .fill(offset, len, Self::ZSTD_WINDOW)
-                    .map_err(|e| io("re-read", e));
+                    .map_err(|e| reread_io("re-read", e));
             }
         };
         *map = None;
         let file = match file {
             Some(f) => f,
-            None => file.insert(std::fs::File::open(&*path).map_err(|e| io("reopen", e))?),
+            None => file.insert(std::fs::File::open(&*path).map_err(|e| reread_io("reopen", e))?),
         };
-        let file_len = file.metadata().map_err(|e| io("stat", e))?.len();
-        if offset + len as u64 > file_len {
-            return Err(LoadError::corrupt(
-                "the log changed while it was being read",
-            ));
-        }
-        let want = (len.max(Self::WINDOW) as u64).min(file_len - offset) as usize;
-        // SAFETY: see the type's doc: the mapped bytes exist and an
-        // append-only log never shrinks under them.
-        let m = unsafe {
-            memmap2::MmapOptions::new()
-                .offset(offset)
-                .len(want)
-                .map(&*file)
-                .map_err(|e| io("map", e))?
-        };
+        *map = map_log_range(file, offset, len, Self::WINDOW)?;
         *at = offset;
-        *map = Some(m);
         Ok(())
     }
 

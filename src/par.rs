@@ -31,9 +31,14 @@ where
 
 /// The threads to share work out to: the cores, at most eight.
 fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8)
+    cores().min(8)
+}
+
+/// The cores this process may use, looked up once (on Linux the lookup
+/// reads the cgroup's quota from files, and loads ask for every log).
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// [`map_in_order`] for few, large items (a compaction's span each): a

@@ -422,8 +422,7 @@ impl LoadsRunning {
 
     /// At least as many such loads as cores (this one included).
     fn cores_busy() -> bool {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        LOADS_RUNNING.load(std::sync::atomic::Ordering::SeqCst) >= cores.max(2)
+        LOADS_RUNNING.load(std::sync::atomic::Ordering::SeqCst) >= crate::par::cores().max(2)
     }
 }
 
@@ -586,8 +585,9 @@ mod tests {
         assert_eq!(alone.1, 1500);
         // Every core busy with other loads: this one reads as it folds, with
         // the same result.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let others: Vec<LoadsRunning> = (0..cores.max(2)).map(|_| LoadsRunning::enter()).collect();
+        let others: Vec<LoadsRunning> = (0..crate::par::cores().max(2))
+            .map(|_| LoadsRunning::enter())
+            .collect();
         assert!(matches!(reading(&src), Reading::Pulled));
         assert_eq!(read(&src), alone);
         drop(others);

@@ -440,6 +440,7 @@ fn feed(lane: &mut Lane, ev: &Event<'_>, applied: Option<&Applied>, to_cache: bo
         applied,
         surface: &lane.surface,
         synthetic: false,
+        canonical_line: None,
     };
     lane.meter.event(ev, &folded);
     if to_cache && let Some(c) = &mut lane.cache {
@@ -530,6 +531,7 @@ impl Sim<'_> {
                             applied: None,
                             surface: &lane.surface,
                             synthetic: false,
+                            canonical_line: None,
                         },
                     );
                 }
@@ -550,6 +552,7 @@ impl Sim<'_> {
                         applied: Some(&applied),
                         surface: &lane.surface,
                         synthetic: false,
+                        canonical_line: None,
                     },
                 );
             }
@@ -620,6 +623,7 @@ impl Sim<'_> {
                     applied: None,
                     surface: &lane.surface,
                     synthetic: false,
+                    canonical_line: None,
                 },
             );
         }
@@ -673,6 +677,7 @@ impl Sim<'_> {
                     applied: Some(&applied),
                     surface: &lane.surface,
                     synthetic: false,
+                    canonical_line: None,
                 },
             );
         }

@@ -964,6 +964,7 @@ impl Appender {
                         applied: applied.as_ref(),
                         surface: &s,
                         synthetic: false,
+                        canonical_line: None,
                     },
                 );
             }

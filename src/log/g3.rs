@@ -390,6 +390,7 @@ pub(crate) fn load(
                 applied: applied.as_ref(),
                 surface,
                 synthetic,
+                canonical_line: None,
             },
         );
         Ok(())

@@ -86,6 +86,10 @@ pub struct Folded<'s> {
     pub surface: &'s Surface,
     /// The event is a synthetic crash-repair closer, not in the file.
     pub synthetic: bool,
+    /// The event's line as the file holds it, when that is exactly what
+    /// `JSON.stringify` writes for the event (so it can be copied instead of
+    /// written again); `None` otherwise.
+    pub canonical_line: Option<&'s str>,
 }
 
 /// Sees every validated event, in order, after it was folded.
@@ -558,11 +562,12 @@ pub fn load(
 
 /// Where an event's line sits and what the parser learnt of its text.
 #[derive(Clone, Copy)]
-struct LineFacts {
+struct LineFacts<'t> {
     offset: u64,
     len: u32,
     canonical: bool,
     spans: crate::json::EventSpans,
+    text: &'t str,
 }
 
 struct Pipeline<'o> {
@@ -615,6 +620,7 @@ impl Pipeline<'_> {
                 applied: None,
                 surface: &self.surface,
                 synthetic: false,
+                canonical_line: None,
             },
         )
     }
@@ -624,7 +630,7 @@ impl Pipeline<'_> {
     fn process<'a>(
         &mut self,
         mut ev: Event<'a>,
-        span: Option<LineFacts>,
+        span: Option<LineFacts<'_>>,
         synthetic: bool,
     ) -> Result<Event<'a>, LoadError> {
         let at = |e: LoadError, ev: &Event<'_>| {
@@ -756,6 +762,7 @@ impl Pipeline<'_> {
             applied: applied.as_ref(),
             surface: &self.surface,
             synthetic,
+            canonical_line: span.filter(|l| l.canonical && !upgraded).map(|l| l.text),
         };
         self.observer.event(&ev, &folded);
         Ok(ev)
@@ -944,6 +951,7 @@ fn load_inner(
                     len: len as u32,
                     canonical,
                     spans: line.spans,
+                    text: line.text,
                 });
                 let back = p.process(ev, span, false).map_err(raw_note)?;
                 if plain_line {

@@ -788,6 +788,7 @@ impl Meter {
                 applied: None,
                 surface: &log.surface,
                 synthetic: true,
+                canonical_line: None,
             };
             self.event(&es, &folded);
         }

@@ -340,6 +340,7 @@ impl Verifier {
                 applied: None,
                 surface: &log.surface,
                 synthetic: true,
+                canonical_line: None,
             };
             self.check_event(&marker, &folded);
         }

@@ -290,6 +290,64 @@ fn events_filters_by_type_and_turn() {
 }
 
 #[test]
+fn events_json_rows_hold_each_event_as_json_stringify_writes_it() {
+    // Lines written otherwise than `JSON.stringify` would (spaces, a `\u`
+    // escape of a plain letter, `1.0`) among canonical ones: every row's
+    // event is the serialised value, copied from the line or written again.
+    let text = std::fs::read_to_string(sample("coding-session.jsonl")).unwrap();
+    let original: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut lines = original.clone();
+    // A legacy `turn/start` trigger, upgraded away in memory: the row shows
+    // the upgraded event, not the line.
+    assert!(lines[2].ends_with("\"data\":{\"turn\":1}}"));
+    lines[2] = lines[2].replacen(
+        "{\"turn\":1}",
+        "{\"turn\":1,\"trigger\":{\"kind\":\"user\"}}",
+        1,
+    );
+    lines[3] = lines[3].replacen("\"seq\":", "\"seq\" :  ", 1);
+    lines[5] = lines[5].replacen("\"user/message\"", "\"\\u0075ser/message\"", 1);
+    lines[4] = lines[4].replacen("\"turn\":1", "\"turn\":1.0", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("respelled.jsonl");
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    let out = dsh()
+        .args(["events", "--json", "--all"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut respelled = 0;
+    for row in stdout.lines() {
+        let v = Value::parse(row).unwrap();
+        let line_no = v.get("line").unwrap().as_count().unwrap() as usize;
+        let source = &lines[line_no - 1];
+        let parsed = Value::parse(source).unwrap();
+        if parsed.has("seq0") {
+            continue; // a packed row: its chunks are built from it
+        }
+        let expected = if line_no == 3 {
+            original[2].clone()
+        } else {
+            parsed.to_json()
+        };
+        // The row's event member, as written in the row.
+        let at = row.find(",\"event\":").unwrap() + ",\"event\":".len();
+        let end = row.rfind(",\"file\":").unwrap();
+        assert_eq!(&row[at..end], expected, "line {line_no}");
+        if expected != *source {
+            respelled += 1;
+        }
+    }
+    assert_eq!(respelled, 4, "the respelled and upgraded lines are shown");
+}
+
+#[test]
 fn session_directory_id_and_cwd_resolve_under_dsh_home() {
     let home = tempfile::tempdir().unwrap();
     let dir = home

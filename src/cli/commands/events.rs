@@ -1,5 +1,6 @@
 //! `dsh events`: the human transcript of the raw log.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::Write;
 
@@ -135,20 +136,29 @@ fn json_row(
     } else {
         Value::Null
     };
-    let v = Value::obj()
+    let head = Value::obj()
         .with("seq", ev.seq.into())
         .with("line", line)
         .with("type", name.into())
         .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
         .with("origin", origin.into())
         .with("onSurface", on_surface.into())
-        .with("synthetic", folded.synthetic.into())
-        // Borrowed from the line: the row is written and dropped before the
-        // line is, so its strings need no copy.
-        .with("event", ev.value.clone())
+        .with("synthetic", folded.synthetic.into());
+    let tail = Value::obj()
         .with("file", file.into())
         .with("schema_version", SCHEMA_VERSION.into());
-    let mut row = v.to_json();
+    // `{head…,"event":…,tail…}`: the event is copied from its line when the
+    // line is what serialising it would write (nearly always).
+    let (head, tail) = (head.to_json(), tail.to_json());
+    let event = folded
+        .canonical_line
+        .map_or_else(|| ev.value.to_json().into(), Cow::Borrowed);
+    let mut row = String::with_capacity(head.len() + event.len() + tail.len() + 12);
+    row.push_str(&head[..head.len() - 1]);
+    row.push_str(",\"event\":");
+    row.push_str(&event);
+    row.push(',');
+    row.push_str(&tail[1..]);
     row.push('\n');
     row
 }

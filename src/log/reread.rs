@@ -360,9 +360,7 @@ impl ZstdCursor {
             .windows(2)
             .all(|w| w[1].plain - w[0].plain <= AHEAD_FRAME_MAX && w[1].physical > w[0].physical);
         let threads = if whole && frames.len() > 2 {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .clamp(1, 4)
+            crate::par::cores().clamp(1, 4)
         } else {
             1
         };
@@ -767,7 +765,7 @@ mod tests {
                 seen.extend_from_slice(c.slice(at, n));
                 at += n as u64;
             }
-            assert!(went_ahead || std::thread::available_parallelism().map_or(1, |n| n.get()) == 1);
+            assert!(went_ahead || crate::par::cores() == 1);
             assert_eq!(seen, &plain[start as usize..], "from {start}");
         }
     }

@@ -487,7 +487,7 @@ pub fn count(
         _ => 0,
     };
     let engine = enc.engine();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let threads = crate::par::cores().min(8);
     let mut node_tokens: Vec<u64> = Vec::with_capacity(log.surface.nodes.len());
     let mut bytes = c.bytes;
     std::thread::scope(|scope| -> Result<(), LoadError> {

@@ -3,10 +3,11 @@
 //! batch (the reader the newest, the folder the one it needs next), and the
 //! folder validates and folds the batches in file order (see [`Incoming`]).
 //!
-//! A batch owns a copy of its lines' bytes; the parsed values borrow from that
-//! copy. The borrow is tied to the batch by construction: values are only
-//! reachable through [`Batch::lines`], and the buffers they point into are
-//! heap allocations owned by the same batch that never move or change.
+//! A batch owns its lines' bytes (a copy, or its stretch of the mapped file);
+//! the parsed values borrow from them. The borrow is tied to the batch by
+//! construction: values are only reachable through [`Batch::lines`], and the
+//! bytes they point into are owned by the same batch and never move or
+//! change (a heap buffer, or a map kept alive by the batch's share of it).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -17,7 +18,7 @@ use crate::json::{EventSpans, Value};
 
 use super::error::LoadError;
 use super::fastlane::{self, Lane};
-use super::reader::{LineReader, LineSpan};
+use super::reader::{BatchText, LineReader, LineSpan};
 
 /// Which chunk records skip the parser (see [`fastlane`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,7 +59,7 @@ pub struct ParsedLine {
 pub struct Batch {
     // Declared first so the values are dropped before the buffers.
     lines: Vec<ParsedLine>,
-    _text: Vec<u8>,
+    _text: BatchText,
     _lossy: Vec<Box<str>>,
     /// Parsed by the reading thread, so freed there.
     recycle: bool,
@@ -73,7 +74,7 @@ impl Batch {
 
 /// Lines cut from the log but not parsed yet.
 pub struct RawBatch {
-    text: Vec<u8>,
+    text: BatchText,
     spans: Vec<LineSpan>,
 }
 
@@ -85,9 +86,12 @@ impl RawBatch {
         let mut lossy: Vec<Box<str>> = Vec::new();
         let mut lines = Vec::with_capacity(spans.len());
         // SAFETY: `text` is moved into the batch below without being touched
-        // again; moving a Vec does not move its heap buffer, so the slice
+        // again; its bytes never move (`BatchText::bytes`), so the slice
         // stays valid for as long as the batch (which owns both) lives.
-        let base: &'static [u8] = unsafe { std::slice::from_raw_parts(text.as_ptr(), text.len()) };
+        let base: &'static [u8] = unsafe {
+            let b = text.bytes();
+            std::slice::from_raw_parts(b.as_ptr(), b.len())
+        };
         for LineSpan {
             no,
             offset,
@@ -388,21 +392,21 @@ pub fn spawn(
 /// (with the reading error, if any); gives the bytes it holds (blank lines
 /// cost a span each and no text: both count).
 fn read_batch(reader: &mut LineReader, st: &mut QueueState) -> usize {
-    let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
     let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
-    let step = reader.next_lines(&mut text, &mut spans, BATCH_BYTES);
-    let held = text.len() + spans.len() * std::mem::size_of::<LineSpan>() + 1;
-    // As the reading thread does: lines read before an error are dropped.
-    if step.is_ok() && !spans.is_empty() {
-        st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
-    }
+    let step = reader.next_lines(&mut spans, BATCH_BYTES);
+    let mut held = spans.len() * std::mem::size_of::<LineSpan>() + 1;
     match step {
-        Ok(true) => {}
-        Ok(false) | Err(_) => {
+        Ok((text, more)) => {
+            held += text.bytes().len();
+            if !spans.is_empty() {
+                st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
+            }
+            st.done = !more;
+        }
+        // As the reading thread does: lines read before an error are dropped.
+        Err(e) => {
             st.done = true;
-            st.error = step
-                .err()
-                .map(|e| e.or_rule(super::error::LoadRule::Unparsable));
+            st.error = Some(e.or_rule(super::error::LoadRule::Unparsable));
         }
     }
     held
@@ -498,10 +502,9 @@ fn run(reader: &mut LineReader, queue: &Queue, recycled: &Receiver<Batch>, lanes
                 }
             }
         }
-        let mut text: Vec<u8> = Vec::with_capacity(BATCH_BYTES + 4096);
         let mut spans: Vec<LineSpan> = Vec::with_capacity(64);
-        let more = match reader.next_lines(&mut text, &mut spans, BATCH_BYTES) {
-            Ok(more) => more,
+        let (text, more) = match reader.next_lines(&mut spans, BATCH_BYTES) {
+            Ok(step) => step,
             Err(e) => return finish(Some(e.or_rule(super::error::LoadRule::Unparsable))),
         };
         if !spans.is_empty() {
@@ -556,6 +559,34 @@ mod tests {
         let p = dir.join("s.jsonl");
         std::fs::write(&p, s).unwrap();
         p
+    }
+
+    #[test]
+    fn a_log_read_through_its_map_loads_as_one_read_does() {
+        // Past the size from which plain files are mapped, with a torn tail
+        // (the reader's own tests compare maps and reads line by line).
+        let dir = tempfile::tempdir().unwrap();
+        let text = "word ".repeat(400);
+        let log = turns_log(dir.path(), 500, &text);
+        let len = std::fs::metadata(&log).unwrap().len();
+        assert!(len >= 1 << 20, "{len}");
+        let mut bytes = std::fs::read(&log).unwrap();
+        bytes.extend_from_slice(br#"{"type":"turn/start","se"#);
+        std::fs::write(&log, &bytes).unwrap();
+        let src = LogSource::File(log.clone());
+        let opts = LoadOptions::default();
+        let nothing = &mut |_: &crate::event::Event<'_>, _: &crate::log::Folded<'_>| {};
+        let mapped = load(&src, &opts, nothing).unwrap();
+        assert_eq!(mapped.event_count(), 2500);
+        let torn = mapped.torn.unwrap();
+        assert_eq!((torn.offset, torn.len), (len, 24));
+        assert_eq!(mapped.surface.nodes.len(), 500);
+        assert!(
+            mapped
+                .warnings
+                .iter()
+                .any(|w| w.contains("torn final line"))
+        );
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! Physical layer: bytes to lines, for plain JSONL and multi-frame Zstandard
 //! artifacts (session-log §3.2–§3.3).
 //!
-//! Plain files are streamed through a growing buffer; a Zstandard artifact is
+//! Plain files are streamed through a growing buffer, or from [`MAP_FROM`]
+//! bytes on read through a map of the file; a Zstandard artifact is
 //! walked frame by frame, each complete frame decompressed (checksum
 //! verified) only when its lines are needed. The container is chosen by the
 //! magic bytes, never by the file name.
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::sync::Arc;
 
 use super::error::{LoadError, LoadErrorKind};
 use super::source::LogSource;
@@ -82,6 +84,74 @@ enum Inner {
         eof: bool,
     },
     Zstd(Box<ZstdState>),
+    /// A large plain file after its header, read through a map of it
+    /// ([`MAP_FROM`]): batches are stretches of the map, not copies.
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        pos: usize,
+    },
+}
+
+/// Plain files of at least this size are read through a map after their
+/// header line: a batch is then a stretch of the map (no `read` copy; that
+/// copy was a tenth of a plain `verify`'s CPU). Smaller ones (most of a
+/// home) are read: a map costs more to set up and tear down than they take
+/// to copy.
+const MAP_FROM: u64 = 1 << 20;
+
+/// Behind the reads, a map's pages are let go (`MADV_DONTNEED`) a block of
+/// this many bytes at a time, so that resident memory follows the batches
+/// in flight rather than the file's size.
+const RELEASE_BLOCK: usize = 1 << 20;
+
+/// The bytes a batch's lines sit in: read into a buffer of the batch's own,
+/// or a stretch of the mapped file.
+pub enum BatchText {
+    /// Read (or decompressed) into this buffer.
+    Read(Vec<u8>),
+    /// A stretch of the mapped file.
+    Mapped(MappedStretch),
+}
+
+impl BatchText {
+    /// The bytes. They never move while the value lives: a `Vec`'s heap
+    /// buffer stays put when the `Vec` is moved, and so does a map.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            BatchText::Read(v) => v,
+            BatchText::Mapped(m) => &m.map[m.start..m.end],
+        }
+    }
+}
+
+/// `start..end` of a mapped plain log.
+///
+/// Sound for the same reason as the rereads' maps (`map_log_range`): a DSH
+/// log is append-only, and only the file's length at open is mapped.
+pub struct MappedStretch {
+    map: Arc<memmap2::Mmap>,
+    start: usize,
+    end: usize,
+}
+
+impl Drop for MappedStretch {
+    /// Let go of the whole release blocks this stretch ends past. Stretches
+    /// are dropped in file order (the fold recycles its batches in order),
+    /// so nothing reads those blocks any more; and if something did, a
+    /// dropped page of a file map is simply read in again.
+    fn drop(&mut self) {
+        let from = self.start / RELEASE_BLOCK * RELEASE_BLOCK;
+        let to = self.end / RELEASE_BLOCK * RELEASE_BLOCK;
+        if to > from {
+            // SAFETY: `MADV_DONTNEED` on a read-only file map only drops
+            // pages from this process; their contents come back from the
+            // file on the next access, so no reference into the map changes.
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+            };
+        }
+    }
 }
 
 /// A Zstandard artifact read as a stream: compressed bytes are read only up
@@ -187,9 +257,19 @@ impl LineReader {
     /// Open a source and read its header line (returned as bytes), holding
     /// the reader to `limits`.
     pub fn open(source: &LogSource, limits: Limits) -> Result<(LineReader, Vec<u8>), LoadError> {
+        Self::open_mapping_from(source, limits, MAP_FROM)
+    }
+
+    /// [`Self::open`], mapping plain files of at least `map_from` bytes.
+    fn open_mapping_from(
+        source: &LogSource,
+        limits: Limits,
+        map_from: u64,
+    ) -> Result<(LineReader, Vec<u8>), LoadError> {
         // The file's size, where known, bounds the buffers set up first (a
         // home is mostly small logs, each of which would zero 64 KiB).
         let mut size: Option<u64> = None;
+        let mut map: Option<memmap2::Mmap> = None;
         let mut src: Box<dyn Read + Send> = match source {
             LogSource::File(p) | LogSource::Spooled(p) => {
                 let f = File::open(p).map_err(|e| io_err(e, "cannot open the log"))?;
@@ -201,6 +281,14 @@ impl LineReader {
                     ));
                 }
                 size = md.is_file().then_some(md.len());
+                if md.is_file() && md.len() >= map_from {
+                    // SAFETY: see `MappedStretch`. A file that cannot be
+                    // mapped is read instead.
+                    map = unsafe { memmap2::Mmap::map(&f) }.ok();
+                    if let Some(m) = &map {
+                        let _ = m.advise(memmap2::Advice::Sequential);
+                    }
+                }
                 Box::new(f)
             }
             LogSource::Stdin => Box::new(io::stdin()),
@@ -281,6 +369,14 @@ impl LineReader {
             }
         };
         r.torn = None;
+        if let Some(map) = map {
+            // The rest from the map: the header's line was read (with a
+            // little more after it, which the map has too).
+            r.inner = Inner::Mapped {
+                pos: r.offset as usize,
+                map: Arc::new(map),
+            };
+        }
         Ok((r, header))
     }
 
@@ -299,7 +395,7 @@ impl LineReader {
     pub(crate) fn frame_table(&self) -> Option<super::reread::FrameTable> {
         match &self.inner {
             Inner::Zstd(z) => Some(z.table.clone()),
-            Inner::Plain { .. } => None,
+            Inner::Plain { .. } | Inner::Mapped { .. } => None,
         }
     }
 
@@ -307,7 +403,7 @@ impl LineReader {
     pub fn frames_read(&self) -> u64 {
         match &self.inner {
             Inner::Zstd(z) => z.frames,
-            Inner::Plain { .. } => 0,
+            Inner::Plain { .. } | Inner::Mapped { .. } => 0,
         }
     }
 
@@ -375,12 +471,77 @@ impl LineReader {
         Ok(plain[..plain.len() - 1].to_vec())
     }
 
-    /// Append whole lines to `text` until it holds at least `min` bytes or
-    /// the log ends, recording each line's span; `false` once the log has
-    /// no more lines. Plain files are read straight into `text` (one copy,
-    /// the kernel's); the fragment after the last newline waits for the
-    /// next call, and at the end of the file it is the torn tail.
+    /// The next batch: whole lines until it holds at least `min` bytes or
+    /// the log ends, each line's span (from the batch's start) recorded in
+    /// `spans`; and `false` once the log has no more lines. A mapped file's
+    /// batch is a stretch of the map; others are read into a buffer of the
+    /// batch's own.
     pub fn next_lines(
+        &mut self,
+        spans: &mut Vec<LineSpan>,
+        min: usize,
+    ) -> Result<(BatchText, bool), LoadError> {
+        if let Inner::Mapped { map, pos } = &mut self.inner {
+            let (map, start) = (map.clone(), *pos);
+            let rest = &map[start..];
+            // The batch ends at the first newline from its `min`th byte on;
+            // without one, the file's last lines end it, and what follows
+            // them (no newline) is a torn tail.
+            let (end, more) = match memchr::memchr(b'\n', rest.get(min..).unwrap_or_default()) {
+                Some(i) => (min + i + 1, start + min + i + 1 < map.len()),
+                None => {
+                    let head = &rest[..min.min(rest.len())];
+                    (memchr::memrchr(b'\n', head).map_or(0, |i| i + 1), false)
+                }
+            };
+            let max_line = self.limits.max_line_bytes;
+            let mut at = 0;
+            for i in memchr::memchr_iter(b'\n', &rest[..end]) {
+                if (i - at) as u64 > max_line {
+                    return Err(line_limit(self.next_no, max_line));
+                }
+                spans.push(LineSpan {
+                    no: self.next_no,
+                    offset: self.offset,
+                    start: at,
+                    len: i - at,
+                    strict: false,
+                });
+                self.next_no += 1;
+                self.offset += (i + 1 - at) as u64;
+                at = i + 1;
+            }
+            *pos = start + end;
+            if !more && end < rest.len() {
+                // As a read would: a fragment past the line limit is refused
+                // before the end of the file is seen.
+                let len = (rest.len() - end) as u64;
+                if len > max_line {
+                    return Err(line_limit(self.next_no, max_line));
+                }
+                self.torn = Some(TornTail {
+                    offset: self.offset,
+                    len,
+                });
+                *pos = map.len();
+            }
+            let text = BatchText::Mapped(MappedStretch {
+                map,
+                start,
+                end: start + end,
+            });
+            return Ok((text, more));
+        }
+        let mut text = Vec::with_capacity(min + 4096);
+        let more = self.read_lines(&mut text, spans, min)?;
+        Ok((BatchText::Read(text), more))
+    }
+
+    /// [`Self::next_lines`] into `text`, for a log that is read. Plain files
+    /// are read straight into `text` (one copy, the kernel's); the fragment
+    /// after the last newline waits for the next call, and at the end of
+    /// the file it is the torn tail.
+    fn read_lines(
         &mut self,
         text: &mut Vec<u8>,
         spans: &mut Vec<LineSpan>,
@@ -486,6 +647,37 @@ impl LineReader {
     pub fn next_line(&mut self) -> Result<Option<RawLine<'_>>, LoadError> {
         let limits = self.limits;
         match &mut self.inner {
+            Inner::Mapped { map, pos } => {
+                let rest = &map[*pos..];
+                let Some(i) = memchr::memchr(b'\n', rest) else {
+                    if !rest.is_empty() {
+                        if rest.len() as u64 > limits.max_line_bytes {
+                            return Err(line_limit(self.next_no, limits.max_line_bytes));
+                        }
+                        self.torn = Some(TornTail {
+                            offset: self.offset,
+                            len: rest.len() as u64,
+                        });
+                        *pos = map.len();
+                    }
+                    return Ok(None);
+                };
+                if i as u64 > limits.max_line_bytes {
+                    return Err(line_limit(self.next_no, limits.max_line_bytes));
+                }
+                let s = *pos;
+                *pos += i + 1;
+                let no = self.next_no;
+                self.next_no += 1;
+                let offset = self.offset;
+                self.offset += (i + 1) as u64;
+                Ok(Some(RawLine {
+                    no,
+                    offset,
+                    bytes: &map[s..s + i],
+                    strict: false,
+                }))
+            }
             Inner::Plain {
                 src,
                 buf,
@@ -900,4 +1092,130 @@ fn scan_frame(d: &[u8]) -> FrameScan {
         }
     }
     FrameScan::Complete(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every batch's lines (number, offset, bytes), and how the walk ended:
+    /// the torn tail or the error, reading `path` in batches of `min` bytes.
+    fn walk(
+        path: &std::path::Path,
+        max_line: u64,
+        min: usize,
+        map_from: u64,
+    ) -> (Vec<String>, String) {
+        let limits = Limits {
+            max_line_bytes: max_line,
+            ..Limits::default()
+        };
+        let src = LogSource::File(path.to_path_buf());
+        let (mut r, header) = match LineReader::open_mapping_from(&src, limits, map_from) {
+            Ok(x) => x,
+            Err(e) => return (Vec::new(), format!("open: {e}")),
+        };
+        assert_eq!(matches!(r.inner, Inner::Mapped { .. }), map_from == 0);
+        let mut lines = vec![format!("header {}", header.len())];
+        loop {
+            let mut spans = Vec::new();
+            match r.next_lines(&mut spans, min) {
+                Ok((text, more)) => {
+                    for l in &spans {
+                        let b = &text.bytes()[l.start..l.start + l.len];
+                        lines.push(format!(
+                            "{} {} {:?}",
+                            l.no,
+                            l.offset,
+                            String::from_utf8_lossy(b)
+                        ));
+                    }
+                    if !more {
+                        break;
+                    }
+                }
+                Err(e) => return (lines, format!("error: {e}")),
+            }
+        }
+        let torn = format!("torn {:?}", r.torn_tail().map(|t| (t.offset, t.len)));
+        (lines, torn)
+    }
+
+    #[test]
+    fn a_mapped_file_reads_as_a_read_one_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seed = 5u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for case in 0..24 {
+            let mut text = String::from("{\"type\":\"session\"}\n");
+            for i in 0..next(400) {
+                // Empty lines, short ones and ones longer than a batch.
+                // Lines past the limit below in even cases only.
+                let long = if case % 2 == 0 { 5000 } else { 2400 };
+                let len = match next(6) {
+                    0 => 0,
+                    1 => next(long) as usize,
+                    _ => next(60) as usize,
+                };
+                text += &format!("{i}:{}\n", "x".repeat(len));
+            }
+            // A torn tail, short or past the line limit, or none.
+            match case % 3 {
+                0 => {}
+                1 => text += "{\"torn",
+                _ => text += &"y".repeat(3000),
+            }
+            let path = dir.path().join(format!("{case}.jsonl"));
+            std::fs::write(&path, &text).unwrap();
+            for max_line in [u64::MAX, 2500] {
+                for min in [1, 77, 4096, 1 << 20] {
+                    let at = format!("case {case}, max_line {max_line}, min {min}");
+                    let (read, read_end) = walk(&path, max_line, min, u64::MAX);
+                    let (mapped, mapped_end) = walk(&path, max_line, min, 0);
+                    if case % 6 == 5 && max_line < 3000 {
+                        // A torn tail past the limit, after lines within it:
+                        // refused (a read refuses it or not depending on
+                        // where its reads happen to end).
+                        assert!(mapped_end.starts_with("error: line"), "{at}: {mapped_end}");
+                    } else {
+                        assert_eq!(read_end, mapped_end, "{at}");
+                    }
+                    if mapped_end.starts_with("error") {
+                        // The batch that meets a line past the limit is
+                        // dropped whole, and batches are cut differently:
+                        // the lines before the error agree as far as both go.
+                        let n = read.len().min(mapped.len());
+                        assert!(read[..n] == mapped[..n], "{at}: lines differ");
+                    } else {
+                        assert!(read == mapped, "{at}: lines differ");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_mapped_file_s_lines_one_by_one_read_as_a_read_one_s() {
+        let dir = tempfile::tempdir().unwrap();
+        for tail in ["", "{\"torn", "z"] {
+            let path = dir.path().join("log.jsonl");
+            std::fs::write(&path, format!("{{}}\na\n\nbc\n{tail}")).unwrap();
+            let lines = |map_from| {
+                let src = LogSource::File(path.clone());
+                let (mut r, _) =
+                    LineReader::open_mapping_from(&src, Limits::default(), map_from).unwrap();
+                let mut got = Vec::new();
+                while let Some(l) = r.next_line().unwrap() {
+                    got.push((l.no, l.offset, l.bytes.to_vec()));
+                }
+                (got, r.torn_tail().map(|t| (t.offset, t.len)))
+            };
+            assert_eq!(lines(u64::MAX), lines(0), "tail {tail:?}");
+        }
+    }
 }

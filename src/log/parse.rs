@@ -562,7 +562,7 @@ mod tests {
     }
 
     #[test]
-    fn a_log_read_through_its_map_loads_as_one_read_does() {
+    fn a_log_read_through_its_map_loads_with_its_torn_tail() {
         // Past the size from which plain files are mapped, with a torn tail
         // (the reader's own tests compare maps and reads line by line).
         let dir = tempfile::tempdir().unwrap();

@@ -140,16 +140,23 @@ impl Drop for MappedStretch {
     /// so nothing reads those blocks any more; and if something did, a
     /// dropped page of a file map is simply read in again.
     fn drop(&mut self) {
-        let from = self.start / RELEASE_BLOCK * RELEASE_BLOCK;
-        let to = self.end / RELEASE_BLOCK * RELEASE_BLOCK;
-        if to > from {
-            // SAFETY: `MADV_DONTNEED` on a read-only file map only drops
-            // pages from this process; their contents come back from the
-            // file on the next access, so no reference into the map changes.
-            let _ = unsafe {
-                self.map
-                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
-            };
+        #[cfg(unix)]
+        {
+            let from = self.start / RELEASE_BLOCK * RELEASE_BLOCK;
+            let to = self.end / RELEASE_BLOCK * RELEASE_BLOCK;
+            if to > from {
+                // SAFETY: `MADV_DONTNEED` on a read-only file map only drops
+                // pages from this process; their contents come back from the
+                // file on the next access, so no reference into the map
+                // changes.
+                let _ = unsafe {
+                    self.map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        from,
+                        to - from,
+                    )
+                };
+            }
         }
     }
 }
@@ -285,6 +292,7 @@ impl LineReader {
                     // SAFETY: see `MappedStretch`. A file that cannot be
                     // mapped is read instead.
                     map = unsafe { memmap2::Mmap::map(&f) }.ok();
+                    #[cfg(unix)]
                     if let Some(m) = &map {
                         let _ = m.advise(memmap2::Advice::Sequential);
                     }

@@ -123,14 +123,15 @@ impl Selection<'_> {
     }
 }
 
-/// A `--json` row (its newline included).
+/// A `--json` row (its newline included), and where its `onSurface` value
+/// starts (so that a row held before the surface is known can be set).
 fn json_row(
     ev: &Event<'_>,
     folded: &Folded<'_>,
     (name, turn, origin): (&str, Option<u64>, &str),
     file: &str,
     on_surface: bool,
-) -> String {
+) -> (String, usize) {
     let line = if ev.line > 0 {
         Value::from(ev.line)
     } else {
@@ -142,43 +143,32 @@ fn json_row(
         .with("type", name.into())
         .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
         .with("origin", origin.into())
-        .with("onSurface", on_surface.into())
-        .with("synthetic", folded.synthetic.into());
+        .to_json();
     let tail = Value::obj()
         .with("file", file.into())
-        .with("schema_version", SCHEMA_VERSION.into());
-    // `{head…,"event":…,tail…}`: the event is copied from its line when the
-    // line is what serialising it would write (nearly always).
-    let (head, tail) = (head.to_json(), tail.to_json());
+        .with("schema_version", SCHEMA_VERSION.into())
+        .to_json();
+    // `{head…,"onSurface":…,"synthetic":…,"event":…,tail…}`: the event is
+    // copied from its line when the line is what serialising it would write
+    // (nearly always).
     let event = folded
         .canonical_line
         .map_or_else(|| ev.value.to_json().into(), Cow::Borrowed);
-    let mut row = String::with_capacity(head.len() + event.len() + tail.len() + 12);
+    let mut row = String::with_capacity(head.len() + event.len() + tail.len() + 48);
     row.push_str(&head[..head.len() - 1]);
+    row.push_str(",\"onSurface\":");
+    let at = row.len();
+    row.push_str(if on_surface { "true" } else { "false" });
+    row.push_str(if folded.synthetic {
+        ",\"synthetic\":true"
+    } else {
+        ",\"synthetic\":false"
+    });
     row.push_str(",\"event\":");
     row.push_str(&event);
     row.push(',');
     row.push_str(&tail[1..]);
     row.push('\n');
-    row
-}
-
-/// A `--json` row with `onSurface` written `false` (its value is known only
-/// once the whole log is read), and where that value starts.
-fn json_row_held(
-    ev: &Event<'_>,
-    folded: &Folded<'_>,
-    shown: (&str, Option<u64>, &str),
-    file: &str,
-) -> (String, usize) {
-    let row = json_row(ev, folded, shown, file, false);
-    // The members before it are numbers, null and the type, a string: its
-    // quotes are escaped, so this spelling first occurs at the member.
-    let member = format!("\"origin\":\"{}\",\"onSurface\":", shown.2);
-    let at = row
-        .find(&member)
-        .expect("a row has its origin and onSurface")
-        + member.len();
     (row, at)
 }
 
@@ -267,7 +257,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 return;
             }
             let (head, tail, at) = if ctx.json {
-                let (row, at) = json_row_held(ev, folded, (&name, turn, origin), &file);
+                let (row, at) = json_row(ev, folded, (&name, turn, origin), &file, false);
                 (row, String::new(), at)
             } else {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
@@ -333,7 +323,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             }
             let row = if ctx.json {
                 let shown = (name.as_str(), turn, origin);
-                json_row(ev, folded, shown, &file, current.contains(&ev.seq))
+                json_row(ev, folded, shown, &file, current.contains(&ev.seq)).0
             } else {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
                 let m = mark(ev.seq, ev.kind.is_surface(), folded.synthetic);

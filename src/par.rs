@@ -58,28 +58,30 @@ where
         return items.iter().map(|t| f(t, &mut state)).collect();
     }
     let next = AtomicUsize::new(0);
+    let work = || {
+        let mut state = S::default();
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(chunk, Ordering::Relaxed);
+            if start >= items.len() {
+                break done;
+            }
+            let end = (start + chunk).min(items.len());
+            let out = items[start..end].iter().map(|t| f(t, &mut state)).collect();
+            done.push((start, out));
+        }
+    };
     let mut chunks: Vec<(usize, Vec<R>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut state = S::default();
-                    let mut done = Vec::new();
-                    loop {
-                        let start = next.fetch_add(chunk, Ordering::Relaxed);
-                        if start >= items.len() {
-                            break done;
-                        }
-                        let end = (start + chunk).min(items.len());
-                        let out = items[start..end].iter().map(|t| f(t, &mut state)).collect();
-                        done.push((start, out));
-                    }
-                })
-            })
+        // This thread works too; a thread that cannot start (a process
+        // short of memory or threads) leaves its share to the others.
+        let workers: Vec<_> = (1..threads)
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
             .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
+        let mut all = work();
+        for w in workers {
+            all.extend(w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        all
     });
     chunks.sort_unstable_by_key(|&(start, _)| start);
     chunks.into_iter().flat_map(|(_, out)| out).collect()

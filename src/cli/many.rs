@@ -33,22 +33,28 @@ pub fn run_many<T: Send, E: Send>(
     let bar = render::progress(ctx.stderr_tty && !ctx.quiet, n as u64, what);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<T, E>>>> = Mutex::new((0..n).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= n {
-                        break;
-                    }
-                    let r = job(&sources[i]);
-                    results.lock().unwrap()[i] = Some(r);
-                    if let Some(b) = &bar {
-                        b.inc(1);
-                    }
-                }
-            });
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::SeqCst);
+            if i >= n {
+                break;
+            }
+            let r = job(&sources[i]);
+            results.lock().unwrap()[i] = Some(r);
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
         }
+    };
+    std::thread::scope(|s| {
+        // This thread works too; a thread that cannot start (a process short
+        // of memory or threads) leaves its share to the others.
+        for _ in 1..workers {
+            if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                break;
+            }
+        }
+        work();
     });
     if let Some(b) = bar {
         b.finish_and_clear();

@@ -256,6 +256,19 @@ fn total_limit(limit: u64) -> LoadError {
     )
 }
 
+/// The `len` bytes after a mapped file's last newline, at `offset` after
+/// line `no - 1`: a torn tail, or refused past the line limit, as a read
+/// refuses it before it sees the end of the file.
+fn mapped_tail(len: usize, offset: u64, no: u64, limits: &Limits) -> Result<TornTail, LoadError> {
+    if len as u64 > limits.max_line_bytes {
+        return Err(line_limit(no, limits.max_line_bytes));
+    }
+    Ok(TornTail {
+        offset,
+        len: len as u64,
+    })
+}
+
 fn io_err(e: io::Error, what: &str) -> LoadError {
     LoadError::io(what, e)
 }
@@ -489,7 +502,7 @@ impl LineReader {
         spans: &mut Vec<LineSpan>,
         min: usize,
     ) -> Result<(BatchText, bool), LoadError> {
-        if let Inner::Mapped { map, pos } = &mut self.inner {
+        if let Inner::Mapped { map, pos } = &self.inner {
             let (map, start) = (map.clone(), *pos);
             let rest = &map[start..];
             // The batch ends at the first newline from its `min`th byte on;
@@ -502,36 +515,15 @@ impl LineReader {
                     (memchr::memrchr(b'\n', head).map_or(0, |i| i + 1), false)
                 }
             };
-            let max_line = self.limits.max_line_bytes;
-            let mut at = 0;
-            for i in memchr::memchr_iter(b'\n', &rest[..end]) {
-                if (i - at) as u64 > max_line {
-                    return Err(line_limit(self.next_no, max_line));
-                }
-                spans.push(LineSpan {
-                    no: self.next_no,
-                    offset: self.offset,
-                    start: at,
-                    len: i - at,
-                    strict: false,
-                });
-                self.next_no += 1;
-                self.offset += (i + 1 - at) as u64;
-                at = i + 1;
-            }
-            *pos = start + end;
+            self.cut_lines(&rest[..end], 0, spans)?;
+            let mut next = start + end;
             if !more && end < rest.len() {
-                // As a read would: a fragment past the line limit is refused
-                // before the end of the file is seen.
-                let len = (rest.len() - end) as u64;
-                if len > max_line {
-                    return Err(line_limit(self.next_no, max_line));
-                }
-                self.torn = Some(TornTail {
-                    offset: self.offset,
-                    len,
-                });
-                *pos = map.len();
+                let len = rest.len() - end;
+                self.torn = Some(mapped_tail(len, self.offset, self.next_no, &self.limits)?);
+                next = map.len();
+            }
+            if let Inner::Mapped { pos, .. } = &mut self.inner {
+                *pos = next;
             }
             let text = BatchText::Mapped(MappedStretch {
                 map,
@@ -631,9 +623,24 @@ impl LineReader {
         buf[..tail.len()].copy_from_slice(tail);
         *end = tail.len();
         text.truncate(last + 1);
-        let mut at = base;
-        for i in memchr::memchr_iter(b'\n', &text[base..]) {
-            let stop = base + i;
+        let more = !(*eof && *end == 0);
+        self.cut_lines(text, base, spans)?;
+        Ok(more)
+    }
+
+    /// Record the span of every line of `text[from..]` (which ends with a
+    /// newline, or is empty), numbering them on from the reader's count;
+    /// a line past the limit is refused.
+    fn cut_lines(
+        &mut self,
+        text: &[u8],
+        from: usize,
+        spans: &mut Vec<LineSpan>,
+    ) -> Result<(), LoadError> {
+        let max_line = self.limits.max_line_bytes;
+        let mut at = from;
+        for i in memchr::memchr_iter(b'\n', &text[from..]) {
+            let stop = from + i;
             if (stop - at) as u64 > max_line {
                 return Err(line_limit(self.next_no, max_line));
             }
@@ -648,7 +655,7 @@ impl LineReader {
             self.offset += (stop + 1 - at) as u64;
             at = stop + 1;
         }
-        Ok(!(*eof && *end == 0))
+        Ok(())
     }
 
     /// The next complete line, or `None` at the end (a torn tail is recorded).
@@ -659,13 +666,8 @@ impl LineReader {
                 let rest = &map[*pos..];
                 let Some(i) = memchr::memchr(b'\n', rest) else {
                     if !rest.is_empty() {
-                        if rest.len() as u64 > limits.max_line_bytes {
-                            return Err(line_limit(self.next_no, limits.max_line_bytes));
-                        }
-                        self.torn = Some(TornTail {
-                            offset: self.offset,
-                            len: rest.len() as u64,
-                        });
+                        let len = rest.len();
+                        self.torn = Some(mapped_tail(len, self.offset, self.next_no, &limits)?);
                         *pos = map.len();
                     }
                     return Ok(None);

@@ -405,10 +405,15 @@ impl<'a> JStr<'a> {
             raw.extend_from_slice(between.as_bytes());
         }
         raw.extend_from_slice(tail);
+        // Counted once here: the pruner prices the result, and the writer
+        // prices it again when it validates the batch.
+        let len16 = self.part(0..oa).len16()
+            + between.encode_utf16().count()
+            + self.part(ob..self.raw.len()).len16();
         JStr {
             raw: Cow::Owned(raw),
             escaped: self.escaped,
-            len16: LEN16_UNKNOWN,
+            len16: u32::try_from(len16).unwrap_or(LEN16_UNKNOWN),
         }
     }
 
@@ -1225,10 +1230,21 @@ impl<'a> Value<'a> {
         self.copy_strs(&|s: &JStr<'a>| s.clone().into_owned())
     }
 
+    /// A copy of the value whose strings borrow this one's bytes: the
+    /// containers are new, no string is copied (for putting a value into
+    /// a document that is written and dropped).
+    pub fn borrowed(&self) -> Value<'_> {
+        self.copy_strs(&|s: &JStr<'a>| JStr {
+            raw: Cow::Borrowed(&s.raw[..]),
+            escaped: s.escaped,
+            len16: s.len16,
+        })
+    }
+
     /// A copy of the value with every string and key given by `f`. Plain
     /// loops: one frame per nesting level (a deep value is copied on a
     /// small stack).
-    fn copy_strs<'b>(&self, f: &impl Fn(&JStr<'a>) -> JStr<'b>) -> Value<'b> {
+    fn copy_strs<'s, 'b>(&'s self, f: &impl Fn(&'s JStr<'a>) -> JStr<'b>) -> Value<'b> {
         match self {
             Value::Null => Value::Null,
             Value::Bool(b) => Value::Bool(*b),
@@ -1421,6 +1437,68 @@ impl<'a> Value<'a> {
             }
         }
     }
+
+    /// [`Self::write_json`] into `buf`, handing `buf` to `flush` whenever
+    /// it holds [`Self::CHUNK`] bytes or more after a member or element: a
+    /// large document is written in pieces, never held whole.
+    pub fn write_json_chunked(
+        &self,
+        buf: &mut String,
+        flush: &mut dyn FnMut(&mut String) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.chunked(buf, flush, 0)
+    }
+
+    /// [`Self::write_json_chunked`] at `depth`: chunks are cut in the top
+    /// few levels only (a document's bulk is an array of rows); deeper
+    /// values are written whole by [`Self::write_json`].
+    fn chunked(
+        &self,
+        buf: &mut String,
+        flush: &mut dyn FnMut(&mut String) -> std::io::Result<()>,
+        depth: usize,
+    ) -> std::io::Result<()> {
+        const CHUNKED_LEVELS: usize = 4;
+        if depth >= CHUNKED_LEVELS {
+            self.write_json(buf);
+            return Ok(());
+        }
+        match self {
+            Value::Arr(a) => {
+                buf.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        buf.push(',');
+                    }
+                    v.chunked(buf, flush, depth + 1)?;
+                    if buf.len() >= Self::CHUNK {
+                        flush(buf)?;
+                    }
+                }
+                buf.push(']');
+            }
+            Value::Obj(o) => {
+                buf.push('{');
+                for (i, (k, v)) in o.iter().enumerate() {
+                    if i > 0 {
+                        buf.push(',');
+                    }
+                    k.write_json(buf);
+                    buf.push(':');
+                    v.chunked(buf, flush, depth + 1)?;
+                    if buf.len() >= Self::CHUNK {
+                        flush(buf)?;
+                    }
+                }
+                buf.push('}');
+            }
+            v => v.write_json(buf),
+        }
+        Ok(())
+    }
+
+    /// See [`Self::write_json_chunked`].
+    pub const CHUNK: usize = 1 << 16;
 
     /// UTF-16 length of `JSON.stringify(value)`.
     pub fn json_len16(&self) -> usize {
@@ -3164,6 +3242,8 @@ mod tests {
                 joined.extend_from_slice(&tail);
                 let cut = s.cut_around(a, b, "\n[cut]\n");
                 assert_eq!(cut.units(), joined, "{text} cut {a}..{b}");
+                // The length counted at the cut is the joined text's.
+                assert_eq!(cut.len16(), joined.len(), "{text} len16 {a}..{b}");
                 let mut json = String::new();
                 cut.write_json(&mut json);
                 let mut want = String::new();
@@ -3245,6 +3325,57 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_document_written_in_chunks_is_the_document_written_whole() {
+        // Rows of objects with escapes, astral characters and nesting past
+        // the chunked levels: many flushes, the same bytes.
+        let mut rows = String::from("[");
+        for i in 0..3000 {
+            if i > 0 {
+                rows.push(',');
+            }
+            rows.push_str(&format!(
+                r#"{{"n":{i},"t":"row \"{i}\"\n😀 {}","deep":[[[[[{{"x":[1,{{"y":"z"}}]}}]]]]]}}"#,
+                "é".repeat(i % 40)
+            ));
+        }
+        rows.push(']');
+        let text = format!(r#"{{"head":{{"a":[]}},"rows":{rows},"tail":null,"empty":{{}}}}"#);
+        let v = Value::parse(&text).unwrap();
+        let mut chunks = Vec::new();
+        let mut buf = String::new();
+        v.write_json_chunked(&mut buf, &mut |b: &mut String| {
+            chunks.push(std::mem::take(b));
+            Ok(())
+        })
+        .unwrap();
+        chunks.push(buf);
+        assert!(chunks.len() > 3, "{} chunks", chunks.len());
+        assert!(chunks.iter().all(|c| c.len() < 2 * Value::CHUNK));
+        assert_eq!(chunks.concat(), v.to_json());
+        // A flush that fails stops the writing with its error.
+        let mut calls = 0;
+        let r = v.write_json_chunked(&mut String::new(), &mut |_| {
+            calls += 1;
+            Err(std::io::Error::other("gone"))
+        });
+        assert!(r.is_err());
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn a_borrowed_value_is_the_value_without_copied_strings() {
+        let text = r#"{"a":["x\ny",{"b":"😀","c":[1,true,null]}],"d":"plain"}"#;
+        let owned = Value::parse(text).unwrap().into_owned();
+        let view = owned.borrowed();
+        assert!(view.deep_eq(&owned));
+        assert_eq!(view.to_json(), owned.to_json());
+        let (Some(Value::Str(a)), Some(Value::Str(b))) = (owned.get("d"), view.get("d")) else {
+            panic!("strings");
+        };
+        assert_eq!(a.raw.as_ptr(), b.raw.as_ptr(), "the view copies no string");
     }
 
     #[test]

@@ -109,7 +109,7 @@ mod write;
 pub use error::{AppendError, Blocker};
 use lock::{LockKind, acquire};
 pub use write::zstd_frame;
-use write::{EncodeError, Sink, commit, encode, last_record_seq};
+use write::{EncodeError, Sink, commit, encode, encoded_len, last_record_seq};
 
 /// The events a resuming harness writes first: the crash-repair closers of an
 /// open final turn, then the `session/end-seed` marker unless the log already
@@ -896,18 +896,28 @@ impl Appender {
         }
         let path_of =
             |log: &LoadedLog| log.source.path().map(Path::to_path_buf).unwrap_or_default();
-        let (payload, bytes) = encode(events, self.log.container).map_err(|e| match e {
-            EncodeError::Io(source) => AppendError::Open {
-                path: path_of(&self.log),
-                op: "compress the batch",
-                source,
-            },
-            EncodeError::Unsafe(u) => AppendError::NotAtomic {
-                path: path_of(&self.log),
-                seq: u.seq,
-                why: u.why,
-            },
-        })?;
+        // A dry run on a plain log needs only the byte count. (An artifact's
+        // batch is still framed: the frame check can refuse it.)
+        let encoded = if self.sink.is_none() && self.log.container == Container::Plain {
+            None
+        } else {
+            Some(encode(events, self.log.container).map_err(|e| match e {
+                EncodeError::Io(source) => AppendError::Open {
+                    path: path_of(&self.log),
+                    op: "compress the batch",
+                    source,
+                },
+                EncodeError::Unsafe(u) => AppendError::NotAtomic {
+                    path: path_of(&self.log),
+                    seq: u.seq,
+                    why: u.why,
+                },
+            })?)
+        };
+        let bytes = match &encoded {
+            Some((_, bytes)) => *bytes,
+            None => encoded_len(events),
+        };
         let first_seq = self.next_seq;
         let mut report = AppendReport {
             first_seq,
@@ -918,6 +928,7 @@ impl Appender {
             path: None,
         };
         if let Some(sink) = &mut self.sink
+            && let Some((payload, _)) = &encoded
             && !events.is_empty()
         {
             // Re-check: nobody grew the file since it was validated.
@@ -933,7 +944,7 @@ impl Appender {
                 });
             }
             let path = sink.path.clone();
-            let new_len = commit(sink, &path, self.len, &payload, self.pause)?;
+            let new_len = commit(sink, &path, self.len, payload, self.pause)?;
             report.written = new_len - self.len;
             report.path = Some(sink.path.clone());
             self.len = new_len;

@@ -290,6 +290,46 @@ fn a_failed_write_is_cut_back() {
 }
 
 #[test]
+fn a_dry_run_counts_the_bytes_a_write_appends() {
+    // A plain dry run only counts its bytes (it encodes nothing to write);
+    // the count is what the write then appends, escapes and all.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, open_turn_log()).unwrap();
+    let src = LogSource::File(path.clone());
+    let batch = |app: &Appender| {
+        let mut batch = app.lifecycle_prefix(5.0);
+        let seq = app.next_seq() + batch.len() as u64;
+        let line = format!(
+            r#"{{"type":"user/message","seq":{seq},"time":99,"data":{{"role":"user","content":[{{"type":"text","text":"tab\t \"quote\" \u00e9 \ud83d\ude00 \u0001 \/"}}],"source":{{"kind":"user"}},"id":"u{seq}"}},"surfaceOp":"append"}}"#
+        );
+        let v = Value::parse(&line).unwrap().into_owned();
+        batch.push(owned_event(Kind::UserMessage, seq, v));
+        batch
+    };
+    let open = |target| {
+        Appender::open(
+            &src,
+            target,
+            &AppendOptions::default(),
+            &mut |_: &Event<'_>, _: &Folded<'_>| {},
+        )
+        .unwrap()
+    };
+    let mut dry = open(AppendTarget::DryRun);
+    let counted = dry.append(&batch(&dry)).unwrap();
+    assert_eq!(counted.written, 0);
+    drop(dry);
+    let before = fs::metadata(&path).unwrap().len();
+    let mut app = open(AppendTarget::InPlace);
+    let wrote = app.append(&batch(&app)).unwrap();
+    app.finish().unwrap();
+    let grown = fs::metadata(&path).unwrap().len() - before;
+    assert_eq!(counted.bytes, wrote.bytes);
+    assert_eq!(counted.bytes, grown);
+}
+
+#[test]
 fn the_batch_must_start_a_lifecycle_and_be_valid() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");

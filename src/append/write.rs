@@ -394,20 +394,22 @@ pub(super) fn encode(
     container: Container,
 ) -> Result<(Payload, u64), EncodeError> {
     let mut units: Vec<Vec<u8>> = Vec::new();
-    let mut cur: Vec<u8> = Vec::new();
+    let mut cur = String::new();
     let mut lens: Vec<usize> = Vec::with_capacity(events.len());
     let mut total = 0u64;
     for ev in events {
         if ev.kind == Kind::TurnEnd && !cur.is_empty() {
-            units.push(std::mem::take(&mut cur));
+            units.push(std::mem::take(&mut cur).into_bytes());
         }
-        let line = ev.value.to_json();
-        debug_assert!(!line.contains('\n'));
-        cur.extend_from_slice(line.as_bytes());
-        cur.push(b'\n');
-        lens.push(line.len() + 1);
-        total += line.len() as u64 + 1;
+        // Written in place: no line of its own to copy.
+        let at = cur.len();
+        ev.value.write_json(&mut cur);
+        debug_assert!(!cur[at..].contains('\n'));
+        cur.push('\n');
+        lens.push(cur.len() - at);
+        total += (cur.len() - at) as u64;
     }
+    let cur = cur.into_bytes();
     if !cur.is_empty() {
         units.push(cur);
     }
@@ -422,6 +424,20 @@ pub(super) fn encode(
             Ok((Payload::Frame(frame), total))
         }
     }
+}
+
+/// The bytes [`encode`] gives a plain log for `events`, counted without
+/// keeping them (a dry run writes nothing).
+pub(super) fn encoded_len(events: &[OwnedEvent]) -> u64 {
+    let mut line = String::new();
+    events
+        .iter()
+        .map(|ev| {
+            line.clear();
+            ev.value.write_json(&mut line);
+            line.len() as u64 + 1
+        })
+        .sum()
 }
 
 /// One complete, checksummed Zstandard frame (level 3, as Node's default).

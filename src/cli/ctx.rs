@@ -202,10 +202,19 @@ impl Ctx {
     }
 
     /// Print a JSON document on stdout (compact, one line).
-    pub fn print_json(&self, v: &OwnedValue) -> std::io::Result<()> {
-        let mut s = v.to_json();
-        s.push('\n');
-        self.out.write_all(s.as_bytes())
+    pub fn print_json(&self, v: &Value<'_>) -> std::io::Result<()> {
+        // Written in pieces: a large document (a prune's appended events)
+        // is never held whole as text.
+        let mut out = self.out.stream();
+        let mut buf = String::with_capacity(Value::CHUNK + (Value::CHUNK >> 2));
+        v.write_json_chunked(&mut buf, &mut |b: &mut String| {
+            out.write_all(b.as_bytes())?;
+            b.clear();
+            Ok(())
+        })?;
+        buf.push('\n');
+        out.write_all(buf.as_bytes())?;
+        out.flush()
     }
 
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line

@@ -150,8 +150,11 @@ fn closed_turn_refusal(app: &Appender) -> String {
     )
 }
 
-fn events_json(evs: &[dsh::OwnedEvent]) -> OwnedValue {
-    Value::Arr(evs.iter().map(|e| e.value.clone()).collect())
+/// The events as a JSON array that borrows their strings (the report is
+/// written and dropped; copying megabytes of results for it was a tenth of
+/// a dry run).
+fn events_json(evs: &[dsh::OwnedEvent]) -> Value<'_> {
+    Value::Arr(evs.iter().map(|e| e.value.borrowed()).collect())
 }
 
 /// Run it.
@@ -198,25 +201,30 @@ struct Outcome<'a> {
 }
 
 /// The `--json` document.
-fn report_json(
-    plan: &dsh::prune::PrunePlan,
-    reference: Option<&dsh::prune::PrunePlan>,
-    prefix: &[dsh::OwnedEvent],
+/// `plan` comes with its events (moved out of it into the batch).
+fn report_json<'p>(
+    (plan, appended): (&'p dsh::prune::PrunePlan, &'p [dsh::OwnedEvent]),
+    reference: Option<&'p dsh::prune::PrunePlan>,
+    prefix: &'p [dsh::OwnedEvent],
     bpe: &[BpeSavings],
     o: &Outcome<'_>,
     args: &PruneArgs,
     config_path: Option<&std::path::Path>,
-) -> OwnedValue {
+) -> Value<'p> {
     let path_json = |p: Option<&std::path::Path>| {
         p.map(|p| Value::from(p.display().to_string()))
             .unwrap_or(Value::Null)
     };
-    let v = to_json(reference.unwrap_or(plan), prefix)
+    let reported = match reference {
+        Some(r) => (r, &r.events[..]),
+        None => (plan, appended),
+    };
+    let v = to_json(reported, prefix)
         .with(
             "write",
             Value::obj()
                 .with("baseSeq", plan.base_seq.into())
-                .with("appended", events_json(&plan.events)),
+                .with("appended", events_json(appended)),
         )
         .with("lifecycle", o.lifecycle.as_str().into())
         .with("surfaceTokens", tokens_json(plan))
@@ -284,7 +292,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         .into(),
     };
-    let plan =
+    let mut plan =
         dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(plan_error)?;
     // The plan read every result it rewrites: the write check need not.
     app.remember_originals(&plan.originals);
@@ -306,8 +314,10 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     } else {
         app.lifecycle_prefix(time)
     };
+    // The plan's events move into the batch; `appended` is them there.
     let mut batch = prefix.clone();
-    batch.extend(plan.events.iter().cloned());
+    batch.append(&mut plan.events);
+    let appended = &batch[prefix.len()..];
     // What stands in the way of a real write.
     let refused: Option<String> = if plan.pruned.is_empty() {
         None
@@ -384,7 +394,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
                 lifecycle,
             };
             let v = report_json(
-                &plan,
+                (&plan, appended),
                 reference.as_ref(),
                 &prefix,
                 &bpe,
@@ -397,7 +407,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         print_readable(
             &ctx.out,
-            &plan,
+            (&plan, appended),
             &bpe,
             &prefix,
             &file,
@@ -506,8 +516,12 @@ fn bpe_savings(log: &LoadedLog, plan: &PrunePlan, enc: Encoding) -> Result<BpeSa
     })
 }
 
-/// The reference's prune output plus the lifecycle prefix.
-fn to_json(plan: &PrunePlan, prefix: &[dsh::OwnedEvent]) -> OwnedValue {
+/// The reference's prune output plus the lifecycle prefix (`plan` with its
+/// events).
+fn to_json<'p>(
+    (plan, events): (&'p PrunePlan, &'p [dsh::OwnedEvent]),
+    prefix: &'p [dsh::OwnedEvent],
+) -> Value<'p> {
     let pruned: Vec<OwnedValue> = plan
         .pruned
         .iter()
@@ -520,7 +534,7 @@ fn to_json(plan: &PrunePlan, prefix: &[dsh::OwnedEvent]) -> OwnedValue {
     Value::obj()
         .with("config", plan.config.to_json())
         .with("baseSeq", plan.base_seq.into())
-        .with("appended", events_json(&plan.events))
+        .with("appended", events_json(events))
         .with("pruned", Value::Arr(pruned))
         .with("charsRemoved", plan.chars_removed.into())
         .with("lifecycleEvents", events_json(prefix))
@@ -539,7 +553,7 @@ fn tokens_json(plan: &PrunePlan) -> OwnedValue {
 #[allow(clippy::too_many_arguments)]
 fn print_readable(
     o: &Out,
-    plan: &PrunePlan,
+    (plan, events): (&PrunePlan, &[dsh::OwnedEvent]),
     bpe: &[BpeSavings],
     prefix: &[dsh::OwnedEvent],
     file: &str,
@@ -605,7 +619,7 @@ fn print_readable(
         )?;
     }
     let first = prefix.first().map_or(plan.base_seq, |e| e.seq);
-    let last = plan.base_seq + plan.events.len() as u64 - 1;
+    let last = plan.base_seq + events.len() as u64 - 1;
     let closers = prefix
         .iter()
         .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
@@ -621,7 +635,7 @@ fn print_readable(
     parts.push(format!("{n} prune pair(s)"));
     let mut what = format!(
         "{} event(s) (seq {first}–{last}: {})",
-        prefix.len() + plan.events.len(),
+        prefix.len() + events.len(),
         parts.join(", ")
     );
     if turn_open && prefix.is_empty() {
@@ -644,7 +658,7 @@ fn print_readable(
         }
     } else if args.dry_run {
         outln!(o, "dry run: would append {what}:")?;
-        for e in prefix.iter().chain(&plan.events) {
+        for e in prefix.iter().chain(events) {
             outln!(o, "  {}", describe(e))?;
         }
         if let Some(why) = refused {

@@ -122,7 +122,10 @@ fn placeholder_blocks(blocks: &[Value<'_>], replaced: &mut u64) -> Vec<OwnedValu
 pub fn request_tokens(req: &CompletionRequest) -> u64 {
     crate::heuristic::system_tokens(req.system.as_ref())
         + crate::heuristic::tools_tokens(req.tools.as_ref())
-        + req.messages.iter().map(price_message).sum::<u64>()
+        // A range is often most of a log: priced on every core.
+        + crate::par::map_in_order(&req.messages, |m, _: &mut ()| price_message(m))
+            .into_iter()
+            .sum::<u64>()
 }
 
 /// A reply rejected by §6.2, with the text `compaction/end.error` records.

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::json::{EventSpans, Value};
@@ -191,6 +191,31 @@ struct QueueState {
     error: Option<LoadError>,
     /// The folder stopped early (a refusal): stop reading.
     stop: bool,
+    /// Threads waiting for a change (see [`Queue::publish`]).
+    sleepers: usize,
+}
+
+impl Queue {
+    /// Wait for a change; the lock is released meanwhile.
+    fn wait<'q>(&'q self, mut st: MutexGuard<'q, QueueState>) -> MutexGuard<'q, QueueState> {
+        st.sleepers += 1;
+        let mut st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        st.sleepers -= 1;
+        st
+    }
+
+    /// Release the lock after a change, waking whoever waits for one. A
+    /// wake-up is a system call, so it is made only when a thread sleeps
+    /// (one changes the queue a few times a batch: thousands of calls a
+    /// log). No wake-up is lost: a thread counts itself a sleeper under the
+    /// lock, and looks at the queue under it before it sleeps.
+    fn publish(&self, st: MutexGuard<'_, QueueState>) {
+        let wake = st.sleepers > 0;
+        drop(st);
+        if wake {
+            self.changed.notify_all();
+        }
+    }
 }
 
 enum Slot {
@@ -226,8 +251,7 @@ impl Incoming {
                 Some(Slot::Parsed(_)) | Some(Slot::Raw(_)) => {
                     let slot = st.slots.pop_front();
                     st.base += 1;
-                    drop(st);
-                    self.queue.changed.notify_all();
+                    self.queue.publish(st);
                     return match slot {
                         Some(Slot::Parsed(b)) => Some(Ok(b)),
                         Some(Slot::Raw(r)) => Some(Ok(r.parse(false, self.lanes))),
@@ -244,19 +268,16 @@ impl Incoming {
                     }
                 }
             }
-            st = self
-                .queue
-                .changed
-                .wait(st)
-                .unwrap_or_else(|e| e.into_inner());
+            st = self.queue.wait(st);
         }
     }
 }
 
 impl Drop for Incoming {
     fn drop(&mut self) {
-        lock(&self.queue.state).stop = true;
-        self.queue.changed.notify_all();
+        let mut st = lock(&self.queue.state);
+        st.stop = true;
+        self.queue.publish(st);
     }
 }
 
@@ -331,6 +352,7 @@ pub fn spawn(
             done: false,
             error: None,
             stop: false,
+            sleepers: 0,
         }),
         changed: Condvar::new(),
     });
@@ -469,8 +491,7 @@ fn parse_newest(queue: &Queue, lanes: Lanes, min_raw: usize) -> Turn {
     // The folder never takes a slot being parsed: it is still there.
     let k = (at - st.base) as usize;
     st.slots[k] = Slot::Parsed(batch);
-    drop(st);
-    queue.changed.notify_all();
+    queue.publish(st);
     Turn::Parsed
 }
 
@@ -479,8 +500,7 @@ fn run(reader: &mut LineReader, queue: &Queue, recycled: &Receiver<Batch>, lanes
         let mut st = lock(&queue.state);
         st.done = true;
         st.error = error;
-        drop(st);
-        queue.changed.notify_all();
+        queue.publish(st);
     };
     loop {
         while let Ok(old) = recycled.try_recv() {
@@ -497,7 +517,7 @@ fn run(reader: &mut LineReader, queue: &Queue, recycled: &Receiver<Batch>, lanes
                 Turn::Nothing => {
                     let st = lock(&queue.state);
                     if st.slots.len() >= MAX_SLOTS && !st.stop {
-                        let _st = queue.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+                        let _st = queue.wait(st);
                     }
                 }
             }
@@ -510,8 +530,7 @@ fn run(reader: &mut LineReader, queue: &Queue, recycled: &Receiver<Batch>, lanes
         if !spans.is_empty() {
             let mut st = lock(&queue.state);
             st.slots.push_back(Slot::Raw(RawBatch { text, spans }));
-            drop(st);
-            queue.changed.notify_all();
+            queue.publish(st);
         }
         if !more {
             // Help with what is left while the folder works through it.

@@ -700,15 +700,26 @@ pub fn export_many<E>(
     jobs: usize,
     each: &mut dyn FnMut(usize, Result<LogRows, Refused>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let jobs = jobs.clamp(1, sources.len().max(1));
+    read_in_order(sources, opts, jobs.clamp(1, sources.len().max(1)), each)
+}
+
+/// [`export_many`] on up to `jobs` reading threads; when none starts (or
+/// `jobs` is 0) this thread reads each log in turn.
+fn read_in_order<E>(
+    sources: &[LogSource],
+    opts: &ExportOptions,
+    jobs: usize,
+    each: &mut dyn FnMut(usize, Result<LogRows, Refused>) -> Result<(), E>,
+) -> Result<(), E> {
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<LogRows, Refused>)>(jobs * 2);
     std::thread::scope(|scope| {
+        let mut started = 0;
         for _ in 0..jobs {
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
-            scope.spawn(move || {
+            let reading = move || {
                 loop {
                     if stop.load(Ordering::Relaxed) {
                         break;
@@ -719,9 +730,25 @@ pub fn export_many<E>(
                         break;
                     }
                 }
-            });
+            };
+            // A thread that cannot start (a process short of memory or
+            // threads) leaves its share to the others.
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, reading)
+                .is_err()
+            {
+                break;
+            }
+            started += 1;
         }
         drop(tx);
+        if started == 0 {
+            // None started: this thread reads each log in turn.
+            for (i, src) in sources.iter().enumerate() {
+                each(i, rows_of(src, opts))?;
+            }
+            return Ok(());
+        }
         let mut pending: BTreeMap<usize, Result<LogRows, Refused>> = BTreeMap::new();
         let mut want = 0usize;
         let mut result = Ok(());
@@ -892,6 +919,34 @@ mod parquet_writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_read_on_this_thread_come_as_threads_give_them() {
+        // No reading thread could start: the same rows, in the same order.
+        let sources: Vec<LogSource> = [
+            "samples/compacted.jsonl",
+            "samples/nope.jsonl",
+            "samples/compacted.jsonl",
+        ]
+        .iter()
+        .map(|p| LogSource::File(p.into()))
+        .collect();
+        let opts = ExportOptions::default();
+        let run = |jobs| {
+            let mut got = Vec::new();
+            read_in_order(&sources, &opts, jobs, &mut |i, r| {
+                got.push((i, r.map_err(|e| e.file)));
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            got
+        };
+        let here = run(0);
+        assert_eq!(here.len(), 3);
+        assert!(here[0].1.as_ref().is_ok_and(|r| !r.tables[0].is_empty()));
+        assert!(here[1].1.is_err());
+        assert_eq!(here, run(2));
+    }
 
     #[test]
     fn rows_match_their_columns() {

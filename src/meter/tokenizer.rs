@@ -477,6 +477,16 @@ pub fn count(
     header: Option<&Value<'_>>,
     enc: Encoding,
 ) -> Result<TokenCounts, LoadError> {
+    count_on(log, header, enc, crate::par::cores().min(8))
+}
+
+/// [`count`] with `threads` counting threads (none: this thread counts).
+fn count_on(
+    log: &LoadedLog,
+    header: Option<&Value<'_>>,
+    enc: Encoding,
+    threads: usize,
+) -> Result<TokenCounts, LoadError> {
     let mut c = Counter::new(enc);
     let system_tokens = match header.and_then(|h| h.get("system")) {
         Some(Value::Str(s)) => c.count_str(&s.to_lossy()),
@@ -487,7 +497,6 @@ pub fn count(
         _ => 0,
     };
     let engine = enc.engine();
-    let threads = crate::par::cores().min(8);
     let mut node_tokens: Vec<u64> = Vec::with_capacity(log.surface.nodes.len());
     let mut bytes = c.bytes;
     std::thread::scope(|scope| -> Result<(), LoadError> {
@@ -495,9 +504,10 @@ pub fn count(
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Texts)>(threads * 2);
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Vec<u64>, u64)>();
+        let mut started = 0;
         for _ in 0..threads {
             let (rx, done_tx) = (rx.clone(), done_tx.clone());
-            scope.spawn(move || {
+            let counting = move || {
                 let mut worker = Worker::new(engine);
                 loop {
                     let next = rx.lock().ok().and_then(|r| r.recv().ok());
@@ -507,9 +517,30 @@ pub fn count(
                         break;
                     }
                 }
-            });
+            };
+            // A thread that cannot start (a process short of memory or
+            // threads) leaves the counting to the others, or to this one.
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, counting)
+                .is_err()
+            {
+                break;
+            }
+            started += 1;
         }
+        // Nobody to send batches to: they are counted here as they fill.
+        let mut here = (started == 0).then(|| (Worker::new(engine), done_tx.clone()));
         drop(done_tx);
+        // A full batch goes to the counting threads, or is counted here.
+        type Done = std::sync::mpsc::Sender<(usize, Vec<u64>, u64)>;
+        let hand_over = |here: &mut Option<(Worker, Done)>, i: usize, texts: Texts| match here {
+            Some((worker, done)) => {
+                let (counts, b) = texts.count(worker);
+                let _ = done.send((i, counts, b));
+                true
+            }
+            None => tx.send((i, texts)).is_ok(),
+        };
         let mut batches = 0usize;
         let mut texts = Texts::default();
         let (mut file, mut line) = (None, Vec::new());
@@ -525,19 +556,20 @@ pub fn count(
                 texts.end_node();
                 if texts.bytes >= BATCH_BYTES {
                     let full = std::mem::take(&mut texts);
-                    if tx.send((batches, full)).is_err() {
+                    if !hand_over(&mut here, batches, full) {
                         break;
                     }
                     batches += 1;
                 }
             }
             if !texts.ends.is_empty() {
-                let _ = tx.send((batches, std::mem::take(&mut texts)));
+                hand_over(&mut here, batches, std::mem::take(&mut texts));
                 batches += 1;
             }
             Ok(())
         };
         let result = read();
+        drop(here);
         drop(tx);
         let mut parts: Vec<Option<Vec<u64>>> = vec![None; batches];
         for (i, counts, b) in done_rx {
@@ -577,6 +609,32 @@ pub fn count(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_surface_is_counted_alike_without_counting_threads() {
+        // No thread could start: the batches are counted on this one.
+        let src = crate::LogSource::File("samples/compacted.jsonl".into());
+        let log = crate::log::load(
+            &src,
+            &crate::LoadOptions::default(),
+            &mut |_: &crate::Event<'_>, _: &crate::log::Folded<'_>| {},
+        )
+        .unwrap();
+        for enc in [Encoding::O200k, Encoding::Cl100k] {
+            let shared = count_on(&log, None, enc, 2).unwrap();
+            let here = count_on(&log, None, enc, 0).unwrap();
+            assert!(shared.message_tokens > 0);
+            assert_eq!(here.message_tokens, shared.message_tokens);
+            assert_eq!(here.text_bytes, shared.text_bytes);
+            let seqs = |c: &TokenCounts| {
+                c.nodes
+                    .iter()
+                    .map(|n| (n.seq, n.tokens))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(seqs(&here), seqs(&shared));
+        }
+    }
 
     #[test]
     fn counts_the_priced_text_only() {

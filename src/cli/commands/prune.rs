@@ -314,7 +314,8 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     } else {
         app.lifecycle_prefix(time)
     };
-    // The plan's events move into the batch; `appended` is them there.
+    // The plan's events move into the batch (`bpe_savings`, the one reader
+    // of them in the plan, ran above); `appended` is them there.
     let mut batch = prefix.clone();
     batch.append(&mut plan.events);
     let appended = &batch[prefix.len()..];

@@ -40,7 +40,7 @@ use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{OwnedValue, Value};
 use crate::lock::LockState;
 use crate::provider::{ErrorCode, Progress, ProviderError, Summarizer, Usage, WireRequest};
-use crate::prune::{PruneConfig, PruneError, PrunedResult};
+use crate::prune::{PruneConfig, PrunedResult};
 use crate::range::{self, Decline, Region, Selection};
 
 pub use session::{OpenError, Session};
@@ -415,27 +415,14 @@ impl Run<'_, '_, '_> {
             return Ok(());
         };
         let session = &*self.session;
-        let mut file = None;
-        let candidates = session
-            .surface()
-            .nodes
-            .iter()
-            .filter(|n| n.kind == Kind::ToolResult)
-            .map(|n| {
-                session
-                    .event_of(n, &mut file)
-                    .map(|ev| (ev, n.tokens))
-                    .map_err(|m| PruneError::Content {
-                        seq: n.seq,
-                        message: m,
-                    })
-            });
-        let plan = crate::prune::plan_nodes(
-            &cfg,
-            candidates,
+        // As `dsh prune` plans: results within budget by their length are
+        // not read again, the others are read on every core.
+        let plan = crate::prune::plan_on(
+            session.appender().log(),
+            session.surface(),
             session.next_seq(),
+            &cfg,
             (self.env.clock)(),
-            session.surface().tokens,
         );
         let plan = match plan {
             Ok(p) => p,

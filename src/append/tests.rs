@@ -34,6 +34,11 @@ fn user_msg(seq: u64) -> OwnedEvent {
     owned_event(Kind::UserMessage, seq, v)
 }
 
+/// An appender on `src` with the default options and no observer.
+fn opened(src: &LogSource, target: AppendTarget) -> Appender {
+    Appender::open(src, target, &AppendOptions::default(), &mut noop()).unwrap()
+}
+
 fn loaded(path: &Path) -> LoadedLog {
     load(
         &LogSource::File(path.to_path_buf()),
@@ -167,13 +172,7 @@ fn a_zstd_batch_is_one_checksummed_frame() {
     bytes.extend(zstd_frame(body.as_bytes()).unwrap());
     fs::write(&path, &bytes).unwrap();
     let src = LogSource::File(path.clone());
-    let mut app = Appender::open(
-        &src,
-        AppendTarget::InPlace,
-        &AppendOptions::default(),
-        &mut |_: &Event<'_>, _: &Folded<'_>| {},
-    )
-    .unwrap();
+    let mut app = opened(&src, AppendTarget::InPlace);
     let mut batch = app.lifecycle_prefix(50.0);
     batch.push(user_msg(app.log().session_length()));
     let r = app.append(&batch).unwrap();
@@ -307,21 +306,12 @@ fn a_dry_run_counts_the_bytes_a_write_appends() {
         batch.push(owned_event(Kind::UserMessage, seq, v));
         batch
     };
-    let open = |target| {
-        Appender::open(
-            &src,
-            target,
-            &AppendOptions::default(),
-            &mut |_: &Event<'_>, _: &Folded<'_>| {},
-        )
-        .unwrap()
-    };
-    let mut dry = open(AppendTarget::DryRun);
+    let mut dry = opened(&src, AppendTarget::DryRun);
     let counted = dry.append(&batch(&dry)).unwrap();
     assert_eq!(counted.written, 0);
     drop(dry);
     let before = fs::metadata(&path).unwrap().len();
-    let mut app = open(AppendTarget::InPlace);
+    let mut app = opened(&src, AppendTarget::InPlace);
     let wrote = app.append(&batch(&app)).unwrap();
     app.finish().unwrap();
     let grown = fs::metadata(&path).unwrap().len() - before;
@@ -335,13 +325,7 @@ fn the_batch_must_start_a_lifecycle_and_be_valid() {
     let path = dir.path().join("session.jsonl");
     fs::write(&path, open_turn_log()).unwrap();
     let src = LogSource::File(path.clone());
-    let mut app = Appender::open(
-        &src,
-        AppendTarget::DryRun,
-        &AppendOptions::default(),
-        &mut |_: &Event<'_>, _: &Folded<'_>| {},
-    )
-    .unwrap();
+    let mut app = opened(&src, AppendTarget::DryRun);
     assert!(app.file_turn_open());
     assert!(!app.turn_open(), "the closers close the turn");
     // Skipping the closers.
@@ -392,13 +376,7 @@ fn a_copy_takes_several_batches_and_appears_only_when_finished() {
     fs::write(&path, open_turn_log()).unwrap();
     let out = dir.path().join("copy.jsonl");
     let src = LogSource::File(path.clone());
-    let mut app = Appender::open(
-        &src,
-        AppendTarget::Copy(out.clone()),
-        &AppendOptions::default(),
-        &mut |_: &Event<'_>, _: &Folded<'_>| {},
-    )
-    .unwrap();
+    let mut app = opened(&src, AppendTarget::Copy(out.clone()));
     let mut first = app.lifecycle_prefix(7.0);
     first.push(user_msg(10));
     app.append(&first).unwrap();
@@ -415,13 +393,7 @@ fn a_copy_takes_several_batches_and_appears_only_when_finished() {
     assert_eq!(names.len(), 2, "no temporary file left");
     // Dropped without finish: no copy, no leftovers.
     let out2 = dir.path().join("copy2.jsonl");
-    let mut app = Appender::open(
-        &src,
-        AppendTarget::Copy(out2.clone()),
-        &AppendOptions::default(),
-        &mut |_: &Event<'_>, _: &Folded<'_>| {},
-    )
-    .unwrap();
+    let mut app = opened(&src, AppendTarget::Copy(out2.clone()));
     let prefix = app.lifecycle_prefix(7.0);
     app.append(&prefix).unwrap();
     drop(app);
@@ -440,15 +412,7 @@ fn a_live_compaction_lock_refuses_appends_until_released() {
     text.push('\n');
     fs::write(&path, &text).unwrap();
     let src = LogSource::File(path.clone());
-    let open = || {
-        Appender::open(
-            &src,
-            AppendTarget::InPlace,
-            &AppendOptions::default(),
-            &mut |_: &Event<'_>, _: &Folded<'_>| {},
-        )
-        .unwrap()
-    };
+    let open = || opened(&src, AppendTarget::InPlace);
     let mut app = open();
     assert_eq!(app.compaction_lock().state, LockState::Busy);
     assert!(matches!(
@@ -538,26 +502,14 @@ fn continue_needs_an_open_turn_and_cannot_release() {
     fs::write(&path, open_turn_log()).unwrap();
     let src = LogSource::File(path.clone());
     // Resume once: closers and end-seed close the turn.
-    let mut app = Appender::open(
-        &src,
-        AppendTarget::InPlace,
-        &AppendOptions::default(),
-        &mut noop(),
-    )
-    .unwrap();
+    let mut app = opened(&src, AppendTarget::InPlace);
     let prefix = app.lifecycle_prefix(5.0);
     app.append(&prefix).unwrap();
     // The lifecycle is chosen before the first batch.
     assert!(app.set_lifecycle(Lifecycle::Continue).is_err());
     app.finish().unwrap();
     let before = fs::read(&path).unwrap();
-    let mut app = Appender::open(
-        &src,
-        AppendTarget::InPlace,
-        &AppendOptions::default(),
-        &mut noop(),
-    )
-    .unwrap();
+    let mut app = opened(&src, AppendTarget::InPlace);
     assert!(!app.file_turn_open());
     app.set_lifecycle(Lifecycle::Continue).unwrap();
     let e = app.append(&[user_msg(10)]).unwrap_err();

@@ -317,15 +317,12 @@ fn a_zstd_batch_cut_at_any_byte_never_shows_half_a_pair() {
     let log = d.path().join("session.jsonl.zstd");
     fs::write(&log, &bytes).unwrap();
     let orig = load(&log).stored_events;
-    let out = crate::support::dsh_process()
-        .args(["prune", "-q", "--allow-closed-turn"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::stdout_ok(
+        crate::support::dsh_process()
+            .args(["prune", "-q", "--allow-closed-turn"])
+            .arg(&log)
+            .output()
+            .unwrap(),
     );
     let after = fs::read(&log).unwrap();
     let frame = &after[bytes.len()..];

@@ -526,17 +526,14 @@ fn a_home_full_of_self_links_is_walked_once() {
         std::os::unix::fs::symlink(&sessions, sessions.join(format!("loop{i}"))).unwrap();
     }
     let started = std::time::Instant::now();
-    let out = dsh()
-        .args(["locks", "--json"])
-        .arg(&sessions)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = crate::support::stdout_ok(
+        dsh()
+            .args(["locks", "--json"])
+            .arg(&sessions)
+            .output()
+            .unwrap(),
     );
-    let v = dsh::Value::parse(std::str::from_utf8(&out.stdout).unwrap().trim()).unwrap();
+    let v = dsh::Value::parse(stdout.trim()).unwrap();
     assert_eq!(
         v.get("logs").and_then(|l| l.as_arr()).map(|l| l.len()),
         Some(1)

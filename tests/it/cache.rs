@@ -674,19 +674,15 @@ fn scripted(g: &mut Gen) -> (u64, u64, u64) {
 }
 
 fn cache_json(env: &TestEnv, args: &[&str]) -> J {
-    let out = env
-        .dsh()
-        .arg("cache")
-        .arg("--json")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "dsh cache failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = crate::support::stdout_ok(
+        env.dsh()
+            .arg("cache")
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap(),
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&stdout).unwrap()
 }
 
 /// Invariants every report holds.

@@ -72,13 +72,9 @@ fn dsh() -> Command {
 }
 
 fn surface_nodes(p: &Path) -> J {
-    let out = dsh().args(["surface", "--json"]).arg(p).output().unwrap();
-    assert!(
-        out.status.success(),
-        "surface failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: J = serde_json::from_slice(&out.stdout).unwrap();
+    let stdout =
+        crate::support::stdout_ok(dsh().args(["surface", "--json"]).arg(p).output().unwrap());
+    let v: J = serde_json::from_str(&stdout).unwrap();
     v["nodes"].clone()
 }
 

@@ -311,17 +311,13 @@ fn events_json_rows_hold_each_event_as_json_stringify_writes_it() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("respelled.jsonl");
     std::fs::write(&p, lines.join("\n") + "\n").unwrap();
-    let out = dsh()
-        .args(["events", "--json", "--all"])
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = crate::support::stdout_ok(
+        dsh()
+            .args(["events", "--json", "--all"])
+            .arg(&p)
+            .output()
+            .unwrap(),
     );
-    let stdout = String::from_utf8(out.stdout).unwrap();
     let mut respelled = 0;
     for row in stdout.lines() {
         let v = Value::parse(row).unwrap();
@@ -364,21 +360,15 @@ fn session_directory_id_and_cwd_resolve_under_dsh_home() {
         "sample-coding-session",
         "/home/dev/dsh-demo",
     ] {
-        let out = dsh()
-            .env("DSH_HOME", home.path())
-            .args(["surface", "--json", arg])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{arg}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let stdout = crate::support::stdout_ok(
+            dsh()
+                .env("DSH_HOME", home.path())
+                .args(["surface", "--json", arg])
+                .output()
+                .unwrap(),
         );
         assert_eq!(
-            seqs(
-                &Value::parse(std::str::from_utf8(&out.stdout).unwrap()).unwrap(),
-                "nodes"
-            ),
+            seqs(&Value::parse(&stdout).unwrap(), "nodes"),
             SESSION_NODES,
             "{arg}"
         );

@@ -244,16 +244,13 @@ fn the_reference_reads_what_pack_writes() {
             .assert()
             .success();
         let run = |file: &std::path::Path| {
-            let out = std::process::Command::new(&oracle)
-                .args(["load", file.to_str().unwrap()])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            let stdout = crate::support::stdout_ok(
+                std::process::Command::new(&oracle)
+                    .args(["load", file.to_str().unwrap()])
+                    .output()
+                    .unwrap(),
             );
-            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+            serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
         };
         let (z, p) = (run(&art), run(&sample(name)));
         for key in ["header", "eventTypes", "storedEvents", "closers"] {

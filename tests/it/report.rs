@@ -38,17 +38,13 @@ fn artifacts() -> PathBuf {
 /// succeed) and give its path.
 fn report_page(env: &TestEnv, log: &Path, name: &str) -> PathBuf {
     let page = artifacts().join(format!("{name}.html"));
-    let out = env
-        .dsh()
-        .args(["report", "--force", "-o"])
-        .arg(&page)
-        .arg(log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::stdout_ok(
+        env.dsh()
+            .args(["report", "--force", "-o"])
+            .arg(&page)
+            .arg(log)
+            .output()
+            .unwrap(),
     );
     page
 }
@@ -410,17 +406,13 @@ fn log_text_is_escaped() {
     let env = TestEnv::new();
     let (dir, log) = hostile_log();
     let page = dir.path().join("r.html");
-    let out = env
-        .dsh()
-        .args(["report", "-o"])
-        .arg(&page)
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::stdout_ok(
+        env.dsh()
+            .args(["report", "-o"])
+            .arg(&page)
+            .arg(&log)
+            .output()
+            .unwrap(),
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert_eq!(
@@ -479,18 +471,14 @@ fn writer_rules_and_json() {
     assert!(out.stdout.starts_with(b"<!DOCTYPE html>"));
     // A directory of pages with an index, one link per session.
     let pages = dir.path().join("pages");
-    let out = env
-        .dsh()
-        .args(["report", "-o"])
-        .arg(&pages)
-        .arg(&log)
-        .arg(sample("coding-session.jsonl"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::stdout_ok(
+        env.dsh()
+            .args(["report", "-o"])
+            .arg(&pages)
+            .arg(&log)
+            .arg(sample("coding-session.jsonl"))
+            .output()
+            .unwrap(),
     );
     let index = std::fs::read_to_string(pages.join("index.html")).unwrap();
     assert_eq!(index.matches("<a href=").count(), 2);

@@ -159,6 +159,19 @@ fn json_output(out: std::process::Output) -> (Value<'static>, i32) {
     (v, code)
 }
 
+/// The stdout of a finished command that must have succeeded (its stderr
+/// in the failure message).
+#[track_caller]
+pub fn stdout_ok(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Parse a file as one JSON document.
 pub fn read_json(p: &Path) -> Value<'static> {
     let bytes = std::fs::read(p).unwrap();

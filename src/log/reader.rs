@@ -111,6 +111,16 @@ pub enum BatchText {
     Read(Vec<u8>),
     /// A stretch of the mapped file.
     Mapped(MappedStretch),
+    /// A stretch of a Zstandard frame's plaintext, decoded whole and shared
+    /// by the batches cut from it (no copy).
+    Frame {
+        /// The frame's plaintext.
+        plain: Arc<Vec<u8>>,
+        /// Where the batch starts in it.
+        start: usize,
+        /// Where it ends.
+        end: usize,
+    },
 }
 
 impl BatchText {
@@ -120,6 +130,7 @@ impl BatchText {
         match self {
             BatchText::Read(v) => v,
             BatchText::Mapped(m) => &m.map[m.start..m.end],
+            BatchText::Frame { plain, start, end } => &plain[*start..*end],
         }
     }
 }
@@ -178,8 +189,11 @@ struct ZstdState {
     dec: std::mem::ManuallyDrop<zstd::stream::raw::Decoder<'static>>,
     /// The frame being decoded, if any.
     frame: Option<FrameDec>,
-    /// Decoded plaintext; `plain[start..]` is not yet handed out.
-    plain: Vec<u8>,
+    /// Decoded plaintext; `plain[start..]` is not yet handed out. Shared
+    /// with the batches cut from a frame decoded whole (see
+    /// [`LineReader::frame_stretch`]); the next frame then decodes into a
+    /// buffer of its own.
+    plain: Arc<Vec<u8>>,
     start: usize,
     done: bool,
     /// Plaintext decoded so far (for the total limit).
@@ -340,7 +354,7 @@ impl LineReader {
                     eof: false,
                     dec: std::mem::ManuallyDrop::new(dec),
                     frame: None,
-                    plain: Vec::new(),
+                    plain: Arc::default(),
                     start: 0,
                     done: false,
                     total: 0,
@@ -459,7 +473,7 @@ impl LineReader {
             }
         }
         while !z.frame.as_ref().is_some_and(|f| f.finished) {
-            if z.plain.len() as u64 > limits.max_line_bytes + 1 {
+            if z.plain.len() as u64 > limits.max_line_bytes.saturating_add(1) {
                 return Err(line_limit(1, limits.max_line_bytes));
             }
             z.decode(DECODE_STEP, &limits).map_err(|e| match e {
@@ -483,7 +497,7 @@ impl LineReader {
             }
             return Err(e);
         }
-        if plain.len() as u64 > limits.max_line_bytes + 1 {
+        if plain.len() as u64 > limits.max_line_bytes.saturating_add(1) {
             return Err(line_limit(1, limits.max_line_bytes));
         }
         z.frame = None;
@@ -532,9 +546,69 @@ impl LineReader {
             });
             return Ok((text, more));
         }
+        if matches!(self.inner, Inner::Zstd(_))
+            && let Some(batch) = self.frame_stretch(spans, min)?
+        {
+            return Ok(batch);
+        }
         let mut text = Vec::with_capacity(min + 4096);
         let more = self.read_lines(&mut text, spans, min)?;
         Ok((BatchText::Read(text), more))
+    }
+
+    /// [`Self::next_lines`] of an artifact whose frame in hand is decoded
+    /// whole (nearly every frame: up to [`FRAME_HOLD`]): its lines from
+    /// `plain[start..]` until the batch holds `min` bytes or the frame has
+    /// no whole line left, as a stretch of the frame's plaintext, which the
+    /// batches cut from it share instead of copying. `None` for a frame
+    /// decoded in steps: its lines are copied one by one.
+    fn frame_stretch(
+        &mut self,
+        spans: &mut Vec<LineSpan>,
+        min: usize,
+    ) -> Result<Option<(BatchText, bool)>, LoadError> {
+        let Some(mut newline) = self.zstd_fill()? else {
+            return Ok(Some((BatchText::Read(Vec::new()), false)));
+        };
+        let max_line = self.limits.max_line_bytes;
+        let Inner::Zstd(z) = &mut self.inner else {
+            unreachable!("frame_stretch is called for an artifact")
+        };
+        let Some(f) = z.frame.as_mut().filter(|f| f.finished) else {
+            return Ok(None);
+        };
+        let from = z.start;
+        let mut at = from;
+        loop {
+            if newline as u64 > max_line {
+                return Err(line_limit(self.next_no, max_line));
+            }
+            spans.push(LineSpan {
+                no: self.next_no,
+                offset: self.offset,
+                start: at - from,
+                len: newline,
+                strict: f.complete,
+            });
+            self.next_no += 1;
+            self.offset += (newline + 1) as u64;
+            f.lines += 1;
+            at += newline + 1;
+            if at - from >= min {
+                break;
+            }
+            match memchr::memchr(b'\n', &z.plain[at..]) {
+                Some(i) => newline = i,
+                None => break,
+            }
+        }
+        z.start = at;
+        let text = BatchText::Frame {
+            plain: Arc::clone(&z.plain),
+            start: from,
+            end: at,
+        };
+        Ok(Some((text, true)))
     }
 
     /// [`Self::next_lines`] into `text`, for a log that is read. Plain files
@@ -660,6 +734,9 @@ impl LineReader {
 
     /// The next complete line, or `None` at the end (a torn tail is recorded).
     pub fn next_line(&mut self) -> Result<Option<RawLine<'_>>, LoadError> {
+        if matches!(self.inner, Inner::Zstd(_)) {
+            return self.zstd_next_line();
+        }
         let limits = self.limits;
         match &mut self.inner {
             Inner::Mapped { map, pos } => {
@@ -751,102 +828,125 @@ impl LineReader {
                     *end += n;
                 }
             },
-            Inner::Zstd(z) => loop {
-                let rest = &z.plain[z.start..];
-                if let Some(i) = memchr::memchr(b'\n', rest) {
-                    if i as u64 > limits.max_line_bytes {
-                        return Err(line_limit(self.next_no, limits.max_line_bytes));
-                    }
-                    let s = z.start;
-                    z.start += i + 1;
-                    let no = self.next_no;
-                    self.next_no += 1;
-                    let offset = self.offset;
-                    self.offset += (i + 1) as u64;
-                    let f = z.frame.as_mut().expect("plaintext comes from a frame");
-                    f.lines += 1;
-                    return Ok(Some(RawLine {
-                        no,
-                        offset,
-                        bytes: &z.plain[s..s + i],
-                        strict: f.complete,
-                    }));
-                }
-                let frag = rest.len();
-                if frag as u64 > limits.max_line_bytes {
-                    return Err(line_limit(self.next_no, limits.max_line_bytes));
-                }
-                if z.done {
-                    return Ok(None);
-                }
-                let frame_no = self.next_no; // for messages only
-                match &z.frame {
-                    Some(f) if !f.finished => {
-                        let (complete, at, first) = (f.complete, f.at, f.first_line);
-                        // The whole of an ordinary frame is decoded (and its
-                        // checksum verified) before its first line is used.
-                        let step = if f.lines == 0 && z.plain.is_empty() {
-                            FRAME_HOLD
-                        } else {
-                            DECODE_STEP
-                        };
-                        match z.decode(step, &limits) {
-                            Ok(()) => {}
-                            Err(Decode::Limit(e)) => return Err(e),
-                            Err(Decode::Failed(e)) if complete => {
-                                return Err(LoadError::corrupt(format!(
-                                    "corrupt session log: Zstandard frame at byte {at} fails to decompress (checksum or data error): {e}"
-                                ))
-                                .line(first));
-                            }
-                            // What a torn frame decodes to ends at the damage.
-                            Err(Decode::Failed(_)) => {
-                                if let Some(f) = z.frame.as_mut() {
-                                    f.finished = true;
-                                }
+            Inner::Zstd(_) => unreachable!("taken above"),
+        }
+    }
+
+    /// [`Self::next_line`] of an artifact.
+    fn zstd_next_line(&mut self) -> Result<Option<RawLine<'_>>, LoadError> {
+        let limits = self.limits;
+        let Some(i) = self.zstd_fill()? else {
+            return Ok(None);
+        };
+        let Inner::Zstd(z) = &mut self.inner else {
+            unreachable!("zstd_fill is called for an artifact")
+        };
+        if i as u64 > limits.max_line_bytes {
+            return Err(line_limit(self.next_no, limits.max_line_bytes));
+        }
+        let s = z.start;
+        z.start += i + 1;
+        let no = self.next_no;
+        self.next_no += 1;
+        let offset = self.offset;
+        self.offset += (i + 1) as u64;
+        let f = z.frame.as_mut().expect("plaintext comes from a frame");
+        f.lines += 1;
+        Ok(Some(RawLine {
+            no,
+            offset,
+            bytes: &z.plain[s..s + i],
+            strict: f.complete,
+        }))
+    }
+
+    /// Decode on until `plain[start..]` of the artifact holds a whole line:
+    /// where its newline is in `plain[start..]`, or `None` once the artifact
+    /// ends (a torn tail is recorded).
+    fn zstd_fill(&mut self) -> Result<Option<usize>, LoadError> {
+        let limits = self.limits;
+        let Inner::Zstd(z) = &mut self.inner else {
+            unreachable!("zstd_fill is called for an artifact")
+        };
+        loop {
+            let rest = &z.plain[z.start..];
+            if let Some(i) = memchr::memchr(b'\n', rest) {
+                return Ok(Some(i));
+            }
+            let frag = rest.len();
+            if frag as u64 > limits.max_line_bytes {
+                return Err(line_limit(self.next_no, limits.max_line_bytes));
+            }
+            if z.done {
+                return Ok(None);
+            }
+            let frame_no = self.next_no; // for messages only
+            match &z.frame {
+                Some(f) if !f.finished => {
+                    let (complete, at, first) = (f.complete, f.at, f.first_line);
+                    // The whole of an ordinary frame is decoded (and its
+                    // checksum verified) before its first line is used.
+                    let step = if f.lines == 0 && z.plain.is_empty() {
+                        FRAME_HOLD
+                    } else {
+                        DECODE_STEP
+                    };
+                    match z.decode(step, &limits) {
+                        Ok(()) => {}
+                        Err(Decode::Limit(e)) => return Err(e),
+                        Err(Decode::Failed(e)) if complete => {
+                            return Err(LoadError::corrupt(format!(
+                            "corrupt session log: Zstandard frame at byte {at} fails to decompress (checksum or data error): {e}"
+                        ))
+                        .line(first));
+                        }
+                        // What a torn frame decodes to ends at the damage.
+                        Err(Decode::Failed(_)) => {
+                            if let Some(f) = z.frame.as_mut() {
+                                f.finished = true;
                             }
                         }
                     }
-                    Some(f) => {
-                        if f.complete {
-                            if frag > 0 {
-                                return Err(LoadError::corrupt(format!(
-                                    "corrupt session log: Zstandard frame at byte {} does not end on a line boundary",
-                                    f.at
-                                ))
-                                .line(f.first_line));
-                            }
-                            z.frame = None;
-                        } else {
-                            // Only complete lines of a torn final frame are
-                            // kept; a frame was torn even if no plaintext was
-                            // lost.
-                            if frag > 0 || f.lines == 0 {
-                                self.torn = Some(TornTail {
-                                    offset: self.offset,
-                                    len: (frag as u64).max(1),
-                                });
-                            }
-                            z.publish_whole();
-                            return Ok(None);
+                }
+                Some(f) => {
+                    if f.complete {
+                        if frag > 0 {
+                            return Err(LoadError::corrupt(format!(
+                            "corrupt session log: Zstandard frame at byte {} does not end on a line boundary",
+                            f.at
+                        ))
+                        .line(f.first_line));
+                        }
+                        z.frame = None;
+                    } else {
+                        // Only complete lines of a torn final frame are
+                        // kept; a frame was torn even if no plaintext was
+                        // lost.
+                        if frag > 0 || f.lines == 0 {
+                            self.torn = Some(TornTail {
+                                offset: self.offset,
+                                len: (frag as u64).max(1),
+                            });
+                        }
+                        z.publish_whole();
+                        return Ok(None);
+                    }
+                }
+                None => match z.next_frame(frame_no)? {
+                    Some(_) => {
+                        if let (Some(f), Ok(mut t)) = (&z.frame, z.table.lock()) {
+                            t.starts.push(super::reread::FrameAt {
+                                physical: f.at,
+                                plain: self.offset,
+                            });
                         }
                     }
-                    None => match z.next_frame(frame_no)? {
-                        Some(_) => {
-                            if let (Some(f), Ok(mut t)) = (&z.frame, z.table.lock()) {
-                                t.starts.push(super::reread::FrameAt {
-                                    physical: f.at,
-                                    plain: self.offset,
-                                });
-                            }
-                        }
-                        None => {
-                            z.publish_whole();
-                            return Ok(None);
-                        }
-                    },
-                }
-            },
+                    None => {
+                        z.publish_whole();
+                        return Ok(None);
+                    }
+                },
+            }
         }
     }
 }
@@ -920,7 +1020,11 @@ impl ZstdState {
     /// Find the next frame and start decoding it: `Some(complete)`, or
     /// `None` when the input ends on a frame boundary.
     fn next_frame(&mut self, first_line: u64) -> Result<Option<bool>, LoadError> {
-        self.plain.clear();
+        match Arc::get_mut(&mut self.plain) {
+            Some(plain) => plain.clear(),
+            // Batches still hold the last frame's plaintext.
+            None => self.plain = Arc::default(),
+        }
         self.start = 0;
         loop {
             let d = &self.cbuf[self.cstart..];
@@ -977,30 +1081,44 @@ impl ZstdState {
     /// (dropping what was handed out already).
     fn decode(&mut self, step: usize, limits: &Limits) -> Result<(), Decode> {
         use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        // Batches share a frame's plaintext only once it is decoded whole,
+        // so this copies nothing (see `frame_stretch`).
+        let plain = Arc::make_mut(&mut self.plain);
         if self.start > 0 {
-            self.plain.drain(..self.start);
+            plain.drain(..self.start);
             self.start = 0;
         }
         let Some(f) = self.frame.as_mut() else {
             return Ok(());
         };
-        let goal = self.plain.len() + step;
-        while self.plain.len() < goal && !f.finished {
-            let old = self.plain.len();
-            let room = (goal - old).min(DECODE_STEP);
+        let goal = plain.len() + step;
+        while plain.len() < goal && !f.finished {
+            let old = plain.len();
+            let mut room = (goal - old).min(DECODE_STEP);
+            if old == 0 {
+                // A frame that names its size gets a buffer of that size
+                // (each frame has a buffer of its own, and most are far
+                // smaller than a step); Zstandard decodes it in one pass
+                // when the room is at least that size.
+                if let Ok(Some(n)) =
+                    zstd::zstd_safe::get_frame_content_size(&self.cbuf[f.pos..f.end])
+                {
+                    room = room.min((n as usize).max(4 << 10));
+                }
+            }
             // Into the spare capacity, which is never zeroed first.
-            self.plain.reserve_exact(room);
+            plain.reserve_exact(room);
             let mut input = InBuffer::around(&self.cbuf[f.pos..f.end]);
-            let mut output = OutBuffer::around_pos(&mut self.plain, old);
+            let mut output = OutBuffer::around_pos(plain, old);
             let r = self.dec.run(&mut input, &mut output);
             let (read, written) = (input.pos(), output.pos() - old);
-            debug_assert_eq!(self.plain.len(), old + written);
+            debug_assert_eq!(plain.len(), old + written);
             f.pos += read;
             self.total += written as u64;
             if self.total > super::reread::KEEP_WHOLE as u64 {
                 self.keep = None;
             } else if let Some(k) = &mut self.keep {
-                k.extend_from_slice(&self.plain[old..]);
+                k.extend_from_slice(&plain[old..]);
             }
             if self.total > limits.max_decompressed {
                 return Err(Decode::Limit(total_limit(limits.max_decompressed)));
@@ -1204,6 +1322,85 @@ mod tests {
                     } else {
                         assert!(read == mapped, "{at}: lines differ");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_artifact_reads_in_batches_as_its_plain_log_and_line_by_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seed = 11u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for case in 0..16 {
+            let header = "{\"type\":\"session\"}\n".to_string();
+            let mut plain = header.clone();
+            let mut art = zstd::bulk::compress(header.as_bytes(), 3).unwrap();
+            for f in 0..next(12) {
+                // Frames of one line, of a few and of more than a batch;
+                // empty lines, short ones and ones longer than a batch.
+                let mut frame = String::new();
+                for i in 0..1 + next(if f % 3 == 0 { 2 } else { 90 }) {
+                    let len = match next(6) {
+                        0 => 0,
+                        1 => next(9000) as usize,
+                        _ => next(60) as usize,
+                    };
+                    frame += &format!("{f}.{i}:{}\n", "é".repeat(len / 2));
+                }
+                plain += &frame;
+                // With and without the frame's size in its header.
+                if next(2) == 0 {
+                    art.extend(zstd::bulk::compress(frame.as_bytes(), 3).unwrap());
+                } else {
+                    art.extend(zstd::stream::encode_all(frame.as_bytes(), 3).unwrap());
+                }
+            }
+            // A torn last frame in some cases (only for the line-by-line check).
+            let torn = case % 4 == 3;
+            if torn {
+                let last = zstd::bulk::compress(b"x:1\ny:22\nz", 3).unwrap();
+                art.extend_from_slice(&last[..last.len() - 3]);
+            }
+            let plain_path = dir.path().join(format!("{case}.jsonl"));
+            let art_path = dir.path().join(format!("{case}.jsonl.zstd"));
+            std::fs::write(&plain_path, &plain).unwrap();
+            std::fs::write(&art_path, &art).unwrap();
+            // Line by line.
+            let src = LogSource::File(art_path.clone());
+            let (mut r, _) =
+                LineReader::open_mapping_from(&src, Limits::default(), u64::MAX).unwrap();
+            let mut one_by_one = Vec::new();
+            while let Some(l) = r.next_line().unwrap() {
+                one_by_one.push(format!(
+                    "{} {} {:?}",
+                    l.no,
+                    l.offset,
+                    String::from_utf8_lossy(l.bytes)
+                ));
+            }
+            let one_torn = format!("torn {:?}", r.torn_tail().map(|t| (t.offset, t.len)));
+            for min in [1, 77, 4096, 1 << 20] {
+                let at = format!("case {case}, min {min}");
+                let (batched, end) = walk(&art_path, u64::MAX, min, u64::MAX);
+                assert!(!batched.is_empty(), "{at}: {end}");
+                assert_eq!(batched[1..], one_by_one[..], "{at}");
+                assert_eq!(end, one_torn, "{at}");
+                if !torn {
+                    let (read, read_end) = walk(&plain_path, u64::MAX, min, u64::MAX);
+                    assert!(batched == read, "{at}: lines differ from the plain log's");
+                    assert_eq!(end, read_end, "{at}");
+                }
+                // A line past the limit is refused, as the plain log refuses it.
+                if !torn {
+                    let (_, art_end) = walk(&art_path, 4000, min, u64::MAX);
+                    let (_, read_end) = walk(&plain_path, 4000, min, u64::MAX);
+                    assert_eq!(art_end, read_end, "{at}, limit 4000");
                 }
             }
         }

@@ -92,6 +92,10 @@ impl RawBatch {
             let b = text.bytes();
             std::slice::from_raw_parts(b.as_ptr(), b.len())
         };
+        // One UTF-8 check of the whole batch (nearly always valid) instead
+        // of one per line: a line of a valid batch is valid when it starts
+        // and ends on character boundaries, which `str::get` checks.
+        let whole: Option<&'static str> = simdutf8::basic::from_utf8(base).ok();
         for LineSpan {
             no,
             offset,
@@ -103,7 +107,11 @@ impl RawBatch {
             let bytes = &base[start..start + len];
             // Node reads text as UTF-8 with replacement characters; valid
             // lines (nearly all) are used as they are.
-            let src: &'static str = match simdutf8::basic::from_utf8(bytes) {
+            let checked = match whole.and_then(|w| w.get(start..start + len)) {
+                Some(s) => Ok(s),
+                None => simdutf8::basic::from_utf8(bytes),
+            };
+            let src: &'static str = match checked {
                 Ok(s) => s,
                 Err(_) => {
                     let s: Box<str> = String::from_utf8_lossy(bytes).into_owned().into_boxed_str();
@@ -608,6 +616,47 @@ mod tests {
         let p = dir.join("s.jsonl");
         std::fs::write(&p, s).unwrap();
         p
+    }
+
+    #[test]
+    fn each_line_of_a_batch_is_decoded_on_its_own() {
+        // Lines side by side in a batch's text, with and without a newline
+        // between them: the halves of a character split across two lines
+        // make a valid batch of two invalid lines, each read with a
+        // replacement character, as the lines of the log are.
+        let split = "中".as_bytes();
+        for gap in [&b""[..], b"\n"] {
+            let mut text = b"\"a".to_vec();
+            text.extend_from_slice(&split[..2]);
+            text.extend_from_slice(gap);
+            let second = text.len();
+            text.extend_from_slice(&split[2..]);
+            text.extend_from_slice(b"b\"");
+            text.extend_from_slice(gap);
+            let third = text.len();
+            text.extend_from_slice("\"é\"".as_bytes());
+            let span = |start: usize, len: usize, no: u64| LineSpan {
+                no,
+                offset: start as u64,
+                start,
+                len,
+                strict: false,
+            };
+            let spans = vec![
+                span(0, second - gap.len(), 1),
+                span(second, third - second - gap.len(), 2),
+                span(third, text.len() - third, 3),
+            ];
+            let raw = RawBatch {
+                text: BatchText::Read(text),
+                spans,
+            };
+            let mut batch = raw.parse(false, Lanes::default());
+            let texts: Vec<&str> = batch.lines().iter().map(|l| l.text).collect();
+            assert_eq!(texts, ["\"a\u{FFFD}", "\u{FFFD}b\"", "\"é\""], "gap {gap:?}");
+            // The valid line beside them is read as it is.
+            assert!(batch.lines()[2].value.is_some());
+        }
     }
 
     #[test]

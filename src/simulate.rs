@@ -441,6 +441,7 @@ fn feed(lane: &mut Lane, ev: &Event<'_>, applied: Option<&Applied>, to_cache: bo
         surface: &lane.surface,
         synthetic: false,
         canonical_line: None,
+        canonical_offset: None,
     };
     lane.meter.event(ev, &folded);
     if to_cache && let Some(c) = &mut lane.cache {
@@ -532,6 +533,7 @@ impl Sim<'_> {
                             surface: &lane.surface,
                             synthetic: false,
                             canonical_line: None,
+                            canonical_offset: None,
                         },
                     );
                 }
@@ -553,6 +555,7 @@ impl Sim<'_> {
                         surface: &lane.surface,
                         synthetic: false,
                         canonical_line: None,
+                        canonical_offset: None,
                     },
                 );
             }
@@ -624,6 +627,7 @@ impl Sim<'_> {
                     surface: &lane.surface,
                     synthetic: false,
                     canonical_line: None,
+                    canonical_offset: None,
                 },
             );
         }
@@ -678,6 +682,7 @@ impl Sim<'_> {
                     surface: &lane.surface,
                     synthetic: false,
                     canonical_line: None,
+                    canonical_offset: None,
                 },
             );
         }

@@ -976,6 +976,7 @@ impl Appender {
                         surface: &s,
                         synthetic: false,
                         canonical_line: None,
+                        canonical_offset: None,
                     },
                 );
             }

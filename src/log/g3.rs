@@ -391,6 +391,7 @@ pub(crate) fn load(
                 surface,
                 synthetic,
                 canonical_line: None,
+                canonical_offset: None,
             },
         );
         Ok(())

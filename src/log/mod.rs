@@ -90,6 +90,10 @@ pub struct Folded<'s> {
     /// `JSON.stringify` writes for the event (so it can be copied instead of
     /// written again); `None` otherwise.
     pub canonical_line: Option<&'s str>,
+    /// Where that line starts in the log's plaintext (the offsets
+    /// [`LoadedLog::span_window`] reads): its bytes there are exactly
+    /// `canonical_line`. `None` with it.
+    pub canonical_offset: Option<u64>,
 }
 
 /// Sees every validated event, in order, after it was folded.
@@ -621,6 +625,7 @@ impl Pipeline<'_> {
                 surface: &self.surface,
                 synthetic: false,
                 canonical_line: None,
+                canonical_offset: None,
             },
         )
     }
@@ -763,6 +768,7 @@ impl Pipeline<'_> {
             surface: &self.surface,
             synthetic,
             canonical_line: span.filter(|l| l.canonical && !upgraded).map(|l| l.text),
+            canonical_offset: span.filter(|l| l.canonical && !upgraded).map(|l| l.offset),
         };
         self.observer.event(&ev, &folded);
         Ok(ev)

@@ -46,7 +46,8 @@ pub struct ParsedLine {
     pub lane: Option<Lane>,
     /// The line's text (as parsed: lossy-decoded if it was not UTF-8).
     pub text: &'static str,
-    /// The line is exactly what `JSON.stringify` writes for its value.
+    /// The line is exactly what `JSON.stringify` writes for its value, and
+    /// its text is the file's bytes (it was not lossy-decoded).
     pub canonical: bool,
     /// Where its `data` and `data.message` sit in the line.
     pub spans: EventSpans,
@@ -111,6 +112,7 @@ impl RawBatch {
                 Some(s) => Ok(s),
                 None => simdutf8::basic::from_utf8(bytes),
             };
+            let decoded_lossily = checked.is_err();
             let src: &'static str = match checked {
                 Ok(s) => s,
                 Err(_) => {
@@ -147,7 +149,9 @@ impl RawBatch {
             }
             let mut too_deep = false;
             let (value, canonical, member_spans) = match Value::parse_event_line(src) {
-                Ok((v, c, s)) => (Some(v), c && src.len() == bytes.len(), s),
+                // A lossy-decoded line is never the file's bytes, even where
+                // the replacements kept its length.
+                Ok((v, c, s)) => (Some(v), c && !decoded_lossily, s),
                 Err(e) => {
                     too_deep = e.what == crate::json::TOO_DEEP;
                     (None, false, EventSpans::default())
@@ -653,7 +657,11 @@ mod tests {
             };
             let mut batch = raw.parse(false, Lanes::default());
             let texts: Vec<&str> = batch.lines().iter().map(|l| l.text).collect();
-            assert_eq!(texts, ["\"a\u{FFFD}", "\u{FFFD}b\"", "\"é\""], "gap {gap:?}");
+            assert_eq!(
+                texts,
+                ["\"a\u{FFFD}", "\u{FFFD}b\"", "\"é\""],
+                "gap {gap:?}"
+            );
             // The valid line beside them is read as it is.
             assert!(batch.lines()[2].value.is_some());
         }

@@ -789,6 +789,7 @@ impl Meter {
                 surface: &log.surface,
                 synthetic: true,
                 canonical_line: None,
+                canonical_offset: None,
             };
             self.event(&es, &folded);
         }

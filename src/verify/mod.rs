@@ -341,6 +341,7 @@ impl Verifier {
                 surface: &log.surface,
                 synthetic: true,
                 canonical_line: None,
+                canonical_offset: None,
             };
             self.check_event(&marker, &folded);
         }

@@ -642,6 +642,7 @@ fn a_caller_feeding_the_end_seed_marker_is_not_counted_twice() {
         surface: &log.surface,
         synthetic: true,
         canonical_line: None,
+        canonical_offset: None,
     };
     dsh::log::Observer::event(&mut meter, &es, &folded);
     let m = meter.finish(&log).unwrap();

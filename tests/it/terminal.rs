@@ -392,6 +392,87 @@ fn long_output_on_a_terminal_goes_through_the_pager_unless_asked_not_to() {
 }
 
 #[test]
+fn json_rows_that_wait_for_the_surface_read_their_lines_again_as_they_were_read() {
+    // A row of `events --json` waits for the end of the log without its
+    // event when the event is its line; the line is read again when the
+    // row is written. Lines that are not (a spelling `JSON.stringify` would
+    // not write, text decoded with replacement characters even where that
+    // kept its length) are written from the event. Held or read in a
+    // second pass, from the file or from standard input: the same rows.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(sample("coding-session.jsonl")).unwrap();
+    // Every 🙂 cut short, with a byte after it: four bytes, as before.
+    let emoji = "🙂".as_bytes();
+    let mut log = Vec::new();
+    let mut rest = &text[..];
+    while let Some(at) = rest.windows(4).position(|w| w == emoji) {
+        log.extend_from_slice(&rest[..at]);
+        log.extend_from_slice(&emoji[..3]);
+        log.push(b'x');
+        rest = &rest[at + 4..];
+    }
+    log.extend_from_slice(rest);
+    assert_eq!(log.len(), text.len());
+    let spaced = log
+        .windows(40)
+        .position(|w| w.starts_with(br#"{"type":"user/message","seq":70"#))
+        .unwrap();
+    log.splice(spaced + 7..spaced + 8, b": ".iter().copied());
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, &log).unwrap();
+    let path = path.to_str().unwrap();
+    let run = |args: &[&str], stdin: Option<&[u8]>| {
+        let mut cmd = dsh();
+        cmd.args(args);
+        if let Some(input) = stdin {
+            cmd.write_stdin(input.to_vec());
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("rows are UTF-8")
+    };
+    let held = run(&["events", "--json", path], None);
+    assert_eq!(
+        held,
+        run(&["events", "--json", "--debug-hold-bytes=0", path], None)
+    );
+    let piped = run(&["events", "--json", "-"], Some(&log));
+    assert_eq!(
+        held.replace(path, "-").lines().count(),
+        piped.lines().count()
+    );
+    let rows: Vec<serde_json::Value> = held
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let piped: Vec<serde_json::Value> = piped
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (a, b) in rows.iter().zip(&piped) {
+        assert_eq!(a["event"], b["event"]);
+        assert_eq!(a["onSurface"], b["onSurface"]);
+    }
+    let event = |seq: u64| &rows.iter().find(|r| r["seq"] == seq).unwrap()["event"];
+    let said = event(4)["data"]["content"][0]["text"].as_str().unwrap();
+    assert!(said.ends_with("please. \u{FFFD}x"), "{said}");
+    assert_eq!(event(70)["type"], "user/message");
+    // The spaced line's row carries the event as serialised, not its line.
+    let row70 = held
+        .lines()
+        .find(|l| l.starts_with(r#"{"seq":70,"#))
+        .unwrap();
+    assert!(
+        row70.contains(r#","event":{"type":"user/message","seq":70,"#),
+        "{row70}"
+    );
+}
+
+#[test]
 fn limit_and_tail_cut_long_listings() {
     let log = sample("coding-session.jsonl");
     let log = log.to_str().unwrap();

@@ -69,6 +69,11 @@ struct Held {
     /// Of a `--json` row (all in `head`): where its `onSurface` value,
     /// written `false`, starts.
     at: usize,
+    /// Of a `--json` row whose event is its line as the log holds it: that
+    /// line's offset and length in the log's plaintext. The row waits
+    /// without it (`head` ends at `"event":`), and the log's bytes are read
+    /// again when the row is written.
+    event: Option<(u64, usize)>,
 }
 
 /// Which events are shown, and the turn each falls in.
@@ -125,12 +130,43 @@ impl Selection<'_> {
 
 /// A `--json` row (its newline included), and where its `onSurface` value
 /// starts (so that a row held before the surface is known can be set).
+/// `tail` is [`json_tail`]'s.
 fn json_row(
     ev: &Event<'_>,
     folded: &Folded<'_>,
-    (name, turn, origin): (&str, Option<u64>, &str),
-    file: &str,
+    shown: (&str, Option<u64>, &str),
+    tail: &str,
     on_surface: bool,
+) -> (String, usize) {
+    // The event is copied from its line when the line is what serialising
+    // it would write (nearly always).
+    let event = folded
+        .canonical_line
+        .map_or_else(|| ev.value.to_json().into(), Cow::Borrowed);
+    let (mut row, at) = json_head(ev, folded, shown, on_surface, event.len() + tail.len());
+    row.push_str(&event);
+    row.push_str(tail);
+    (row, at)
+}
+
+/// What follows the event in every `--json` row of `file`.
+fn json_tail(file: &str) -> String {
+    let tail = Value::obj()
+        .with("file", file.into())
+        .with("schema_version", SCHEMA_VERSION.into())
+        .to_json();
+    format!(",{}\n", &tail[1..])
+}
+
+/// A `--json` row up to its event (`{…,"event":`), with room for `more`
+/// bytes, and where its `onSurface` value starts:
+/// `{head…,"onSurface":…,"synthetic":…,"event":` + event + [`json_tail`].
+fn json_head(
+    ev: &Event<'_>,
+    folded: &Folded<'_>,
+    (name, turn, origin): (&str, Option<u64>, &str),
+    on_surface: bool,
+    more: usize,
 ) -> (String, usize) {
     let line = if ev.line > 0 {
         Value::from(ev.line)
@@ -144,17 +180,7 @@ fn json_row(
         .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
         .with("origin", origin.into())
         .to_json();
-    let tail = Value::obj()
-        .with("file", file.into())
-        .with("schema_version", SCHEMA_VERSION.into())
-        .to_json();
-    // `{head…,"onSurface":…,"synthetic":…,"event":…,tail…}`: the event is
-    // copied from its line when the line is what serialising it would write
-    // (nearly always).
-    let event = folded
-        .canonical_line
-        .map_or_else(|| ev.value.to_json().into(), Cow::Borrowed);
-    let mut row = String::with_capacity(head.len() + event.len() + tail.len() + 48);
+    let mut row = String::with_capacity(head.len() + 48 + more);
     row.push_str(&head[..head.len() - 1]);
     row.push_str(",\"onSurface\":");
     let at = row.len();
@@ -165,10 +191,6 @@ fn json_row(
         ",\"synthetic\":false"
     });
     row.push_str(",\"event\":");
-    row.push_str(&event);
-    row.push(',');
-    row.push_str(&tail[1..]);
-    row.push('\n');
     (row, at)
 }
 
@@ -227,14 +249,17 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let surface_of = |log: &dsh::LoadedLog| -> HashSet<u64> {
         log.surface.nodes.iter().map(|n| n.seq).collect()
     };
-    let file = src.display();
+    let tail = json_tail(&src.display());
     // One pass: the rows wait (up to `debug_hold_bytes`) for the surface at
     // the end, which says which events it still shows. Past that, the pass
-    // only finds the surface, and a second one writes the rows. `--json`
-    // rows hold whole events, and chunk rows are one per chunk: then a file
-    // larger than that budget (compressed or not) goes straight to two
-    // passes, the first building no rows.
-    let too_large = (ctx.json || chunks_shown)
+    // only finds the surface, and a second one writes the rows. A `--json`
+    // row waits without its event when the event is its line as the log
+    // holds it (nearly always): the line is read again when the row is
+    // written, which costs a fraction of a second pass. Chunk rows are one
+    // per chunk: then a file larger than that budget (compressed or not)
+    // goes straight to two passes, the first building no rows.
+    let lines_again = src.reread_path().is_some();
+    let too_large = chunks_shown
         && src.reread_path().is_some_and(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.len() > args.debug_hold_bytes as u64)
         });
@@ -256,12 +281,18 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             if overflow {
                 return;
             }
-            let (head, tail, at) = if ctx.json {
-                let (row, at) = json_row(ev, folded, (&name, turn, origin), &file, false);
-                (row, String::new(), at)
-            } else {
+            let shown = (name.as_str(), turn, origin);
+            let (head, tail, at, event) = if !ctx.json {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
-                (head, tail, 0)
+                (head, tail, 0, None)
+            } else if let (Some(line), Some(offset), true) =
+                (folded.canonical_line, folded.canonical_offset, lines_again)
+            {
+                let (head, at) = json_head(ev, folded, shown, false, 0);
+                (head, String::new(), at, Some((offset, line.len())))
+            } else {
+                let (row, at) = json_row(ev, folded, shown, &tail, false);
+                (row, String::new(), at, None)
             };
             bytes += head.len() + tail.len() + std::mem::size_of::<Held>();
             if bytes > args.debug_hold_bytes {
@@ -276,6 +307,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 head,
                 tail,
                 at,
+                event,
             });
         },
     )?;
@@ -295,12 +327,35 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     ctx.page();
     let mut rows = Rows::new(args.rows, ctx.out.stream());
     if let Some(held) = held {
+        let mut lines = None;
         for h in held {
             if rows.admit() {
                 rows.push(if ctx.json {
                     let mut row = h.head;
                     if current.contains(&h.seq) {
                         row.replace_range(h.at..h.at + "false".len(), "true");
+                    }
+                    if let Some((offset, len)) = h.event {
+                        let lines = match &mut lines {
+                            Some(w) => w,
+                            None => lines.insert(log.span_window().ok_or_else(|| {
+                                anyhow::anyhow!("{}: cannot read the log again", src.display())
+                            })?),
+                        };
+                        if !lines.holds(offset, len) {
+                            lines.fill(offset, len)?;
+                        }
+                        // The line was read as UTF-8 text (`canonical_offset`);
+                        // an append-only log keeps it so.
+                        let text = std::str::from_utf8(lines.slice(offset, len)).map_err(|_| {
+                            anyhow::anyhow!(
+                                "{}: the log changed while it was being read",
+                                src.display()
+                            )
+                        })?;
+                        row.reserve(text.len() + tail.len());
+                        row.push_str(text);
+                        row.push_str(&tail);
                     }
                     row
                 } else {
@@ -323,7 +378,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             }
             let row = if ctx.json {
                 let shown = (name.as_str(), turn, origin);
-                json_row(ev, folded, shown, &file, current.contains(&ev.seq)).0
+                json_row(ev, folded, shown, &tail, current.contains(&ev.seq)).0
             } else {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
                 let m = mark(ev.seq, ev.kind.is_surface(), folded.synthetic);

@@ -57,24 +57,35 @@ pub struct EventsArgs {
 const HOLD_BYTES: usize = 16 << 20;
 
 /// A row waiting for the end of the log, which says whether its event is
-/// still on the surface: the text before and after the mark column (of a
-/// `--json` row, its `onSurface` value).
-struct Held {
-    seq: u64,
-    /// A message event (the mark says whether the surface still shows it).
-    message: bool,
-    synthetic: bool,
-    head: String,
-    tail: String,
-    /// Of a `--json` row (all in `head`): where its `onSurface` value,
-    /// written `false`, starts.
-    at: usize,
-    /// Of a `--json` row whose event is its line as the log holds it: that
-    /// line's offset and length in the log's plaintext. The row waits
-    /// without it (`head` ends at `"event":`), and the log's bytes are read
-    /// again when the row is written.
-    event: Option<(u64, usize)>,
+/// still on the surface. As small as it can be: the rows a log may hold are
+/// counted in bytes, these included.
+enum Held {
+    /// A human row: the text before and after the mark column.
+    Human {
+        seq: u64,
+        /// A message event (the mark says whether the surface still shows it).
+        message: bool,
+        synthetic: bool,
+        head: String,
+        tail: String,
+    },
+    /// A `--json` row, whole or up to its event.
+    Json {
+        seq: u64,
+        row: String,
+        /// Where its `onSurface` value, written `false`, starts.
+        at: usize,
+        /// Where the row's event is in the log's plaintext (offset,
+        /// length), when the event is its line as the log holds it: the
+        /// row then ends at `"event":`, and the line is read again when
+        /// the row is written. `None`: the row is whole.
+        line: Option<(u64, u32)>,
+    },
 }
+
+// No larger than the row it replaced, which had no `line`: a human row
+// holds as many rows in the budget as before.
+const _: () = assert!(std::mem::size_of::<Held>() <= 72);
 
 /// Which events are shown, and the turn each falls in.
 struct Selection<'a> {
@@ -282,33 +293,44 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 return;
             }
             let shown = (name.as_str(), turn, origin);
-            let (head, tail, at, event) = if !ctx.json {
+            let held = if !ctx.json {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
-                (head, tail, 0, None)
-            } else if let (Some(line), Some(offset), true) =
-                (folded.canonical_line, folded.canonical_offset, lines_again)
-            {
-                let (head, at) = json_head(ev, folded, shown, false, 0);
-                (head, String::new(), at, Some((offset, line.len())))
+                Held::Human {
+                    seq: ev.seq,
+                    message: ev.kind.is_surface(),
+                    synthetic: folded.synthetic,
+                    head,
+                    tail,
+                }
             } else {
-                let (row, at) = json_row(ev, folded, shown, &tail, false);
-                (row, String::new(), at, None)
+                let line = match (folded.canonical_line, folded.canonical_offset) {
+                    (Some(text), Some(offset)) if lines_again => {
+                        u32::try_from(text.len()).ok().map(|len| (offset, len))
+                    }
+                    _ => None,
+                };
+                let (row, at) = match line {
+                    Some(_) => json_head(ev, folded, shown, false, 0),
+                    None => json_row(ev, folded, shown, &tail, false),
+                };
+                Held::Json {
+                    seq: ev.seq,
+                    row,
+                    at,
+                    line,
+                }
             };
-            bytes += head.len() + tail.len() + std::mem::size_of::<Held>();
+            bytes += std::mem::size_of::<Held>()
+                + match &held {
+                    Held::Human { head, tail, .. } => head.len() + tail.len(),
+                    Held::Json { row, .. } => row.len(),
+                };
             if bytes > args.debug_hold_bytes {
                 overflow = true;
                 rows = Vec::new();
                 return;
             }
-            rows.push(Held {
-                seq: ev.seq,
-                message: ev.kind.is_surface(),
-                synthetic: folded.synthetic,
-                head,
-                tail,
-                at,
-                event,
-            });
+            rows.push(held);
         },
     )?;
     // The loader's warnings once, from the first pass.
@@ -329,13 +351,28 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     if let Some(held) = held {
         let mut lines = None;
         for h in held {
-            if rows.admit() {
-                rows.push(if ctx.json {
-                    let mut row = h.head;
-                    if current.contains(&h.seq) {
-                        row.replace_range(h.at..h.at + "false".len(), "true");
+            if !rows.admit() {
+                continue;
+            }
+            rows.push(match h {
+                Held::Human {
+                    seq,
+                    message,
+                    synthetic,
+                    head,
+                    tail,
+                } => human_line(&head, mark(seq, message, synthetic), &tail, term),
+                Held::Json {
+                    seq,
+                    mut row,
+                    at,
+                    line,
+                } => {
+                    if current.contains(&seq) {
+                        row.replace_range(at..at + "false".len(), "true");
                     }
-                    if let Some((offset, len)) = h.event {
+                    if let Some((offset, len)) = line {
+                        let len = len as usize;
                         let lines = match &mut lines {
                             Some(w) => w,
                             None => lines.insert(log.span_window().ok_or_else(|| {
@@ -358,10 +395,8 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                         row.push_str(&tail);
                     }
                     row
-                } else {
-                    human_line(&h.head, mark(h.seq, h.message, h.synthetic), &h.tail, term)
-                })?;
-            }
+                }
+            })?;
         }
     } else {
         let mut sel = Selection { args, turn: None };

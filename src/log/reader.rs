@@ -896,9 +896,9 @@ impl LineReader {
                         Err(Decode::Limit(e)) => return Err(e),
                         Err(Decode::Failed(e)) if complete => {
                             return Err(LoadError::corrupt(format!(
-                            "corrupt session log: Zstandard frame at byte {at} fails to decompress (checksum or data error): {e}"
-                        ))
-                        .line(first));
+                                "corrupt session log: Zstandard frame at byte {at} fails to decompress (checksum or data error): {e}"
+                            ))
+                            .line(first));
                         }
                         // What a torn frame decodes to ends at the damage.
                         Err(Decode::Failed(_)) => {
@@ -912,10 +912,10 @@ impl LineReader {
                     if f.complete {
                         if frag > 0 {
                             return Err(LoadError::corrupt(format!(
-                            "corrupt session log: Zstandard frame at byte {} does not end on a line boundary",
-                            f.at
-                        ))
-                        .line(f.first_line));
+                                "corrupt session log: Zstandard frame at byte {} does not end on a line boundary",
+                                f.at
+                            ))
+                            .line(f.first_line));
                         }
                         z.frame = None;
                     } else {

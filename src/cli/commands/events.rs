@@ -83,8 +83,8 @@ enum Held {
     },
 }
 
-// No larger than the row it replaced, which had no `line`: a human row
-// holds as many rows in the budget as before.
+// No larger than a held row was before `--json` rows kept their line's
+// place: the budget holds as many human rows as it did.
 const _: () = assert!(std::mem::size_of::<Held>() <= 72);
 
 /// Which events are shown, and the turn each falls in.

@@ -2628,14 +2628,11 @@ mod tests {
             "\u{7f}",
             "\u{2028}",
         ];
-        let mut seed = 11u64;
+        let mut rng = crate::test_rng::Lcg(11);
         for round in 0..300 {
             let mut text = String::new();
             for _ in 0..(round % 50) + 1 {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+                text.push_str(pieces[rng.index(pieces.len())]);
             }
             // serde_json writes strings as JSON.stringify does (no lone
             // surrogates in a Rust string, no `\/`).
@@ -2748,14 +2745,11 @@ mod tests {
     fn utf16_lengths_match_the_standard_library() {
         // Every width of character, across block boundaries and tails.
         let alphabet = ["a", "é", "€", "😀", "\u{7f}", "\u{10ffff}"];
-        let mut seed = 7u64;
+        let mut rng = crate::test_rng::Lcg(7);
         for len in 0..200 {
             let mut s = String::new();
             for _ in 0..len {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                s.push_str(alphabet[(seed >> 33) as usize % alphabet.len()]);
+                s.push_str(alphabet[rng.index(alphabet.len())]);
             }
             assert_eq!(
                 utf16_len_of_utf8(s.as_bytes()),
@@ -2848,14 +2842,11 @@ mod tests {
             "\\\"",
             "xxxxxxxxxxxxxxxx",
         ];
-        let mut seed = 11u64;
+        let mut rng = crate::test_rng::Lcg(11);
         for len in 0..120 {
             let mut lit = String::from("\"");
             for _ in 0..len {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                lit.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+                lit.push_str(pieces[rng.index(pieces.len())]);
             }
             lit.push('"');
             let Value::Str(s) = Value::parse(&lit).unwrap() else {
@@ -3211,14 +3202,11 @@ mod tests {
             "é",
             "0123456789abcdef",
         ];
-        let mut seed = 7u64;
+        let mut rng = crate::test_rng::Lcg(7);
         for round in 0..200 {
             let mut text = String::from("\"");
             for _ in 0..(round % 60) + 1 {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+                text.push_str(pieces[rng.index(pieces.len())]);
             }
             text.push('"');
             let v = Value::parse(&text).unwrap();
@@ -3279,13 +3267,8 @@ mod tests {
             "é",
             "0123456789abcdef",
         ];
-        let mut seed = 11u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut rng = crate::test_rng::Lcg(11);
+        let mut next = || rng.high() as usize;
         for round in 0..12 {
             let mut text = String::from("\"");
             let len = 3 * MARK_EVERY + next() % (4 * MARK_EVERY);

@@ -69,6 +69,8 @@ pub mod sessions;
 pub mod simulate;
 pub mod surface;
 pub mod survival;
+#[cfg(test)]
+mod test_rng;
 pub mod usage;
 pub mod verify;
 pub mod view;

@@ -349,13 +349,8 @@ mod tests {
             br#"{"type":"assistant/chunk","seq":8,"time":7,"data":{"turn":1,"chunk":{"type":"text-delta","index":0,"text":"h\u00e9"}}}"#,
         ];
         let bytes = b"{}[],:\"\\0123456789-.eE tnrufalsx\x01\xc3\xa9";
-        let mut seed = 42u64;
-        let mut next = |n: usize| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize % n
-        };
+        let mut rng = crate::test_rng::Lcg(42);
+        let mut next = |n: usize| rng.index(n);
         let (mut taken, mut total) = (0, 0);
         for base in seeds {
             assert_eq!(

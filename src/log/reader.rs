@@ -1272,13 +1272,8 @@ mod tests {
     #[test]
     fn a_mapped_file_reads_as_a_read_one_does() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seed = 5u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut rng = crate::test_rng::Lcg(5);
+        let mut next = |n: u64| rng.below(n);
         for case in 0..24 {
             let mut text = String::from("{\"type\":\"session\"}\n");
             for i in 0..next(400) {
@@ -1330,13 +1325,8 @@ mod tests {
     #[test]
     fn an_artifact_reads_in_batches_as_its_plain_log_and_line_by_line() {
         let dir = tempfile::tempdir().unwrap();
-        let mut seed = 11u64;
-        let mut next = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n
-        };
+        let mut rng = crate::test_rng::Lcg(11);
+        let mut next = |n: u64| rng.below(n);
         for case in 0..16 {
             let header = "{\"type\":\"session\"}\n".to_string();
             let mut plain = header.clone();

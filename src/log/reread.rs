@@ -624,11 +624,9 @@ mod tests {
         let mut buf = Vec::new();
         // Forwards, backwards, across frame boundaries, long jumps.
         let total = plain.len() as u64;
-        let mut x = 12345u64;
+        let mut rng = crate::test_rng::Lcg(12345);
         for _ in 0..400 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            let x = rng.step();
             let off = (x >> 20) % total;
             let len = ((x >> 8) % 5000).min(total - off) as usize;
             c.read(off, &mut buf, len).unwrap();

@@ -750,13 +750,8 @@ mod tests {
             "ſ",
             "\u{212a}",
         ];
-        let mut x = seed;
-        let mut next = || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) as usize
-        };
+        let mut rng = crate::test_rng::Lcg(seed);
+        let mut next = || rng.high() as usize;
         (0..n)
             .map(|_| {
                 let len = next() % 40;

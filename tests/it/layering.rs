@@ -8,6 +8,7 @@ use std::path::Path;
 /// Top-level library modules, bottom layer first. Keep in step with the
 /// README's Layout section.
 const LAYERS: &[&[&str]] = &[
+    &["test_rng"],
     &["json", "cancel", "civil", "par"],
     &["event", "heuristic", "policy", "provider", "price"],
     &["request_header", "lock", "surface", "config", "usage"],

@@ -25,6 +25,13 @@ fn open_turn_log() -> String {
     s
 }
 
+/// [`open_turn_log`] written to `session.jsonl` in `dir`: its path and source.
+fn open_turn_file(dir: &Path) -> (PathBuf, LogSource) {
+    let path = dir.join("session.jsonl");
+    fs::write(&path, open_turn_log()).unwrap();
+    (path.clone(), LogSource::File(path))
+}
+
 fn user_msg(seq: u64) -> OwnedEvent {
     let line = format!(
         r#"{{"type":"user/message","seq":{seq},"time":99,"data":{{"role":"user","content":[{{"type":"text","text":"{}"}}],"source":{{"kind":"user"}},"id":"u{seq}"}},"surfaceOp":"append"}}"#,
@@ -293,9 +300,7 @@ fn a_dry_run_counts_the_bytes_a_write_appends() {
     // A plain dry run only counts its bytes (it encodes nothing to write);
     // the count is what the write then appends, escapes and all.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    fs::write(&path, open_turn_log()).unwrap();
-    let src = LogSource::File(path.clone());
+    let (path, src) = open_turn_file(dir.path());
     let batch = |app: &Appender| {
         let mut batch = app.lifecycle_prefix(5.0);
         let seq = app.next_seq() + batch.len() as u64;
@@ -322,9 +327,7 @@ fn a_dry_run_counts_the_bytes_a_write_appends() {
 #[test]
 fn the_batch_must_start_a_lifecycle_and_be_valid() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    fs::write(&path, open_turn_log()).unwrap();
-    let src = LogSource::File(path.clone());
+    let (path, src) = open_turn_file(dir.path());
     let mut app = opened(&src, AppendTarget::DryRun);
     assert!(app.file_turn_open());
     assert!(!app.turn_open(), "the closers close the turn");
@@ -372,10 +375,8 @@ fn the_batch_must_start_a_lifecycle_and_be_valid() {
 #[test]
 fn a_copy_takes_several_batches_and_appears_only_when_finished() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    fs::write(&path, open_turn_log()).unwrap();
+    let (path, src) = open_turn_file(dir.path());
     let out = dir.path().join("copy.jsonl");
-    let src = LogSource::File(path.clone());
     let mut app = opened(&src, AppendTarget::Copy(out.clone()));
     let mut first = app.lifecycle_prefix(7.0);
     first.push(user_msg(10));
@@ -451,9 +452,7 @@ fn noop() -> impl FnMut(&Event<'_>, &Folded<'_>) {
 #[test]
 fn continue_appends_inside_the_open_turn_without_a_prefix() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    fs::write(&path, open_turn_log()).unwrap();
-    let src = LogSource::File(path.clone());
+    let (path, src) = open_turn_file(dir.path());
     let opts = AppendOptions {
         lifecycle: Lifecycle::Continue,
         ..AppendOptions::default()
@@ -498,9 +497,7 @@ fn continue_appends_inside_the_open_turn_without_a_prefix() {
 #[test]
 fn continue_needs_an_open_turn_and_cannot_release() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("session.jsonl");
-    fs::write(&path, open_turn_log()).unwrap();
-    let src = LogSource::File(path.clone());
+    let (path, src) = open_turn_file(dir.path());
     // Resume once: closers and end-seed close the turn.
     let mut app = opened(&src, AppendTarget::InPlace);
     let prefix = app.lifecycle_prefix(5.0);

@@ -763,12 +763,13 @@ impl Pipeline<'_> {
         }
         self.last_kind = Some(ev.kind);
         self.last_time = env.time;
+        let canonical = span.filter(|l| l.canonical && !upgraded);
         let folded = Folded {
             applied: applied.as_ref(),
             surface: &self.surface,
             synthetic,
-            canonical_line: span.filter(|l| l.canonical && !upgraded).map(|l| l.text),
-            canonical_offset: span.filter(|l| l.canonical && !upgraded).map(|l| l.offset),
+            canonical_line: canonical.as_ref().map(|l| l.text),
+            canonical_offset: canonical.as_ref().map(|l| l.offset),
         };
         self.observer.event(&ev, &folded);
         Ok(ev)

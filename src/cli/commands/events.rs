@@ -269,9 +269,10 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     // written, which costs a fraction of a second pass. Chunk rows are one
     // per chunk: then a file larger than that budget (compressed or not)
     // goes straight to two passes, the first building no rows.
-    let lines_again = src.reread_path().is_some();
+    let reread = src.reread_path();
+    let lines_again = reread.is_some();
     let too_large = chunks_shown
-        && src.reread_path().is_some_and(|p| {
+        && reread.is_some_and(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.len() > args.debug_hold_bytes as u64)
         });
     let mut overflow = too_large;

@@ -83,6 +83,24 @@ pub(crate) fn keep_freed_pages_longer() {
     }
 }
 
+/// One plain log: freed pages are kept for 10 ms instead of 1. Its reader
+/// maps the file and frees each batch's values as the fold moves on; pages
+/// given back at once are faulted in again a moment later (a twentieth of
+/// `verify`'s and `prune`'s time on a 100 MB log) for 1 to 2 MB less peak
+/// RSS. An artifact keeps 1 ms: its peak RSS is bounded against the size of
+/// its plaintext, and `messages` on one would come close to the bound.
+pub(crate) fn keep_freed_pages_for(src: &dsh::LogSource) {
+    #[cfg(target_os = "linux")]
+    if src.is_plain_file() {
+        // SAFETY: a plain option store; valid for any value and at any time.
+        unsafe {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = src;
+}
+
 /// `mi_option_arena_eager_commit` in mimalloc's option enum.
 const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 /// `mi_option_purge_delay` in mimalloc's option enum (milliseconds).

@@ -70,7 +70,9 @@ impl Ctx {
     /// working directory, a session id or a unique prefix of one. An
     /// ambiguous prefix is a usage error (it lists the candidates).
     pub fn resolve(&self, arg: &str) -> anyhow::Result<LogSource> {
-        dsh::log::lookup::resolve(arg, self.home.as_deref()).map_err(lookup_error)
+        let src = dsh::log::lookup::resolve(arg, self.home.as_deref()).map_err(lookup_error)?;
+        crate::keep_freed_pages_for(&src);
+        Ok(src)
     }
 
     /// [`Ctx::resolve`] for a command that may read the log twice:

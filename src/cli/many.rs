@@ -27,8 +27,10 @@ pub fn run_many<T: Send, E: Send>(
         jobs
     }
     .min(n.max(1));
-    if n > 1 {
-        crate::keep_freed_pages_longer();
+    match sources {
+        [] => {}
+        [one] => crate::keep_freed_pages_for(one),
+        _ => crate::keep_freed_pages_longer(),
     }
     let bar = render::progress(ctx.stderr_tty && !ctx.quiet, n as u64, what);
     let next = AtomicUsize::new(0);

@@ -40,6 +40,20 @@ impl LogSource {
         }
     }
 
+    /// Whether this is a regular file holding a plain log (not a Zstandard
+    /// artifact, nor a file too short to tell): its first four bytes are
+    /// read, nothing else (a stream is never opened).
+    pub fn is_plain_file(&self) -> bool {
+        use std::io::Read;
+        let Some(p) = self.reread_path().filter(|p| is_regular(p)) else {
+            return false;
+        };
+        let mut magic = [0u8; 4];
+        std::fs::File::open(p)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| magic != super::reader::ZSTD_MAGIC)
+    }
+
     /// The path, for files (not for standard input, spooled or not).
     pub fn path(&self) -> Option<&Path> {
         match self {
@@ -329,5 +343,29 @@ mod tests {
         );
         assert_eq!(project_dir_name(Some("/")), "--root--");
         assert_eq!(project_dir_name(None), "_no-cwd");
+    }
+
+    #[test]
+    fn plain_files_are_told_from_artifacts_streams_and_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("session.jsonl");
+        std::fs::write(&plain, "{\"type\":\"session\"}\n").unwrap();
+        let artifact = dir.path().join("session.jsonl.zstd");
+        std::fs::write(&artifact, [0x28, 0xB5, 0x2F, 0xFD, 0, 0, 0]).unwrap();
+        let short = dir.path().join("short");
+        std::fs::write(&short, "{}").unwrap();
+        assert!(LogSource::File(plain.clone()).is_plain_file());
+        assert!(LogSource::Spooled(plain).is_plain_file());
+        assert!(!LogSource::File(artifact).is_plain_file());
+        assert!(!LogSource::File(short).is_plain_file());
+        assert!(!LogSource::File(dir.path().to_path_buf()).is_plain_file());
+        assert!(!LogSource::File(dir.path().join("missing")).is_plain_file());
+        assert!(!LogSource::Stdin.is_plain_file());
+        // A named pipe is never opened (opening it would wait for a writer).
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(!LogSource::File(fifo).is_plain_file());
     }
 }

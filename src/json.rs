@@ -814,19 +814,37 @@ fn scan_code_points(
         }
         use std::arch::x86_64::*;
         // SAFETY: the load reads 16 bytes inside `raw`.
-        let (cont, bs) = unsafe {
+        let (cont, bs, u) = unsafe {
             let v = _mm_loadu_si128(raw.as_ptr().add(i) as *const __m128i);
             let cont = _mm_movemask_epi8(_mm_cmpeq_epi8(
                 _mm_and_si128(v, _mm_set1_epi8(0xC0u8 as i8)),
                 _mm_set1_epi8(0x80u8 as i8),
             )) as u32;
-            let bs = if escaped {
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))) as u32
+            let (bs, u) = if escaped {
+                (
+                    _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8))) as u32,
+                    _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'u' as i8))) as u32,
+                )
             } else {
-                0
+                (0, 0)
             };
-            (cont, bs)
+            (cont, bs, u)
         };
+        // Short escapes only (a text's `\n` and `\t`): each is two
+        // characters written for one code point, so the block holds its
+        // lead bytes less its backslashes. That needs every backslash to
+        // start an escape (none follows another), its escape to end inside
+        // the block (none is the last byte) and not to be `\u` (a
+        // surrogate may pair), and no target to fall in the block.
+        if bs != 0 && bs & 0x8000 == 0 && bs & (bs << 1) == 0 && u & (bs << 1) == 0 {
+            let c = (!cont & 0xFFFF).count_ones() as usize - bs.count_ones() as usize;
+            if sc.targets.get(sc.t).is_none_or(|&t| t >= sc.n + c) {
+                sc.n += c;
+                sc.pending = false;
+                i += 16;
+                continue;
+            }
+        }
         // Within the block: literal runs between escapes, from `p` on.
         let mut p = 0usize;
         loop {
@@ -3249,6 +3267,46 @@ mod tests {
             s.extend(&cps[40..]);
             s.encode_utf16().collect::<Vec<u16>>()
         });
+    }
+
+    #[test]
+    fn text_with_short_escapes_counts_and_cuts_like_its_code_points() {
+        // Mostly lines of text (`\n`, `\t`, multi-byte characters), as tool
+        // results are, so that most sixteen-byte blocks hold short escapes
+        // only; now and then a piece that needs the escape-by-escape way
+        // (`\\`, `\u` escapes, a pair) lands in a block or across two.
+        let common = ["abc", "d", "中", "é", r"\n", r"\t", r#"\""#, "    ", "😀"];
+        let rare = [r"\\", r"\u00e9", r"\ud83d\ude00", r"\ud83d", r"\/"];
+        let mut rng = crate::test_rng::Lcg(23);
+        for round in 0..60 {
+            let mut text = String::from("\"");
+            for _ in 0..40 + round * 3 {
+                if rng.below(12) == 0 {
+                    text.push_str(rare[rng.index(rare.len())]);
+                } else {
+                    text.push_str(common[rng.index(common.len())]);
+                }
+            }
+            text.push('"');
+            let v = Value::parse(&text).unwrap();
+            let s = v.as_jstr().unwrap();
+            let cps = s.code_points();
+            assert_eq!(s.count_code_points(), cps.len(), "{text}");
+            let counted = s.count_code_points_marked();
+            assert_eq!(counted.len(), cps.len(), "{text}");
+            for a in 0..=cps.len() {
+                let (oa, _) = s.code_point_offsets(a, a);
+                // The offset of code point `a` is where the raw text of the
+                // first `a` code points ends.
+                let head = s.part(0..oa).code_points();
+                assert_eq!(head, cps[..a], "{text} at {a}");
+                assert_eq!(
+                    s.cut_around_counted(&counted, a, cps.len(), "|").raw,
+                    s.cut_around(a, cps.len(), "|").raw,
+                    "{text} cut at {a}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -49,13 +49,17 @@ pub(super) struct Unsafe {
 
 /// Byte ranges of the atomic units of `events`, whose lines are laid end to
 /// end in that order with the given lengths (newline included).
-pub(super) fn units(events: &[OwnedEvent], lens: &[usize]) -> Vec<(usize, usize, u64)> {
+pub(super) fn units<E: std::borrow::Borrow<OwnedEvent>>(
+    events: &[E],
+    lens: &[usize],
+) -> Vec<(usize, usize, u64)> {
     let mut out = Vec::new();
     let mut start = 0usize;
     let mut at = 0usize;
     let mut first_seq = None;
     let mut bracket = false;
     for (ev, len) in events.iter().zip(lens) {
+        let ev = ev.borrow();
         first_seq.get_or_insert(ev.seq);
         at += len;
         match ev.kind {

@@ -836,6 +836,16 @@ impl Appender {
         self.write_batch(events, false, None)
     }
 
+    /// [`Appender::append`] of events the caller shares: the surface keeps
+    /// its new nodes' events without copying them (a pruner's batch carries
+    /// megabytes of kept text).
+    pub fn append_shared(
+        &mut self,
+        events: &[Arc<OwnedEvent>],
+    ) -> Result<AppendReport, AppendError> {
+        self.write_batch(events, false, None)
+    }
+
     /// [`Appender::append`], then stream every event of the batch, once it is
     /// written, to `observer`, folded onto [`Appender::surface`] as the
     /// loader would have folded it (`synthetic: false`: they are in the file
@@ -852,9 +862,9 @@ impl Appender {
     }
 
     // One piece on purpose: the write protocol in order (validate, re-check the file, encode, write, sync, roll back on any error); each step depends on the previous one's state.
-    fn write_batch(
+    fn write_batch<E: BatchEvent>(
         &mut self,
-        events: &[OwnedEvent],
+        events: &[E],
         releasing: bool,
         observer: Option<&mut dyn Observer>,
     ) -> Result<AppendReport, AppendError> {
@@ -882,6 +892,7 @@ impl Appender {
         let mut seq = self.next_seq;
         for ev in events {
             self.validate(ev, seq, &mut surface)?;
+            let ev = ev.borrow();
             locks.observe(ev);
             if self.lifecycle == Lifecycle::Continue || seq >= self.log.event_count() {
                 turn.observe(ev);
@@ -957,15 +968,11 @@ impl Appender {
             // Fold again, event by event, for the observer (validated above,
             // so nothing can fail).
             let mut s = before;
-            for ev in events {
+            for shared in events {
+                let ev = shared.borrow();
                 let applied = match check_local(ev) {
                     Ok(Some(op)) => s
-                        .apply(
-                            ev,
-                            op,
-                            node_facts(ev),
-                            NodeBody::Owned(Arc::new(ev.clone())),
-                        )
+                        .apply(ev, op, node_facts(ev), NodeBody::Owned(shared.shared()))
                         .ok(),
                     _ => None,
                 };
@@ -995,10 +1002,11 @@ impl Appender {
     /// One event, as the loader would check it at `seq`.
     fn validate(
         &self,
-        ev: &OwnedEvent,
+        shared: &impl BatchEvent,
         seq: u64,
         surface: &mut Surface,
     ) -> Result<(), AppendError> {
+        let ev = shared.borrow();
         let bad = |m: String| AppendError::Invalid { seq, message: m };
         if ev.seq != seq || ev.value.get("seq").and_then(|s| s.as_count()) != Some(seq) {
             return Err(bad(format!(
@@ -1047,7 +1055,7 @@ impl Appender {
         if let Some(op) = op {
             let facts = node_facts(ev);
             surface
-                .apply(ev, op, facts, NodeBody::Owned(Arc::new(ev.clone())))
+                .apply(ev, op, facts, NodeBody::Owned(shared.shared()))
                 .map_err(|e| bad(e.message))?;
         }
         Ok(())
@@ -1083,6 +1091,25 @@ impl Appender {
             return Ok(Some(out));
         }
         Ok(self.sink.as_ref().map(|s| s.path.clone()))
+    }
+}
+
+/// An event of a batch, and how the surface comes to hold it once the
+/// batch is folded: a copy of an event the caller owns, or a share of one
+/// it shares.
+trait BatchEvent: std::borrow::Borrow<OwnedEvent> {
+    fn shared(&self) -> Arc<OwnedEvent>;
+}
+
+impl BatchEvent for OwnedEvent {
+    fn shared(&self) -> Arc<OwnedEvent> {
+        Arc::new(self.clone())
+    }
+}
+
+impl BatchEvent for Arc<OwnedEvent> {
+    fn shared(&self) -> Arc<OwnedEvent> {
+        Arc::clone(self)
     }
 }
 

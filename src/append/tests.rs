@@ -325,6 +325,37 @@ fn a_dry_run_counts_the_bytes_a_write_appends() {
 }
 
 #[test]
+fn a_shared_batch_is_kept_without_a_copy_and_written_like_an_owned_one() {
+    // The same batch, owned and shared: the same report and file; the
+    // shared one's new node holds the caller's event itself.
+    let batch = |app: &Appender| {
+        let mut batch = app.lifecycle_prefix(5.0);
+        batch.push(user_msg(app.next_seq() + batch.len() as u64));
+        batch
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (owned_path, owned_src) = open_turn_file(a.path());
+    let (shared_path, shared_src) = open_turn_file(b.path());
+    let mut app = opened(&owned_src, AppendTarget::InPlace);
+    let owned = app.append(&batch(&app)).unwrap();
+    app.finish().unwrap();
+    let mut app = opened(&shared_src, AppendTarget::InPlace);
+    let events: Vec<Arc<OwnedEvent>> = batch(&app).into_iter().map(Arc::new).collect();
+    let shared = app.append_shared(&events).unwrap();
+    let last = app.surface().nodes.last().unwrap();
+    let NodeBody::Owned(kept) = &last.body else {
+        panic!("an appended node keeps its event")
+    };
+    assert!(Arc::ptr_eq(kept, events.last().unwrap()));
+    app.finish().unwrap();
+    assert_eq!((owned.bytes, owned.events), (shared.bytes, shared.events));
+    assert_eq!(
+        fs::read(&owned_path).unwrap(),
+        fs::read(&shared_path).unwrap()
+    );
+}
+
+#[test]
 fn the_batch_must_start_a_lifecycle_and_be_valid() {
     let dir = tempfile::tempdir().unwrap();
     let (path, src) = open_turn_file(dir.path());

@@ -11,6 +11,7 @@
 //! [`AppendError::Interleaved`] (exit 4). The one positional write is the
 //! first byte of a plain unit, into the placeholder dsh itself appended.
 
+use std::borrow::Borrow;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -389,8 +390,8 @@ pub(super) enum EncodeError {
 /// Encode a batch: JSONL lines, split into units before every `turn/end`
 /// that is not first in its unit (plain), or one frame whose every crash
 /// cut ends at a safe point (Zstandard, [`super::frame`]).
-pub(super) fn encode(
-    events: &[OwnedEvent],
+pub(super) fn encode<E: Borrow<OwnedEvent>>(
+    events: &[E],
     container: Container,
 ) -> Result<(Payload, u64), EncodeError> {
     let mut units: Vec<Vec<u8>> = Vec::new();
@@ -398,6 +399,7 @@ pub(super) fn encode(
     let mut lens: Vec<usize> = Vec::with_capacity(events.len());
     let mut total = 0u64;
     for ev in events {
+        let ev = ev.borrow();
         if ev.kind == Kind::TurnEnd && !cur.is_empty() {
             units.push(std::mem::take(&mut cur).into_bytes());
         }
@@ -428,13 +430,13 @@ pub(super) fn encode(
 
 /// The bytes [`encode`] gives a plain log for `events`, counted without
 /// keeping them (a dry run writes nothing).
-pub(super) fn encoded_len(events: &[OwnedEvent]) -> u64 {
+pub(super) fn encoded_len<E: Borrow<OwnedEvent>>(events: &[E]) -> u64 {
     let mut line = String::new();
     events
         .iter()
         .map(|ev| {
             line.clear();
-            ev.value.write_json(&mut line);
+            ev.borrow().value.write_json(&mut line);
             line.len() as u64 + 1
         })
         .sum()

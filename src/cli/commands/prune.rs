@@ -1,6 +1,8 @@
 //! `dsh prune`: the reference's tool-result pruner, appended to the log.
 
+use std::borrow::Borrow;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Result;
 use dsh::append::{AppendTarget, Appender, Blocker, Lifecycle};
@@ -153,8 +155,8 @@ fn closed_turn_refusal(app: &Appender) -> String {
 /// The events as a JSON array that borrows their strings (the report is
 /// written and dropped; copying megabytes of results for it was a tenth of
 /// a dry run).
-fn events_json(evs: &[dsh::OwnedEvent]) -> Value<'_> {
-    Value::Arr(evs.iter().map(|e| e.value.borrowed()).collect())
+fn events_json<E: Borrow<dsh::OwnedEvent>>(evs: &[E]) -> Value<'_> {
+    Value::Arr(evs.iter().map(|e| e.borrow().value.borrowed()).collect())
 }
 
 /// Run it.
@@ -203,7 +205,7 @@ struct Outcome<'a> {
 /// The `--json` document.
 /// `plan` comes with its events (moved out of it into the batch).
 fn report_json<'p>(
-    (plan, appended): (&'p dsh::prune::PrunePlan, &'p [dsh::OwnedEvent]),
+    (plan, appended): (&'p dsh::prune::PrunePlan, &'p [Arc<dsh::OwnedEvent>]),
     reference: Option<&'p dsh::prune::PrunePlan>,
     prefix: &'p [dsh::OwnedEvent],
     bpe: &[BpeSavings],
@@ -216,10 +218,10 @@ fn report_json<'p>(
             .unwrap_or(Value::Null)
     };
     let reported = match reference {
-        Some(r) => (r, &r.events[..]),
-        None => (plan, appended),
+        Some(r) => to_json((r, &r.events[..]), prefix),
+        None => to_json((plan, appended), prefix),
     };
-    let v = to_json(reported, prefix)
+    let v = reported
         .with(
             "write",
             Value::obj()
@@ -316,8 +318,13 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     };
     // The plan's events move into the batch (`bpe_savings`, the one reader
     // of them in the plan, ran above); `appended` is them there.
-    let mut batch = prefix.clone();
-    batch.append(&mut plan.events);
+    // Shared, so that the writer's surface keeps them without a copy.
+    let batch: Vec<Arc<dsh::OwnedEvent>> = prefix
+        .iter()
+        .cloned()
+        .chain(std::mem::take(&mut plan.events))
+        .map(Arc::new)
+        .collect();
     let appended = &batch[prefix.len()..];
     // What stands in the way of a real write.
     let refused: Option<String> = if plan.pruned.is_empty() {
@@ -339,7 +346,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     let status = if args.dry_run || plan.pruned.is_empty() {
         // Validate the batch as the writer would (a dry run writes nothing).
         if !plan.pruned.is_empty() && !busy {
-            bytes = app.append(&batch).map_err(append_error)?.bytes;
+            bytes = app.append_shared(&batch).map_err(append_error)?.bytes;
         }
         Status::Ok
     } else if let Some(why) = &refused {
@@ -358,7 +365,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         Status::Findings
     } else {
-        let r = app.append(&batch).map_err(append_error)?;
+        let r = app.append_shared(&batch).map_err(append_error)?;
         bytes = r.bytes;
         written = true;
         Status::Ok
@@ -519,8 +526,8 @@ fn bpe_savings(log: &LoadedLog, plan: &PrunePlan, enc: Encoding) -> Result<BpeSa
 
 /// The reference's prune output plus the lifecycle prefix (`plan` with its
 /// events).
-fn to_json<'p>(
-    (plan, events): (&'p PrunePlan, &'p [dsh::OwnedEvent]),
+fn to_json<'p, E: Borrow<dsh::OwnedEvent>>(
+    (plan, events): (&'p PrunePlan, &'p [E]),
     prefix: &'p [dsh::OwnedEvent],
 ) -> Value<'p> {
     let pruned: Vec<OwnedValue> = plan
@@ -554,7 +561,7 @@ fn tokens_json(plan: &PrunePlan) -> OwnedValue {
 #[allow(clippy::too_many_arguments)]
 fn print_readable(
     o: &Out,
-    (plan, events): (&PrunePlan, &[dsh::OwnedEvent]),
+    (plan, events): (&PrunePlan, &[Arc<dsh::OwnedEvent>]),
     bpe: &[BpeSavings],
     prefix: &[dsh::OwnedEvent],
     file: &str,
@@ -659,7 +666,7 @@ fn print_readable(
         }
     } else if args.dry_run {
         outln!(o, "dry run: would append {what}:")?;
-        for e in prefix.iter().chain(events) {
+        for e in prefix.iter().chain(events.iter().map(|e| &**e)) {
             outln!(o, "  {}", describe(e))?;
         }
         if let Some(why) = refused {

@@ -286,8 +286,11 @@ pub struct Appender {
     pause: Option<Duration>,
     /// Next seq in the file.
     next_seq: u64,
-    /// The surface after the appends so far.
-    surface: Surface,
+    /// The surface after the appends so far; `None` while it is the loaded
+    /// log's as it stands (a resumed lifecycle before its first batch), so
+    /// that opening copies no surface (one costs milliseconds on a large
+    /// log) and only a batch does.
+    surface: Option<Surface>,
     /// Batches appended.
     batches: u64,
     /// The temporary copy and its final path, until [`Appender::finish`].
@@ -565,7 +568,7 @@ impl Appender {
         let (blockers, foreign_busy) = blockers_of(&log, &scan);
         let mut app = Appender {
             target: target.clone(),
-            surface: log.surface.clone(),
+            surface: None,
             next_seq: log.stored_events,
             file_turn_open: file_turn.open,
             lifecycle: Lifecycle::Resume,
@@ -647,24 +650,25 @@ impl Appender {
         let mut turn = TurnState {
             open: self.file_turn_open,
         };
-        let mut surface = self.log.surface.clone();
-        match lifecycle {
+        self.surface = match lifecycle {
             Lifecycle::Resume => {
                 for c in &self.log.closers {
                     turn.observe(c);
                 }
+                None
             }
             Lifecycle::Continue => {
                 // The closers are not written: drop the nodes they appended
                 // (synthetic tool results are appends, always last).
+                let mut surface = self.log.surface.clone();
                 while surface.nodes.last().is_some_and(|n| n.seq >= stored) {
                     let n = surface.nodes.pop().expect("checked");
                     surface.tokens -= n.tokens;
                 }
+                Some(surface)
             }
-        }
+        };
         self.turn = turn;
-        self.surface = surface;
     }
 
     /// Choose the lifecycle after looking at the loaded log (e.g. Continue
@@ -778,14 +782,19 @@ impl Appender {
 
     /// The surface as the appends so far left it.
     pub fn surface(&self) -> &Surface {
-        &self.surface
+        self.surface.as_ref().unwrap_or(&self.log.surface)
     }
 
     /// Take R16 fingerprints of events the caller read itself (a prune
     /// plan's [`crate::prune::PrunePlan::originals`]), so that validating
     /// a replacement of one does not read its line again.
     pub fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
-        self.surface.remember(known);
+        // Fingerprints change no fold: the loaded surface may take them
+        // while it stands for the appends' one.
+        match &mut self.surface {
+            Some(s) => s.remember(known),
+            None => self.log.surface.remember(known),
+        }
     }
 
     /// Batches appended so far.
@@ -886,7 +895,7 @@ impl Appender {
             });
         }
         // Validate against scratch state; commit it only once written.
-        let mut surface = self.surface.clone();
+        let mut surface = self.surface().clone();
         let mut locks = self.locks.clone();
         let mut turn = self.turn;
         let mut seq = self.next_seq;
@@ -960,14 +969,14 @@ impl Appender {
             report.path = Some(sink.path.clone());
             self.len = new_len;
         }
-        let before = std::mem::replace(&mut self.surface, surface);
+        let before = self.surface.replace(surface);
         self.locks = locks;
         self.turn = turn;
         self.next_seq = seq;
         if let Some(observer) = observer {
             // Fold again, event by event, for the observer (validated above,
             // so nothing can fail).
-            let mut s = before;
+            let mut s = before.unwrap_or_else(|| self.log.surface.clone());
             for shared in events {
                 let ev = shared.borrow();
                 let applied = match check_local(ev) {

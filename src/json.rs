@@ -1061,14 +1061,15 @@ fn write_reescaped(out: &mut String, raw: &[u8]) {
             break;
         };
         i += at;
-        flush(out, run, i);
         let e = raw[i + 1];
         match e {
             b'/' => {
+                flush(out, run, i);
                 out.push('/');
                 i += 2;
             }
             b'u' => {
+                flush(out, run, i);
                 let u = hex4(&raw[i + 2..]);
                 i += 6;
                 if raw.len() >= i + 6
@@ -1090,9 +1091,10 @@ fn write_reescaped(out: &mut String, raw: &[u8]) {
                 }
             }
             _ => {
-                // \" \\ \b \f \n \r \t: JavaScript writes them the same way.
-                flush(out, i, i + 2);
+                // \" \\ \b \f \n \r \t: JavaScript writes them the same way,
+                // so they stay in the run copied as it stands.
                 i += 2;
+                continue;
             }
         }
         run = i;

@@ -1454,6 +1454,19 @@ impl Observer for Analysis {
         self.0.takes_packed_rows()
     }
 
+    fn chunk_line(
+        &mut self,
+        seq: u64,
+        facts: &crate::log::fastlane::ChunkFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        self.0.chunk_line(seq, facts, folded)
+    }
+
+    fn takes_chunk_lines(&self) -> bool {
+        self.0.takes_chunk_lines()
+    }
+
     fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
         self.0.chunks_counted(span);
     }

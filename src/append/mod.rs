@@ -241,6 +241,20 @@ impl Observer for Watch<'_> {
         self.inner.takes_packed_rows()
     }
 
+    fn chunk_line(
+        &mut self,
+        seq: u64,
+        facts: &crate::log::fastlane::ChunkFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        // As for rows: the inner observer decides.
+        self.inner.chunk_line(seq, facts, folded)
+    }
+
+    fn takes_chunk_lines(&self) -> bool {
+        self.inner.takes_chunk_lines()
+    }
+
     fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
         Observer::chunks_counted(&mut self.scan, span);
         self.inner.chunks_counted(span);

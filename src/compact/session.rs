@@ -134,6 +134,20 @@ impl Observer for Watch<'_> {
     fn takes_packed_rows(&self) -> bool {
         self.meter.takes_packed_rows()
     }
+
+    /// Nor does a chunk line: the meter takes it from its facts.
+    fn chunk_line(
+        &mut self,
+        seq: u64,
+        facts: &crate::log::fastlane::ChunkFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        self.meter.chunk_line(seq, facts, folded)
+    }
+
+    fn takes_chunk_lines(&self) -> bool {
+        self.meter.takes_chunk_lines()
+    }
 }
 
 /// The session being compacted.

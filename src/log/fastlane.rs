@@ -26,24 +26,123 @@ pub enum Lane {
         /// Its time.
         time: f64,
     },
+    /// A valid `assistant/chunk` event line and what its chunk carries.
+    ChunkFacts {
+        /// Its seq.
+        seq: u64,
+        /// Its time.
+        time: f64,
+        /// Its labels and chunk.
+        facts: ChunkFacts,
+    },
+}
+
+/// What a plain `assistant/chunk` line carries for readers that need its
+/// chunk only by kind and lengths (the token meter): the line's labels and
+/// its chunk, reduced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkFacts {
+    /// `data.turn` (a number: the lane takes no other).
+    pub turn: f64,
+    /// `data.step` (a number).
+    pub step: f64,
+    /// `data.chunk`.
+    pub chunk: ChunkFact,
+}
+
+/// A block type the lane knows by name; any other goes the normal way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// `text`
+    Text,
+    /// `reasoning`
+    Reasoning,
+    /// `tool-call`
+    ToolCall,
+}
+
+/// One chunk in the spellings the harness writes; lengths are UTF-16
+/// lengths of the strings, indexes are numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChunkFact {
+    /// `{type: "block-start", index, blockType}`.
+    BlockStart {
+        /// `index`.
+        index: f64,
+        /// `blockType`.
+        block: BlockKind,
+    },
+    /// `{type: "text-delta" | "reasoning-delta", index, text}`.
+    TextDelta {
+        /// `index`.
+        index: f64,
+        /// `reasoning-delta`.
+        reasoning: bool,
+        /// Length of `text`.
+        len: usize,
+    },
+    /// `{type: "tool-call-delta", index, [id], [name], argumentsDelta}`.
+    ToolCallDelta {
+        /// `index`.
+        index: f64,
+        /// Length of `name` when present and not empty.
+        name_len: Option<usize>,
+        /// Length of `argumentsDelta`.
+        args_len: usize,
+    },
+    /// `{type: "block-end", index, block: {type: "text" | "reasoning", text}}`.
+    TextBlockEnd {
+        /// `index`.
+        index: f64,
+        /// A reasoning block.
+        reasoning: bool,
+        /// Length of `block.text`.
+        text_len: usize,
+    },
+    /// `{type: "block-end", index, block: {type: "tool-call", id, name, arguments}}`.
+    ToolCallBlockEnd {
+        /// `index`.
+        index: f64,
+        /// Length of `block.name`.
+        name_len: usize,
+        /// Length of `block.arguments`.
+        args_len: usize,
+    },
+    /// `{type: "finish", reason: {kind}}`.
+    Finish {
+        /// `reason.kind === "max-tokens"`.
+        max_tokens: bool,
+    },
+}
+
+/// Which chunk lines [`classify`] takes, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChunkLines {
+    /// None: they go the normal way.
+    #[default]
+    Parse,
+    /// Every valid one, by seq and time only (readers that want nothing of
+    /// chunks).
+    Count,
+    /// Those whose chunk [`ChunkFacts`] describes, with their facts.
+    Facts,
 }
 
 /// Take the line (valid UTF-8, as the parse stage checks first) if it is a
-/// packed row, or with `chunk_lines` a plain chunk line, in its canonical
+/// packed row, or a plain chunk line as `chunk_lines` says, in its canonical
 /// spelling and valid; `None` means "read it the normal way", not "invalid".
-/// `chunk_lines` is for readers that want nothing of chunks: their rows'
-/// facts carry no lengths.
-pub fn classify(line: &[u8], chunk_lines: bool) -> Option<Lane> {
+/// Readers that count chunk lines want nothing of chunks: their rows' facts
+/// carry no lengths.
+pub fn classify(line: &[u8], chunk_lines: ChunkLines) -> Option<Lane> {
     const CHUNK: &[u8] = br#"{"type":"assistant/chunk","seq":"#;
     if line.starts_with(CHUNK) {
-        return if chunk_lines {
-            chunk_line(line, CHUNK.len())
-        } else {
-            None
+        return match chunk_lines {
+            ChunkLines::Parse => None,
+            ChunkLines::Count => chunk_line(line, CHUNK.len()),
+            ChunkLines::Facts => chunk_line_facts(line, CHUNK.len()),
         };
     }
-    // Readers that skip chunk lines want no facts from rows either.
-    packed_row(line, !chunk_lines)
+    packed_row(line, chunk_lines != ChunkLines::Count)
 }
 
 struct Cursor<'a> {
@@ -96,6 +195,17 @@ impl Cursor<'_> {
     fn end(&self) -> Option<()> {
         (self.i == self.b.len()).then_some(())
     }
+
+    /// A block type spelled as one of the three names, without escapes.
+    fn block_kind(&mut self) -> Option<BlockKind> {
+        if self.lit(br#""text""#).is_some() {
+            Some(BlockKind::Text)
+        } else if self.lit(br#""reasoning""#).is_some() {
+            Some(BlockKind::Reasoning)
+        } else {
+            self.lit(br#""tool-call""#).map(|()| BlockKind::ToolCall)
+        }
+    }
 }
 
 /// `{"type":"assistant/chunk","seq":N,"time":N,"data":…}`: the envelope
@@ -112,6 +222,103 @@ fn chunk_line(line: &[u8], at: usize) -> Option<Lane> {
     Some(Lane::Chunk {
         seq,
         time: time as f64,
+    })
+}
+
+/// `{"type":"assistant/chunk","seq":N,"time":N,"data":{"turn":N,"step":N,
+/// "chunk":{…}}}` with a chunk [`ChunkFact`] describes, spelled as the
+/// harness writes it (keys in its order, no whitespace); any other line,
+/// even a valid one, goes the normal way. Every string is checked as the
+/// parser checks it, so a line taken is valid JSON.
+fn chunk_line_facts(line: &[u8], at: usize) -> Option<Lane> {
+    let mut c = Cursor { b: line, i: at };
+    let seq = c.count()?;
+    c.lit(br#","time":"#)?;
+    let time = c.int()?;
+    c.lit(br#","data":{"turn":"#)?;
+    let turn = c.int()? as f64;
+    c.lit(br#","step":"#)?;
+    let step = c.int()? as f64;
+    c.lit(br#","chunk":{"type":""#)?;
+    let chunk = if c.lit(br#"block-start","index":"#).is_some() {
+        let index = c.count()? as f64;
+        c.lit(br#","blockType":"#)?;
+        let block = c.block_kind()?;
+        ChunkFact::BlockStart { index, block }
+    } else if c.lit(br#"block-end","index":"#).is_some() {
+        let index = c.count()? as f64;
+        c.lit(br#","block":{"type":"#)?;
+        let fact = match c.block_kind()? {
+            BlockKind::ToolCall => {
+                c.lit(br#","id":"#)?;
+                c.string()?;
+                c.lit(br#","name":"#)?;
+                let name_len = c.string()?;
+                c.lit(br#","arguments":"#)?;
+                let args_len = c.string()?;
+                ChunkFact::ToolCallBlockEnd {
+                    index,
+                    name_len,
+                    args_len,
+                }
+            }
+            kind => {
+                c.lit(br#","text":"#)?;
+                ChunkFact::TextBlockEnd {
+                    index,
+                    reasoning: kind == BlockKind::Reasoning,
+                    text_len: c.string()?,
+                }
+            }
+        };
+        c.lit(b"}")?;
+        fact
+    } else if c.lit(br#"tool-call-delta","index":"#).is_some() {
+        let index = c.count()? as f64;
+        if c.lit(br#","id":"#).is_some() {
+            c.string()?;
+        }
+        let name_len = match c.lit(br#","name":"#) {
+            Some(()) => Some(c.string()?).filter(|&n| n > 0),
+            None => None,
+        };
+        c.lit(br#","argumentsDelta":"#)?;
+        ChunkFact::ToolCallDelta {
+            index,
+            name_len,
+            args_len: c.string()?,
+        }
+    } else if c.lit(br#"finish","reason":{"kind":"#).is_some() {
+        let start = c.i;
+        c.string()?;
+        let kind = &line[start..c.i];
+        // An escaped spelling could still mean "max-tokens": the normal way.
+        if kind.contains(&b'\\') {
+            return None;
+        }
+        c.lit(b"}")?;
+        ChunkFact::Finish {
+            max_tokens: kind == br#""max-tokens""#,
+        }
+    } else {
+        let reasoning = c.lit(br#"reasoning-delta","index":"#).is_some();
+        if !reasoning {
+            c.lit(br#"text-delta","index":"#)?;
+        }
+        let index = c.count()? as f64;
+        c.lit(br#","text":"#)?;
+        ChunkFact::TextDelta {
+            index,
+            reasoning,
+            len: c.string()?,
+        }
+    };
+    c.lit(b"}}}")?;
+    c.end()?;
+    Some(Lane::ChunkFacts {
+        seq,
+        time: time as f64,
+        facts: ChunkFacts { turn, step, chunk },
     })
 }
 
@@ -263,10 +470,10 @@ mod tests {
             r#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","dt":[],"args":["x"]}}"#,
         ];
         for r in rows {
-            let fast = classify(r.as_bytes(), false).expect(r);
+            let fast = classify(r.as_bytes(), ChunkLines::Parse).expect(r);
             assert_eq!(Some(fast), normal_way(r.as_bytes()), "{r}");
             // Without lengths when nothing of chunks is wanted.
-            let Some(Lane::Row(span, facts)) = classify(r.as_bytes(), true) else {
+            let Some(Lane::Row(span, facts)) = classify(r.as_bytes(), ChunkLines::Count) else {
                 panic!("{r}")
             };
             assert_eq!(
@@ -314,7 +521,8 @@ mod tests {
             r#"{"type":"assistant/chunk","seq":3,"time":1}"#,
         ];
         for l in lines {
-            assert_eq!(classify(l.as_bytes(), true), None, "{l}");
+            assert_eq!(classify(l.as_bytes(), ChunkLines::Count), None, "{l}");
+            assert_eq!(classify(l.as_bytes(), ChunkLines::Facts), None, "{l}");
         }
     }
 
@@ -354,7 +562,7 @@ mod tests {
         let (mut taken, mut total) = (0, 0);
         for base in seeds {
             assert_eq!(
-                classify(base, false).or(classify(base, true)),
+                classify(base, ChunkLines::Parse).or(classify(base, ChunkLines::Count)),
                 normal_lane(base)
             );
             for _ in 0..20_000 {
@@ -374,7 +582,9 @@ mod tests {
                     continue;
                 }
                 total += 1;
-                if let Some(lane) = classify(&l, false).or_else(|| classify(&l, true)) {
+                if let Some(lane) =
+                    classify(&l, ChunkLines::Parse).or_else(|| classify(&l, ChunkLines::Count))
+                {
                     taken += 1;
                     assert_eq!(
                         Some(lane),
@@ -391,7 +601,12 @@ mod tests {
     #[test]
     fn chunk_lines() {
         let l = br#"{"type":"assistant/chunk","seq":8,"time":-7,"data":{"turn":1,"chunk":{"type":"block-start","index":0,"x":[1.5e3,null,true,"\u00e9"]}}}"#;
-        assert_eq!(classify(l, true), Some(Lane::Chunk { seq: 8, time: -7.0 }));
-        assert_eq!(classify(l, false), None);
+        assert_eq!(
+            classify(l, ChunkLines::Count),
+            Some(Lane::Chunk { seq: 8, time: -7.0 })
+        );
+        assert_eq!(classify(l, ChunkLines::Parse), None);
+        // Not a chunk the facts describe.
+        assert_eq!(classify(l, ChunkLines::Facts), None);
     }
 }

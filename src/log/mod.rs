@@ -120,8 +120,28 @@ pub trait Observer {
         false
     }
 
+    /// Offered a valid plain `assistant/chunk` line at `seq` as its facts,
+    /// before it is built as an event. `true`: the observer took it, as if
+    /// it had seen the event through [`Self::event`] (a chunk never changes
+    /// the surface); `false` (the default): the event comes the normal way.
+    fn chunk_line(
+        &mut self,
+        _seq: u64,
+        _facts: &fastlane::ChunkFacts,
+        _folded: &Folded<'_>,
+    ) -> bool {
+        false
+    }
+
+    /// Whether [`Self::chunk_line`] takes chunk lines: the loader then reads
+    /// the ones it can describe without parsing them into values.
+    fn takes_chunk_lines(&self) -> bool {
+        false
+    }
+
     /// Chunks the loader counted without showing them one by one (a packed
-    /// row taken by [`Self::packed_row`], or under
+    /// row taken by [`Self::packed_row`], a chunk line taken by
+    /// [`Self::chunk_line`], or under
     /// [`LoadOptions::skip_chunk_events`]): they are stored events
     /// `span.seq0 ..= span.seq0 + span.count - 1`, nothing but log-only
     /// chunks.
@@ -630,6 +650,22 @@ impl Pipeline<'_> {
         )
     }
 
+    /// Whether a valid chunk line need not be built: the observer took it
+    /// from its facts.
+    fn take_chunk_line(&mut self, seq: u64, facts: &fastlane::ChunkFacts) -> bool {
+        self.observer.chunk_line(
+            seq,
+            facts,
+            &Folded {
+                applied: None,
+                surface: &self.surface,
+                synthetic: false,
+                canonical_line: None,
+                canonical_offset: None,
+            },
+        )
+    }
+
     /// Steps 4–10 of §16 for one event; gives the event back.
     // One piece on purpose: the per-event fold in the reference's order (envelope, upgrade, shapes, surface, headers, repair, observer); the order is the contract, so it stays visible in one place.
     fn process<'a>(
@@ -806,7 +842,13 @@ fn load_inner(
     let span_bodies = !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
     let lanes = parse::Lanes {
         rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
-        chunk_lines: opts.skip_chunk_events,
+        chunk_lines: if opts.skip_chunk_events {
+            fastlane::ChunkLines::Count
+        } else if observer.takes_chunk_lines() {
+            fastlane::ChunkLines::Facts
+        } else {
+            fastlane::ChunkLines::Parse
+        },
     };
     let mut p = Pipeline {
         id: header.id.clone(),
@@ -881,6 +923,15 @@ fn load_inner(
                     if in_order(span.seq0, &prefix) && p.take_row(skip_chunks, &span, &facts) =>
                 {
                     Some(span)
+                }
+                Some(fastlane::Lane::ChunkFacts { seq, time, facts })
+                    if in_order(seq, &prefix) && p.take_chunk_line(seq, &facts) =>
+                {
+                    Some(packed::RowSpan {
+                        seq0: seq,
+                        count: 1,
+                        last_time: time as i64,
+                    })
                 }
                 Some(_) => {
                     // Out of sequence, after damage, or declined: the

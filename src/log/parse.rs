@@ -25,8 +25,8 @@ use super::reader::{BatchText, LineReader, LineSpan};
 pub struct Lanes {
     /// Packed rows.
     pub rows: bool,
-    /// Plain `assistant/chunk` lines (only with `rows`).
-    pub chunk_lines: bool,
+    /// What becomes of plain `assistant/chunk` lines (only with `rows`).
+    pub chunk_lines: fastlane::ChunkLines,
 }
 
 /// One complete line, parsed.

@@ -1,6 +1,6 @@
 //! Several observers fed from one reading of a log.
 
-use super::{Folded, Observer, packed};
+use super::{Folded, Observer, fastlane, packed};
 use crate::event::{Event, Kind};
 
 /// Feeds every observer it holds from one pass of the loader, each seeing
@@ -41,6 +41,27 @@ impl<'o> Tee<'o> {
     }
 }
 
+impl Tee<'_> {
+    /// Offer chunks `seqs` (first, last) to every observer; taken when all
+    /// took them. Otherwise the chunks come as events, and those who took
+    /// them skip them.
+    fn offer(&mut self, seqs: (u64, u64), mut take: impl FnMut(&mut dyn Observer) -> bool) -> bool {
+        let mut all = true;
+        let mut taken = Vec::with_capacity(self.observers.len());
+        for o in self.observers.iter_mut() {
+            let took = take(&mut **o);
+            all &= took;
+            taken.push(took);
+        }
+        if !all {
+            for (t, took) in self.took.iter_mut().zip(taken) {
+                *t = took.then_some(seqs);
+            }
+        }
+        all
+    }
+}
+
 impl Observer for Tee<'_> {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         for (o, took) in self.observers.iter_mut().zip(&mut self.took) {
@@ -60,26 +81,20 @@ impl Observer for Tee<'_> {
         facts: &packed::RowFacts,
         folded: &Folded<'_>,
     ) -> bool {
-        let mut all = true;
-        let mut taken = Vec::with_capacity(self.observers.len());
-        // Each is offered the row, as the loader offers it to an observer fed
-        // alone.
-        for o in self.observers.iter_mut() {
-            let took = o.packed_row(span, facts, folded);
-            all &= took;
-            taken.push(took);
-        }
-        if !all {
-            let seqs = (span.seq0, span.seq0 + span.count.saturating_sub(1));
-            for (t, took) in self.took.iter_mut().zip(taken) {
-                *t = took.then_some(seqs);
-            }
-        }
-        all
+        let seqs = (span.seq0, span.seq0 + span.count.saturating_sub(1));
+        self.offer(seqs, |o| o.packed_row(span, facts, folded))
     }
 
     fn takes_packed_rows(&self) -> bool {
         self.observers.iter().any(|o| o.takes_packed_rows())
+    }
+
+    fn chunk_line(&mut self, seq: u64, facts: &fastlane::ChunkFacts, folded: &Folded<'_>) -> bool {
+        self.offer((seq, seq), |o| o.chunk_line(seq, facts, folded))
+    }
+
+    fn takes_chunk_lines(&self) -> bool {
+        self.observers.iter().any(|o| o.takes_chunk_lines())
     }
 
     fn chunks_counted(&mut self, span: &packed::RowSpan) {

@@ -17,6 +17,7 @@
 //! in both.
 
 use crate::json::{Value, js_number};
+use crate::log::fastlane::{BlockKind, ChunkFact};
 use crate::log::packed::RowFacts;
 use crate::meter::estimate::{price_block, q};
 
@@ -259,6 +260,66 @@ impl ChunkOp {
         }
     }
 
+    /// [`ChunkOp::of`] the chunk of a plain chunk line the loader described
+    /// by its facts instead of building it.
+    pub fn of_line(chunk: &ChunkFact) -> ChunkOp {
+        // A number index: SameValueZero makes -0 and 0 one key.
+        let key = |index: f64| IndexKey::Scalar(Scalar::Num(index + 0.0));
+        let block_type = |kind: BlockKind| match kind {
+            BlockKind::Text => BlockType::Text,
+            BlockKind::Reasoning => BlockType::Reasoning,
+            BlockKind::ToolCall => BlockType::ToolCall,
+        };
+        match *chunk {
+            ChunkFact::BlockStart { index, block } => ChunkOp::BlockStart {
+                index: key(index),
+                block_type: block_type(block),
+            },
+            ChunkFact::TextDelta {
+                index,
+                reasoning,
+                len,
+            } => ChunkOp::TextDelta {
+                index: key(index),
+                reasoning,
+                len,
+            },
+            ChunkFact::ToolCallDelta {
+                index,
+                name_len,
+                args_len,
+            } => ChunkOp::ToolCallDelta {
+                index: key(index),
+                name_len,
+                args_len,
+            },
+            // Priced as `price_block` prices these blocks: by lengths.
+            ChunkFact::TextBlockEnd {
+                index,
+                reasoning,
+                text_len,
+            } => ChunkOp::BlockEnd {
+                index: key(index),
+                block_type: if reasoning {
+                    BlockType::Reasoning
+                } else {
+                    BlockType::Text
+                },
+                price: q(text_len) + 4,
+            },
+            ChunkFact::ToolCallBlockEnd {
+                index,
+                name_len,
+                args_len,
+            } => ChunkOp::BlockEnd {
+                index: key(index),
+                block_type: BlockType::ToolCall,
+                price: q(name_len) + q(args_len) + 4,
+            },
+            ChunkFact::Finish { max_tokens } => ChunkOp::Finish { max_tokens },
+        }
+    }
+
     /// Reduce one `assistant/chunk`'s `data.chunk`. `object_id` numbers
     /// object-valued indexes so that each is a distinct key.
     pub fn of(chunk: Option<&Value<'_>>, object_id: &mut u64) -> ChunkOp {
@@ -498,6 +559,135 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::fastlane::{self, ChunkLines, Lane};
+
+    /// What the normal way makes of a chunk line: its seq and time, and
+    /// its labels and chunk as the meter reads them from the built event.
+    fn normal_chunk(line: &[u8]) -> Option<(u64, f64, String)> {
+        use crate::event::{Event, Kind};
+        let v = Value::parse(std::str::from_utf8(line).ok()?).ok()?;
+        let kind = Kind::of(&v.get("type")?.as_str()?);
+        let seq = v.get("seq")?.as_count()?;
+        let ev = Event {
+            kind,
+            seq,
+            line: 2,
+            value: v,
+        };
+        let (env, op) = crate::log::validate::check_event(&ev).ok()?;
+        if kind != Kind::AssistantChunk || op.is_some() {
+            return None;
+        }
+        let d = ev.data();
+        let chunk = ChunkOp::of(d.get("chunk"), &mut 0);
+        let facts = format!(
+            "{:?} {:?} {chunk:?}",
+            Scalar::of(d.get("turn")),
+            Scalar::of(d.get("step"))
+        );
+        Some((seq, env.time, facts))
+    }
+
+    /// The same of a line the facts lane took.
+    fn fast_chunk(lane: Lane) -> (u64, f64, String) {
+        let Lane::ChunkFacts { seq, time, facts } = lane else {
+            panic!("{lane:?}")
+        };
+        let chunk = ChunkOp::of_line(&facts.chunk);
+        let facts = format!(
+            "{:?} {:?} {chunk:?}",
+            Scalar::Num(facts.turn),
+            Scalar::Num(facts.step)
+        );
+        (seq, time, facts)
+    }
+
+    const CHUNK_LINES: &[&str] = &[
+        r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"reasoning"}}}"#,
+        r#"{"type":"assistant/chunk","seq":9,"time":2,"data":{"turn":1,"step":2,"chunk":{"type":"block-start","index":3,"blockType":"tool-call"}}}"#,
+        r#"{"type":"assistant/chunk","seq":9,"time":2,"data":{"turn":1,"step":2,"chunk":{"type":"block-start","index":3,"blockType":"text"}}}"#,
+        r#"{"type":"assistant/chunk","seq":10,"time":-3,"data":{"turn":2,"step":1,"chunk":{"type":"block-end","index":0,"block":{"type":"reasoning","text":"a\"b\u00e9😀c"}}}}"#,
+        r#"{"type":"assistant/chunk","seq":10,"time":3,"data":{"turn":2,"step":1,"chunk":{"type":"block-end","index":1,"block":{"type":"text","text":""}}}}"#,
+        r#"{"type":"assistant/chunk","seq":11,"time":4,"data":{"turn":2,"step":1,"chunk":{"type":"block-end","index":1,"block":{"type":"tool-call","id":"c1","name":"grep","arguments":"{\"pattern\":\"fn\\\\s*\"}"}}}}"#,
+        r#"{"type":"assistant/chunk","seq":12,"time":5,"data":{"turn":2,"step":1,"chunk":{"type":"tool-call-delta","index":1,"id":"c1","name":"grep","argumentsDelta":"{\"pat"}}}"#,
+        r#"{"type":"assistant/chunk","seq":12,"time":5,"data":{"turn":2,"step":1,"chunk":{"type":"tool-call-delta","index":1,"id":"c1","argumentsDelta":"tern\":"}}}"#,
+        r#"{"type":"assistant/chunk","seq":12,"time":5,"data":{"turn":2,"step":1,"chunk":{"type":"tool-call-delta","index":1,"name":"","argumentsDelta":""}}}"#,
+        r#"{"type":"assistant/chunk","seq":13,"time":6,"data":{"turn":2,"step":1,"chunk":{"type":"text-delta","index":2,"text":"h\u00e9\ud800"}}}"#,
+        r#"{"type":"assistant/chunk","seq":13,"time":6,"data":{"turn":2,"step":1,"chunk":{"type":"reasoning-delta","index":2,"text":"x"}}}"#,
+        r#"{"type":"assistant/chunk","seq":14,"time":7,"data":{"turn":2,"step":1,"chunk":{"type":"finish","reason":{"kind":"max-tokens"}}}}"#,
+        r#"{"type":"assistant/chunk","seq":14,"time":7,"data":{"turn":2,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}"#,
+    ];
+
+    #[test]
+    fn chunk_line_facts_agree_with_the_normal_way() {
+        for l in CHUNK_LINES {
+            let lane = fastlane::classify(l.as_bytes(), ChunkLines::Facts).expect(l);
+            assert_eq!(Some(fast_chunk(lane)), normal_chunk(l.as_bytes()), "{l}");
+        }
+        // Valid lines the facts do not describe go the normal way.
+        let others: &[&str] = &[
+            // usage samples, unknown block types, escaped names, other keys or order
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":1}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"image"}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"te\u0078t"}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"max\u002dtokens"}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop","raw":1}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"step":1,"turn":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":"0","text":"a"}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":1}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a","x":1}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-end","index":0,"block":{"type":"text","text":"a","extra":true}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-end","index":0,"block":{"type":"tool-call","id":"c","name":"n","arguments":{}}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1.5,"chunk":{"type":"text-delta","index":0,"text":"a"}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":-0,"text":"a"}}}"#,
+        ];
+        for l in others {
+            assert!(normal_chunk(l.as_bytes()).is_some(), "{l}");
+            assert_eq!(
+                fastlane::classify(l.as_bytes(), ChunkLines::Facts),
+                None,
+                "{l}"
+            );
+        }
+    }
+
+    #[test]
+    fn mutated_chunk_lines_the_facts_lane_takes_agree_with_the_normal_way() {
+        let bytes = b"{}[],:\"\\0123456789-.eE tnrufalsx\x01\xc3\xa9";
+        let mut rng = crate::test_rng::Lcg(7);
+        let mut next = |n: usize| rng.index(n);
+        let (mut taken, mut total) = (0, 0);
+        for base in CHUNK_LINES {
+            for _ in 0..5_000 {
+                let mut l = base.as_bytes().to_vec();
+                for _ in 0..1 + next(3) {
+                    let at = next(l.len() + 1);
+                    match next(3) {
+                        0 if at < l.len() => {
+                            l.remove(at);
+                        }
+                        1 if at < l.len() => l[at] = bytes[next(bytes.len())],
+                        _ => l.insert(at, bytes[next(bytes.len())]),
+                    }
+                }
+                if std::str::from_utf8(&l).is_err() {
+                    continue;
+                }
+                total += 1;
+                if let Some(lane) = fastlane::classify(&l, ChunkLines::Facts) {
+                    taken += 1;
+                    assert_eq!(
+                        Some(fast_chunk(lane)),
+                        normal_chunk(&l),
+                        "{}",
+                        String::from_utf8_lossy(&l)
+                    );
+                }
+            }
+        }
+        assert!(taken > 1000 && taken < total, "{taken} of {total}");
+    }
 
     fn op(json: &str) -> ChunkOp {
         let v = Value::parse(json).unwrap();

@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
+use crate::log::fastlane::ChunkFacts;
 use crate::log::packed::{RowFacts, RowSpan};
 use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::request_header::{canonical, headers_equal};
@@ -402,6 +403,18 @@ impl ChunkStore {
             step: Scalar::Num(facts.step),
             op: ChunkOp::of_packed(facts, 0),
             lens: facts.lens.as_slice().into(),
+        });
+    }
+
+    /// [`Self::mark`] and keep the chunk of a plain chunk line, from its facts.
+    fn push_line(&mut self, seq: u64, facts: &ChunkFacts) {
+        self.mark(seq, true);
+        self.kept.push(ChunkRec {
+            seq,
+            turn: Scalar::Num(facts.turn),
+            step: Scalar::Num(facts.step),
+            op: ChunkOp::of_line(&facts.chunk),
+            lens: Box::default(),
         });
     }
 
@@ -947,6 +960,24 @@ impl Observer for Meter {
     }
 
     fn takes_packed_rows(&self) -> bool {
+        true
+    }
+
+    /// What the meter's fold does for a chunk event that is no usage
+    /// sample (the lane describes none): mark it, keep its `ChunkOp` for
+    /// assembly, disarm the projection's claim.
+    fn chunk_line(&mut self, seq: u64, facts: &ChunkFacts, folded: &Folded<'_>) -> bool {
+        self.consumed += 1;
+        if self.error.is_some() {
+            return true;
+        }
+        self.chunks.push_line(seq, facts);
+        self.surface_tokens = folded.surface.tokens;
+        self.projections.apply_delta_chunks();
+        true
+    }
+
+    fn takes_chunk_lines(&self) -> bool {
         true
     }
 }

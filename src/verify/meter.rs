@@ -159,6 +159,24 @@ impl MeterTrace {
         self.claim = None;
     }
 
+    /// The chunk of a plain chunk line (never a usage sample), as
+    /// [`Self::observe`] folds it: the meter keeps it for assembly, the
+    /// projections' claim is disarmed.
+    pub fn chunk_line_taken(
+        &mut self,
+        seq: u64,
+        facts: &crate::log::fastlane::ChunkFacts,
+        folded: &Folded<'_>,
+    ) {
+        if !self.replay_stopped {
+            self.meter.chunk_line(seq, facts, folded);
+        }
+        if !self.projections_failed {
+            self.projections.apply_delta_chunks();
+        }
+        self.claim = None;
+    }
+
     /// After the pass: compare `measure()` with the projections (V-MTR-5);
     /// returns a note when the replay could not be completed.
     pub fn finish(self, log: &LoadedLog, sink: &mut Sink) -> Option<String> {

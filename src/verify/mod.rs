@@ -399,6 +399,28 @@ impl Observer for Verifier {
     fn takes_packed_rows(&self) -> bool {
         true
     }
+
+    /// A valid chunk line (never a usage sample), taken from its facts on
+    /// the same terms as a row's chunks.
+    fn chunk_line(
+        &mut self,
+        seq: u64,
+        facts: &crate::log::fastlane::ChunkFacts,
+        folded: &Folded<'_>,
+    ) -> bool {
+        if !self.session.takes_chunks_at(seq, facts.turn, facts.step)
+            || !self.provenance.takes_chunks()
+        {
+            return false;
+        }
+        self.session.chunk_taken(seq);
+        self.meter.chunk_line_taken(seq, facts, folded);
+        true
+    }
+
+    fn takes_chunk_lines(&self) -> bool {
+        true
+    }
 }
 
 /// Load and audit one log. Never fails: a refusal is a [`Verdict::Refused`]
@@ -413,5 +435,99 @@ pub fn verify_with(source: &LogSource, opts: &LoadOptions, options: &VerifyOptio
     match crate::log::load(source, opts, &mut v) {
         Ok(log) => v.finish(&log),
         Err(e) => Report::refused(source.display(), e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::fastlane::ChunkFacts;
+    use crate::log::packed::{RowFacts, RowSpan};
+    use crate::log::{LoadOptions, LogSource, load};
+    use crate::meter::Meter;
+
+    /// `O`, offered chunk lines as facts (`take`) or declining them, so
+    /// that they come as events; counts the lines taken.
+    struct Lines<O> {
+        inner: O,
+        take: bool,
+        taken: u64,
+    }
+
+    impl<O: Observer> Observer for Lines<O> {
+        fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+            self.inner.event(ev, folded);
+        }
+        fn packed_row(&mut self, span: &RowSpan, facts: &RowFacts, folded: &Folded<'_>) -> bool {
+            self.inner.packed_row(span, facts, folded)
+        }
+        fn takes_packed_rows(&self) -> bool {
+            self.inner.takes_packed_rows()
+        }
+        fn chunk_line(&mut self, seq: u64, facts: &ChunkFacts, folded: &Folded<'_>) -> bool {
+            let took = self.take && self.inner.chunk_line(seq, facts, folded);
+            self.taken += took as u64;
+            took
+        }
+        fn takes_chunk_lines(&self) -> bool {
+            self.take && self.inner.takes_chunk_lines()
+        }
+    }
+
+    fn samples() -> Vec<LogSource> {
+        let mut logs: Vec<_> = std::fs::read_dir("samples")
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.to_string_lossy().ends_with(".jsonl")
+                    || p.extension().is_some_and(|x| x == "zstd")
+            })
+            .map(LogSource::File)
+            .collect();
+        logs.sort_by_key(|s| s.display());
+        logs
+    }
+
+    /// Load `src` with `make()`'s observer taking chunk lines or not; gives
+    /// what `finish` makes of each (or the refusal) and the lines taken.
+    fn both<O: Observer, T: std::fmt::Debug>(
+        src: &LogSource,
+        make: impl Fn() -> O,
+        finish: impl Fn(O, &crate::log::LoadedLog) -> T,
+    ) -> (String, String, u64) {
+        let run = |take: bool| {
+            let mut o = Lines {
+                inner: make(),
+                take,
+                taken: 0,
+            };
+            let out = match load(src, &LoadOptions::default(), &mut o) {
+                Ok(log) => format!("{:?}", finish(o.inner, &log)),
+                Err(e) => format!("refused: {e}"),
+            };
+            (out, o.taken)
+        };
+        let ((fast, taken), (slow, none)) = (run(true), run(false));
+        assert_eq!(none, 0);
+        (fast, slow, taken)
+    }
+
+    #[test]
+    fn chunk_lines_taken_as_facts_verify_and_measure_as_their_events_do() {
+        let mut taken = (0, 0);
+        for src in samples() {
+            let (fast, slow, n) = both(&src, || Verifier::new("log"), |v, log| v.finish(log));
+            assert_eq!(fast, slow, "verify {}", src.display());
+            taken.0 += n;
+            let (fast, slow, n) = both(
+                &src,
+                || Meter::new(None),
+                |m, log| m.finish(log).map_err(|e| e.to_string()),
+            );
+            assert_eq!(fast, slow, "measure {}", src.display());
+            taken.1 += n;
+        }
+        // The samples' chunk lines, nearly all of them taken.
+        assert!(taken.0 > 150 && taken.1 > 150, "{taken:?}");
     }
 }

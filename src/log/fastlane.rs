@@ -113,6 +113,22 @@ pub enum ChunkFact {
         /// `reason.kind === "max-tokens"`.
         max_tokens: bool,
     },
+    /// `{type: "usage", usage: {…}}` whose members are integers.
+    Usage(UsageFacts),
+}
+
+/// The members of a usage chunk's `usage` that token accounting reads
+/// (`None`: absent); the others are only checked.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UsageFacts {
+    /// `inputTokens`.
+    pub input: Option<f64>,
+    /// `outputTokens`.
+    pub output: Option<f64>,
+    /// `cacheReadTokens`.
+    pub cache_read: Option<f64>,
+    /// `cacheWriteTokens`.
+    pub cache_write: Option<f64>,
 }
 
 /// Which chunk lines [`classify`] takes, and how.
@@ -288,6 +304,34 @@ fn chunk_line_facts(line: &[u8], at: usize) -> Option<Lane> {
             name_len,
             args_len: c.string()?,
         }
+    } else if c.lit(br#"usage","usage":{"#).is_some() {
+        let mut u = UsageFacts::default();
+        if c.lit(b"}").is_none() {
+            loop {
+                let start = c.i;
+                c.string()?;
+                let key = &line[start..c.i];
+                // An escaped key could spell one that is read: the normal way.
+                if key.contains(&b'\\') {
+                    return None;
+                }
+                c.lit(b":")?;
+                let n = Some(c.int()? as f64);
+                // Duplicates: the last one wins, as in JSON.parse.
+                match key {
+                    br#""inputTokens""# => u.input = n,
+                    br#""outputTokens""# => u.output = n,
+                    br#""cacheReadTokens""# => u.cache_read = n,
+                    br#""cacheWriteTokens""# => u.cache_write = n,
+                    _ => {}
+                }
+                if c.lit(b",").is_none() {
+                    break;
+                }
+            }
+            c.lit(b"}")?;
+        }
+        ChunkFact::Usage(u)
     } else if c.lit(br#"finish","reason":{"kind":"#).is_some() {
         let start = c.i;
         c.string()?;

@@ -317,6 +317,7 @@ impl ChunkOp {
                 price: q(name_len) + q(args_len) + 4,
             },
             ChunkFact::Finish { max_tokens } => ChunkOp::Finish { max_tokens },
+            ChunkFact::Usage(_) => ChunkOp::Usage,
         }
     }
 
@@ -559,7 +560,7 @@ impl Assembler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::fastlane::{self, ChunkLines, Lane};
+    use crate::log::fastlane::{self, ChunkFact, ChunkLines, Lane};
 
     /// What the normal way makes of a chunk line: its seq and time, and
     /// its labels and chunk as the meter reads them from the built event.
@@ -580,8 +581,18 @@ mod tests {
         }
         let d = ev.data();
         let chunk = ChunkOp::of(d.get("chunk"), &mut 0);
+        // The usage members the projections read.
+        let usage = d.get("chunk").and_then(|c| c.get("usage")).map(|u| {
+            [
+                "inputTokens",
+                "outputTokens",
+                "cacheReadTokens",
+                "cacheWriteTokens",
+            ]
+            .map(|k| u.get(k).map(|v| v.as_f64()))
+        });
         let facts = format!(
-            "{:?} {:?} {chunk:?}",
+            "{:?} {:?} {chunk:?} {usage:?}",
             Scalar::of(d.get("turn")),
             Scalar::of(d.get("step"))
         );
@@ -594,8 +605,14 @@ mod tests {
             panic!("{lane:?}")
         };
         let chunk = ChunkOp::of_line(&facts.chunk);
+        let usage = match facts.chunk {
+            ChunkFact::Usage(u) => {
+                Some([u.input, u.output, u.cache_read, u.cache_write].map(|n| n.map(Some)))
+            }
+            _ => None,
+        };
         let facts = format!(
-            "{:?} {:?} {chunk:?}",
+            "{:?} {:?} {chunk:?} {usage:?}",
             Scalar::Num(facts.turn),
             Scalar::Num(facts.step)
         );
@@ -616,6 +633,9 @@ mod tests {
         r#"{"type":"assistant/chunk","seq":13,"time":6,"data":{"turn":2,"step":1,"chunk":{"type":"reasoning-delta","index":2,"text":"x"}}}"#,
         r#"{"type":"assistant/chunk","seq":14,"time":7,"data":{"turn":2,"step":1,"chunk":{"type":"finish","reason":{"kind":"max-tokens"}}}}"#,
         r#"{"type":"assistant/chunk","seq":14,"time":7,"data":{"turn":2,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}"#,
+        r#"{"type":"assistant/chunk","seq":15,"time":8,"data":{"turn":2,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":999,"outputTokens":279,"cacheReadTokens":2048,"reasoningTokens":252}}}}"#,
+        r#"{"type":"assistant/chunk","seq":15,"time":8,"data":{"turn":2,"step":1,"chunk":{"type":"usage","usage":{"cacheWriteTokens":3,"inputTokens":1,"inputTokens":-2}}}}"#,
+        r#"{"type":"assistant/chunk","seq":15,"time":8,"data":{"turn":2,"step":1,"chunk":{"type":"usage","usage":{}}}}"#,
     ];
 
     #[test]
@@ -626,8 +646,13 @@ mod tests {
         }
         // Valid lines the facts do not describe go the normal way.
         let others: &[&str] = &[
-            // usage samples, unknown block types, escaped names, other keys or order
-            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":1}}}}"#,
+            // usage members that are not integers or have escaped names,
+            // unknown block types, escaped names, other keys or order
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":1.5}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":null}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"input\u0054okens":1}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"x":{"inputTokens":1}}}}}"#,
+            r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":null}}}"#,
             r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"image"}}}"#,
             r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"block-start","index":0,"blockType":"te\u0078t"}}}"#,
             r#"{"type":"assistant/chunk","seq":8,"time":1,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"max\u002dtokens"}}}}"#,

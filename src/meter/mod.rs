@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
-use crate::log::fastlane::ChunkFacts;
+use crate::log::fastlane::{ChunkFact, ChunkFacts};
 use crate::log::packed::{RowFacts, RowSpan};
 use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::request_header::{canonical, headers_equal};
@@ -963,9 +963,9 @@ impl Observer for Meter {
         true
     }
 
-    /// What the meter's fold does for a chunk event that is no usage
-    /// sample (the lane describes none): mark it, keep its `ChunkOp` for
-    /// assembly, disarm the projection's claim.
+    /// What the meter's fold does for a chunk event: mark it, keep its
+    /// `ChunkOp` for assembly, fold it into the projections (a usage
+    /// sample, or a disarmed claim).
     fn chunk_line(&mut self, seq: u64, facts: &ChunkFacts, folded: &Folded<'_>) -> bool {
         self.consumed += 1;
         if self.error.is_some() {
@@ -973,12 +973,34 @@ impl Observer for Meter {
         }
         self.chunks.push_line(seq, facts);
         self.surface_tokens = folded.surface.tokens;
-        self.projections.apply_delta_chunks();
+        fold_chunk_line(&mut self.projections, seq, facts);
         true
     }
 
     fn takes_chunk_lines(&self) -> bool {
         true
+    }
+}
+
+/// [`ProjectionFold::apply`] of a chunk line's chunk, from its facts.
+pub(crate) fn fold_chunk_line(projections: &mut ProjectionFold, seq: u64, facts: &ChunkFacts) {
+    match &facts.chunk {
+        ChunkFact::Usage(u) => {
+            // The members the projections read, as the parsed usage holds them.
+            let mut usage = Value::obj();
+            for (key, n) in [
+                ("inputTokens", u.input),
+                ("outputTokens", u.output),
+                ("cacheReadTokens", u.cache_read),
+                ("cacheWriteTokens", u.cache_write),
+            ] {
+                if let Some(n) = n {
+                    usage = usage.with(key, n.into());
+                }
+            }
+            projections.apply_usage_chunk(seq, facts.turn, facts.step, &usage);
+        }
+        _ => projections.apply_delta_chunks(),
     }
 }
 

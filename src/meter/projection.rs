@@ -163,6 +163,47 @@ impl ProjectionFold {
         }
     }
 
+    /// [`Self::apply`] for a usage chunk the loader described by its facts
+    /// (`usage` holds the members the projections read): a usage sample,
+    /// never a surface change.
+    pub fn apply_usage_chunk(&mut self, seq: u64, turn: f64, step: f64, usage: &Value<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.sample(Scalar::Num(turn), Scalar::Num(step), usage) {
+            Ok(()) => self.claim = None,
+            Err(m) => self.error = Some((seq, m)),
+        }
+    }
+
+    /// A usage sample of step `turn`/`step`: pressure and token usage.
+    fn sample(&mut self, turn: Scalar, step: Scalar, usage: &Value<'_>) -> Result<(), String> {
+        if matches!(usage, Value::Null) {
+            return Err(read_err(Some(usage), "inputTokens"));
+        }
+        self.pressure_tokens = Some(pressure_from(usage));
+        self.sampled_surface_tokens = Some(self.surface_tokens);
+        // tokenUsage
+        let b = buckets(usage)?;
+        let previous = match &self.last {
+            Some((t, s, prev)) if t.strict_eq(&turn) && s.strict_eq(&step) => Some(*prev),
+            _ => None,
+        };
+        let unchanged = previous.is_some_and(|p| buckets_eq(&p, &b));
+        if !unchanged {
+            let p = previous.unwrap_or_default();
+            let t = &mut self.totals;
+            t.uncached_input_tokens =
+                t.uncached_input_tokens - p.uncached_input_tokens + b.uncached_input_tokens;
+            t.output_tokens = t.output_tokens - p.output_tokens + b.output_tokens;
+            t.cache_read_tokens = t.cache_read_tokens - p.cache_read_tokens + b.cache_read_tokens;
+            t.cache_write_tokens =
+                t.cache_write_tokens - p.cache_write_tokens + b.cache_write_tokens;
+            self.last = Some((turn, step, b));
+        }
+        Ok(())
+    }
+
     /// `foldSurfaceProjection`: (delta, claim after).
     fn surface_fold(
         &self,
@@ -253,30 +294,7 @@ impl ProjectionFold {
             _ => None,
         };
         if let Some((turn, step, usage)) = sample {
-            if matches!(usage, Value::Null) {
-                return Err(read_err(Some(usage), "inputTokens"));
-            }
-            self.pressure_tokens = Some(pressure_from(usage));
-            self.sampled_surface_tokens = Some(self.surface_tokens);
-            // tokenUsage
-            let b = buckets(usage)?;
-            let previous = match &self.last {
-                Some((t, s, prev)) if t.strict_eq(&turn) && s.strict_eq(&step) => Some(*prev),
-                _ => None,
-            };
-            let unchanged = previous.is_some_and(|p| buckets_eq(&p, &b));
-            if !unchanged {
-                let p = previous.unwrap_or_default();
-                let t = &mut self.totals;
-                t.uncached_input_tokens =
-                    t.uncached_input_tokens - p.uncached_input_tokens + b.uncached_input_tokens;
-                t.output_tokens = t.output_tokens - p.output_tokens + b.output_tokens;
-                t.cache_read_tokens =
-                    t.cache_read_tokens - p.cache_read_tokens + b.cache_read_tokens;
-                t.cache_write_tokens =
-                    t.cache_write_tokens - p.cache_write_tokens + b.cache_write_tokens;
-                self.last = Some((turn, step, b));
-            }
+            self.sample(turn, step, usage)?;
         }
         if delta != 0.0 {
             self.surface_tokens += delta;

@@ -159,9 +159,10 @@ impl MeterTrace {
         self.claim = None;
     }
 
-    /// The chunk of a plain chunk line (never a usage sample), as
-    /// [`Self::observe`] folds it: the meter keeps it for assembly, the
-    /// projections' claim is disarmed.
+    /// The chunk of a plain chunk line, as [`Self::observe`] folds it: the
+    /// meter keeps it for assembly, the projections take a usage sample or
+    /// disarm their claim. Neither can fail on a chunk the lane describes
+    /// (only a missing or null usage throws), so there is nothing to report.
     pub fn chunk_line_taken(
         &mut self,
         seq: u64,
@@ -172,7 +173,7 @@ impl MeterTrace {
             self.meter.chunk_line(seq, facts, folded);
         }
         if !self.projections_failed {
-            self.projections.apply_delta_chunks();
+            crate::meter::fold_chunk_line(&mut self.projections, seq, facts);
         }
         self.claim = None;
     }

@@ -400,8 +400,8 @@ impl Observer for Verifier {
         true
     }
 
-    /// A valid chunk line (never a usage sample), taken from its facts on
-    /// the same terms as a row's chunks.
+    /// A valid chunk line, taken from its facts on the same terms as a
+    /// row's chunks.
     fn chunk_line(
         &mut self,
         seq: u64,

@@ -6,7 +6,8 @@ use crate::event::{Event, Kind};
 /// Feeds every observer it holds from one pass of the loader, each seeing
 /// exactly what it would see if it were fed alone: every event in order,
 /// and a packed row either whole ([`Observer::packed_row`] returned `true`)
-/// or as its chunk events.
+/// or as its chunk events (a chunk line likewise, by
+/// [`Observer::chunk_line`]).
 ///
 /// A row goes whole through the loader only when every observer takes it.
 /// When one declines, the loader builds the row's chunks as events, and an

@@ -296,30 +296,30 @@ impl<'a> JStr<'a> {
 
     /// Number of code points.
     pub fn count_code_points(&self) -> usize {
-        scan_code_points(
-            &self.raw,
-            self.escaped,
-            ScanPoint::START,
-            &[],
-            &mut [],
-            None,
-        )
+        scan_code_points(&self.raw, self.escaped, ScanPoint::START, &[], &mut [])
     }
 
-    /// [`Self::count_code_points`], keeping where the scan was every few
-    /// kilobytes, so that [`Self::cut_around_counted`] need not scan the
-    /// string from its start again.
+    /// [`Self::count_code_points`] for cutting with
+    /// [`Self::cut_around_counted`], without walking the text: a string's
+    /// code points are its UTF-16 units (known from the parse) less one for
+    /// each character written as four UTF-8 bytes and for each escaped
+    /// surrogate pair, both found at memory speed.
     pub fn count_code_points_marked(&self) -> CodePointCount {
-        let mut marks = Vec::new();
-        let n = scan_code_points(
-            &self.raw,
-            self.escaped,
-            ScanPoint::START,
-            &[],
-            &mut [],
-            Some(&mut marks),
-        );
-        CodePointCount { n, marks }
+        let raw = &self.raw[..];
+        let mut n = self.len16() - count_four_byte_leads(raw);
+        if self.escaped {
+            for s in memchr::memmem::find_iter(raw, b"\\u") {
+                let unit = |at: usize| raw.get(at + 2..at + 6).map(hex4);
+                if is_escaper(raw, s)
+                    && unit(s).is_some_and(|u| (0xD800..0xDC00).contains(&u))
+                    && raw.get(s + 6..s + 8) == Some(b"\\u")
+                    && unit(s + 6).is_some_and(|u| (0xDC00..0xE000).contains(&u))
+                {
+                    n -= 1;
+                }
+            }
+        }
+        CodePointCount { n }
     }
 
     /// The byte offsets in the raw text where code points `a` and `b`
@@ -332,7 +332,6 @@ impl<'a> JStr<'a> {
             ScanPoint::START,
             &[a, b],
             &mut found,
-            None,
         );
         (found[0], found[1])
     }
@@ -342,7 +341,7 @@ impl<'a> JStr<'a> {
     /// before it.
     fn code_point_offset_from(&self, from: ScanPoint, k: usize) -> usize {
         let mut found = [self.raw.len()];
-        scan_code_points(&self.raw, self.escaped, from, &[k], &mut found, None);
+        scan_code_points(&self.raw, self.escaped, from, &[k], &mut found);
         found[0]
     }
 
@@ -368,8 +367,8 @@ impl<'a> JStr<'a> {
 
     /// [`Self::cut_around`] of a string counted with
     /// [`Self::count_code_points_marked`] (`count`): the head is found from
-    /// the start, the tail from the last place marked before it, so a long
-    /// string is not scanned through twice.
+    /// the start, the tail from a place near the end, so a long string is
+    /// never scanned through.
     pub fn cut_around_counted(
         &self,
         count: &CodePointCount,
@@ -378,14 +377,63 @@ impl<'a> JStr<'a> {
         between: &str,
     ) -> JStr<'static> {
         let oa = self.code_point_offset_from(ScanPoint::START, a);
-        let i = count.marks.partition_point(|m| m.n <= b);
-        let from = if i == 0 {
-            ScanPoint::START
-        } else {
-            count.marks[i - 1]
-        };
-        let ob = self.code_point_offset_from(from, b);
+        let ob = self.code_point_offset_from_end(count.n, b);
         self.cut_at(oa, ob, between)
+    }
+
+    /// [`Self::code_point_offset_from`] for code point `k` of the `n`, found
+    /// from a place before it near the end of the text: one far enough back
+    /// to hold the `n - k` code points from `k` on (counted from there;
+    /// further back while it holds fewer).
+    fn code_point_offset_from_end(&self, n: usize, k: usize) -> usize {
+        let raw = &self.raw[..];
+        let want = n.saturating_sub(k);
+        if want == 0 {
+            return raw.len();
+        }
+        let mut back = 2 * want + 64;
+        while back < raw.len() {
+            let from = self.scan_point_near(raw.len() - back);
+            let m = scan_code_points(raw, self.escaped, from, &[], &mut []);
+            if m >= want {
+                let from = ScanPoint { n: n - m, ..from };
+                return self.code_point_offset_from(from, k);
+            }
+            back *= 4;
+        }
+        self.code_point_offset_from(ScanPoint::START, k)
+    }
+
+    /// The first place at or after byte `at` a scan can start from: not
+    /// inside a character or an escape. Its count is 0 (to be set by the
+    /// caller); it is pending after an escaped high surrogate.
+    fn scan_point_near(&self, mut at: usize) -> ScanPoint {
+        let raw = &self.raw[..];
+        while at < raw.len() && raw[at] & 0xC0 == 0x80 {
+            at += 1;
+        }
+        if !self.escaped {
+            return ScanPoint {
+                at,
+                n: 0,
+                pending: false,
+            };
+        }
+        // The nearest escape starting before `at` is the only one that can
+        // cover it: past its end when it does.
+        for s in (at.saturating_sub(5)..at).rev() {
+            if raw[s] == b'\\' && is_escaper(raw, s) {
+                let end = s + if raw.get(s + 1) == Some(&b'u') { 6 } else { 2 };
+                at = at.max(end);
+                break;
+            }
+        }
+        let pending = at >= 6
+            && raw[at - 6] == b'\\'
+            && raw[at - 5] == b'u'
+            && is_escaper(raw, at - 6)
+            && (0xD800..0xDC00).contains(&hex4(&raw[at - 4..at]));
+        ScanPoint { at, n: 0, pending }
     }
 
     /// The raw text before byte `oa`, `between`, and the raw text from
@@ -778,16 +826,15 @@ fn walk_escaped(raw: &[u8], mut f: impl FnMut(Piece<'_>)) {
 /// bytes, escapes one by one (a `\u` high surrogate followed by a `\u` low
 /// one is one code point, as are lone ones).
 ///
-/// The scan starts at `from` (a place an earlier scan of the same text
-/// marked, or [`ScanPoint::START`]); targets before it are not found. With
-/// `marks`, it records a place about every [`MARK_EVERY`] bytes.
+/// The scan starts at `from` ([`ScanPoint::START`], or a place not inside
+/// a character or an escape whose count is known); targets before it are
+/// not found.
 fn scan_code_points(
     raw: &[u8],
     escaped: bool,
     from: ScanPoint,
     targets: &[usize],
     found: &mut [usize],
-    mut marks: Option<&mut Vec<ScanPoint>>,
 ) -> usize {
     let mut sc = CodePointScan {
         raw,
@@ -798,20 +845,8 @@ fn scan_code_points(
         pending: from.pending,
     };
     let mut i = from.at;
-    let mut next_mark = if marks.is_some() { i } else { usize::MAX };
     #[cfg(target_arch = "x86_64")]
     while i + 16 <= raw.len() {
-        if i >= next_mark {
-            // Every byte before `i` is counted, and no escape straddles it.
-            if let Some(m) = marks.as_deref_mut() {
-                m.push(ScanPoint {
-                    at: i,
-                    n: sc.n,
-                    pending: sc.pending,
-                });
-            }
-            next_mark = i + MARK_EVERY;
-        }
         use std::arch::x86_64::*;
         // SAFETY: the load reads 16 bytes inside `raw`.
         let (cont, bs, u) = unsafe {
@@ -872,10 +907,6 @@ fn scan_code_points(
             return sc.n;
         }
     }
-    // Only the sixteen-byte loop marks places (a later scan from the start
-    // is as correct, only longer).
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (&mut marks, next_mark);
     while i < raw.len() && !sc.done() {
         let c = raw[i];
         if escaped && c == b'\\' {
@@ -887,10 +918,6 @@ fn scan_code_points(
     }
     sc.n
 }
-
-/// How far apart [`scan_code_points`] marks places: a second scan from a
-/// mark reads at most this much before its target.
-const MARK_EVERY: usize = 4096;
 
 /// A place in a string's raw text where [`scan_code_points`] can start.
 #[derive(Clone, Copy, Debug)]
@@ -913,11 +940,48 @@ impl ScanPoint {
 }
 
 /// A string's code points counted ([`JStr::count_code_points_marked`]),
-/// with places a later scan of it can start from.
+/// for cutting it.
 #[derive(Debug, Clone)]
 pub struct CodePointCount {
     n: usize,
-    marks: Vec<ScanPoint>,
+}
+
+/// How many bytes of `raw` lead a four-byte UTF-8 character (`0xF0` and
+/// up). Sixteen bytes at a time, counted in byte lanes and summed every
+/// 255 blocks: a plain iterator count is vectorised four bytes at a time.
+fn count_four_byte_leads(raw: &[u8]) -> usize {
+    let mut total = 0usize;
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: every load reads 16 bytes inside `raw` (`i + 16 <= len`);
+    // SSE2 is part of the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::*;
+        let lead4 = _mm_set1_epi8(0xF0u8 as i8);
+        while i + 16 <= raw.len() {
+            let mut lanes = _mm_setzero_si128();
+            let mut blocks = 0;
+            while blocks < 255 && i + 16 <= raw.len() {
+                let v = _mm_loadu_si128(raw.as_ptr().add(i) as *const __m128i);
+                // -1 in each lane whose byte is at least 0xF0.
+                let hit = _mm_cmpeq_epi8(_mm_max_epu8(v, lead4), v);
+                lanes = _mm_sub_epi8(lanes, hit);
+                i += 16;
+                blocks += 1;
+            }
+            let sums = _mm_sad_epu8(lanes, _mm_setzero_si128());
+            total += _mm_cvtsi128_si64(sums) as usize
+                + _mm_cvtsi128_si64(_mm_srli_si128(sums, 8)) as usize;
+        }
+    }
+    total + raw[i..].iter().filter(|&&c| c >= 0xF0).count()
+}
+
+/// Whether the backslash at `s` starts an escape: an odd run of
+/// backslashes ends there (the others pair up as `\\\\`).
+fn is_escaper(raw: &[u8], s: usize) -> bool {
+    let run = raw[..=s].iter().rev().take_while(|&&c| c == b'\\').count();
+    run % 2 == 1
 }
 
 impl CodePointCount {
@@ -3312,33 +3376,58 @@ mod tests {
     }
 
     #[test]
-    fn marked_counts_cut_long_strings_as_unmarked_ones_do() {
-        // Strings of many marks: escapes, pairs split across marks, lone
-        // surrogates and multi-byte characters land on the marked places.
+    fn four_byte_leads_are_counted_in_any_length_and_density() {
+        let mut rng = crate::test_rng::Lcg(5);
+        for len in [0, 1, 15, 16, 17, 255, 4079, 4080, 4081, 4096, 8161, 20_000] {
+            for density in [0, 1, 2, 16] {
+                let raw: Vec<u8> = (0..len)
+                    .map(|_| match density {
+                        0 => b'a',
+                        16 => 0xF0 + rng.index(8) as u8,
+                        d if rng.index(16) < d => 0xF4,
+                        _ => 0xEF,
+                    })
+                    .collect();
+                let want = raw.iter().filter(|&&c| c >= 0xF0).count();
+                assert_eq!(count_four_byte_leads(&raw), want, "{len} {density}");
+            }
+        }
+    }
+
+    #[test]
+    fn counted_strings_cut_their_tails_as_a_full_scan_does() {
+        // Long strings whose ends hold escapes of every kind, pairs, lone
+        // surrogates, escaped backslashes before a `u` and multi-byte
+        // characters: wherever the place near the end falls, in a
+        // character, an escape or between the halves of a pair.
         let pieces = [
             "a",
             "中",
             "😀",
             r"\n",
+            r#"\""#,
             r"\ud83d",
             r"\ude00",
             r"\ud83d\ude00",
             r"\\",
+            r"\\ud83d",
+            r"\\\n",
+            r"\u0041",
             "é",
             "0123456789abcdef",
         ];
         let mut rng = crate::test_rng::Lcg(11);
         let mut next = || rng.high() as usize;
-        for round in 0..12 {
+        for round in 0..40 {
             let mut text = String::from("\"");
-            let len = 3 * MARK_EVERY + next() % (4 * MARK_EVERY);
+            let len = 2_000 + next() % 30_000;
             while text.len() < len {
                 text.push_str(pieces[next() % pieces.len()]);
             }
             text.push('"');
-            // Half the rounds as text without escapes.
+            // A quarter of the rounds as text without escapes.
             let parsed;
-            let s = if round % 2 == 0 {
+            let s = if round % 4 != 3 {
                 parsed = Value::parse(&text).unwrap();
                 parsed.as_jstr().unwrap().clone()
             } else {
@@ -3346,19 +3435,16 @@ mod tests {
             };
             let count = s.count_code_points_marked();
             let n = s.count_code_points();
-            assert_eq!(count.len(), n);
-            assert!(count.marks.len() >= 3, "{}", count.marks.len());
+            assert_eq!(count.len(), n, "round {round}");
             let mut cuts = vec![(0, 0), (0, n), (n, n), (1, n - 1), (n / 2, n / 2)];
-            for _ in 0..40 {
+            for _ in 0..20 {
                 let a = next() % (n + 1);
                 let b = a + next() % (n + 2 - a);
                 cuts.push((a, b));
             }
-            // Every mark's own position, and one on either side.
-            for m in &count.marks {
-                for b in [m.n.saturating_sub(1), m.n, m.n + 1] {
-                    cuts.push((0, b.min(n)));
-                }
+            // Every tail of up to 300 code points.
+            for t in 0..300.min(n) {
+                cuts.push((next() % (n - t + 1), n - t));
             }
             for (a, b) in cuts {
                 assert_eq!(

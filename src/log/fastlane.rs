@@ -9,6 +9,11 @@
 //! (full parse and every rule). So a line it takes is one the normal way
 //! would accept with the same seqs and times; a line it refuses is never an
 //! error by itself.
+//!
+//! Readers that need chunks only by their lengths (the token meter and
+//! `verify`) get rows as [`super::packed::RowFacts`] and chunk lines as
+//! [`ChunkFacts`]: what the built event would have told them, read from
+//! the same bytes.
 
 use crate::json::{MAX_SAFE, check_string_len16, check_value, short_int};
 

@@ -29,4 +29,23 @@ impl Lcg {
     pub fn index(&mut self, n: usize) -> usize {
         self.high() as usize % n
     }
+
+    /// `base` with one to three random byte edits (a deletion, a
+    /// replacement or an insertion of a byte JSON is made of, or of one it
+    /// must not hold): near misses of a valid line.
+    pub fn mutate_json(&mut self, base: &[u8]) -> Vec<u8> {
+        const BYTES: &[u8] = b"{}[],:\"\\0123456789-.eE tnrufalsx\x01\xc3\xa9";
+        let mut l = base.to_vec();
+        for _ in 0..1 + self.index(3) {
+            let at = self.index(l.len() + 1);
+            match self.index(3) {
+                0 if at < l.len() => {
+                    l.remove(at);
+                }
+                1 if at < l.len() => l[at] = BYTES[self.index(BYTES.len())],
+                _ => l.insert(at, BYTES[self.index(BYTES.len())]),
+            }
+        }
+        l
+    }
 }

@@ -605,9 +605,7 @@ mod tests {
             br#"{"type":"tool-call-chunks","seq0":6,"time0":100,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[2,-1],"args":["{\"a","\":","1}"]}}"#,
             br#"{"type":"assistant/chunk","seq":8,"time":7,"data":{"turn":1,"chunk":{"type":"text-delta","index":0,"text":"h\u00e9"}}}"#,
         ];
-        let bytes = b"{}[],:\"\\0123456789-.eE tnrufalsx\x01\xc3\xa9";
         let mut rng = crate::test_rng::Lcg(42);
-        let mut next = |n: usize| rng.index(n);
         let (mut taken, mut total) = (0, 0);
         for base in seeds {
             assert_eq!(
@@ -615,17 +613,7 @@ mod tests {
                 normal_lane(base)
             );
             for _ in 0..20_000 {
-                let mut l = base.to_vec();
-                for _ in 0..1 + next(3) {
-                    let at = next(l.len() + 1);
-                    match next(3) {
-                        0 if at < l.len() => {
-                            l.remove(at);
-                        }
-                        1 if at < l.len() => l[at] = bytes[next(bytes.len())],
-                        _ => l.insert(at, bytes[next(bytes.len())]),
-                    }
-                }
+                let l = rng.mutate_json(base);
                 // The parse stage hands over valid UTF-8 only.
                 if std::str::from_utf8(&l).is_err() {
                     continue;

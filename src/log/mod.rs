@@ -913,11 +913,7 @@ fn load_inner(
             };
             let counted = match line.lane.take() {
                 Some(fastlane::Lane::Chunk { seq, time }) if in_order(seq, &prefix) => {
-                    Some(packed::RowSpan {
-                        seq0: seq,
-                        count: 1,
-                        last_time: time as i64,
-                    })
+                    Some(packed::RowSpan::line(seq, time))
                 }
                 Some(fastlane::Lane::Row(span, facts))
                     if in_order(span.seq0, &prefix) && p.take_row(skip_chunks, &span, &facts) =>
@@ -927,11 +923,7 @@ fn load_inner(
                 Some(fastlane::Lane::ChunkFacts { seq, time, facts })
                     if in_order(seq, &prefix) && p.take_chunk_line(seq, &facts) =>
                 {
-                    Some(packed::RowSpan {
-                        seq0: seq,
-                        count: 1,
-                        last_time: time as i64,
-                    })
+                    Some(packed::RowSpan::line(seq, time))
                 }
                 Some(_) => {
                     // Out of sequence, after damage, or declined: the

@@ -35,6 +35,17 @@ pub struct RowSpan {
     pub last_time: i64,
 }
 
+impl RowSpan {
+    /// The span of one chunk line (a fast-lane time is a safe integer).
+    pub fn line(seq: u64, time: f64) -> RowSpan {
+        RowSpan {
+            seq0: seq,
+            count: 1,
+            last_time: time as i64,
+        }
+    }
+}
+
 /// What the chunks of a valid row carry besides seqs and times, for readers
 /// that need their content only by length (the token meter).
 #[derive(Debug, Clone, PartialEq)]

@@ -32,7 +32,9 @@
 //! positions; they are not the provider's bill: the provider decides what it
 //! keeps, for how long, and at which granularity.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::Value;
@@ -1493,13 +1495,14 @@ fn mix(h: u64, x: u64) -> u64 {
 }
 
 fn hash_str(tag: u64, s: &str) -> u64 {
-    // FNV-1a, then mixed with the tag.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.as_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    mix(tag, h)
+    // Identities are only compared, never shown: any sound 64-bit hash
+    // serves. Fx takes the text eight bytes at a time (a byte-at-a-time
+    // hash was most of the cost of reading a session's content); the
+    // length and the tag are mixed in after.
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(s.as_bytes());
+    mix(mix(tag, s.len() as u64), h.finish())
 }
 
 const ROOT: u64 = 0x5eed;
@@ -1528,6 +1531,11 @@ struct Snapshot {
 struct Prev {
     /// Segments plus the output node, if any.
     ext: Vec<Seg>,
+    /// The prefix hashes of `ext` (`chain[k]` covers `ext[..k]`) and their
+    /// token offsets: the next request's common prefix takes them as they
+    /// are.
+    chain: Vec<u64>,
+    ptok: Vec<u64>,
     header: HeaderState,
     time: f64,
 }
@@ -1562,8 +1570,8 @@ struct BlockRec {
 pub(crate) struct Collector {
     opts: CacheOptions,
     counter: Option<Counter>,
-    exact: HashMap<u64, u64>,
-    blocks: HashMap<u64, Vec<BlockRec>>,
+    exact: FxHashMap<u64, u64>,
+    blocks: FxHashMap<u64, Vec<BlockRec>>,
     header: HeaderState,
     has_header: bool,
     in_attempt: bool,
@@ -1576,14 +1584,16 @@ pub(crate) struct Collector {
     /// The last `session/end-seed {inherited: true}` (G2+ fork cut).
     inherited_cut: Option<u64>,
     prev: Option<Prev>,
-    units: HashMap<u64, Unit>,
-    seen: HashSet<u64>,
-    anthropic: HashMap<u64, Entry>,
+    units: FxHashMap<u64, Unit>,
+    seen: FxHashSet<u64>,
+    anthropic: FxHashMap<u64, Entry>,
     changes: Vec<Change>,
-    offloads: HashMap<u64, u64>,
-    offload_version: HashMap<u64, u64>,
+    offloads: FxHashMap<u64, u64>,
+    offload_version: FxHashMap<u64, u64>,
     end_seed: Option<u64>,
-    fresh: HashSet<u64>,
+    fresh: FxHashSet<u64>,
+    /// The least of `fresh` (`u64::MAX` when empty).
+    fresh_min: u64,
     meter: Option<(u64, ReplaceKind, Option<SummaryCall>)>,
     requests: Vec<Request>,
     replacements: Vec<Replacement>,
@@ -1600,8 +1610,8 @@ impl Collector {
         Collector {
             opts: opts.clone(),
             counter: opts.tokenizer.map(Counter::new),
-            exact: HashMap::new(),
-            blocks: HashMap::new(),
+            exact: FxHashMap::default(),
+            blocks: FxHashMap::default(),
             header: HeaderState::default(),
             has_header: false,
             in_attempt: false,
@@ -1612,14 +1622,15 @@ impl Collector {
             attempts_not_sent: 0,
             inherited_cut: None,
             prev: None,
-            units: HashMap::new(),
-            seen: HashSet::new(),
-            anthropic: HashMap::new(),
+            units: FxHashMap::default(),
+            seen: FxHashSet::default(),
+            anthropic: FxHashMap::default(),
             changes: Vec::new(),
-            offloads: HashMap::new(),
-            offload_version: HashMap::new(),
+            offloads: FxHashMap::default(),
+            offload_version: FxHashMap::default(),
             end_seed: None,
-            fresh: HashSet::new(),
+            fresh: FxHashSet::default(),
+            fresh_min: u64::MAX,
             meter: None,
             requests: Vec::new(),
             replacements: Vec::new(),
@@ -1627,6 +1638,13 @@ impl Collector {
             last_time: f64::NEG_INFINITY,
             times_real: true,
         }
+    }
+
+    /// Whether the node `seq` joined the surface since the last request.
+    /// Most nodes of a prompt are older than every fresh one: those are
+    /// told by a comparison, not a lookup.
+    fn is_fresh(&self, seq: u64) -> bool {
+        seq >= self.fresh_min && self.fresh.contains(&seq)
     }
 
     fn node_tokens(&self, seq: u64, heuristic: u64) -> u64 {
@@ -1823,7 +1841,9 @@ impl Collector {
 
     fn snapshot(&self, surface: &crate::surface::Surface, skip: Option<u64>) -> Snapshot {
         let h = &self.header;
-        let mut segs = Vec::with_capacity(surface.nodes.len() + 3);
+        // Route, system, tools, the nodes, and room for the output a request
+        // appends (`Prev::ext`) without a copy.
+        let mut segs = Vec::with_capacity(surface.nodes.len() + 4);
         segs.push(Seg {
             id: hash_str(0, &format!("{}/{}", h.provider, h.model)),
             tokens: 0,
@@ -2026,11 +2046,29 @@ impl Collector {
         let (at_seq, now, turn, step) = at;
         let segs = snap.segs;
         let n = segs.len();
-        let mut chain = Vec::with_capacity(n + 1);
-        let mut ptok = Vec::with_capacity(n + 1);
-        chain.push(ROOT);
-        ptok.push(0u64);
-        for s in &segs {
+        // A prompt mostly repeats the previous one (and its output): over
+        // the segments both share, identity and tokens alike, the prefix
+        // hashes and offsets are the previous request's, so only the rest
+        // is hashed (hashing every segment of every request is quadratic
+        // in a session's length).
+        let (mut chain, mut ptok, same) = match self.prev.as_mut() {
+            Some(p) => {
+                let same = segs
+                    .iter()
+                    .zip(&p.ext)
+                    .take_while(|(a, b)| a.id == b.id && a.tokens == b.tokens)
+                    .count();
+                let (mut chain, mut ptok) =
+                    (std::mem::take(&mut p.chain), std::mem::take(&mut p.ptok));
+                chain.truncate(same + 1);
+                ptok.truncate(same + 1);
+                (chain, ptok, same)
+            }
+            None => (vec![ROOT], vec![0u64], 0),
+        };
+        chain.reserve(n + 2 - chain.len());
+        ptok.reserve(n + 2 - ptok.len());
+        for s in &segs[same..] {
             chain.push(mix(*chain.last().unwrap(), s.id));
             ptok.push(ptok.last().unwrap() + s.tokens);
         }
@@ -2116,7 +2154,7 @@ impl Collector {
                         |s: u64, e: u64, lo: u64, hi: u64| e.min(hi).saturating_sub(s.max(lo));
                     for (k, sg) in segs.iter().enumerate().skip(idx) {
                         if let Segment::Node { seq, .. } = sg.what
-                            && self.fresh.contains(&seq)
+                            && self.is_fresh(seq)
                         {
                             continue;
                         }
@@ -2131,7 +2169,7 @@ impl Collector {
         };
         let fresh_tokens = segs
             .iter()
-            .filter(|s| matches!(s.what, Segment::Node { seq, .. } if self.fresh.contains(&seq)))
+            .filter(|s| matches!(s.what, Segment::Node { seq, .. } if self.is_fresh(seq)))
             .map(|s| s.tokens)
             .sum();
         // Persist this request's units: input end, output end, and the
@@ -2143,12 +2181,14 @@ impl Collector {
         {
             self.units.insert(chain[i], Unit { used: now });
         }
-        // The units this request read are refreshed.
-        for c in &chain[1..=hit_at.max(1).min(n.max(1))] {
-            if hit_at > 0
-                && let Some(u) = self.units.get_mut(c)
-            {
-                u.used = now;
+        // The units this request read are refreshed: only where units
+        // expire (a lifetime, on real times; `times_real` never comes back
+        // once lost), since `used` is read by nothing else.
+        if hit_at > 0 && self.opts.lifetime_ms.is_some() && self.times_real {
+            for c in &chain[1..=hit_at] {
+                if let Some(u) = self.units.get_mut(c) {
+                    u.used = now;
+                }
             }
         }
         self.units.insert(chain[n], Unit { used: now });
@@ -2216,15 +2256,22 @@ impl Collector {
         }
         self.requests.push(req);
         let mut ext = segs;
+        if let (Some(o), Some(oc)) = (&out, out_chain) {
+            chain.push(oc);
+            ptok.push(ptok[n] + o.tokens);
+        }
         ext.extend(out);
         self.prev = Some(Prev {
             ext,
+            chain,
+            ptok,
             header: snap.header,
             time: now,
         });
         self.changes.clear();
         self.offloads.clear();
         self.fresh.clear();
+        self.fresh_min = u64::MAX;
         self.end_seed = None;
     }
 
@@ -2418,6 +2465,7 @@ impl Collector {
                 SurfaceOp::Append => {
                     if ev.kind != Kind::AssistantMessage {
                         self.fresh.insert(ev.seq);
+                        self.fresh_min = self.fresh_min.min(ev.seq);
                     }
                 }
                 SurfaceOp::Replace(_) => self.replaced(ev, a),
@@ -2430,11 +2478,13 @@ impl Collector {
                 Some(s) => s,
                 None => self.snapshot(folded.surface, Some(ev.seq)),
             };
+            // The message just joined the surface: nearly always its end.
             let out = folded
                 .surface
                 .nodes
                 .iter()
                 .enumerate()
+                .rev()
                 .find(|(_, n)| n.seq == ev.seq)
                 .and_then(|(position, n)| {
                     n.derives.then(|| Seg {

@@ -299,21 +299,15 @@ impl Sim<'_> {
         }
         self.tail_done = true;
         let at = self.next_seq;
-        for li in 0..self.lanes.len() {
-            if self.lanes[li].mirror {
-                continue;
-            }
-            let mut l = std::mem::replace(
-                &mut self.lanes[li],
-                lane(false, SimPolicy::default(), String::new()),
-            );
+        let mut lanes = std::mem::take(&mut self.lanes);
+        for l in lanes.iter_mut().filter(|l| !l.mirror) {
             if !l.dead
-                && let Err(e) = self.pre_step(&mut l, at)
+                && let Err(e) = self.pre_step(l, at)
             {
                 l.row.notes.push(format!("replay stopped at the tail: {e}"));
             }
-            self.lanes[li] = l;
         }
+        self.lanes = lanes;
     }
 }
 
@@ -324,10 +318,6 @@ impl Recorded {
             .map(|&q| (q < SIM_SEQ_BASE && !self.replacing.contains(&q)).then_some(q))
             .collect()
     }
-}
-
-fn lane(mirror: bool, policy: SimPolicy, label: String) -> Lane {
-    lane_with(mirror, policy, label, false)
 }
 
 fn lane_with(mirror: bool, policy: SimPolicy, label: String, all_chunks: bool) -> Lane {
@@ -831,8 +821,7 @@ impl Sim<'_> {
         }
     }
 
-    fn mirror_event(&mut self, li: usize, ev: &Event<'_>, folded: &Folded<'_>) {
-        let lane = &mut self.lanes[li];
+    fn mirror_event(&mut self, lane: &mut Lane, ev: &Event<'_>, folded: &Folded<'_>) {
         if ev.kind == Kind::StepStart {
             for mut s in self.rec_steps_pending.drain(..) {
                 s.request_seq = ev.seq;
@@ -922,32 +911,25 @@ impl Sim<'_> {
                 }
             }
         }
-        let lane = &mut self.lanes[li];
         lane.meter.event(ev, folded);
         if let Some(c) = &mut lane.cache {
             c.event(ev, folded);
         }
     }
 
-    fn sim_event(&mut self, li: usize, ev: &Event<'_>, folded: &Folded<'_>) {
-        let mut lane = std::mem::replace(
-            &mut self.lanes[li],
-            lane(false, SimPolicy::default(), String::new()),
-        );
+    fn sim_event(&mut self, lane: &mut Lane, ev: &Event<'_>, folded: &Folded<'_>) {
         if lane.dead {
-            self.lanes[li] = lane;
             return;
         }
         if lane.surface.reread.is_none() {
             lane.surface.reread = folded.surface.reread.clone();
         }
         if ev.kind == Kind::StepStart {
-            if let Err(e) = self.pre_step(&mut lane, ev.seq) {
+            if let Err(e) = self.pre_step(lane, ev.seq) {
                 lane.row
                     .notes
                     .push(format!("replay stopped at seq {}: {e}", ev.seq));
                 lane.dead = true;
-                self.lanes[li] = lane;
                 return;
             }
             if !lane.row.steps.is_empty()
@@ -960,7 +942,7 @@ impl Sim<'_> {
             {
                 lane.row.unbalanced += 1;
             }
-            self.record_request(&mut lane, None, ev.seq);
+            self.record_request(lane, None, ev.seq);
             lane.step_diff = folded.surface.tokens as i64 - lane.surface.tokens as i64;
         }
         let is_compaction = matches!(
@@ -995,9 +977,9 @@ impl Sim<'_> {
                     Ok(applied) => {
                         if ev.kind == Kind::AssistantMessage && lane.step_diff != 0 {
                             let shifted = shift_usage(ev, lane.step_diff);
-                            feed(&mut lane, &shifted, Some(&applied), true);
+                            feed(lane, &shifted, Some(&applied), true);
                         } else {
-                            feed(&mut lane, ev, Some(&applied), true);
+                            feed(lane, ev, Some(&applied), true);
                         }
                     }
                     Err(e) if a.op != SurfaceOp::Append => {
@@ -1006,7 +988,7 @@ impl Sim<'_> {
                             "recorded replacement at seq {} left out: {}",
                             ev.seq, e.message
                         ));
-                        feed(&mut lane, ev, None, false);
+                        feed(lane, ev, None, false);
                     }
                     Err(e) => {
                         lane.row
@@ -1018,11 +1000,10 @@ impl Sim<'_> {
             }
             // Recorded replacements and compaction events: the simulated
             // policy writes its own.
-            Some(_) => feed(&mut lane, ev, None, false),
-            None if is_compaction => feed(&mut lane, ev, None, false),
-            None => feed(&mut lane, ev, None, true),
+            Some(_) => feed(lane, ev, None, false),
+            None if is_compaction => feed(lane, ev, None, false),
+            None => feed(lane, ev, None, true),
         }
-        self.lanes[li] = lane;
     }
 }
 
@@ -1089,22 +1070,22 @@ impl Observer for Sim<'_> {
             }
             _ => {}
         }
-        for li in 0..self.lanes.len() {
-            if self.lanes[li].mirror {
+        // The lanes are taken out while they fold, so that each can be
+        // changed beside the rest of the state (moving a lane out and back
+        // per event was most of a replay's time).
+        let mut lanes = std::mem::take(&mut self.lanes);
+        for l in &mut lanes {
+            if l.mirror {
                 if ev.kind == Kind::StepStart {
                     // The mirror lane's surface is the loader's.
-                    let mut l = std::mem::replace(
-                        &mut self.lanes[li],
-                        lane(true, SimPolicy::default(), String::new()),
-                    );
-                    self.record_request(&mut l, Some(folded.surface), ev.seq);
-                    self.lanes[li] = l;
+                    self.record_request(l, Some(folded.surface), ev.seq);
                 }
-                self.mirror_event(li, ev, folded);
+                self.mirror_event(l, ev, folded);
             } else {
-                self.sim_event(li, ev, folded);
+                self.sim_event(l, ev, folded);
             }
         }
+        self.lanes = lanes;
         if ev.kind == Kind::StepStart {
             self.requests += 1;
         }

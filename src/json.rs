@@ -3016,6 +3016,12 @@ mod tests {
                 assert_eq!(int_part(&line, 0), Some(want), "{line:?}");
             }
         }
+        // Numbers ending the text, at every length (fewer than eight bytes
+        // left, exactly eight, more).
+        let digits = b"98765432109876543210";
+        for n in 1..=digits.len() {
+            assert_eq!(int_part(&digits[..n], 0), Some(slow(&digits[..n])), "{n}");
+        }
         assert_eq!(int_part(b"0123456789", 0), Some((1, 0)));
         assert_eq!(int_part(b"x12345678", 0), None);
     }

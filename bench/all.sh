@@ -11,7 +11,8 @@
 #      `dsh pack --lines 200`, the harness's one frame per append batch
 #      stood in for by 200 lines): surface, messages, measure, verify
 #      against the reference on the same artifact; RSS against the
-#      decompressed size;
+#      decompressed size; and the decoding alone (`dsh unpack -o -`), the
+#      floor under those rows;
 #   2. the plain 100 MB log: prune --dry-run and verify against the
 #      reference; events, locks and compact --dry-run against dsh's own
 #      surface --json (they have no reference counterpart);
@@ -78,6 +79,11 @@ for pair in "surface --json:surface" "messages --json:derive" "measure --json:me
     row "$cmd (zstd)" "$ds" "$os" "$(awk -v a="$ds" -v b="$os" 'BEGIN{printf "%.1fx", b/a}')" \
         "$(awk -v k="$dk" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$dk" -v b="$plain_bytes" 'BEGIN{printf "%.2f", k*1024/b}')"
 done
+# The floor under the rows above: Zstandard's own decoding of the artifact
+# (every frame, checksums verified), with no parsing at all.
+read -r us uk < <(solo "$work/.out" "$dsh" unpack "$art" -o -)
+row "unpack -o - (decoding alone)" "$us" "—" "floor" \
+    "$(awk -v k="$uk" 'BEGIN{printf "%.1f", k/1024}')" "$(awk -v k="$uk" -v b="$plain_bytes" 'BEGIN{printf "%.2f", k*1024/b}')"
 
 echo
 echo "## 2. Every command on the plain $mb_main MB log"

@@ -2099,11 +2099,14 @@ impl Collector {
         let (first_changed, cause, header_changes, recomputed, idle) = match &self.prev {
             None => (None, Cause::First, Vec::new(), 0, Idle::None),
             Some(p) => {
-                let idx = segs
-                    .iter()
-                    .zip(&p.ext)
-                    .position(|(a, b)| a.id != b.id)
-                    .unwrap_or(n.min(p.ext.len()));
+                // The first segment whose identity changed: past the
+                // common prefix (same identities and tokens), found above.
+                let idx = same
+                    + segs[same..]
+                        .iter()
+                        .zip(&p.ext[same..])
+                        .position(|(a, b)| a.id != b.id)
+                        .unwrap_or(n.min(p.ext.len()) - same);
                 let gap = now - p.time;
                 let idle = if !self.times_real {
                     Idle::Unknown
@@ -2167,11 +2170,16 @@ impl Collector {
                 (Some(pos), cause, hc, recomputed, idle)
             }
         };
-        let fresh_tokens = segs
-            .iter()
-            .filter(|s| matches!(s.what, Segment::Node { seq, .. } if self.is_fresh(seq)))
-            .map(|s| s.tokens)
-            .sum();
+        // The messages, and the tokens of those fresh since the last request.
+        let (mut messages, mut fresh_tokens) = (0, 0);
+        for s in &segs {
+            if let Segment::Node { seq, .. } = s.what {
+                messages += 1;
+                if self.is_fresh(seq) {
+                    fresh_tokens += s.tokens;
+                }
+            }
+        }
         // Persist this request's units: input end, output end, and the
         // common prefix it shares with anything sent before.
         let out_chain = out.as_ref().map(|o| mix(chain[n], o.id));
@@ -2216,10 +2224,7 @@ impl Collector {
             provider: h.provider.clone(),
             model: h.model.clone(),
             prompt_tokens: prompt,
-            messages: segs
-                .iter()
-                .filter(|s| matches!(s.what, Segment::Node { .. }))
-                .count(),
+            messages,
             first_changed,
             cause: cause.clone(),
             header_changes,

@@ -54,6 +54,54 @@ pub struct ViewArgs {
     pub rows: RowWindow,
 }
 
+/// The `--json` document, written as it is made, one row or entry at a
+/// time: built as one value first, the document of a 100 MB log took
+/// seven times its text in memory. Objects keep the order their keys
+/// always had (a `serde_json` map's, sorted), so the bytes are the same.
+fn write_json(
+    w: &mut impl Write,
+    file: &str,
+    session: &str,
+    view: &View,
+    survival: &Survival,
+) -> Result<()> {
+    fn one<T: serde::Serialize + ?Sized>(w: &mut impl Write, x: &T) -> Result<()> {
+        serde_json::to_writer(&mut *w, &serde_json::to_value(x)?)?;
+        Ok(())
+    }
+    fn list<T: serde::Serialize>(w: &mut impl Write, xs: &[T]) -> Result<()> {
+        w.write_all(b"[")?;
+        for (i, x) in xs.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            one(w, x)?;
+        }
+        w.write_all(b"]")?;
+        Ok(())
+    }
+    w.write_all(br#"{"at":"#)?;
+    one(w, &view.at)?;
+    w.write_all(br#","file":"#)?;
+    one(w, file)?;
+    w.write_all(br#","lastSeq":"#)?;
+    one(w, &view.last_seq)?;
+    w.write_all(br#","replacements":"#)?;
+    list(w, &view.replacements)?;
+    w.write_all(br#","rows":"#)?;
+    list(w, &view.rows)?;
+    w.write_all(br#","schema_version":"#)?;
+    one(w, &SCHEMA_VERSION)?;
+    w.write_all(br#","session":"#)?;
+    one(w, session)?;
+    w.write_all(br#","surface":"#)?;
+    list(w, &view.surface)?;
+    w.write_all(br#","survival":"#)?;
+    one(w, survival)?;
+    w.write_all(b"}\n")?;
+    Ok(())
+}
+
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
     args.rows.whole_json_only(ctx.json)?;
@@ -91,17 +139,9 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
     }
     if ctx.json {
         let survival = dsh::survival::of_view(&log, &view)?;
-        let mut doc = serde_json::Map::new();
-        doc.insert("file".into(), src.display().into());
-        doc.insert("session".into(), log.header.id.clone().into());
-        if let serde_json::Value::Object(m) = serde_json::to_value(&view)? {
-            doc.extend(m);
-        }
-        doc.insert("survival".into(), serde_json::to_value(&survival)?);
-        doc.insert("schema_version".into(), SCHEMA_VERSION.into());
-        let mut s = serde_json::to_string(&doc)?;
-        s.push('\n');
-        ctx.out.write_all(s.as_bytes())?;
+        let mut out = ctx.out.stream();
+        write_json(&mut out, &src.display(), &log.header.id, &view, &survival)?;
+        out.flush()?;
         return Ok(Status::Ok);
     }
     ctx.page();
@@ -406,4 +446,38 @@ fn write_survival(out: &mut dyn Write, s: &Survival, width: usize) -> Result<()>
     );
     writeln!(out, "{}", render::wrap(&line, width))?;
     Ok(())
+}
+
+/// The streamed document is the one a `serde_json` map of the whole
+/// view makes (every field, the same key order, the same bytes): a
+/// field added to `View` and not written here fails this.
+#[cfg(test)]
+#[test]
+fn the_streamed_document_is_the_whole_view_as_one_value() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    for name in [
+        "compacted.jsonl",
+        "coding-session.jsonl",
+        "prune-closed.jsonl",
+    ] {
+        let src = dsh::LogSource::File(root.join(name));
+        let (log, view) =
+            dsh::view::align_log(&src, &dsh::LoadOptions::default(), &ViewOptions::default())
+                .unwrap();
+        let survival = dsh::survival::of_view(&log, &view).unwrap();
+        let mut doc = serde_json::Map::new();
+        doc.insert("file".into(), src.display().into());
+        doc.insert("session".into(), log.header.id.clone().into());
+        let serde_json::Value::Object(m) = serde_json::to_value(&view).unwrap() else {
+            panic!("a view is an object");
+        };
+        doc.extend(m);
+        doc.insert("survival".into(), serde_json::to_value(&survival).unwrap());
+        doc.insert("schema_version".into(), SCHEMA_VERSION.into());
+        let want = serde_json::to_string(&doc).unwrap() + "\n";
+        let mut got = Vec::new();
+        write_json(&mut got, &src.display(), &log.header.id, &view, &survival).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{name}");
+        assert!(!view.surface.is_empty(), "{name}");
+    }
 }

@@ -1567,8 +1567,61 @@ struct BlockRec {
     items: Vec<(u64, u64)>,
 }
 
+/// The surface's message-deriving nodes as a snapshot reads them, kept in
+/// step with the surface (its first `covered` nodes): appended nodes are
+/// copied in as they come, and a replace (a new `replace_generation`)
+/// rebuilds it. Reading a few fields of every (large) surface node afresh
+/// for every request was most of a snapshot's time. The surface changes
+/// its nodes only by appending and by replacing ranges; a generation-3
+/// image offload edits a node's body, none of the fields kept here.
+#[derive(Default)]
+struct NodeMirror {
+    nodes: Vec<MirrorNode>,
+    covered: usize,
+    generation: u64,
+    /// The seq of the last node covered: a check that the surface grew
+    /// from the one mirrored.
+    last_seq: Option<u64>,
+}
+
+struct MirrorNode {
+    seq: u64,
+    /// The node's identity before its image-offload version is mixed in.
+    base: u64,
+    tokens: u64,
+    position: usize,
+    kind: Kind,
+}
+
+impl NodeMirror {
+    fn sync(&mut self, surface: &crate::surface::Surface) {
+        let grew = self.generation == surface.replace_generation
+            && self.covered <= surface.nodes.len()
+            && (self.covered == 0 || Some(surface.nodes[self.covered - 1].seq) == self.last_seq);
+        if !grew {
+            self.nodes.clear();
+            self.covered = 0;
+            self.generation = surface.replace_generation;
+        }
+        for (position, n) in surface.nodes.iter().enumerate().skip(self.covered) {
+            if n.derives {
+                self.nodes.push(MirrorNode {
+                    seq: n.seq,
+                    base: mix(7, n.seq),
+                    tokens: n.tokens,
+                    position,
+                    kind: n.kind,
+                });
+            }
+        }
+        self.covered = surface.nodes.len();
+        self.last_seq = surface.nodes.last().map(|n| n.seq);
+    }
+}
+
 pub(crate) struct Collector {
     opts: CacheOptions,
+    mirror: NodeMirror,
     counter: Option<Counter>,
     exact: FxHashMap<u64, u64>,
     blocks: FxHashMap<u64, Vec<BlockRec>>,
@@ -1609,6 +1662,7 @@ impl Collector {
     pub(crate) fn new(opts: &CacheOptions) -> Collector {
         Collector {
             opts: opts.clone(),
+            mirror: NodeMirror::default(),
             counter: opts.tokenizer.map(Counter::new),
             exact: FxHashMap::default(),
             blocks: FxHashMap::default(),
@@ -1839,7 +1893,8 @@ impl Collector {
         self.has_header = true;
     }
 
-    fn snapshot(&self, surface: &crate::surface::Surface, skip: Option<u64>) -> Snapshot {
+    fn snapshot(&mut self, surface: &crate::surface::Surface, skip: Option<u64>) -> Snapshot {
+        self.mirror.sync(surface);
         let h = &self.header;
         // Route, system, tools, the nodes, and room for the output a request
         // appends (`Prev::ext`) without a copy.
@@ -1868,8 +1923,8 @@ impl Collector {
             segs.extend(system);
             segs.extend(tools);
         }
-        for (position, n) in surface.nodes.iter().enumerate() {
-            if !n.derives || Some(n.seq) == skip {
+        for n in &self.mirror.nodes {
+            if Some(n.seq) == skip {
                 continue;
             }
             let v = if self.offload_version.is_empty() {
@@ -1878,12 +1933,12 @@ impl Collector {
                 self.offload_version.get(&n.seq).copied().unwrap_or(0)
             };
             segs.push(Seg {
-                id: mix(mix(7, n.seq), v),
+                id: mix(n.base, v),
                 tokens: self.node_tokens(n.seq, n.tokens),
                 what: Segment::Node {
                     seq: n.seq,
                     kind: n.kind,
-                    position,
+                    position: n.position,
                 },
             });
         }

@@ -3016,8 +3016,8 @@ mod tests {
                 assert_eq!(int_part(&line, 0), Some(want), "{line:?}");
             }
         }
-        // Numbers ending the text, at every length (fewer than eight bytes
-        // left, exactly eight, more).
+        // Numbers ending the text (no byte after the last digit), at every
+        // length up to twenty digits.
         let digits = b"98765432109876543210";
         for n in 1..=digits.len() {
             assert_eq!(int_part(&digits[..n], 0), Some(slow(&digits[..n])), "{n}");

@@ -1505,6 +1505,12 @@ fn hash_str(tag: u64, s: &str) -> u64 {
     mix(mix(tag, s.len() as u64), h.finish())
 }
 
+/// A node segment's identity before its image-offload version is mixed in
+/// (`mix(node_base(seq), version)`).
+fn node_base(seq: u64) -> u64 {
+    mix(7, seq)
+}
+
 const ROOT: u64 = 0x5eed;
 
 /// The folded header, as segments.
@@ -1607,7 +1613,7 @@ impl NodeMirror {
             if n.derives {
                 self.nodes.push(MirrorNode {
                     seq: n.seq,
-                    base: mix(7, n.seq),
+                    base: node_base(n.seq),
                     tokens: n.tokens,
                     position,
                     kind: n.kind,
@@ -2538,17 +2544,13 @@ impl Collector {
                 Some(s) => s,
                 None => self.snapshot(folded.surface, Some(ev.seq)),
             };
-            // The message just joined the surface: nearly always its end.
-            let out = folded
-                .surface
-                .nodes
-                .iter()
-                .enumerate()
-                .rev()
-                .find(|(_, n)| n.seq == ev.seq)
+            let surface = folded.surface;
+            let out = surface
+                .position(ev.seq)
+                .map(|position| (position, &surface.nodes[position]))
                 .and_then(|(position, n)| {
                     n.derives.then(|| Seg {
-                        id: mix(mix(7, n.seq), 0),
+                        id: mix(node_base(n.seq), 0),
                         tokens: self.node_tokens(n.seq, n.tokens),
                         what: Segment::Node {
                             seq: n.seq,

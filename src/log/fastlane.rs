@@ -498,6 +498,26 @@ fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
     ))
 }
 
+/// For tests here and in the meter: a line as the normal way reads it,
+/// when that is a valid `assistant/chunk` event (parsed, built, checked,
+/// no surface op), handed to `f` with its envelope.
+#[cfg(test)]
+pub(crate) fn normal_chunk_event<R>(
+    line: &[u8],
+    f: impl FnOnce(&crate::event::Event<'_>, super::validate::Envelope) -> R,
+) -> Option<R> {
+    use crate::event::{Event, Kind};
+    let v = crate::json::Value::parse(std::str::from_utf8(line).ok()?).ok()?;
+    let ev = Event {
+        kind: Kind::of(&v.get("type")?.as_str()?),
+        seq: v.get("seq")?.as_count()?,
+        line: 2,
+        value: v,
+    };
+    let (env, op) = super::validate::check_event(&ev).ok()?;
+    (ev.kind == Kind::AssistantChunk && op.is_none()).then(|| f(&ev, env))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,23 +597,13 @@ mod tests {
 
     /// What the normal way makes of a line the lane took.
     fn normal_lane(line: &[u8]) -> Option<Lane> {
-        use crate::event::{Event, Kind};
         let v = Value::parse(std::str::from_utf8(line).ok()?).ok()?;
         if packed::is_row(&v) {
             let span = packed::check(&v).ok()?;
             return Some(Lane::Row(span, RowFacts::of(&v)?));
         }
-        let kind = Kind::of(&v.get("type")?.as_str()?);
-        let seq = v.get("seq")?.as_count()?;
-        let ev = Event {
-            kind,
-            seq,
-            line: 2,
-            value: v,
-        };
-        let (env, op) = crate::log::validate::check_event(&ev).ok()?;
-        (kind == Kind::AssistantChunk && op.is_none()).then_some(Lane::Chunk {
-            seq,
+        normal_chunk_event(line, |ev, env| Lane::Chunk {
+            seq: ev.seq,
             time: env.time,
         })
     }

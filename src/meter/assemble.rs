@@ -565,38 +565,26 @@ mod tests {
     /// What the normal way makes of a chunk line: its seq and time, and
     /// its labels and chunk as the meter reads them from the built event.
     fn normal_chunk(line: &[u8]) -> Option<(u64, f64, String)> {
-        use crate::event::{Event, Kind};
-        let v = Value::parse(std::str::from_utf8(line).ok()?).ok()?;
-        let kind = Kind::of(&v.get("type")?.as_str()?);
-        let seq = v.get("seq")?.as_count()?;
-        let ev = Event {
-            kind,
-            seq,
-            line: 2,
-            value: v,
-        };
-        let (env, op) = crate::log::validate::check_event(&ev).ok()?;
-        if kind != Kind::AssistantChunk || op.is_some() {
-            return None;
-        }
-        let d = ev.data();
-        let chunk = ChunkOp::of(d.get("chunk"), &mut 0);
-        // The usage members the projections read.
-        let usage = d.get("chunk").and_then(|c| c.get("usage")).map(|u| {
-            [
-                "inputTokens",
-                "outputTokens",
-                "cacheReadTokens",
-                "cacheWriteTokens",
-            ]
-            .map(|k| u.get(k).map(|v| v.as_f64()))
-        });
-        let facts = format!(
-            "{:?} {:?} {chunk:?} {usage:?}",
-            Scalar::of(d.get("turn")),
-            Scalar::of(d.get("step"))
-        );
-        Some((seq, env.time, facts))
+        fastlane::normal_chunk_event(line, |ev, env| {
+            let d = ev.data();
+            let chunk = ChunkOp::of(d.get("chunk"), &mut 0);
+            // The usage members the projections read.
+            let usage = d.get("chunk").and_then(|c| c.get("usage")).map(|u| {
+                [
+                    "inputTokens",
+                    "outputTokens",
+                    "cacheReadTokens",
+                    "cacheWriteTokens",
+                ]
+                .map(|k| u.get(k).map(|v| v.as_f64()))
+            });
+            let facts = format!(
+                "{:?} {:?} {chunk:?} {usage:?}",
+                Scalar::of(d.get("turn")),
+                Scalar::of(d.get("step"))
+            );
+            (ev.seq, env.time, facts)
+        })
     }
 
     /// The same of a line the facts lane took.

@@ -38,7 +38,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::Value;
-use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
+use crate::log::{
+    ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
+};
 use crate::meter::estimate::{system_tokens, tools_tokens};
 use crate::meter::tokenizer::{Counter, Encoding};
 use crate::request_header::canonical;
@@ -1443,30 +1445,12 @@ impl Observer for Analysis {
         self.0.event(ev, folded);
     }
 
-    fn packed_row(
-        &mut self,
-        span: &crate::log::packed::RowSpan,
-        facts: &crate::log::packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        self.0.packed_row(span, facts, folded)
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        self.0.chunks(offer, folded)
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        self.0.takes_packed_rows()
-    }
-
-    fn chunk_line(
-        &mut self,
-        seq: u64,
-        facts: &crate::log::fastlane::ChunkFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        self.0.chunk_line(seq, facts, folded)
-    }
-
-    fn takes_chunk_lines(&self) -> bool {
-        self.0.takes_chunk_lines()
+    fn takes_chunks(&self) -> TakesChunks {
+        self.0.takes_chunks()
     }
 
     fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
@@ -2675,12 +2659,10 @@ impl Observer for Collector {
 
     /// Packed delta chunks never change the surface; all they can do is
     /// begin an attempt.
-    fn packed_row(
-        &mut self,
-        _span: &crate::log::packed::RowSpan,
-        _facts: &crate::log::packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        if !matches!(offer, ChunkOffer::Row(..)) {
+            return false;
+        }
         if !self.in_attempt {
             self.begin_attempt(folded.surface);
         }
@@ -2688,8 +2670,8 @@ impl Observer for Collector {
         true
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        true
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::ROWS
     }
 }
 

@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan, LockState, LockStatus};
-use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer, packed};
+use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::usage::{Request, UsageFold};
@@ -196,21 +196,20 @@ impl Observer for Folds<'_> {
         }
     }
 
-    fn packed_row(
-        &mut self,
-        span: &packed::RowSpan,
-        facts: &packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
         // Chunks carry no usage, lock or title; only the meter wants them.
+        // Rows only: chunk lines come as events.
+        if !matches!(offer, ChunkOffer::Row(..)) {
+            return false;
+        }
         match &mut self.meter {
-            Some(m) => m.packed_row(span, facts, folded),
+            Some(m) => m.chunks(offer, folded),
             None => true,
         }
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        true
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::ROWS
     }
 }
 

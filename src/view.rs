@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::{JStr, Value};
-use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource};
+use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, TakesChunks};
 use crate::surface::NodeBody;
 
 /// What to put in the view.
@@ -310,17 +310,16 @@ impl crate::log::Observer for Aligner {
         }
     }
 
-    fn packed_row(
-        &mut self,
-        _span: &crate::log::packed::RowSpan,
-        _facts: &crate::log::packed::RowFacts,
-        _folded: &Folded<'_>,
-    ) -> bool {
-        !self.0.opts.all_events
+    fn chunks(&mut self, offer: ChunkOffer<'_>, _folded: &Folded<'_>) -> bool {
+        matches!(offer, ChunkOffer::Row(..)) && !self.0.opts.all_events
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        !self.0.opts.all_events
+    fn takes_chunks(&self) -> TakesChunks {
+        if self.0.opts.all_events {
+            TakesChunks::NONE
+        } else {
+            TakesChunks::ROWS
+        }
     }
 }
 

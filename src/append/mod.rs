@@ -98,7 +98,9 @@ use std::time::Duration;
 use crate::event::{Event, Kind, OwnedEvent, owned_event};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan, LockState};
-use crate::log::{Container, Folded, LoadOptions, LoadedLog, LogSource, Observer};
+use crate::log::{
+    ChunkOffer, Container, Folded, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
+};
 use crate::surface::{NodeBody, Surface, check_local, node_facts};
 
 mod error;
@@ -227,32 +229,13 @@ impl Observer for Watch<'_> {
         self.inner.event(ev, folded);
     }
 
-    fn packed_row(
-        &mut self,
-        span: &crate::log::packed::RowSpan,
-        facts: &crate::log::packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        // Chunks change neither the locks nor the turn: the inner observer decides.
-        self.inner.packed_row(span, facts, folded)
+    /// Chunks change neither the locks nor the turn: the inner observer decides.
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        self.inner.chunks(offer, folded)
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        self.inner.takes_packed_rows()
-    }
-
-    fn chunk_line(
-        &mut self,
-        seq: u64,
-        facts: &crate::log::fastlane::ChunkFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        // As for rows: the inner observer decides.
-        self.inner.chunk_line(seq, facts, folded)
-    }
-
-    fn takes_chunk_lines(&self) -> bool {
-        self.inner.takes_chunk_lines()
+    fn takes_chunks(&self) -> TakesChunks {
+        self.inner.takes_chunks()
     }
 
     fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {

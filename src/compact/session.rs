@@ -19,7 +19,7 @@ use crate::append::{AppendError, AppendOptions, AppendTarget, Appender, Blocker,
 use crate::event::{Event, Kind, OwnedEvent};
 use crate::json::Value;
 use crate::lock::LockReport;
-use crate::log::{Folded, LogSource, Observer};
+use crate::log::{ChunkOffer, Folded, LogSource, Observer, TakesChunks};
 use crate::meter::{Measurement, Meter, MeterError};
 use crate::request_header::HeaderFold;
 use crate::surface::{NodeBody, Surface, into_projected};
@@ -121,32 +121,13 @@ impl Observer for Watch<'_> {
         self.meter.event(ev, folded);
     }
 
-    /// Chunks open and close no turn: the meter takes a packed row whole.
-    fn packed_row(
-        &mut self,
-        span: &crate::log::packed::RowSpan,
-        facts: &crate::log::packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        self.meter.packed_row(span, facts, folded)
+    /// Chunks open and close no turn: the meter takes them from their facts.
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        self.meter.chunks(offer, folded)
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        self.meter.takes_packed_rows()
-    }
-
-    /// Nor does a chunk line: the meter takes it from its facts.
-    fn chunk_line(
-        &mut self,
-        seq: u64,
-        facts: &crate::log::fastlane::ChunkFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        self.meter.chunk_line(seq, facts, folded)
-    }
-
-    fn takes_chunk_lines(&self) -> bool {
-        self.meter.takes_chunk_lines()
+    fn takes_chunks(&self) -> TakesChunks {
+        self.meter.takes_chunks()
     }
 }
 

@@ -96,52 +96,92 @@ pub struct Folded<'s> {
     pub canonical_offset: Option<u64>,
 }
 
+/// Log-only chunks the loader offers an observer whole, before building
+/// them as events (see [`Observer::chunks`]).
+#[derive(Debug, Clone, Copy)]
+pub enum ChunkOffer<'c> {
+    /// A valid packed row (§3.5): its chunks and what they carry.
+    Row(&'c packed::RowSpan, &'c packed::RowFacts),
+    /// A valid plain `assistant/chunk` line at a seq, as its facts.
+    Line(u64, &'c fastlane::ChunkFacts),
+}
+
+impl ChunkOffer<'_> {
+    /// How many chunks are offered.
+    pub fn count(&self) -> u64 {
+        match *self {
+            ChunkOffer::Row(span, _) => span.count,
+            ChunkOffer::Line(..) => 1,
+        }
+    }
+
+    /// The first and last seq of the chunks offered.
+    pub fn seqs(&self) -> (u64, u64) {
+        match *self {
+            ChunkOffer::Row(span, _) => (span.seq0, span.seq0 + span.count.saturating_sub(1)),
+            ChunkOffer::Line(seq, _) => (seq, seq),
+        }
+    }
+}
+
+/// Which [`ChunkOffer`]s an observer takes ([`Observer::takes_chunks`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TakesChunks {
+    /// Packed rows ([`ChunkOffer::Row`]).
+    pub rows: bool,
+    /// Chunk lines ([`ChunkOffer::Line`]).
+    pub lines: bool,
+}
+
+impl TakesChunks {
+    /// Neither: every chunk comes through [`Observer::event`].
+    pub const NONE: TakesChunks = TakesChunks {
+        rows: false,
+        lines: false,
+    };
+    /// Packed rows only.
+    pub const ROWS: TakesChunks = TakesChunks {
+        rows: true,
+        lines: false,
+    };
+    /// Both.
+    pub const ALL: TakesChunks = TakesChunks {
+        rows: true,
+        lines: true,
+    };
+
+    /// What either takes.
+    pub fn or(self, other: TakesChunks) -> TakesChunks {
+        TakesChunks {
+            rows: self.rows || other.rows,
+            lines: self.lines || other.lines,
+        }
+    }
+}
+
 /// Sees every validated event, in order, after it was folded.
 pub trait Observer {
     /// One event.
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>);
 
-    /// Offered a valid packed row (§3.5) whose chunks join the log, before
-    /// they are built as events. `true`: the observer took them all, as if
-    /// it had seen each one through [`Self::event`] (chunks never change
-    /// the surface); `false` (the default): they come one by one.
-    fn packed_row(
-        &mut self,
-        _span: &packed::RowSpan,
-        _facts: &packed::RowFacts,
-        _folded: &Folded<'_>,
-    ) -> bool {
+    /// Offered valid log-only chunks (a packed row's, or one chunk line's)
+    /// before they are built as events. `true`: the observer took them
+    /// all, as if it had seen each one through [`Self::event`] (chunks
+    /// never change the surface); `false` (the default): they come one by
+    /// one. The loader offers only the kinds [`Self::takes_chunks`] names
+    /// (a [`Tee`] offers what any of its observers takes: decline the rest).
+    fn chunks(&mut self, _offer: ChunkOffer<'_>, _folded: &Folded<'_>) -> bool {
         false
     }
 
-    /// Whether [`Self::packed_row`] takes rows: the loader then checks rows
-    /// without parsing them into values.
-    fn takes_packed_rows(&self) -> bool {
-        false
+    /// Which offers [`Self::chunks`] takes: the loader then checks those
+    /// records without parsing them into values.
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::NONE
     }
 
-    /// Offered a valid plain `assistant/chunk` line at `seq` as its facts,
-    /// before it is built as an event. `true`: the observer took it, as if
-    /// it had seen the event through [`Self::event`] (a chunk never changes
-    /// the surface); `false` (the default): the event comes the normal way.
-    fn chunk_line(
-        &mut self,
-        _seq: u64,
-        _facts: &fastlane::ChunkFacts,
-        _folded: &Folded<'_>,
-    ) -> bool {
-        false
-    }
-
-    /// Whether [`Self::chunk_line`] takes chunk lines: the loader then reads
-    /// the ones it can describe without parsing them into values.
-    fn takes_chunk_lines(&self) -> bool {
-        false
-    }
-
-    /// Chunks the loader counted without showing them one by one (a packed
-    /// row taken by [`Self::packed_row`], a chunk line taken by
-    /// [`Self::chunk_line`], or under
+    /// Chunks the loader counted without showing them one by one (an
+    /// offer taken by [`Self::chunks`], or under
     /// [`LoadOptions::skip_chunk_events`]): they are stored events
     /// `span.seq0 ..= span.seq0 + span.count - 1`, nothing but log-only
     /// chunks.
@@ -634,28 +674,10 @@ impl Pipeline<'_> {
         self.observer.chunks_counted(&span);
     }
 
-    /// Whether a valid row's chunks need not be built: nobody looks at
-    /// chunks (`skip`), or the observer took the row whole.
-    fn take_row(&mut self, skip: bool, span: &packed::RowSpan, facts: &packed::RowFacts) -> bool {
-        skip || self.observer.packed_row(
-            span,
-            facts,
-            &Folded {
-                applied: None,
-                surface: &self.surface,
-                synthetic: false,
-                canonical_line: None,
-                canonical_offset: None,
-            },
-        )
-    }
-
-    /// Whether a valid chunk line need not be built: the observer took it
-    /// from its facts.
-    fn take_chunk_line(&mut self, seq: u64, facts: &fastlane::ChunkFacts) -> bool {
-        self.observer.chunk_line(
-            seq,
-            facts,
+    /// Whether valid chunks need not be built: the observer took them.
+    fn take_chunks(&mut self, offer: ChunkOffer<'_>) -> bool {
+        self.observer.chunks(
+            offer,
             &Folded {
                 applied: None,
                 surface: &self.surface,
@@ -840,11 +862,12 @@ fn load_inner(
     let container = reader.container();
     let frames = reader.frame_table();
     let span_bodies = !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
+    let takes = observer.takes_chunks();
     let lanes = parse::Lanes {
-        rows: opts.upto.is_none() && ((opts.skip_chunk_events) || observer.takes_packed_rows()),
+        rows: opts.upto.is_none() && (opts.skip_chunk_events || takes.rows),
         chunk_lines: if opts.skip_chunk_events {
             fastlane::ChunkLines::Count
-        } else if observer.takes_chunk_lines() {
+        } else if takes.lines {
             fastlane::ChunkLines::Facts
         } else {
             fastlane::ChunkLines::Parse
@@ -916,12 +939,13 @@ fn load_inner(
                     Some(packed::RowSpan::line(seq, time))
                 }
                 Some(fastlane::Lane::Row(span, facts))
-                    if in_order(span.seq0, &prefix) && p.take_row(skip_chunks, &span, &facts) =>
+                    if in_order(span.seq0, &prefix)
+                        && (skip_chunks || p.take_chunks(ChunkOffer::Row(&span, &facts))) =>
                 {
                     Some(span)
                 }
                 Some(fastlane::Lane::ChunkFacts { seq, time, facts })
-                    if in_order(seq, &prefix) && p.take_chunk_line(seq, &facts) =>
+                    if in_order(seq, &prefix) && p.take_chunks(ChunkOffer::Line(seq, &facts)) =>
                 {
                     Some(packed::RowSpan::line(seq, time))
                 }
@@ -942,7 +966,7 @@ fn load_inner(
                     && in_order(span.seq0, &prefix)
                     && (skip_chunks
                         || packed::RowFacts::of(v)
-                            .is_some_and(|f| p.take_row(false, &span, &f))) =>
+                            .is_some_and(|f| p.take_chunks(ChunkOffer::Row(&span, &f)))) =>
                 {
                     Some(span)
                 }

@@ -1,15 +1,14 @@
 //! Several observers fed from one reading of a log.
 
-use super::{Folded, Observer, fastlane, packed};
+use super::{ChunkOffer, Folded, Observer, TakesChunks, packed};
 use crate::event::{Event, Kind};
 
 /// Feeds every observer it holds from one pass of the loader, each seeing
 /// exactly what it would see if it were fed alone: every event in order,
-/// and a packed row either whole ([`Observer::packed_row`] returned `true`)
-/// or as its chunk events (a chunk line likewise, by
-/// [`Observer::chunk_line`]).
+/// and a packed row or a chunk line either whole ([`Observer::chunks`]
+/// returned `true`) or as its chunk events.
 ///
-/// A row goes whole through the loader only when every observer takes it.
+/// An offer goes whole through the loader only when every observer takes it.
 /// When one declines, the loader builds the row's chunks as events, and an
 /// observer that took the row whole is not shown them again.
 ///
@@ -76,26 +75,14 @@ impl Observer for Tee<'_> {
         }
     }
 
-    fn packed_row(
-        &mut self,
-        span: &packed::RowSpan,
-        facts: &packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        let seqs = (span.seq0, span.seq0 + span.count.saturating_sub(1));
-        self.offer(seqs, |o| o.packed_row(span, facts, folded))
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        self.offer(offer.seqs(), |o| o.chunks(offer, folded))
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        self.observers.iter().any(|o| o.takes_packed_rows())
-    }
-
-    fn chunk_line(&mut self, seq: u64, facts: &fastlane::ChunkFacts, folded: &Folded<'_>) -> bool {
-        self.offer((seq, seq), |o| o.chunk_line(seq, facts, folded))
-    }
-
-    fn takes_chunk_lines(&self) -> bool {
-        self.observers.iter().any(|o| o.takes_chunk_lines())
+    fn takes_chunks(&self) -> TakesChunks {
+        self.observers
+            .iter()
+            .fold(TakesChunks::NONE, |all, o| all.or(o.takes_chunks()))
     }
 
     fn chunks_counted(&mut self, span: &packed::RowSpan) {
@@ -133,19 +120,21 @@ mod tests {
         fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
             self.events.push((ev.seq, folded.synthetic));
         }
-        fn packed_row(
-            &mut self,
-            span: &packed::RowSpan,
-            _: &packed::RowFacts,
-            _: &Folded<'_>,
-        ) -> bool {
+        fn chunks(&mut self, offer: ChunkOffer<'_>, _: &Folded<'_>) -> bool {
+            let ChunkOffer::Row(span, _) = offer else {
+                return false;
+            };
             if self.takes {
                 self.rows.push((span.seq0, span.count));
             }
             self.takes
         }
-        fn takes_packed_rows(&self) -> bool {
-            self.takes
+        fn takes_chunks(&self) -> TakesChunks {
+            if self.takes {
+                TakesChunks::ROWS
+            } else {
+                TakesChunks::NONE
+            }
         }
         fn chunks_counted(&mut self, span: &packed::RowSpan) {
             self.counted.push((span.seq0, span.count));

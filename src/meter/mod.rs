@@ -44,7 +44,9 @@ use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
 use crate::log::fastlane::{ChunkFact, ChunkFacts};
 use crate::log::packed::{RowFacts, RowSpan};
-use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
+use crate::log::{
+    ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
+};
 use crate::request_header::{canonical, headers_equal};
 use crate::surface::Surface;
 
@@ -946,39 +948,31 @@ impl Observer for Meter {
         }
     }
 
-    /// What the meter's fold does for each delta chunk of a row: mark it,
-    /// keep its `ChunkOp` for assembly, disarm the projection's claim.
-    fn packed_row(&mut self, span: &RowSpan, facts: &RowFacts, folded: &Folded<'_>) -> bool {
-        self.consumed += span.count;
+    /// What the meter's fold does for the chunks offered: for each delta
+    /// chunk of a row, mark it, keep its `ChunkOp` for assembly, disarm the
+    /// projection's claim; for a chunk line's chunk, the same, and fold it
+    /// into the projections (a usage sample, or a disarmed claim).
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        self.consumed += offer.count();
         if self.error.is_some() {
             return true;
         }
-        self.chunks.push_row(span, facts);
         self.surface_tokens = folded.surface.tokens;
-        self.projections.apply_delta_chunks();
-        true
-    }
-
-    fn takes_packed_rows(&self) -> bool {
-        true
-    }
-
-    /// What the meter's fold does for a chunk event: mark it, keep its
-    /// `ChunkOp` for assembly, fold it into the projections (a usage
-    /// sample, or a disarmed claim).
-    fn chunk_line(&mut self, seq: u64, facts: &ChunkFacts, folded: &Folded<'_>) -> bool {
-        self.consumed += 1;
-        if self.error.is_some() {
-            return true;
+        match offer {
+            ChunkOffer::Row(span, facts) => {
+                self.chunks.push_row(span, facts);
+                self.projections.apply_delta_chunks();
+            }
+            ChunkOffer::Line(seq, facts) => {
+                self.chunks.push_line(seq, facts);
+                fold_chunk_line(&mut self.projections, seq, facts);
+            }
         }
-        self.chunks.push_line(seq, facts);
-        self.surface_tokens = folded.surface.tokens;
-        fold_chunk_line(&mut self.projections, seq, facts);
         true
     }
 
-    fn takes_chunk_lines(&self) -> bool {
-        true
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::ALL
     }
 }
 

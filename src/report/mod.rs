@@ -19,7 +19,9 @@ use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan};
-use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer, Tee, packed};
+use crate::log::{
+    ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks, Tee,
+};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::price::{PriceTable, Priced};
@@ -402,20 +404,19 @@ impl Observer for Folds {
         self.observe(ev);
     }
 
-    fn packed_row(
-        &mut self,
-        span: &packed::RowSpan,
-        facts: &packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        // Rows only: chunk lines come as events.
+        if !matches!(offer, ChunkOffer::Row(..)) {
+            return false;
+        }
         match &mut self.meter {
-            Some(m) => m.packed_row(span, facts, folded),
+            Some(m) => m.chunks(offer, folded),
             None => true,
         }
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        true
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::ROWS
     }
 }
 

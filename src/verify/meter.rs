@@ -29,7 +29,7 @@
 use super::{At, CheckId, Sink};
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::{Value, js_number};
-use crate::log::{Folded, LoadedLog, Observer};
+use crate::log::{ChunkOffer, Folded, LoadedLog, Observer};
 use crate::meter::projection::ProjectionFold;
 use crate::meter::{Meter, MeterError};
 
@@ -151,7 +151,7 @@ impl MeterTrace {
         folded: &Folded<'_>,
     ) {
         if !self.replay_stopped {
-            self.meter.packed_row(span, facts, folded);
+            self.meter.chunks(ChunkOffer::Row(span, facts), folded);
         }
         if !self.projections_failed {
             self.projections.apply_delta_chunks();
@@ -170,7 +170,7 @@ impl MeterTrace {
         folded: &Folded<'_>,
     ) {
         if !self.replay_stopped {
-            self.meter.chunk_line(seq, facts, folded);
+            self.meter.chunks(ChunkOffer::Line(seq, facts), folded);
         }
         if !self.projections_failed {
             crate::meter::fold_chunk_line(&mut self.projections, seq, facts);

@@ -52,7 +52,9 @@ pub use check::{CheckId, REFERENCE_COMPANIONS, Severity};
 pub use load::classify_refusal;
 
 use crate::event::Event;
-use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
+use crate::log::{
+    ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
+};
 use crate::prune::PruneConfig;
 
 /// One violated rule.
@@ -376,50 +378,37 @@ impl Observer for Verifier {
     /// A valid packed row's delta chunks, taken whole when no check would
     /// report one of them (the usual case): the traces then move as the
     /// chunks, one by one, would have moved them. Otherwise they come one
-    /// by one and the findings name each chunk.
-    fn packed_row(
-        &mut self,
-        span: &crate::log::packed::RowSpan,
-        facts: &crate::log::packed::RowFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
+    /// by one and the findings name each chunk. A valid chunk line is taken
+    /// from its facts on the same terms.
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
         // The compaction and command traces ignore chunks; a chunk is not
         // on the surface, so provenance only sees whether a prune is waiting.
-        if span.count == 0
-            || !self.session.takes_chunks(span, facts)
-            || !self.provenance.takes_chunks()
-        {
-            return false;
+        match offer {
+            ChunkOffer::Row(span, facts) => {
+                if span.count == 0
+                    || !self.session.takes_chunks(span, facts)
+                    || !self.provenance.takes_chunks()
+                {
+                    return false;
+                }
+                self.session.chunks_taken(span);
+                self.meter.chunks_taken(span, facts, folded);
+            }
+            ChunkOffer::Line(seq, facts) => {
+                if !self.session.takes_chunks_at(seq, facts.turn, facts.step)
+                    || !self.provenance.takes_chunks()
+                {
+                    return false;
+                }
+                self.session.chunk_taken(seq);
+                self.meter.chunk_line_taken(seq, facts, folded);
+            }
         }
-        self.session.chunks_taken(span);
-        self.meter.chunks_taken(span, facts, folded);
         true
     }
 
-    fn takes_packed_rows(&self) -> bool {
-        true
-    }
-
-    /// A valid chunk line, taken from its facts on the same terms as a
-    /// row's chunks.
-    fn chunk_line(
-        &mut self,
-        seq: u64,
-        facts: &crate::log::fastlane::ChunkFacts,
-        folded: &Folded<'_>,
-    ) -> bool {
-        if !self.session.takes_chunks_at(seq, facts.turn, facts.step)
-            || !self.provenance.takes_chunks()
-        {
-            return false;
-        }
-        self.session.chunk_taken(seq);
-        self.meter.chunk_line_taken(seq, facts, folded);
-        true
-    }
-
-    fn takes_chunk_lines(&self) -> bool {
-        true
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::ALL
     }
 }
 
@@ -441,8 +430,6 @@ pub fn verify_with(source: &LogSource, opts: &LoadOptions, options: &VerifyOptio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::fastlane::ChunkFacts;
-    use crate::log::packed::{RowFacts, RowSpan};
     use crate::log::{LoadOptions, LogSource, load};
     use crate::meter::Meter;
 
@@ -458,19 +445,21 @@ mod tests {
         fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
             self.inner.event(ev, folded);
         }
-        fn packed_row(&mut self, span: &RowSpan, facts: &RowFacts, folded: &Folded<'_>) -> bool {
-            self.inner.packed_row(span, facts, folded)
-        }
-        fn takes_packed_rows(&self) -> bool {
-            self.inner.takes_packed_rows()
-        }
-        fn chunk_line(&mut self, seq: u64, facts: &ChunkFacts, folded: &Folded<'_>) -> bool {
-            let took = self.take && self.inner.chunk_line(seq, facts, folded);
-            self.taken += took as u64;
+        fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+            let line = matches!(offer, ChunkOffer::Line(..));
+            if line && !self.take {
+                return false;
+            }
+            let took = self.inner.chunks(offer, folded);
+            self.taken += (line && took) as u64;
             took
         }
-        fn takes_chunk_lines(&self) -> bool {
-            self.take && self.inner.takes_chunk_lines()
+        fn takes_chunks(&self) -> TakesChunks {
+            let inner = self.inner.takes_chunks();
+            TakesChunks {
+                lines: self.take && inner.lines,
+                ..inner
+            }
         }
     }
 

@@ -2657,16 +2657,30 @@ impl Observer for Collector {
         self.fold(ev, folded);
     }
 
-    /// Packed delta chunks never change the surface; all they can do is
-    /// begin an attempt.
+    /// Packed delta chunks never change the surface: what they do is what
+    /// [`Self::fold`] does for each, the clock's checks, the attempt they
+    /// begin or go on with, and where that attempt got to.
     fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        if !matches!(offer, ChunkOffer::Row(..)) {
+        let ChunkOffer::Row(span, facts) = offer else {
             return false;
+        };
+        if span.count == 0 {
+            return true;
         }
+        // Each chunk's time is at least the one before it exactly when the
+        // first's is and the row's times never go back.
+        let first = span.first_time as f64;
+        if !(span.in_order && first >= REAL_TIME_MIN && first >= self.last_time) {
+            self.times_real = false;
+        }
+        let last = span.last_time as f64;
+        self.last_time = last;
         if !self.in_attempt {
             self.begin_attempt(folded.surface);
         }
-        self.attempt_chunks += 1;
+        let last_seq = span.seq0 + span.count - 1;
+        self.attempt_last = Some((last_seq, last, Some(facts.turn), Some(facts.step)));
+        self.attempt_chunks += span.count as usize;
         true
     }
 

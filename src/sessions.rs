@@ -102,13 +102,16 @@ pub struct ScanOptions {
     /// Loader options.
     pub load: LoadOptions,
     /// Skip the meter (surface tokens, pressure): `dsh usage` needs none.
+    /// Chunks are then counted, not read: the last activity leaves their
+    /// times out.
     pub no_meter: bool,
     /// The config (context windows of routes).
     pub config: Config,
 }
 
 /// More facts wanted from the same pass ([`scan_with`]): sees every stored
-/// event (not the synthetic closers).
+/// event (not the synthetic closers) but the chunks of packed rows, which
+/// the pass takes whole.
 pub trait Extra {
     /// The next stored event.
     fn event(&mut self, ev: &Event<'_>);
@@ -197,15 +200,25 @@ impl Observer for Folds<'_> {
     }
 
     fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        // Chunks carry no usage, lock or title; only the meter wants them.
-        // Rows only: chunk lines come as events.
-        if !matches!(offer, ChunkOffer::Row(..)) {
+        // Chunks carry no usage, lock or title: the meter wants them, the
+        // last activity their times. Rows only (chunk lines come as
+        // events), and only rows whose latest recorded time is their last
+        // chunk's: times that never go back, the last a plausible date or
+        // none of them one.
+        let ChunkOffer::Row(span, _) = offer else {
+            return false;
+        };
+        let last = civil::recorded(span.last_time as f64);
+        if !span.in_order || (last.is_none() && span.last_time >= civil::EARLIEST_MS) {
             return false;
         }
-        match &mut self.meter {
-            Some(m) => m.chunks(offer, folded),
-            None => true,
+        if let Some(m) = &mut self.meter {
+            m.chunks(offer, folded);
         }
+        if let Some(t) = last {
+            self.last = Some(self.last.map_or(t, |l| l.max(t)));
+        }
+        true
     }
 
     fn takes_chunks(&self) -> TakesChunks {

@@ -404,6 +404,7 @@ fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
     let mut members = 0u64;
     let mut dt_len = 0u64;
     let mut last_time = time0;
+    let mut in_order = true;
     let mut facts = RowFacts {
         tool,
         reasoning: line[9..].starts_with(b"reasoning"),
@@ -442,7 +443,9 @@ fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
             DT => {
                 if c.lit(b"]").is_none() {
                     loop {
-                        last_time += c.int()?;
+                        let d = c.int()?;
+                        in_order &= d >= 0;
+                        last_time += d;
                         if last_time.unsigned_abs() as f64 > MAX_SAFE {
                             return None;
                         }
@@ -492,7 +495,9 @@ fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
         RowSpan {
             seq0,
             count: payload_len,
+            first_time: time0,
             last_time,
+            in_order,
         },
         facts,
     ))

@@ -24,15 +24,21 @@ fn k(s: &'static str) -> JStr<'static> {
     JStr::from_text(s)
 }
 
-/// A validated row: where its members sit and when the last one happened.
+/// A validated row: where its members sit and when they happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowSpan {
     /// Seq of the first member.
     pub seq0: u64,
     /// Number of members.
     pub count: u64,
+    /// Time of the first member (`time0`).
+    pub first_time: i64,
     /// Time of the last member.
     pub last_time: i64,
+    /// No member's time is before the one before it (every `dt` is at
+    /// least 0): a reader that checks times event by event needs only the
+    /// first.
+    pub in_order: bool,
 }
 
 impl RowSpan {
@@ -41,7 +47,9 @@ impl RowSpan {
         RowSpan {
             seq0: seq,
             count: 1,
+            first_time: time as i64,
             last_time: time as i64,
+            in_order: true,
         }
     }
 }
@@ -200,9 +208,12 @@ fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, 
     }
     let mut out = Vec::with_capacity(if build { payload.len() } else { 0 });
     let mut t = time0;
+    let mut in_order = true;
     for (i, p) in payload.iter().enumerate() {
         if i > 0 {
-            t += dt[i - 1].as_safe_int().unwrap();
+            let d = dt[i - 1].as_safe_int().unwrap();
+            in_order &= d >= 0;
+            t += d;
             if (t as f64).abs() > MAX_SAFE {
                 return Err("running time is not a safe integer".into());
             }
@@ -238,7 +249,9 @@ fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, 
     let span = RowSpan {
         seq0,
         count: payload.len() as u64,
+        first_time: time0,
         last_time: t,
+        in_order,
     };
     Ok((out, span))
 }
@@ -258,7 +271,9 @@ mod tests {
             RowSpan {
                 seq0: 6,
                 count: 3,
-                last_time: 101
+                first_time: 100,
+                last_time: 101,
+                in_order: false,
             }
         );
         assert_eq!(events.len(), 3);

@@ -1814,3 +1814,88 @@ fn a_fork_starts_on_its_parents_cache_and_its_seed_is_counted_once() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("fork of cache-test"), "{shown}");
 }
+
+impl Gen {
+    /// Text deltas of the open step's block 0, `dts[i]` ms after the one
+    /// before (the first at the generator's clock): one packed row, or the
+    /// same chunks as `assistant/chunk` lines.
+    fn deltas(&mut self, texts: &[&str], dts: &[i64], packed: bool) {
+        assert_eq!(dts.len() + 1, texts.len());
+        let (turn, step) = (self.turn, self.step);
+        let time0 = self.time as i64;
+        if packed {
+            self.lines.push(
+                json!({"type": "text-chunks", "seq0": self.seq, "time0": time0, "data": {"turn": turn, "step": step, "index": 0, "dt": dts, "texts": texts}})
+                    .to_string(),
+            );
+            self.seq += texts.len() as u64;
+        } else {
+            let mut t = time0;
+            for (i, text) in texts.iter().enumerate() {
+                if i > 0 {
+                    t += dts[i - 1];
+                }
+                self.lines.push(
+                    json!({"type": "assistant/chunk", "seq": self.seq, "time": t, "data": {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}})
+                        .to_string(),
+                );
+                self.seq += 1;
+            }
+        }
+        self.time = (time0 + dts.iter().sum::<i64>()) as u64 + 1000;
+    }
+
+    fn block_start(&mut self) {
+        let (turn, step) = (self.turn, self.step);
+        self.ev(
+            "assistant/chunk",
+            json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
+            None,
+            None,
+        );
+    }
+}
+
+/// The cache report of a log whose deltas are packed rows is the report of
+/// the same log with each chunk on a line of its own: an attempt abandoned
+/// after a row is a request at the row's last chunk, and a row whose times
+/// go back, or end after the event after it, makes the times unusable, as
+/// the same chunks one by one do.
+#[test]
+fn packed_rows_give_the_report_their_chunks_give_one_by_one() {
+    let env = TestEnv::new();
+    let mut reports = Vec::new();
+    // In order; going back; in order but ending after the event after it.
+    let cases: [[i64; 3]; 3] = [[40, 25, 10], [40, -25, 10], [40, 25, 86_400_000]];
+    for (i, dts) in cases.into_iter().enumerate() {
+        for packed in [true, false] {
+            let mut g = Gen::new(None);
+            g.turn_start(&filler("q1", 900));
+            g.header("initial");
+            // An attempt streams, then is abandoned for a new step.
+            g.block_start();
+            let before = g.time;
+            g.deltas(&["Par", "tial ", "answ", "er"], &dts, packed);
+            if i == 2 {
+                g.time = before + 1000;
+            }
+            g.step_start();
+            g.model(vec![text(&filler("a1", 400))]);
+            g.turn_end();
+            let log = g.write(env.home(), &format!("rows-{i}-{packed}.jsonl"));
+            let mut v = cache_json(&env, &[log.to_str().unwrap()]);
+            check_invariants(&v);
+            v.as_object_mut().unwrap().remove("file");
+            reports.push(v);
+        }
+    }
+    for (i, pair) in reports.chunks(2).enumerate() {
+        assert_eq!(pair[0], pair[1], "case {i}: packed ≠ one by one");
+    }
+    let r = reports[0]["requests"].as_array().unwrap();
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r[0]["failed"]["code"], "unfinished");
+    assert_eq!(reports[0]["timesReal"], true);
+    assert_eq!(reports[2]["timesReal"], false);
+    assert_eq!(reports[4]["timesReal"], false);
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use dsh::json::Value;
 
-use crate::support::{TestEnv, sample};
+use crate::support::{TestEnv, rows_one_by_one, sample};
 
 /// 2026-07-01T10:00:00Z.
 pub const JUL1: i64 = 1_782_900_000_000;
@@ -476,4 +476,62 @@ fn a_project_named_through_a_symlink_matches_its_recorded_cwd() {
         v.get("totals").unwrap().get("requests").unwrap().as_f64(),
         Some(1.0)
     );
+}
+
+/// The last activity is the latest time of any stored event, chunks of
+/// packed rows included: a session whose latest time is inside a row (its
+/// clock jumped, or the process stopped mid-stream) has it there, and a row
+/// whose times go back counts its latest, not its last.
+#[test]
+fn the_last_activity_counts_the_times_inside_packed_rows() {
+    let base = std::fs::read_to_string(sample("coding-session.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The last text row: its last chunk a day later, or its middle one.
+    let at = base.rfind("{\"type\":\"text-chunks\"").unwrap();
+    let end = at + base[at..].find('\n').unwrap();
+    let row: serde_json::Value = serde_json::from_str(&base[at..end]).unwrap();
+    let n = row["data"]["dt"].as_array().unwrap().len();
+    assert!(n >= 2, "the row has three chunks or more");
+    let time0 = row["time0"].as_i64().unwrap();
+    for (case, dt) in [
+        ("last", {
+            let mut dt = vec![1i64; n];
+            dt[n - 1] = DAY;
+            dt
+        }),
+        ("middle", {
+            let mut dt = vec![1i64; n];
+            dt[0] = DAY;
+            dt[1] = -DAY;
+            dt
+        }),
+    ] {
+        let mut edited = row.clone();
+        edited["data"]["dt"] = serde_json::json!(dt);
+        let packed = format!("{}{}{}", &base[..at], edited, &base[end..]);
+        let mut scans = Vec::new();
+        for (form, text) in [
+            ("packed", packed.clone()),
+            ("lines", rows_one_by_one(&packed)),
+        ] {
+            let p = dir.path().join(format!("{case}-{form}.jsonl"));
+            std::fs::write(&p, text).unwrap();
+            let s = dsh::sessions::scan(
+                &dsh::LogSource::File(p),
+                &dsh::sessions::ScanOptions::default(),
+            )
+            .unwrap();
+            scans.push(s.last_activity);
+        }
+        assert_eq!(scans[0], scans[1], "{case}: packed and one by one");
+        let latest = dt
+            .iter()
+            .scan(time0, |t, d| {
+                *t += d;
+                Some(*t)
+            })
+            .max();
+        assert!(latest.unwrap() > time0 + DAY - 1, "{case}");
+        assert_eq!(scans[0], latest, "{case}");
+    }
 }

@@ -260,3 +260,37 @@ pub fn dsh_capped(kib: u64) -> std::process::Command {
     pin_process(&mut c, shared_env().home());
     c
 }
+
+/// `text`'s text and reasoning rows, each as `assistant/chunk` lines; every
+/// other line as it is.
+pub fn rows_one_by_one(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let delta = match v["type"].as_str() {
+            Some("text-chunks") => "text-delta",
+            Some("reasoning-chunks") => "reasoning-delta",
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+        };
+        let d = &v["data"];
+        let mut t = v["time0"].as_i64().unwrap();
+        for (i, piece) in d["texts"].as_array().unwrap().iter().enumerate() {
+            if i > 0 {
+                t += d["dt"][i - 1].as_i64().unwrap();
+            }
+            let chunk = serde_json::json!({
+                "type": "assistant/chunk",
+                "seq": v["seq0"].as_u64().unwrap() + i as u64,
+                "time": t,
+                "data": {"turn": d["turn"], "step": d["step"], "chunk": {"type": delta, "index": d["index"], "text": piece}},
+            });
+            out.push_str(&chunk.to_string());
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -33,7 +33,7 @@ use crate::compact::summary;
 use crate::config::Config;
 use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp, owned_event};
 use crate::json::{OwnedValue, Value};
-use crate::log::{Folded, LoadError, LoadOptions, LogSource, Observer};
+use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, Retention, resolve_capacity};
 use crate::prune::{PruneConfig, PruneError};
@@ -1092,6 +1092,54 @@ impl Observer for Sim<'_> {
         if matches!(ev.kind, Kind::CompactionSummary | Kind::CompactionPrune) {
             self.metering = Some(ev.seq);
         }
+    }
+
+    /// A packed row's delta chunks, taken whole by every lane's meter and
+    /// cache collector, as [`Self::event`] feeds them each chunk: they
+    /// change no surface and begin no request. Taken only when their times
+    /// pass the clock's checks chunk by chunk (the first does and none goes
+    /// back); otherwise they come as events, which note that.
+    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+        let ChunkOffer::Row(span, _) = offer else {
+            return false;
+        };
+        let first = span.first_time as f64;
+        if span.count == 0 || !(span.in_order && first >= 1e12 && first >= self.time) {
+            return false;
+        }
+        self.time = span.last_time as f64;
+        self.next_seq = span.seq0 + span.count;
+        for l in &mut self.lanes {
+            if l.mirror {
+                l.meter.chunks(offer, folded);
+                if let Some(c) = &mut l.cache {
+                    c.chunks(offer, folded);
+                }
+                continue;
+            }
+            if l.dead {
+                continue;
+            }
+            if l.surface.reread.is_none() {
+                l.surface.reread = folded.surface.reread.clone();
+            }
+            let own = Folded {
+                applied: None,
+                surface: &l.surface,
+                synthetic: false,
+                canonical_line: None,
+                canonical_offset: None,
+            };
+            l.meter.chunks(offer, &own);
+            if let Some(c) = &mut l.cache {
+                c.chunks(offer, &own);
+            }
+        }
+        true
+    }
+
+    fn takes_chunks(&self) -> TakesChunks {
+        TakesChunks::ROWS
     }
 }
 

@@ -6,7 +6,7 @@ use dsh::cache::NoPrices;
 use dsh::simulate::{SimOptions, SimPolicy, StepKind, SummarySize, simulate};
 use dsh::{LoadOptions, LogSource};
 
-use crate::support::{corpus_logs, dsh, sample, shared};
+use crate::support::{corpus_logs, dsh, rows_one_by_one, sample, shared};
 
 /// A policy that never fires: threshold far beyond the window, no pruning.
 fn never() -> SimPolicy {
@@ -386,4 +386,99 @@ fn replaying_under_the_recorded_policy_finds_the_recorded_compactions() {
         "the same pressure at every request"
     );
     assert!(rec.prunes > 0 && row.prunes == rec.prunes);
+}
+
+/// A replay that takes packed rows whole gives what it gives fed each
+/// chunk: on the samples, and on rows whose times go back, start before the
+/// event before them or end after the event after them (the clock's checks
+/// then see every chunk, or the row's last).
+#[test]
+fn packed_rows_replay_as_their_chunks_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut logs = Vec::new();
+    for name in [
+        "coding-session.jsonl",
+        "compacted.jsonl",
+        "anthropic-cache.jsonl",
+    ] {
+        logs.push((
+            name.to_string(),
+            std::fs::read_to_string(sample(name)).unwrap(),
+        ));
+    }
+    // The first row of a sample, its times going back, then starting early.
+    let base = logs[0].1.clone();
+    let at = base.find("\"dt\":[").unwrap() + "\"dt\":[".len();
+    let close = at + base[at..].find(']').unwrap();
+    logs.push((
+        "back.jsonl".into(),
+        format!("{}5,-3,1{}", &base[..at], &base[close..]),
+    ));
+    // In order, but its last chunk a day after the event that follows it.
+    logs.push((
+        "late.jsonl".into(),
+        format!("{}1,1,86400000{}", &base[..at], &base[close..]),
+    ));
+    let t0 = base.find("\"time0\":").unwrap() + "\"time0\":".len();
+    let t0_end = t0 + base[t0..].find(',').unwrap();
+    logs.push((
+        "early.jsonl".into(),
+        format!("{}1000{}", &base[..t0], &base[t0_end..]),
+    ));
+    for (name, text) in &logs {
+        assert!(text.contains("-chunks\""), "{name} has packed rows");
+        let mut outs = Vec::new();
+        for (form, body) in [("packed", text.clone()), ("lines", rows_one_by_one(text))] {
+            let sub = dir.path().join(form);
+            std::fs::create_dir_all(&sub).unwrap();
+            let p = sub.join(name);
+            std::fs::write(&p, body).unwrap();
+            let out = dsh()
+                .args(["simulate", "--json", "--steps", "--context-window", "4000"])
+                .args(["--summary-tokens", "100"])
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name} {form}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            outs.push(
+                String::from_utf8(out.stdout)
+                    .unwrap()
+                    .replace(sub.to_str().unwrap(), ""),
+            );
+            // The clock the replay prices by: every time it asks rates at.
+            let clock = Clock::default();
+            let fires = SimOptions {
+                context_window: Some(4000),
+                summary: Some(SummarySize::Tokens(100)),
+                ..opts(vec![SimPolicy::default()])
+            };
+            simulate(&LogSource::File(p), &LoadOptions::default(), &fires, &clock).unwrap();
+            outs.push(format!("{:?}", clock.0.into_inner().unwrap()));
+        }
+        assert_eq!(outs[0], outs[2], "{name}: packed ≠ one by one");
+        assert_eq!(outs[1], outs[3], "{name}: prices asked at other times");
+    }
+}
+
+/// Records when rates are asked for; knows none.
+#[derive(Default)]
+struct Clock(std::sync::Mutex<Vec<(String, Option<i64>)>>);
+
+impl dsh::cache::Prices for Clock {
+    fn rates(
+        &self,
+        provider: &str,
+        model: &str,
+        time_ms: Option<i64>,
+    ) -> Option<dsh::cache::Rates> {
+        self.0
+            .lock()
+            .unwrap()
+            .push((format!("{provider}/{model}"), time_ms));
+        None
+    }
 }

@@ -2667,10 +2667,7 @@ impl Observer for Collector {
         if span.count == 0 {
             return true;
         }
-        // Each chunk's time is at least the one before it exactly when the
-        // first's is and the row's times never go back.
-        let first = span.first_time as f64;
-        if !(span.in_order && first >= REAL_TIME_MIN && first >= self.last_time) {
+        if !span.times_rise_from(self.last_time, REAL_TIME_MIN) {
             self.times_real = false;
         }
         let last = span.last_time as f64;

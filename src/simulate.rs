@@ -426,16 +426,22 @@ fn total(lane: &Lane) -> Result<f64, MeterError> {
 }
 
 fn feed(lane: &mut Lane, ev: &Event<'_>, applied: Option<&Applied>, to_cache: bool) {
-    let folded = Folded {
-        applied,
-        surface: &lane.surface,
-        synthetic: false,
-        canonical_line: None,
-        canonical_offset: None,
-    };
+    let folded = lane_folded(&lane.surface, applied);
     lane.meter.event(ev, &folded);
     if to_cache && let Some(c) = &mut lane.cache {
         c.event(ev, &folded);
+    }
+}
+
+/// What a simulated lane's fold shows its meter and collector: its own
+/// surface, and what the event did to it.
+fn lane_folded<'s>(surface: &'s Surface, applied: Option<&'s Applied>) -> Folded<'s> {
+    Folded {
+        applied,
+        surface,
+        synthetic: false,
+        canonical_line: None,
+        canonical_offset: None,
     }
 }
 
@@ -516,16 +522,7 @@ impl Sim<'_> {
                 // The cache fold only: the meter's figure does not depend
                 // on metering events, and simulated seqs are not the log's.
                 if let Some(c) = &mut lane.cache {
-                    c.event(
-                        &ev,
-                        &Folded {
-                            applied: None,
-                            surface: &lane.surface,
-                            synthetic: false,
-                            canonical_line: None,
-                            canonical_offset: None,
-                        },
-                    );
+                    c.event(&ev, &lane_folded(&lane.surface, None));
                 }
                 continue;
             }
@@ -538,16 +535,7 @@ impl Sim<'_> {
             }
             rt += applied.tokens;
             if let Some(c) = &mut lane.cache {
-                c.event(
-                    &ev_copy,
-                    &Folded {
-                        applied: Some(&applied),
-                        surface: &lane.surface,
-                        synthetic: false,
-                        canonical_line: None,
-                        canonical_offset: None,
-                    },
-                );
+                c.event(&ev_copy, &lane_folded(&lane.surface, Some(&applied)));
             }
         }
         let after = total(lane).map_err(|e| e.to_string())?;
@@ -610,16 +598,7 @@ impl Sim<'_> {
                 ),
         );
         if let Some(c) = &mut lane.cache {
-            c.event(
-                &sum,
-                &Folded {
-                    applied: None,
-                    surface: &lane.surface,
-                    synthetic: false,
-                    canonical_line: None,
-                    canonical_offset: None,
-                },
-            );
+            c.event(&sum, &lane_folded(&lane.surface, None));
         }
         let mut sources = vec![sum_seq];
         sources.extend_from_slice(&shadowed);
@@ -665,16 +644,7 @@ impl Sim<'_> {
         ));
         let applied = apply_owned(lane, cp, facts).map_err(|e| e.message)?;
         if let Some(c) = &mut lane.cache {
-            c.event(
-                &cp_copy,
-                &Folded {
-                    applied: Some(&applied),
-                    surface: &lane.surface,
-                    synthetic: false,
-                    canonical_line: None,
-                    canonical_offset: None,
-                },
-            );
+            c.event(&cp_copy, &lane_folded(&lane.surface, Some(&applied)));
         }
         let after = total(lane).map_err(|e| e.to_string())?;
         let summariser_in = summariser_prompt(shadowed_tokens);
@@ -1103,8 +1073,7 @@ impl Observer for Sim<'_> {
         let ChunkOffer::Row(span, _) = offer else {
             return false;
         };
-        let first = span.first_time as f64;
-        if span.count == 0 || !(span.in_order && first >= 1e12 && first >= self.time) {
+        if span.count == 0 || !span.times_rise_from(self.time, 1e12) {
             return false;
         }
         self.time = span.last_time as f64;
@@ -1123,13 +1092,7 @@ impl Observer for Sim<'_> {
             if l.surface.reread.is_none() {
                 l.surface.reread = folded.surface.reread.clone();
             }
-            let own = Folded {
-                applied: None,
-                surface: &l.surface,
-                synthetic: false,
-                canonical_line: None,
-                canonical_offset: None,
-            };
+            let own = lane_folded(&l.surface, None);
             l.meter.chunks(offer, &own);
             if let Some(c) = &mut l.cache {
                 c.chunks(offer, &own);

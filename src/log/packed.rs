@@ -52,6 +52,14 @@ impl RowSpan {
             in_order: true,
         }
     }
+
+    /// Whether every member's time, taken in turn after `prev`, is at least
+    /// `min` and at least the time before it: the clock check that readers
+    /// wanting real times make event by event, for the whole row at once.
+    pub fn times_rise_from(&self, prev: f64, min: f64) -> bool {
+        let first = self.first_time as f64;
+        self.in_order && first >= min && first >= prev
+    }
 }
 
 /// What the chunks of a valid row carry besides seqs and times, for readers

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value as J, json};
 
 use crate::provider::read_request;
-use crate::support::{TestEnv, shared};
+use crate::support::{TestEnv, rows_one_by_one, shared};
 
 // --- DSH's heuristic, written again from the spec (compaction §1.1–§1.3).
 
@@ -1568,12 +1568,7 @@ impl Gen {
         }
         let (turn, step) = (self.turn, self.step);
         if streamed {
-            self.ev(
-                "assistant/chunk",
-                json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
-                None,
-                None,
-            );
+            self.block_start();
             self.ev(
                 "assistant/chunk",
                 json!({"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "Partial"}}),
@@ -1655,13 +1650,7 @@ fn a_change_across_a_new_lifecycle_with_no_other_reason_is_the_lifecycle() {
     let mut g = Gen::new(None);
     g.turn_start(&filler("q1", 1200));
     g.header("initial");
-    let (turn, step) = (g.turn, g.step);
-    g.ev(
-        "assistant/chunk",
-        json!({"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}}),
-        None,
-        None,
-    );
+    g.block_start();
     let m = json!({"id": "inj", "role": "user", "content": [text(&filler("steer", 300))], "source": {"kind": "user"}});
     let injected = g.append("user/message", m.clone(), m, None);
     g.model(vec![text(&filler("a1", 400))]);
@@ -1816,32 +1805,17 @@ fn a_fork_starts_on_its_parents_cache_and_its_seed_is_counted_once() {
 }
 
 impl Gen {
-    /// Text deltas of the open step's block 0, `dts[i]` ms after the one
-    /// before (the first at the generator's clock): one packed row, or the
-    /// same chunks as `assistant/chunk` lines.
-    fn deltas(&mut self, texts: &[&str], dts: &[i64], packed: bool) {
+    /// Text deltas of the open step's block 0 as one packed row, `dts[i]`
+    /// ms after the one before (the first at the generator's clock).
+    fn deltas(&mut self, texts: &[&str], dts: &[i64]) {
         assert_eq!(dts.len() + 1, texts.len());
         let (turn, step) = (self.turn, self.step);
         let time0 = self.time as i64;
-        if packed {
-            self.lines.push(
-                json!({"type": "text-chunks", "seq0": self.seq, "time0": time0, "data": {"turn": turn, "step": step, "index": 0, "dt": dts, "texts": texts}})
-                    .to_string(),
-            );
-            self.seq += texts.len() as u64;
-        } else {
-            let mut t = time0;
-            for (i, text) in texts.iter().enumerate() {
-                if i > 0 {
-                    t += dts[i - 1];
-                }
-                self.lines.push(
-                    json!({"type": "assistant/chunk", "seq": self.seq, "time": t, "data": {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}})
-                        .to_string(),
-                );
-                self.seq += 1;
-            }
-        }
+        self.lines.push(
+            json!({"type": "text-chunks", "seq0": self.seq, "time0": time0, "data": {"turn": turn, "step": step, "index": 0, "dt": dts, "texts": texts}})
+                .to_string(),
+        );
+        self.seq += texts.len() as u64;
         self.time = (time0 + dts.iter().sum::<i64>()) as u64 + 1000;
     }
 
@@ -1868,21 +1842,24 @@ fn packed_rows_give_the_report_their_chunks_give_one_by_one() {
     // In order; going back; in order but ending after the event after it.
     let cases: [[i64; 3]; 3] = [[40, 25, 10], [40, -25, 10], [40, 25, 86_400_000]];
     for (i, dts) in cases.into_iter().enumerate() {
-        for packed in [true, false] {
-            let mut g = Gen::new(None);
-            g.turn_start(&filler("q1", 900));
-            g.header("initial");
-            // An attempt streams, then is abandoned for a new step.
-            g.block_start();
-            let before = g.time;
-            g.deltas(&["Par", "tial ", "answ", "er"], &dts, packed);
-            if i == 2 {
-                g.time = before + 1000;
-            }
-            g.step_start();
-            g.model(vec![text(&filler("a1", 400))]);
-            g.turn_end();
-            let log = g.write(env.home(), &format!("rows-{i}-{packed}.jsonl"));
+        let mut g = Gen::new(None);
+        g.turn_start(&filler("q1", 900));
+        g.header("initial");
+        // An attempt streams, then is abandoned for a new step.
+        g.block_start();
+        let before = g.time;
+        g.deltas(&["Par", "tial ", "answ", "er"], &dts);
+        if i == 2 {
+            g.time = before + 1000;
+        }
+        g.step_start();
+        g.model(vec![text(&filler("a1", 400))]);
+        g.turn_end();
+        let packed = g.write(env.home(), &format!("rows-{i}-packed.jsonl"));
+        let lines = env.home().join(format!("rows-{i}-lines.jsonl"));
+        let text = std::fs::read_to_string(&packed).unwrap();
+        std::fs::write(&lines, rows_one_by_one(&text)).unwrap();
+        for log in [packed, lines] {
             let mut v = cache_json(&env, &[log.to_str().unwrap()]);
             check_invariants(&v);
             v.as_object_mut().unwrap().remove("file");

@@ -1,4 +1,4 @@
-//! The library's module order (README "Layout"): a module may use only
+//! The library's module order (docs/architecture.md, "Module order"): a module may use only
 //! modules of lower layers. The check reads `src/` itself, so a new import
 //! that points upwards, or a circle, fails here before it lands.
 
@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Top-level library modules, bottom layer first. Keep in step with the
-/// README's Layout section.
+/// drawing in docs/architecture.md ("Module order").
 const LAYERS: &[&[&str]] = &[
     &["test_rng"],
     &["json", "cancel", "civil", "par"],

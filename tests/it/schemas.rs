@@ -564,7 +564,7 @@ fn broken_documents_are_rejected() {
 }
 
 /// schemas/ holds exactly the documents the tests above exercise, and
-/// the README names each.
+/// docs/json.md names each.
 #[test]
 fn every_schema_is_some_command_s_document() {
     let env = TestEnv::new();
@@ -605,12 +605,12 @@ fn every_schema_is_some_command_s_document() {
     assert_eq!(code, 3);
     check("surface", &docs[0], "surface (missing log)");
     assert!(is_refusal(&docs[0]));
-    // The README's JSON section names every schema file.
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    // The JSON output page names every schema file.
+    let page = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
     for n in &names {
         assert!(
-            readme.contains(&format!("schemas/{n}.schema.json")),
-            "README names schemas/{n}.schema.json"
+            page.contains(&format!("schemas/{n}.schema.json")),
+            "docs/json.md names schemas/{n}.schema.json"
         );
     }
 }

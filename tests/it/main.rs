@@ -9,6 +9,7 @@ mod cdp;
 mod compact;
 mod completions;
 mod conformance;
+mod docs;
 mod export;
 mod foundation;
 mod g3;

@@ -23,7 +23,7 @@ use crate::cli::render::{self, outln};
 /// pressure on the route's window), `compactions` (one row per compaction
 /// bracket: seqs, mode, status, the shadowed range and its tokens, the
 /// summary's), `prunes` and `locks` (every `compaction/start` and how it
-/// ended). Column names and types are stable (README "export"). Rows are
+/// ended). Column names and types are stable (docs/export.md). Rows are
 /// streamed out as logs are read; a log the reader refuses is left out and
 /// reported.
 ///

@@ -28,7 +28,7 @@ use crate::cli::render::{self, outln};
 /// or a request whose price depends on a time the log does not record, shows
 /// its tokens and `—` for cost (the "no price" column counts them); nothing
 /// is guessed and nothing is fetched. Add or correct prices with `[[prices]]`
-/// in the config file (README "usage").
+/// in the config file (docs/usage.md).
 ///
 /// Times that are not plausible dates (recorded logs hold zeros) are grouped
 /// as `unknown`, last; --since/--until leave such requests out.

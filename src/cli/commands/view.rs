@@ -26,7 +26,7 @@ use crate::cli::rows::RowWindow;
 ///
 /// --survival: for each compaction, which file paths, commands, identifiers,
 /// numbers and URLs of the replaced span its summary holds, and the session
-/// totals (the extraction rules are in the README, "view").
+/// totals (the extraction rules are in docs/view.md).
 ///
 /// With --json: `{"file","session","at","lastSeq","rows":[…],"surface":[…],
 /// "replacements":[…],"survival":{"compactions":[…],"totals":{…}},

@@ -12,10 +12,7 @@ use std::io::{self, Read};
 use std::sync::Arc;
 
 use super::error::{LoadError, LoadErrorKind};
-use super::source::LogSource;
-
-/// The Zstandard frame magic number, as it appears on disk.
-pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+use super::source::{LogSource, ZSTD_MAGIC};
 
 /// Which container the log uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

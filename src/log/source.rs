@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use super::error::{LoadError, LoadErrorKind};
 
+/// The Zstandard frame magic number, as it appears on disk: what tells an
+/// artifact from a plain log (here, and in the reader that opens it).
+pub(crate) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
 /// A resolved log to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogSource {
@@ -51,7 +55,7 @@ impl LogSource {
         let mut magic = [0u8; 4];
         std::fs::File::open(p)
             .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|()| magic != super::reader::ZSTD_MAGIC)
+            .is_ok_and(|()| magic != ZSTD_MAGIC)
     }
 
     /// The path, for files (not for standard input, spooled or not).

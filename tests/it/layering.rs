@@ -2,7 +2,7 @@
 //! modules of lower layers. The check reads `src/` itself, so a new import
 //! that points upwards, or a circle, fails here before it lands.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Top-level library modules, bottom layer first. Keep in step with the
@@ -37,29 +37,36 @@ fn crate_modules(source: &str) -> Vec<String> {
     while let Some(i) = rest.find("crate::") {
         rest = &rest[i + "crate::".len()..];
         if let Some(group) = rest.strip_prefix('{') {
-            // A use group: take each top-level item's first path segment.
-            let mut depth = 0usize;
-            let mut item = String::new();
-            for ch in group.chars() {
-                match ch {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        found.push(first_segment(&item));
-                        item.clear();
-                        continue;
-                    }
-                    _ => {}
-                }
-                item.push(ch);
-            }
-            found.push(first_segment(&item));
+            found.extend(group_items(group));
         } else {
             found.push(first_segment(rest));
         }
     }
     found.retain(|m| !m.is_empty());
+    found
+}
+
+/// The first path segment of each top-level item of a use group (the text
+/// after its `{`).
+fn group_items(group: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut depth = 0usize;
+    let mut item = String::new();
+    for ch in group.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                found.push(first_segment(&item));
+                item.clear();
+                continue;
+            }
+            _ => {}
+        }
+        item.push(ch);
+    }
+    found.push(first_segment(&item));
     found
 }
 
@@ -190,4 +197,204 @@ fn command_files_do_not_import_each_other() {
         "command files importing each other:\n{}",
         bad.join("\n")
     );
+}
+
+/// A file's module path: `log/reader.rs` is `log::reader`, `log/mod.rs` is
+/// `log`, `lib.rs` and `main.rs` the crate root.
+fn module_path(rel: &str) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(String::from)
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file that defines the longest leading part of a module path.
+fn file_of(files: &BTreeMap<String, String>, path: &[String]) -> Option<String> {
+    (1..=path.len()).rev().find_map(|k| {
+        let stem = path[..k].join("/");
+        [format!("{stem}.rs"), format!("{stem}/mod.rs")]
+            .into_iter()
+            .find(|f| files.contains_key(f))
+    })
+}
+
+/// The other files of `src/` that a file names through `crate::`,
+/// `super::` or `self::` paths (use groups included), in its code before a
+/// trailing `#[cfg(test)] mod tests { … }`; line comments left out.
+fn file_deps(files: &BTreeMap<String, String>, rel: &str) -> BTreeSet<String> {
+    let source = &files[rel];
+    let source = source
+        .find("#[cfg(test)]\nmod tests {")
+        .map_or(source.as_str(), |i| &source[..i]);
+    let code: String = source
+        .lines()
+        .map(|l| l.find("//").map_or(l, |i| &l[..i]))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let own = module_path(rel);
+    let mut deps = BTreeSet::new();
+    let bytes = code.as_bytes();
+    for head in ["crate::", "super::", "self::"] {
+        let mut from = 0;
+        while let Some(i) = code[from..].find(head).map(|i| i + from) {
+            from = i + head.len();
+            if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') {
+                continue;
+            }
+            // Where the path starts, and its segments up to a group or the end.
+            let mut base = match head {
+                "crate::" => Vec::new(),
+                "super::" => own[..own.len().saturating_sub(1)].to_vec(),
+                _ => own.clone(),
+            };
+            let mut rest = &code[from..];
+            while let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            }
+            let mut items: Vec<String> = Vec::new();
+            let path: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let after = &rest[path.len()..];
+            let mut segs: Vec<String> = path
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            if (path.is_empty() || path.ends_with("::"))
+                && let Some(group) = after.strip_prefix('{')
+            {
+                items = group_items(group);
+            }
+            base.append(&mut segs);
+            let targets: Vec<Vec<String>> = if items.is_empty() {
+                vec![base]
+            } else {
+                items
+                    .into_iter()
+                    .filter(|s| !s.is_empty() && s != "self")
+                    .map(|s| base.iter().cloned().chain([s]).collect())
+                    .collect()
+            };
+            for t in targets {
+                if let Some(f) = file_of(files, &t).filter(|f| f != rel) {
+                    deps.insert(f);
+                }
+            }
+        }
+    }
+    deps
+}
+
+/// Every circle of imports between files: the strongly connected groups of
+/// more than one file, each sorted.
+fn file_circles(files: &BTreeMap<String, String>) -> Vec<Vec<String>> {
+    let deps: BTreeMap<&str, BTreeSet<String>> = files
+        .keys()
+        .map(|f| (f.as_str(), file_deps(files, f)))
+        .collect();
+    let reaches = |from: &str, to: &str| {
+        let mut seen = BTreeSet::new();
+        let mut work = vec![from.to_string()];
+        while let Some(f) = work.pop() {
+            if f == to {
+                return true;
+            }
+            if seen.insert(f.clone()) {
+                work.extend(deps.get(f.as_str()).into_iter().flatten().cloned());
+            }
+        }
+        false
+    };
+    let mut circles: Vec<Vec<String>> = Vec::new();
+    for f in files.keys() {
+        if circles.iter().any(|c| c.contains(f)) {
+            continue;
+        }
+        let group: Vec<String> = files
+            .keys()
+            .filter(|g| *g == f || (reaches(f, g) && reaches(g, f)))
+            .cloned()
+            .collect();
+        if group.len() > 1 {
+            circles.push(group);
+        }
+    }
+    circles
+}
+
+/// No two files import each other, directly or round a longer circle.
+#[test]
+fn no_import_circles_between_files() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    read_tree(&src, &src, &mut files);
+    let circles: Vec<Vec<String>> = file_circles(&files)
+        .into_iter()
+        // Known, being removed with the report's rebuild (issue 38): the
+        // HTML and its charts share `escape` both ways.
+        .filter(|c| c != &["report/html.rs", "report/svg.rs"])
+        .collect();
+    assert!(
+        circles.is_empty(),
+        "import circles between files: {circles:?}"
+    );
+}
+
+#[test]
+fn the_circle_check_finds_circles() {
+    let files = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(f, s)| (f.to_string(), s.to_string()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    // The old one: the reader took the log source, the source the reader's
+    // magic bytes.
+    let two = files(&[
+        (
+            "log/mod.rs",
+            "mod reader; mod source; pub use source::LogSource;",
+        ),
+        ("log/reader.rs", "use super::source::LogSource;"),
+        ("log/source.rs", "fn f() { x != super::reader::ZSTD_MAGIC }"),
+    ]);
+    assert_eq!(
+        file_circles(&two),
+        [["log/reader.rs", "log/source.rs"]],
+        "{:?}",
+        file_deps(&two, "log/source.rs")
+    );
+    // Round three files, through a use group and `crate::`; a test module
+    // and comments do not count.
+    let three = files(&[
+        ("a.rs", "use crate::{b::X, json::Value};"),
+        ("b.rs", "use super::c::Y; // super::a::Z"),
+        (
+            "c.rs",
+            "fn f() { crate::a::g() }\n#[cfg(test)]\nmod tests {\n    use super::*;\n}",
+        ),
+        (
+            "d.rs",
+            "use crate::a::A;\n#[cfg(test)]\nmod tests {\n    use crate::d::D;\n}",
+        ),
+        ("json.rs", ""),
+    ]);
+    assert_eq!(file_circles(&three), [["a.rs", "b.rs", "c.rs"]]);
+    let one_way = files(&[
+        ("a.rs", "use crate::b::X;"),
+        ("b.rs", "use crate::c::X;"),
+        ("c.rs", ""),
+    ]);
+    assert!(file_circles(&one_way).is_empty());
 }

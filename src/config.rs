@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 
 use toml::{Table, Value as T};
 
-use crate::json::js_number;
+use crate::json::{OwnedValue, Value, js_number};
 use crate::policy::{
     DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER, ModelPolicy, Policy, PolicyConfig,
     Retention,
@@ -209,27 +209,25 @@ pub fn default_path(
     home.map(|h| (h.join(".config").join("dsh").join("config.toml"), false))
 }
 
-/// JavaScript `String(value)` of a TOML value.
+/// JavaScript `String(value)` of a TOML value, as the reference's messages
+/// show a rejected value: [`crate::json::js_string`] of the value as JSON
+/// would hold it, except that a TOML integer keeps its exact digits (even
+/// past 2^53, where a JavaScript number would round) and a date-time is
+/// its TOML text.
 fn js_string(v: &T) -> String {
-    match v {
-        T::String(s) => s.clone(),
-        T::Integer(i) => i.to_string(),
-        T::Float(f) => {
-            if f.is_nan() {
-                "NaN".into()
-            } else if f.is_infinite() {
-                if *f > 0.0 { "Infinity" } else { "-Infinity" }.into()
-            } else {
-                let mut s = String::new();
-                js_number(*f, &mut s);
-                s
-            }
+    fn as_json(v: &T) -> OwnedValue {
+        match v {
+            T::String(s) => Value::str(s.clone()),
+            T::Integer(i) if i.unsigned_abs() <= 1 << 53 => Value::Num(*i as f64),
+            T::Integer(i) => Value::str(i.to_string()),
+            T::Float(f) => Value::Num(*f),
+            T::Boolean(b) => Value::Bool(*b),
+            T::Datetime(d) => Value::str(d.to_string()),
+            T::Array(a) => Value::Arr(a.iter().map(as_json).collect()),
+            T::Table(_) => Value::obj(),
         }
-        T::Boolean(b) => b.to_string(),
-        T::Datetime(d) => d.to_string(),
-        T::Array(a) => a.iter().map(js_string).collect::<Vec<_>>().join(","),
-        T::Table(_) => "[object Object]".into(),
     }
+    crate::json::js_string(Some(&as_json(v)))
 }
 
 /// A TOML number as a JavaScript number.
@@ -813,6 +811,40 @@ mod tests {
 
     fn err(text: &str) -> String {
         Config::from_toml_str(text).unwrap_err().message
+    }
+
+    /// A rejected value is shown as JavaScript's `String` would show it,
+    /// with a TOML integer's exact digits and a date-time's TOML text.
+    #[test]
+    fn rejected_values_read_as_javascript_strings() {
+        let shown = |text: &str| {
+            let t: Table = toml::from_str(&format!("v = {text}")).unwrap();
+            js_string(&t["v"])
+        };
+        assert_eq!(shown("2"), "2");
+        assert_eq!(shown("-7"), "-7");
+        assert_eq!(shown("1_000_000_000_000_000"), "1000000000000000");
+        assert_eq!(shown("9007199254740993"), "9007199254740993");
+        assert_eq!(shown("-9223372036854775808"), "-9223372036854775808");
+        assert_eq!(shown("1.5"), "1.5");
+        assert_eq!(shown("-0.0"), "0");
+        assert_eq!(shown("1e21"), "1e+21");
+        assert_eq!(shown("nan"), "NaN");
+        assert_eq!(shown("inf"), "Infinity");
+        assert_eq!(shown("-inf"), "-Infinity");
+        assert_eq!(shown("true"), "true");
+        assert_eq!(shown(r#""x""#), "x");
+        assert_eq!(shown("1979-05-27T07:32:00Z"), "1979-05-27T07:32:00Z");
+        assert_eq!(
+            shown(r#"[1, "a", [2, 3], {b = 1}]"#),
+            "1,a,2,3,[object Object]"
+        );
+        assert_eq!(shown("{b = 1}"), "[object Object]");
+        let e = err("[pruner]\nthresholdChars = nan\n");
+        assert!(
+            e.contains("thresholdChars (NaN) must be a positive integer"),
+            "{e}"
+        );
     }
 
     #[test]

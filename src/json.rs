@@ -1186,6 +1186,20 @@ fn write_escaped_units(out: &mut String, units: &[u16]) {
     }
 }
 
+/// `String(n)` (`Number.prototype.toString`): [`js_number`], except that
+/// `NaN` and the infinities are spelled out (`JSON.stringify` writes them
+/// `null`). A number parsed from a log is never `NaN`, but an out-of-range
+/// literal such as `1e400` is `Infinity`, as in JavaScript.
+pub(crate) fn js_number_string(n: f64, out: &mut String) {
+    if n.is_nan() {
+        out.push_str("NaN");
+    } else if n.is_infinite() {
+        out.push_str(if n > 0.0 { "Infinity" } else { "-Infinity" });
+    } else {
+        js_number(n, out);
+    }
+}
+
 /// Format a number as ECMAScript `Number::toString` does.
 pub(crate) fn js_number(n: f64, out: &mut String) {
     if !n.is_finite() {
@@ -2617,17 +2631,22 @@ fn push_in_place<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) -> &mut T {
     }
 }
 
-/// What JavaScript's `String(v)` (and a template literal) makes of a value:
-/// `undefined` for a missing one, `null`, `true`, numbers as JavaScript
-/// spells them, strings as they are, arrays joined by `,` (with `null`
-/// elements empty), objects `[object Object]`. The reference writes an
-/// event's `type` this way in its messages.
+/// What JavaScript's `String(v)` (and a template literal, and
+/// `Array.prototype.join` for an element) makes of a value: `undefined` for
+/// a missing one, `null`, `true`, numbers as JavaScript spells them
+/// (`NaN` and `Infinity` included, as `String` spells them), strings as they are,
+/// arrays joined by `,` (with `null` elements empty), objects
+/// `[object Object]`. The reference writes values this way in its messages
+/// (an event's `type`, a rejected configuration value), and joins tool
+/// result content so. The one implementation in the crate: the meter's
+/// UTF-16 length, the pruner, the config's and the verifier's messages all
+/// come here.
 pub fn js_string(v: Option<&Value<'_>>) -> String {
     fn put(v: &Value<'_>, out: &mut String) {
         match v {
             Value::Null => out.push_str("null"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Value::Num(_) => out.push_str(&v.to_json()),
+            Value::Num(n) => js_number_string(*n, out),
             Value::Str(s) => out.push_str(&s.to_lossy()),
             Value::Obj(_) => out.push_str("[object Object]"),
             Value::Arr(items) => {
@@ -2741,6 +2760,16 @@ mod tests {
         assert_eq!(p(r#""a/b""#), "a/b");
         assert_eq!(p(r#"{"a":1}"#), "[object Object]");
         assert_eq!(p(r#"[1,null,[2,"x"],{}]"#), "1,,2,x,[object Object]");
+        // JSON.parse reads an out-of-range literal as Infinity, and String
+        // spells it out where JSON.stringify writes null.
+        assert_eq!(p("1e400"), "Infinity");
+        assert_eq!(p("[-1e400]"), "-Infinity");
+        assert_eq!(Value::parse("1e400").unwrap().to_json(), "null");
+        let mut nan = String::new();
+        js_number_string(f64::NAN, &mut nan);
+        assert_eq!(nan, "NaN");
+        assert_eq!(p("-0"), "0");
+        assert_eq!(p(r#""\ud800x""#), "\u{fffd}x");
     }
 
     /// An event-like line with `objs` object levels, then `arrs` array

@@ -260,8 +260,8 @@ impl LockScan {
                         ev.seq,
                         &format!(
                             "compaction/end owner {} does not match compaction/start owner {}",
-                            js_string(&turn),
-                            js_string(&owner)
+                            shown(&turn),
+                            shown(&owner)
                         ),
                     );
                 }
@@ -301,8 +301,8 @@ impl LockScan {
                         Some(i) if !id.deep_eq(&self.brackets[i].compaction_id) => {
                             let msg = format!(
                                 "compaction checkpoint id {} does not match compaction/start id {}",
-                                js_string(&id),
-                                js_string(&self.brackets[i].compaction_id)
+                                shown(&id),
+                                shown(&self.brackets[i].compaction_id)
                             );
                             self.anomaly(ev.seq, &msg);
                         }
@@ -363,8 +363,8 @@ impl LockScan {
         if !id.deep_eq(&self.brackets[i].compaction_id) {
             let msg = format!(
                 "{what} id {} does not match compaction/start id {}",
-                js_string(&id),
-                js_string(&self.brackets[i].compaction_id)
+                shown(&id),
+                shown(&self.brackets[i].compaction_id)
             );
             self.anomaly(ev.seq, &msg);
         }
@@ -376,7 +376,7 @@ impl LockScan {
             _ => false,
         };
         if !same {
-            let show = |v: Option<&Value<'_>>| v.map_or("undefined".to_string(), js_string);
+            let show = |v: Option<&Value<'_>>| v.map_or("undefined".to_string(), shown);
             let msg = format!(
                 "{what} sourceCommandId {} does not match compaction/start sourceCommandId {}",
                 show(cmd),
@@ -393,22 +393,22 @@ impl LockScan {
         match (owner, open) {
             (Value::Null, Some(t)) => self.anomaly(
                 seq,
-                &format!("{what} is standalone but turn {} is open", js_string(&t)),
+                &format!("{what} is standalone but turn {} is open", shown(&t)),
             ),
             (Value::Null, None) => {}
             (o, None) => self.anomaly(
                 seq,
                 &format!(
                     "{what} for turn {} appended outside any open turn",
-                    js_string(o)
+                    shown(o)
                 ),
             ),
             (o, Some(t)) if !o.deep_eq(&t) => self.anomaly(
                 seq,
                 &format!(
                     "{what} names turn {} but open turn is {}",
-                    js_string(o),
-                    js_string(&t)
+                    shown(o),
+                    shown(&t)
                 ),
             ),
             _ => {}
@@ -448,8 +448,14 @@ impl LockScan {
     }
 }
 
-/// JavaScript `String(value)` for messages.
-fn js_string(v: &Value<'_>) -> String {
+/// A value as an anomaly message shows it: a string as itself, any other
+/// value as its JSON text. Not JavaScript's `String(v)`
+/// ([`crate::json::js_string`], which `dsh verify` uses for the same
+/// findings): the two agree on strings, numbers, booleans and `null` (every
+/// id and owner a well-formed log holds), but an id or owner of the wrong
+/// type stays recognisable here (`[2,null]`, `{"a":1}`, where `String`
+/// gives `2,` and `[object Object]`).
+fn shown(v: &Value<'_>) -> String {
     match v {
         Value::Str(s) => s.to_lossy().into_owned(),
         v => v.to_json(),
@@ -470,6 +476,33 @@ mod tests {
             line: 0,
             value: v,
         }
+    }
+
+    /// `shown` is `String(v)` on the values a well-formed log holds, and
+    /// JSON text on the others.
+    #[test]
+    fn values_in_messages() {
+        let both = |t: &str| {
+            let v = Value::parse(t).unwrap();
+            (shown(&v), crate::json::js_string(Some(&v)))
+        };
+        for same in [r#""cmp-1""#, "2", "0.5", "null", "true"] {
+            let (a, b) = both(same);
+            assert_eq!(a, b, "{same}");
+        }
+        assert_eq!(both("[2,null]"), ("[2,null]".into(), "2,".into()));
+        assert_eq!(
+            both(r#"{"a":1}"#),
+            (r#"{"a":1}"#.into(), "[object Object]".into())
+        );
+        let report = scan(&[
+            r#"{"type":"compaction/start","seq":1,"time":1,"data":{"compactionId":{"a":1},"turn":null}}"#,
+            r#"{"type":"compaction/end","seq":2,"time":2,"data":{"compactionId":"x","turn":null}}"#,
+        ]);
+        assert_eq!(
+            report.anomalies[0].message,
+            r#"compaction/end id x does not match compaction/start id {"a":1}"#
+        );
     }
 
     fn scan(lines: &[&str]) -> LockReport {

@@ -26,7 +26,7 @@
 //! ```
 
 use crate::event::{Event, Kind, OwnedEvent, owned_event};
-use crate::json::{CodePointCount, JStr, OwnedValue, Value, js_number};
+use crate::json::{CodePointCount, JStr, OwnedValue, Value, js_number, js_string};
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::estimate::price_message;
 use crate::surface::{KnownOriginals, Surface};
@@ -67,28 +67,6 @@ pub struct PruneConfigError(pub String);
 /// The configuration keys, in the reference's order.
 pub const CONFIG_KEYS: [&str; 3] = ["thresholdChars", "headChars", "tailChars"];
 
-fn js_string(v: &Value<'_>) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Num(n) => {
-            let mut s = String::new();
-            js_number(*n, &mut s);
-            s
-        }
-        Value::Str(s) => s.to_lossy().into_owned(),
-        Value::Arr(a) => a
-            .iter()
-            .map(|x| match x {
-                Value::Null => String::new(),
-                x => js_string(x),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Value::Obj(_) => "[object Object]".into(),
-    }
-}
-
 impl PruneConfig {
     /// Resolve a configuration from optional values, as `resolveConfig`
     /// does (missing values take the defaults; the same checks and messages).
@@ -115,7 +93,7 @@ impl PruneConfig {
                     }
                     _ => Err(PruneConfigError(format!(
                         "ToolResultPruneConfig: {name} ({}) must be a {what} integer",
-                        js_string(v)
+                        js_string(Some(v))
                     ))),
                 }
             };
@@ -224,7 +202,7 @@ fn join_units(v: Option<&Value<'_>>) -> Vec<u16> {
     match v {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Str(s)) => s.units(),
-        Some(v) => js_string(v).encode_utf16().collect(),
+        v => js_string(v).encode_utf16().collect(),
     }
 }
 

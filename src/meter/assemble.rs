@@ -16,7 +16,7 @@
 //! text ([`crate::provider::assemble`]); a change to the §6.6 rules belongs
 //! in both.
 
-use crate::json::{Value, js_number};
+use crate::json::{Value, js_number_string, js_string};
 use crate::log::fastlane::{BlockKind, ChunkFact};
 use crate::log::packed::RowFacts;
 use crate::meter::estimate::{price_block, q};
@@ -77,42 +77,13 @@ impl Scalar {
     }
 }
 
-/// `Number::toString`, including `NaN` and the infinities.
-fn js_number_string(n: f64, out: &mut String) {
-    if n.is_nan() {
-        out.push_str("NaN");
-    } else if n.is_infinite() {
-        out.push_str(if n > 0.0 { "Infinity" } else { "-Infinity" });
-    } else {
-        js_number(n, out);
-    }
-}
-
-/// UTF-16 length of JavaScript `String(v)` (what `s += v` appends).
+/// UTF-16 length of JavaScript `String(v)` (what `s += v` appends): a
+/// string's own length without building anything (nearly every call), any
+/// other value measured on [`js_string`].
 pub fn js_string_len16(v: Option<&Value<'_>>) -> usize {
     match v {
-        None => 9, // "undefined"
-        Some(Value::Null) => 4,
-        Some(Value::Bool(true)) => 4,
-        Some(Value::Bool(false)) => 5,
-        Some(Value::Num(n)) => {
-            let mut s = String::new();
-            js_number_string(*n, &mut s);
-            s.len()
-        }
         Some(Value::Str(s)) => s.len16(),
-        // Array.prototype.join(","): null and undefined members print empty.
-        Some(Value::Arr(a)) => {
-            let members: usize = a
-                .iter()
-                .map(|m| match m {
-                    Value::Null => 0,
-                    other => js_string_len16(Some(other)),
-                })
-                .sum();
-            members + a.len().saturating_sub(1)
-        }
-        Some(Value::Obj(_)) => 15, // "[object Object]"
+        v => js_string(v).encode_utf16().count(),
     }
 }
 

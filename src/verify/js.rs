@@ -2,7 +2,7 @@
 //! invariant companions: strict equality (`===`), `Set` membership and
 //! template-string rendering of a field that may be missing or of any type.
 
-use crate::json::{Value, js_number};
+use crate::json::{Value, js_number_string, js_string};
 
 /// A JavaScript value as the companions see a JSON field.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ impl Js {
             Some(Value::Bool(b)) => Js::Bool(*b),
             Some(Value::Num(n)) => Js::Num(*n),
             Some(Value::Str(s)) => Js::Str(s.to_lossy().into_owned()),
-            Some(other) => Js::Object(template_of_compound(other)),
+            Some(other) => Js::Object(js_string(Some(other))),
         }
     }
 
@@ -74,7 +74,7 @@ impl Js {
             Js::Bool(b) => b.to_string(),
             Js::Num(n) => {
                 let mut s = String::new();
-                js_number(*n, &mut s);
+                js_number_string(*n, &mut s);
                 s
             }
             Js::Str(s) => s.clone(),
@@ -105,22 +105,6 @@ pub fn stringify(v: Option<&Value<'_>>) -> String {
     }
 }
 
-/// `String(v)` for arrays (`join(",")`) and objects.
-fn template_of_compound(v: &Value<'_>) -> String {
-    match v {
-        Value::Arr(items) => items
-            .iter()
-            .map(|i| match i {
-                Value::Null => String::new(),
-                Value::Arr(_) | Value::Obj(_) => template_of_compound(i),
-                other => Js::of(Some(other)).template(),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        _ => "[object Object]".into(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +132,12 @@ mod tests {
         assert_eq!(Js::Undefined.template(), "undefined");
         assert_eq!(js("[1,null,[2,3]]").template(), "1,,2,3");
         assert_eq!(js("{\"a\":1}").template(), "[object Object]");
+        // Every template is `String(v)`, the crate's one implementation.
+        for t in ["2", "-0", "1e400", "[1e400,null]", "\"x\"", "true", "{}"] {
+            let v = Value::parse(t).unwrap();
+            assert_eq!(js(t).template(), js_string(Some(&v)), "{t}");
+        }
+        assert_eq!(js("1e400").template(), "Infinity");
         assert_eq!(stringify(None), "undefined");
         assert_eq!(
             stringify(Some(&Value::parse("\"cmd\"").unwrap())),

@@ -36,6 +36,7 @@ use std::collections::HashMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::attempt::{Attempts, Outcome};
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::Value;
 use crate::log::{
@@ -625,35 +626,7 @@ pub struct Position {
     pub block_tokens: u64,
 }
 
-/// What the provider reported for a request (`assistant/message.usage`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Reported {
-    /// `inputTokens` (uncached input).
-    pub input_tokens: f64,
-    /// `cacheReadTokens`.
-    pub cache_read_tokens: f64,
-    /// `cacheWriteTokens`.
-    pub cache_write_tokens: f64,
-    /// `outputTokens`.
-    pub output_tokens: f64,
-}
-
-impl Reported {
-    /// Billed prompt: input + cache read + cache write.
-    pub fn prompt(&self) -> f64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
-    }
-
-    fn of(u: &Value<'_>) -> Reported {
-        let n = |k: &str| u.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-        Reported {
-            input_tokens: n("inputTokens"),
-            cache_read_tokens: n("cacheReadTokens"),
-            cache_write_tokens: n("cacheWriteTokens"),
-            output_tokens: n("outputTokens"),
-        }
-    }
-}
+pub use crate::attempt::Reported;
 
 /// The idle gap before a request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -673,21 +646,15 @@ pub enum Idle {
 
 /// A model attempt that failed after the provider received it.
 ///
-/// **Rule.** A failed attempt (a G0 run of `assistant/chunk` ending in a
-/// `finish` of kind `error` or `aborted`, a G2+ `assistant/attempt`, or a run
-/// of chunks the process never finished before the next step, turn or
-/// lifecycle) is a request for the cache when the log shows the provider
-/// received it: it streamed at least one chunk besides its `finish` (a block,
-/// a delta, a usage report: the provider was answering, so it had read the
-/// prompt), or it failed with a code that only a provider that processed the
-/// request returns (`EMPTY_RESPONSE`, `MALFORMED_RESPONSE`, `STREAM_CLOSED`,
-/// `LLM_STREAM_IDLE_TIMEOUT`). DeepSeek persists a request's input prefix
-/// unit once it has processed the input, whatever happens to the answer, so
-/// such an attempt leaves its prompt in the cache (its output, incomplete
-/// and never logged whole, leaves nothing). An attempt refused before any
-/// byte came back (`AUTH`, `RATE_LIMIT`, `CONTEXT_WINDOW_EXCEEDED`,
-/// `TRANSPORT`, …, or an abort before the first chunk) may never have
-/// reached the model, so it is not counted (see
+/// **Rule.** A failed attempt (how attempts begin and end, and which the
+/// log shows the provider received: [`crate::attempt`]) is a request for
+/// the cache when the provider received it. DeepSeek persists a request's
+/// input prefix unit once it has processed the input, whatever happens to
+/// the answer, so such an attempt leaves its prompt in the cache (its
+/// output, incomplete and never logged whole, leaves nothing). An attempt
+/// refused before any byte came back (`AUTH`, `RATE_LIMIT`,
+/// `CONTEXT_WINDOW_EXCEEDED`, `TRANSPORT`, …, or an abort before the first
+/// chunk) may never have reached the model, so it is not counted (see
 /// [`CacheReport::attempts_not_sent`]): counting it would predict hits the
 /// provider has no reason to give.
 #[derive(Debug, Clone, PartialEq)]
@@ -696,14 +663,6 @@ pub struct Failure {
     /// the process never finished, or `aborted`.
     pub code: String,
 }
-
-/// Failure codes returned only by a provider that read the request.
-const PROCESSED_CODES: [&str; 4] = [
-    "EMPTY_RESPONSE",
-    "MALFORMED_RESPONSE",
-    "STREAM_CLOSED",
-    "LLM_STREAM_IDLE_TIMEOUT",
-];
 
 /// One model request.
 #[derive(Debug, Clone)]
@@ -1617,12 +1576,9 @@ pub(crate) struct Collector {
     blocks: FxHashMap<u64, Vec<BlockRec>>,
     header: HeaderState,
     has_header: bool,
-    in_attempt: bool,
+    /// The attempts and their sent points ([`crate::attempt`]).
+    attempts: Attempts,
     pending: Option<Snapshot>,
-    /// Chunks of the open attempt besides `finish`, and its usage chunk.
-    attempt_chunks: usize,
-    attempt_usage: Option<Reported>,
-    attempt_last: Option<(u64, f64, Option<f64>, Option<f64>)>,
     attempts_not_sent: usize,
     /// The last `session/end-seed {inherited: true}` (G2+ fork cut).
     inherited_cut: Option<u64>,
@@ -1658,11 +1614,8 @@ impl Collector {
             blocks: FxHashMap::default(),
             header: HeaderState::default(),
             has_header: false,
-            in_attempt: false,
+            attempts: Attempts::default(),
             pending: None,
-            attempt_chunks: 0,
-            attempt_usage: None,
-            attempt_last: None,
             attempts_not_sent: 0,
             inherited_cut: None,
             prev: None,
@@ -2401,11 +2354,21 @@ impl Collector {
             let recs = self.block_recs(m.get("content"));
             self.blocks.insert(ev.seq, recs);
         }
+        // Attempts and their sent points (`crate::attempt`): one ended
+        // without its message is a request if the provider received it.
+        let seen = self.attempts.event(ev);
+        if let Some(o) = seen.closed {
+            self.attempt_over(o);
+        }
+        if seen.begins && ev.kind != Kind::AssistantMessage {
+            self.pending = Some(self.snapshot(folded.surface, None));
+        }
+        if let Some(o @ Outcome::Failed(_)) = seen.ended {
+            self.attempt_over(o);
+        }
         match ev.kind {
             Kind::RequestHeader => self.observe_header(ev),
-            Kind::StepStart | Kind::TurnStart | Kind::TurnEnd => self.unfinished(),
             Kind::SessionEndSeed => {
-                self.unfinished();
                 self.end_seed = Some(ev.seq);
                 if ev
                     .data()
@@ -2414,65 +2377,6 @@ impl Collector {
                 {
                     self.inherited_cut = Some(ev.seq);
                 }
-            }
-            Kind::AssistantChunk => {
-                if !self.in_attempt {
-                    self.begin_attempt(folded.surface);
-                }
-                let chunk = ev.data().get("chunk");
-                let ty = chunk.and_then(|c| c.get("type"));
-                self.attempt_last = Some((ev.seq, t, ev.turn(), ev.step()));
-                if ty.is_some_and(|t| t.is_str("finish")) {
-                    self.in_attempt = false;
-                    let reason = chunk.and_then(|c| c.get("reason"));
-                    let kind = reason.and_then(|r| r.get("kind"));
-                    if kind.is_some_and(|k| k.is_str("error") || k.is_str("aborted")) {
-                        let code = reason
-                            .and_then(|r| r.get("failure"))
-                            .and_then(|f| f.get("code"))
-                            .and_then(|c| c.as_str())
-                            .map(|c| c.into_owned())
-                            .unwrap_or_else(|| "aborted".into());
-                        self.failed_attempt(code);
-                    }
-                } else {
-                    self.attempt_chunks += 1;
-                    if ty.is_some_and(|t| t.is_str("usage"))
-                        && let Some(u) = chunk.and_then(|c| c.get("usage"))
-                    {
-                        self.attempt_usage = Some(Reported::of(u));
-                    }
-                }
-            }
-            Kind::Other | Kind::Unknown if ev.type_name() == "assistant/attempt" => {
-                self.unfinished();
-                self.begin_attempt(folded.surface);
-                self.attempt_last = Some((ev.seq, t, ev.turn(), ev.step()));
-                let mut code = "aborted".to_string();
-                if let Some(stream) = ev.data().get("stream").and_then(|s| s.as_arr()) {
-                    for r in stream {
-                        let ty = r.get("type");
-                        if ty.is_some_and(|t| t.is_str("finish")) {
-                            if let Some(c) = r
-                                .get("reason")
-                                .and_then(|x| x.get("failure"))
-                                .and_then(|f| f.get("code"))
-                                .and_then(|c| c.as_str())
-                            {
-                                code = c.into_owned();
-                            }
-                        } else {
-                            self.attempt_chunks += 1;
-                            if ty.is_some_and(|t| t.is_str("usage"))
-                                && let Some(u) = r.get("usage")
-                            {
-                                self.attempt_usage = Some(Reported::of(u));
-                            }
-                        }
-                    }
-                }
-                self.in_attempt = false;
-                self.failed_attempt(code);
             }
             Kind::CompactionSummary => {
                 let d = ev.data();
@@ -2522,8 +2426,6 @@ impl Collector {
             }
         }
         if ev.kind == Kind::AssistantMessage {
-            self.in_attempt = false;
-            self.attempt_last = None;
             let snap = match self.pending.take() {
                 Some(s) => s,
                 None => self.snapshot(folded.surface, Some(ev.seq)),
@@ -2554,38 +2456,25 @@ impl Collector {
         }
     }
 
-    fn begin_attempt(&mut self, surface: &crate::surface::Surface) {
-        self.in_attempt = true;
-        self.pending = Some(self.snapshot(surface, None));
-        self.attempt_chunks = 0;
-        self.attempt_usage = None;
-    }
-
-    /// An attempt ended in failure: a request if the provider received it.
-    fn failed_attempt(&mut self, code: String) {
+    /// An attempt ended without its message: a request if the provider
+    /// received it.
+    fn attempt_over(&mut self, o: Outcome) {
         let snap = self.pending.take();
-        let at = self.attempt_last.take();
-        let reached = self.attempt_chunks > 0
-            || self.attempt_usage.is_some()
-            || PROCESSED_CODES.contains(&code.as_str());
-        match (snap, at) {
-            (Some(snap), Some(at)) if reached && self.has_header => {
-                let usage = self.attempt_usage.take();
-                self.request(at, snap, None, usage, Some(Failure { code }));
+        let Outcome::Failed(f) = o else {
+            return;
+        };
+        match (snap, f.last) {
+            (Some(snap), Some(at)) if f.reached && self.has_header => {
+                self.request(
+                    (at.seq, at.time, at.turn, at.step),
+                    snap,
+                    None,
+                    f.usage,
+                    Some(Failure { code: f.code }),
+                );
             }
             _ => self.attempts_not_sent += 1,
         }
-    }
-
-    /// An attempt still open when a new step, turn or lifecycle begins was
-    /// never finished (the process stopped, or the stream was abandoned).
-    fn unfinished(&mut self) {
-        if self.in_attempt && self.pending.is_some() {
-            self.in_attempt = false;
-            self.failed_attempt("unfinished".into());
-        }
-        self.in_attempt = false;
-        self.pending = None;
     }
 
     fn replaced(&mut self, ev: &Event<'_>, a: &crate::surface::Applied) {
@@ -2672,12 +2561,19 @@ impl Observer for Collector {
         }
         let last = span.last_time as f64;
         self.last_time = last;
-        if !self.in_attempt {
-            self.begin_attempt(folded.surface);
+        let at = crate::attempt::At {
+            seq: span.seq0 + span.count - 1,
+            time: last,
+            turn: Some(facts.turn),
+            step: Some(facts.step),
+        };
+        let (closed, begins) = self.attempts.chunk_row(span.count, at);
+        if let Some(o) = closed {
+            self.attempt_over(o);
         }
-        let last_seq = span.seq0 + span.count - 1;
-        self.attempt_last = Some((last_seq, last, Some(facts.turn), Some(facts.step)));
-        self.attempt_chunks += span.count as usize;
+        if begins {
+            self.pending = Some(self.snapshot(folded.surface, None));
+        }
         true
     }
 

@@ -40,6 +40,7 @@
 //! is a thin layer over it.
 
 pub mod append;
+pub mod attempt;
 pub mod cache;
 pub mod cancel;
 pub mod civil;

@@ -2,7 +2,7 @@
 //!
 //! The simulated surface is the recorded content (every event the agent
 //! appended, in order) with the simulated policy's own replacements applied
-//! instead of the recorded ones. Before each model request (at every
+//! instead of the recorded ones. Before each step (at every
 //! `step/start`, where the reference's `agent/pre-step` hook runs) the
 //! automatic path of compaction §2.5 runs on it exactly as
 //! `dsh compact --mode pressure` would: measure with the [`Meter`], prune with
@@ -11,6 +11,16 @@
 //! the overflow path of §2.6 (prune, one maximal bracket, at most
 //! `maxOverflowRetries` times). The agent's behaviour is taken as recorded: a
 //! different policy would have changed what the agent did next.
+//!
+//! Requests are sized at the point they were sent ([`crate::attempt`]: the
+//! log as it stood just before the attempt's first record, after the turn's
+//! user message, the request header and any splices), failed attempts
+//! included: the recorded lane's figure there is `dsh measure --at SEQ-1`.
+//! The overflow path runs at that point too (a request over the window
+//! fails, is compacted and retried). Recorded brackets are named by their
+//! mode as the log places them ([`crate::attempt::Modes`]): an attempt that
+//! failed with `CONTEXT_WINDOW_EXCEEDED` and the bracket after it count as
+//! an overflow and an overflow compaction.
 //!
 //! Every policy is one *lane* of one streaming pass (a sweep costs one read
 //! of the log, not one per policy); the recorded run is a lane that mirrors
@@ -28,6 +38,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::attempt::{Attempts, CompactionMode, Modes, Outcome, Seen};
 use crate::cache::{CacheOptions, Prices};
 use crate::compact::summary;
 use crate::config::Config;
@@ -118,6 +129,8 @@ pub enum StepKind {
     Compaction,
     /// An overflow compaction bracket (request over the window).
     Overflow,
+    /// A recorded manual (`/compact`) bracket.
+    Manual,
 }
 
 impl StepKind {
@@ -127,6 +140,17 @@ impl StepKind {
             StepKind::Prune => "prune",
             StepKind::Compaction => "compaction",
             StepKind::Overflow => "overflow",
+            StepKind::Manual => "manual",
+        }
+    }
+
+    /// The compaction mode of a bracket step (`None` for a prune).
+    pub fn mode(self) -> Option<CompactionMode> {
+        match self {
+            StepKind::Prune => None,
+            StepKind::Compaction => Some(CompactionMode::Pressure),
+            StepKind::Overflow => Some(CompactionMode::Overflow),
+            StepKind::Manual => Some(CompactionMode::Manual),
         }
     }
 }
@@ -136,9 +160,11 @@ impl StepKind {
 pub struct Step {
     /// What it was.
     pub kind: StepKind,
-    /// The `step/start` seq of the request it ran before.
+    /// The seq where the request it ran before was sent (its attempt's
+    /// first record; a pressure step after the log's last request: that
+    /// step's `step/start`).
     pub request_seq: u64,
-    /// The request's index (0-based, among `step/start`s).
+    /// The request's index (0-based, among sent attempts).
     pub request: usize,
     /// The meter's total before and after.
     pub tokens_before: f64,
@@ -166,23 +192,33 @@ pub struct Row {
     pub retain_tokens: Option<u64>,
     /// The window of the last request.
     pub context_window: Option<u64>,
-    /// Committed compaction brackets (pressure + overflow).
+    /// Committed compaction brackets (every mode).
     pub compactions: usize,
+    /// Of them, by mode: pressure, overflow, manual.
+    pub compaction_modes: ModeCounts,
     /// Pruned tool results.
     pub prunes: usize,
-    /// Requests whose size exceeded the window (before overflow recovery).
+    /// Requests that overflowed, each counted once: sized over the window at
+    /// their sent point (before a simulated overflow recovery), or, in the
+    /// recorded row, failed with `CONTEXT_WINDOW_EXCEEDED`.
     pub overflows: usize,
     /// Requests still over the window after overflow recovery.
     pub unrecovered: usize,
-    /// Model requests (`step/start`s).
+    /// Model requests: every attempt sent, failed ones included.
     pub requests: usize,
+    /// Of them, the attempts that failed (as recorded: every lane replays
+    /// the agent's attempts).
+    pub failed: usize,
     /// Peak request size ÷ window.
     pub peak_pressure: f64,
     /// Mean request size ÷ window.
     pub mean_pressure: f64,
-    /// Σ request sizes (the meter's figure at each request).
+    /// Σ request sizes (the meter's figure at each request) over the
+    /// requests the provider received (a failed attempt the log shows no
+    /// sign of reaching it is left out: [`crate::attempt`]).
     pub billed_input: f64,
-    /// Every request's size, in order, with its `step/start` seq.
+    /// Every request's size, in order, with the seq it was sent at (the
+    /// first record of its attempt: sized on the log up to the seq before).
     pub request_sizes: Vec<(u64, f64)>,
     /// The cache model's prompt tokens (heuristic), Σ over requests.
     pub cache_prompt: u64,
@@ -212,6 +248,27 @@ pub struct Row {
     pub unbalanced: usize,
     /// Compactions whose pressure after stayed at or over the threshold.
     pub above_after: usize,
+}
+
+/// Compaction brackets by mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModeCounts {
+    /// Pressure (pre-step) brackets.
+    pub pressure: usize,
+    /// Overflow-recovery brackets.
+    pub overflow: usize,
+    /// Manual (`/compact`) brackets.
+    pub manual: usize,
+}
+
+impl ModeCounts {
+    fn add(&mut self, m: CompactionMode) {
+        match m {
+            CompactionMode::Pressure => self.pressure += 1,
+            CompactionMode::Overflow => self.overflow += 1,
+            CompactionMode::Manual => self.manual += 1,
+        }
+    }
 }
 
 /// The simulation of one log.
@@ -268,6 +325,11 @@ struct Lane {
     /// (mirror lane): what the next replace is.
     pending: Option<Kind>,
     summary_usage: Option<OwnedValue>,
+    /// The recorded bracket open now (mirror lane): its mode.
+    bracket: Option<CompactionMode>,
+    /// The request in flight: its size and whether it counted as an
+    /// overflow.
+    open: Option<(f64, bool)>,
 }
 
 struct Sim<'a> {
@@ -287,6 +349,10 @@ struct Sim<'a> {
     tail_done: bool,
     /// The latest recorded `compaction/summary` or `compaction/prune`.
     metering: Option<u64>,
+    /// The recorded attempts and their sent points.
+    attempts: Attempts,
+    /// The recorded brackets' modes.
+    modes: Modes,
 }
 
 impl Sim<'_> {
@@ -342,6 +408,8 @@ fn lane_with(mirror: bool, policy: SimPolicy, label: String, all_chunks: bool) -
         dead: false,
         pending: None,
         summary_usage: None,
+        bracket: None,
+        open: None,
     }
 }
 
@@ -662,6 +730,9 @@ impl Sim<'_> {
             _ => None,
         };
         lane.row.compactions += 1;
+        if let Some(m) = kind.mode() {
+            lane.row.compaction_modes.add(m);
+        }
         lane.row.steps.push(Step {
             kind,
             request_seq: request.1,
@@ -675,11 +746,10 @@ impl Sim<'_> {
         Ok(true)
     }
 
-    /// The pre-step hook of one simulated lane, then the request's size.
+    /// The pre-step hook of one simulated lane (the pressure path).
     fn pre_step(&self, lane: &mut Lane, step_seq: u64) -> Result<(), String> {
         let request = (self.requests, step_seq);
-        let Some((budgets, pruner, retries, overflow_retries)) = self.policy_for(&lane.policy)
-        else {
+        let Some((budgets, pruner, retries, _)) = self.policy_for(&lane.policy) else {
             return Ok(());
         };
         let threshold = budgets.threshold_tokens as f64;
@@ -724,11 +794,18 @@ impl Sim<'_> {
                 }
             }
         }
-        // The overflow path: the request would exceed the window.
+        Ok(())
+    }
+
+    /// The overflow path of one simulated lane at a request's sent point:
+    /// the request would exceed the window. Returns whether it did.
+    fn overflow(&self, lane: &mut Lane, request: (usize, u64)) -> Result<bool, String> {
+        let Some((budgets, pruner, _, overflow_retries)) = self.policy_for(&lane.policy) else {
+            return Ok(false);
+        };
         let window = budgets.context_window as f64;
         let mut size = total(lane).map_err(|e| e.to_string())?;
         if size > window {
-            lane.row.overflows += 1;
             let mut tries = 0;
             while size > window && tries < overflow_retries {
                 tries += 1;
@@ -751,8 +828,9 @@ impl Sim<'_> {
             if size > window {
                 lane.row.unrecovered += 1;
             }
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
     }
 }
 
@@ -762,10 +840,61 @@ fn budgets_cap(config: &Config, route: &Option<(String, String)>) -> u64 {
 }
 
 impl Sim<'_> {
-    fn record_request(&self, lane: &mut Lane, surface: Option<&Surface>, step_seq: u64) {
-        let Ok(size) = lane.meter.total_tokens(surface.unwrap_or(&lane.surface)) else {
-            return;
+    /// A request sent at `seq` (module doc): the lane's size there, after
+    /// a simulated lane's overflow path.
+    fn sent(&mut self, lane: &mut Lane, ev_seq: u64, folded: &Folded<'_>, own: Option<u64>) {
+        let request = (self.requests, ev_seq);
+        // The recorded surface at the sent point: before the event when
+        // it is the `assistant/message` that began its attempt.
+        let recorded_tokens = folded.surface.tokens - own.unwrap_or(0);
+        let (size, over) = if lane.mirror {
+            for mut s in self.rec_steps_pending.drain(..) {
+                s.request_seq = ev_seq;
+                s.request = request.0;
+                s.tokens_after = lane.meter.total_tokens_of(recorded_tokens).unwrap_or(0.0);
+                lane.row.steps.push(s);
+            }
+            let Ok(size) = lane.meter.total_tokens_of(recorded_tokens) else {
+                return;
+            };
+            (size, false)
+        } else {
+            if lane.dead {
+                return;
+            }
+            let over = match self.overflow(lane, request) {
+                Ok(o) => o,
+                Err(e) => {
+                    lane.row
+                        .notes
+                        .push(format!("replay stopped at seq {ev_seq}: {e}"));
+                    lane.dead = true;
+                    return;
+                }
+            };
+            // Steps taken for this request (the pressure path at its
+            // step's start, the overflow path here) name where it was sent.
+            let mut touched = false;
+            for s in lane.row.steps.iter_mut().rev() {
+                if s.request != request.0 {
+                    break;
+                }
+                s.request_seq = ev_seq;
+                touched = true;
+            }
+            if touched && !balanced(&lane.surface.nodes) {
+                lane.row.unbalanced += 1;
+            }
+            lane.step_diff = recorded_tokens as i64 - lane.surface.tokens as i64;
+            let Ok(size) = total(lane) else {
+                return;
+            };
+            (size, over)
         };
+        self.record_request(lane, size, ev_seq, over);
+    }
+
+    fn record_request(&self, lane: &mut Lane, size: f64, seq: u64, over: bool) {
         let window = self
             .policy_for(&lane.policy)
             .map(|b| b.0.context_window)
@@ -775,30 +904,51 @@ impl Sim<'_> {
             });
         lane.row.requests += 1;
         lane.row.billed_input += size;
-        lane.row.request_sizes.push((step_seq, size));
+        lane.row.request_sizes.push((seq, size));
+        let mut over = over;
         if let Some(w) = window.filter(|w| *w > 0) {
             let p = size / w as f64;
             lane.row.peak_pressure = lane.row.peak_pressure.max(p);
             lane.row.mean_pressure += p;
             lane.row.context_window = Some(w);
-            if lane.mirror && size > w as f64 {
-                lane.row.overflows += 1;
-            }
+            over |= lane.mirror && size > w as f64;
         }
+        lane.row.overflows += usize::from(over);
+        lane.open = Some((size, over));
         if let Some((b, _, _, _)) = self.policy_for(&lane.policy) {
             lane.row.threshold_ratio = Some(b.threshold_ratio);
             lane.row.retain_tokens = Some(b.retain_tokens);
         }
     }
 
-    fn mirror_event(&mut self, lane: &mut Lane, ev: &Event<'_>, folded: &Folded<'_>) {
-        if ev.kind == Kind::StepStart {
-            for mut s in self.rec_steps_pending.drain(..) {
-                s.request_seq = ev.seq;
-                s.request = self.requests;
-                s.tokens_after = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
-                lane.row.steps.push(s);
-            }
+    /// The attempt in flight ended without its message: a failure. One the
+    /// provider never received is not billed; a recorded overflow failure
+    /// is an overflow of the recorded row.
+    fn ended(&self, lane: &mut Lane, o: &Outcome) {
+        let Some((size, over)) = lane.open.take() else {
+            return;
+        };
+        let Outcome::Failed(f) = o else {
+            return;
+        };
+        lane.row.failed += 1;
+        if !f.reached {
+            lane.row.billed_input -= size;
+        }
+        if lane.mirror && f.overflow() && !over {
+            lane.row.overflows += 1;
+        }
+    }
+
+    fn mirror_event(
+        &mut self,
+        lane: &mut Lane,
+        ev: &Event<'_>,
+        folded: &Folded<'_>,
+        mode: Option<CompactionMode>,
+    ) {
+        if mode.is_some() {
+            lane.bracket = mode;
         }
         match ev.kind {
             Kind::CompactionSummary => {
@@ -820,6 +970,8 @@ impl Sim<'_> {
                 }
                 Some(Kind::CompactionSummary) => {
                     lane.row.compactions += 1;
+                    let mode = lane.bracket.unwrap_or(CompactionMode::Pressure);
+                    lane.row.compaction_modes.add(mode);
                     let key = self.recorded.key(&shadowed);
                     self.recorded.by_range.insert(key, a.tokens);
                     self.recorded.shadowed += st;
@@ -856,7 +1008,11 @@ impl Sim<'_> {
                         (Some(c), Some(x)) => Some(c + x),
                         _ => None,
                     };
-                    Some(StepKind::Compaction)
+                    Some(match mode {
+                        CompactionMode::Pressure => StepKind::Compaction,
+                        CompactionMode::Overflow => StepKind::Overflow,
+                        CompactionMode::Manual => StepKind::Manual,
+                    })
                 }
                 _ => None,
             };
@@ -894,26 +1050,14 @@ impl Sim<'_> {
         if lane.surface.reread.is_none() {
             lane.surface.reread = folded.surface.reread.clone();
         }
-        if ev.kind == Kind::StepStart {
-            if let Err(e) = self.pre_step(lane, ev.seq) {
-                lane.row
-                    .notes
-                    .push(format!("replay stopped at seq {}: {e}", ev.seq));
-                lane.dead = true;
-                return;
-            }
-            if !lane.row.steps.is_empty()
-                && lane
-                    .row
-                    .steps
-                    .last()
-                    .is_some_and(|s| s.request_seq == ev.seq)
-                && !balanced(&lane.surface.nodes)
-            {
-                lane.row.unbalanced += 1;
-            }
-            self.record_request(lane, None, ev.seq);
-            lane.step_diff = folded.surface.tokens as i64 - lane.surface.tokens as i64;
+        if ev.kind == Kind::StepStart
+            && let Err(e) = self.pre_step(lane, ev.seq)
+        {
+            lane.row
+                .notes
+                .push(format!("replay stopped at seq {}: {e}", ev.seq));
+            lane.dead = true;
+            return;
         }
         let is_compaction = matches!(
             ev.kind,
@@ -1000,6 +1144,31 @@ fn shift_usage(ev: &Event<'_>, diff: i64) -> OwnedEvent {
     owned
 }
 
+impl Sim<'_> {
+    /// What an event meant for attempts, for one lane: `before` its fold
+    /// (an attempt closed, one sent), else after it (the attempt it ended).
+    fn attempt_seen(
+        &mut self,
+        lane: &mut Lane,
+        seen: &Seen,
+        seq: u64,
+        folded: &Folded<'_>,
+        own: Option<u64>,
+        before: bool,
+    ) {
+        if before {
+            if let Some(o) = &seen.closed {
+                self.ended(lane, o);
+            }
+            if seen.begins {
+                self.sent(lane, seq, folded, own);
+            }
+        } else if let Some(o) = &seen.ended {
+            self.ended(lane, o);
+        }
+    }
+}
+
 impl Observer for Sim<'_> {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         if folded.synthetic {
@@ -1043,20 +1212,31 @@ impl Observer for Sim<'_> {
         // The lanes are taken out while they fold, so that each can be
         // changed beside the rest of the state (moving a lane out and back
         // per event was most of a replay's time).
+        let mut seen = self.attempts.event(ev);
+        let mode = self.modes.event(ev, &seen);
+        // A request needs a request header (as the cache's does): an attempt
+        // before any is not one.
+        seen.begins &= self.route.is_some();
+        // An `assistant/message` that began its attempt is on the surface
+        // already: the request was the surface without it.
+        let own = match (seen.begins, folded.applied) {
+            (true, Some(a)) if ev.kind == Kind::AssistantMessage && a.op == SurfaceOp::Append => {
+                Some(a.tokens)
+            }
+            _ => None,
+        };
         let mut lanes = std::mem::take(&mut self.lanes);
         for l in &mut lanes {
+            self.attempt_seen(l, &seen, ev.seq, folded, own, true);
             if l.mirror {
-                if ev.kind == Kind::StepStart {
-                    // The mirror lane's surface is the loader's.
-                    self.record_request(l, Some(folded.surface), ev.seq);
-                }
-                self.mirror_event(l, ev, folded);
+                self.mirror_event(l, ev, folded, mode);
             } else {
                 self.sim_event(l, ev, folded);
             }
+            self.attempt_seen(l, &seen, ev.seq, folded, own, false);
         }
         self.lanes = lanes;
-        if ev.kind == Kind::StepStart {
+        if seen.begins {
             self.requests += 1;
         }
         if matches!(ev.kind, Kind::CompactionSummary | Kind::CompactionPrune) {
@@ -1078,6 +1258,30 @@ impl Observer for Sim<'_> {
         }
         self.time = span.last_time as f64;
         self.next_seq = span.seq0 + span.count;
+        let ChunkOffer::Row(_, facts) = offer else {
+            return false;
+        };
+        let at = crate::attempt::At {
+            seq: span.seq0 + span.count - 1,
+            time: self.time,
+            turn: Some(facts.turn),
+            step: Some(facts.step),
+        };
+        let (closed, begins) = self.attempts.chunk_row(span.count, at);
+        let begins = begins && self.route.is_some();
+        let seen = Seen {
+            closed,
+            begins,
+            ended: None,
+        };
+        let mut lanes = std::mem::take(&mut self.lanes);
+        for l in &mut lanes {
+            self.attempt_seen(l, &seen, span.seq0, folded, None, true);
+        }
+        self.lanes = lanes;
+        if begins {
+            self.requests += 1;
+        }
         for l in &mut self.lanes {
             if l.mirror {
                 l.meter.chunks(offer, folded);
@@ -1220,6 +1424,8 @@ fn simulate_with(
         next_seq: 0,
         tail_done: false,
         metering: None,
+        attempts: Attempts::default(),
+        modes: Modes::default(),
     };
     // Pass 1: the recorded run.
     let mut first = new_sim(

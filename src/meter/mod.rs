@@ -865,6 +865,18 @@ impl Meter {
         Ok(projection::js_max0(baseline.tokens + delta as f64))
     }
 
+    /// [`Meter::total_tokens`] on a surface of `surface_tokens` tokens: the
+    /// figure just before a node the surface already holds joined it (the
+    /// sent point of a request whose `assistant/message` began its attempt,
+    /// [`crate::attempt`]).
+    pub fn total_tokens_of(&self, surface_tokens: u64) -> Result<f64, MeterError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let (baseline, delta, _) = self.anchored(self.measured_header().as_ref(), surface_tokens);
+        Ok(projection::js_max0(baseline.tokens + delta as f64))
+    }
+
     /// Measure now, without consuming the meter (§1.6): the fold so far
     /// against `surface`, the surface the folded events left (a loaded log's
     /// `surface`, or a writer's surface after its appends, e.g.

@@ -482,3 +482,61 @@ impl dsh::cache::Prices for Clock {
         None
     }
 }
+
+/// Issue 42: simulate sizes every request at the point it was sent (the
+/// log before its attempt's first record, after the turn's user message,
+/// request header and splices), failed attempts included; on every corpus
+/// log the recorded row's size of each request is `measure --at SEQ-1`
+/// there, and no request that carried a prompt is sized 0.
+#[test]
+#[cfg_attr(
+    no_shared,
+    ignore = "needs ../shared (corpus, reference answers, spec examples) beside the checkout"
+)]
+fn every_corpus_request_is_sized_at_its_sent_point() {
+    let Some(sh) = shared("simulate's sent points on the corpus") else {
+        return;
+    };
+    let (mut logs, mut compared) = (0, 0);
+    for (_, p) in corpus_logs(&sh) {
+        let src = LogSource::File(p.clone());
+        // At the recorded policy: the config's, which the recorded row
+        // replays and a lane with no overrides simulates.
+        let Ok(sim) = simulate(
+            &src,
+            &LoadOptions::default(),
+            &opts(vec![SimPolicy::default()]),
+            &NoPrices,
+        ) else {
+            continue;
+        };
+        logs += 1;
+        let rec = &sim.rows[0];
+        assert_eq!(rec.requests, rec.request_sizes.len());
+        assert_eq!(sim.rows[1].requests, rec.requests, "{}", p.display());
+        for &(seq, size) in &rec.request_sizes {
+            assert!(seq > 0, "{}: a request sent before any record", p.display());
+            let lo = LoadOptions {
+                upto: Some(seq - 1),
+                ..LoadOptions::default()
+            };
+            let (_, m) = dsh::meter::measure(&src, &lo, None).expect("measures");
+            assert_eq!(
+                m.total_tokens,
+                size,
+                "{}: request sent at seq {seq}",
+                p.display()
+            );
+            assert!(
+                size > 0.0,
+                "{}: request sent at seq {seq} sized 0",
+                p.display()
+            );
+            compared += 1;
+        }
+    }
+    assert!(
+        logs > 100 && compared > 300,
+        "{logs} logs, {compared} requests"
+    );
+}

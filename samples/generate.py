@@ -562,6 +562,58 @@ def anthropic_cache():
     return log
 
 
+def overflow_recovery():
+    """A request over the window, refused with CONTEXT_WINDOW_EXCEEDED, then
+    the overflow path's bracket inside the failed step and the retry
+    (compaction §2.6, §2.8, §6.5): the way the harness writes them."""
+    log = Log("sample-overflow-recovery")
+    window = 12000
+    log.start_turn("Read the five parser modules and summarise what each does.", "msg-u-1", "initial")
+    log.ev("request/context", {**log.route, "contextWindow": window})
+    for i in range(5):
+        call = f"call_read_{i}"
+        args = json.dumps({"path": f"src/parser_{i}.rs"}, separators=(",", ":"))
+        log.assistant(text=f"Reading parser_{i}.rs.", calls=[(call, "read", args)], usage={"inputTokens": 600 + 1500 * i, "outputTokens": 20})
+        body = "".join(f"{n:5}\tfn parser_{i}_item_{n}(input: &str) -> Result<Token, Error> {{ todo!() }}\n" for n in range(90))
+        log.tool(call, "read", args, [{"type": "text", "text": body[:6000]}])
+        log.end_step()
+        log.start_step()
+    log.assistant(text="Each module parses one part of the grammar.", usage={"inputTokens": 8200, "outputTokens": 15})
+    log.end_step()
+    log.end_turn()
+    turn1 = [e for e in log.events if "surfaceOp" in e]
+    # Turn 2: a long pasted prompt takes the request over the window. The
+    # pre-step pressure path ran before the prompt was appended, so only the
+    # provider's refusal tells.
+    paste = "".join(f"error[E0308]: mismatched types at src/parser_{n % 5}.rs:{n}:9 expected `Token`, found `()`\n" for n in range(250))
+    log.start_turn("The build fails with these errors, fix them:\n" + paste, "msg-u-2")
+    log.chunk({"type": "finish", "reason": {"kind": "error", "failure": {
+        "message": f"This model's maximum context length is {window} tokens. However, you requested 14220 tokens (14220 in the messages, 0 in the completion). Please reduce the length of the messages or completion.",
+        "code": "CONTEXT_WINDOW_EXCEEDED", "status": 400}}})
+    cid = "cmp-sample-overflow-1"
+    start = log.ev("compaction/start", {"compactionId": cid, "turn": log.turn})
+    summary = [{"type": "text", "text": "## Primary Request and Intent\nRead src/parser_0.rs .. src/parser_4.rs and summarise each.\n\n## Current Work\nAll five modules were read: each parses one part of the grammar.\n\n## Next Step\nFix the mismatched-type errors the user pasted."}]
+    tokens = sum(price_message(e["data"] if e["type"] == "user/message" else e["data"]["message"]) for e in turn1)
+    summ = log.ev("compaction/summary", {
+        "compactionId": cid, "summary": summary, "rawOutput": summary, "llmStreamCall": True,
+        "shadowedRange": {"start": turn1[0]["seq"], "end": turn1[-1]["seq"]},
+        "shadowedSeqs": [e["seq"] for e in turn1], "shadowedTokenCount": tokens,
+        **ROUTE, "maxTokens": 8192, "usage": {"inputTokens": 8100, "outputTokens": 90},
+    })
+    checkpoint = {
+        "content": [{"type": "text", "text": PREAMBLE + "\n\n<compacted-summary>"}] + summary + [{"type": "text", "text": "</compacted-summary>"}],
+        "source": {"kind": "plugin", "plugin": "compact", "compactionId": cid},
+        "role": "user", "id": "msg-checkpoint-overflow-1",
+    }
+    log.ev("user/message", checkpoint, sources=[start["seq"], summ["seq"]] + [e["seq"] for e in turn1], op={"op": "replace", "start": turn1[0]["seq"], "end": turn1[-1]["seq"]})
+    log.ev("compaction/end", {"compactionId": cid, "turn": log.turn})
+    # The retry, in the same step, on the replacement surface.
+    log.assistant(text="The functions return `()` where a `Token` is expected; each needs to return `Ok(token)`.", usage={"inputTokens": 3900, "outputTokens": 25})
+    log.end_step()
+    log.end_turn()
+    return log
+
+
 def write(name, text):
     with open(os.path.join(HERE, name), "w", encoding="utf-8", newline="") as f:
         f.write(text)
@@ -574,6 +626,7 @@ def main():
     write("torn.jsonl", torn())
     write("refused.jsonl", refused())
     write("anthropic-cache.jsonl", anthropic_cache().text())
+    write("overflow-recovery.jsonl", overflow_recovery().text())
     # Zstandard artifact: header frame, then one frame per turn (a durable batch each).
     text = cs.text().split("\n")[:-1]
     frames = [[text[0]]]

@@ -962,7 +962,12 @@ impl Sim<'_> {
             self.recorded.replacing.insert(ev.seq);
             let shadowed: Vec<u64> = a.shadowed.iter().map(|n| n.seq).collect();
             let st: u64 = a.shadowed.iter().map(|n| n.tokens).sum();
-            let before = lane.meter.total_tokens(folded.surface).unwrap_or(0.0);
+            // The surface before the replacement: its nodes back, the
+            // replacing node out.
+            let before = lane
+                .meter
+                .total_tokens_of((folded.surface.tokens + st).saturating_sub(a.tokens))
+                .unwrap_or(0.0);
             let kind = match lane.pending.take() {
                 Some(Kind::CompactionPrune) => {
                     lane.row.prunes += 1;

@@ -297,6 +297,7 @@ fn human(
     let mut t = render::table(&[
         "policy",
         "cmp",
+        "p/o/m",
         "prune",
         "ovf",
         "peak",
@@ -306,12 +307,13 @@ fn human(
         "summ.",
         "cost",
     ]);
-    t.drop_first(&["mean", "summ.", "billed in"]);
+    t.drop_first(&["mean", "p/o/m", "summ.", "billed in"]);
     for (i, r) in sim.rows.iter().enumerate() {
         let mark = if Some(i) == best { " *" } else { "" };
         t.add_row(vec![
             format!("{}{mark}", r.label),
             render::num(r.compactions as u64),
+            modes(r),
             render::num(r.prunes as u64),
             render::num(r.overflows as u64),
             pct(r.peak_pressure),
@@ -376,6 +378,12 @@ fn human(
     Ok(())
 }
 
+/// Compactions by mode: pressure/overflow/manual.
+fn modes(r: &Row) -> String {
+    let m = r.compaction_modes;
+    format!("{}/{}/{}", m.pressure, m.overflow, m.manual)
+}
+
 fn shadow_range(s: &[u64]) -> String {
     let show = |x: u64| {
         if x >= 1 << 48 {
@@ -410,6 +418,14 @@ fn row_json(r: &Row, steps: bool) -> OwnedValue {
         )
         .with("requests", (r.requests as u64).into())
         .with("compactions", (r.compactions as u64).into())
+        .with(
+            "compactionModes",
+            Value::obj()
+                .with("pressure", (r.compaction_modes.pressure as u64).into())
+                .with("overflow", (r.compaction_modes.overflow as u64).into())
+                .with("manual", (r.compaction_modes.manual as u64).into()),
+        )
+        .with("failedAttempts", (r.failed as u64).into())
         .with("prunes", (r.prunes as u64).into())
         .with("overflows", (r.overflows as u64).into())
         .with("unrecovered", (r.unrecovered as u64).into())

@@ -934,9 +934,23 @@ pub struct RequestCost {
     pub uncached: f64,
     /// Currency.
     pub currency: &'static str,
+    /// Requests left out of a sum: no known price (for their route at
+    /// their time). A single request's cost has 0.
+    pub unpriced: usize,
 }
 
 impl RequestCost {
+    /// Nothing yet.
+    pub fn zero() -> RequestCost {
+        RequestCost {
+            hit: 0.0,
+            write: 0.0,
+            uncached: 0.0,
+            currency: "USD",
+            unpriced: 0,
+        }
+    }
+
     /// The prompt's whole cost.
     pub fn total(&self) -> f64 {
         self.hit + self.write + self.uncached
@@ -952,6 +966,7 @@ impl RequestCost {
         self.hit += o.hit;
         self.write += o.write;
         self.uncached += o.uncached;
+        self.unpriced += o.unpriced;
     }
 }
 
@@ -998,36 +1013,58 @@ impl CacheReport {
             write: (w5 as f64 * r.write + w1_cost) / 1e6,
             uncached: uncached as f64 * r.miss / 1e6,
             currency: r.currency,
+            unpriced: 0,
         })
     }
 
     /// The predicted prompt cost of every own request (inherited ones are
-    /// the parent's), `None` when one of them has no price.
+    /// the parent's): the sum over the priced ones, with the count of those
+    /// left out for want of a price ([`RequestCost::unpriced`]). `None`
+    /// only when there are requests and none has a price.
     pub fn predicted_cost(&self, prices: &dyn Prices) -> Option<RequestCost> {
-        let mut sum = RequestCost {
-            hit: 0.0,
-            write: 0.0,
-            uncached: 0.0,
-            currency: "USD",
-        };
+        let mut sum = RequestCost::zero();
+        let mut priced = 0;
         for q in self.requests.iter().filter(|q| !q.inherited) {
-            sum.add(&self.request_cost(q, prices)?);
+            match self.request_cost(q, prices) {
+                Some(c) => {
+                    sum.add(&c);
+                    priced += 1;
+                }
+                None => sum.unpriced += 1,
+            }
         }
-        Some(sum)
+        (priced > 0 || sum.unpriced == 0).then_some(sum)
     }
 
     /// What the predicted misses of each cause cost (cache writes at their
-    /// rates, the rest at the uncached input rate), per cause key; `None`
-    /// for a cause with a request that has no known price.
+    /// rates, the rest at the uncached input rate), per cause key: the sum
+    /// over its priced requests ([`Self::unpriced_by_cause`] counts the
+    /// rest); `None` for a cause none of whose requests has a price.
     pub fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
-        let mut out: HashMap<String, Option<f64>> = HashMap::new();
+        let mut out: HashMap<String, (f64, usize, usize)> = HashMap::new();
         for q in self.requests.iter().filter(|q| !q.inherited) {
-            let c = self.request_cost(q, prices).map(|c| c.miss());
-            let e = out.entry(q.cause.key()).or_insert(Some(0.0));
-            *e = match (*e, c) {
-                (Some(a), Some(b)) => Some(a + b),
-                _ => None,
-            };
+            let e = out.entry(q.cause.key()).or_default();
+            match self.request_cost(q, prices) {
+                Some(c) => {
+                    e.0 += c.miss();
+                    e.1 += 1;
+                }
+                None => e.2 += 1,
+            }
+        }
+        out.into_iter()
+            .map(|(k, (c, priced, unpriced))| (k, (priced > 0 || unpriced == 0).then_some(c)))
+            .collect()
+    }
+
+    /// Per cause key: its own requests without a known price (left out of
+    /// [`Self::miss_cost_by_cause`]'s sums); causes with none are absent.
+    pub fn unpriced_by_cause(&self, prices: &dyn Prices) -> HashMap<String, usize> {
+        let mut out: HashMap<String, usize> = HashMap::new();
+        for q in self.requests.iter().filter(|q| !q.inherited) {
+            if self.request_cost(q, prices).is_none() {
+                *out.entry(q.cause.key()).or_default() += 1;
+            }
         }
         out
     }

@@ -226,16 +226,26 @@ pub struct Row {
     pub cache_missed: u64,
     /// Predicted cache-hit tokens, Σ.
     pub cache_hit: u64,
-    /// Their cost (miss tokens × miss rate), when every price is known.
+    /// Their cost (miss tokens × miss rate), summed over the requests with
+    /// a known price; `None` only when there are requests and none has one.
     pub miss_cost: Option<f64>,
     /// Hit tokens × hit rate.
     pub hit_cost: Option<f64>,
     /// Summariser prompt + output tokens.
     pub summariser_tokens: f64,
-    /// Their cost.
+    /// Their cost, summed over the calls with a known price (0 without
+    /// calls); `None` only when there are calls and none has one.
     pub summariser_cost: Option<f64>,
-    /// miss + hit + summariser cost.
+    /// miss + hit + summariser cost of everything priced; `None` only when
+    /// nothing is.
     pub total_cost: Option<f64>,
+    /// Requests (agent and summariser) left out of the costs for want of a
+    /// price for their route at their time.
+    pub unpriced_requests: usize,
+    /// Summariser calls made (recorded, or simulated).
+    pub summariser_calls: usize,
+    /// Of them, the calls with a price.
+    pub summariser_priced: usize,
     /// Currency of the costs.
     pub currency: Option<&'static str>,
     /// Every step.
@@ -248,6 +258,17 @@ pub struct Row {
     pub unbalanced: usize,
     /// Compactions whose pressure after stayed at or over the threshold.
     pub above_after: usize,
+}
+
+impl Row {
+    /// One summariser call and its cost, when priced.
+    fn summariser_call(&mut self, cost: Option<f64>) {
+        self.summariser_calls += 1;
+        if let Some(c) = cost {
+            self.summariser_priced += 1;
+            self.summariser_cost = Some(self.summariser_cost.unwrap_or(0.0) + c);
+        }
+    }
 }
 
 /// Compaction brackets by mode.
@@ -723,12 +744,9 @@ impl Sim<'_> {
             &model,
             self.times_real.then_some(self.time as i64),
         );
-        lane.row.summariser_cost = match (lane.row.summariser_cost, rates) {
-            (Some(c), Some(r)) => {
-                Some(c + (summariser_in as f64 * r.miss + summariser_out as f64 * r.output) / 1e6)
-            }
-            _ => None,
-        };
+        lane.row.summariser_call(
+            rates.map(|r| (summariser_in as f64 * r.miss + summariser_out as f64 * r.output) / 1e6),
+        );
         lane.row.compactions += 1;
         if let Some(m) = kind.mode() {
             lane.row.compaction_modes.add(m);
@@ -1009,10 +1027,7 @@ impl Sim<'_> {
                         }
                     };
                     lane.row.summariser_tokens += tin + tout;
-                    lane.row.summariser_cost = match (lane.row.summariser_cost, cost) {
-                        (Some(c), Some(x)) => Some(c + x),
-                        _ => None,
-                    };
+                    lane.row.summariser_call(cost);
                     Some(match mode {
                         CompactionMode::Pressure => StepKind::Compaction,
                         CompactionMode::Overflow => StepKind::Overflow,
@@ -1319,8 +1334,7 @@ fn finish_row(mut row: Row, report: crate::cache::CacheReport, prices: &dyn Pric
     if row.requests > 0 {
         row.mean_pressure /= row.requests as f64;
     }
-    let mut miss_cost = Some(0.0);
-    let mut hit_cost = Some(0.0);
+    let (mut miss, mut hit, mut priced, mut unpriced) = (0.0, 0.0, 0, 0);
     let mut currency = None;
     for q in &report.requests {
         row.cache_prompt += q.prompt_tokens;
@@ -1331,26 +1345,75 @@ fn finish_row(mut row: Row, report: crate::cache::CacheReport, prices: &dyn Pric
             &q.model,
             report.times_real.then_some(q.time as i64),
         );
-        if let Some(r) = r {
-            currency = Some(r.currency);
+        match r {
+            Some(r) => {
+                currency = Some(r.currency);
+                miss += q.predicted_miss() as f64 * r.miss / 1e6;
+                hit += q.predicted_hit as f64 * r.hit / 1e6;
+                priced += 1;
+            }
+            None => unpriced += 1,
         }
-        miss_cost = match (miss_cost, r) {
-            (Some(c), Some(r)) => Some(c + q.predicted_miss() as f64 * r.miss / 1e6),
-            _ => None,
-        };
-        hit_cost = match (hit_cost, r) {
-            (Some(c), Some(r)) => Some(c + q.predicted_hit as f64 * r.hit / 1e6),
-            _ => None,
-        };
     }
-    row.miss_cost = miss_cost;
-    row.hit_cost = hit_cost;
-    row.currency = currency;
-    row.total_cost = match (miss_cost, hit_cost, row.summariser_cost) {
-        (Some(a), Some(b), Some(c)) => Some(a + b + c),
-        _ => None,
-    };
+    // Sums of what is priced; blank only where nothing is.
+    let some = priced > 0 || unpriced == 0;
+    row.miss_cost = some.then_some(miss);
+    row.hit_cost = some.then_some(hit);
+    // A summariser that made no call costs nothing.
+    if row.summariser_calls == 0 {
+        row.summariser_cost = Some(0.0);
+    }
+    row.unpriced_requests = unpriced + (row.summariser_calls - row.summariser_priced);
+    row.currency = currency.or(row.summariser_cost.map(|_| "USD"));
+    row.total_cost =
+        (priced + row.summariser_priced > 0 || row.unpriced_requests == 0).then(|| {
+            row.miss_cost.unwrap_or(0.0)
+                + row.hit_cost.unwrap_or(0.0)
+                + row.summariser_cost.unwrap_or(0.0)
+        });
     row
+}
+
+/// How [`Simulation::cheapest`] ranked the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranking {
+    /// By total cost: every simulated row has one.
+    Cost,
+    /// By cache-missed plus summariser tokens: some row has no cost.
+    Tokens,
+}
+
+impl Ranking {
+    /// `cost`, `tokens`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ranking::Cost => "cost",
+            Ranking::Tokens => "tokens",
+        }
+    }
+}
+
+impl Simulation {
+    /// The cheapest simulated row that never overflowed: by total cost when
+    /// every simulated row has one (costs sum what is priced; the rows
+    /// replay the same requests, so the same ones are unpriced in each),
+    /// else by cache-missed plus summariser tokens; and which ranking.
+    pub fn cheapest(&self) -> Option<(usize, Ranking)> {
+        let sims = || self.rows.iter().enumerate().skip(1);
+        let by = if sims().all(|(_, r)| r.total_cost.is_some()) {
+            Ranking::Cost
+        } else {
+            Ranking::Tokens
+        };
+        let key = |r: &Row| match (by, r.total_cost) {
+            (Ranking::Cost, Some(c)) => c,
+            _ => r.cache_missed as f64 + r.summariser_tokens,
+        };
+        sims()
+            .filter(|(_, r)| r.overflows == 0)
+            .min_by(|a, b| key(a.1).total_cmp(&key(b.1)))
+            .map(|(i, _)| (i, by))
+    }
 }
 
 /// A short label for a policy: `t0.80 r0.16 prune`.

@@ -371,11 +371,21 @@ fn cost_lines(ctx: &Ctx, t: &Totals, cost: Option<RequestCost>) -> Result<()> {
     if let Some(c) = cost.filter(|_| t.requests > 0) {
         outln!(
             ctx.out,
-            "predicted prompt cost: {} (hits {}, cache writes {}, uncached {})",
+            "predicted prompt cost: {} (hits {}, cache writes {}, uncached {}){}",
             usd(Some(c.total())),
             usd(Some(c.hit)),
             usd(Some(c.write)),
             usd(Some(c.uncached)),
+            if c.unpriced > 0 { " ¹" } else { "" },
+        )?;
+    }
+    let unpriced = cost.map_or(t.requests, |c| c.unpriced);
+    if t.requests > 0 && unpriced > 0 {
+        outln!(
+            ctx.out,
+            "¹ {} of {} requests have no known price (their route at their time: `dsh usage --prices`); costs sum the priced ones",
+            render::num(unpriced as u64),
+            render::num(t.requests as u64),
         )?;
     }
     Ok(())
@@ -461,22 +471,22 @@ fn break_even(b: BreakEven) -> String {
     }
 }
 
-/// The predicted prompt cost of many reports, `None` when one is unpriced.
+/// The predicted prompt cost of many reports: the sum over the priced
+/// requests and the count of the rest; `None` when requests exist and none
+/// has a price.
 fn predicted_cost(reports: &[CacheReport], prices: &dyn Prices) -> Option<RequestCost> {
-    let mut all: Option<RequestCost> = None;
+    let mut all = RequestCost::zero();
+    let mut any = false;
     for r in reports {
-        let c = r.predicted_cost(prices)?;
-        match &mut all {
-            None => all = Some(c),
-            Some(a) => a.add(&c),
+        match r.predicted_cost(prices) {
+            Some(c) => {
+                all.add(&c);
+                any |= c.unpriced < r.totals().requests || r.totals().requests == 0;
+            }
+            None => all.unpriced += r.totals().requests,
         }
     }
-    all.or(Some(RequestCost {
-        hit: 0.0,
-        write: 0.0,
-        uncached: 0.0,
-        currency: "USD",
-    }))
+    (any || all.unpriced == 0).then_some(all)
 }
 
 fn cost_json(c: Option<RequestCost>) -> OwnedValue {
@@ -487,25 +497,40 @@ fn cost_json(c: Option<RequestCost>) -> OwnedValue {
             .with("write", c.write.into())
             .with("uncached", c.uncached.into())
             .with("total", c.total().into())
-            .with("currency", c.currency.into()),
+            .with("currency", c.currency.into())
+            .with("unpricedRequests", (c.unpriced as u64).into()),
     }
 }
 
-/// Per cause: what its predicted misses cost, over many reports.
-type Costs = std::collections::HashMap<String, Option<f64>>;
+/// Per cause: what its priced requests' predicted misses cost, over many
+/// reports (`None`: none of them priced), and how many had no price.
+type Costs = std::collections::HashMap<String, (Option<f64>, usize)>;
 
 fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> Costs {
     let mut out = Costs::new();
     for r in reports {
+        let unpriced = r.unpriced_by_cause(prices);
         for (k, c) in r.miss_cost_by_cause(prices) {
-            let e = out.entry(k).or_insert(Some(0.0));
-            *e = match (*e, c) {
+            let n = unpriced.get(&k).copied().unwrap_or(0);
+            let e = out.entry(k).or_insert((None, 0));
+            e.0 = match (e.0, c) {
                 (Some(a), Some(b)) => Some(a + b),
-                _ => None,
+                (a, b) => a.or(b),
             };
+            e.1 += n;
         }
     }
     out
+}
+
+/// A cause's cost cell: the priced sum, and how many were left out.
+fn cause_cost(costs: &Costs, k: &str) -> String {
+    match costs.get(k) {
+        None => "—".into(),
+        Some((c, 0)) => usd(*c),
+        Some((None, _)) => "— (no price)".into(),
+        Some((c, n)) => format!("{} (+{n} unpriced)", usd(*c)),
+    }
 }
 
 fn usd(x: Option<f64>) -> String {
@@ -529,7 +554,7 @@ fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
             render::num(*n as u64),
             render::num(*miss),
             render::num(*rec),
-            usd(costs.get(k).copied().flatten()),
+            cause_cost(costs, k),
         ]);
     }
     c
@@ -935,6 +960,10 @@ fn totals_json(t: &Totals, costs: &Costs, cost: Option<RequestCost>) -> OwnedVal
         .with("predictedWrite5m", t.predicted_write_5m.into())
         .with("predictedWrite1h", t.predicted_write_1h.into())
         .with("predictedCost", cost_json(cost))
+        .with(
+            "unpricedRequests",
+            (cost.map_or(t.requests, |c| c.unpriced) as u64).into(),
+        )
         .with("reportedRequests", (t.reported_requests as u64).into())
         .with("reportedPrompt", t.reported_prompt.into())
         .with("reportedHit", t.reported_hit.into())
@@ -951,7 +980,11 @@ fn totals_json(t: &Totals, costs: &Costs, cost: Option<RequestCost>) -> OwnedVal
                             .with("requests", (*n as u64).into())
                             .with("predictedMiss", (*miss).into())
                             .with("recomputedTokens", (*rec).into())
-                            .with("missCostUsd", costs.get(k).copied().flatten().into())
+                            .with("missCostUsd", costs.get(k).and_then(|c| c.0).into())
+                            .with(
+                                "unpricedRequests",
+                                (costs.get(k).map_or(0, |c| c.1) as u64).into(),
+                            )
                     })
                     .collect(),
             ),

@@ -4,7 +4,7 @@ use anyhow::Result;
 use dsh::json::{OwnedValue, Value};
 use dsh::policy::Retention;
 use dsh::prune::PruneConfig;
-use dsh::simulate::{Row, SimOptions, SimPolicy, Simulation, SummarySize, SummarySource};
+use dsh::simulate::{Ranking, Row, SimOptions, SimPolicy, Simulation, SummarySize, SummarySource};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, UsageError};
@@ -238,27 +238,6 @@ pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
     Ok(Status::Ok)
 }
 
-/// The cheapest simulated row that never overflowed: by total cost when
-/// every row has one, else by cache-missed plus summariser tokens.
-fn cheapest(sim: &Simulation) -> Option<usize> {
-    let priced = sim.rows.iter().skip(1).all(|r| r.total_cost.is_some());
-    let key = |r: &Row| match r.total_cost {
-        Some(c) if priced => c,
-        _ => r.cache_missed as f64 + r.summariser_tokens,
-    };
-    sim.rows
-        .iter()
-        .enumerate()
-        .skip(1)
-        .filter(|(_, r)| r.overflows == 0)
-        .min_by(|a, b| {
-            key(a.1)
-                .partial_cmp(&key(b.1))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        })
-        .map(|(i, _)| i)
-}
-
 fn summary_line(s: SummarySource) -> String {
     match s {
         SummarySource::RecordedRatio(r) => {
@@ -293,7 +272,8 @@ fn human(
 ) -> Result<()> {
     outln!(ctx.out, "session {}  ({file})", sim.session)?;
     outln!(ctx.out, "{}", summary_line(sim.summary))?;
-    let best = cheapest(sim);
+    let cheapest = sim.cheapest();
+    let best = cheapest.map(|c| c.0);
     let mut t = render::table(&[
         "policy",
         "cmp",
@@ -321,17 +301,33 @@ fn human(
             render::num(r.billed_input as u64),
             render::num(r.cache_missed),
             render::num(r.summariser_tokens as u64),
-            render::usd(r.total_cost),
+            format!(
+                "{}{}",
+                render::usd(r.total_cost),
+                if r.unpriced_requests > 0 { " ¹" } else { "" }
+            ),
         ]);
     }
     outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
-    if best.is_some() {
-        let by = if sim.rows.iter().skip(1).all(|r| r.total_cost.is_some()) {
-            "by total cost"
-        } else {
-            "no prices: by cache-missed plus summariser tokens"
+    if let Some((_, by)) = cheapest {
+        let by = match by {
+            Ranking::Cost => "ranked by total cost",
+            Ranking::Tokens => "a row has no cost: ranked by cache-missed plus summariser tokens",
         };
         outln!(ctx.out, "* the cheapest policy that never overflows ({by})")?;
+    }
+    let unpriced = sim
+        .rows
+        .iter()
+        .map(|r| r.unpriced_requests)
+        .max()
+        .unwrap_or(0);
+    if unpriced > 0 {
+        outln!(
+            ctx.out,
+            "¹ up to {} requests (agent or summariser) have no known price for their route at their time: costs sum the priced ones (`dsh usage --prices`)",
+            render::num(unpriced as u64)
+        )?;
     }
     for r in &sim.rows {
         for n in r.notes.iter().take(2) {
@@ -369,7 +365,7 @@ fn human(
     }
     outln!(
         ctx.out,
-        "cost: cache misses and hits at the route's rates plus the summariser calls; billed in: the sum of the request sizes (DSH's estimate)."
+        "cmp: compaction brackets, p/o/m: of them pressure/overflow/manual; ovf: requests over the window where they were sent (recorded: or refused with CONTEXT_WINDOW_EXCEEDED); cost: cache misses and hits at the route's rates plus the summariser calls; billed in: the sum of the request sizes (DSH's estimate)."
     )?;
     outln!(ctx.out, "{OPEN_LOOP}")?;
     if !ctx.quiet {
@@ -439,6 +435,8 @@ fn row_json(r: &Row, steps: bool) -> OwnedValue {
         .with("summariserTokens", r.summariser_tokens.into())
         .with("summariserCost", opt_f(r.summariser_cost))
         .with("totalCost", opt_f(r.total_cost))
+        .with("unpricedRequests", (r.unpriced_requests as u64).into())
+        .with("summariserCalls", (r.summariser_calls as u64).into())
         .with("currency", r.currency.map_or(Value::Null, |c| c.into()))
         .with("aboveThresholdAfter", (r.above_after as u64).into())
         .with("unbalanced", (r.unbalanced as u64).into())
@@ -486,7 +484,11 @@ fn sim_json(file: &str, sim: &Simulation, steps: bool) -> OwnedValue {
         )
         .with(
             "cheapest",
-            cheapest(sim).map_or(Value::Null, |i| (i as u64).into()),
+            sim.cheapest().map_or(Value::Null, |c| (c.0 as u64).into()),
+        )
+        .with(
+            "cheapestBy",
+            sim.cheapest().map_or(Value::Null, |c| c.1.as_str().into()),
         )
         .with("note", OPEN_LOOP.into())
 }

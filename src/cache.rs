@@ -1370,7 +1370,7 @@ impl CacheReport {
 /// event seq within a log, which only a seed makes common to two logs, and
 /// whether two sessions share a provider account (and so a cache) is in no
 /// log. A prediction resting on that guess would not be honest.
-fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
+pub(crate) fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
     for q in &mut r.requests {
         if q.seq < cut {
             q.inherited = true;
@@ -1672,6 +1672,12 @@ impl Collector {
             last_time: f64::NEG_INFINITY,
             times_real: true,
         }
+    }
+
+    /// The last `session/end-seed {inherited: true}`: where a G2+ fork
+    /// child's own events begin.
+    pub(crate) fn inherited_cut(&self) -> Option<u64> {
+        self.inherited_cut
     }
 
     /// Whether the node `seq` joined the surface since the last request.

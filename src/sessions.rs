@@ -40,6 +40,12 @@ pub struct Session {
     pub project: Option<String>,
     /// Parent session (fork / subagent lineage).
     pub parent: Option<String>,
+    /// The parent when this session is a fork of it: its log begins with
+    /// a copy of the parent's (the seed), whose requests are the parent's.
+    pub fork_of: Option<String>,
+    /// Requests in the inherited seed: made (and counted) by the parent,
+    /// left out of [`Session::requests`].
+    pub inherited_requests: u64,
     /// The text of the first user-authored `user/message`, whitespace
     /// collapsed, at most [`TITLE_CHARS`] characters.
     pub title: Option<String>,
@@ -81,7 +87,8 @@ pub struct Session {
     pub meter_error: Option<String>,
     /// The reader's warnings (a torn last line, tolerances used).
     pub warnings: Vec<String>,
-    /// The requests with reported usage.
+    /// The requests with reported usage that the session made (a fork's
+    /// inherited seed left out).
     pub requests: Vec<Request>,
 }
 
@@ -301,11 +308,19 @@ pub fn scan_with(
     let locks = folds.locks.report();
     let count = |s: LockStatus| locks.brackets.iter().filter(|b| b.status == s).count() as u64;
     let h = &log.header;
+    let (parent, seed) = (h.parent_session.as_deref(), h.seed_length);
+    let fork_of = folds
+        .usage
+        .inherited_cut(parent, seed)
+        .and(h.parent_session.clone());
+    let inherited_requests = folds.usage.inherited(parent, seed) as u64;
     let session = Session {
         file,
         id: h.id.clone(),
         project: h.cwd.clone(),
         parent: h.parent_session.clone(),
+        fork_of,
+        inherited_requests,
         title: folds.title,
         started: civil::recorded(h.created_at as f64),
         last_activity: folds.last,
@@ -325,7 +340,7 @@ pub fn scan_with(
         generation: h.version,
         meter_error,
         warnings: log.warnings.clone(),
-        requests: folds.usage.finish(),
+        requests: folds.usage.finish(parent, seed),
     };
     Ok((session, locks))
 }

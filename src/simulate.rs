@@ -204,8 +204,11 @@ pub struct Row {
     pub overflows: usize,
     /// Requests still over the window after overflow recovery.
     pub unrecovered: usize,
-    /// Model requests: every attempt sent, failed ones included.
+    /// Model requests: every attempt sent, failed ones included (a fork's
+    /// inherited seed left out: those are the parent's).
     pub requests: usize,
+    /// Requests in a fork's inherited seed, left out of every figure.
+    pub inherited_requests: usize,
     /// Of them, the attempts that failed (as recorded: every lane replays
     /// the agent's attempts).
     pub failed: usize,
@@ -351,6 +354,52 @@ struct Lane {
     /// The request in flight: its size and whether it counted as an
     /// overflow.
     open: Option<(f64, bool)>,
+    /// Every request sent, in order ([`tally`] sums them).
+    sent: Vec<Sent>,
+}
+
+/// A fork child's inherited seed: where its own events begin, and the
+/// parent.
+type Fork = Option<(u64, String)>;
+
+/// One request a lane sent.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    seq: u64,
+    size: f64,
+    window: Option<u64>,
+    /// Over the window where sent, or (recorded) refused as such.
+    over: bool,
+    failed: bool,
+    /// The provider received it.
+    billed: bool,
+}
+
+/// A lane's request figures, its requests before `cut` (a fork's
+/// inherited seed: the parent's requests) left out.
+fn tally(row: &mut Row, sent: &[Sent], cut: Option<u64>) {
+    let mut mean = 0.0;
+    for q in sent {
+        if cut.is_some_and(|c| q.seq < c) {
+            row.inherited_requests += 1;
+            continue;
+        }
+        row.requests += 1;
+        row.failed += usize::from(q.failed);
+        row.overflows += usize::from(q.over);
+        if q.billed {
+            row.billed_input += q.size;
+        }
+        row.request_sizes.push((q.seq, q.size));
+        if let Some(w) = q.window {
+            let p = q.size / w as f64;
+            row.peak_pressure = row.peak_pressure.max(p);
+            mean += p;
+        }
+    }
+    if row.requests > 0 {
+        row.mean_pressure = mean / row.requests as f64;
+    }
 }
 
 struct Sim<'a> {
@@ -431,6 +480,7 @@ fn lane_with(mirror: bool, policy: SimPolicy, label: String, all_chunks: bool) -
         summary_usage: None,
         bracket: None,
         open: None,
+        sent: Vec::new(),
     }
 }
 
@@ -920,18 +970,19 @@ impl Sim<'_> {
                 let r = self.route.clone()?;
                 self.contexts.get(&r).map(|w| *w as u64)
             });
-        lane.row.requests += 1;
-        lane.row.billed_input += size;
-        lane.row.request_sizes.push((seq, size));
-        let mut over = over;
-        if let Some(w) = window.filter(|w| *w > 0) {
-            let p = size / w as f64;
-            lane.row.peak_pressure = lane.row.peak_pressure.max(p);
-            lane.row.mean_pressure += p;
-            lane.row.context_window = Some(w);
-            over |= lane.mirror && size > w as f64;
+        let window = window.filter(|w| *w > 0);
+        if window.is_some() {
+            lane.row.context_window = window;
         }
-        lane.row.overflows += usize::from(over);
+        let over = over || lane.mirror && window.is_some_and(|w| size > w as f64);
+        lane.sent.push(Sent {
+            seq,
+            size,
+            window,
+            over,
+            failed: false,
+            billed: true,
+        });
         lane.open = Some((size, over));
         if let Some((b, _, _, _)) = self.policy_for(&lane.policy) {
             lane.row.threshold_ratio = Some(b.threshold_ratio);
@@ -943,19 +994,15 @@ impl Sim<'_> {
     /// provider never received is not billed; a recorded overflow failure
     /// is an overflow of the recorded row.
     fn ended(&self, lane: &mut Lane, o: &Outcome) {
-        let Some((size, over)) = lane.open.take() else {
+        if lane.open.take().is_none() {
+            return;
+        }
+        let (Outcome::Failed(f), Some(q)) = (o, lane.sent.last_mut()) else {
             return;
         };
-        let Outcome::Failed(f) = o else {
-            return;
-        };
-        lane.row.failed += 1;
-        if !f.reached {
-            lane.row.billed_input -= size;
-        }
-        if lane.mirror && f.overflow() && !over {
-            lane.row.overflows += 1;
-        }
+        q.failed = true;
+        q.billed = f.reached;
+        q.over |= lane.mirror && f.overflow();
     }
 
     fn mirror_event(
@@ -1330,10 +1377,16 @@ impl Observer for Sim<'_> {
     }
 }
 
-fn finish_row(mut row: Row, report: crate::cache::CacheReport, prices: &dyn Prices) -> Row {
-    if row.requests > 0 {
-        row.mean_pressure /= row.requests as f64;
+/// A lane's row: its requests tallied and its cache fold priced, a fork's
+/// inherited seed (`fork`: the cut and the parent) left out.
+fn finish_row(lane: Lane, file: String, session: String, fork: &Fork, prices: &dyn Prices) -> Row {
+    let mut row = lane.row;
+    tally(&mut row, &lane.sent, fork.as_ref().map(|f| f.0));
+    let mut report = lane.cache.expect("cache fold").finish(file, session);
+    if let Some((cut, parent)) = fork {
+        crate::cache::fork(&mut report, *cut, parent);
     }
+    report.requests.retain(|q| !q.inherited);
     let (mut miss, mut hit, mut priced, mut unpriced) = (0.0, 0.0, 0, 0);
     let mut currency = None;
     for q in &report.requests {
@@ -1511,6 +1564,15 @@ fn simulate_with(
         return Err(SimError::Meter(e.clone()));
     }
     let session = log.header.id.clone();
+    // A fork child's seed: its requests are the parent's.
+    let fork: Fork = log.header.parent_session.clone().and_then(|parent| {
+        let cut = first.lanes[0]
+            .cache
+            .as_ref()
+            .and_then(|c| c.inherited_cut())
+            .or(log.header.seed_length)?;
+        Some((cut, parent))
+    });
     drop(log);
     let recorded = std::mem::take(&mut first.recorded);
     let summary = match opts.summary {
@@ -1522,13 +1584,14 @@ fn simulate_with(
         _ => SummarySource::Cap,
     };
     let mut rows = Vec::new();
-    let mut rec = first.lanes.pop().expect("the recorded lane");
-    let report = rec
-        .cache
-        .take()
-        .expect("cache fold")
-        .finish(src.display(), session.clone());
-    rows.push(finish_row(rec.row, report, prices));
+    let rec = first.lanes.pop().expect("the recorded lane");
+    rows.push(finish_row(
+        rec,
+        src.display(),
+        session.clone(),
+        &fork,
+        prices,
+    ));
     if !opts.policies.is_empty() {
         let lanes = opts
             .policies
@@ -1541,13 +1604,8 @@ fn simulate_with(
         if let Some(e) = second.lanes.iter().find_map(|l| l.meter.error()) {
             return Err(SimError::Meter(e.clone()));
         }
-        for mut l in second.lanes {
-            let report = l
-                .cache
-                .take()
-                .expect("cache fold")
-                .finish(src.display(), session.clone());
-            rows.push(finish_row(l.row, report, prices));
+        for l in second.lanes {
+            rows.push(finish_row(l, src.display(), session.clone(), &fork, prices));
         }
     }
     Ok(Simulation {

@@ -15,7 +15,8 @@
 //! dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |ev: &dsh::Event<'_>, f: &dsh::log::Folded<'_>| {
 //!     if !f.synthetic { fold.observe(ev) }
 //! })?;
-//! let requests = fold.finish();
+//! let log = dsh::log::load(&src, &dsh::LoadOptions::default(), &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {})?;
+//! let requests = fold.finish(log.header.parent_session.as_deref(), log.header.seed_length);
 //! assert!(requests.iter().all(|r| r.provider == "deepseek-official"));
 //! # Ok::<(), dsh::LoadError>(())
 //! ```
@@ -68,9 +69,17 @@ pub struct Request {
 }
 
 /// Collects [`Request`]s from a log's stored events.
+///
+/// A fork child's log begins with a copy of its parent's first events (the
+/// seed: G0 header `seedLength`, G2+ up to `session/end-seed {inherited:
+/// true}`); the requests in it are the parent's, made and billed once, so
+/// [`UsageFold::finish`] leaves them out: every total counts them in the
+/// session that made them.
 #[derive(Debug, Default, Clone)]
 pub struct UsageFold {
     requests: Vec<Request>,
+    /// The last `session/end-seed {inherited: true}`.
+    inherited_cut: Option<u64>,
 }
 
 fn num(v: &Value<'_>, k: &str) -> f64 {
@@ -98,6 +107,12 @@ impl UsageFold {
     /// Observe the next stored event (not the synthetic closers).
     pub fn observe(&mut self, ev: &Event<'_>) {
         let d = ev.data();
+        if ev.kind == Kind::SessionEndSeed
+            && d.get("inherited")
+                .is_some_and(|v| matches!(v, Value::Bool(true)))
+        {
+            self.inherited_cut = Some(ev.seq);
+        }
         let (caller, provider, model) = match ev.kind {
             Kind::AssistantMessage => {
                 let src = d.get("message").and_then(|m| m.get("source"));
@@ -135,9 +150,32 @@ impl UsageFold {
         });
     }
 
-    /// The requests, in log order.
-    pub fn finish(self) -> Vec<Request> {
-        self.requests
+    /// The requests the session made, in log order: a fork child's
+    /// inherited seed left out ([`Self::inherited_cut`]).
+    pub fn finish(self, parent: Option<&str>, seed_length: Option<u64>) -> Vec<Request> {
+        let cut = self.inherited_cut(parent, seed_length);
+        let mut r = self.requests;
+        if let Some(cut) = cut {
+            r.retain(|q| q.seq >= cut);
+        }
+        r
+    }
+
+    /// Where a fork child's own events begin (its seed is the parent's):
+    /// the `session/end-seed {inherited: true}` marker, else the header's
+    /// `seedLength`; `None` for a log that is not a fork child (no
+    /// `parentSession` in its header).
+    pub fn inherited_cut(&self, parent: Option<&str>, seed_length: Option<u64>) -> Option<u64> {
+        parent?;
+        self.inherited_cut.or(seed_length)
+    }
+
+    /// Requests of the seed (the parent's), left out by [`Self::finish`].
+    pub fn inherited(&self, parent: Option<&str>, seed_length: Option<u64>) -> usize {
+        match self.inherited_cut(parent, seed_length) {
+            Some(cut) => self.requests.iter().filter(|q| q.seq < cut).count(),
+            None => 0,
+        }
     }
 }
 

@@ -583,7 +583,7 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
     let cost = folds
         .usage
         .clone()
-        .finish()
+        .finish(log.header.parent_session.as_deref(), log.header.seed_length)
         .into_iter()
         .map(|r| {
             let usd = match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens) {

@@ -305,10 +305,23 @@ fn without_surrogates(line: &str) -> String {
 }
 
 /// The per-file sums of the raw usage fields, read with serde_json alone:
-/// `assistant/message` and `compaction/summary` lines with a `usage` object.
+/// `assistant/message` and `compaction/summary` lines with a `usage` object,
+/// a fork child's seed (its parent's records, before the header's
+/// `seedLength` or a `session/end-seed {inherited: true}`) skipped.
 fn raw_sums(path: &Path) -> [f64; 7] {
     let mut s = [0.0; 7];
     let text = std::fs::read_to_string(path).unwrap();
+    let head: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap_or("{}")).unwrap_or_default();
+    let cut = head.get("parentSession").and_then(|_| {
+        let marker = text.lines().rev().find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["type"] == "session/end-seed" && v["data"]["inherited"] == true)
+                .then(|| v["seq"].as_u64())
+                .flatten()
+        });
+        marker.or(head["seedLength"].as_u64())
+    });
     for line in text.lines().skip(1) {
         // serde_json refuses lone surrogate escapes (which JavaScript and
         // dsh read); text is irrelevant here, so every surrogate escape
@@ -318,6 +331,9 @@ fn raw_sums(path: &Path) -> [f64; 7] {
         else {
             continue;
         };
+        if cut.is_some_and(|c| v["seq"].as_u64().is_some_and(|q| q < c)) {
+            continue;
+        }
         let ty = v["type"].as_str().unwrap_or_default();
         let summary = ty == "compaction/summary";
         if ty != "assistant/message" && !summary {

@@ -37,9 +37,12 @@ use crate::cli::render::{self, Tone, outln};
 /// "sizeBytes", "surfaceTokens", "contextWindow", "pressurePercent",
 /// "overThreshold", "route":
 /// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
-/// "busy", "stale"}, "generation", "requests", "costUsd", "unpricedRequests",
+/// "busy", "stale"}, "generation", "requests" (agent + summariser),
+/// "agentRequests", "summariserRequests", "costUsd", "unpricedRequests",
+/// "forkOf", "inheritedRequests",
 /// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "summary":
 /// {"sessions", "refused", "turns", "events", "sizeBytes", "costUsd",
+/// "unpricedRequests",
 /// "busy", "stale"}, "matched", "leftOutUnknownTime", "schema_version"}`.
 /// Times are RFC 3339 UTC strings (null when unknown).
 #[derive(Debug, Clone, clap::Args)]
@@ -286,6 +289,8 @@ fn row_json(r: &Row) -> OwnedValue {
         .with("session", s.id.as_str().into())
         .with("project", s.project.clone().into())
         .with("parent", s.parent.clone().into())
+        .with("forkOf", s.fork_of.clone().into())
+        .with("inheritedRequests", s.inherited_requests.into())
         .with("title", s.title.clone().into())
         .with("started", when_json(s.started))
         .with("startedMs", s.started.into())
@@ -323,6 +328,8 @@ fn row_json(r: &Row) -> OwnedValue {
             "requests",
             (r.sums.requests + r.sums.summariser_requests).into(),
         )
+        .with("agentRequests", r.sums.requests.into())
+        .with("summariserRequests", r.sums.summariser_requests.into())
         .with("costUsd", r.sums.cost().into())
         .with("unpricedRequests", r.sums.without_cost().into());
     if let Some(e) = &s.meter_error {
@@ -344,7 +351,7 @@ fn refused_json(r: &Refused) -> OwnedValue {
     v.with("sizeBytes", r.size.into())
 }
 
-const CSV_HEAD: [&str; 22] = [
+const CSV_HEAD: [&str; 24] = [
     "file",
     "session",
     "project",
@@ -367,6 +374,8 @@ const CSV_HEAD: [&str; 22] = [
     "cost_usd",
     "unpriced_requests",
     "refused",
+    "fork_of",
+    "inherited_requests",
 ];
 
 fn csv_row(r: &Row) -> String {
@@ -395,6 +404,8 @@ fn csv_row(r: &Row) -> String {
         csv::num(r.sums.cost()),
         r.sums.without_cost().to_string(),
         String::new(),
+        s.fork_of.clone().unwrap_or_default(),
+        s.inherited_requests.to_string(),
     ])
 }
 
@@ -481,6 +492,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             .with("events", sum(|s| s.events).into())
             .with("sizeBytes", sum(|s| s.size).into())
             .with("costUsd", total.cost().into())
+            .with("unpricedRequests", total.without_cost().into())
             .with("busy", sum(|s| s.busy_locks).into())
             .with("stale", sum(|s| s.stale_locks).into());
         ctx.print_json(
@@ -517,10 +529,11 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
     ctx.page();
     let mut t = render::table(&[
         "project", "id", "title", "started", "activity", "turns", "events", "size", "tokens", "%",
-        "cmp", "prunes", "lock", "gen", "cost $",
+        "cmp", "prunes", "lock", "gen", "cost $", "fork of",
     ]);
     t.drop_first(&[
-        "gen", "events", "prunes", "cmp", "size", "turns", "started", "tokens", "project",
+        "fork of", "gen", "events", "prunes", "cmp", "size", "turns", "started", "tokens",
+        "project",
     ]);
     let tz = &times.tz;
     for r in &rows {
@@ -548,6 +561,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             lock,
             (s.generation.to_string(), None),
             (usd(r.sums.cost()), None),
+            (s.fork_of.as_deref().map(short_id).unwrap_or_default(), None),
         ]);
     }
     for r in &refused {
@@ -559,7 +573,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
                 Some(Tone::Bad),
             ),
         ];
-        cells.extend((0..12).map(|_| (String::new(), None)));
+        cells.extend((0..13).map(|_| (String::new(), None)));
         t.add_toned_row(cells);
     }
     t.add_row(vec![
@@ -581,6 +595,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         },
         String::new(),
         usd(total.cost()),
+        String::new(),
     ]);
     outln!(ctx.out, "{t}")?;
     if matched > rows.len() {
@@ -602,6 +617,14 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             ctx.out,
             "cost: {} request(s) have no price (none for their model at their date, or one that depends on a time the log does not record); their tokens are in `dsh usage`",
             render::num(total.without_cost())
+        )?;
+    }
+    let inherited = sum(|s| s.inherited_requests);
+    if inherited > 0 {
+        outln!(
+            ctx.out,
+            "fork of: the session began as a copy of that one; the {} request(s) of the copied part are counted once, in the session that made them",
+            render::num(inherited)
         )?;
     }
     if !refused.is_empty() {

@@ -422,6 +422,7 @@ fn row_json(r: &Row, steps: bool) -> OwnedValue {
                 .with("manual", (r.compaction_modes.manual as u64).into()),
         )
         .with("failedAttempts", (r.failed as u64).into())
+        .with("inheritedRequests", (r.inherited_requests as u64).into())
         .with("prunes", (r.prunes as u64).into())
         .with("overflows", (r.overflows as u64).into())
         .with("unrecovered", (r.unrecovered as u64).into())

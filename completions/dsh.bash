@@ -179,7 +179,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__cache)
-            opts="-j -q -h -V --tokenizer --by --lifetime --block --anthropic-breakpoints --anthropic-ttl --config --calibrate --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --tokenizer --by --lifetime --cross-session-lifetime --block --anthropic-breakpoints --anthropic-ttl --config --calibrate --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -194,6 +194,10 @@ _dsh() {
                     return 0
                     ;;
                 --lifetime)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cross-session-lifetime)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -481,6 +481,12 @@ pub enum Cause {
         /// The parent session (`parentSession`).
         parent: String,
     },
+    /// The first request of a session hit a prefix an earlier session's
+    /// request left in the provider's cache ([`cross_session`]).
+    CrossSession {
+        /// That session.
+        session: String,
+    },
     /// The change has no logged explanation.
     Unknown,
 }
@@ -488,7 +494,7 @@ pub enum Cause {
 impl Cause {
     /// A stable key for grouping: `first`, `append`, `compaction`, `prune`,
     /// `replacement`, `header:system`, `header:tools`, `image-offload`,
-    /// `route`, `lifecycle`, `idle`, `unknown`.
+    /// `route`, `lifecycle`, `idle`, `fork`, `cross-session`, `unknown`.
     pub fn key(&self) -> String {
         match self {
             Cause::First => "first".into(),
@@ -502,6 +508,7 @@ impl Cause {
             Cause::Lifecycle { .. } => "lifecycle".into(),
             Cause::Idle { .. } => "idle".into(),
             Cause::Fork { .. } => "fork".into(),
+            Cause::CrossSession { .. } => "cross-session".into(),
             Cause::Unknown => "unknown".into(),
         }
     }
@@ -532,6 +539,7 @@ impl Cause {
             Cause::Lifecycle { seq } => format!("new lifecycle after end-seed {seq}"),
             Cause::Idle { gap_ms } => format!("idle {}s beyond the cache lifetime", gap_ms / 1000),
             Cause::Fork { parent } => format!("fork of {parent}"),
+            Cause::CrossSession { session } => format!("hit session {session}'s prefix"),
             Cause::Unknown => "unknown".into(),
         }
     }
@@ -718,6 +726,9 @@ pub struct Request {
     pub idle: Idle,
     /// Tokens of the request's output message (its output-end unit).
     pub output_tokens: u64,
+    /// The session whose units the predicted hit reads, when it is another
+    /// session's ([`cross_session`]).
+    pub cross_session: Option<String>,
 }
 
 impl Request {
@@ -1117,6 +1128,8 @@ pub struct CacheReport {
     pub attempts_not_sent: usize,
     /// The factor token figures were rescaled by ([`CacheReport::calibrate`]).
     pub calibrated: Option<f64>,
+    /// Per request: its content prefixes, for [`cross_session`].
+    pub(crate) prefixes: Vec<Prefix>,
 }
 
 /// Session (or many-session) totals.
@@ -1388,6 +1401,128 @@ pub(crate) fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
     }
 }
 
+/// How long a prefix unit left by one session stays usable by another
+/// when several logs are analysed together ([`cross_session`]): 6 hours.
+/// DeepSeek's cache is per account and keyed by prefix, not by session;
+/// its documentation says unused entries are cleared "typically within a
+/// few hours to a few days" and publishes no fixed lifetime, so this is an
+/// assumption (`dsh cache --cross-session-lifetime`).
+pub const CROSS_SESSION_LIFETIME_MS: u64 = 6 * 3_600_000;
+
+/// One unit of the shared cache: when it was last used, and the session
+/// whose request persisted it.
+struct Shared {
+    used: f64,
+    session: usize,
+}
+
+/// Cache across sessions. Analysed one by one, each log starts with an
+/// empty cache: every session's first request is predicted a miss. A
+/// provider's cache is not per session, though: DeepSeek keeps one per
+/// account, keyed by prefix. When several logs are analysed together (a
+/// home, a directory, many LOGs), this orders every request by time across
+/// them and lets a request hit the units any earlier request of the same
+/// route left, identified by content (system prompt, tools, each message's
+/// role and blocks, whatever the session), while they are younger than
+/// `lifetime_ms` since their last use (module doc's DeepSeek rule: input
+/// end, output end, common prefixes). Where that hit is longer than the
+/// session's own prediction it replaces it, the request names the session
+/// (`cross_session`), and a session's first request takes the cause
+/// `cross-session`.
+///
+/// Assumed: the logs share one provider account (a log does not record
+/// which account it ran under). Left out: requests whose time is not a
+/// plausible date (they cannot be ordered), requests inside a fork's
+/// inherited seed (the parent's), and Anthropic routes (explicit breakpoints, a 5-minute or
+/// 1-hour life: their cache is modelled within a session only).
+pub fn cross_session(reports: &mut [CacheReport], lifetime_ms: u64) {
+    let mut order: Vec<(f64, usize, usize)> = Vec::new();
+    for (r, rep) in reports.iter().enumerate() {
+        if rep.prefixes.len() != rep.requests.len() {
+            continue;
+        }
+        for (i, q) in rep.requests.iter().enumerate() {
+            if !q.inherited && q.time >= REAL_TIME_MIN && rule_for(&q.provider) != "anthropic" {
+                order.push((q.time, r, i));
+            }
+        }
+    }
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut units: FxHashMap<u64, Shared> = FxHashMap::default();
+    let mut seen: FxHashSet<u64> = FxHashSet::default();
+    let live = |u: &Shared, now: f64| now - u.used <= lifetime_ms as f64;
+    let mut first_done: FxHashSet<usize> = FxHashSet::default();
+    for (now, r, i) in order {
+        let (hit, k, block) = {
+            let rep = &reports[r];
+            let p = &rep.prefixes[i];
+            // The longest unit this prompt matches completely.
+            let hit = (1..p.chain.len())
+                .rev()
+                .find(|&j| units.get(&p.chain[j]).is_some_and(|u| live(u, now)))
+                .map(|j| (p.chain[j], p.ptok[j], units[&p.chain[j]].session));
+            (
+                hit,
+                rep.calibrated.unwrap_or(1.0),
+                rep.deepseek.block.max(1),
+            )
+        };
+        let first = first_done.insert(r);
+        if let Some((key, unit_tokens, from)) = hit {
+            let unit = (unit_tokens as f64 * k).round() as u64;
+            let tokens = unit / block * block;
+            if from != r && tokens > reports[r].requests[i].predicted_hit {
+                let name = reports[from].session.clone();
+                let q = &mut reports[r].requests[i];
+                q.predicted_hit = tokens.min(q.prompt_tokens);
+                q.deepseek_hit = q.predicted_hit;
+                q.deepseek_unit = unit.min(q.prompt_tokens);
+                q.cross_session = Some(name.clone());
+                if first || matches!(q.cause, Cause::First | Cause::Fork { .. }) {
+                    q.cause = Cause::CrossSession { session: name };
+                }
+            }
+            if let Some(u) = units.get_mut(&key) {
+                u.used = now;
+            }
+        }
+        // Persist: the common prefix with anything seen before, the input
+        // end, the output end.
+        let p = &reports[r].prefixes[i];
+        let n = p.chain.len();
+        if let Some(j) = (1..n)
+            .rev()
+            .find(|&j| p.lo + j >= 2 && seen.contains(&p.chain[j]))
+        {
+            units.insert(
+                p.chain[j],
+                Shared {
+                    used: now,
+                    session: r,
+                },
+            );
+        }
+        units.insert(
+            p.chain[n - 1],
+            Shared {
+                used: now,
+                session: r,
+            },
+        );
+        seen.extend(p.chain.iter().copied());
+        if let Some(c) = p.out {
+            units.insert(
+                c,
+                Shared {
+                    used: now,
+                    session: r,
+                },
+            );
+            seen.insert(c);
+        }
+    }
+}
+
 /// Loading failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -1461,6 +1596,10 @@ impl Observer for Analysis {
 #[derive(Debug, Clone)]
 struct Seg {
     id: u64,
+    /// What the provider sees: the header part's hash, or a node's message
+    /// (role and content blocks) hashed, whatever its seq. Units matched
+    /// across sessions are identified by these ([`cross_session`]).
+    content: u64,
     tokens: u64,
     what: Segment,
 }
@@ -1522,8 +1661,23 @@ struct Prev {
     /// are.
     chain: Vec<u64>,
     ptok: Vec<u64>,
+    /// The content prefix hashes of `ext` (`cchain[k]` covers `ext[..k]`).
+    cchain: Vec<u64>,
     header: HeaderState,
     time: f64,
+}
+
+/// A request's content prefixes, for matching units across sessions: the
+/// content hash and token offset of every prefix from `lo` segments on
+/// (`chain[k]` covers the first `lo + k` segments; shorter ones were the
+/// previous request's, persisted and seen already), and the hash of its
+/// output end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Prefix {
+    lo: usize,
+    chain: Vec<u64>,
+    ptok: Vec<u64>,
+    out: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -1632,6 +1786,10 @@ pub(crate) struct Collector {
     fresh_min: u64,
     meter: Option<(u64, ReplaceKind, Option<SummaryCall>)>,
     requests: Vec<Request>,
+    /// Per request: its content prefixes ([`Prefix`]).
+    prefixes: Vec<Prefix>,
+    /// Node seq → its message's content identity.
+    contents: FxHashMap<u64, u64>,
     replacements: Vec<Replacement>,
     live: Vec<usize>,
     last_time: f64,
@@ -1667,6 +1825,8 @@ impl Collector {
             fresh_min: u64::MAX,
             meter: None,
             requests: Vec::new(),
+            prefixes: Vec::new(),
+            contents: FxHashMap::default(),
             replacements: Vec::new(),
             live: Vec::new(),
             last_time: f64::NEG_INFINITY,
@@ -1678,6 +1838,14 @@ impl Collector {
     /// child's own events begin.
     pub(crate) fn inherited_cut(&self) -> Option<u64> {
         self.inherited_cut
+    }
+
+    /// A node's content identity (its seq's, for a node with no message).
+    fn content_of(&self, seq: u64) -> u64 {
+        self.contents
+            .get(&seq)
+            .copied()
+            .unwrap_or_else(|| node_base(seq))
     }
 
     /// Whether the node `seq` joined the surface since the last request.
@@ -1885,8 +2053,10 @@ impl Collector {
         // Route, system, tools, the nodes, and room for the output a request
         // appends (`Prev::ext`) without a copy.
         let mut segs = Vec::with_capacity(surface.nodes.len() + 4);
+        let route = hash_str(0, &format!("{}/{}", h.provider, h.model));
         segs.push(Seg {
-            id: hash_str(0, &format!("{}/{}", h.provider, h.model)),
+            id: route,
+            content: route,
             tokens: 0,
             what: Segment::Route,
         });
@@ -1894,11 +2064,13 @@ impl Collector {
         // system → messages, DeepSeek's (as dsh lays it out) system → tools.
         let system = h.system.map(|(id, tokens)| Seg {
             id,
+            content: id,
             tokens,
             what: Segment::System,
         });
         let tools = h.tools.map(|(id, tokens)| Seg {
             id,
+            content: id,
             tokens,
             what: Segment::Tools,
         });
@@ -1920,6 +2092,7 @@ impl Collector {
             };
             segs.push(Seg {
                 id: mix(n.base, v),
+                content: mix(self.content_of(n.seq), v),
                 tokens: self.node_tokens(n.seq, n.tokens),
                 what: Segment::Node {
                     seq: n.seq,
@@ -2092,21 +2265,28 @@ impl Collector {
         // hashes and offsets are the previous request's, so only the rest
         // is hashed (hashing every segment of every request is quadratic
         // in a session's length).
-        let (mut chain, mut ptok, same) = match self.prev.as_mut() {
+        let (mut chain, mut ptok, mut cchain, same) = match self.prev.as_mut() {
             Some(p) => {
                 let same = segs
                     .iter()
                     .zip(&p.ext)
                     .take_while(|(a, b)| a.id == b.id && a.tokens == b.tokens)
                     .count();
-                let (mut chain, mut ptok) =
-                    (std::mem::take(&mut p.chain), std::mem::take(&mut p.ptok));
+                let (mut chain, mut ptok, mut cchain) = (
+                    std::mem::take(&mut p.chain),
+                    std::mem::take(&mut p.ptok),
+                    std::mem::take(&mut p.cchain),
+                );
                 chain.truncate(same + 1);
                 ptok.truncate(same + 1);
-                (chain, ptok, same)
+                cchain.truncate(same + 1);
+                (chain, ptok, cchain, same)
             }
-            None => (vec![ROOT], vec![0u64], 0),
+            None => (vec![ROOT], vec![0u64], vec![ROOT], 0),
         };
+        for s in &segs[same..] {
+            cchain.push(mix(*cchain.last().unwrap(), s.content));
+        }
         chain.reserve(n + 2 - chain.len());
         ptok.reserve(n + 2 - ptok.len());
         for s in &segs[same..] {
@@ -2224,6 +2404,13 @@ impl Collector {
         // Persist this request's units: input end, output end, and the
         // common prefix it shares with anything sent before.
         let out_chain = out.as_ref().map(|o| mix(chain[n], o.id));
+        let lo = same.min(hit_at);
+        self.prefixes.push(Prefix {
+            lo,
+            chain: cchain[lo..=n].to_vec(),
+            ptok: ptok[lo..=n].to_vec(),
+            out: out.as_ref().map(|o| mix(cchain[n], o.content)),
+        });
         let out_tokens = out.as_ref().map_or(0, |o| o.tokens);
         if self.opts.deepseek.common_prefix_units
             && let Some(i) = (2..=n).rev().find(|&i| self.seen.contains(&chain[i]))
@@ -2282,6 +2469,7 @@ impl Collector {
             reported,
             idle,
             output_tokens: out_tokens,
+            cross_session: None,
         };
         // Replacements: the first request after one, and savings after. A
         // live replacement is a current node (it leaves `live` when shadowed).
@@ -2305,12 +2493,14 @@ impl Collector {
         if let (Some(o), Some(oc)) = (&out, out_chain) {
             chain.push(oc);
             ptok.push(ptok[n] + o.tokens);
+            cchain.push(mix(cchain[n], o.content));
         }
         ext.extend(out);
         self.prev = Some(Prev {
             ext,
             chain,
             ptok,
+            cchain,
             header: snap.header,
             time: now,
         });
@@ -2395,6 +2585,9 @@ impl Collector {
                 self.exact.insert(ev.seq, n);
             }
             let recs = self.block_recs(m.get("content"));
+            let role = m.get("role").and_then(|r| r.as_str()).unwrap_or_default();
+            let content = recs.iter().fold(hash_str(10, &role), |h, b| mix(h, b.hash));
+            self.contents.insert(ev.seq, content);
             self.blocks.insert(ev.seq, recs);
         }
         // Attempts and their sent points (`crate::attempt`): one ended
@@ -2480,6 +2673,7 @@ impl Collector {
                 .and_then(|(position, n)| {
                     n.derives.then(|| Seg {
                         id: mix(node_base(n.seq), 0),
+                        content: mix(self.content_of(n.seq), 0),
                         tokens: self.node_tokens(n.seq, n.tokens),
                         what: Segment::Node {
                             seq: n.seq,
@@ -2580,6 +2774,7 @@ impl Collector {
             warnings: Vec::new(),
             attempts_not_sent: self.attempts_not_sent,
             calibrated: None,
+            prefixes: self.prefixes,
         }
     }
 }
@@ -2669,6 +2864,7 @@ mod tests {
             reported: None,
             idle: Idle::None,
             output_tokens: 0,
+            cross_session: None,
         }
     }
 
@@ -2711,6 +2907,7 @@ mod tests {
             warnings: Vec::new(),
             attempts_not_sent: 0,
             calibrated: None,
+            prefixes: Vec::new(),
         };
         let c = r.replacement_cost(0, &Fixed).unwrap();
         // 10 000 × (2 − 0.5) / 1e6
@@ -2770,6 +2967,7 @@ mod tests {
             warnings: Vec::new(),
             attempts_not_sent: 0,
             calibrated: None,
+            prefixes: Vec::new(),
         };
         let c = r.request_cost(&r.requests[1], &Fixed).unwrap();
         // 2 000 × 0.5 / 1e6

@@ -273,7 +273,8 @@ pub(crate) fn parse_duration(s: &str) -> Result<u64, String> {
         "" | "s" => 1000,
         "m" | "min" => 60_000,
         "h" => 3_600_000,
-        _ => return Err(format!("unknown unit in {s:?} (ms, s, m, h)")),
+        "d" => 86_400_000,
+        _ => return Err(format!("unknown unit in {s:?} (ms, s, m, h, d)")),
     };
     n.checked_mul(mul)
         .ok_or_else(|| format!("{s:?} is too large"))

@@ -1876,3 +1876,96 @@ fn packed_rows_give_the_report_their_chunks_give_one_by_one() {
     assert_eq!(reports[2]["timesReal"], false);
     assert_eq!(reports[4]["timesReal"], false);
 }
+
+/// Issue 42: one provider account, one prefix cache, several sessions. A
+/// loopback DeepSeek-like provider (prefix units, keyed by content, kept
+/// across sessions) serves four sessions that share a system prompt and
+/// tools: B asks A's first question again, C a new one, D another. `dsh
+/// cache` over the four predicts every request's hit exactly as the
+/// provider reported it: B's first request hits A's prompt, D's the system
+/// prompt and tools C revealed as a common prefix; alone, each first
+/// request is a miss, and the report says what one log cannot see.
+#[test]
+fn sessions_sharing_a_system_prompt_hit_each_others_prefixes() {
+    let turn = |g: &mut Gen, q: &str| {
+        g.turn_start(q);
+        g.model(vec![text(&filler("the answer", 300))]);
+        g.turn_end();
+    };
+    let provider = Provider::start(5);
+    let base = Some(provider.base.clone());
+    let mut time = 1_780_000_000_000;
+    let mut session = |id: &str, questions: &[&str]| {
+        let mut g = Gen::new(base.clone());
+        g.lines[0] = g.lines[0].replace("\"cache-test\"", &format!("\"{id}\""));
+        g.time = time;
+        for q in questions {
+            turn(&mut g, &filler(q, 700));
+        }
+        time = g.time + 120_000;
+        g
+    };
+    let a = session("sess-a", &["question one", "question two"]);
+    let b = session("sess-b", &["question one"]);
+    let c = session("sess-c", &["question three"]);
+    let d = session("sess-d", &["question four"]);
+    drop(provider);
+    let env = TestEnv::new();
+    let dir = env.home().join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (g, name) in [
+        (&a, "a.jsonl"),
+        (&b, "b.jsonl"),
+        (&c, "c.jsonl"),
+        (&d, "d.jsonl"),
+    ] {
+        g.write(&dir, name);
+    }
+    let v = cache_json(&env, &[dir.to_str().unwrap()]);
+    let logs = v["logs"].as_array().unwrap();
+    let of = |id: &str| logs.iter().find(|l| l["session"] == id).unwrap();
+    for (g, id) in [
+        (&a, "sess-a"),
+        (&b, "sess-b"),
+        (&c, "sess-c"),
+        (&d, "sess-d"),
+    ] {
+        let reqs = of(id)["requests"].as_array().unwrap();
+        assert_eq!(reqs.len(), g.requests.len());
+        for (r, (seq, prompt, hit, _)) in reqs.iter().zip(&g.requests) {
+            assert_eq!(r["promptTokens"], *prompt, "{id} seq {seq}");
+            assert_eq!(r["predictedHit"], *hit, "{id} seq {seq}: {r}");
+        }
+    }
+    let first = |id: &str| of(id)["requests"][0].clone();
+    let b0 = first("sess-b");
+    assert_eq!(b0["cause"]["kind"], "cross-session", "{b0}");
+    assert_eq!(b0["cause"]["session"], "sess-a");
+    assert_eq!(b0["crossSession"], "sess-a");
+    assert_eq!(b0["predictedHit"], b.requests[0].1 / BLOCK * BLOCK);
+    assert_eq!(first("sess-c")["predictedHit"], 0);
+    let d0 = first("sess-d");
+    assert!(d0["predictedHit"].as_u64().unwrap() > 0, "{d0}");
+    assert_eq!(d0["cause"]["session"], "sess-c", "{d0}");
+    assert_eq!(v["summary"]["crossSession"]["hits"], 2);
+    // The lifetime is an assumption with a flag: 1 minute is too short for
+    // the two minutes between sessions; 0 turns it off.
+    for lt in ["1m", "0"] {
+        let v = cache_json(
+            &env,
+            &["--cross-session-lifetime", lt, dir.to_str().unwrap()],
+        );
+        let b0 = &v["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["session"] == "sess-b")
+            .unwrap()["requests"][0];
+        assert_eq!(b0["predictedHit"], 0, "{lt}: {b0}");
+        assert_eq!(b0["cause"]["kind"], "first");
+    }
+    // One log alone: its first request is a miss, and it says why.
+    let one = cache_json(&env, &[dir.join("b.jsonl").to_str().unwrap()]);
+    assert_eq!(one["requests"][0]["predictedHit"], 0);
+    assert!(one["crossSession"].as_str().unwrap().contains("invisible"));
+}

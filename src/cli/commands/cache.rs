@@ -120,6 +120,12 @@ pub struct CacheArgs {
     /// than this expire it, when the log's times are real. Default: never.
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration)]
     pub lifetime: Option<u64>,
+    /// With several logs (a home, a directory, many LOGs): how long a prefix
+    /// one session left stays usable by another after its last use (e.g.
+    /// 30m, 6h, 2d; 0 turns the cross-session cache off). DeepSeek's cache
+    /// is per account and publishes no lifetime: this is an assumption.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, default_value = "6h")]
+    pub cross_session_lifetime: u64,
     /// DeepSeek's storage granularity: hits are whole multiples of this.
     #[arg(long, value_name = "TOKENS", default_value_t = 128)]
     pub block: u64,
@@ -251,10 +257,17 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             }
         }
     }
+    let cross = (!single && reports.len() > 1 && args.cross_session_lifetime > 0)
+        .then_some(args.cross_session_lifetime);
+    if let Some(lt) = cross {
+        dsh::cache::cross_session(&mut reports, lt);
+    }
     let by_cause = args.by.is_some();
     if ctx.json {
         let v = if single {
-            report_json(&reports[0], &prices).with("schema_version", SCHEMA_VERSION.into())
+            report_json(&reports[0], &prices)
+                .with("crossSession", ONE_LOG.into())
+                .with("schema_version", SCHEMA_VERSION.into())
         } else {
             let mut totals = Totals::default();
             let mut logs: Vec<OwnedValue> = Vec::new();
@@ -278,6 +291,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
                     Value::obj()
                         .with("logs", (reports.len() as u64).into())
                         .with("errors", (errors.len() as u64).into())
+                        .with("crossSession", cross_json(cross, &reports))
                         .with(
                             "totals",
                             totals_json(
@@ -302,6 +316,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         } else {
             human_one(ctx, r, &prices)?;
         }
+        outln!(ctx.out, "{ONE_LOG}")?;
     } else {
         let mut totals = Totals::default();
         let mut t = render::table(&[
@@ -353,9 +368,53 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             rate(totals.reported_rate()),
         )?;
         cost_lines(ctx, &totals, predicted_cost(&reports, &prices))?;
+        match cross {
+            Some(lt) => outln!(
+                ctx.out,
+                "cross-session: requests ordered by time across the logs, one provider account assumed; a prefix stays usable {} after its last use (--cross-session-lifetime); {} request(s) hit another session's prefix",
+                human_ms(lt),
+                cross_hits(&reports)
+            )?,
+            None => outln!(
+                ctx.out,
+                "cross-session cache off (--cross-session-lifetime 0)"
+            )?,
+        }
         outln!(ctx.out, "{NOT_A_BILL}")?;
     }
     Ok(status)
+}
+
+/// A lifetime as the largest whole unit: `6h`, `90m`, `45s`.
+fn human_ms(ms: u64) -> String {
+    match ms {
+        m if m % 86_400_000 == 0 => format!("{}d", m / 86_400_000),
+        m if m % 3_600_000 == 0 => format!("{}h", m / 3_600_000),
+        m if m % 60_000 == 0 => format!("{}m", m / 60_000),
+        m if m % 1000 == 0 => format!("{}s", m / 1000),
+        m => format!("{m}ms"),
+    }
+}
+
+/// What one log cannot see.
+const ONE_LOG: &str = "one log alone: hits on prefixes other sessions left in the provider's cache are invisible to it (give several logs or a home)";
+
+/// Requests whose predicted hit is another session's prefix.
+fn cross_hits(reports: &[CacheReport]) -> usize {
+    reports
+        .iter()
+        .flat_map(|r| &r.requests)
+        .filter(|q| q.cross_session.is_some())
+        .count()
+}
+
+fn cross_json(lifetime: Option<u64>, reports: &[CacheReport]) -> OwnedValue {
+    match lifetime {
+        None => Value::Null,
+        Some(lt) => Value::obj()
+            .with("lifetimeMs", lt.into())
+            .with("hits", (cross_hits(reports) as u64).into()),
+    }
 }
 
 /// The predicted cache writes and prompt cost, when there are any.
@@ -791,6 +850,7 @@ fn cause_json(c: &Cause) -> OwnedValue {
         }
         Cause::Idle { gap_ms } => v = v.with("gapMs", (*gap_ms).into()),
         Cause::Fork { parent } => v = v.with("parent", parent.as_str().into()),
+        Cause::CrossSession { session } => v = v.with("session", session.as_str().into()),
         _ => {}
     }
     if let Some(s) = c.seq() {
@@ -865,6 +925,7 @@ fn request_json(r: &CacheReport, q: &Request, prices: &dyn Prices) -> OwnedValue
         .with("messages", (q.messages as u64).into())
         .with("firstChanged", first)
         .with("cause", cause_json(&q.cause))
+        .with("crossSession", q.cross_session.clone().into())
         .with(
             "headerChanges",
             Value::Arr(q.header_changes.iter().map(|h| h.as_str().into()).collect()),

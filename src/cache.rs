@@ -908,18 +908,8 @@ impl Prices for NoPrices {
 impl Prices for crate::price::PriceTable {
     fn rates(&self, provider: &str, model: &str, time_ms: Option<i64>) -> Option<Rates> {
         let e = self.entry(provider, model, time_ms).ok()?;
-        let r = match (&e.off_peak, time_ms) {
-            (None, _) => e.rates,
-            (Some(off), Some(t)) => {
-                if crate::price::deepseek_peak(t) {
-                    e.rates
-                } else {
-                    *off
-                }
-            }
-            // The rate depends on the hour and the time is unknown.
-            (Some(_), None) => return None,
-        };
+        // `None`: the rate depends on the hour and the time is unknown.
+        let (r, _) = e.rates_at(time_ms)?;
         Some(Rates {
             miss: r.input,
             hit: r.cache_hit,

@@ -567,6 +567,7 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
 // offPeak    = { input = 0.07, cacheHit = 0.0014, output = 0.14 }  # optional: the figures
 //                                     # above are then DeepSeek's peak rates
 // source     = "my contract"          # optional
+// read       = "2026-12-05"           # optional: when the source was read
 // ```
 
 fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
@@ -673,7 +674,9 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
             from_ms,
             rates,
             off_peak,
+            windows: crate::price::Windows::Peak,
             source: string(t, "source", &name)?.unwrap_or_else(|| "config".into()),
+            read: string(t, "read", &name)?,
             origin: crate::price::Origin::Config,
             confirmed: true,
         });
@@ -682,6 +685,19 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
 }
 
 impl Config {
+    /// The price table in force: the built-in one, the `[[prices]]`
+    /// entries, and the configured routes' base URLs (a provider reaching
+    /// a priced provider's endpoint shares its prices).
+    pub fn price_table(&self) -> crate::price::PriceTable {
+        crate::price::PriceTable::builtin()
+            .with(&self.prices)
+            .with_endpoints(
+                self.routes
+                    .iter()
+                    .filter_map(|r| r.base_url.as_deref().map(|u| (r.provider.as_str(), u))),
+            )
+    }
+
     /// Parse and validate a TOML text.
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
         let table: Table = text

@@ -124,10 +124,15 @@ pub struct Price {
     /// The rates (the peak rates when `off_peak` is set).
     pub rates: Rates,
     /// DeepSeek's off-peak rates: when set, `rates` apply only inside the
-    /// peak windows ([`deepseek_peak`]) and these everywhere else.
+    /// peak hours of `windows` and these everywhere else.
     pub off_peak: Option<Rates>,
+    /// Which hours are peak when `off_peak` is set.
+    pub windows: Windows,
     /// The page the figures were read from.
     pub source: String,
+    /// When `source` was read (`YYYY-MM-DD`); `None` for a config entry
+    /// that does not say.
+    pub read: Option<String>,
     /// Built in or from the config.
     pub origin: Origin,
     /// Whether the figures and the date were read on the provider's own
@@ -135,6 +140,60 @@ pub struct Price {
     /// summaries, or whose effective date is assumed; a config entry is
     /// the user's word and counts as confirmed.
     pub confirmed: bool,
+}
+
+/// Which hours an entry's `rates` (not its `off_peak` rates) apply in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Windows {
+    /// DeepSeek V4's peak hours ([`deepseek_peak`]), from mid-2026.
+    #[default]
+    Peak,
+    /// DeepSeek's 2025 night discount: the discount (`off_peak`) applies
+    /// daily 16:30–00:30 UTC ([`deepseek_night`]), the standard rates the
+    /// rest of the day.
+    Night,
+}
+
+impl Windows {
+    /// `deepseek` (peak hours) / `night` (the 2025 discount).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Windows::Peak => "deepseek",
+            Windows::Night => "night",
+        }
+    }
+
+    /// Whether `rates` (not `off_peak`) apply at `ms`.
+    pub fn standard(self, ms: i64) -> bool {
+        match self {
+            Windows::Peak => deepseek_peak(ms),
+            Windows::Night => !deepseek_night(ms),
+        }
+    }
+}
+
+impl Price {
+    /// The rates in force at `time` (`None`: they depend on the hour and
+    /// the time is unknown), and whether they are the standard (peak) ones
+    /// when the entry has off-peak rates.
+    pub fn rates_at(&self, time: Option<i64>) -> Option<(Rates, Option<bool>)> {
+        match (&self.off_peak, time) {
+            (None, _) => Some((self.rates, None)),
+            (Some(off), Some(t)) => Some(if self.windows.standard(t) {
+                (self.rates, Some(true))
+            } else {
+                (*off, Some(false))
+            }),
+            (Some(_), None) => None,
+        }
+    }
+}
+
+/// DeepSeek's 2025 night discount hours: every day 16:30–00:30 UTC
+/// (00:30–08:30 Beijing time).
+pub fn deepseek_night(ms: i64) -> bool {
+    let minute = ms.rem_euclid(civil::DAY_MS) / 60_000;
+    !(30..16 * 60 + 30).contains(&minute)
 }
 
 /// What one request costs.
@@ -173,9 +232,10 @@ pub fn deepseek_peak(ms: i64) -> bool {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PriceTable {
     entries: Vec<Price>,
+    /// Provider → the host its base URL reaches.
+    endpoints: Vec<(String, String)>,
 }
 
-const DEEPSEEK_LEGACY_PAGE: &str = "https://api-docs.deepseek.com/quick_start/pricing-details-usd";
 const DEEPSEEK_PAGE: &str = "https://api-docs.deepseek.com/quick_start/pricing";
 const ANTHROPIC_PAGE: &str = "https://platform.claude.com/docs/en/docs/about-claude/pricing";
 
@@ -210,163 +270,287 @@ fn anthropic(input: f64, output: f64) -> Rates {
     }
 }
 
-impl PriceTable {
-    /// The built-in table.
-    ///
-    /// Figures read on 2026-12-03 (dsh's own reading of stored copies of the
-    /// pages; nothing is fetched at run time). What could not be confirmed on
-    /// the provider's own page is marked *unconfirmed*; a `[[prices]]` entry
-    /// in the config corrects any of it.
-    pub fn builtin() -> PriceTable {
-        let mut e = Vec::new();
-        let mut add = |provider: &str,
-                       model: &str,
-                       from: Option<i64>,
-                       r: Rates,
-                       off: Option<Rates>,
-                       src: &str,
-                       confirmed: bool| {
-            e.push(Price {
-                provider: provider.into(),
-                model: model.into(),
-                from_ms: from,
-                rates: r,
-                off_peak: off,
-                source: src.into(),
-                origin: Origin::BuiltIn,
-                confirmed,
-            })
-        };
-        // Entries not confirmed on the provider's own page (see below).
-        const UNCONFIRMED: bool = false;
-        const CONFIRMED: bool = true;
-        const DS: &str = "deepseek-official";
-        // --- DeepSeek ----------------------------------------------------
-        // Legacy names, USD table of DEEPSEEK_LEGACY_PAGE (read 2026-12-03):
-        // deepseek-chat 0.07 hit / 0.27 miss / 1.10 output, deepseek-reasoner
-        // 0.14 / 0.55 / 2.19. The page carries no effective date: the entry
-        // applies from the model's first use (start date unconfirmed).
-        add(
-            DS,
-            "deepseek-chat",
-            None,
+/// One built-in entry before it is a [`Price`]: what was read, where and
+/// when, and whether on the provider's own page.
+struct Row<'a> {
+    provider: &'a str,
+    models: &'a [&'a str],
+    from: &'a str,
+    rates: Rates,
+    off_peak: Option<Rates>,
+    windows: Windows,
+    source: &'a str,
+    read: &'a str,
+    confirmed: bool,
+}
+
+/// DeepSeek's price history as dsh knows it (docs/prices.md gives the
+/// reading behind each row and what stays unknown). `from` is when the
+/// row took effect (UTC); a row applies until the next row of the same
+/// model.
+fn deepseek_rows() -> Vec<Row<'static>> {
+    const DS: &str = "deepseek-official";
+    const LEGACY: &[&str] = &["deepseek-chat", "deepseek-reasoner"];
+    const FLASH: &[&str] = &[
+        "deepseek-v4-flash",
+        "deepseek-chat",
+        "deepseek-reasoner",
+        "deepseek-v4-flash-vision-exp",
+    ];
+    let row = |models, from, rates, off_peak, windows, source, read, confirmed| Row {
+        provider: DS,
+        models,
+        from,
+        rates,
+        off_peak,
+        windows,
+        source,
+        read,
+        confirmed,
+    };
+    let flat = Windows::Peak;
+    vec![
+        // V3 (deepseek-chat) after its launch promotion, R1
+        // (deepseek-reasoner) from its launch: the figures are the
+        // official page's "standard price" (stored copy of 2025-09); the
+        // start dates are the launches', read in news coverage.
+        row(
+            &["deepseek-chat"],
+            "2025-02-08T16:00Z",
             rates(0.07, 0.27, 1.10),
             None,
-            DEEPSEEK_LEGACY_PAGE,
-            CONFIRMED,
-        );
-        add(
-            DS,
-            "deepseek-reasoner",
-            None,
+            flat,
+            DEEPSEEK_PAGE_2025,
+            "2026-12-05",
+            false,
+        ),
+        row(
+            &["deepseek-reasoner"],
+            "2025-01-20",
             rates(0.14, 0.55, 2.19),
             None,
-            DEEPSEEK_LEGACY_PAGE,
-            CONFIRMED,
-        );
-        // V4 launch, 2026-04-24: deepseek-v4-flash 0.14 miss / 0.28 output
-        // with cache hits at ten times the later price (0.028); the legacy
-        // names map to V4-Flash from then on. Unconfirmed on DeepSeek's own
-        // page: read in third-party summaries of it (dev.to, tokenmix.ai,
-        // chat-deep.ai, 2026-04), which also give V4-Pro's launch promotion
-        // (75% off 0.145 / 1.74 / 3.48) as 0.03625? / 0.435 / 0.87.
-        let v4_launch = at("2026-04-24");
-        for m in ["deepseek-v4-flash", "deepseek-chat", "deepseek-reasoner"] {
-            add(
-                DS,
-                m,
-                v4_launch,
-                rates(0.028, 0.14, 0.28),
-                None,
-                DEEPSEEK_PAGE,
-                UNCONFIRMED,
-            );
-        }
-        add(
-            DS,
-            "deepseek-v4-pro",
-            v4_launch,
-            rates(0.036_25, 0.435, 0.87),
+            flat,
+            DEEPSEEK_PAGE_2025,
+            "2026-12-05",
+            false,
+        ),
+        // The night discount, 16:30–00:30 UTC daily: V3 50% off, R1 75% off,
+        // both 0.035 / 0.135 / 0.55 (official page); from the night of
+        // 2025-02-26 (news coverage).
+        row(
+            &["deepseek-chat"],
+            "2025-02-26T16:30Z",
+            rates(0.07, 0.27, 1.10),
+            Some(rates(0.035, 0.135, 0.55)),
+            Windows::Night,
+            DEEPSEEK_PAGE_2025,
+            "2026-12-05",
+            false,
+        ),
+        row(
+            &["deepseek-reasoner"],
+            "2025-02-26T16:30Z",
+            rates(0.14, 0.55, 2.19),
+            Some(rates(0.035, 0.135, 0.55)),
+            Windows::Night,
+            DEEPSEEK_PAGE_2025,
+            "2026-12-05",
+            false,
+        ),
+        // V3.1: one price for both names and no night discount "starting
+        // from 16:00 UTC on Sept 5th, 2025" (official page, figures and time).
+        row(
+            LEGACY,
+            "2025-09-05T16:00Z",
+            rates(0.07, 0.56, 1.68),
             None,
-            DEEPSEEK_PAGE,
-            UNCONFIRMED,
-        );
-        // 2026-04-26 12:15 UTC: every cache-hit price cut to a tenth:
-        // V4-Flash 0.0028 / 0.14 / 0.28, V4-Pro 0.003625 / 0.435 / 0.87 (the
-        // figures issue 14 quotes from DeepSeek's pages; the date and the
-        // Pro figures unconfirmed on the official page, read in the same
-        // third-party summaries).
-        let cache_cut = at("2026-04-26T12:15Z");
-        for m in ["deepseek-v4-flash", "deepseek-chat", "deepseek-reasoner"] {
-            add(
-                DS,
-                m,
-                cache_cut,
-                rates(0.0028, 0.14, 0.28),
-                None,
-                DEEPSEEK_PAGE,
-                UNCONFIRMED,
-            );
-        }
-        add(
-            DS,
-            "deepseek-v4-pro",
-            cache_cut,
+            flat,
+            DEEPSEEK_PAGE_2025,
+            "2026-12-05",
+            true,
+        ),
+        // V3.2-Exp: "API prices drop 50%+, effective immediately" on
+        // 2025-09-29 (the hour is not known: the day's start is used).
+        row(
+            LEGACY,
+            "2025-09-29",
+            rates(0.028, 0.28, 0.42),
+            None,
+            flat,
+            V32_NEWS,
+            "2026-12-05",
+            false,
+        ),
+        // V4 preview, 2026-04-24: the legacy names map to V4-Flash; Pro at
+        // its launch list price.
+        row(
+            FLASH,
+            "2026-04-24",
+            rates(0.028, 0.14, 0.28),
+            None,
+            flat,
+            V4_SUMMARY,
+            "2026-12-05",
+            false,
+        ),
+        row(
+            &["deepseek-v4-pro"],
+            "2026-04-24",
+            rates(0.145, 1.74, 3.48),
+            None,
+            flat,
+            V4_SUMMARY,
+            "2026-12-05",
+            false,
+        ),
+        // 2026-04-26 12:15 UTC: every cache-hit price cut to a tenth of
+        // launch; Pro at 75% off (made permanent on 2026-05-22; when the
+        // discount began, within those two days, is not known).
+        row(
+            FLASH,
+            "2026-04-26T12:15Z",
+            rates(0.0028, 0.14, 0.28),
+            None,
+            flat,
+            V4_SUMMARY,
+            "2026-12-05",
+            false,
+        ),
+        row(
+            &["deepseek-v4-pro"],
+            "2026-04-26T12:15Z",
             rates(0.003_625, 0.435, 0.87),
             None,
+            flat,
+            V4_SUMMARY,
+            "2026-12-05",
+            false,
+        ),
+        // V4 official, "mid-July" 2026: peak hours (09:00–12:00 and
+        // 14:00–18:00 Beijing) at twice the unchanged off-peak price. The
+        // day is not known: the legacy names' retirement (2026-07-24
+        // 15:59 UTC) is used; the USD peak figures are the CNY notice's
+        // doubling applied to the USD off-peak ones.
+        row(
+            &["deepseek-v4-flash", "deepseek-v4-flash-vision-exp"],
+            "2026-07-24T16:00Z",
+            rates(0.0056, 0.28, 0.56),
+            Some(rates(0.0028, 0.14, 0.28)),
+            Windows::Peak,
+            V4_PEAK_NEWS,
+            "2026-12-05",
+            false,
+        ),
+        row(
+            &["deepseek-v4-pro"],
+            "2026-07-24T16:00Z",
+            rates(0.007_25, 0.87, 1.74),
+            Some(rates(0.003_625, 0.435, 0.87)),
+            Windows::Peak,
+            V4_PEAK_NEWS,
+            "2026-12-05",
+            false,
+        ),
+        // The page as read 2026-12-03 (DeepSeek-V4.1-Flash-1017,
+        // DeepSeek-V4-Pro-0813), peak / off-peak: flash 0.006 / 0.30 / 1.20
+        // and 0.003 / 0.15 / 0.60, pro 0.044 / 1.32 / 3.96 and 0.022 / 0.66
+        // / 1.98; the legacy Flash names billed at Flash prices. No
+        // effective date on the page: the Flash version's 2026-10-17 is
+        // assumed.
+        row(
+            &[
+                "deepseek-flash",
+                "deepseek-v4-flash",
+                "deepseek-v4-flash-vision-exp",
+            ],
+            "2026-10-17",
+            rates(0.006, 0.30, 1.20),
+            Some(rates(0.003, 0.15, 0.60)),
+            Windows::Peak,
             DEEPSEEK_PAGE,
-            UNCONFIRMED,
-        );
-        // DEEPSEEK_PAGE as read 2026-12-03 (model versions
-        // DeepSeek-V4.1-Flash-1017 and DeepSeek-V4-Pro-0813): peak / off-peak
-        // per 1M tokens, cache hit / miss / output:
-        //   deepseek-flash   peak 0.006 / 0.30 / 1.20, off-peak 0.003 / 0.15 / 0.60
-        //   deepseek-v4-pro  peak 0.044 / 1.32 / 3.96, off-peak 0.022 / 0.66 / 1.98
-        // "The legacy names deepseek-v4-flash and deepseek-v4-flash-vision-exp
-        // are still accepted ... billed at Flash prices." Off-peak is half of
-        // peak; peak is weekdays 01:00–04:00 and 06:00–10:00 UTC. The page
-        // gives no effective date; 2026-10-17 (the Flash version's date) is
-        // assumed (unconfirmed), so requests between the cache cut and it
-        // take the cache-cut prices.
-        let v41 = at("2026-10-17");
-        let flash_peak = rates(0.006, 0.30, 1.20);
-        let flash_off = rates(0.003, 0.15, 0.60);
-        for m in [
-            "deepseek-flash",
-            "deepseek-v4-flash",
-            "deepseek-v4-flash-vision-exp",
-        ] {
-            add(
-                DS,
-                m,
-                v41,
-                flash_peak,
-                Some(flash_off),
-                DEEPSEEK_PAGE,
-                UNCONFIRMED,
-            );
-        }
-        add(
-            DS,
-            "deepseek-v4-pro",
-            v41,
+            "2026-12-03",
+            false,
+        ),
+        row(
+            &["deepseek-v4-pro"],
+            "2026-10-17",
             rates(0.044, 1.32, 3.96),
             Some(rates(0.022, 0.66, 1.98)),
+            Windows::Peak,
             DEEPSEEK_PAGE,
-            UNCONFIRMED,
-        );
+            "2026-12-03",
+            false,
+        ),
+    ]
+}
+
+/// A stored copy of DeepSeek's pricing page from September 2025 (the V3.1
+/// table, the standard and night prices in force before it).
+const DEEPSEEK_PAGE_2025: &str =
+    "https://api-docs.deepseek.com/quick_start/pricing (stored copy, 2025-09)";
+/// Coverage of the V3.2-Exp announcement quoting DeepSeek's API news.
+const V32_NEWS: &str =
+    "https://skywork.ai/blog/?p=10736; https://benchlm.ai/blog/posts/deepseek-api-pricing";
+/// Summaries of the V4 pricing page (April–May 2026).
+const V4_SUMMARY: &str = "https://tokenmix.ai/blog/deepseek-api-pricing; https://nerova.ai/costs-roi/deepseek-v4-pricing-explained-2026; https://dev.to/super_jarvis_76aa3fc6035d/deepseek-v4-price-pro-vs-flash-api-costs-4lba";
+/// Coverage of DeepSeek's 2026-06-29 notice of peak pricing.
+const V4_PEAK_NEWS: &str = "https://en.5iter.com/keji/76653.html; https://yangtzeer.com/?p=5149; https://ai-tldr.dev/releases/deepseek-v4-peak-off-peak-pricing/";
+
+/// Where each built-in provider's requests go: providers whose base URL
+/// has the same host share prices ([`PriceTable::entry`]). `deepseek` is
+/// the harness's other DeepSeek route; with no `baseURL` configured the
+/// DeepSeek adapter calls `https://api.deepseek.com` (compaction §6.3).
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("deepseek-official", "https://api.deepseek.com"),
+    ("deepseek", "https://api.deepseek.com"),
+    ("anthropic", "https://api.anthropic.com"),
+];
+
+/// The host a base URL reaches (`https://api.deepseek.com/anthropic` →
+/// `api.deepseek.com`).
+pub fn endpoint_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
+impl PriceTable {
+    /// The built-in table: DeepSeek's dated history ([`deepseek_rows`])
+    /// and Anthropic's current list prices. Every entry names its source
+    /// page and the date it was read; what could not be confirmed on the
+    /// provider's own page (figures, or the date they took effect) is
+    /// marked *unconfirmed*. Nothing is fetched at run time; a
+    /// `[[prices]]` entry in the config corrects any of it.
+    pub fn builtin() -> PriceTable {
+        let mut e = Vec::new();
+        for r in deepseek_rows() {
+            for m in r.models {
+                e.push(Price {
+                    provider: r.provider.into(),
+                    model: (*m).into(),
+                    from_ms: at(r.from),
+                    rates: r.rates,
+                    off_peak: r.off_peak,
+                    windows: r.windows,
+                    source: r.source.into(),
+                    read: Some(r.read.into()),
+                    origin: Origin::BuiltIn,
+                    confirmed: r.confirmed,
+                });
+            }
+        }
         // --- Anthropic -----------------------------------------------------
         // ANTHROPIC_PAGE as read 2026-12-03, "Model pricing" (base input /
         // output per MTok; the page lists 5m writes at 1.25×, 1h writes at
-        // 2×, hits at 0.1× of base input). No effective dates on the page.
-        // The prompt-caching page's pricing table (a stored copy of its
-        // Korean edition, https://docs.claude.com/ko/docs/build-with-claude/prompt-caching,
-        // read for the 1-hour write rate) gives the same multipliers, e.g.
-        // Sonnet 4.5 3 / 3.75 (5m write) / 6 (1h write) / 0.30 (hit) / 15,
-        // Haiku 4.5 1 / 1.25 / 2 / 0.10 / 5, Opus 4.1 15 / 18.75 / 30 / 1.50
-        // / 75. Model names are the API aliases; dated snapshot ids can be
-        // added with [[prices]].
-        const AN: &str = "anthropic";
+        // 2×, hits at 0.1× of base input). No effective dates on the page:
+        // each applies from the model's release. The prompt-caching page's
+        // table (a stored copy of its Korean edition,
+        // https://docs.claude.com/ko/docs/build-with-claude/prompt-caching,
+        // read for the 1-hour write rate) gives the same multipliers.
+        // Model names are the API aliases; dated snapshot ids can be added
+        // with [[prices]].
         for (m, i, o) in [
             ("claude-opus-4-6", 5.0, 25.0),
             ("claude-opus-4-5", 5.0, 25.0),
@@ -375,17 +559,61 @@ impl PriceTable {
             ("claude-sonnet-4-5", 3.0, 15.0),
             ("claude-haiku-4-5", 1.0, 5.0),
         ] {
-            add(
-                AN,
-                m,
-                None,
-                anthropic(i, o),
-                None,
-                ANTHROPIC_PAGE,
-                CONFIRMED,
+            e.push(Price {
+                provider: "anthropic".into(),
+                model: m.into(),
+                from_ms: None,
+                rates: anthropic(i, o),
+                off_peak: None,
+                windows: Windows::Peak,
+                source: ANTHROPIC_PAGE.into(),
+                read: Some("2026-12-03".into()),
+                origin: Origin::BuiltIn,
+                confirmed: true,
+            });
+        }
+        PriceTable {
+            entries: e,
+            endpoints: ENDPOINTS
+                .iter()
+                .map(|(p, u)| (p.to_string(), endpoint_host(u)))
+                .collect(),
+        }
+    }
+
+    /// This table with the base URLs of configured routes: a provider
+    /// whose base URL reaches the host of a priced provider shares its
+    /// prices (a configured base URL replaces the built-in one).
+    pub fn with_endpoints<'a>(
+        mut self,
+        routes: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> PriceTable {
+        for (provider, url) in routes {
+            self.endpoints.retain(|(p, _)| p != provider);
+            self.endpoints
+                .push((provider.to_string(), endpoint_host(url)));
+        }
+        self
+    }
+
+    /// Provider → the host its base URL reaches, as the table knows them.
+    pub fn endpoints(&self) -> &[(String, String)] {
+        &self.endpoints
+    }
+
+    /// The providers that share `provider`'s endpoint (its base URL's
+    /// host), itself first.
+    pub fn aliases(&self, provider: &str) -> Vec<String> {
+        let mut out = vec![provider.to_string()];
+        if let Some((_, host)) = self.endpoints.iter().find(|(p, _)| p == provider) {
+            out.extend(
+                self.endpoints
+                    .iter()
+                    .filter(|(p, h)| h == host && p != provider)
+                    .map(|(p, _)| p.clone()),
             );
         }
-        PriceTable { entries: e }
+        out
     }
 
     /// This table with `user` entries added: a user entry for the same
@@ -413,21 +641,31 @@ impl PriceTable {
         v
     }
 
-    /// Whether any entry exists for this provider and model.
+    /// Whether any entry exists for this provider (or one reaching the
+    /// same endpoint) and model.
     pub fn knows(&self, provider: &str, model: &str) -> bool {
+        let aliases = self.aliases(provider);
         self.entries
             .iter()
-            .any(|p| p.provider == provider && p.model == model)
+            .any(|p| aliases.contains(&p.provider) && p.model == model)
     }
 
     /// The entry in force at `time` (`None`: the time is unknown — then
     /// only a model with one undated-in-effect entry has one).
     pub fn entry(&self, provider: &str, model: &str, time: Option<i64>) -> Result<&Price, Priced> {
-        let mut cands: Vec<&Price> = self
-            .entries
-            .iter()
-            .filter(|p| p.provider == provider && p.model == model)
-            .collect();
+        // The provider's own entries, else those of the first provider that
+        // reaches the same endpoint and has some for the model.
+        let mut cands: Vec<&Price> = Vec::new();
+        for p in self.aliases(provider) {
+            cands = self
+                .entries
+                .iter()
+                .filter(|e| e.provider == p && e.model == model)
+                .collect();
+            if !cands.is_empty() {
+                break;
+            }
+        }
         if cands.is_empty() {
             return Err(Priced::NoPrice);
         }
@@ -448,25 +686,13 @@ impl PriceTable {
     pub fn price(&self, provider: &str, model: &str, time: Option<i64>, tokens: &Tokens) -> Priced {
         match self.entry(provider, model, time) {
             Err(p) => p,
-            Ok(e) => match (&e.off_peak, time) {
-                (None, _) => Priced::Cost {
-                    usd: e.rates.cost(tokens),
-                    peak: None,
+            Ok(e) => match e.rates_at(time) {
+                Some((r, peak)) => Priced::Cost {
+                    usd: r.cost(tokens),
+                    peak,
                     confirmed: e.confirmed,
                 },
-                (Some(off), Some(t)) => {
-                    let peak = deepseek_peak(t);
-                    Priced::Cost {
-                        usd: if peak {
-                            e.rates.cost(tokens)
-                        } else {
-                            off.cost(tokens)
-                        },
-                        peak: Some(peak),
-                        confirmed: e.confirmed,
-                    }
-                }
-                (Some(_), None) => Priced::NeedsTime,
+                None => Priced::NeedsTime,
             },
         }
     }
@@ -550,7 +776,9 @@ mod tests {
                 output: 0.0,
             },
             off_peak: None,
+            windows: Windows::Peak,
             source: "my contract".into(),
+            read: None,
             origin: Origin::Config,
             confirmed: true,
         };
@@ -574,13 +802,98 @@ mod tests {
         assert!(!confirmed(ds("deepseek-v4-flash", "2026-04-25T00:00Z")));
         assert!(!confirmed(ds("deepseek-v4-flash", "2026-07-09T12:00Z")));
         assert!(!confirmed(ds("deepseek-v4-pro", "2026-12-03T12:00Z")));
-        assert!(confirmed(ds("deepseek-chat", "2026-01-09T12:00Z")));
+        assert!(confirmed(ds("deepseek-chat", "2025-09-10T12:00Z")));
+        assert!(!confirmed(ds("deepseek-chat", "2026-01-09T12:00Z")));
         assert!(confirmed(table.price(
             "anthropic",
             "claude-haiku-4-5",
             None,
             &one
         )));
+    }
+
+    /// Issue 42: no built-in figure without where and when it was read,
+    /// and no DeepSeek entry without the time it took effect.
+    #[test]
+    fn every_builtin_entry_names_its_source_and_when_it_was_read() {
+        let table = PriceTable::builtin();
+        assert!(table.entries().len() > 20);
+        for e in table.entries() {
+            let what = format!("{}/{} from {:?}", e.provider, e.model, e.from_ms);
+            assert!(
+                !e.source.is_empty() && e.source.split("; ").all(|u| u.starts_with("https://")),
+                "{what}: source {:?}",
+                e.source
+            );
+            let read = e
+                .read
+                .as_deref()
+                .unwrap_or_else(|| panic!("{what}: no read date"));
+            assert!(
+                parse_instant(read, Offset::UTC).is_ok(),
+                "{what}: read {read:?} is not a date"
+            );
+            if e.provider.starts_with("deepseek") {
+                assert!(e.from_ms.is_some(), "{what}: no effective time");
+            }
+        }
+    }
+
+    #[test]
+    fn legacy_names_follow_the_dated_history() {
+        let table = PriceTable::builtin();
+        let hit = Tokens {
+            cache_read: 1e6,
+            ..Tokens::default()
+        };
+        let f = |m, when| usd(table.price("deepseek-official", m, t(when), &hit));
+        assert!((f("deepseek-chat", "2025-03-03T12:00Z") - 0.07).abs() < 1e-12);
+        // The 2025 night discount: 16:30–00:30 UTC.
+        assert!((f("deepseek-chat", "2025-03-03T17:00Z") - 0.035).abs() < 1e-12);
+        assert!((f("deepseek-reasoner", "2025-03-04T00:10Z") - 0.035).abs() < 1e-12);
+        assert!((f("deepseek-reasoner", "2025-03-04T00:40Z") - 0.14).abs() < 1e-12);
+        assert!((f("deepseek-chat", "2025-09-10T17:00Z") - 0.07).abs() < 1e-12);
+        assert!((f("deepseek-chat", "2025-11-01T12:00Z") - 0.028).abs() < 1e-12);
+        assert!((f("deepseek-chat", "2026-05-01T12:00Z") - 0.0028).abs() < 1e-12);
+        assert_eq!(
+            table.price("deepseek-official", "deepseek-chat", t("2024-12-01"), &hit),
+            Priced::NoPrice,
+            "before the first dated entry"
+        );
+        // V4 peak pricing from its assumed start: peak hours at twice.
+        assert!((f("deepseek-v4-flash", "2026-08-04T02:00Z") - 0.0056).abs() < 1e-12);
+        assert!((f("deepseek-v4-flash", "2026-08-04T12:00Z") - 0.0028).abs() < 1e-12);
+    }
+
+    #[test]
+    fn providers_reaching_the_same_endpoint_share_prices() {
+        let table = PriceTable::builtin();
+        let one = Tokens {
+            input: 1e6,
+            ..Tokens::default()
+        };
+        let when = t("2026-05-01T12:00Z");
+        let official = table.price("deepseek-official", "deepseek-v4-flash", when, &one);
+        assert!(matches!(official, Priced::Cost { .. }));
+        assert_eq!(
+            table.price("deepseek", "deepseek-v4-flash", when, &one),
+            official
+        );
+        assert_eq!(
+            table.price("my-proxy", "deepseek-v4-flash", when, &one),
+            Priced::NoPrice
+        );
+        // A configured route whose base URL reaches DeepSeek's host.
+        let table = table.with_endpoints([("my-proxy", "https://API.deepseek.com/anthropic/")]);
+        assert_eq!(
+            table.price("my-proxy", "deepseek-v4-flash", when, &one),
+            official
+        );
+        assert!(table.knows("my-proxy", "deepseek-v4-flash"));
+        assert_eq!(
+            endpoint_host("https://api.deepseek.com/v1?x"),
+            "api.deepseek.com"
+        );
     }
 
     #[test]

@@ -223,7 +223,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     let load = ctx.load_options();
     let job = |s: &LogSource| dsh::cache::analyse(s, &load, &opts);
     let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
-    let prices = dsh::price::PriceTable::builtin().with(&config.prices);
+    let prices = config.price_table();
     let mut status = if errors.is_empty() {
         Status::Ok
     } else {

@@ -107,7 +107,7 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     }
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
     let opts = ExportOptions {
-        prices: dsh::price::PriceTable::builtin().with(&config.prices),
+        prices: config.price_table(),
         scan: ScanOptions {
             load: ctx.load_options(),
             no_meter: false,

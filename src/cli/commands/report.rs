@@ -95,7 +95,7 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
     let opts = ReportOptions {
         load: ctx.load_options(),
-        prices: dsh::price::PriceTable::builtin().with(&config.prices),
+        prices: config.price_table(),
         config,
         max_points: args.max_points as usize,
         side_by_side: !args.no_view,

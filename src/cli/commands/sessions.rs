@@ -230,7 +230,7 @@ pub fn project_filter(arg: Option<&str>) -> (Option<String>, Option<String>) {
 
 /// The price table: built in, with the config's `[[prices]]`.
 pub fn prices(config: &dsh::config::Config) -> PriceTable {
-    PriceTable::builtin().with(&config.prices)
+    config.price_table()
 }
 
 /// A time for a table: `2026-07-09 12:37`, or `unknown`.

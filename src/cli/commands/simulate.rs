@@ -152,7 +152,7 @@ fn sweep(spec: &str, base: &SimPolicy) -> Result<Vec<SimPolicy>, UsageError> {
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let prices = dsh::price::PriceTable::builtin().with(&config.prices);
+    let prices = config.price_table();
     let pc = config.pruner;
     let pruner =
         (args.threshold_chars.is_some() || args.head_chars.is_some() || args.tail_chars.is_some())

@@ -174,6 +174,54 @@ fn rates_json(r: &Rates) -> OwnedValue {
         .with("output", r.output.into())
 }
 
+/// Providers priced through another that reaches the same endpoint.
+fn alias_pairs(table: &PriceTable) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let priced: std::collections::BTreeSet<&str> = table
+        .entries()
+        .iter()
+        .map(|p| p.provider.as_str())
+        .collect();
+    for (p, _) in table.endpoints() {
+        if priced.contains(p.as_str()) {
+            continue;
+        }
+        if let Some(a) = table
+            .aliases(p)
+            .into_iter()
+            .skip(1)
+            .find(|a| priced.contains(a.as_str()))
+        {
+            out.push((p.clone(), a));
+        }
+    }
+    out
+}
+
+fn aliases(table: &PriceTable) -> Vec<String> {
+    alias_pairs(table)
+        .into_iter()
+        .map(|(p, a)| {
+            format!(
+                "provider {p} reaches the same endpoint as {a} (its base URL's host): priced as {a}"
+            )
+        })
+        .collect()
+}
+
+fn aliases_json(table: &PriceTable) -> OwnedValue {
+    Value::Arr(
+        alias_pairs(table)
+            .into_iter()
+            .map(|(p, a)| {
+                Value::obj()
+                    .with("provider", p.into())
+                    .with("pricedAs", a.into())
+            })
+            .collect(),
+    )
+}
+
 fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
     let entries = table.entries();
     let from = |ms: Option<i64>| ms.map(civil::rfc3339);
@@ -196,17 +244,19 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
                 .with(
                     "peakWindows",
                     p.off_peak
-                        .map(|_| Value::from("deepseek"))
+                        .map(|_| Value::from(p.windows.as_str()))
                         .unwrap_or(Value::Null),
                 )
                 .with("origin", p.origin.as_str().into())
                 .with("source", p.source.as_str().into())
+                .with("read", p.read.clone().into())
                 .with("confirmed", p.confirmed.into())
             })
             .collect();
         ctx.print_json(
             &Value::obj()
                 .with("prices", Value::Arr(rows))
+                .with("aliases", aliases_json(table))
                 .with("schema_version", SCHEMA_VERSION.into()),
         )?;
         return Ok(Status::Ok);
@@ -223,9 +273,17 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
         "off-peak in/hit/out",
         "confirmed",
         "origin",
+        "read",
         "source",
     ]);
-    t.drop_first(&["source", "origin", "1h write", "cache write", "provider"]);
+    t.drop_first(&[
+        "source",
+        "read",
+        "origin",
+        "1h write",
+        "cache write",
+        "provider",
+    ]);
     let f = |x: f64| Value::Num(x).to_json();
     for p in &entries {
         t.add_row(vec![
@@ -239,18 +297,26 @@ fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
             p.rates.cache_write_1h.map_or_else(|| "—".into(), f),
             f(p.rates.output),
             p.off_peak.map_or_else(String::new, |o| {
-                format!("{} / {} / {}", f(o.input), f(o.cache_hit), f(o.output))
+                let w = match p.windows {
+                    dsh::price::Windows::Peak => "",
+                    dsh::price::Windows::Night => " (night)",
+                };
+                format!("{} / {} / {}{w}", f(o.input), f(o.cache_hit), f(o.output))
             }),
             if p.confirmed { "yes" } else { "no" }.into(),
             p.origin.as_str().into(),
+            p.read.clone().unwrap_or_else(|| "—".into()),
             p.source.clone(),
         ]);
     }
     outln!(ctx.out, "{t}")?;
     outln!(
         ctx.out,
-        "USD per million tokens; `from` in UTC (— : from the model's first use). With off-peak rates, the others apply only in DeepSeek's peak windows (weekdays 01:00–04:00 and 06:00–10:00 UTC). Add or correct entries with [[prices]] in the config file."
+        "USD per million tokens; `from` in UTC (— : from the model's release). With off-peak rates, the others apply only in DeepSeek's peak windows (weekdays 01:00–04:00 and 06:00–10:00 UTC); (night): the 2025 night discount, off-peak rates 16:30–00:30 UTC daily. Add or correct entries with [[prices]] in the config file."
     )?;
+    for a in aliases(table) {
+        outln!(ctx.out, "{a}")?;
+    }
     if entries.iter().any(|p| !p.confirmed) {
         outln!(
             ctx.out,

@@ -303,6 +303,7 @@ mod tests {
         assert_eq!(parse_duration("5m"), Ok(300_000));
         assert_eq!(parse_duration("1h"), Ok(3_600_000));
         assert_eq!(parse_duration("250ms"), Ok(250));
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("2d"), Ok(172_800_000));
+        assert!(parse_duration("5w").is_err());
     }
 }

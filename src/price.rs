@@ -517,7 +517,7 @@ pub fn endpoint_host(url: &str) -> String {
 }
 
 impl PriceTable {
-    /// The built-in table: DeepSeek's dated history ([`deepseek_rows`])
+    /// The built-in table: DeepSeek's dated history (docs/prices.md)
     /// and Anthropic's current list prices. Every entry names its source
     /// page and the date it was read; what could not be confirmed on the
     /// provider's own page (figures, or the date they took effect) is

@@ -65,11 +65,17 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// rate, the others uncached) plus its summariser call, and saves its saved
 /// tokens × the hit rate; a cause's misses cost their writes and uncached
 /// input. A request whose price needs a time the log does not record
-/// (normalised times, DeepSeek's peak hours) has no price.
+/// (normalised times, DeepSeek's peak hours) has no price; totals sum the
+/// priced requests and count the rest (unpricedRequests, a footnote).
 ///
 /// LOG may be a file, `-`, a session directory or id, or a directory tree;
 /// with no LOG every session under $DSH_HOME is analysed, one row per log,
-/// then the misses by cause across them.
+/// then the misses by cause across them. Several logs share one provider
+/// cache (DeepSeek's is per account, keyed by prefix): requests are ordered
+/// by time across them and may hit what an earlier session left, for
+/// --cross-session-lifetime after its last use (an assumption); such a
+/// first request's cause is `cross-session`. One log alone cannot see those
+/// hits, and says so.
 ///
 /// A failed attempt is a request too when the provider received it (it
 /// streamed something, or failed with EMPTY_RESPONSE, MALFORMED_RESPONSE,

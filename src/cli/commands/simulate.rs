@@ -18,29 +18,37 @@ pub const OPEN_LOOP: &str = "Open-loop replay: the agent's behaviour is taken as
 ///
 /// The log's model requests are walked in order. The simulated surface is the
 /// recorded content (every event the agent appended) with the simulated
-/// policy's own replacements instead of the recorded ones. Before each request
+/// policy's own replacements instead of the recorded ones. Before each step
 /// the reference's automatic path runs as `dsh compact --mode pressure` would:
 /// prune, then at or over the threshold select the range with the retain
 /// budget and replace it with a summary (retries as the policy allows); a
-/// request over the window takes the overflow path (prune, one maximal
-/// bracket, up to maxOverflowRetries times). Request sizes are the meter's
-/// figure (`dsh measure --at`); cache misses follow the DeepSeek prefix-unit
-/// rule of `dsh cache`, priced with the table of `dsh usage`.
+/// request over the window where it is sent takes the overflow path (prune,
+/// one maximal bracket, up to maxOverflowRetries times). Every attempt is a
+/// request, sized where it was sent (the log before its first record:
+/// `dsh measure --at SEQ-1`), failed ones included; the recorded row counts
+/// attempts refused with CONTEXT_WINDOW_EXCEEDED as overflows and names
+/// each bracket's mode (p/o/m: pressure, overflow, manual). Cache misses
+/// follow the DeepSeek prefix-unit rule of `dsh cache`, priced with the
+/// table of `dsh usage`; costs sum what is priced (unpricedRequests counts
+/// the rest).
 ///
 /// Summaries are sized like the recorded ones (their checkpoint ÷ shadowed
 /// tokens; a recorded range keeps its recorded checkpoint), else by
 /// --summary-tokens / --summary-ratio, else the policy's summary cap.
 ///
 /// The first row is the recorded run. --sweep gives a grid and marks (*) the
-/// cheapest policy that never overflows. With --json: `{"file", "session",
-/// "summary": {"source", "ratio"?, "tokens"?}, "rows": [{"label", "recorded",
-/// "thresholdRatio", "retainTokens", "contextWindow", "requests",
-/// "compactions", "prunes", "overflows", "unrecovered", "peakPressure",
-/// "meanPressure", "billedInputTokens", "cacheMissedTokens", "cacheHitTokens",
-/// "missCost", "hitCost", "summariserTokens", "summariserCost", "totalCost",
-/// "currency", "aboveThresholdAfter", "unbalanced", "notes", "steps"?}],
-/// "cheapest", "note", "schema_version"}`. Without prices, "cheapest" ranks
-/// by cache-missed plus summariser tokens.
+/// cheapest policy that never overflows: by total cost when every row has
+/// one, else by cache-missed plus summariser tokens (cheapestBy says which).
+/// With --json: `{"file", "session", "summary": {"source", "ratio"?,
+/// "tokens"?}, "rows": [{"label", "recorded", "thresholdRatio",
+/// "retainTokens", "contextWindow", "requests", "compactions",
+/// "compactionModes", "failedAttempts", "inheritedRequests", "prunes",
+/// "overflows", "unrecovered", "peakPressure", "meanPressure",
+/// "billedInputTokens", "cacheMissedTokens", "cacheHitTokens", "missCost",
+/// "hitCost", "summariserTokens", "summariserCost", "totalCost",
+/// "unpricedRequests", "summariserCalls", "currency",
+/// "aboveThresholdAfter", "unbalanced", "notes", "steps"?}], "cheapest",
+/// "cheapestBy", "note", "schema_version"}`. Details: docs/simulate.md.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh simulate session.jsonl                          # recorded vs the default policy\n  dsh simulate --threshold-ratio 0.6 --retain-ratio 0.1 session.jsonl\n  dsh simulate --no-prune --steps session.jsonl       # pressure before/after each compaction\n  dsh simulate --sweep threshold=0.5:0.9:0.1,retain=0.08:0.24:0.08 session.jsonl\n  dsh simulate --context-window 64000 --summary-tokens 2000 --json session.jsonl"

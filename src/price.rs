@@ -243,7 +243,7 @@ fn at(s: &str) -> Option<i64> {
     Some(civil::parse_instant(s, civil::Offset::UTC).expect("a valid built-in date"))
 }
 
-fn rates(cache_hit: f64, input: f64, output: f64) -> Rates {
+const fn rates(cache_hit: f64, input: f64, output: f64) -> Rates {
     // DeepSeek reports no cache writes; a write is billed as the uncached
     // input it is.
     Rates {
@@ -284,20 +284,32 @@ struct Row<'a> {
     confirmed: bool,
 }
 
-/// DeepSeek's price history as dsh knows it (docs/prices.md gives the
+/// DeepSeek's price history as dsh knows it, one row per change (docs/prices.md gives the
 /// reading behind each row and what stays unknown). `from` is when the
 /// row took effect (UTC); a row applies until the next row of the same
 /// model.
-fn deepseek_rows() -> Vec<Row<'static>> {
-    const DS: &str = "deepseek-official";
-    const LEGACY: &[&str] = &["deepseek-chat", "deepseek-reasoner"];
-    const FLASH: &[&str] = &[
-        "deepseek-v4-flash",
-        "deepseek-chat",
-        "deepseek-reasoner",
-        "deepseek-v4-flash-vision-exp",
-    ];
-    let row = |models, from, rates, off_peak, windows, source, read, confirmed| Row {
+const DS: &str = "deepseek-official";
+const LEGACY: &[&str] = &["deepseek-chat", "deepseek-reasoner"];
+const FLASH: &[&str] = &[
+    "deepseek-v4-flash",
+    "deepseek-chat",
+    "deepseek-reasoner",
+    "deepseek-v4-flash-vision-exp",
+];
+const FLAT: Windows = Windows::Peak;
+
+#[allow(clippy::too_many_arguments)]
+const fn row(
+    models: &'static [&'static str],
+    from: &'static str,
+    rates: Rates,
+    off_peak: Option<Rates>,
+    windows: Windows,
+    source: &'static str,
+    read: &'static str,
+    confirmed: bool,
+) -> Row<'static> {
+    Row {
         provider: DS,
         models,
         from,
@@ -307,182 +319,182 @@ fn deepseek_rows() -> Vec<Row<'static>> {
         source,
         read,
         confirmed,
-    };
-    let flat = Windows::Peak;
-    vec![
-        // V3 (deepseek-chat) after its launch promotion, R1
-        // (deepseek-reasoner) from its launch: the figures are the
-        // official page's "standard price" (stored copy of 2025-09); the
-        // start dates are the launches', read in news coverage.
-        row(
-            &["deepseek-chat"],
-            "2025-02-08T16:00Z",
-            rates(0.07, 0.27, 1.10),
-            None,
-            flat,
-            DEEPSEEK_PAGE_2025,
-            "2026-12-05",
-            false,
-        ),
-        row(
-            &["deepseek-reasoner"],
-            "2025-01-20",
-            rates(0.14, 0.55, 2.19),
-            None,
-            flat,
-            DEEPSEEK_PAGE_2025,
-            "2026-12-05",
-            false,
-        ),
-        // The night discount, 16:30–00:30 UTC daily: V3 50% off, R1 75% off,
-        // both 0.035 / 0.135 / 0.55 (official page); from the night of
-        // 2025-02-26 (news coverage).
-        row(
-            &["deepseek-chat"],
-            "2025-02-26T16:30Z",
-            rates(0.07, 0.27, 1.10),
-            Some(rates(0.035, 0.135, 0.55)),
-            Windows::Night,
-            DEEPSEEK_PAGE_2025,
-            "2026-12-05",
-            false,
-        ),
-        row(
-            &["deepseek-reasoner"],
-            "2025-02-26T16:30Z",
-            rates(0.14, 0.55, 2.19),
-            Some(rates(0.035, 0.135, 0.55)),
-            Windows::Night,
-            DEEPSEEK_PAGE_2025,
-            "2026-12-05",
-            false,
-        ),
-        // V3.1: one price for both names and no night discount "starting
-        // from 16:00 UTC on Sept 5th, 2025" (official page, figures and time).
-        row(
-            LEGACY,
-            "2025-09-05T16:00Z",
-            rates(0.07, 0.56, 1.68),
-            None,
-            flat,
-            DEEPSEEK_PAGE_2025,
-            "2026-12-05",
-            true,
-        ),
-        // V3.2-Exp: "API prices drop 50%+, effective immediately" on
-        // 2025-09-29 (the hour is not known: the day's start is used).
-        row(
-            LEGACY,
-            "2025-09-29",
-            rates(0.028, 0.28, 0.42),
-            None,
-            flat,
-            V32_NEWS,
-            "2026-12-05",
-            false,
-        ),
-        // V4 preview, 2026-04-24: the legacy names map to V4-Flash; Pro at
-        // its launch list price.
-        row(
-            FLASH,
-            "2026-04-24",
-            rates(0.028, 0.14, 0.28),
-            None,
-            flat,
-            V4_SUMMARY,
-            "2026-12-05",
-            false,
-        ),
-        row(
-            &["deepseek-v4-pro"],
-            "2026-04-24",
-            rates(0.145, 1.74, 3.48),
-            None,
-            flat,
-            V4_SUMMARY,
-            "2026-12-05",
-            false,
-        ),
-        // 2026-04-26 12:15 UTC: every cache-hit price cut to a tenth of
-        // launch; Pro at 75% off (made permanent on 2026-05-22; when the
-        // discount began, within those two days, is not known).
-        row(
-            FLASH,
-            "2026-04-26T12:15Z",
-            rates(0.0028, 0.14, 0.28),
-            None,
-            flat,
-            V4_SUMMARY,
-            "2026-12-05",
-            false,
-        ),
-        row(
-            &["deepseek-v4-pro"],
-            "2026-04-26T12:15Z",
-            rates(0.003_625, 0.435, 0.87),
-            None,
-            flat,
-            V4_SUMMARY,
-            "2026-12-05",
-            false,
-        ),
-        // V4 official, "mid-July" 2026: peak hours (09:00–12:00 and
-        // 14:00–18:00 Beijing) at twice the unchanged off-peak price. The
-        // day is not known: the legacy names' retirement (2026-07-24
-        // 15:59 UTC) is used; the USD peak figures are the CNY notice's
-        // doubling applied to the USD off-peak ones.
-        row(
-            &["deepseek-v4-flash", "deepseek-v4-flash-vision-exp"],
-            "2026-07-24T16:00Z",
-            rates(0.0056, 0.28, 0.56),
-            Some(rates(0.0028, 0.14, 0.28)),
-            Windows::Peak,
-            V4_PEAK_NEWS,
-            "2026-12-05",
-            false,
-        ),
-        row(
-            &["deepseek-v4-pro"],
-            "2026-07-24T16:00Z",
-            rates(0.007_25, 0.87, 1.74),
-            Some(rates(0.003_625, 0.435, 0.87)),
-            Windows::Peak,
-            V4_PEAK_NEWS,
-            "2026-12-05",
-            false,
-        ),
-        // The page as read 2026-12-03 (DeepSeek-V4.1-Flash-1017,
-        // DeepSeek-V4-Pro-0813), peak / off-peak: flash 0.006 / 0.30 / 1.20
-        // and 0.003 / 0.15 / 0.60, pro 0.044 / 1.32 / 3.96 and 0.022 / 0.66
-        // / 1.98; the legacy Flash names billed at Flash prices. No
-        // effective date on the page: the Flash version's 2026-10-17 is
-        // assumed.
-        row(
-            &[
-                "deepseek-flash",
-                "deepseek-v4-flash",
-                "deepseek-v4-flash-vision-exp",
-            ],
-            "2026-10-17",
-            rates(0.006, 0.30, 1.20),
-            Some(rates(0.003, 0.15, 0.60)),
-            Windows::Peak,
-            DEEPSEEK_PAGE,
-            "2026-12-03",
-            false,
-        ),
-        row(
-            &["deepseek-v4-pro"],
-            "2026-10-17",
-            rates(0.044, 1.32, 3.96),
-            Some(rates(0.022, 0.66, 1.98)),
-            Windows::Peak,
-            DEEPSEEK_PAGE,
-            "2026-12-03",
-            false,
-        ),
-    ]
+    }
 }
+
+const DEEPSEEK_ROWS: &[Row<'static>] = &[
+    // V3 (deepseek-chat) after its launch promotion, R1
+    // (deepseek-reasoner) from its launch: the figures are the
+    // official page's "standard price" (stored copy of 2025-09); the
+    // start dates are the launches', read in news coverage.
+    row(
+        &["deepseek-chat"],
+        "2025-02-08T16:00Z",
+        rates(0.07, 0.27, 1.10),
+        None,
+        FLAT,
+        DEEPSEEK_PAGE_2025,
+        "2026-12-05",
+        false,
+    ),
+    row(
+        &["deepseek-reasoner"],
+        "2025-01-20",
+        rates(0.14, 0.55, 2.19),
+        None,
+        FLAT,
+        DEEPSEEK_PAGE_2025,
+        "2026-12-05",
+        false,
+    ),
+    // The night discount, 16:30–00:30 UTC daily: V3 50% off, R1 75% off,
+    // both 0.035 / 0.135 / 0.55 (official page); from the night of
+    // 2025-02-26 (news coverage).
+    row(
+        &["deepseek-chat"],
+        "2025-02-26T16:30Z",
+        rates(0.07, 0.27, 1.10),
+        Some(rates(0.035, 0.135, 0.55)),
+        Windows::Night,
+        DEEPSEEK_PAGE_2025,
+        "2026-12-05",
+        false,
+    ),
+    row(
+        &["deepseek-reasoner"],
+        "2025-02-26T16:30Z",
+        rates(0.14, 0.55, 2.19),
+        Some(rates(0.035, 0.135, 0.55)),
+        Windows::Night,
+        DEEPSEEK_PAGE_2025,
+        "2026-12-05",
+        false,
+    ),
+    // V3.1: one price for both names and no night discount "starting
+    // from 16:00 UTC on Sept 5th, 2025" (official page, figures and time).
+    row(
+        LEGACY,
+        "2025-09-05T16:00Z",
+        rates(0.07, 0.56, 1.68),
+        None,
+        FLAT,
+        DEEPSEEK_PAGE_2025,
+        "2026-12-05",
+        true,
+    ),
+    // V3.2-Exp: "API prices drop 50%+, effective immediately" on
+    // 2025-09-29 (the hour is not known: the day's start is used).
+    row(
+        LEGACY,
+        "2025-09-29",
+        rates(0.028, 0.28, 0.42),
+        None,
+        FLAT,
+        V32_NEWS,
+        "2026-12-05",
+        false,
+    ),
+    // V4 preview, 2026-04-24: the legacy names map to V4-Flash; Pro at
+    // its launch list price.
+    row(
+        FLASH,
+        "2026-04-24",
+        rates(0.028, 0.14, 0.28),
+        None,
+        FLAT,
+        V4_SUMMARY,
+        "2026-12-05",
+        false,
+    ),
+    row(
+        &["deepseek-v4-pro"],
+        "2026-04-24",
+        rates(0.145, 1.74, 3.48),
+        None,
+        FLAT,
+        V4_SUMMARY,
+        "2026-12-05",
+        false,
+    ),
+    // 2026-04-26 12:15 UTC: every cache-hit price cut to a tenth of
+    // launch; Pro at 75% off (made permanent on 2026-05-22; when the
+    // discount began, within those two days, is not known).
+    row(
+        FLASH,
+        "2026-04-26T12:15Z",
+        rates(0.0028, 0.14, 0.28),
+        None,
+        FLAT,
+        V4_SUMMARY,
+        "2026-12-05",
+        false,
+    ),
+    row(
+        &["deepseek-v4-pro"],
+        "2026-04-26T12:15Z",
+        rates(0.003_625, 0.435, 0.87),
+        None,
+        FLAT,
+        V4_SUMMARY,
+        "2026-12-05",
+        false,
+    ),
+    // V4 official, "mid-July" 2026: peak hours (09:00–12:00 and
+    // 14:00–18:00 Beijing) at twice the unchanged off-peak price. The
+    // day is not known: the legacy names' retirement (2026-07-24
+    // 15:59 UTC) is used; the USD peak figures are the CNY notice's
+    // doubling applied to the USD off-peak ones.
+    row(
+        &["deepseek-v4-flash", "deepseek-v4-flash-vision-exp"],
+        "2026-07-24T16:00Z",
+        rates(0.0056, 0.28, 0.56),
+        Some(rates(0.0028, 0.14, 0.28)),
+        Windows::Peak,
+        V4_PEAK_NEWS,
+        "2026-12-05",
+        false,
+    ),
+    row(
+        &["deepseek-v4-pro"],
+        "2026-07-24T16:00Z",
+        rates(0.007_25, 0.87, 1.74),
+        Some(rates(0.003_625, 0.435, 0.87)),
+        Windows::Peak,
+        V4_PEAK_NEWS,
+        "2026-12-05",
+        false,
+    ),
+    // The page as read 2026-12-03 (DeepSeek-V4.1-Flash-1017,
+    // DeepSeek-V4-Pro-0813), peak / off-peak: flash 0.006 / 0.30 / 1.20
+    // and 0.003 / 0.15 / 0.60, pro 0.044 / 1.32 / 3.96 and 0.022 / 0.66
+    // / 1.98; the legacy Flash names billed at Flash prices. No
+    // effective date on the page: the Flash version's 2026-10-17 is
+    // assumed.
+    row(
+        &[
+            "deepseek-flash",
+            "deepseek-v4-flash",
+            "deepseek-v4-flash-vision-exp",
+        ],
+        "2026-10-17",
+        rates(0.006, 0.30, 1.20),
+        Some(rates(0.003, 0.15, 0.60)),
+        Windows::Peak,
+        DEEPSEEK_PAGE,
+        "2026-12-03",
+        false,
+    ),
+    row(
+        &["deepseek-v4-pro"],
+        "2026-10-17",
+        rates(0.044, 1.32, 3.96),
+        Some(rates(0.022, 0.66, 1.98)),
+        Windows::Peak,
+        DEEPSEEK_PAGE,
+        "2026-12-03",
+        false,
+    ),
+];
 
 /// A stored copy of DeepSeek's pricing page from September 2025 (the V3.1
 /// table, the standard and night prices in force before it).
@@ -525,7 +537,7 @@ impl PriceTable {
     /// `[[prices]]` entry in the config corrects any of it.
     pub fn builtin() -> PriceTable {
         let mut e = Vec::new();
-        for r in deepseek_rows() {
+        for r in DEEPSEEK_ROWS {
             for m in r.models {
                 e.push(Price {
                     provider: r.provider.into(),

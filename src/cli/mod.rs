@@ -57,6 +57,12 @@ pub struct Cli {
     /// compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_pager: bool,
+    /// Print text from logs, paths and provider messages as it is, control
+    /// characters included, instead of escaping them (`\u{1b}`); for
+    /// programs that want the bytes. JSON output is always JSON-escaped;
+    /// standard error is always escaped.
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub raw: bool,
     /// DSH home directory for session ids and cwds (default `$DSH_HOME`
     /// when set and not empty, else `~/.dsh`).
     #[arg(long, global = true, help_heading = GLOBAL, value_name = "DIR")]
@@ -175,6 +181,7 @@ pub fn run() -> ExitCode {
         }
     };
     render::color::init(cli.color);
+    render::escape::set_raw(cli.raw);
     // Read here rather than by clap, so that an empty $DSH_HOME means unset.
     let home = cli.home.clone().or_else(|| {
         std::env::var_os("DSH_HOME")

@@ -1004,9 +1004,11 @@ fn show_progress(pb: &indicatif::ProgressBar, p: &Progress) {
         Progress::Sending { attempt } if *attempt > 1 => {
             pb.set_message(format!("summarising (attempt {attempt})"))
         }
-        Progress::Retrying { delay, reason, .. } => {
-            pb.set_message(format!("{reason}; retrying in {:.1}s", delay.as_secs_f64()))
-        }
+        Progress::Retrying { delay, reason, .. } => pb.set_message(format!(
+            "{}; retrying in {:.1}s",
+            crate::cli::render::escape::line(reason),
+            delay.as_secs_f64()
+        )),
         Progress::Receiving { bytes } => {
             pb.set_message(format!("receiving the summary ({bytes} bytes)"))
         }

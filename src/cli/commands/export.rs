@@ -62,6 +62,12 @@ pub struct ExportArgs {
     /// Logs read at once (0: one per core).
     #[arg(long, short, value_name = "N", default_value_t = 0)]
     pub jobs: usize,
+    /// With --format csv: write cells that begin with = + - @ tab or CR as
+    /// they are. By default such a cell (a number aside) gets a leading `'`
+    /// so a spreadsheet shows it as text instead of evaluating it (OWASP's
+    /// advice against CSV injection).
+    #[arg(long)]
+    pub csv_formulas: bool,
 }
 
 /// `--format`.
@@ -146,7 +152,7 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
             let path = t.path().join(file_name(spec.name));
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("{}: cannot create", path.display()))?;
-            writers.push(format.writer(spec, f)?);
+            writers.push(format.writer_with(spec, f, !args.csv_formulas)?);
         }
     }
     let mut counts = [0u64; 5];

@@ -146,6 +146,17 @@ pub enum AppendError {
         /// What differs.
         what: String,
     },
+    /// The path no longer names the file dsh opened, or the file shrank,
+    /// between validation and the first byte of a batch.
+    #[error(
+        "{path}: {what} while dsh held it; nothing was written (dsh writes only to the file it validated). Check what is at the path now (`dsh verify`), then run the command again"
+    )]
+    Replaced {
+        /// The log.
+        path: PathBuf,
+        /// What happened.
+        what: String,
+    },
     /// Another program wrote to the log while dsh was appending to it.
     #[error(
         "{path}: another program wrote to the log while dsh was appending (it does not take the writer lock: a running harness?): {what}; {left}. Stop the other writer, then check the log with `dsh verify`"
@@ -252,6 +263,7 @@ impl AppendError {
             AppendError::WriterLocked { .. }
                 | AppendError::Blocked { .. }
                 | AppendError::Changed { .. }
+                | AppendError::Replaced { .. }
                 | AppendError::Interleaved { .. }
         )
     }

@@ -106,6 +106,7 @@ use crate::surface::{NodeBody, Surface, check_local, node_facts};
 mod error;
 mod frame;
 mod lock;
+mod recheck;
 mod write;
 
 pub use error::{AppendError, Blocker};
@@ -372,6 +373,10 @@ fn lock_for_target(
                     },
                 })?;
             acquire(&f, LockKind::Exclusive, wait, p)?;
+            // Waiting for the lock took time: the path must still name the
+            // file that was locked (see `recheck`).
+            recheck::still_names(p, &f)?;
+            let md = f.metadata().map_err(open_err(p, "inspect the log"))?;
             Ok(Some(LockedLog {
                 file: f,
                 identity: (md.dev(), md.ino()),
@@ -948,18 +953,8 @@ impl Appender {
             && let Some((payload, _)) = &encoded
             && !events.is_empty()
         {
-            // Re-check: nobody grew the file since it was validated.
-            let now = sink
-                .file
-                .metadata()
-                .map_err(open_err(&sink.path, "inspect the log"))?
-                .len();
-            if now != self.len {
-                return Err(AppendError::Changed {
-                    path: sink.path.clone(),
-                    what: format!("{now} bytes on disk, {} expected", self.len),
-                });
-            }
+            // The last look: the path still names the file, as long as validated.
+            recheck::recheck(sink, self.len)?;
             let path = sink.path.clone();
             let new_len = commit(sink, &path, self.len, payload, self.pause)?;
             report.written = new_len - self.len;

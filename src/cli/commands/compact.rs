@@ -1090,6 +1090,7 @@ fn report_failure(
         }),
         _ => None,
     };
+    let unsaved = keep_unsaved(who, f);
     if ctx.json {
         let mut err = Value::obj()
             .with("message", f.message.clone().into())
@@ -1100,6 +1101,7 @@ fn report_failure(
         }
         let v = report_json(&f.report, plan, lifecycle, args.dry_run)
             .with("error", err)
+            .with("unsavedSummary", unsaved.clone().unwrap_or(Value::Null))
             .with("file", who.file.as_str().into())
             .with("session", who.session.as_str().into())
             .with("schema_version", SCHEMA_VERSION.into());
@@ -1112,5 +1114,33 @@ fn report_failure(
     if let Some(h) = hint {
         eprintln!("dsh: hint: {h}");
     }
+    if let Some(u) = &unsaved {
+        let saved = u.get("savedTo").and_then(|p| p.as_str());
+        match saved {
+            Some(p) => eprintln!(
+                "dsh: the summary was received but not appended; it is kept in {p} (the events that would have been appended); `dsh locks` on the log tells whether its compaction/start is held"
+            ),
+            None => eprintln!(
+                "dsh: the summary was received but not appended, and could not be kept beside the log: it is in `unsavedSummary` of --json; here it is:\n{}",
+                u.get("text").and_then(|t| t.as_str()).unwrap_or_default()
+            ),
+        }
+    }
     Ok(status)
+}
+
+/// A summary paid for but not appended: kept beside the log; the JSON
+/// `unsavedSummary` (`compactionId`, `savedTo` or null, `text`).
+fn keep_unsaved(who: &Who, f: &Failure) -> Option<OwnedValue> {
+    let b = f.report.brackets.iter().find(|b| b.unsaved.is_some())?;
+    let batch = b.unsaved.as_deref()?;
+    let saved = compact::save_unsaved(std::path::Path::new(&who.file), &b.compaction_id, batch)
+        .ok()
+        .map(|p| p.display().to_string());
+    Some(
+        Value::obj()
+            .with("compactionId", b.compaction_id.clone().into())
+            .with("savedTo", opt(saved))
+            .with("text", compact::unsaved_text(batch).into()),
+    )
 }

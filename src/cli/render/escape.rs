@@ -79,11 +79,6 @@ pub fn text(s: &str) -> Cow<'_, str> {
     escape(s, true)
 }
 
-/// A path as one line of text.
-pub fn path(p: &std::path::Path) -> String {
-    line(&p.to_string_lossy()).into_owned()
-}
-
 /// The SGR parameters of dsh's own palette ([`super::color`] and the
 /// tones of table cells): reset, bold, dim, red, green, yellow, default
 /// foreground, and the 256-color forms of the last three that tables use.

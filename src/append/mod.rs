@@ -107,6 +107,7 @@ mod error;
 mod frame;
 mod lock;
 mod recheck;
+pub mod repair;
 mod write;
 
 pub use error::{AppendError, Blocker};
@@ -451,7 +452,12 @@ fn blockers_of(log: &LoadedLog, scan: &LockScan) -> (Vec<Blocker>, bool) {
             committed_len: log.committed_len,
         });
     }
-    if let Some(t) = &log.torn {
+    if let Some(c) = &log.cut_frame {
+        blockers.push(Blocker::CutFrame {
+            whole_end: c.whole_end,
+            file_len: c.file_len,
+        });
+    } else if let Some(t) = &log.torn {
         blockers.push(Blocker::TornTail {
             committed_len: t.offset,
             len: t.len,

@@ -101,6 +101,8 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
     Locks(commands::locks::LocksArgs),
+    // Its help (what it cuts, refusals, JSON shape) is RepairArgs' doc comment.
+    Repair(commands::repair::RepairArgs),
     // Its help (columns, filters, sorts, JSON shape) is SessionsArgs' doc comment.
     Sessions(commands::sessions::SessionsArgs),
     // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
@@ -135,6 +137,7 @@ impl Command {
             Command::Compact(_) => "compact",
             Command::Verify(_) => "verify",
             Command::Locks(_) => "locks",
+            Command::Repair(_) => "repair",
             Command::Sessions(_) => "sessions",
             Command::Usage(_) => "usage",
             Command::Export(_) => "export",
@@ -209,6 +212,7 @@ pub fn run() -> ExitCode {
         Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Prune(a) => commands::prune::run(&mut ctx, a),
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
+        Command::Repair(a) => commands::repair::run(&mut ctx, a),
         Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Export(a) => commands::export::run(&mut ctx, a),

@@ -26,6 +26,7 @@ mod schemas;
 mod sessions;
 mod simulate;
 mod terminal;
+mod torn_frame;
 mod usage;
 mod verify;
 mod view;

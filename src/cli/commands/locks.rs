@@ -27,8 +27,9 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// boundaries crossing a bracket).
 ///
 /// Without LOG: every session under $DSH_HOME. Exit 1 when any log has a
-/// busy lock or an anomaly (so a script can refuse to compact), 3 when a log
-/// is unreadable.
+/// busy lock, an anomaly or a damaged end (a cut last Zstandard frame, a
+/// torn last line: writers refuse it until `dsh repair`), so a script can
+/// refuse to compact; 3 when a log is unreadable.
 ///
 /// --release LOG: the way out after a crashed compaction. When no other dsh
 /// process holds the log, append what a resuming harness writes: the
@@ -42,8 +43,9 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// "lastEndSeedSeq", "lastSeq", "brackets": [{"seq", "compactionId",
 /// "sourceCommandId"?, "turn", "openTurn", "time", "ageMs"?, "status",
 /// "outcome", "endSeq", "error", "endSeedSeq", "supersededBy", "summarySeq",
-/// "checkpointSeq"}], "anomalies": [{"seq","message"}]} | {"file","error",…}],
-/// "summary": {"logs", "busy", "stale", "anomalies", "errors"}, "now"?,
+/// "checkpointSeq"}], "anomalies": [{"seq","message"}], "damage"} |
+/// {"file","error",…}], "summary": {"logs", "busy", "stale", "anomalies",
+/// "errors", "damaged"}, "now"?,
 /// "schema_version"}`; with --release: `{"file", "session", "out",
 /// "released", "state", "bracket", "appended", "schema_version"}` (with
 /// --dry-run: `"released": false, "dryRun": true` and what would be
@@ -155,6 +157,7 @@ fn report_json(
     src: &LogSource,
     r: &LockReport,
     session: Option<String>,
+    damage: Option<String>,
     now: Option<f64>,
 ) -> OwnedValue {
     let anomalies: Vec<OwnedValue> = r
@@ -178,6 +181,7 @@ fn report_json(
             Value::Arr(r.brackets.iter().map(|b| bracket_json(b, now)).collect()),
         )
         .with("anomalies", Value::Arr(anomalies))
+        .with("damage", damage.map_or(Value::Null, Value::from))
 }
 
 fn detail(b: &Bracket) -> String {
@@ -237,6 +241,7 @@ fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
     Ok(Scanned {
         report: s.report(),
         session: log.header.id.clone(),
+        damage: dsh::verify::damaged_end(&log),
         warnings: log.warnings,
     })
 }
@@ -245,6 +250,8 @@ fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
 struct Scanned {
     report: LockReport,
     session: String,
+    /// What a crash left at the end of the log (writers refuse it).
+    damage: Option<String>,
     warnings: Vec<String>,
 }
 
@@ -258,14 +265,15 @@ fn json_now(args: &LocksArgs) -> Option<f64> {
 }
 
 /// The many-log envelope: `{"logs", "summary", "now"?, "schema_version"}`.
-fn envelope(logs: Vec<OwnedValue>, counts: [u64; 4], now: Option<f64>) -> OwnedValue {
-    let [busy, stale, anomalies, errors] = counts;
+fn envelope(logs: Vec<OwnedValue>, counts: [u64; 5], now: Option<f64>) -> OwnedValue {
+    let [busy, stale, anomalies, errors, damaged] = counts;
     let summary = Value::obj()
         .with("logs", (logs.len() as u64).into())
         .with("busy", busy.into())
         .with("stale", stale.into())
         .with("anomalies", anomalies.into())
-        .with("errors", errors.into());
+        .with("errors", errors.into())
+        .with("damaged", damaged.into());
     let mut v = Value::obj()
         .with("logs", Value::Arr(logs))
         .with("summary", summary);
@@ -321,7 +329,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         let found = dsh::log::source::discover(&root);
         if found.is_empty() {
             if ctx.json {
-                ctx.print_json(&envelope(Vec::new(), [0; 4], json_now(args)))?;
+                ctx.print_json(&envelope(Vec::new(), [0; 5], json_now(args)))?;
             } else {
                 outln!(ctx.out, "no session logs under {}", root.display())?;
             }
@@ -337,6 +345,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     let now = asked.unwrap_or_else(now_ms);
     let mut status = Status::Ok;
     let (mut busy, mut stale, mut anomalies, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let mut damaged = 0u64;
     let mut logs = Vec::new();
     let mut t = render::table(&[
         "log",
@@ -372,6 +381,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             Ok(Scanned {
                 report: rep,
                 session,
+                damage,
                 warnings,
             }) => {
                 if !ctx.quiet {
@@ -402,12 +412,21 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 for a in &rep.anomalies {
                     notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
                 }
-                logs.push(report_json(src, &rep, Some(session), asked));
+                if let Some(d) = &damage {
+                    damaged += 1;
+                    status = status.worst(Status::Findings);
+                    notes.push(format!("{file}: damaged end: {d}"));
+                }
+                logs.push(report_json(src, &rep, Some(session), damage, asked));
             }
         }
     }
     if ctx.json {
-        ctx.print_json(&envelope(logs, [busy, stale, anomalies, errors], asked))?;
+        ctx.print_json(&envelope(
+            logs,
+            [busy, stale, anomalies, errors, damaged],
+            asked,
+        ))?;
         return Ok(status);
     }
     outln!(ctx.out, "{t}")?;
@@ -416,7 +435,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     }
     outln!(
         ctx.out,
-        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {errors} unreadable",
+        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {damaged} damaged end(s), {errors} unreadable",
         sources.len(),
         if anomalies == 1 { "y" } else { "ies" }
     )?;

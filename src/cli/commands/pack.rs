@@ -162,7 +162,7 @@ fn convert(
     let done = match result {
         Ok(d) => d,
         Err(PackError::Load(e)) => return Err(e.into()),
-        Err(e @ PackError::TornTail { .. }) => {
+        Err(e @ (PackError::TornTail { .. } | PackError::CutFrame { .. })) => {
             return Err(StatusError {
                 status: Status::InvalidLog,
                 message: format!("{}: {e}", src.display()),

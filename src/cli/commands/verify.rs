@@ -430,10 +430,13 @@ fn human(reports: &[Report], deny_warnings: bool, home: Option<&std::path::Path>
                     toned(plural(r.count(Severity::Error), "error"), Tone::Bad),
                     toned(plural(r.count(Severity::Warning), "warning"), Tone::Warn),
                     r.events,
-                    if verdict == Verdict::Clean {
-                        ": clean"
-                    } else {
-                        ""
+                    match verdict {
+                        // A damaged end is not clean: writers refuse the log.
+                        Verdict::Clean if r.findings.iter().any(|f| f.check == CheckId::Log4) => {
+                            ": no errors, but its end is damaged (see V-LOG-4)"
+                        }
+                        Verdict::Clean => ": clean",
+                        _ => "",
                     }
                 );
             }

@@ -24,6 +24,7 @@ mod replaced;
 mod report;
 mod schemas;
 mod sessions;
+mod short_keys;
 mod simulate;
 mod terminal;
 mod torn_frame;

@@ -793,8 +793,16 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     {
         return refuse(ctx, &file, "config", &p.message, &p.hint, Status::Usage);
     }
-    let key = key_var.unwrap_or_default();
-    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), ApiKey::new(key));
+    let key = ApiKey::new(key_var.unwrap_or_default());
+    if !key.is_empty() && !key.scrubbable() && !ctx.quiet {
+        eprintln!(
+            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
+            crate::cli::render::warning_tag(),
+            plan.key_env,
+            dsh::provider::MIN_SCRUB_CHARS
+        );
+    }
+    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
     endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
     endpoint.max_retries = args.retries;

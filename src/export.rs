@@ -544,9 +544,9 @@ fn compaction_rows(
 /// An export failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    /// Writing failed.
+    /// Writing failed (the OS's message; the caller names the file).
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// This build has no Parquet writer.
     #[error(
         "--format parquet: this dsh was built without the `parquet` feature (rebuild with `cargo install --path . --features parquet`, or use --format csv|jsonl)"
@@ -555,6 +555,12 @@ pub enum ExportError {
     /// The Parquet writer refused.
     #[error("parquet: {0}")]
     Parquet(String),
+}
+
+impl From<std::io::Error> for ExportError {
+    fn from(e: std::io::Error) -> Self {
+        ExportError::Io(e)
+    }
 }
 
 /// An output format.

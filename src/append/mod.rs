@@ -384,6 +384,13 @@ fn lock_for_target(
             }))
         }
         AppendTarget::Copy(out) => {
+            if out.as_os_str() == "-" {
+                // `-` means standard output everywhere else; never a file named `-`.
+                return Err(AppendError::BadTarget {
+                    path: out.clone(),
+                    why: "`-` would be standard output, which cannot take a copy of a log (it is written beside its place, then linked in): name a file".into(),
+                });
+            }
             if fs::symlink_metadata(out).is_ok() {
                 return Err(AppendError::TargetExists { path: out.clone() });
             }

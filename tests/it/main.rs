@@ -26,6 +26,7 @@ mod schemas;
 mod sessions;
 mod short_keys;
 mod simulate;
+mod smaller;
 mod terminal;
 mod torn_frame;
 mod usage;

@@ -802,6 +802,12 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             dsh::provider::MIN_SCRUB_CHARS
         );
     }
+    if !ctx.quiet {
+        // Said before anything is sent: where the key would go.
+        for w in compact::plan::base_url_warnings(&plan.base_url) {
+            eprintln!("{} {w}", crate::cli::render::warning_tag());
+        }
+    }
     let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
     endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));

@@ -50,7 +50,8 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// "released", "state", "bracket", "appended", "schema_version"}` (with
 /// --dry-run: `"released": false, "dryRun": true` and what would be
 /// appended, stamped with the log's last event time unless --time). The
-/// JSON holds no clock reading unless asked: `ageMs` (and the `now` it is
+/// JSON holds no clock reading unless asked: `ageMs` (never negative; a
+/// start stamped ahead of the clock adds `clockSkewMs`; and the `now` it is
 /// measured from) only with --age or --now.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -100,9 +101,18 @@ pub struct LocksArgs {
 
 /// A human age: `3d 4h`, `5m 2s`.
 pub fn age(ms: f64) -> String {
-    if !ms.is_finite() || ms < 0.0 {
-        return "in the future".into();
+    if !ms.is_finite() {
+        return "unknown".into();
     }
+    if ms < 0.0 {
+        // Never a negative age: a time ahead of this clock is clock skew.
+        return format!("{} ahead (clock skew)", duration(-ms));
+    }
+    duration(ms)
+}
+
+/// `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
+fn duration(ms: f64) -> String {
     let s = (ms / 1000.0) as u64;
     let (d, h, m) = (s / 86400, s / 3600 % 24, s / 60 % 60);
     if d > 0 {
@@ -141,7 +151,13 @@ fn bracket_json(b: &Bracket, now: Option<f64>) -> OwnedValue {
         )
         .with("time", b.time.into());
     if let Some(now) = now {
-        v = v.with("ageMs", (now - b.time).into());
+        // Never negative: a start stamped ahead of this clock has age 0 and
+        // says by how much it is ahead.
+        let age = now - b.time;
+        v = v.with("ageMs", age.max(0.0).into());
+        if age < 0.0 {
+            v = v.with("clockSkewMs", (-age).into());
+        }
     }
     v.with("status", b.status.as_str().into())
         .with("outcome", outcome)
@@ -514,10 +530,13 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .find(|e| e.kind == dsh::Kind::SessionEndSeed)
         .map(|e| e.seq);
     let mut plan = format!(
-        "{file}: compaction/start at seq {} (compactionId {id}, {}, started {} ago) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
+        "{file}: compaction/start at seq {} (compactionId {id}, {}, {}) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
         b.seq,
         b.owner(),
-        age(now - b.time),
+        match now - b.time {
+            ms if ms < 0.0 => format!("stamped {} ahead of this clock: clock skew", duration(-ms)),
+            ms => format!("started {} ago", age(ms)),
+        },
         if args.dry_run { "would" } else { "will" }
     );
     if !closers.is_empty() {

@@ -1039,10 +1039,15 @@ mod tests {
         ] {
             let guarded = csv_record_with(&[t], true);
             assert!(guarded.starts_with("\"'"), "{t:?} -> {guarded:?}");
+            let raw = csv_record_with(&[t], false);
+            assert!(
+                !raw.starts_with("\"'") && !raw.starts_with('\''),
+                "{t:?} -> {raw:?}"
+            );
             assert_eq!(
-                csv_record_with(&[t], false)
-                    .trim_end_matches('\n')
-                    .trim_matches('"'),
+                raw.trim_end_matches('\n')
+                    .trim_matches('"')
+                    .replace("\"\"", "\""),
                 t
             );
         }

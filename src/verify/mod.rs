@@ -374,7 +374,7 @@ impl Verifier {
             self.check_event(&marker, &folded);
         }
         if let Some(m) = damaged_end(log) {
-            self.sink.emit_log(CheckId::Log4, m);
+            self.sink.emit_log(CheckId::Tail1, m);
         }
         self.compaction.finish(&mut self.sink);
         self.provenance.finish(&mut self.sink);

@@ -71,7 +71,7 @@ fn a_cut_last_frame_is_named_at_every_offset_and_repair_makes_it_whole() {
             report
                 .findings
                 .iter()
-                .any(|f| f.check.as_str() == "V-LOG-4"),
+                .any(|f| f.check.as_str() == "V-TAIL-1"),
             "cut at {cut}: verify names it"
         );
         // repair --dry-run names the offset; repair cuts there.
@@ -125,7 +125,7 @@ fn command_line(env: &TestEnv, dir: &Path, whole: &[u8], start: usize, cut: usiz
     assert_eq!(v["summary"]["damaged"], 1);
     let (code, out, _) = run(env, &["verify"], &p);
     assert!(!out.contains("clean"), "verify: {out}");
-    assert!(out.contains("V-LOG-4"), "verify: {code} {out}");
+    assert!(out.contains("V-TAIL-1"), "verify: {code} {out}");
     // Writers name the offset and the remedy.
     for args in [
         &["prune"][..],

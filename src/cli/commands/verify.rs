@@ -432,8 +432,8 @@ fn human(reports: &[Report], deny_warnings: bool, home: Option<&std::path::Path>
                     r.events,
                     match verdict {
                         // A damaged end is not clean: writers refuse the log.
-                        Verdict::Clean if r.findings.iter().any(|f| f.check == CheckId::Log4) => {
-                            ": no errors, but its end is damaged (see V-LOG-4)"
+                        Verdict::Clean if r.findings.iter().any(|f| f.check == CheckId::Tail1) => {
+                            ": no errors, but its end is damaged (see V-TAIL-1)"
                         }
                         Verdict::Clean => ": clean",
                         _ => "",

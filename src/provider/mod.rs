@@ -103,8 +103,9 @@ fn whole_token(text: &str, i: usize, key: &str) -> bool {
     let ends_token = key.chars().next_back().is_some_and(token_char);
     let before = text[..i].chars().next_back();
     let after = text[i + key.len()..].chars().next();
-    !(starts_token && before.is_some_and(token_char))
-        && !(ends_token && after.is_some_and(token_char))
+    let glued_before = starts_token && before.is_some_and(token_char);
+    let glued_after = ends_token && after.is_some_and(token_char);
+    !glued_before && !glued_after
 }
 
 fn scrub_tokens(text: &str, key: &str) -> String {

@@ -29,6 +29,7 @@ mod simulate;
 mod smaller;
 mod terminal;
 mod torn_frame;
+mod trials;
 mod usage;
 mod verify;
 mod view;

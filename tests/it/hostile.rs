@@ -94,12 +94,23 @@ fn fixture() -> Fixture {
     }
 }
 
+/// Runs of [`commands`] so far: each gets output paths of its own.
+static OUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Every command that prints, on the poisoned logs.
 fn commands(f: &Fixture) -> Vec<Vec<String>> {
     let c = f.compacted.display().to_string();
     let k = f.coding.display().to_string();
     let h = f.home.display().to_string();
     let bad_path = format!("{}/missing\x1b]0;x\x07.jsonl", f.home.display());
+    // Outputs named with control characters: the paths dsh prints back.
+    let out_dir = f.home.parent().unwrap().join(format!(
+        "out\x1b]0;t\x07-{}",
+        OUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let report = out_dir.join("r\x1b[2J.html").display().to_string();
+    let export = out_dir.join("e\x07x").display().to_string();
     let cases: Vec<Vec<&str>> = vec![
         vec!["surface", &c],
         vec!["messages", &c],
@@ -128,6 +139,10 @@ fn commands(f: &Fixture) -> Vec<Vec<String>> {
         vec!["usage", "--csv", "--session", "--breakdown", "--home", &h],
         vec!["verify", &bad_path],
         vec!["surface", &bad_path],
+        vec!["report", &c, "-o", &report],
+        vec!["export", "--format", "csv", "--out", &export, "--home", &h],
+        vec!["repair", "--dry-run", &c],
+        vec!["locks", "--release", "--dry-run", &c],
     ];
     cases
         .into_iter()
@@ -163,7 +178,7 @@ fn no_raw_control_character_reaches_a_pipe() {
         }
     }
     // The log's text is there, escaped (a preview may be cut before it).
-    assert!(shown * 4 >= all.len() * 3, "{shown} of {}", all.len());
+    assert!(shown * 3 >= all.len() * 2, "{shown} of {}", all.len());
 }
 
 #[test]

@@ -55,6 +55,9 @@ _dsh() {
             dsh,prune)
                 cmd="dsh__subcmd__prune"
                 ;;
+            dsh,repair)
+                cmd="dsh__subcmd__repair"
+                ;;
             dsh,report)
                 cmd="dsh__subcmd__report"
                 ;;
@@ -118,6 +121,9 @@ _dsh() {
             dsh__subcmd__help,prune)
                 cmd="dsh__subcmd__help__subcmd__prune"
                 ;;
+            dsh__subcmd__help,repair)
+                cmd="dsh__subcmd__help__subcmd__repair"
+                ;;
             dsh__subcmd__help,report)
                 cmd="dsh__subcmd__help__subcmd__report"
                 ;;
@@ -149,7 +155,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -179,7 +185,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__cache)
-            opts="-j -q -h -V --tokenizer --by --lifetime --cross-session-lifetime --block --anthropic-breakpoints --anthropic-ttl --config --calibrate --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --tokenizer --by --lifetime --cross-session-lifetime --block --anthropic-breakpoints --anthropic-ttl --config --calibrate --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -252,7 +258,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__compact)
-            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --images --summarizer-context-window --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-n -q -h -V --route --mode --dry-run --out --config --kind --base-url --api-key-env --reasoning-effort --context-window --threshold-ratio --retain-ratio --retain-tokens --max-tokens --compaction-retries --max-overflow-retries --source-command-id --timeout --retries --retry-delay --wait --images --summarizer-context-window --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -384,7 +390,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__events)
-            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --debug-hold-bytes --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-t -a -q -h -V --type --turn --all --width --limit --tail --debug-hold-bytes --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -442,7 +448,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__export)
-            opts="-o -n -j -q -h -V --format --out --force --dry-run --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -n -j -q -h -V --format --out --force --dry-run --config --jobs --csv-formulas --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -496,7 +502,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__header)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -526,7 +532,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events view load prune compact verify locks sessions usage cache simulate report export pack unpack completions help"
+            opts="surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -721,6 +727,20 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__help__subcmd__repair)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__help__subcmd__report)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -834,7 +854,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__load)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -864,7 +884,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__locks)
-            opts="-y -n -j -q -h -V --release --yes --wait --dry-run --out --time --age --now --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-y -n -j -q -h -V --release --yes --wait --dry-run --out --time --age --now --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -918,7 +938,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__measure)
-            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -980,7 +1000,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__messages)
-            opts="-q -h -V --system --request --width --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --system --request --width --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1022,7 +1042,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__pack)
-            opts="-o -n -q -h -V --out --lines --force --dry-run --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -n -q -h -V --out --lines --force --dry-run --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1064,7 +1084,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__prune)
-            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --resume --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-n -q -h -V --dry-run --out --threshold-chars --head-chars --tail-chars --config --tokenizer --allow-closed-turn --resume --wait --time --events --debug-write-pause-ms --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1129,8 +1149,42 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__repair)
+            opts="-n -q -h -V --dry-run --wait --force --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__report)
-            opts="-o -q -h -V --out --force --max-points --no-view --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -q -h -V --out --force --max-points --no-view --config --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1176,7 +1230,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__sessions)
-            opts="-j -q -h -V --cwd --project --busy --since --until --tz --sort --reverse --limit --csv --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --cwd --project --busy --since --until --tz --sort --reverse --limit --csv --csv-formulas --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1246,7 +1300,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__simulate)
-            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1320,7 +1374,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__surface)
-            opts="-q -h -V --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1358,7 +1412,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__unpack)
-            opts="-o -n -q -h -V --out --force --dry-run --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -n -q -h -V --out --force --dry-run --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1396,7 +1450,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__usage)
-            opts="-j -q -h -V --daily --weekly --monthly --session --project --breakdown --cwd --since --until --tz --csv --prices --offline --config --jobs --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --daily --weekly --monthly --session --project --breakdown --cwd --since --until --tz --csv --csv-formulas --prices --offline --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1454,7 +1508,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__verify)
-            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --all --format --deny-warnings --exit-zero --jobs --list-checks --config --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1500,7 +1554,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__view)
-            opts="-a -q -h -V --at --survival --all --limit --tail --json --lenient --quiet --color --no-pager --home --max-line-bytes --max-decompressed --help --version"
+            opts="-a -q -h -V --at --survival --all --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -570,14 +570,19 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
 // read       = "2026-12-05"           # optional: when the source was read
 // ```
 
+/// The highest price a config may give, in USD per million tokens: a dollar
+/// a token, far above any model's, low enough that no sum of a home's
+/// tokens times it leaves the finite numbers.
+pub const MAX_PRICE_PER_MILLION: f64 = 1_000_000.0;
+
 fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
     let rate = |k: &str| -> Result<Option<f64>, ConfigError> {
         match t.get(k) {
             None => Ok(None),
             Some(v) => match number(v) {
-                Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
+                Some(n) if (0.0..=MAX_PRICE_PER_MILLION).contains(&n) => Ok(Some(n)),
                 _ => Err(cerr(format!(
-                    "{name}.{k} ({}) must be a non-negative number (USD per million tokens)",
+                    "{name}.{k} ({}) must be a number from 0 to {MAX_PRICE_PER_MILLION} (USD per million tokens)",
                     js_string(v)
                 ))),
             },

@@ -544,9 +544,9 @@ fn compaction_rows(
 /// An export failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    /// Writing failed.
+    /// Writing failed (the OS's message; the caller names the file).
     #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// This build has no Parquet writer.
     #[error(
         "--format parquet: this dsh was built without the `parquet` feature (rebuild with `cargo install --path . --features parquet`, or use --format csv|jsonl)"
@@ -555,6 +555,12 @@ pub enum ExportError {
     /// The Parquet writer refused.
     #[error("parquet: {0}")]
     Parquet(String),
+}
+
+impl From<std::io::Error> for ExportError {
+    fn from(e: std::io::Error) -> Self {
+        ExportError::Io(e)
+    }
 }
 
 /// An output format.
@@ -583,18 +589,33 @@ impl Format {
         self != Format::Parquet || cfg!(feature = "parquet")
     }
 
-    /// A writer of `table` into `out`.
+    /// A writer of `table` into `out` (CSV cells a spreadsheet would
+    /// evaluate neutralised: see [`csv_record_with`]).
     pub fn writer<'w, W: Write + Send + 'w>(
         self,
         table: &'static TableSpec,
         out: W,
+    ) -> Result<Box<dyn TableWriter + 'w>, ExportError> {
+        self.writer_with(table, out, true)
+    }
+
+    /// [`Format::writer`], saying whether CSV cells are guarded against
+    /// formula injection (`csv_guard`; other formats ignore it).
+    pub fn writer_with<'w, W: Write + Send + 'w>(
+        self,
+        table: &'static TableSpec,
+        out: W,
+        csv_guard: bool,
     ) -> Result<Box<dyn TableWriter + 'w>, ExportError> {
         match self {
             Format::Csv => {
                 let mut w = std::io::BufWriter::new(out);
                 let names: Vec<String> = table.columns.iter().map(|c| c.name.into()).collect();
                 w.write_all(csv_record(&names).as_bytes())?;
-                Ok(Box::new(CsvWriter { out: w }))
+                Ok(Box::new(CsvWriter {
+                    out: w,
+                    guard: csv_guard,
+                }))
             }
             Format::Jsonl => Ok(Box::new(JsonlWriter {
                 out: std::io::BufWriter::new(out),
@@ -618,15 +639,46 @@ pub trait TableWriter {
 }
 
 /// One CSV record (RFC 4180: a field with a comma, quote or line break is
-/// quoted), with its line end.
+/// quoted), with its line end; a cell a spreadsheet would evaluate is
+/// neutralised ([`csv_record_with`]).
 pub fn csv_record(fields: &[String]) -> String {
+    csv_record_with(fields, true)
+}
+
+/// Whether a spreadsheet would read this CSV cell as a formula: it starts
+/// with `=`, `+`, `-`, `@`, a tab or a carriage return (OWASP's list) and
+/// is not a plain number (`-3`, `-0.25`, `-1e-7` stay numbers).
+pub fn csv_formula(f: &str) -> bool {
+    f.starts_with(['=', '+', '-', '@', '\t', '\r']) && !plain_number(f)
+}
+
+fn plain_number(f: &str) -> bool {
+    let body = f.strip_prefix(['-', '+']).unwrap_or(f);
+    body.starts_with(|c: char| c.is_ascii_digit())
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && f.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// One CSV record of `fields`. With `guard`, a cell a spreadsheet would
+/// evaluate ([`csv_formula`]) gets a leading `'` and is quoted, as OWASP
+/// recommends against CSV injection: `=HYPERLINK(…)` is written
+/// `"'=HYPERLINK(…)"` and shows as text. Without it, every cell is written
+/// as it is (for pipelines that want the raw values).
+pub fn csv_record_with<S: AsRef<str>>(fields: &[S], guard: bool) -> String {
     let mut out = String::new();
     for (i, f) in fields.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        if f.contains([',', '"', '\n', '\r']) {
+        let f = f.as_ref();
+        let neutralise = guard && csv_formula(f);
+        if neutralise || f.contains([',', '"', '\n', '\r']) {
             out.push('"');
+            if neutralise {
+                out.push('\'');
+            }
             out.push_str(&f.replace('"', "\"\""));
             out.push('"');
         } else {
@@ -639,6 +691,7 @@ pub fn csv_record(fields: &[String]) -> String {
 
 struct CsvWriter<W: Write> {
     out: std::io::BufWriter<W>,
+    guard: bool,
 }
 
 impl<W: Write> TableWriter for CsvWriter<W> {
@@ -655,7 +708,8 @@ impl<W: Write> TableWriter for CsvWriter<W> {
                     Cell::Time(t) => civil::rfc3339(*t),
                 })
                 .collect();
-            self.out.write_all(csv_record(&fields).as_bytes())?;
+            self.out
+                .write_all(csv_record_with(&fields, self.guard).as_bytes())?;
         }
         Ok(())
     }
@@ -969,6 +1023,46 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn csv_cells_a_spreadsheet_would_evaluate_are_neutralised() {
+        for t in [
+            "=1+1",
+            "+cmd|' /C calc'!A0",
+            "-2+3",
+            "@SUM(A1)",
+            "\tx",
+            "\rx",
+            "=HYPERLINK(\"http://x\",\"y\")",
+        ] {
+            let guarded = csv_record_with(&[t], true);
+            assert!(guarded.starts_with("\"'"), "{t:?} -> {guarded:?}");
+            let raw = csv_record_with(&[t], false);
+            assert!(
+                !raw.starts_with("\"'") && !raw.starts_with('\''),
+                "{t:?} -> {raw:?}"
+            );
+            assert_eq!(
+                raw.trim_end_matches('\n')
+                    .trim_matches('"')
+                    .replace("\"\"", "\""),
+                t
+            );
+        }
+        for plain in [
+            "-3",
+            "-0.25",
+            "+7",
+            "-1e-7",
+            "abc",
+            "",
+            "a=b",
+            "2026-01-01T00:00:00Z",
+        ] {
+            assert!(!csv_formula(plain), "{plain:?}");
+            assert_eq!(csv_record_with(&[plain], true), format!("{plain}\n"));
         }
     }
 

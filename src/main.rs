@@ -2,17 +2,21 @@
 
 // Writing to standard error must never abort the process (a full or
 // closed stderr, `2>/dev/full`): these shadow std's macros in every module
-// below and drop a failed write, where std's would panic.
+// below and drop a failed write, where std's would panic. What they print
+// passes the escaping rule (`cli::render::escape`): an error quoting a path
+// or a provider's message never drives the terminal.
 macro_rules! eprintln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let s = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", crate::cli::render::escape::stderr(&s));
     }};
 }
 macro_rules! eprint {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
+        let s = format!($($arg)*);
+        let _ = write!(std::io::stderr(), "{}", crate::cli::render::escape::stderr(&s));
     }};
 }
 

@@ -56,13 +56,26 @@ pub enum PackError {
     /// The input ends in a torn line, which a conversion would drop.
     #[error(
         "the log ends in a torn line ({len} byte(s) at byte {offset} of its plaintext); \
-         converting would drop it: see `dsh load` for what a reader makes of it"
+         converting would drop it: see `dsh load` for what a reader makes of it, \
+         and `dsh repair` to cut it off"
     )]
     TornTail {
         /// Plaintext offset of the torn line.
         offset: u64,
         /// Its length.
         len: u64,
+    },
+    /// The input's last Zstandard frame was cut short (a crash or a writer
+    /// mid-write).
+    #[error(
+        "the last Zstandard frame is cut short ({} byte(s) at file byte {whole_end}); converting would keep only part of it: `dsh repair` cuts the file back to its last whole frame (file byte {whole_end}) first",
+        file_len - whole_end
+    )]
+    CutFrame {
+        /// File offset where the last whole frame ends.
+        whole_end: u64,
+        /// The file's length.
+        file_len: u64,
     },
     /// Compressing or writing failed.
     #[error("cannot write the output: {0}")]
@@ -115,6 +128,12 @@ pub fn pack(
             in_frame = 0;
         }
     }
+    if let Some(c) = reader.cut_frame() {
+        return Err(PackError::CutFrame {
+            whole_end: c.whole_end,
+            file_len: c.file_len,
+        });
+    }
     if let Some(t) = reader.torn_tail() {
         return Err(PackError::TornTail {
             offset: t.offset,
@@ -154,6 +173,12 @@ pub fn unpack(
     while let Some(line) = reader.next_line()? {
         put(line.bytes, &mut done)?;
         done.lines += 1;
+    }
+    if let Some(c) = reader.cut_frame() {
+        return Err(PackError::CutFrame {
+            whole_end: c.whole_end,
+            file_len: c.file_len,
+        });
     }
     if let Some(t) = reader.torn_tail() {
         return Err(PackError::TornTail {

@@ -17,6 +17,13 @@ pub enum Blocker {
         /// Plain JSONL (the hint names a truncation).
         plain: bool,
     },
+    /// A Zstandard artifact whose last frame was cut short.
+    CutFrame {
+        /// File offset where the last whole frame ends.
+        whole_end: u64,
+        /// The file's length.
+        file_len: u64,
+    },
     /// Complete lines the loader drops after a damaged line.
     Dropped {
         /// First dropped line.
@@ -54,11 +61,19 @@ impl std::fmt::Display for Blocker {
                 if *plain {
                     write!(
                         f,
-                        "; a resuming harness cuts it off; by hand: truncate -s {committed_len} LOG"
+                        "; a resuming harness cuts it off; `dsh repair LOG` does the same (by hand: truncate -s {committed_len} LOG)"
                     )?;
                 }
                 Ok(())
             }
+            Blocker::CutFrame {
+                whole_end,
+                file_len,
+            } => write!(
+                f,
+                "the last Zstandard frame is cut short ({} byte(s) at file byte {whole_end}): a writer may still be active, or one crashed; the last whole frame ends at file byte {whole_end}: `dsh repair LOG` cuts the file back to it (by hand: truncate -s {whole_end} LOG)",
+                file_len - whole_end
+            ),
             Blocker::Dropped {
                 line,
                 lines,
@@ -66,7 +81,7 @@ impl std::fmt::Display for Blocker {
                 committed_len,
             } => write!(
                 f,
-                "the log has a damaged region the loader drops ({lines} line(s) from line {line}: {reason}); a resuming harness cuts it off; by hand: truncate -s {committed_len} LOG"
+                "the log has a damaged region the loader drops ({lines} line(s) from line {line}: {reason}); a resuming harness cuts it off; `dsh repair LOG` does the same (by hand: truncate -s {committed_len} LOG)"
             ),
             Blocker::CompactionLock {
                 seq,
@@ -145,6 +160,25 @@ pub enum AppendError {
         path: PathBuf,
         /// What differs.
         what: String,
+    },
+    /// The path no longer names the file dsh opened, or the file shrank,
+    /// between validation and the first byte of a batch.
+    #[error(
+        "{path}: {what} while dsh held it; nothing was written (dsh writes only to the file it validated). Check what is at the path now (`dsh verify`), then run the command again"
+    )]
+    Replaced {
+        /// The log.
+        path: PathBuf,
+        /// What happened.
+        what: String,
+    },
+    /// A writer may be live: `dsh repair` refuses to cut the log.
+    #[error("{path}: refusing to repair: {why}")]
+    Live {
+        /// The log.
+        path: PathBuf,
+        /// Why.
+        why: String,
     },
     /// Another program wrote to the log while dsh was appending to it.
     #[error(
@@ -252,6 +286,8 @@ impl AppendError {
             AppendError::WriterLocked { .. }
                 | AppendError::Blocked { .. }
                 | AppendError::Changed { .. }
+                | AppendError::Replaced { .. }
+                | AppendError::Live { .. }
                 | AppendError::Interleaved { .. }
         )
     }

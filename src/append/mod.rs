@@ -106,6 +106,8 @@ use crate::surface::{NodeBody, Surface, check_local, node_facts};
 mod error;
 mod frame;
 mod lock;
+mod recheck;
+pub mod repair;
 mod write;
 
 pub use error::{AppendError, Blocker};
@@ -372,12 +374,23 @@ fn lock_for_target(
                     },
                 })?;
             acquire(&f, LockKind::Exclusive, wait, p)?;
+            // Waiting for the lock took time: the path must still name the
+            // file that was locked (see `recheck`).
+            recheck::still_names(p, &f)?;
+            let md = f.metadata().map_err(open_err(p, "inspect the log"))?;
             Ok(Some(LockedLog {
                 file: f,
                 identity: (md.dev(), md.ino()),
             }))
         }
         AppendTarget::Copy(out) => {
+            if out.as_os_str() == "-" {
+                // `-` means standard output everywhere else; never a file named `-`.
+                return Err(AppendError::BadTarget {
+                    path: out.clone(),
+                    why: "`-` would be standard output, which cannot take a copy of a log (it is written beside its place, then linked in): name a file".into(),
+                });
+            }
             if fs::symlink_metadata(out).is_ok() {
                 return Err(AppendError::TargetExists { path: out.clone() });
             }
@@ -446,7 +459,12 @@ fn blockers_of(log: &LoadedLog, scan: &LockScan) -> (Vec<Blocker>, bool) {
             committed_len: log.committed_len,
         });
     }
-    if let Some(t) = &log.torn {
+    if let Some(c) = &log.cut_frame {
+        blockers.push(Blocker::CutFrame {
+            whole_end: c.whole_end,
+            file_len: c.file_len,
+        });
+    } else if let Some(t) = &log.torn {
         blockers.push(Blocker::TornTail {
             committed_len: t.offset,
             len: t.len,
@@ -948,18 +966,8 @@ impl Appender {
             && let Some((payload, _)) = &encoded
             && !events.is_empty()
         {
-            // Re-check: nobody grew the file since it was validated.
-            let now = sink
-                .file
-                .metadata()
-                .map_err(open_err(&sink.path, "inspect the log"))?
-                .len();
-            if now != self.len {
-                return Err(AppendError::Changed {
-                    path: sink.path.clone(),
-                    what: format!("{now} bytes on disk, {} expected", self.len),
-                });
-            }
+            // The last look: the path still names the file, as long as validated.
+            recheck::recheck(sink, self.len)?;
             let path = sink.path.clone();
             let new_len = commit(sink, &path, self.len, payload, self.pause)?;
             report.written = new_len - self.len;

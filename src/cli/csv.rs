@@ -2,24 +2,11 @@
 //! quoted when it holds a comma, a quote or a line break), plain numbers
 //! without thousands separators, empty fields for unknown values.
 
-/// One CSV record, newline included.
-pub fn record<S: AsRef<str>>(fields: &[S]) -> String {
-    let mut out = String::new();
-    for (i, f) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let f = f.as_ref();
-        if f.contains([',', '"', '\n', '\r']) {
-            out.push('"');
-            out.push_str(&f.replace('"', "\"\""));
-            out.push('"');
-        } else {
-            out.push_str(f);
-        }
-    }
-    out.push('\n');
-    out
+/// One CSV record, newline included; with `guard`, a cell a spreadsheet
+/// would evaluate (`=`, `+`, `-`, `@`, tab, CR first, not a number) gets a
+/// leading `'` ([`dsh::export::csv_record_with`]).
+pub fn record<S: AsRef<str>>(fields: &[S], guard: bool) -> String {
+    dsh::export::csv_record_with(fields, guard)
 }
 
 /// A number as a CSV field (JavaScript spelling; empty when absent).
@@ -33,7 +20,7 @@ mod tests {
     #[test]
     fn fields_are_quoted_only_when_needed() {
         assert_eq!(
-            super::record(&["a", "b,c", "say \"hi\""]),
+            super::record(&["a", "b,c", "say \"hi\""], true),
             "a,\"b,c\",\"say \"\"hi\"\"\"\n"
         );
         assert_eq!(super::num(Some(0.5)), "0.5");

@@ -42,13 +42,17 @@ impl Ctx {
     /// Build from global flags.
     pub fn new(json: bool, lenient: bool, quiet: bool, home: Option<PathBuf>) -> Ctx {
         let home = home.or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".dsh")));
+        let out = super::render::Out::new();
+        if json {
+            out.set_bytes();
+        }
         Ctx {
             json,
             lenient,
             quiet,
             home,
             stderr_tty: std::io::stderr().is_terminal(),
-            out: super::render::Out::new(),
+            out,
             limits: dsh::log::Limits::default(),
             command: "COMMAND",
             paging: false,

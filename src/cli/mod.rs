@@ -57,6 +57,12 @@ pub struct Cli {
     /// compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub no_pager: bool,
+    /// Print text from logs, paths and provider messages as it is, control
+    /// characters included, instead of escaping them (`\u{1b}`); for
+    /// programs that want the bytes. JSON output is always JSON-escaped;
+    /// standard error is always escaped.
+    #[arg(long, global = true, help_heading = GLOBAL)]
+    pub raw: bool,
     /// DSH home directory for session ids and cwds (default `$DSH_HOME`
     /// when set and not empty, else `~/.dsh`).
     #[arg(long, global = true, help_heading = GLOBAL, value_name = "DIR")]
@@ -95,6 +101,8 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     // Its help (statuses, --release, JSON shape) is LocksArgs' doc comment.
     Locks(commands::locks::LocksArgs),
+    // Its help (what it cuts, refusals, JSON shape) is RepairArgs' doc comment.
+    Repair(commands::repair::RepairArgs),
     // Its help (columns, filters, sorts, JSON shape) is SessionsArgs' doc comment.
     Sessions(commands::sessions::SessionsArgs),
     // Its help (grouping, prices, JSON shape) is UsageArgs' doc comment.
@@ -129,6 +137,7 @@ impl Command {
             Command::Compact(_) => "compact",
             Command::Verify(_) => "verify",
             Command::Locks(_) => "locks",
+            Command::Repair(_) => "repair",
             Command::Sessions(_) => "sessions",
             Command::Usage(_) => "usage",
             Command::Export(_) => "export",
@@ -175,6 +184,7 @@ pub fn run() -> ExitCode {
         }
     };
     render::color::init(cli.color);
+    render::escape::set_raw(cli.raw);
     // Read here rather than by clap, so that an empty $DSH_HOME means unset.
     let home = cli.home.clone().or_else(|| {
         std::env::var_os("DSH_HOME")
@@ -202,6 +212,7 @@ pub fn run() -> ExitCode {
         Command::Compact(a) => commands::compact::run(&mut ctx, a),
         Command::Prune(a) => commands::prune::run(&mut ctx, a),
         Command::Locks(a) => commands::locks::run(&mut ctx, a),
+        Command::Repair(a) => commands::repair::run(&mut ctx, a),
         Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Export(a) => commands::export::run(&mut ctx, a),

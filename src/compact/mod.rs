@@ -33,6 +33,7 @@
 pub mod plan;
 pub mod session;
 pub(crate) mod summary;
+mod unsaved;
 
 use crate::append::AppendError;
 use crate::cancel::{Cancel, INTERRUPTED};
@@ -45,6 +46,7 @@ use crate::range::{self, Decline, Region, Selection};
 
 pub use session::{OpenError, Session};
 pub use summary::{COMPACTION_INSTRUCTION, PREAMBLE};
+pub use unsaved::{save_unsaved, unsaved_text};
 
 /// Which semantics to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +175,11 @@ pub struct BracketReport {
     pub fits: Option<bool>,
     /// Image blocks sent as placeholder text ([`Images::Placeholder`]).
     pub images_replaced: u64,
+    /// The summary batch (`compaction/summary`, the checkpoint,
+    /// `compaction/end`) when the summary was received (and paid for) but
+    /// could not be appended: the log was replaced, deleted or changed
+    /// meanwhile. The caller keeps it ([`save_unsaved`]) so nothing is lost.
+    pub unsaved: Option<Vec<OwnedEvent>>,
 }
 
 /// How a run ended without failing.
@@ -515,6 +522,7 @@ impl Run<'_, '_, '_> {
             request_tokens,
             fits,
             images_replaced,
+            unsaved: None,
         };
         // What is known before the call refuses the bracket before its
         // compaction/start: a request the route cannot send, or one larger
@@ -640,9 +648,15 @@ impl Run<'_, '_, '_> {
             match self.append(vec![end]) {
                 Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
                 Err(werr) => {
+                    // A log replaced or held by another writer stays a
+                    // busy log (exit 4), whatever the second refusal said.
+                    let kind = match (kind, werr.kind) {
+                        (FailureKind::Busy, FailureKind::Busy) => FailureKind::Busy,
+                        _ => FailureKind::Commit,
+                    };
                     let werr = werr.message;
                     return Err(Box::new(StepFailure {
-                        kind: FailureKind::Commit,
+                        kind,
                         message: format!(
                             "{message}; and the bracket could not be closed ({werr}): the compaction lock stays held"
                         ),
@@ -790,7 +804,11 @@ impl Run<'_, '_, '_> {
                 with_ids(Value::obj()).with("turn", turn_value(owner)),
             ),
         );
-        self.write(vec![summary_ev, checkpoint, end])?;
+        let batch = vec![summary_ev, checkpoint, end];
+        if let Err(e) = self.write(batch.clone()) {
+            self.report.brackets[bi].unsaved = Some(batch);
+            return Err(e);
+        }
         let b = &mut self.report.brackets[bi];
         b.summary_seq = Some(summary_seq);
         b.checkpoint_seq = Some(cp_seq);

@@ -425,6 +425,54 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What is risky about sending the API key to `url` (which passed
+/// [`check_base_url`]): a link-local or cloud metadata host (169.254.0.0/16
+/// such as 169.254.169.254, fe80::/10, fd00:ec2::254, 100.100.100.200,
+/// metadata.google.internal), or plain `http` to a host that is not this
+/// machine (the key would cross the network unencrypted). Empty when
+/// nothing is.
+pub fn base_url_warnings(url: &str) -> Vec<String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Vec::new();
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(v6, |(h, _)| h),
+        None => host_port.rsplit_once(':').map_or(host_port, |(h, _)| h),
+    }
+    .trim_end_matches('.')
+    .to_ascii_lowercase();
+    let ip: Option<std::net::IpAddr> = host.parse().ok();
+    let loopback =
+        host == "localhost" || host.ends_with(".localhost") || ip.is_some_and(|a| a.is_loopback());
+    let metadata = matches!(
+        host.as_str(),
+        "metadata" | "metadata.google.internal" | "instance-data" | "100.100.100.200"
+    ) || match ip {
+        Some(std::net::IpAddr::V4(a)) => a.is_link_local(),
+        Some(std::net::IpAddr::V6(a)) => {
+            (a.segments()[0] & 0xffc0) == 0xfe80
+                || a == "fd00:ec2::254"
+                    .parse::<std::net::Ipv6Addr>()
+                    .expect("an address")
+        }
+        None => false,
+    };
+    let mut out = Vec::new();
+    if metadata {
+        out.push(format!(
+            "the base URL's host {host} is a link-local or cloud metadata address, not a model provider: the API key would be sent to it"
+        ));
+    }
+    if scheme.eq_ignore_ascii_case("http") && !loopback {
+        out.push(format!(
+            "the base URL is plain http:// to {host}, which is not this machine: the API key would cross the network unencrypted (use https://)"
+        ));
+    }
+    out
+}
+
 /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
 pub fn is_env_name(s: &str) -> bool {
     let mut b = s.bytes();
@@ -453,6 +501,35 @@ mod tests {
         assert_eq!(mode_for_tail(Mode::Auto, Some(3.0)), Mode::Pressure);
         assert_eq!(mode_for_tail(Mode::Overflow, Some(3.0)), Mode::Overflow);
         assert_eq!(mode_for_tail(Mode::Manual, Some(3.0)), Mode::Manual);
+    }
+
+    #[test]
+    fn risky_base_urls_are_named() {
+        for ok in [
+            "https://api.deepseek.com",
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434",
+            "http://[::1]:9000",
+            "https://10.0.0.5",
+        ] {
+            assert!(base_url_warnings(ok).is_empty(), "{ok}");
+        }
+        for meta in [
+            "http://169.254.169.254/latest",
+            "https://169.254.1.1",
+            "https://[fe80::1]:443",
+            "http://metadata.google.internal/computeMetadata",
+            "https://[fd00:ec2::254]",
+        ] {
+            assert!(
+                base_url_warnings(meta)
+                    .iter()
+                    .any(|w| w.contains("metadata")),
+                "{meta}"
+            );
+        }
+        assert!(base_url_warnings("http://api.example.com")[0].contains("unencrypted"));
+        assert!(base_url_warnings("http://user:pw@10.1.2.3:80")[0].contains("10.1.2.3"));
     }
 
     #[test]

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
 pub use header::SessionHeader;
-pub use reader::{Container, Limits, TornTail};
+pub use reader::{Container, CutFrame, Limits, TornTail};
 pub use reread::Reread;
 pub use source::LogSource;
 pub use tee::Tee;
@@ -226,6 +226,8 @@ pub struct LoadedLog {
     pub event_types: BTreeMap<String, u64>,
     /// Fragment after the last complete line.
     pub torn: Option<TornTail>,
+    /// A Zstandard artifact whose last frame was cut short.
+    pub cut_frame: Option<CutFrame>,
     /// Complete lines dropped as a torn tail (plain mode).
     pub dropped: Option<DroppedRegion>,
     /// Events whose stored shape was upgraded in memory (§12).
@@ -1098,7 +1100,24 @@ fn load_inner(
     );
     // Spans of an artifact are read again through its frame table.
     log.frames = frames.filter(|_| span_bodies);
+    note_cut_frame(&mut log, reader.cut_frame());
     Ok(log)
+}
+
+/// A cut last frame is a named state: kept on the log and said in a
+/// warning that gives the file offset of the last whole frame and the
+/// remedy (after the torn line's warning, when its partial blocks left one).
+pub(crate) fn note_cut_frame(log: &mut LoadedLog, cut: Option<CutFrame>) {
+    let Some(c) = cut else {
+        return;
+    };
+    log.cut_frame = Some(c);
+    log.warnings.push(format!(
+        "the last Zstandard frame is cut short ({} byte(s) at file byte {}, a crash or a writer mid-write): its whole lines are read, but no writer appends until the file ends at its last whole frame (file byte {}): `dsh repair` cuts it back",
+        c.file_len - c.whole_end,
+        c.whole_end,
+        c.whole_end
+    ));
 }
 
 /// What a load knows before its first event: the source, its container, the
@@ -1182,6 +1201,7 @@ pub(crate) fn finish_load(
         headers: fold.headers,
         event_types: fold.event_types,
         torn,
+        cut_frame: None,
         dropped,
         upgraded: fold.upgraded,
         warnings,

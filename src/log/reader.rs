@@ -52,6 +52,18 @@ pub struct LineSpan {
     pub strict: bool,
 }
 
+/// A Zstandard artifact whose last frame was cut short (a crash or a
+/// writer mid-write): the file ends inside a frame. Readers keep the
+/// complete lines of its decodable blocks; the remedy is to cut the file
+/// back to the end of its last whole frame (`dsh repair`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutFrame {
+    /// File offset where the last whole frame ends (the cut frame starts).
+    pub whole_end: u64,
+    /// The file's length (the cut frame is `whole_end..file_len`).
+    pub file_len: u64,
+}
+
 /// Bytes after the last complete line, ignored as a torn write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TornTail {
@@ -197,6 +209,8 @@ struct ZstdState {
     total: u64,
     /// Frames started so far (the header frame included).
     frames: u64,
+    /// The last frame, when it was cut short (see [`CutFrame`]).
+    cut: Option<CutFrame>,
     /// Where each frame starts, for reading lines again after the load.
     table: super::reread::FrameTable,
     /// All plaintext decoded so far, while it is small (see
@@ -356,6 +370,7 @@ impl LineReader {
                     done: false,
                     total: 0,
                     frames: 0,
+                    cut: None,
                     table: Default::default(),
                     // Room for the plaintext at a generous ratio, so that
                     // keeping it copies each byte once (room is not memory
@@ -427,6 +442,15 @@ impl LineReader {
     pub(crate) fn frame_table(&self) -> Option<super::reread::FrameTable> {
         match &self.inner {
             Inner::Zstd(z) => Some(z.table.clone()),
+            Inner::Plain { .. } | Inner::Mapped { .. } => None,
+        }
+    }
+
+    /// The last frame of a Zstandard artifact, when it was cut short (known
+    /// once reading ended).
+    pub fn cut_frame(&self) -> Option<CutFrame> {
+        match &self.inner {
+            Inner::Zstd(z) => z.cut,
             Inner::Plain { .. } | Inner::Mapped { .. } => None,
         }
     }
@@ -1042,7 +1066,14 @@ impl ZstdState {
                     self.read_more(more)?;
                     continue;
                 }
-                FrameScan::Torn => (d.len(), false),
+                FrameScan::Torn => {
+                    let at = self.cbase + self.cstart as u64;
+                    self.cut = Some(CutFrame {
+                        whole_end: at,
+                        file_len: at + d.len() as u64,
+                    });
+                    (d.len(), false)
+                }
                 FrameScan::Bad(why) => {
                     let at = self.cbase + self.cstart as u64;
                     return Err(if at == 0 {

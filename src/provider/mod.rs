@@ -59,14 +59,68 @@ impl ApiKey {
         self.0.is_empty()
     }
 
-    /// Replace every occurrence of the key in `text` with `[REDACTED]`.
+    /// Whether the key is long enough to scrub from text
+    /// ([`MIN_SCRUB_CHARS`]): a shorter one (a local server's dummy key,
+    /// `a`, `text`) would match ordinary words.
+    pub fn scrubbable(&self) -> bool {
+        self.0.chars().count() >= MIN_SCRUB_CHARS
+    }
+
+    /// Replace every whole-token occurrence of the key in `text` with
+    /// `[REDACTED]`: one not touching a letter, digit, `-` or `_` on a side
+    /// where the key itself ends in one (so `sk-abc123` inside
+    /// `sk-abc1234` is left alone). A key shorter than [`MIN_SCRUB_CHARS`]
+    /// is not scrubbed at all: it would corrupt text it happens to occur in.
     pub fn scrub(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_string()
-        } else {
-            text.replace(&self.0, "[REDACTED]")
+        match self.find_in(text) {
+            None => text.to_string(),
+            Some(_) => scrub_tokens(text, &self.0),
         }
     }
+
+    /// Where the key first occurs in `text` as a whole token (`None` also
+    /// for a key too short to scrub).
+    fn find_in(&self, text: &str) -> Option<usize> {
+        if !self.scrubbable() {
+            return None;
+        }
+        text.match_indices(self.0.as_str())
+            .map(|(i, _)| i)
+            .find(|&i| whole_token(text, i, &self.0))
+    }
+}
+
+/// The shortest API key dsh scrubs from text (characters).
+pub const MIN_SCRUB_CHARS: usize = 8;
+
+fn token_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '-' || c == '_'
+}
+
+/// Whether `key` at byte `i` of `text` stands as a whole token.
+fn whole_token(text: &str, i: usize, key: &str) -> bool {
+    let starts_token = key.chars().next().is_some_and(token_char);
+    let ends_token = key.chars().next_back().is_some_and(token_char);
+    let before = text[..i].chars().next_back();
+    let after = text[i + key.len()..].chars().next();
+    let glued_before = starts_token && before.is_some_and(token_char);
+    let glued_after = ends_token && after.is_some_and(token_char);
+    !glued_before && !glued_after
+}
+
+fn scrub_tokens(text: &str, key: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (i, _) in text.match_indices(key) {
+        if i < last || !whole_token(text, i, key) {
+            continue;
+        }
+        out.push_str(&text[last..i]);
+        out.push_str("[REDACTED]");
+        last = i + key.len();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 impl std::fmt::Debug for ApiKey {
@@ -681,23 +735,39 @@ impl Summarizer for HttpSummarizer {
 /// the summary) replaced by `[REDACTED]`, so that nothing derived from it
 /// and appended to the log (summary, checkpoint) carries the key.
 fn scrub_completion(mut c: Completion, key: &ApiKey) -> Completion {
-    if key.is_empty() {
+    if !key.scrubbable() {
         return c;
     }
-    let needle = Value::from(key.expose()).to_json();
-    let needle = &needle[1..needle.len() - 1];
     for b in &mut c.blocks {
-        let text = b.to_json();
-        if text.contains(needle)
-            && let Ok(v) = Value::parse(&text.replace(needle, "[REDACTED]"))
-        {
-            *b = v.into_owned();
-        }
+        scrub_value(b, key);
     }
     if let Some(id) = &c.request_id {
         c.request_id = Some(key.scrub(id));
     }
     c
+}
+
+/// Scrub the key out of every string of `v` (keys of objects included),
+/// leaving strings without it exactly as they were.
+fn scrub_value(v: &mut OwnedValue, key: &ApiKey) {
+    let scrub_str = |s: &mut crate::json::JStr<'static>| {
+        let text = s.to_lossy();
+        if key.find_in(&text).is_some() {
+            let scrubbed = key.scrub(&text);
+            if let Value::Str(j) = Value::from(scrubbed) {
+                *s = j;
+            }
+        }
+    };
+    match v {
+        Value::Str(s) => scrub_str(s),
+        Value::Arr(a) => a.iter_mut().for_each(|x| scrub_value(x, key)),
+        Value::Obj(o) => o.iter_mut().for_each(|(k, x)| {
+            scrub_str(k);
+            scrub_value(x, key);
+        }),
+        _ => {}
+    }
 }
 
 /// Concatenate the `text` of every block of type `ty` (JavaScript string
@@ -747,6 +817,41 @@ mod tests {
             ErrorCode::ContentFilter
         );
         assert!(ErrorCode::Server.is_retryable() && !ErrorCode::Auth.is_retryable());
+    }
+
+    #[test]
+    fn scrubbing_takes_whole_tokens_of_long_keys_only() {
+        let k = ApiKey::new("sk-abc12345");
+        assert_eq!(k.scrub("key=sk-abc12345&x"), "key=[REDACTED]&x");
+        assert_eq!(k.scrub("\"sk-abc12345\"."), "\"[REDACTED]\".");
+        assert_eq!(
+            k.scrub("sk-abc123456 xsk-abc12345"),
+            "sk-abc123456 xsk-abc12345"
+        );
+        assert_eq!(k.scrub("sk-abc12345sk-abc12345"), "sk-abc12345sk-abc12345");
+        // Keys of 1 to 7 characters are never scrubbed: they would corrupt text.
+        let text = "Summary: the parser reads text; DeepSeek e a";
+        for key in ["a", "e", "ab", "text", "Seek", "parser", "Summary"] {
+            let k = ApiKey::new(key);
+            assert!(!k.scrubbable(), "{key}");
+            assert_eq!(k.scrub(text), text, "{key}");
+            let mut v: OwnedValue = Value::parse(r#"[{"type":"text","text":"Summary a"}]"#)
+                .unwrap()
+                .into_owned();
+            scrub_value(&mut v, &k);
+            assert_eq!(v.to_json(), r#"[{"type":"text","text":"Summary a"}]"#);
+        }
+        // In a reply's blocks: every string, escapes and all.
+        let k = ApiKey::new("sk-abc12345");
+        let mut v: OwnedValue =
+            Value::parse(r#"{"text":"line\nsk-abc12345\tend","sk-abc12345":["x sk-abc12345"]}"#)
+                .unwrap()
+                .into_owned();
+        scrub_value(&mut v, &k);
+        assert_eq!(
+            v.to_json(),
+            r#"{"text":"line\n[REDACTED]\tend","[REDACTED]":["x [REDACTED]"]}"#
+        );
     }
 
     #[test]

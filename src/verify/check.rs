@@ -147,6 +147,7 @@ checks! {
     Log1 = "V-LOG-1", Error, "", None, "the log file can be read";
     Log2 = "V-LOG-2", Error, "session-log §3", None, "header line, JSON lines, packed rows and legacy shapes are well-formed";
     Log3 = "V-LOG-3", Error, "session-log §4.3", None, "the format version and every event type are ones the harness reads";
+    Tail1 = "V-TAIL-1", Warning, "session-log §3", None, "the log ends whole: no torn last line, cut Zstandard frame or damaged region (left by a crash or a writer mid-write; `dsh repair` cuts it off)";
     Env1 = "V-ENV-1", Error, "§7.1", None, "envelope keys and seq/time/data/ignorable shapes are valid";
     Env2 = "V-ENV-2", Error, "§7.1", None, "no retired request/header-delta, mode/set or header reason \"fallback\"";
     Env3 = "V-ENV-3", Error, "§7.1", None, "request/header config and adapterDefaults are valid";

@@ -204,6 +204,32 @@ impl Report {
     }
 }
 
+/// What is wrong with the end of a log a crash (or a writer mid-write)
+/// damaged, with the remedy: a cut last Zstandard frame, a torn last line,
+/// a region the loader drops.
+pub fn damaged_end(log: &LoadedLog) -> Option<String> {
+    if let Some(c) = &log.cut_frame {
+        return Some(format!(
+            "the last Zstandard frame is cut short ({} byte(s) at file byte {}): a writer crashed or is still writing; its last whole frame ends at file byte {}: `dsh repair` cuts it back",
+            c.file_len - c.whole_end,
+            c.whole_end,
+            c.whole_end
+        ));
+    }
+    if let Some(d) = &log.dropped {
+        return Some(format!(
+            "a damaged region the loader drops ({} line(s) from line {}: {}): a writer crashed or is still writing; `dsh repair` cuts the log back to byte {}",
+            d.lines, d.line, d.reason, log.committed_len
+        ));
+    }
+    log.torn.map(|t| {
+        format!(
+            "a torn last line ({} byte(s) without a newline at byte {}): a writer crashed or is still writing; `dsh repair` cuts it off",
+            t.len, t.offset
+        )
+    })
+}
+
 /// Where the current event sits.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct At {
@@ -346,6 +372,9 @@ impl Verifier {
                 canonical_offset: None,
             };
             self.check_event(&marker, &folded);
+        }
+        if let Some(m) = damaged_end(log) {
+            self.sink.emit_log(CheckId::Tail1, m);
         }
         self.compaction.finish(&mut self.sink);
         self.provenance.finish(&mut self.sink);

@@ -8,15 +8,15 @@ use serde_json::{Value as J, json};
 
 use crate::provider::{Reply, Server, anthropic_sse, deepseek_sse};
 
-const KEY: &str = "sk-test-SECRET-9f8e7d";
-const SUMMARY: &str = "## Primary Request and Intent\n- Explain the build.\n\n## Key Technical Concepts\n- cargo\n\n## Files and Code\n- (none)\n\n## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- (none)\n\n## Current Work\n- Explaining.\n\n## Next Step\n- (none)\n\n## Critical Context\n- (none)";
+pub(crate) const KEY: &str = "sk-test-SECRET-9f8e7d";
+pub(crate) const SUMMARY: &str = "## Primary Request and Intent\n- Explain the build.\n\n## Key Technical Concepts\n- cargo\n\n## Files and Code\n- (none)\n\n## Errors and Fixes\n- (none)\n\n## Pending Jobs\n- (none)\n\n## Current Work\n- Explaining.\n\n## Next Step\n- (none)\n\n## Critical Context\n- (none)";
 
 fn header() -> J {
     json!({"type":"session","version":0,"id":"s-compact","createdAt":0,"cwd":"/tmp","delegationDepth":0})
 }
 
 /// A closed turn: user prompt, a read call and its (long) result, an answer.
-fn closed_log() -> Vec<J> {
+pub(crate) fn closed_log() -> Vec<J> {
     let src = json!({"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"});
     let long: String = (1..=60)
         .map(|i| format!("line {i}: fn build() {{ cargo(); }}\n"))
@@ -43,7 +43,7 @@ fn closed_log() -> Vec<J> {
     ev
 }
 
-fn write_log(dir: &Path, name: &str, events: &[J]) -> PathBuf {
+pub(crate) fn write_log(dir: &Path, name: &str, events: &[J]) -> PathBuf {
     let p = dir.join(name);
     let mut s = header().to_string();
     s.push('\n');

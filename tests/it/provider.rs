@@ -40,6 +40,9 @@ pub enum Reply {
     CutChunked(String),
     /// Accept and read the request, then say nothing for this long.
     Stall(Duration),
+    /// Accept and read the request, wait until the test sets the flag (at
+    /// most a minute), then answer 200 with this SSE body.
+    Gated(Arc<std::sync::atomic::AtomicBool>, String),
 }
 
 pub struct Server {
@@ -119,6 +122,16 @@ fn respond(s: &mut TcpStream, reply: &Reply) {
         Reply::Stall(d) => {
             std::thread::sleep(*d);
             Ok(())
+        }
+        Reply::Gated(go, body) => {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !go.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            write!(
+                s,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}"
+            )
         }
     };
     let _ = s.flush();

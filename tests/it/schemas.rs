@@ -340,6 +340,17 @@ fn writes_print_their_documented_shape() {
         .args(["locks", "--release", "--yes", "--json"])
         .arg(&log));
     check("locks-release", &docs[0], "locks --release (free)");
+    // repair: dry and real on a torn log, and on a whole one.
+    let (_d, log) = copy_of("torn.jsonl");
+    for args in [
+        &["repair", "-n", "--json", "--force"][..],
+        &["repair", "--force", "--json"],
+        &["repair", "--json"],
+    ] {
+        let (code, docs) = run(dsh().args(args).arg(&log));
+        assert_eq!(code, 0, "{docs:?}");
+        check("repair", &docs[0], &args.join(" "));
+    }
     // pack and unpack, dry and real.
     let packed = log.with_file_name("packed.jsonl.zstd");
     let plain = log.with_file_name("plain.jsonl");
@@ -584,6 +595,7 @@ fn every_schema_is_some_command_s_document() {
         "messages",
         "pack",
         "prune",
+        "repair",
         "report",
         "sessions",
         "simulate",

@@ -793,8 +793,22 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     {
         return refuse(ctx, &file, "config", &p.message, &p.hint, Status::Usage);
     }
-    let key = key_var.unwrap_or_default();
-    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), ApiKey::new(key));
+    let key = ApiKey::new(key_var.unwrap_or_default());
+    if !key.is_empty() && !key.scrubbable() && !ctx.quiet {
+        eprintln!(
+            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
+            crate::cli::render::warning_tag(),
+            plan.key_env,
+            dsh::provider::MIN_SCRUB_CHARS
+        );
+    }
+    if !ctx.quiet {
+        // Said before anything is sent: where the key would go.
+        for w in compact::plan::base_url_warnings(&plan.base_url) {
+            eprintln!("{} {w}", crate::cli::render::warning_tag());
+        }
+    }
+    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
     endpoint.reasoning_effort = plan.reasoning_effort.clone();
     endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
     endpoint.max_retries = args.retries;
@@ -1004,9 +1018,11 @@ fn show_progress(pb: &indicatif::ProgressBar, p: &Progress) {
         Progress::Sending { attempt } if *attempt > 1 => {
             pb.set_message(format!("summarising (attempt {attempt})"))
         }
-        Progress::Retrying { delay, reason, .. } => {
-            pb.set_message(format!("{reason}; retrying in {:.1}s", delay.as_secs_f64()))
-        }
+        Progress::Retrying { delay, reason, .. } => pb.set_message(format!(
+            "{}; retrying in {:.1}s",
+            crate::cli::render::escape::line(reason),
+            delay.as_secs_f64()
+        )),
         Progress::Receiving { bytes } => {
             pb.set_message(format!("receiving the summary ({bytes} bytes)"))
         }
@@ -1088,6 +1104,7 @@ fn report_failure(
         }),
         _ => None,
     };
+    let unsaved = keep_unsaved(who, f);
     if ctx.json {
         let mut err = Value::obj()
             .with("message", f.message.clone().into())
@@ -1098,6 +1115,7 @@ fn report_failure(
         }
         let v = report_json(&f.report, plan, lifecycle, args.dry_run)
             .with("error", err)
+            .with("unsavedSummary", unsaved.clone().unwrap_or(Value::Null))
             .with("file", who.file.as_str().into())
             .with("session", who.session.as_str().into())
             .with("schema_version", SCHEMA_VERSION.into());
@@ -1110,5 +1128,33 @@ fn report_failure(
     if let Some(h) = hint {
         eprintln!("dsh: hint: {h}");
     }
+    if let Some(u) = &unsaved {
+        let saved = u.get("savedTo").and_then(|p| p.as_str());
+        match saved {
+            Some(p) => eprintln!(
+                "dsh: the summary was received but not appended; it is kept in {p} (the events that would have been appended); `dsh locks` on the log tells whether its compaction/start is held"
+            ),
+            None => eprintln!(
+                "dsh: the summary was received but not appended, and could not be kept beside the log: it is in `unsavedSummary` of --json; here it is:\n{}",
+                u.get("text").and_then(|t| t.as_str()).unwrap_or_default()
+            ),
+        }
+    }
     Ok(status)
+}
+
+/// A summary paid for but not appended: kept beside the log; the JSON
+/// `unsavedSummary` (`compactionId`, `savedTo` or null, `text`).
+fn keep_unsaved(who: &Who, f: &Failure) -> Option<OwnedValue> {
+    let b = f.report.brackets.iter().find(|b| b.unsaved.is_some())?;
+    let batch = b.unsaved.as_deref()?;
+    let saved = compact::save_unsaved(std::path::Path::new(&who.file), &b.compaction_id, batch)
+        .ok()
+        .map(|p| p.display().to_string());
+    Some(
+        Value::obj()
+            .with("compactionId", b.compaction_id.clone().into())
+            .with("savedTo", opt(saved))
+            .with("text", compact::unsaved_text(batch).into()),
+    )
 }

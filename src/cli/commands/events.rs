@@ -11,7 +11,7 @@ use dsh::log::Folded;
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
 use crate::cli::exit::Status;
-use crate::cli::render;
+use crate::cli::render::{self, escape};
 use crate::cli::rows::{RowWindow, Rows};
 
 /// Show the raw log as a human transcript.
@@ -218,8 +218,13 @@ fn human_parts(
     let t = turn.map(|t| format!("t{t}")).unwrap_or_else(|| "-".into());
     let arrow = if origin == "replace" { "⟲" } else { " " };
     (
-        format!("{:>7}  {:<4} {arrow} {:<20} ", ev.seq, t, name),
-        format!(" {}", describe(ev, folded, width)),
+        format!(
+            "{:>7}  {:<4} {arrow} {:<20} ",
+            ev.seq,
+            t,
+            escape::line(name)
+        ),
+        format!(" {}", escape::line(&describe(ev, folded, width))),
     )
 }
 

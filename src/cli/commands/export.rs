@@ -62,6 +62,12 @@ pub struct ExportArgs {
     /// Logs read at once (0: one per core).
     #[arg(long, short, value_name = "N", default_value_t = 0)]
     pub jobs: usize,
+    /// With --format csv: write cells that begin with = + - @ tab or CR as
+    /// they are. By default such a cell (a number aside) gets a leading `'`
+    /// so a spreadsheet shows it as text instead of evaluating it (OWASP's
+    /// advice against CSV injection).
+    #[arg(long)]
+    pub csv_formulas: bool,
 }
 
 /// `--format`.
@@ -92,6 +98,13 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         return Err(UsageError(dsh::export::ExportError::NoParquet.to_string()).into());
     }
     let out = &args.out;
+    if out.as_os_str() == "-" {
+        // `-` means standard output everywhere else; never a directory named `-`.
+        return Err(UsageError(
+            "--out -: export writes a directory of tables, which standard output cannot take: name a directory".into(),
+        )
+        .into());
+    }
     if !args.force
         && let Ok(mut d) = std::fs::read_dir(out)
         && d.next().is_some()
@@ -141,12 +154,23 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     };
     let file_name = |name: &str| format!("{name}.{}", format.as_str());
     let mut writers: Vec<Box<dyn TableWriter>> = Vec::new();
+    // A failed write names its file once (the table's file under --out).
+    let failed = |name: &str, e: dsh::export::ExportError| {
+        anyhow::anyhow!(
+            "{}: cannot write: {e}",
+            Path::new(&args.out).join(file_name(name)).display()
+        )
+    };
     if let Some(t) = &tmp {
         for spec in &TABLES {
             let path = t.path().join(file_name(spec.name));
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("{}: cannot create", path.display()))?;
-            writers.push(format.writer(spec, f)?);
+            writers.push(
+                format
+                    .writer_with(spec, f, !args.csv_formulas)
+                    .map_err(|e| failed(spec.name, e))?,
+            );
         }
     }
     let mut counts = [0u64; 5];
@@ -171,19 +195,19 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
                 for (i, t) in rows.tables.iter().enumerate() {
                     counts[i] += t.len() as u64;
                     if let Some(w) = writers.get_mut(i) {
-                        w.write_rows(t)?;
+                        w.write_rows(t).map_err(|e| failed(TABLES[i].name, e))?;
                     }
                 }
             }
             Err(e) => refused.push(e),
         }
-        Ok::<(), dsh::export::ExportError>(())
+        Ok::<(), anyhow::Error>(())
     })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    for w in writers {
-        w.finish()?;
+    for (w, spec) in writers.into_iter().zip(&TABLES) {
+        w.finish().map_err(|e| failed(spec.name, e))?;
     }
     if let Some(t) = tmp {
         if std::fs::symlink_metadata(out).is_ok() {

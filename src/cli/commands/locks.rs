@@ -27,8 +27,9 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// boundaries crossing a bracket).
 ///
 /// Without LOG: every session under $DSH_HOME. Exit 1 when any log has a
-/// busy lock or an anomaly (so a script can refuse to compact), 3 when a log
-/// is unreadable.
+/// busy lock, an anomaly or a damaged end (a cut last Zstandard frame, a
+/// torn last line: writers refuse it until `dsh repair`), so a script can
+/// refuse to compact; 3 when a log is unreadable.
 ///
 /// --release LOG: the way out after a crashed compaction. When no other dsh
 /// process holds the log, append what a resuming harness writes: the
@@ -42,13 +43,15 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// "lastEndSeedSeq", "lastSeq", "brackets": [{"seq", "compactionId",
 /// "sourceCommandId"?, "turn", "openTurn", "time", "ageMs"?, "status",
 /// "outcome", "endSeq", "error", "endSeedSeq", "supersededBy", "summarySeq",
-/// "checkpointSeq"}], "anomalies": [{"seq","message"}]} | {"file","error",…}],
-/// "summary": {"logs", "busy", "stale", "anomalies", "errors"}, "now"?,
+/// "checkpointSeq"}], "anomalies": [{"seq","message"}], "damage"} |
+/// {"file","error",…}], "summary": {"logs", "busy", "stale", "anomalies",
+/// "errors", "damaged"}, "now"?,
 /// "schema_version"}`; with --release: `{"file", "session", "out",
 /// "released", "state", "bracket", "appended", "schema_version"}` (with
 /// --dry-run: `"released": false, "dryRun": true` and what would be
 /// appended, stamped with the log's last event time unless --time). The
-/// JSON holds no clock reading unless asked: `ageMs` (and the `now` it is
+/// JSON holds no clock reading unless asked: `ageMs` (never negative; a
+/// start stamped ahead of the clock adds `clockSkewMs`; and the `now` it is
 /// measured from) only with --age or --now.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -98,9 +101,18 @@ pub struct LocksArgs {
 
 /// A human age: `3d 4h`, `5m 2s`.
 pub fn age(ms: f64) -> String {
-    if !ms.is_finite() || ms < 0.0 {
-        return "in the future".into();
+    if !ms.is_finite() {
+        return "unknown".into();
     }
+    if ms < 0.0 {
+        // Never a negative age: a time ahead of this clock is clock skew.
+        return format!("{} ahead (clock skew)", duration(-ms));
+    }
+    duration(ms)
+}
+
+/// `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
+fn duration(ms: f64) -> String {
     let s = (ms / 1000.0) as u64;
     let (d, h, m) = (s / 86400, s / 3600 % 24, s / 60 % 60);
     if d > 0 {
@@ -139,7 +151,13 @@ fn bracket_json(b: &Bracket, now: Option<f64>) -> OwnedValue {
         )
         .with("time", b.time.into());
     if let Some(now) = now {
-        v = v.with("ageMs", (now - b.time).into());
+        // Never negative: a start stamped ahead of this clock has age 0 and
+        // says by how much it is ahead.
+        let age = now - b.time;
+        v = v.with("ageMs", age.max(0.0).into());
+        if age < 0.0 {
+            v = v.with("clockSkewMs", (-age).into());
+        }
     }
     v.with("status", b.status.as_str().into())
         .with("outcome", outcome)
@@ -155,6 +173,7 @@ fn report_json(
     src: &LogSource,
     r: &LockReport,
     session: Option<String>,
+    damage: Option<String>,
     now: Option<f64>,
 ) -> OwnedValue {
     let anomalies: Vec<OwnedValue> = r
@@ -178,6 +197,7 @@ fn report_json(
             Value::Arr(r.brackets.iter().map(|b| bracket_json(b, now)).collect()),
         )
         .with("anomalies", Value::Arr(anomalies))
+        .with("damage", damage.map_or(Value::Null, Value::from))
 }
 
 fn detail(b: &Bracket) -> String {
@@ -237,6 +257,7 @@ fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
     Ok(Scanned {
         report: s.report(),
         session: log.header.id.clone(),
+        damage: dsh::verify::damaged_end(&log),
         warnings: log.warnings,
     })
 }
@@ -245,6 +266,8 @@ fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
 struct Scanned {
     report: LockReport,
     session: String,
+    /// What a crash left at the end of the log (writers refuse it).
+    damage: Option<String>,
     warnings: Vec<String>,
 }
 
@@ -258,14 +281,15 @@ fn json_now(args: &LocksArgs) -> Option<f64> {
 }
 
 /// The many-log envelope: `{"logs", "summary", "now"?, "schema_version"}`.
-fn envelope(logs: Vec<OwnedValue>, counts: [u64; 4], now: Option<f64>) -> OwnedValue {
-    let [busy, stale, anomalies, errors] = counts;
+fn envelope(logs: Vec<OwnedValue>, counts: [u64; 5], now: Option<f64>) -> OwnedValue {
+    let [busy, stale, anomalies, errors, damaged] = counts;
     let summary = Value::obj()
         .with("logs", (logs.len() as u64).into())
         .with("busy", busy.into())
         .with("stale", stale.into())
         .with("anomalies", anomalies.into())
-        .with("errors", errors.into());
+        .with("errors", errors.into())
+        .with("damaged", damaged.into());
     let mut v = Value::obj()
         .with("logs", Value::Arr(logs))
         .with("summary", summary);
@@ -321,7 +345,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         let found = dsh::log::source::discover(&root);
         if found.is_empty() {
             if ctx.json {
-                ctx.print_json(&envelope(Vec::new(), [0; 4], json_now(args)))?;
+                ctx.print_json(&envelope(Vec::new(), [0; 5], json_now(args)))?;
             } else {
                 outln!(ctx.out, "no session logs under {}", root.display())?;
             }
@@ -337,6 +361,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     let now = asked.unwrap_or_else(now_ms);
     let mut status = Status::Ok;
     let (mut busy, mut stale, mut anomalies, mut errors) = (0u64, 0u64, 0u64, 0u64);
+    let mut damaged = 0u64;
     let mut logs = Vec::new();
     let mut t = render::table(&[
         "log",
@@ -372,6 +397,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             Ok(Scanned {
                 report: rep,
                 session,
+                damage,
                 warnings,
             }) => {
                 if !ctx.quiet {
@@ -402,12 +428,21 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 for a in &rep.anomalies {
                     notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
                 }
-                logs.push(report_json(src, &rep, Some(session), asked));
+                if let Some(d) = &damage {
+                    damaged += 1;
+                    status = status.worst(Status::Findings);
+                    notes.push(format!("{file}: damaged end: {d}"));
+                }
+                logs.push(report_json(src, &rep, Some(session), damage, asked));
             }
         }
     }
     if ctx.json {
-        ctx.print_json(&envelope(logs, [busy, stale, anomalies, errors], asked))?;
+        ctx.print_json(&envelope(
+            logs,
+            [busy, stale, anomalies, errors, damaged],
+            asked,
+        ))?;
         return Ok(status);
     }
     outln!(ctx.out, "{t}")?;
@@ -416,7 +451,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     }
     outln!(
         ctx.out,
-        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {errors} unreadable",
+        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {damaged} damaged end(s), {errors} unreadable",
         sources.len(),
         if anomalies == 1 { "y" } else { "ies" }
     )?;
@@ -495,10 +530,13 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .find(|e| e.kind == dsh::Kind::SessionEndSeed)
         .map(|e| e.seq);
     let mut plan = format!(
-        "{file}: compaction/start at seq {} (compactionId {id}, {}, started {} ago) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
+        "{file}: compaction/start at seq {} (compactionId {id}, {}, {}) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
         b.seq,
         b.owner(),
-        age(now - b.time),
+        match now - b.time {
+            ms if ms < 0.0 => format!("stamped {} ahead of this clock: clock skew", duration(-ms)),
+            ms => format!("started {} ago", age(ms)),
+        },
         if args.dry_run { "would" } else { "will" }
     );
     if !closers.is_empty() {

@@ -6,6 +6,7 @@ use anyhow::Result;
 
 use crate::cli::ctx::{Ctx, truncate};
 use crate::cli::exit::Status;
+use crate::cli::render::escape;
 use crate::cli::rows::{RowWindow, Rows};
 
 /// Show the messages the model sees (deriveMessages), in surface order.
@@ -85,7 +86,8 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
             .and_then(|h| h.get("system"))
             .and_then(|s| s.as_jstr())
     {
-        writeln!(out, "── system ──\n{}\n", cut(&sys.to_lossy()))?;
+        let sys = cut(&sys.to_lossy());
+        writeln!(out, "── system ──\n{}\n", escape::text(&sys))?;
     }
     let mut rows = Rows::new(args.rows, out);
     dsh::derive::for_each_message(&log, &mut |ev, m| -> anyhow::Result<()> {
@@ -110,7 +112,7 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
             }
         }
         s.push('\n');
-        rows.push(s)?;
+        rows.push(escape::text(&s).into_owned())?;
         Ok(())
     })?;
     let n = rows.seen();

@@ -12,6 +12,7 @@ pub mod measure;
 pub mod messages;
 pub mod pack;
 pub mod prune;
+pub mod repair;
 pub mod report;
 pub mod sessions;
 pub mod simulate;

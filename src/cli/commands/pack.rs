@@ -139,6 +139,8 @@ fn convert(
     let result = if dry_run {
         run(&src, ctx.limits, &mut std::io::sink())
     } else if to_stdout {
+        // The log's own bytes, or an artifact: for programs, never escaped.
+        ctx.out.set_bytes();
         let mut w = ctx.out.stream();
         run(&src, ctx.limits, &mut w)
     } else {
@@ -160,7 +162,7 @@ fn convert(
     let done = match result {
         Ok(d) => d,
         Err(PackError::Load(e)) => return Err(e.into()),
-        Err(e @ PackError::TornTail { .. }) => {
+        Err(e @ (PackError::TornTail { .. } | PackError::CutFrame { .. })) => {
             return Err(StatusError {
                 status: Status::InvalidLog,
                 message: format!("{}: {e}", src.display()),

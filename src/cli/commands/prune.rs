@@ -380,6 +380,8 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     let events = batch.len();
     let report = || -> Result<()> {
         if args.events {
+            // The batch as it would be appended: JSON lines, for programs.
+            ctx.out.set_bytes();
             let mut out = String::new();
             for e in &batch {
                 out.push_str(&e.value.to_json());

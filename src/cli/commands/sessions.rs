@@ -74,6 +74,12 @@ pub struct SessionsArgs {
     /// Print CSV (a header row, then one row per session).
     #[arg(long)]
     pub csv: bool,
+    /// With CSV: write cells that begin with = + - @ tab or CR as they
+    /// are. By default such a cell (a number aside) gets a leading `'` so a
+    /// spreadsheet shows it as text instead of evaluating it (OWASP's advice
+    /// against CSV injection).
+    #[arg(long)]
+    pub csv_formulas: bool,
     /// The dsh config file (routes' context windows, [[prices]]).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
@@ -378,43 +384,46 @@ const CSV_HEAD: [&str; 24] = [
     "inherited_requests",
 ];
 
-fn csv_row(r: &Row) -> String {
+fn csv_row(r: &Row, guard: bool) -> String {
     let s = &r.s;
     let t = |x: Option<i64>| x.map(civil::rfc3339).unwrap_or_default();
-    csv::record(&[
-        s.file.clone(),
-        s.id.clone(),
-        s.project.clone().unwrap_or_default(),
-        s.title.clone().unwrap_or_default(),
-        t(s.started),
-        t(s.last_activity),
-        s.turns.to_string(),
-        s.events.to_string(),
-        s.size.to_string(),
-        csv::num(s.surface_tokens),
-        csv::num(s.context_window),
-        csv::num(s.pressure.map(|p| (p * 100.0).round() / 100.0)),
-        s.compactions.to_string(),
-        s.prunes.to_string(),
-        s.lock.as_str().into(),
-        s.busy_locks.to_string(),
-        s.stale_locks.to_string(),
-        s.generation.to_string(),
-        (r.sums.requests + r.sums.summariser_requests).to_string(),
-        csv::num(r.sums.cost()),
-        r.sums.without_cost().to_string(),
-        String::new(),
-        s.fork_of.clone().unwrap_or_default(),
-        s.inherited_requests.to_string(),
-    ])
+    csv::record(
+        &[
+            s.file.clone(),
+            s.id.clone(),
+            s.project.clone().unwrap_or_default(),
+            s.title.clone().unwrap_or_default(),
+            t(s.started),
+            t(s.last_activity),
+            s.turns.to_string(),
+            s.events.to_string(),
+            s.size.to_string(),
+            csv::num(s.surface_tokens),
+            csv::num(s.context_window),
+            csv::num(s.pressure.map(|p| (p * 100.0).round() / 100.0)),
+            s.compactions.to_string(),
+            s.prunes.to_string(),
+            s.lock.as_str().into(),
+            s.busy_locks.to_string(),
+            s.stale_locks.to_string(),
+            s.generation.to_string(),
+            (r.sums.requests + r.sums.summariser_requests).to_string(),
+            csv::num(r.sums.cost()),
+            r.sums.without_cost().to_string(),
+            String::new(),
+            s.fork_of.clone().unwrap_or_default(),
+            s.inherited_requests.to_string(),
+        ],
+        guard,
+    )
 }
 
-fn csv_refused(r: &Refused) -> String {
+fn csv_refused(r: &Refused, guard: bool) -> String {
     let mut f = vec![String::new(); CSV_HEAD.len()];
     f[0] = r.file.clone();
     f[8] = r.size.map(|s| s.to_string()).unwrap_or_default();
     f[21] = r.error.message().to_string();
-    csv::record(&f)
+    csv::record(&f, guard)
 }
 
 /// Run it.
@@ -506,12 +515,13 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         return Ok(status);
     }
     if args.csv {
-        let mut out = csv::record(&CSV_HEAD);
+        let guard = !args.csv_formulas;
+        let mut out = csv::record(&CSV_HEAD, guard);
         for r in &rows {
-            out.push_str(&csv_row(r));
+            out.push_str(&csv_row(r, guard));
         }
         for r in &refused {
-            out.push_str(&csv_refused(r));
+            out.push_str(&csv_refused(r, guard));
         }
         ctx.out.write_all(out.as_bytes())?;
         return Ok(status);

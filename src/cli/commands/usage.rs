@@ -81,6 +81,12 @@ pub struct UsageArgs {
     /// model with --breakdown).
     #[arg(long)]
     pub csv: bool,
+    /// With CSV: write cells that begin with = + - @ tab or CR as they
+    /// are. By default such a cell (a number aside) gets a leading `'` so a
+    /// spreadsheet shows it as text instead of evaluating it (OWASP's advice
+    /// against CSV injection).
+    #[arg(long)]
+    pub csv_formulas: bool,
     /// Show the price table (built in and from the config) instead.
     #[arg(long)]
     pub prices: bool,
@@ -368,7 +374,7 @@ fn csv_sums(s: &Sums) -> Vec<String> {
     ]
 }
 
-fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool) -> Result<()> {
+fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool, guard: bool) -> Result<()> {
     let mut head = vec![by.as_str().to_string()];
     if by == GroupBy::Session {
         head.extend(["file".into(), "project".into()]);
@@ -394,7 +400,7 @@ fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool) -> Result<()
         ]
         .map(String::from),
     );
-    let mut out = csv::record(&head);
+    let mut out = csv::record(&head, guard);
     for g in &rep.groups {
         let mut lead = vec![g.key.clone()];
         if by == GroupBy::Session {
@@ -406,11 +412,11 @@ fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool) -> Result<()
                 let mut f = lead.clone();
                 f.extend([p.clone(), m.clone()]);
                 f.extend(csv_sums(s));
-                out.push_str(&csv::record(&f));
+                out.push_str(&csv::record(&f, guard));
             }
         } else {
             lead.extend(csv_sums(&g.sums));
-            out.push_str(&csv::record(&lead));
+            out.push_str(&csv::record(&lead, guard));
         }
     }
     ctx.out.write_all(out.as_bytes())?;
@@ -504,7 +510,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         return Ok(status);
     }
     if args.csv {
-        print_csv(ctx, &rep, by, args.breakdown)?;
+        print_csv(ctx, &rep, by, args.breakdown, !args.csv_formulas)?;
         return Ok(status);
     }
     ctx.page();

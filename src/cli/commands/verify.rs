@@ -29,8 +29,10 @@ use crate::cli::render::{Tone, paint};
 /// refused), V-SESS-1…6 (turn/step enclosure, tool call/result pairing),
 /// V-CMP-1…7 (compaction brackets), V-CMD-1…3 (command pairing), V-MTR-1…4
 /// (the token meter cannot replay the log), all errors; V-MTR-5 (the
-/// meter's projections drift from its measurement) and V-PRV-1…13
-/// (provenance the reference writers guarantee), warnings. Error checks are
+/// meter's projections drift from its measurement), V-PRV-1…13
+/// (provenance the reference writers guarantee) and V-TAIL-1 (the log's end
+/// is damaged: a torn last line or a cut last Zstandard frame, which writers
+/// refuse until `dsh repair`), warnings. Error checks are
 /// exactly those the reference enforces, so a log has violations for dsh
 /// exactly when the reference's verification reports one or its meter cannot
 /// replay the log. One streaming pass; V-PRV-10 then re-reads the two lines
@@ -430,10 +432,13 @@ fn human(reports: &[Report], deny_warnings: bool, home: Option<&std::path::Path>
                     toned(plural(r.count(Severity::Error), "error"), Tone::Bad),
                     toned(plural(r.count(Severity::Warning), "warning"), Tone::Warn),
                     r.events,
-                    if verdict == Verdict::Clean {
-                        ": clean"
-                    } else {
-                        ""
+                    match verdict {
+                        // A damaged end is not clean: writers refuse the log.
+                        Verdict::Clean if r.findings.iter().any(|f| f.check == CheckId::Tail1) => {
+                            ": no errors, but its end is damaged (see V-TAIL-1)"
+                        }
+                        Verdict::Clean => ": clean",
+                        _ => "",
                     }
                 );
             }

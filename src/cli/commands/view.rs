@@ -8,7 +8,7 @@ use dsh::view::{ModelSide, ReplacementKind, Row, SurfaceEntry, View, ViewOptions
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::{self, Tone, paint};
+use crate::cli::render::{self, Tone, escape, paint};
 use crate::cli::rows::RowWindow;
 
 /// Show the log's transcript beside what the model sees at one point.
@@ -179,7 +179,7 @@ fn kind_word(k: ReplacementKind) -> &'static str {
 /// A surface entry in `w` columns: position, role, and its text (a pruned
 /// result as head, marker and tail, each given its share).
 fn entry_text(e: &SurfaceEntry, w: usize) -> String {
-    let role = e.role.as_deref().unwrap_or("-");
+    let role = escape::line(e.role.as_deref().unwrap_or("-"));
     let head = match e.replacement {
         Some(ReplacementKind::Pruned) => format!("#{} ⟲ pruned {}: ", e.position, e.seq),
         Some(k) => format!("#{} ⟲ {} {}: ", e.position, kind_word(k), e.seq),
@@ -197,10 +197,11 @@ fn entry_text(e: &SurfaceEntry, w: usize) -> String {
             let share = room.saturating_sub(render::display_width(&marker)) / 2;
             let h = p.head.chars().rev().take(share).collect::<Vec<_>>();
             let h: String = h.into_iter().rev().collect();
-            let t = render::cut(&p.tail, share.max(1));
+            let h = escape::line(&h);
+            let t = render::cut(&escape::line(&p.tail), share.max(1));
             format!("{h}{}{t}", paint(&marker, Tone::Warn))
         }
-        None => e.preview.clone(),
+        None => escape::line(&e.preview).into_owned(),
     };
     format!("{head}{body}")
 }
@@ -319,7 +320,8 @@ fn write_columns(
             short_type(&row.event_type),
             row.preview
         );
-        let left = pad(&left, left_w);
+        // Log text, escaped before it is measured (see render::escape).
+        let left = pad(&escape::line(&left), left_w);
         let left = if replaced {
             paint(&left, Tone::Warn)
         } else {

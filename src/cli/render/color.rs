@@ -44,6 +44,11 @@ pub fn on() -> bool {
     STDOUT.load(Ordering::Relaxed)
 }
 
+/// Whether standard error gets color.
+pub fn stderr_on() -> bool {
+    STDERR.load(Ordering::Relaxed)
+}
+
 /// What a highlighted piece of text means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tone {

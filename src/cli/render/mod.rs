@@ -1,6 +1,7 @@
 //! Rendering helpers: the output door, tables, colors, the pager and progress.
 
 pub mod color;
+pub mod escape;
 pub mod out;
 pub mod pager;
 pub mod table;

@@ -8,6 +8,7 @@ use std::io::{self, IoSlice, Write};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::escape::Filter;
 use super::pager::Pager;
 
 /// Standard output for one command run.
@@ -15,6 +16,10 @@ use super::pager::Pager;
 pub struct Out {
     closed: AtomicBool,
     paging: Mutex<Paging>,
+    /// Bytes for programs (JSON, a log, an artifact): not escaped.
+    bytes: AtomicBool,
+    /// The escaping rule's door (see [`super::escape`]).
+    filter: Mutex<Filter>,
 }
 
 /// Where long output stands with the pager.
@@ -38,6 +43,19 @@ impl Out {
     /// A fresh door; nothing is opened until the first write.
     pub fn new() -> Out {
         Out::default()
+    }
+
+    /// What this run prints is meant for programs (JSON, a log's bytes, an
+    /// artifact): it passes as it is, without the escaping rule of human
+    /// output (JSON escapes control characters itself).
+    pub fn set_bytes(&self) {
+        self.bytes.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether text through this door is escaped ([`super::escape`]):
+    /// unless it carries bytes for programs or `--raw` was given.
+    fn escaping(&self) -> bool {
+        !self.bytes.load(Ordering::Relaxed) && !super::escape::raw()
     }
 
     /// Page the rest of this run's output once it is longer than the
@@ -187,11 +205,21 @@ pub struct Guarded<'a, W: Write> {
     inner: W,
 }
 
-impl<W: Write> Write for Guarded<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.out.closed() {
-            return Ok(buf.len());
+impl<W: Write> Guarded<'_, W> {
+    /// Write bytes that already passed the door, all of them.
+    fn send_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() && !self.out.closed() {
+            match self.send(buf) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
         }
+        Ok(())
+    }
+
+    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self.out.hold(buf) {
             Ok(true) => return Ok(buf.len()),
             Ok(false) => {}
@@ -200,16 +228,37 @@ impl<W: Write> Write for Guarded<'_, W> {
         let r = self.inner.write(buf);
         self.out.absorb(r, buf.len())
     }
+}
+
+impl<W: Write> Write for Guarded<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.out.closed() {
+            return Ok(buf.len());
+        }
+        if !self.out.escaping() {
+            return self.send(buf);
+        }
+        let passed = self
+            .out
+            .filter
+            .lock()
+            .unwrap()
+            .pass(buf, super::color::on());
+        self.send_all(&passed)?;
+        Ok(buf.len())
+    }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let total = bufs.iter().map(|b| b.len()).sum();
         if self.out.closed() {
             return Ok(total);
         }
-        if !matches!(
-            *self.out.paging.lock().unwrap(),
-            Paging::Off | Paging::On(_)
-        ) {
+        if self.out.escaping()
+            || !matches!(
+                *self.out.paging.lock().unwrap(),
+                Paging::Off | Paging::On(_)
+            )
+        {
             for b in bufs {
                 self.write_all(b)?;
             }
@@ -223,6 +272,8 @@ impl<W: Write> Write for Guarded<'_, W> {
         if self.out.closed() {
             return Ok(());
         }
+        let held = self.out.filter.lock().unwrap().finish();
+        self.send_all(&held)?;
         let r = self.inner.flush();
         self.out.absorb(r, ())
     }

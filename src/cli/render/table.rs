@@ -66,9 +66,16 @@ impl Tbl {
         self
     }
 
-    /// Add a row of cells.
+    /// Add a row of cells. Their text passes the escaping rule
+    /// ([`super::escape::line`]; dsh's own colors are the cells' tones): a control character in a cell is shown,
+    /// never sent to the terminal nor counted wrong by the layout.
     pub fn add_row<T: Into<comfy_table::Row>>(&mut self, row: T) -> &mut Self {
-        self.table.add_row(row);
+        let row: comfy_table::Row = row.into();
+        let cells: Vec<comfy_table::Cell> = row
+            .cell_iter()
+            .map(|c| comfy_table::Cell::new(super::escape::line(&c.content())))
+            .collect();
+        self.table.add_row(cells);
         self
     }
 
@@ -77,7 +84,7 @@ impl Tbl {
         let row: Vec<comfy_table::Cell> = cells
             .into_iter()
             .map(|(s, tone)| {
-                let cell = comfy_table::Cell::new(s);
+                let cell = comfy_table::Cell::new(super::escape::line(&s));
                 match tone.and_then(|t| t.cell_color()) {
                     Some(c) if super::color::on() => cell.fg(c),
                     _ => cell,

@@ -128,12 +128,28 @@ fn hold_lock(log: &Path) -> std::fs::File {
 }
 
 /// Whether process `pid` has `log` open.
+/// Whether `pid` holds `log` open for reading and writing: the writer's
+/// own descriptor, the one it locks (a read-only open, such as sniffing the
+/// container, comes earlier and would let the test swap the file before
+/// the writer opened the one it locks).
 fn has_open(pid: u32, log: &Path) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
-    fds.flatten()
-        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == log))
+    fds.flatten().any(|fd| {
+        let writable = || {
+            let info = std::fs::read_to_string(format!(
+                "/proc/{pid}/fdinfo/{}",
+                fd.file_name().to_string_lossy()
+            ))
+            .unwrap_or_default();
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+                .is_some_and(|flags| flags & 0o3 == 0o2)
+        };
+        std::fs::read_link(fd.path()).is_ok_and(|t| t == log) && writable()
+    })
 }
 
 /// A writer waiting for the lock (`--wait`) while the log is replaced or

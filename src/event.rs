@@ -270,9 +270,20 @@ impl<'a> Event<'a> {
             .unwrap_or(0.0)
     }
 
-    /// The parsed surface op, when valid (G0 spelling).
+    /// The parsed surface op, when valid (either generation's spelling).
     pub fn surface_op(&self) -> Option<SurfaceOp> {
-        parse_surface_op(self.value.get("surfaceOp")?)
+        let raw = self.value.get("surfaceOp")?;
+        // G3 spells a replace `{op, startSeq, endSeq}`; the loader checked
+        // the spelling of the event's own generation.
+        parse_surface_op(raw).or_else(|| {
+            if raw.as_obj()?.len() != 3 || !raw.get("op")?.is_str("replace") {
+                return None;
+            }
+            Some(SurfaceOp::Replace(ReplaceOp {
+                start: raw.get("startSeq")?.as_count()?,
+                end: raw.get("endSeq")?.as_count()?,
+            }))
+        })
     }
 
     /// `sourceEventSeqs` as counts (invalid members skipped).

@@ -493,12 +493,15 @@ fn node_event(surface: &Surface, pos: usize) -> Result<crate::event::OwnedEvent,
             let bytes = lines
                 .line_at(*offset, *len as usize)
                 .map_err(|e| format!("cannot read seq {} again: {e}", node.seq))?;
-            let ev = crate::log::parse_node_line(&bytes, node.seq).map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&bytes);
+            let value = Value::parse(&text)
+                .map_err(|_| format!("the log changed while it was being read (seq {})", node.seq))?
+                .into_owned();
             Ok(crate::event::Event {
-                kind: ev.kind,
-                seq: ev.seq,
+                kind: node.kind,
+                seq: node.seq,
                 line: 0,
-                value: ev.value.into_owned(),
+                value,
             })
         }
     }

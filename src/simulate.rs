@@ -919,7 +919,10 @@ impl Sim<'_> {
             for mut s in self.rec_steps_pending.drain(..) {
                 s.request_seq = ev_seq;
                 s.request = request.0;
-                s.tokens_after = lane.meter.total_tokens_of(folded.surface, recorded_tokens).unwrap_or(0.0);
+                s.tokens_after = lane
+                    .meter
+                    .total_tokens_of(folded.surface, recorded_tokens)
+                    .unwrap_or(0.0);
                 lane.row.steps.push(s);
             }
             let Ok(size) = lane.meter.total_tokens_of(folded.surface, recorded_tokens) else {
@@ -1031,7 +1034,10 @@ impl Sim<'_> {
             // replacing node out.
             let before = lane
                 .meter
-                .total_tokens_of(folded.surface, (folded.surface.tokens + st).saturating_sub(a.tokens))
+                .total_tokens_of(
+                    folded.surface,
+                    (folded.surface.tokens + st).saturating_sub(a.tokens),
+                )
                 .unwrap_or(0.0);
             let kind = match lane.pending.take() {
                 Some(Kind::CompactionPrune) => {

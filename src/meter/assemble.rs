@@ -16,10 +16,10 @@
 //! text ([`crate::provider::assemble`]); a change to the §6.6 rules belongs
 //! in both.
 
+use crate::heuristic::{price_block, q};
 use crate::json::{Value, js_number_string, js_string};
 use crate::log::fastlane::{BlockKind, ChunkFact};
 use crate::log::packed::RowFacts;
-use crate::meter::estimate::{price_block, q};
 
 /// A JavaScript value compared with `===` (labels such as `turn`/`step`).
 /// Objects and arrays are never equal to anything: two events never share one.

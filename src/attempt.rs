@@ -34,7 +34,7 @@
 //! anything; whether such an attempt counts is the caller's rule (the cache
 //! leaves it out, simulate sizes it and counts an overflow).
 
-use crate::event::{Event, Kind};
+use crate::event::{Event, Kind, StreamRecord};
 use crate::json::Value;
 
 /// Failure codes returned only by a provider that read the request.
@@ -214,31 +214,7 @@ impl Attempts {
                 seen.closed = self.close();
             }
             Kind::AssistantChunk => {
-                if self.state != State::Open {
-                    seen.closed = self.close();
-                    self.begin();
-                    seen.begins = true;
-                }
-                self.last = Some(At::of(ev));
-                let chunk = ev.data().get("chunk");
-                let ty = chunk.and_then(|c| c.get("type"));
-                if ty.is_some_and(|t| t.is_str("finish")) {
-                    let reason = chunk.and_then(|c| c.get("reason"));
-                    let kind = reason.and_then(|r| r.get("kind"));
-                    if kind.is_some_and(|k| k.is_str("error") || k.is_str("aborted")) {
-                        let code = failure_code(reason).unwrap_or_else(|| "aborted".into());
-                        seen.ended = Some(self.fail(code));
-                    } else {
-                        self.state = State::Finished;
-                    }
-                } else {
-                    self.chunks += 1;
-                    if ty.is_some_and(|t| t.is_str("usage"))
-                        && let Some(u) = chunk.and_then(|c| c.get("usage"))
-                    {
-                        self.usage = Some(Reported::of(u));
-                    }
-                }
+                self.chunk(ev.data().get("chunk"), 1, At::of(ev), &mut seen);
             }
             Kind::AssistantMessage => {
                 if self.state == State::Idle {
@@ -248,32 +224,55 @@ impl Attempts {
                 self.last = None;
                 seen.ended = Some(Outcome::Answered);
             }
+            // A G2+ attempt embeds the chunks a G0 log writes as events:
+            // they are folded as those would be, one by one (an attempt
+            // whose stream has no `finish` stays open, as its chunks would).
             Kind::Other | Kind::Unknown if ev.type_name() == "assistant/attempt" => {
-                seen.closed = self.close();
-                self.begin();
-                seen.begins = true;
-                self.last = Some(At::of(ev));
-                let mut code = None;
-                if let Some(stream) = ev.data().get("stream").and_then(|s| s.as_arr()) {
-                    for r in stream {
-                        let ty = r.get("type");
-                        if ty.is_some_and(|t| t.is_str("finish")) {
-                            code = failure_code(r.get("reason")).or(code);
-                        } else {
-                            self.chunks += 1;
-                            if ty.is_some_and(|t| t.is_str("usage"))
-                                && let Some(u) = r.get("usage")
-                            {
-                                self.usage = Some(Reported::of(u));
-                            }
+                for r in ev.stream() {
+                    match r {
+                        StreamRecord::Chunk(c) => self.chunk(Some(c), 1, At::of(ev), &mut seen),
+                        StreamRecord::Run { members } => {
+                            self.chunk(None, members as u64, At::of(ev), &mut seen)
                         }
                     }
                 }
-                seen.ended = Some(self.fail(code.unwrap_or_else(|| "aborted".into())));
             }
             _ => {}
         }
         seen
+    }
+
+    /// One `assistant/chunk` (`chunk` its `data.chunk`), or `deltas` delta
+    /// chunks of a packed run (`chunk` `None`), at `at`.
+    fn chunk(&mut self, chunk: Option<&Value<'_>>, deltas: u64, at: At, seen: &mut Seen) {
+        if deltas == 0 {
+            return;
+        }
+        if self.state != State::Open {
+            let closed = self.close();
+            seen.closed = seen.closed.take().or(closed);
+            self.begin();
+            seen.begins = true;
+        }
+        self.last = Some(at);
+        let ty = chunk.and_then(|c| c.get("type"));
+        if ty.is_some_and(|t| t.is_str("finish")) {
+            let reason = chunk.and_then(|c| c.get("reason"));
+            let kind = reason.and_then(|r| r.get("kind"));
+            if kind.is_some_and(|k| k.is_str("error") || k.is_str("aborted")) {
+                let code = failure_code(reason).unwrap_or_else(|| "aborted".into());
+                seen.ended = Some(self.fail(code));
+            } else {
+                self.state = State::Finished;
+            }
+        } else {
+            self.chunks += deltas;
+            if ty.is_some_and(|t| t.is_str("usage"))
+                && let Some(u) = chunk.and_then(|c| c.get("usage"))
+            {
+                self.usage = Some(Reported::of(u));
+            }
+        }
     }
 
     /// A packed row of `count` delta chunks (never `finish` or `usage`),

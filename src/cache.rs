@@ -2384,8 +2384,14 @@ impl Collector {
         // The messages, and the tokens of those fresh since the last request.
         let (mut messages, mut fresh_tokens) = (0, 0);
         for s in &segs {
-            if let Segment::Node { seq, .. } = s.what {
-                messages += 1;
+            if let Segment::Node {
+                seq,
+                kind,
+                position,
+            } = s.what
+            {
+                // A G3 system head is the system prompt, as G0's header holds it.
+                messages += usize::from(!(kind == Kind::SystemMessage && position == 0));
                 if self.is_fresh(seq) {
                     fresh_tokens += s.tokens;
                 }
@@ -2560,6 +2566,13 @@ impl Collector {
     }
 
     fn fold(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        // A G2+ event's embedded chunks carry the times G0's chunk events do.
+        for t in ev.stream_times() {
+            if !(t >= REAL_TIME_MIN && t >= self.last_time) {
+                self.times_real = false;
+            }
+            self.last_time = t;
+        }
         let t = ev.time();
         if !(t >= REAL_TIME_MIN && t >= self.last_time) {
             self.times_real = false;
@@ -2733,6 +2746,11 @@ impl Collector {
             kind,
             shadowed,
         });
+        if kind == ReplaceKind::SystemHead {
+            // A new system prompt: a header change, as in G0 (the requests'
+            // causes say so), not a replacement that saves or costs tokens.
+            return;
+        }
         self.live.push(self.replacements.len());
         self.replacements.push(Replacement {
             seq,

@@ -129,6 +129,39 @@ impl Kind {
         )
     }
 
+    /// Classify a type name in a format generation's vocabulary: rc.8's in
+    /// G0; DSH's frozen released-v0 inventory in G1 (rc.8's and three more);
+    /// G2 trades `assistant/chunk` for `assistant/attempt`; G3 as
+    /// [`Kind::of_g3`].
+    pub fn in_generation(name: &str, generation: crate::Generation) -> Kind {
+        use crate::Generation as G;
+        const V1_EXTRA: [&str; 3] = [
+            "model/selection",
+            "session-log-deepseek/delivery-accepted",
+            "subagent/model-selection-policy",
+        ];
+        match (generation, name) {
+            (G::V0, n) => Kind::of(n),
+            (G::V1, n) if V1_EXTRA.contains(&n) => Kind::Other,
+            (G::V1, n) => Kind::of(n),
+            (G::V2, "assistant/chunk") => Kind::Unknown,
+            (G::V2, "assistant/attempt") => Kind::Other,
+            (G::V2, n) if V1_EXTRA.contains(&n) => Kind::Other,
+            (G::V2, n) => Kind::of(n),
+            (G::V3, n) => Kind::of_g3(n),
+        }
+    }
+
+    /// Classify a surface node's type name read again: a node is a surface
+    /// event of its log's generation, and only G3's `system/message` is
+    /// missing from rc.8's vocabulary.
+    pub fn of_node(name: &str) -> Kind {
+        match name {
+            "system/message" => Kind::SystemMessage,
+            n => Kind::of(n),
+        }
+    }
+
     /// Classify a type name in generation 3 (session-log §13.5).
     pub fn of_g3(name: &str) -> Kind {
         match name {
@@ -173,6 +206,28 @@ pub struct Event<'a> {
 /// An event that outlives its line.
 pub type OwnedEvent = Event<'static>;
 
+/// One record of an embedded assistant stream ([`Event::stream`]).
+#[derive(Debug, Clone, Copy)]
+pub enum StreamRecord<'v, 'a> {
+    /// A single chunk (`{type: "chunk", time, chunk}`): the chunk.
+    Chunk(&'v Value<'a>),
+    /// A run of text, reasoning or tool-call deltas: how many.
+    Run {
+        /// Deltas in the run.
+        members: usize,
+    },
+}
+
+impl StreamRecord<'_, '_> {
+    /// The chunk's `type`, for a single chunk.
+    pub fn chunk_type(&self) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            StreamRecord::Chunk(c) => c.get("type").and_then(|t| t.as_str()),
+            StreamRecord::Run { .. } => None,
+        }
+    }
+}
+
 /// A replace operation (position span named by endpoint seqs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplaceOp {
@@ -215,9 +270,20 @@ impl<'a> Event<'a> {
             .unwrap_or(0.0)
     }
 
-    /// The parsed surface op, when valid (G0 spelling).
+    /// The parsed surface op, when valid (either generation's spelling).
     pub fn surface_op(&self) -> Option<SurfaceOp> {
-        parse_surface_op(self.value.get("surfaceOp")?)
+        let raw = self.value.get("surfaceOp")?;
+        // G3 spells a replace `{op, startSeq, endSeq}`; the loader checked
+        // the spelling of the event's own generation.
+        parse_surface_op(raw).or_else(|| {
+            if raw.as_obj()?.len() != 3 || !raw.get("op")?.is_str("replace") {
+                return None;
+            }
+            Some(SurfaceOp::Replace(ReplaceOp {
+                start: raw.get("startSeq")?.as_count()?,
+                end: raw.get("endSeq")?.as_count()?,
+            }))
+        })
     }
 
     /// `sourceEventSeqs` as counts (invalid members skipped).
@@ -236,6 +302,52 @@ impl<'a> Event<'a> {
             }
             _ => None,
         }
+    }
+
+    /// The times of the chunks a G2+ `stream` embeds, in stream order (a
+    /// run's members from `time0` by its `dt` gaps): the times a G0 log
+    /// gives its `assistant/chunk` events. Empty for every other event.
+    pub fn stream_times(&self) -> impl Iterator<Item = f64> + '_ {
+        let records = match self.kind {
+            Kind::AssistantMessage | Kind::Other => {
+                self.data().get("stream").and_then(|s| s.as_arr())
+            }
+            _ => None,
+        };
+        records.into_iter().flatten().flat_map(|r| {
+            let first = r
+                .get("time")
+                .or_else(|| r.get("time0"))
+                .and_then(|t| t.as_f64())
+                .unwrap_or(f64::NAN);
+            let gaps = r.get("dt").and_then(|d| d.as_arr()).map(|d| d.as_slice());
+            std::iter::once(first).chain(gaps.into_iter().flatten().scan(first, |t, g| {
+                *t += g.as_f64().unwrap_or(f64::NAN);
+                Some(*t)
+            }))
+        })
+    }
+
+    /// The records of a G2+ `assistant/message` or `assistant/attempt`'s
+    /// embedded `stream` (session-log §13.2), as the chunks they stand for
+    /// (empty for any other event, and for every G0 event).
+    pub fn stream(&self) -> impl Iterator<Item = StreamRecord<'_, 'a>> {
+        let records = match self.kind {
+            Kind::AssistantMessage | Kind::Other => {
+                self.data().get("stream").and_then(|s| s.as_arr())
+            }
+            _ => None,
+        };
+        records.into_iter().flatten().map(|r| {
+            if r.get("type").is_some_and(|t| t.is_str("chunk")) {
+                StreamRecord::Chunk(r.get("chunk").unwrap_or(&Value::Null))
+            } else {
+                let payload = r.get("texts").or_else(|| r.get("args"));
+                StreamRecord::Run {
+                    members: payload.and_then(|p| p.as_arr()).map_or(0, |a| a.len()),
+                }
+            }
+        })
     }
 
     /// `data.turn` as a number.

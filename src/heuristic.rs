@@ -46,6 +46,18 @@ pub fn price_message(msg: &Value<'_>) -> u64 {
     price_blocks(msg.get("content")) + 4
 }
 
+/// Price of a G3 `system/message` head (compaction §12.2): the system
+/// prompt's own price, `q(total text length) + 4` with no per-block
+/// overhead, so that a prompt costs the same as a node as it did in the
+/// request header of earlier generations; 0 for no text.
+pub fn price_system_message(msg: &Value<'_>) -> u64 {
+    let units: usize = match msg.get("content").and_then(|c| c.as_arr()) {
+        Some(blocks) => blocks.iter().map(|b| len16(b.get("text"))).sum(),
+        None => 0,
+    };
+    if units == 0 { 0 } else { q(units) + 4 }
+}
+
 /// Price of the system prompt part of the envelope.
 pub fn system_tokens(system: Option<&Value<'_>>) -> u64 {
     match system {

@@ -49,6 +49,7 @@ pub mod config;
 pub mod derive;
 pub mod event;
 pub mod export;
+pub mod generation;
 pub mod heuristic;
 pub mod json;
 pub mod lifecycle;
@@ -75,5 +76,6 @@ pub mod verify;
 pub mod view;
 
 pub use event::{Event, Kind, OwnedEvent};
+pub use generation::Generation;
 pub use json::{OwnedValue, Value};
 pub use log::{LoadError, LoadErrorKind, LoadOptions, LoadedLog, LogSource};

@@ -6,7 +6,8 @@
 //! `tool/result` closes one; a cut is balanced where the balance is zero. The
 //! selection keeps a recent tail worth `retainTokens` (the node that crosses
 //! the budget is kept), rounds the cut towards the head to the nearest
-//! balanced cut, and always starts at position 0.
+//! balanced cut, and starts at position 0 (position 1 behind a G3 system
+//! head, which is never compacted).
 //!
 //! ```
 //! let src = dsh::LogSource::File("samples/compacted.jsonl".into());
@@ -129,12 +130,15 @@ pub fn cut_balanced(nodes: &[Node]) -> Result<Vec<bool>, RangeError> {
     Ok(out)
 }
 
-/// `selectRange(measurement, retainTokens)`.
+/// `selectRange(measurement, retainTokens)`. A G3 `system/message` head is
+/// never compacted (compaction §12.2): the range then starts at position 1,
+/// and a retained tail reaching back to the head declines.
 pub fn select_range(nodes: &[Node], retain_tokens: u64) -> Result<Selection, RangeError> {
     let n = nodes.len();
     if n == 0 {
         return Ok(Selection::Declined(Decline::EmptySurface));
     }
+    let first = usize::from(nodes[0].kind == Kind::SystemMessage);
     let balanced = cut_balanced(nodes)?;
     let mut acc: u64 = 0;
     let mut keep = n;
@@ -145,22 +149,22 @@ pub fn select_range(nodes: &[Node], retain_tokens: u64) -> Result<Selection, Ran
             break;
         }
     }
-    if keep == 0 {
+    if keep <= first {
         return Ok(Selection::Declined(Decline::RetainCoversAll {
             retain_tokens,
             surface_tokens: nodes.iter().map(|x| x.tokens).sum(),
         }));
     }
-    while keep > 0 && !balanced[keep] {
+    while keep > first && !balanced[keep] {
         keep -= 1;
     }
-    if keep == 0 {
+    if keep <= first {
         return Ok(Selection::Declined(Decline::NoBalancedCut));
     }
     Ok(Selection::Range(Region {
-        start: nodes[0].seq,
+        start: nodes[first].seq,
         end: nodes[keep - 1].seq,
-        start_pos: 0,
+        start_pos: first,
         end_pos: keep - 1,
     }))
 }
@@ -179,6 +183,11 @@ pub fn validate_region(nodes: &[Node], start: u64, end: u64) -> Result<Region, R
     if i > j {
         return Err(RangeError(format!(
             "compactRegion: start seq {start} (position {i}) is after end seq {end} (position {j}) on the surface"
+        )));
+    }
+    if i == 0 && nodes[0].kind == Kind::SystemMessage {
+        return Err(RangeError(format!(
+            "compactRegion: start seq {start} is the system/message head, which is never compacted; start at the next node"
         )));
     }
     let balanced = cut_balanced(nodes)?;

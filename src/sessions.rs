@@ -83,6 +83,9 @@ pub struct Session {
     pub stale_locks: u64,
     /// Format generation (header `version`).
     pub generation: u64,
+    /// Older generation files beside the log (DSH keeps the file it
+    /// migrated a session from; the newest is read), by file name.
+    pub older_generations: Vec<String>,
     /// Why the meter could not replay it, when it could not.
     pub meter_error: Option<String>,
     /// The reader's warnings (a torn last line, tolerances used).
@@ -338,6 +341,13 @@ pub fn scan_with(
         busy_locks: count(LockStatus::Busy),
         stale_locks: count(LockStatus::Stale),
         generation: h.version,
+        older_generations: match src {
+            LogSource::File(p) => crate::log::source::older_generations(p)
+                .iter()
+                .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        },
         meter_error,
         warnings: log.warnings.clone(),
         requests: folds.usage.finish(parent, seed),

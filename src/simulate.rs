@@ -919,10 +919,13 @@ impl Sim<'_> {
             for mut s in self.rec_steps_pending.drain(..) {
                 s.request_seq = ev_seq;
                 s.request = request.0;
-                s.tokens_after = lane.meter.total_tokens_of(recorded_tokens).unwrap_or(0.0);
+                s.tokens_after = lane
+                    .meter
+                    .total_tokens_of(folded.surface, recorded_tokens)
+                    .unwrap_or(0.0);
                 lane.row.steps.push(s);
             }
-            let Ok(size) = lane.meter.total_tokens_of(recorded_tokens) else {
+            let Ok(size) = lane.meter.total_tokens_of(folded.surface, recorded_tokens) else {
                 return;
             };
             (size, false)
@@ -1031,7 +1034,10 @@ impl Sim<'_> {
             // replacing node out.
             let before = lane
                 .meter
-                .total_tokens_of((folded.surface.tokens + st).saturating_sub(a.tokens))
+                .total_tokens_of(
+                    folded.surface,
+                    (folded.surface.tokens + st).saturating_sub(a.tokens),
+                )
                 .unwrap_or(0.0);
             let kind = match lane.pending.take() {
                 Some(Kind::CompactionPrune) => {
@@ -1248,11 +1254,13 @@ impl Observer for Sim<'_> {
             Kind::TurnEnd => self.open_turn = false,
             _ => {}
         }
-        let t = ev.time();
-        if !(t >= 1e12 && t >= self.time) {
-            self.times_real = false;
+        // A G2+ event's embedded chunks carry the times G0's chunk events do.
+        for t in ev.stream_times().chain(std::iter::once(ev.time())) {
+            if !(t >= 1e12 && t >= self.time) {
+                self.times_real = false;
+            }
+            self.time = t;
         }
-        self.time = t;
         match ev.kind {
             Kind::RequestHeader => {
                 let c = ev.data().get("header").and_then(|h| h.get("config"));

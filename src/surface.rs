@@ -374,7 +374,11 @@ pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
     let msg = ev.message();
     let projected = project(ev);
     let derives = projected.is_some();
-    let tokens = projected.map_or(0, crate::heuristic::price_message);
+    let tokens = match (ev.kind, projected) {
+        (_, None) => 0,
+        (Kind::SystemMessage, Some(m)) => crate::heuristic::price_system_message(m),
+        (_, Some(m)) => crate::heuristic::price_message(m),
+    };
     let msg_id = msg
         .and_then(|m| m.get("id"))
         .and_then(|i| i.as_jstr())

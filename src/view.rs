@@ -127,6 +127,8 @@ pub enum ReplacementKind {
     Checkpoint,
     /// A pruned tool result (a `tool/result` replacement, the pruner's).
     Pruned,
+    /// A new system prompt (a G3 `system/message` replacing the head).
+    SystemPrompt,
     /// Any other replacement.
     Other,
 }
@@ -668,6 +670,7 @@ impl Builder {
 fn replacement_kind(ev: &Event<'_>) -> ReplacementKind {
     match ev.kind {
         Kind::ToolResult => ReplacementKind::Pruned,
+        Kind::SystemMessage => ReplacementKind::SystemPrompt,
         Kind::UserMessage
             if ev
                 .message()

@@ -192,16 +192,6 @@ pub enum AppendError {
         /// What dsh did with its own bytes.
         left: String,
     },
-    /// A format generation dsh does not write.
-    #[error(
-        "{path}: a generation-{version} log; dsh appends only to generation-0 logs (the format the reference harness writes)"
-    )]
-    Unsupported {
-        /// The log.
-        path: PathBuf,
-        /// Its header `version`.
-        version: u64,
-    },
     /// The copy target exists.
     #[error("{path}: already exists; --out writes a new file")]
     TargetExists {

@@ -569,12 +569,6 @@ impl Appender {
             inner: observer,
         };
         let log = crate::log::load(source, &opts.load, &mut watch)?;
-        if log.header.version != 0 {
-            return Err(AppendError::Unsupported {
-                path: PathBuf::from(source.display()),
-                version: log.header.version,
-            });
-        }
         let Watch {
             scan,
             turn: file_turn,
@@ -933,10 +927,22 @@ impl Appender {
             |log: &LoadedLog| log.source.path().map(Path::to_path_buf).unwrap_or_default();
         // A dry run on a plain log needs only the byte count. (An artifact's
         // batch is still framed: the frame check can refuse it.)
+        // Events as the log's generation stores them (G0: as built).
+        let generation = self.log.generation();
+        let stored: Option<Vec<OwnedEvent>> = (generation != crate::Generation::V0).then(|| {
+            events
+                .iter()
+                .map(|e| crate::log::later::physical(e.borrow(), generation))
+                .collect()
+        });
         let encoded = if self.sink.is_none() && self.log.container == Container::Plain {
             None
         } else {
-            Some(encode(events, self.log.container).map_err(|e| match e {
+            let encoded = match &stored {
+                Some(stored) => encode(stored, self.log.container),
+                None => encode(events, self.log.container),
+            };
+            Some(encoded.map_err(|e| match e {
                 EncodeError::Io(source) => AppendError::Open {
                     path: path_of(&self.log),
                     op: "compress the batch",
@@ -949,9 +955,10 @@ impl Appender {
                 },
             })?)
         };
-        let bytes = match &encoded {
-            Some((_, bytes)) => *bytes,
-            None => encoded_len(events),
+        let bytes = match (&encoded, &stored) {
+            (Some((_, bytes)), _) => *bytes,
+            (None, Some(stored)) => encoded_len(stored),
+            (None, None) => encoded_len(events),
         };
         let first_seq = self.next_seq;
         let mut report = AppendReport {
@@ -1056,15 +1063,40 @@ impl Appender {
                 "a new lifecycle starts with the session/end-seed marker".into(),
             ));
         }
-        let kind = Kind::of(&ev.type_name());
+        let generation = self.log.generation();
+        let kind = Kind::in_generation(&ev.type_name(), generation);
         if kind != ev.kind {
             return Err(bad(format!(
                 "event kind does not match its type \"{}\"",
                 ev.type_name()
             )));
         }
-        // Exactly the loader's rules, so nothing written can make the log unreadable.
-        crate::log::legacy::check_retired(ev, &self.log.header.id).map_err(|e| bad(e.message))?;
+        // Exactly the loader's rules for the log's generation, on the event
+        // as it will be stored, so nothing written can make the log
+        // unreadable.
+        if generation.embedded_streams() {
+            let mut stored = crate::log::later::physical(ev, generation);
+            let checked = crate::log::later::check_event(&mut stored, generation)
+                .map_err(|e| bad(e.to_string()))?;
+            if let Some(op) = checked.op {
+                if generation.system_head() {
+                    crate::log::later::check_head(&stored, op, surface).map_err(bad)?;
+                }
+                surface
+                    .apply(
+                        &stored,
+                        op,
+                        node_facts(ev),
+                        NodeBody::Owned(shared.shared()),
+                    )
+                    .map_err(|e| bad(e.message))?;
+            }
+            return Ok(());
+        }
+        if generation == crate::Generation::V0 {
+            crate::log::legacy::check_retired(ev, &self.log.header.id)
+                .map_err(|e| bad(e.message))?;
+        }
         let (_, op) = crate::log::validate::check_event(ev).map_err(|e| bad(e.to_string()))?;
         if let Some(op) = op {
             let facts = node_facts(ev);

@@ -29,7 +29,6 @@ pub fn append_error(e: AppendError) -> anyhow::Error {
             };
             return le.into();
         }
-        AppendError::Unsupported { .. } => Status::InvalidLog,
         AppendError::Stdin
         | AppendError::NotRegular { .. }
         | AppendError::Symlink { .. }

@@ -416,6 +416,35 @@ impl Run<'_, '_, '_> {
         }
     }
 
+    /// The text of a G3 surface's `system/message` head (its text blocks
+    /// joined), or `None` when the surface has no such head.
+    fn system_head_text(&self) -> Result<Option<String>, String> {
+        let Some(head) = self
+            .session
+            .surface()
+            .nodes
+            .first()
+            .filter(|n| n.kind == crate::event::Kind::SystemMessage)
+        else {
+            return Ok(None);
+        };
+        let lines = self.session.node_lines(&[head.seq])?;
+        let text = lines
+            .messages()?
+            .first()
+            .and_then(|m| m.get("content"))
+            .and_then(|c| c.as_arr())
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(|t| t.as_jstr()))
+                    .map(|t| t.to_lossy().into_owned())
+                    .collect::<String>()
+            })
+            .unwrap_or_default();
+        Ok(Some(text))
+    }
+
     /// One pruner pass over the current surface (compaction §3.3).
     fn prune(&mut self) -> Step<()> {
         let Some(cfg) = self.opts.pruner else {
@@ -493,13 +522,20 @@ impl Run<'_, '_, '_> {
         };
         let (messages, images_replaced) = summary::request_messages(messages, self.opts.images);
         let model = self.opts.target.1.clone();
-        let req = summary::build_request(
+        let mut req = summary::build_request(
             self.session.headers().header.as_ref(),
             messages,
             &model,
             self.opts.max_tokens,
             self.session.id(),
         );
+        // G3: the request leads with the system/message head (compaction
+        // §12.2), not a header field.
+        match self.system_head_text() {
+            Ok(Some(text)) => req.system = (!text.is_empty()).then(|| text.into()),
+            Ok(None) => {}
+            Err(e) => return fail(FailureKind::Corrupt, e),
+        }
         let request_tokens = summary::request_tokens(&req);
         let fits = self.opts.summarizer_window.map(|w| request_tokens <= w);
         let wire = self.env.summarizer.wire_request(&req);

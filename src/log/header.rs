@@ -3,14 +3,17 @@
 use crate::json::{OwnedValue, Value};
 
 use super::error::{Hint, LoadError};
+use crate::generation::Generation;
 
 /// The validated session header line.
 #[derive(Debug, Clone)]
 pub struct SessionHeader {
     /// The header object as read (unknown keys kept for display only).
     pub value: OwnedValue,
-    /// Format generation.
+    /// Format generation, as the header's `version` number.
     pub version: u64,
+    /// Format generation.
+    pub generation: Generation,
     /// Session id.
     pub id: String,
     /// Creation time, ms since the epoch.
@@ -19,8 +22,11 @@ pub struct SessionHeader {
     pub cwd: Option<String>,
     /// Parent session id (fork / subagent lineage).
     pub parent_session: Option<String>,
-    /// Number of inherited events (fork seed).
+    /// Number of inherited events (fork seed; G0 and G1).
     pub seed_length: Option<u64>,
+    /// Whether the log holds a fork's inherited prefix, cut by its last
+    /// `session/end-seed {inherited:true}` (G2 and later).
+    pub is_seeded: Option<bool>,
     /// 0 for top-level sessions.
     pub delegation_depth: u64,
     /// `"subagent"` when created as a subagent child.
@@ -29,8 +35,68 @@ pub struct SessionHeader {
     pub agent_preset: Option<String>,
 }
 
-/// Highest format generation this reader decodes (G0 and, separately, G3).
-pub const SUPPORTED_VERSIONS: [u64; 2] = [0, 3];
+/// Header keys of generations 0 and 1 (session-log §3.4): G1 refuses any
+/// other, G0 (rc.8) drops them.
+const G0_KEYS: [&str; 10] = [
+    "type",
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "seedLength",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+];
+
+/// Header keys of generations 2 and 3 (session-log §13.2), exactly.
+const G2_KEYS: [&str; 10] = [
+    "type",
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "isSeeded",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+];
+
+/// The refusal of a `version` this reader does not decode, said as dsh.
+fn unsupported_version(id: &str, ver: f64) -> LoadError {
+    let ver_s = crate::json::Value::Num(ver).to_json();
+    let newest = Generation::NEWEST;
+    let msg = if ver > newest.number() as f64 {
+        format!(
+            "session \"{id}\" uses log format v{ver_s}, newer than this dsh reads (v0–{newest}): a newer DSH wrote it; update dsh to read it"
+        )
+    } else if ver < 0.0 {
+        format!(
+            "session \"{id}\" uses log format v{ver_s}, older than any this dsh reads (v0–{newest})"
+        )
+    } else {
+        format!(
+            "session \"{id}\" uses log format v{ver_s}, which is no format generation (dsh reads v0–{newest})"
+        )
+    };
+    LoadError::unsupported(msg).line(1)
+}
+
+/// Generation 1 and later refuse header keys they do not define.
+fn exact_keys(v: &Value<'_>, keys: &[&str], generation: Generation) -> Result<(), LoadError> {
+    for (k, _) in v.as_obj().into_iter().flatten() {
+        if !keys.iter().any(|a| k.eq_str(a)) {
+            return Err(LoadError::corrupt(format!(
+                "corrupt session log: the header has the key \"{}\", which format {generation} does not define",
+                k.to_lossy()
+            ))
+            .line(1));
+        }
+    }
+    Ok(())
+}
 
 /// The reference's refusal of a header line, with what exactly is wrong
 /// as the hint (the message itself stays the reference's).
@@ -83,7 +149,7 @@ fn foreign(v: &Value<'_>) -> Hint {
     }
 }
 
-fn is_neg_zero(v: &Value<'_>) -> bool {
+pub(crate) fn is_neg_zero(v: &Value<'_>) -> bool {
     matches!(v, Value::Num(n) if *n == 0.0 && n.is_sign_negative())
 }
 
@@ -106,19 +172,10 @@ pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<St
             .and_then(|i| i.as_str())
             .unwrap_or_default()
             .into_owned();
-        let supported = *ver == 3.0;
-        if !supported {
-            let ver_s = crate::json::Value::Num(*ver).to_json();
-            let msg = if *ver > 0.0 {
-                format!(
-                    "session \"{id}\" uses log format v{ver_s}, but this harness reads only v0: the log was written by a newer harness — upgrade the harness to open it"
-                )
-            } else {
-                format!(
-                    "session \"{id}\" uses log format v{ver_s}, which is older than supported (v0)"
-                )
-            };
-            return Err(LoadError::unsupported(msg).line(1));
+        let decoded =
+            ver.fract() == 0.0 && *ver > 0.0 && *ver <= Generation::NEWEST.number() as f64;
+        if !decoded {
+            return Err(unsupported_version(&id, *ver));
         }
     }
     if !v.is_obj() || !v.get("type").is_some_and(|t| t.is_str("session")) {
@@ -129,6 +186,13 @@ pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<St
         Some(_) => return Err(bad_field("has a \"version\" that is not a number")),
         None => return Err(bad_field("has no \"version\"")),
     };
+    // The gate above let through only versions this reader decodes.
+    let generation = Generation::of_version(version as u64).unwrap_or(Generation::V0);
+    match generation {
+        Generation::V0 => {}
+        Generation::V1 => exact_keys(&v, &G0_KEYS, generation)?,
+        _ => exact_keys(&v, &G2_KEYS, generation)?,
+    }
     let id = match v.get("id") {
         Some(Value::Str(s)) => s.to_lossy().into_owned(),
         Some(_) => return Err(bad_field("has an \"id\" that is not a string")),
@@ -207,15 +271,30 @@ pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<St
             None => return fail("session header seedLength must be a count".into()),
         },
     };
+    let is_seeded = if generation.embedded_streams() {
+        match v.get("isSeeded") {
+            Some(Value::Bool(b)) => Some(*b),
+            _ => {
+                return Err(LoadError::corrupt(format!(
+                    "corrupt session log: a {generation} header needs a boolean \"isSeeded\""
+                ))
+                .line(1));
+            }
+        }
+    } else {
+        None
+    };
     Ok((
         SessionHeader {
             value: v.to_owned_value(),
             version: version as u64,
+            generation,
             id,
             created_at,
             cwd,
             parent_session,
             seed_length,
+            is_seeded,
             delegation_depth,
             origin,
             agent_preset,

@@ -19,8 +19,8 @@
 
 pub mod error;
 pub(crate) mod fastlane;
-pub mod g3;
 pub mod header;
+pub(crate) mod later;
 pub(crate) mod legacy;
 pub mod lookup;
 pub(crate) mod packed;
@@ -194,6 +194,18 @@ impl<F: FnMut(&Event<'_>, &Folded<'_>)> Observer for F {
     }
 }
 
+/// The system prompt ([`LoadedLog::system_prompt`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemPrompt {
+    /// Its text (the text blocks of a G3 head, joined).
+    pub text: String,
+    /// DSH's price of it (the same in every generation).
+    pub tokens: u64,
+    /// The seq of the G3 `system/message` head holding it (`None`: the
+    /// request header holds it).
+    pub seq: Option<u64>,
+}
+
 /// Lines dropped after a damaged line that no committed `turn/end` follows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DroppedRegion {
@@ -246,12 +258,81 @@ pub struct LoadedLog {
     pub truncated_at: Option<u64>,
     /// Generation 3 only: replaces plus image offloads applied.
     pub content_generation: Option<u64>,
+    /// Generation 2 and later: the seq of the last
+    /// `session/end-seed {inherited:true}`, where a fork's inherited prefix
+    /// ends (see [`Self::seed_cut`]).
+    pub inherited_cut: Option<u64>,
     /// Where a Zstandard artifact's frames start, for reading node spans
     /// again (`None` for a plain log, or when no node is a span).
     pub(crate) frames: Option<reread::FrameTable>,
 }
 
 impl LoadedLog {
+    /// The format generation.
+    pub fn generation(&self) -> crate::Generation {
+        self.header.generation
+    }
+
+    /// How many leading events a fork inherited from its parent: the
+    /// header's `seedLength` (G0, G1), or the seq of the last
+    /// `session/end-seed {inherited:true}` (G2+, where that marker is the
+    /// cut).
+    pub fn seed_cut(&self) -> Option<u64> {
+        if self.header.generation.embedded_streams() {
+            self.inherited_cut
+        } else {
+            self.header.seed_length
+        }
+    }
+
+    /// The G3 `system/message` surface head, if the surface has one.
+    pub fn system_head(&self) -> Option<&crate::surface::Node> {
+        self.surface
+            .nodes
+            .first()
+            .filter(|n| n.kind == Kind::SystemMessage)
+    }
+
+    /// The system prompt the model is sent now: the latest request header's
+    /// `system` (G0–G2), or the text of the `system/message` head (G3).
+    pub fn system_prompt(&self) -> Result<Option<SystemPrompt>, LoadError> {
+        if let Some(head) = self.system_head() {
+            let ev = self.read_body(&head.body, head.seq, &mut None)?;
+            let text = ev
+                .data()
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .and_then(|c| c.as_arr())
+                .map(|blocks| {
+                    blocks
+                        .iter()
+                        .filter_map(|b| b.get("text").and_then(|t| t.as_jstr()))
+                        .map(|t| t.to_lossy().into_owned())
+                        .collect::<String>()
+                })
+                .unwrap_or_default();
+            return Ok(Some(SystemPrompt {
+                text,
+                tokens: head.tokens,
+                seq: Some(head.seq),
+            }));
+        }
+        let system = self
+            .headers
+            .header
+            .as_ref()
+            .and_then(|h| h.get("system"))
+            .filter(|s| s.as_jstr().is_some());
+        Ok(system.map(|s| SystemPrompt {
+            text: s
+                .as_jstr()
+                .map(|t| t.to_lossy().into_owned())
+                .unwrap_or_default(),
+            tokens: crate::heuristic::system_tokens(Some(s)),
+            seq: None,
+        }))
+    }
+
     /// Total events: stored plus closers.
     pub fn event_count(&self) -> u64 {
         self.stored_events + self.closers.len() as u64
@@ -586,7 +667,7 @@ pub(crate) fn parse_node_line(bytes: &[u8], seq: u64) -> Result<Event<'_>, LoadE
             .map_err(|_| changed())?
             .into_owned(),
     };
-    let kind = Kind::of(
+    let kind = Kind::of_node(
         &value
             .get("type")
             .and_then(|t| t.as_str())
@@ -638,6 +719,7 @@ struct LineFacts<'t> {
 
 struct Pipeline<'o> {
     id: String,
+    generation: crate::Generation,
     span_bodies: bool,
     /// [`LoadOptions::keep_results_over`], for an artifact only.
     keep_results_over: Option<u64>,
@@ -647,10 +729,16 @@ struct Pipeline<'o> {
     event_types: BTreeMap<String, u64>,
     upgraded: u64,
     /// `--lenient`: decode range-encoded `sourceEventSeqs` (a later writer's
-    /// spelling) instead of refusing them.
+    /// spelling) instead of refusing them in a G0 log.
     lenient: bool,
     range_decoded: u64,
+    /// G3: replaces plus image offloads applied.
+    content_generation: u64,
+    /// G2+: unknown events marked `ignorable`, kept and skipped.
+    ignored: u64,
     last_end_seed: Option<u64>,
+    /// G2+: the last `session/end-seed {inherited:true}`, the fork cut.
+    inherited_cut: Option<u64>,
     last_kind: Option<Kind>,
     last_time: f64,
     observer: &'o mut dyn Observer,
@@ -690,6 +778,117 @@ impl Pipeline<'_> {
         )
     }
 
+    /// The G0/G1 per-event rules before the fold (§16 steps 4–10): range
+    /// decoding (G1; G0 under `--lenient`), retired and legacy shapes (G0),
+    /// then [`validate::check_event`]. Gives the envelope, the op and
+    /// whether the event was changed from its line.
+    fn check_g0(
+        &mut self,
+        ev: &mut Event<'_>,
+        synthetic: bool,
+    ) -> Result<(validate::Envelope, Option<crate::event::SurfaceOp>, bool), LoadError> {
+        let at = |e: LoadError, ev: &Event<'_>| {
+            let e = e.seq(ev.seq);
+            if ev.line > 0 { e.line(ev.line) } else { e }
+        };
+        let mut upgraded = false;
+        if (self.lenient || self.generation.range_sources())
+            && let Some(Value::Arr(src)) = ev.value.get("sourceEventSeqs")
+            && src.iter().any(|m| m.is_arr())
+        {
+            // Range-encoded sources (`[a, b]` for a..=b): G1's spelling,
+            // tolerated in G0 on request.
+            let decoded = later::decode_sources(ev.value.get("sourceEventSeqs").unwrap(), ev.seq)
+                .map_err(|m| {
+                failed_validation(&self.id, ev.seq, &format!("sourceEventSeqs: {m}"))
+                    .line(ev.line)
+                    .rule(LoadRule::Surface("R7"))
+            })?;
+            ev.value.set(
+                "sourceEventSeqs",
+                Value::Arr(decoded.into_iter().map(|n| Value::Num(n as f64)).collect()),
+            );
+            if !self.generation.range_sources() {
+                self.range_decoded += 1;
+            }
+            upgraded = true;
+        }
+        if !synthetic && self.generation == crate::Generation::V0 {
+            legacy::check_retired(ev, &self.id)?;
+            let surface = &self.surface;
+            let lookup = |seq: u64| -> Option<String> {
+                surface
+                    .nodes
+                    .iter()
+                    .find(|n| n.seq == seq)
+                    .and_then(|n| n.msg_id.as_deref().map(str::to_string))
+            };
+            if legacy::upgrade(ev, &self.id, &lookup)? {
+                self.upgraded += 1;
+                upgraded = true;
+            }
+        }
+        match validate::check_event(ev) {
+            Ok((env, op)) => Ok((env, op, upgraded)),
+            Err(validate::EventRule::UnknownType(_)) => {
+                let e = LoadError::unsupported(format!(
+                    "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
+                    self.id,
+                    crate::json::js_string(ev.value.get("type")),
+                    ev.seq
+                ));
+                Err(at(e.rule(LoadRule::UnknownType), ev))
+            }
+            Err(validate::EventRule::RequestHeader(m)) => {
+                let e = LoadError::invalid(format!(
+                    "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
+                    self.id, ev.seq
+                ));
+                Err(at(e.rule(LoadRule::RequestHeader), ev))
+            }
+            Err(other) => {
+                let rule = match &other {
+                    validate::EventRule::Shape(_) => LoadRule::MessageShape,
+                    validate::EventRule::Surface(s) => LoadRule::Surface(s.rule),
+                    _ => LoadRule::Envelope,
+                };
+                Err(at(
+                    failed_validation(&self.id, ev.seq, &other.to_string()).rule(rule),
+                    ev,
+                ))
+            }
+        }
+    }
+
+    /// A G2+ event's refusal, in dsh's words (no reference wrote these
+    /// generations' messages), with the rule it broke.
+    fn later_refusal(&self, r: validate::EventRule, ev: &Event<'_>) -> LoadError {
+        let g = self.generation;
+        let seq = ev.seq;
+        let e = match &r {
+            validate::EventRule::UnknownType(t) => {
+                return LoadError::unsupported(format!(
+                    "session \"{}\" holds event type \"{t}\" (seq {seq}), unknown to format {g} and not marked ignorable: a newer DSH wrote it",
+                    self.id
+                ))
+                .rule(LoadRule::UnknownType);
+            }
+            validate::EventRule::Shape(_) => LoadRule::MessageShape,
+            validate::EventRule::RequestHeader(_) => LoadRule::RequestHeader,
+            validate::EventRule::Surface(s) => LoadRule::Surface(s.rule),
+            validate::EventRule::Envelope(_) => LoadRule::Envelope,
+        };
+        let what = match &r {
+            validate::EventRule::RequestHeader(m) => format!("request/header {m}"),
+            other => other.to_string(),
+        };
+        LoadError::invalid(format!(
+            "session \"{}\" (format {g}) is invalid at seq {seq}: {what}",
+            self.id
+        ))
+        .rule(e)
+    }
+
     /// Steps 4–10 of §16 for one event; gives the event back.
     // One piece on purpose: the per-event fold in the reference's order (envelope, upgrade, shapes, surface, headers, repair, observer); the order is the contract, so it stays visible in one place.
     fn process<'a>(
@@ -702,70 +901,24 @@ impl Pipeline<'_> {
             let e = e.seq(ev.seq);
             if ev.line > 0 { e.line(ev.line) } else { e }
         };
-        let mut upgraded = false;
-        if self.lenient
-            && let Some(Value::Arr(src)) = ev.value.get("sourceEventSeqs")
-            && src.iter().any(|m| m.is_arr())
-        {
-            // Range-encoded sources (`[a, b]` for a..=b), tolerated on request.
-            let decoded = g3::decode_sources(ev.value.get("sourceEventSeqs").unwrap(), ev.seq)
-                .map_err(|m| {
-                    failed_validation(&self.id, ev.seq, &format!("sourceEventSeqs: {m}"))
-                        .line(ev.line)
-                        .rule(LoadRule::Surface("R7"))
-                })?;
-            ev.value.set(
-                "sourceEventSeqs",
-                Value::Arr(decoded.into_iter().map(|n| Value::Num(n as f64)).collect()),
-            );
-            self.range_decoded += 1;
-            upgraded = true;
-        }
-        if !synthetic {
-            legacy::check_retired(&ev, &self.id)?;
-            let surface = &self.surface;
-            let lookup = |seq: u64| -> Option<String> {
-                surface
-                    .nodes
-                    .iter()
-                    .find(|n| n.seq == seq)
-                    .and_then(|n| n.msg_id.as_deref().map(str::to_string))
-            };
-            if legacy::upgrade(&mut ev, &self.id, &lookup)? {
-                self.upgraded += 1;
-                upgraded = true;
-            }
-        }
-        let (env, op) = match validate::check_event(&ev) {
-            Ok(checked) => checked,
-            Err(validate::EventRule::UnknownType(_)) => {
-                let e = LoadError::unsupported(format!(
-                    "session \"{}\" contains event type \"{}\" (seq {}) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
-                    self.id,
-                    crate::json::js_string(ev.value.get("type")),
-                    ev.seq
-                ));
-                return Err(at(e.rule(LoadRule::UnknownType), &ev));
-            }
-            Err(validate::EventRule::RequestHeader(m)) => {
-                let e = LoadError::invalid(format!(
-                    "stored session \"{}\" failed validation: Error: seed request/header at index {} {m}",
-                    self.id, ev.seq
-                ));
-                return Err(at(e.rule(LoadRule::RequestHeader), &ev));
-            }
-            Err(other) => {
-                let rule = match &other {
-                    validate::EventRule::Shape(_) => LoadRule::MessageShape,
-                    validate::EventRule::Surface(s) => LoadRule::Surface(s.rule),
-                    _ => LoadRule::Envelope,
-                };
-                return Err(at(
-                    failed_validation(&self.id, ev.seq, &other.to_string()).rule(rule),
-                    &ev,
-                ));
-            }
+        let (time, op, upgraded) = if self.generation.embedded_streams() {
+            let checked = later::check_event(&mut ev, self.generation)
+                .map_err(|r| at(self.later_refusal(r, &ev), &ev))?;
+            (checked.time, checked.op, checked.sources_decoded)
+        } else {
+            let (env, op, upgraded) = self.check_g0(&mut ev, synthetic)?;
+            (env.time, op, upgraded)
         };
+        if let Some(op) = op
+            && self.generation.system_head()
+        {
+            later::check_head(&ev, op, &self.surface).map_err(|m| {
+                at(
+                    self.later_refusal(validate::EventRule::Envelope(m), &ev),
+                    &ev,
+                )
+            })?;
+        }
         let applied = match op {
             None => None,
             Some(op) => {
@@ -793,26 +946,44 @@ impl Pipeline<'_> {
                     _ => NodeBody::Owned(Arc::new(ev.to_owned_event())),
                 };
                 let applied = self.surface.apply(&ev, op, facts, body).map_err(|e| {
-                    at(
+                    let refusal = if self.generation.embedded_streams() {
+                        self.later_refusal(validate::EventRule::Surface(e), &ev)
+                    } else {
                         failed_validation(&self.id, ev.seq, &e.message)
-                            .rule(LoadRule::Surface(e.rule)),
-                        &ev,
-                    )
+                            .rule(LoadRule::Surface(e.rule))
+                    };
+                    at(refusal, &ev)
                 })?;
+                if matches!(op, crate::event::SurfaceOp::Replace(_)) {
+                    self.content_generation += 1;
+                }
                 if message_text.is_some() {
                     self.surface.nodes[applied.position].message_text = message_text;
                 }
                 Some(applied)
             }
         };
+        if ev.kind == Kind::ImageOffload {
+            later::apply_offload(&ev, &mut self.surface)
+                .map_err(|m| at(self.later_refusal(validate::EventRule::Shape(m), &ev), &ev))?;
+            self.content_generation += 1;
+        }
+        if ev.kind == Kind::Unknown && self.generation.embedded_streams() {
+            self.ignored += 1;
+        }
         if !synthetic {
-            self.repair.observe_at(&ev, env.time);
+            self.repair.observe_at(&ev, time);
         }
         if matches!(ev.kind, Kind::RequestHeader | Kind::RequestContext) {
             self.headers.observe(&ev);
         }
         if ev.kind == Kind::SessionEndSeed {
             self.last_end_seed = Some(ev.seq);
+            if self.generation.embedded_streams()
+                && ev.data().get("inherited").is_some_and(|i| i.is_true())
+            {
+                self.inherited_cut = Some(ev.seq);
+            }
         }
         let name = ev.type_name();
         match self.event_types.get_mut(&*name) {
@@ -822,7 +993,7 @@ impl Pipeline<'_> {
             }
         }
         self.last_kind = Some(ev.kind);
-        self.last_time = env.time;
+        self.last_time = time;
         let canonical = span.filter(|l| l.canonical && !upgraded);
         let folded = Folded {
             applied: applied.as_ref(),
@@ -857,16 +1028,17 @@ fn load_inner(
     };
     let (header, warnings) = header::parse_header(&header_line, opts.lenient)
         .map_err(|e| raw_note(e.rule(LoadRule::Header)))?;
-    if header.version == 3 {
-        // A separate decoder: no G0 rule runs on a G3 log (§14.2).
-        return g3::load(source, reader, header, warnings, opts, observer);
-    }
+    let generation = header.generation;
     let container = reader.container();
     let frames = reader.frame_table();
     let span_bodies = !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
     let takes = observer.takes_chunks();
+    // Chunk records exist only in G0 and G1; later generations parse every
+    // line the normal way (one event per line, streams embedded).
     let lanes = parse::Lanes {
-        rows: opts.upto.is_none() && (opts.skip_chunk_events || takes.rows),
+        rows: generation.chunk_events()
+            && opts.upto.is_none()
+            && (opts.skip_chunk_events || takes.rows),
         chunk_lines: if opts.skip_chunk_events {
             fastlane::ChunkLines::Count
         } else if takes.lines {
@@ -877,6 +1049,7 @@ fn load_inner(
     };
     let mut p = Pipeline {
         id: header.id.clone(),
+        generation,
         span_bodies,
         keep_results_over: opts
             .keep_results_over
@@ -902,7 +1075,10 @@ fn load_inner(
         upgraded: 0,
         lenient: opts.lenient,
         range_decoded: 0,
+        content_generation: 0,
+        ignored: 0,
         last_end_seed: None,
+        inherited_cut: None,
         last_kind: None,
         last_time: 0.0,
         observer,
@@ -911,6 +1087,7 @@ fn load_inner(
     let mut committed_len = reader.logical_offset();
     let mut truncated_at = None;
     let skip_chunks = opts.skip_chunk_events && opts.upto.is_none();
+    let packs_rows = generation.chunk_events();
     let (rx, recycle, parser) = parse::spawn(reader, lanes)?;
     let mut batch_err = None;
     let mut rx = rx;
@@ -962,6 +1139,7 @@ fn load_inner(
                     None
                 }
                 None if opts.upto.is_none()
+                    && packs_rows
                     && let Some(v) = &line.value
                     && packed::is_row(v)
                     && let Ok(span) = packed::check(v)
@@ -983,7 +1161,7 @@ fn load_inner(
             let canonical = line.canonical;
             let records: Option<Vec<Value<'_>>> = match line.value.take() {
                 None => None,
-                Some(v) if packed::is_row(&v) => {
+                Some(v) if packs_rows && packed::is_row(&v) => {
                     let r = packed::expand(&v).ok();
                     line.value = Some(v);
                     r
@@ -1015,7 +1193,10 @@ fn load_inner(
                     truncated_at = Some(limit);
                     break;
                 }
-                let kind = Kind::of(&r.get("type").and_then(|t| t.as_str()).unwrap_or_default());
+                let kind = Kind::in_generation(
+                    &r.get("type").and_then(|t| t.as_str()).unwrap_or_default(),
+                    generation,
+                );
                 let ev = Event {
                     kind,
                     seq: prefix.expected,
@@ -1073,6 +1254,9 @@ fn load_inner(
     if p.upgraded > 0 {
         notes.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
     }
+    if p.ignored > 0 {
+        notes.push(format!("{} unknown ignorable event(s) skipped", p.ignored));
+    }
     let mut log = finish_load(
         LoadStart {
             source,
@@ -1094,9 +1278,10 @@ fn load_inner(
             last_time: p.last_time,
             committed_len,
             truncated_at,
-            content_generation: None,
+            content_generation: generation.system_head().then_some(p.content_generation),
+            inherited_cut: p.inherited_cut,
         },
-        &Generation0 { notes },
+        &Torn { generation, notes },
     );
     // Spans of an artifact are read again through its frame table.
     log.frames = frames.filter(|_| span_bodies);
@@ -1143,6 +1328,7 @@ pub(crate) struct FoldResult {
     pub(crate) committed_len: u64,
     pub(crate) truncated_at: Option<u64>,
     pub(crate) content_generation: Option<u64>,
+    pub(crate) inherited_cut: Option<u64>,
 }
 
 /// The per-generation parts of the finishing step: each generation's
@@ -1154,17 +1340,25 @@ pub(crate) trait Generation {
     fn notes(&self) -> &[String];
 }
 
-/// Generation 0 (and the legacy shapes it upgrades).
-struct Generation0 {
+/// The warnings a load ends with, worded per generation.
+struct Torn {
+    generation: crate::Generation,
     notes: Vec<String>,
 }
 
-impl Generation for Generation0 {
+impl Generation for Torn {
     fn torn_warning(&self, t: &TornTail) -> String {
-        format!(
-            "ignored a torn final line ({} byte(s) without a newline at byte {})",
-            t.len, t.offset
-        )
+        if self.generation.embedded_streams() {
+            format!(
+                "ignored a torn final line ({} byte(s) without a newline)",
+                t.len
+            )
+        } else {
+            format!(
+                "ignored a torn final line ({} byte(s) without a newline at byte {})",
+                t.len, t.offset
+            )
+        }
     }
     fn notes(&self) -> &[String] {
         &self.notes
@@ -1211,6 +1405,7 @@ pub(crate) fn finish_load(
         committed_len: fold.committed_len,
         truncated_at: fold.truncated_at,
         content_generation: fold.content_generation,
+        inherited_cut: fold.inherited_cut,
         frames: None,
     }
 }

@@ -30,18 +30,13 @@ fn key_eq(a: &Value<'_>, b: &Value<'_>) -> bool {
 }
 
 impl RepairTracker {
-    /// Observe the next event.
-    pub fn observe(&mut self, ev: &Event<'_>) {
-        self.observe_at(ev, ev.time());
-    }
-
     /// Note the last event without observing it (a log-only event that
     /// cannot change the repair state, e.g. a chunk).
     pub fn note_last(&mut self, seq: u64, time: f64) {
         self.last = Some((seq, time));
     }
 
-    /// [`observe`](Self::observe) when the event's time is already known.
+    /// Observe the next event, whose time is already known.
     pub fn observe_at(&mut self, ev: &Event<'_>, time: f64) {
         self.last = Some((ev.seq, time));
         if !matches!(

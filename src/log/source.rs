@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::error::{LoadError, LoadErrorKind};
+use crate::generation::{LogFileName, parse_log_file_name};
 
 /// The Zstandard frame magic number, as it appears on disk: what tells an
 /// artifact from a plain log (here, and in the reader that opens it).
@@ -97,8 +98,52 @@ fn unreadable_kind(p: &Path) -> Option<&'static str> {
     }
 }
 
-/// File names a session directory may hold, in the order they are preferred.
-pub const SESSION_FILES: [&str; 2] = ["session.jsonl.zstd", "session.jsonl"];
+/// The session logs a session directory holds under DSH's canonical names
+/// (`session.jsonl`, `session.vN.jsonl`, each maybe `.zstd`: see
+/// [`crate::generation`]), newest generation first and, within one, the
+/// compressed file first (the backend's default). Other names (temporaries,
+/// `.v0`, `.V3`, `.v03`) are ignored, as DSH ignores them.
+pub fn session_files_in(dir: &Path) -> Vec<(LogFileName, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(LogFileName, PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = parse_log_file_name(e.file_name().to_str()?)?;
+            let path = e.path();
+            path.is_file().then_some((name, path))
+        })
+        .collect();
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found
+}
+
+/// Whether a file name is one of DSH's canonical session-log names.
+pub fn is_session_file_name(name: &str) -> bool {
+    parse_log_file_name(name).is_some()
+}
+
+/// The older generation files beside a session log (DSH keeps every
+/// generation it migrated from): empty unless the log is a canonical file
+/// of a session directory that also holds lower generations.
+pub fn older_generations(log: &Path) -> Vec<PathBuf> {
+    let Some(this) = log
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(parse_log_file_name)
+    else {
+        return Vec::new();
+    };
+    let Some(dir) = log.parent() else {
+        return Vec::new();
+    };
+    session_files_in(dir)
+        .into_iter()
+        .filter(|(n, _)| n.version < this.version)
+        .map(|(_, p)| p)
+        .collect()
+}
 
 /// Escape a session id into its directory name: every UTF-16 code unit outside
 /// `[A-Za-z0-9._-]`, and `~` itself, becomes `~XXXX`; `.` and `..` are escaped
@@ -158,12 +203,10 @@ pub fn project_dir_name(cwd: Option<&str>) -> String {
     format!("--{truncated}--")
 }
 
-/// The session log file inside a session directory, if any.
+/// The session log of a session directory, if it is one: the file of the
+/// highest generation it holds ([`session_files_in`]).
 pub fn session_file_in(dir: &Path) -> Option<PathBuf> {
-    SESSION_FILES
-        .iter()
-        .map(|f| dir.join(f))
-        .find(|p| p.is_file())
+    session_files_in(dir).into_iter().next().map(|(_, p)| p)
 }
 
 /// The session logs of the project whose working directory is `cwd`
@@ -216,20 +259,35 @@ fn walk(
             return;
         }
     }
-    if let Some(f) = session_file_in(dir) {
-        out.push(f);
-        return;
-    }
+    // One listing tells a session directory (it holds a canonical log:
+    // the newest generation is the session) from one to walk into.
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
+    let mut newest: Option<(LogFileName, PathBuf)> = None;
+    let mut subdirs = Vec::new();
+    let mut loose = Vec::new();
     for entry in rd.flatten() {
         let p = entry.path();
         if p.is_dir() {
-            walk(&p, depth + 1, seen, out);
+            subdirs.push(p);
+        } else if let Some(name) = entry.file_name().to_str().and_then(parse_log_file_name)
+            && p.is_file()
+        {
+            if newest.as_ref().is_none_or(|(n, _)| name > *n) {
+                newest = Some((name, p));
+            }
         } else if depth == 0 && is_log_name(&p) {
-            out.push(p);
+            loose.push(p);
         }
+    }
+    if let Some((_, f)) = newest {
+        out.push(f);
+        return;
+    }
+    out.extend(loose);
+    for d in subdirs {
+        walk(&d, depth + 1, seen, out);
     }
 }
 
@@ -271,7 +329,7 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
             0 => Err(LoadError::new(
                 LoadErrorKind::NotFound,
                 format!(
-                    "directory {} holds no session log (expected session.jsonl or session.jsonl.zstd)",
+                    "directory {} holds no session log (expected session.jsonl, session.vN.jsonl or either with .zstd)",
                     p.display()
                 ),
             )),
@@ -286,7 +344,7 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
     }
     if let Some(home) = home {
         let sessions = home.join("sessions");
-        // As a session id: <sessions>/<project>/<escaped-id>/session.jsonl[.zstd].
+        // As a session id: <sessions>/<project>/<escaped-id>/session[.vN].jsonl[.zstd].
         let dir_name = session_dir_name(arg);
         if let Ok(rd) = std::fs::read_dir(&sessions) {
             for project in rd.flatten() {

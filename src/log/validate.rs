@@ -64,11 +64,6 @@ pub fn scan_envelope(ev: &Event<'_>) -> Result<Envelope, String> {
     })
 }
 
-/// Check the envelope; the message says what is wrong.
-pub fn check_envelope(ev: &Event<'_>) -> Result<(), String> {
-    scan_envelope(ev).map(|_| ())
-}
-
 fn nonempty_str(v: Option<&Value<'_>>) -> bool {
     v.is_some_and(|s| s.is_nonempty_str())
 }

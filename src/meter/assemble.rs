@@ -16,10 +16,10 @@
 //! text ([`crate::provider::assemble`]); a change to the §6.6 rules belongs
 //! in both.
 
+use crate::heuristic::{price_block, q};
 use crate::json::{Value, js_number_string, js_string};
 use crate::log::fastlane::{BlockKind, ChunkFact};
 use crate::log::packed::RowFacts;
-use crate::meter::estimate::{price_block, q};
 
 /// A JavaScript value compared with `===` (labels such as `turn`/`step`).
 /// Objects and arrays are never equal to anything: two events never share one.
@@ -372,6 +372,52 @@ impl ChunkOp {
             )
         }
     }
+}
+
+/// The price of the provider output a G2+ `assistant/message` embeds as its
+/// `stream` (session-log §13.2): assembled as its chunks one by one would
+/// be, a run's members being deltas of one index (their lengths add up), a
+/// `chunk` record its own chunk. `price + 4`, or 0 when nothing assembled,
+/// as for chunks cited by a G0 message.
+pub fn price_stream(records: &[Value<'_>]) -> Result<u64, String> {
+    let mut asm = Assembler::new();
+    let mut object_id = 0u64;
+    for r in records {
+        let ty = r.get("type");
+        let is = |t: &str| ty.is_some_and(|x| x.is_str(t));
+        if is("chunk") {
+            asm.push(&ChunkOp::of(r.get("chunk"), &mut object_id))?;
+            continue;
+        }
+        let tool = is("tool-call-chunks");
+        let members = r
+            .get(if tool { "args" } else { "texts" })
+            .and_then(|m| m.as_arr());
+        let len: usize = members
+            .into_iter()
+            .flatten()
+            .map(|m| js_string_len16(Some(m)))
+            .sum();
+        // A run's index is a count: SameValueZero makes -0 and 0 one key.
+        let index = IndexKey::Scalar(Scalar::Num(
+            r.get("index").and_then(|i| i.as_f64()).unwrap_or(0.0) + 0.0,
+        ));
+        let op = if tool {
+            ChunkOp::ToolCallDelta {
+                index,
+                name_len: name_len(r.get("name")),
+                args_len: len,
+            }
+        } else {
+            ChunkOp::TextDelta {
+                index,
+                reasoning: is("reasoning-chunks"),
+                len,
+            }
+        };
+        asm.push_delta(&op, len)?;
+    }
+    Ok(asm.price()?.map_or(0, |p| p + 4))
 }
 
 #[derive(Debug)]

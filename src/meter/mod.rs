@@ -144,11 +144,13 @@ pub struct NodeTokens {
 /// correction (compaction §1.3, §1.8).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Composition {
-    /// System prompt price of the measured header.
+    /// System prompt price: of the measured header (G0–G2), or of the
+    /// `system/message` nodes (G3).
     pub system_tokens: u64,
     /// Tool schema price of the measured header.
     pub tools_tokens: u64,
-    /// Surface price (= `surfaceTokens`).
+    /// Surface price of the messages (= `surfaceTokens`, less the
+    /// `system/message` nodes of G3).
     pub message_tokens: u64,
     /// Surface price of `user/message` nodes.
     pub user_tokens: u64,
@@ -292,14 +294,35 @@ struct StepOpen {
     turn: Scalar,
     step: Scalar,
     surface_tokens: u64,
+    /// The G3 system head's price then (0 without one).
+    head_tokens: u64,
 }
 
 #[derive(Debug, Clone)]
 struct Anchor {
     header: Option<Arc<HeaderRec>>,
+    /// The G3 system head the anchor was taken under: a new head, like a
+    /// new G0 request header, means the anchor no longer applies.
+    head: Option<u64>,
     surface_tokens: u64,
     baseline: Baseline,
     seq: u64,
+}
+
+/// A G3 surface's `system/message` head (the system prompt, which G0–G2
+/// keep in the request header): its seq and price.
+///
+/// The meter prices every generation with rc.8's rules, so that a session
+/// migrated to G3 measures as its G0 original did: the head is priced as
+/// the header's prompt was, belongs to the anchor's header part (taken at
+/// the message, not at `step/start`), and a new head ends the anchor as a
+/// changed header does.
+fn head_of(surface: &Surface) -> Option<(u64, u64)> {
+    surface
+        .nodes
+        .first()
+        .filter(|n| n.kind == Kind::SystemMessage)
+        .map(|n| (n.seq, n.tokens))
 }
 
 /// One kept chunk, or the chunks of one packed row.
@@ -534,7 +557,20 @@ impl Meter {
     /// `_estimateProviderAssistant`.
     fn provider_output(&self, ev: &Event<'_>, event_tokens: u64) -> Result<u64, MeterError> {
         let Some(raw) = ev.value.get("sourceEventSeqs").and_then(|s| s.as_arr()) else {
-            return Ok(event_tokens);
+            // G2+ messages embed their stream instead of citing chunks (a G0
+            // message carries no `stream`: rc.8 would price the event).
+            return match ev.data().get("stream").and_then(|s| s.as_arr()) {
+                Some(records) => crate::meter::assemble::price_stream(records).map_err(|message| {
+                    MeterError::Replay {
+                        seq: ev.seq,
+                        message: format!(
+                            "token meter: assistant/message at seq {}: {message}",
+                            ev.seq
+                        ),
+                    }
+                }),
+                None => Ok(event_tokens),
+            };
         };
         let replay = |message: String| MeterError::Replay {
             seq: ev.seq,
@@ -655,6 +691,7 @@ impl Meter {
                     turn: Scalar::of(ev.data().get("turn")),
                     step: Scalar::of(ev.data().get("step")),
                     surface_tokens: self.surface_tokens,
+                    head_tokens: head_of(folded.surface).map_or(0, |h| h.1),
                 }));
             }
             Kind::StepEnd => {
@@ -687,7 +724,10 @@ impl Meter {
                 );
                 return self.fail(ev.seq, msg);
             };
-            let step_surface = open.surface_tokens;
+            // The step's surface with the system head priced as it is
+            // now (a G0 header's prompt is read at the message).
+            let head = head_of(folded.surface);
+            let step_surface = open.surface_tokens - open.head_tokens + head.map_or(0, |h| h.1);
             let event_tokens = node_tokens.unwrap_or(0);
             let header_tokens = next_header.map_or(0, |h| h.tokens);
             let usage = ev.data().get("usage");
@@ -738,6 +778,7 @@ impl Meter {
             };
             next_anchor = Some(Anchor {
                 header: next_header.cloned(),
+                head: head.map(|h| h.0),
                 surface_tokens: anchor.0,
                 baseline: anchor.1,
                 seq: ev.seq,
@@ -764,7 +805,12 @@ impl Meter {
             Kind::RequestContext => self.observe_context(ev),
             _ => {}
         }
-        self.projections.apply(ev, node_tokens);
+        match folded.applied {
+            Some(a) if ev.kind == Kind::SystemMessage && a.position == 0 => {
+                self.projections.apply_head(a.tokens)
+            }
+            _ => self.projections.apply(ev, node_tokens),
+        }
     }
 
     fn observe_context(&mut self, ev: &Event<'_>) {
@@ -824,15 +870,30 @@ impl Meter {
     fn anchored(
         &self,
         header: Option<&Arc<HeaderRec>>,
+        surface: &Surface,
+    ) -> (Baseline, i64, Option<u64>) {
+        self.anchored_on(header, surface.tokens, head_of(surface).map(|h| h.0))
+    }
+
+    /// [`Self::anchored`] on a surface of `surface_tokens` tokens whose
+    /// system head (G3) is the node `head`.
+    fn anchored_on(
+        &self,
+        header: Option<&Arc<HeaderRec>>,
         surface_tokens: u64,
+        head: Option<u64>,
     ) -> (Baseline, i64, Option<u64>) {
         let header = header.cloned();
         match &self.anchor {
-            Some(a) if optional_header_equals(a.header.as_ref(), header.as_ref()) => (
-                a.baseline.clone(),
-                surface_tokens as i64 - a.surface_tokens as i64,
-                Some(a.seq),
-            ),
+            Some(a)
+                if optional_header_equals(a.header.as_ref(), header.as_ref()) && a.head == head =>
+            {
+                (
+                    a.baseline.clone(),
+                    surface_tokens as i64 - a.surface_tokens as i64,
+                    Some(a.seq),
+                )
+            }
             _ if header.is_none() && surface_tokens == 0 => (
                 Baseline {
                     kind: BaselineKind::None,
@@ -861,19 +922,25 @@ impl Meter {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        let (baseline, delta, _) = self.anchored(self.measured_header().as_ref(), surface.tokens);
+        let (baseline, delta, _) = self.anchored(self.measured_header().as_ref(), surface);
         Ok(projection::js_max0(baseline.tokens + delta as f64))
     }
 
-    /// [`Meter::total_tokens`] on a surface of `surface_tokens` tokens: the
+    /// [`Meter::total_tokens`] on `surface` as if it held `surface_tokens` tokens: the
     /// figure just before a node the surface already holds joined it (the
     /// sent point of a request whose `assistant/message` began its attempt,
     /// [`crate::attempt`]).
-    pub fn total_tokens_of(&self, surface_tokens: u64) -> Result<f64, MeterError> {
+    pub fn total_tokens_of(
+        &self,
+        surface: &Surface,
+        surface_tokens: u64,
+    ) -> Result<f64, MeterError> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        let (baseline, delta, _) = self.anchored(self.measured_header().as_ref(), surface_tokens);
+        let head = head_of(surface).map(|h| h.0);
+        let (baseline, delta, _) =
+            self.anchored_on(self.measured_header().as_ref(), surface_tokens, head);
         Ok(projection::js_max0(baseline.tokens + delta as f64))
     }
 
@@ -893,7 +960,7 @@ impl Meter {
         }
         let header = self.measured_header();
         let surface_tokens = surface.tokens;
-        let (baseline, delta, anchor_seq) = self.anchored(header.as_ref(), surface_tokens);
+        let (baseline, delta, anchor_seq) = self.anchored(header.as_ref(), surface);
         let total = projection::js_max0(baseline.tokens + delta as f64);
         let mut comp = Composition {
             system_tokens: header
@@ -917,6 +984,12 @@ impl Meter {
                     Kind::AssistantMessage => {
                         comp.assistant_tokens += n.tokens;
                         comp.assistant_nodes += 1;
+                    }
+                    // G3's system prompt is a node: it is the system part of
+                    // the composition, as the header's prompt is in G0.
+                    Kind::SystemMessage => {
+                        comp.system_tokens += n.tokens;
+                        comp.message_tokens -= n.tokens;
                     }
                     _ => {
                         comp.tool_result_tokens += n.tokens;

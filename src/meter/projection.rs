@@ -71,6 +71,8 @@ pub struct ProjectionFold {
     claim: Option<Claim>,
     // contextBreakdown
     system_tokens: u64,
+    /// A G3 `system/message` head's price: G0's `header.system`, moved.
+    head_tokens: u64,
     tools_tokens: u64,
     message_tokens: f64,
     // contextPressure
@@ -152,6 +154,16 @@ impl ProjectionFold {
         }
         if let Err(m) = self.apply_inner(ev, node_tokens) {
             self.error = Some((ev.seq, m));
+        }
+    }
+
+    /// [`Self::apply`] for a G3 `system/message` that became the surface
+    /// head: the system prompt changed, as a G0 request header's `system`
+    /// would, so it prices the breakdown's system part, not the messages.
+    pub fn apply_head(&mut self, tokens: u64) {
+        if self.error.is_none() {
+            self.head_tokens = tokens;
+            self.claim = None;
         }
     }
 
@@ -293,6 +305,20 @@ impl ProjectionFold {
             }),
             _ => None,
         };
+        // G2+ embed their chunks: an attempt's or message's usage chunks
+        // are sampled where G0 would have met them, just before it.
+        for r in ev.stream() {
+            if let crate::event::StreamRecord::Chunk(c) = r
+                && c.get("type").is_some_and(|t| t.is_str("usage"))
+            {
+                let Some(u) = c.get("usage") else {
+                    return Err(read_err(None, "inputTokens"));
+                };
+                let turn = Scalar::of(ev.data().get("turn"));
+                let step = Scalar::of(ev.data().get("step"));
+                self.sample(turn, step, u)?;
+            }
+        }
         if let Some((turn, step, usage)) = sample {
             self.sample(turn, step, usage)?;
         }
@@ -307,7 +333,7 @@ impl ProjectionFold {
     pub fn view(&self) -> Projections {
         Projections {
             context_breakdown: ContextBreakdown {
-                system_tokens: self.system_tokens,
+                system_tokens: self.system_tokens + self.head_tokens,
                 tools_tokens: self.tools_tokens,
                 message_tokens: self.message_tokens,
             },

@@ -36,6 +36,7 @@ fn kind(k: ReplacementKind) -> &'static str {
     match k {
         ReplacementKind::Checkpoint => "compaction checkpoint",
         ReplacementKind::Pruned => "pruned result",
+        ReplacementKind::SystemPrompt => "system prompt",
         ReplacementKind::Other => "replacement",
     }
 }

@@ -92,6 +92,16 @@ impl MeterTrace {
         }
         if !self.projections_failed {
             let applied = folded.applied;
+            if let Some(a) = applied
+                && ev.kind == Kind::SystemMessage
+                && a.position == 0
+            {
+                // A G3 system head is the request header's prompt of G0,
+                // outside the messages both folds price.
+                self.projections.apply_head(a.tokens);
+                self.claim = None;
+                return;
+            }
             self.projections.apply(ev, applied.map(|a| a.tokens));
             if let Some((_, message)) = self.projections.error() {
                 sink.emit(CheckId::Mtr4, at, message.clone());
@@ -189,7 +199,14 @@ impl MeterTrace {
         };
         if let Ok(p) = &m.projections {
             let message_tokens = p.context_breakdown.message_tokens;
-            let surface = m.surface_tokens as f64;
+            // The messages' part of the surface (a G3 system head is not).
+            let head = log
+                .surface
+                .nodes
+                .first()
+                .filter(|n| n.kind == Kind::SystemMessage)
+                .map_or(0, |n| n.tokens);
+            let surface = (m.surface_tokens - head) as f64;
             if message_tokens != surface {
                 sink.emit_log(
                     CheckId::Mtr5,

@@ -74,6 +74,28 @@ impl SessionTrace {
                     sink,
                 );
             }
+            Kind::SystemMessage => {
+                open_step_named(
+                    self,
+                    "system/message",
+                    &turn,
+                    &step,
+                    CheckId::Sess3,
+                    at,
+                    sink,
+                );
+            }
+            Kind::Other if ev.type_name() == "assistant/attempt" => {
+                open_step_named(
+                    self,
+                    "assistant/attempt",
+                    &turn,
+                    &step,
+                    CheckId::Sess3,
+                    at,
+                    sink,
+                );
+            }
             Kind::AssistantMessage => {
                 open_step_named(
                     self,

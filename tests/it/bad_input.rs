@@ -105,7 +105,11 @@ fn wrong_header() {
     let mut l = session_lines();
     l[0] = l[0].replace("\"version\":0", "\"version\":7");
     let p = write(&dir, "newer.jsonl", (l.join("\n") + "\n").as_bytes());
-    refused(&p, &["log format v7", "newer harness"]);
+    refused(&p, &["log format v7", "newer than this dsh reads (v0–v3)"]);
+    let mut l = session_lines();
+    l[0] = l[0].replace("\"version\":0", "\"version\":-1");
+    let p = write(&dir, "older.jsonl", (l.join("\n") + "\n").as_bytes());
+    refused(&p, &["log format v-1", "older than any"]);
 }
 
 #[test]

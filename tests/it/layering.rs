@@ -9,7 +9,7 @@ use std::path::Path;
 /// drawing in docs/architecture.md ("Module order").
 const LAYERS: &[&[&str]] = &[
     &["test_rng"],
-    &["json", "cancel", "civil", "par"],
+    &["json", "cancel", "civil", "par", "generation"],
     &["event", "heuristic", "policy", "provider", "price"],
     &[
         "request_header",

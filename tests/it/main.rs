@@ -13,6 +13,7 @@ mod docs;
 mod export;
 mod foundation;
 mod g3;
+mod generations;
 mod hostile;
 mod layering;
 mod locks;

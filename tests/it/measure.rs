@@ -242,6 +242,7 @@ fn corpus_matches_the_oracle_through_the_library() {
             let expected: J = serde_json::from_str(&text).unwrap();
             let got = measure(&file(&f), &LoadOptions::default(), None);
             match (expected.get("error"), got) {
+                (Some(_), Ok(_)) if crate::support::read_where_the_reference_refuses(&name) => {}
                 (Some(_), Err(_)) => {}
                 (Some(e), Ok(_)) => panic!("{name}: the reference refuses ({e}) but dsh measured"),
                 (None, Err(e)) => panic!("{name}: dsh refused: {e}"),

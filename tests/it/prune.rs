@@ -225,7 +225,9 @@ fn prune_dry_run_json_matches_the_oracle_on_the_corpus() {
                 .output()
                 .unwrap();
             let actual = json(&out.stdout);
-            if expected.get("error").is_some() {
+            if crate::support::read_where_the_reference_refuses(stem) {
+                assert_eq!(out.status.code(), Some(0), "{stem}: dsh reads it");
+            } else if expected.get("error").is_some() {
                 assert_eq!(out.status.code(), Some(3), "{stem}: expected a refusal");
                 assert!(actual.get("error").is_some(), "{stem}");
             } else {

@@ -58,6 +58,23 @@ const LEAKY_VARS: &[&str] = &[
     "no_proxy",
 ];
 
+/// Corpus logs on which dsh departs from the reference on purpose, with
+/// the reason: the reference (rc.8) reads only format v0; dsh reads every
+/// generation DSH writes (v0–v3, docs/generations.md). dsh must *read*
+/// these, where the reference refuses them.
+pub const READS_WHERE_THE_REFERENCE_REFUSES: &[(&str, &str)] = &[(
+    "edge-version-1",
+    "a format-v1 log: rc.8 reads only v0, dsh reads v0–v3",
+)];
+
+/// Whether dsh reads this corpus log although the reference refuses it
+/// ([`READS_WHERE_THE_REFERENCE_REFUSES`]).
+pub fn read_where_the_reference_refuses(name: &str) -> bool {
+    READS_WHERE_THE_REFERENCE_REFUSES
+        .iter()
+        .any(|(n, _)| *n == name)
+}
+
 /// A hermetic environment for running `dsh`: an empty `HOME` of its own
 /// (so `~/.dsh` and `~/.config/dsh` do not exist), `XDG_CONFIG_HOME` inside
 /// it, `NO_COLOR`, and none of [`LEAKY_VARS`]. Every integration test runs

@@ -14,8 +14,12 @@ use crate::cli::render::outln;
 /// tools, adapterDefaults, system prompt); the context is the latest
 /// `request/context`.
 ///
+/// In a generation-3 log the system prompt is the `system/message` at the
+/// head of the surface, not a header field: it is shown from there.
+///
 /// With --json: `{"header", "headerSeq", "headerEvents": [{"seq","reason"}],
-/// "context", "contextSeq", "sessionHeader": {…header line…}, "file", "session", "schema_version"}`.
+/// "context", "contextSeq", "sessionHeader": {…header line…},
+/// "systemMessage"?: {"seq","text","tokens"} (G3), "file", "session", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh header session.jsonl\n  dsh header --json session.jsonl | jq .system"
@@ -30,10 +34,20 @@ pub struct HeaderArgs {
 pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
     let h = &log.headers;
+    let head = log.system_prompt()?.filter(|p| p.seq.is_some());
     if ctx.json {
         let mut v = h.to_json();
+        v = v.with("sessionHeader", log.header.value.clone());
+        if let Some(p) = &head {
+            v = v.with(
+                "systemMessage",
+                Value::obj()
+                    .with("seq", p.seq.unwrap_or_default().into())
+                    .with("text", p.text.as_str().into())
+                    .with("tokens", p.tokens.into()),
+            );
+        }
         v = v
-            .with("sessionHeader", log.header.value.clone())
             .with("file", log.source.display().into())
             .with("session", log.header.id.as_str().into())
             .with("schema_version", SCHEMA_VERSION.into());
@@ -68,13 +82,19 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
             let sys = hd.get("system").and_then(|s| s.as_jstr());
             t.add_row(vec![
                 "system prompt".to_string(),
-                match sys {
-                    Some(s) => format!(
+                match (sys, &head) {
+                    (_, Some(p)) => format!(
+                        "system/message seq {}: {} chars (UTF-16), {} tokens",
+                        p.seq.unwrap_or_default(),
+                        p.text.encode_utf16().count(),
+                        p.tokens
+                    ),
+                    (Some(s), None) => format!(
                         "{} chars (UTF-16), {} tokens",
                         s.len16(),
                         dsh::meter::estimate::system_tokens(hd.get("system"))
                     ),
-                    None => "none".to_string(),
+                    (None, None) => "none".to_string(),
                 },
             ]);
             let tools: Vec<String> = hd

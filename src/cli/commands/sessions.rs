@@ -37,7 +37,7 @@ use crate::cli::render::{self, Tone, outln};
 /// "sizeBytes", "surfaceTokens", "contextWindow", "pressurePercent",
 /// "overThreshold", "route":
 /// {"provider","model"}|null, "compactions", "prunes", "lock": {"state",
-/// "busy", "stale"}, "generation", "requests" (agent + summariser),
+/// "busy", "stale"}, "generation", "olderGenerations"?, "requests" (agent + summariser),
 /// "agentRequests", "summariserRequests", "costUsd", "unpricedRequests",
 /// "forkOf", "inheritedRequests",
 /// "meterError"?, "warnings"?} | {"file", "error", "kind", "stage", …}], "summary":
@@ -341,6 +341,17 @@ fn row_json(r: &Row) -> OwnedValue {
     if let Some(e) = &s.meter_error {
         v = v.with("meterError", e.as_str().into());
     }
+    if !s.older_generations.is_empty() {
+        v = v.with(
+            "olderGenerations",
+            Value::Arr(
+                s.older_generations
+                    .iter()
+                    .map(|f| f.as_str().into())
+                    .collect(),
+            ),
+        );
+    }
     if !s.warnings.is_empty() {
         v = v.with(
             "warnings",
@@ -635,6 +646,16 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             ctx.out,
             "fork of: the session began as a copy of that one; the {} request(s) of the copied part are counted once, in the session that made them",
             render::num(inherited)
+        )?;
+    }
+    let older = rows
+        .iter()
+        .filter(|r| !r.s.older_generations.is_empty())
+        .count();
+    if older > 0 {
+        outln!(
+            ctx.out,
+            "{older} session(s) also keep older format generations beside the newest (DSH keeps the file it migrated from); each is listed once, from its newest file"
         )?;
     }
     if !refused.is_empty() {

@@ -172,6 +172,7 @@ fn kind_word(k: ReplacementKind) -> &'static str {
     match k {
         ReplacementKind::Checkpoint => "checkpoint",
         ReplacementKind::Pruned => "pruned result",
+        ReplacementKind::SystemPrompt => "system prompt",
         ReplacementKind::Other => "replacement",
     }
 }

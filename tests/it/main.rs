@@ -24,6 +24,7 @@ mod schemas;
 mod sessions;
 mod simulate;
 mod terminal;
+mod tokenizer;
 mod usage;
 mod verify;
 mod view;

@@ -49,6 +49,7 @@ pub mod derive;
 pub mod event;
 pub mod export;
 pub mod heuristic;
+pub mod hidden_prefix;
 pub mod json;
 pub mod lifecycle;
 pub mod lock;

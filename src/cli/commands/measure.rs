@@ -58,7 +58,7 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub nodes: bool,
     /// Also count the envelope and surface text with a real BPE tokenizer.
-    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k"])]
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
     pub tokenizer: Option<String>,
     /// Measure the log as it stood after the event with this seq.
     #[arg(long, value_name = "SEQ")]

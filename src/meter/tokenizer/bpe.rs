@@ -162,12 +162,12 @@ impl Ranks {
             bad();
         }
         let n = u32::from_le_bytes([raw[8], raw[9], raw[10], raw[11]]) as usize;
-        let lens = raw.get(12..12 + n).unwrap_or_else(|| bad());
+        let lens = raw.get(12..12 + n).unwrap_or_else(&bad);
         let mut at = 12 + n;
         let mut ranks = FxHashMap::default();
         ranks.reserve(n);
         for (rank, &len) in lens.iter().enumerate() {
-            let token = raw.get(at..at + len as usize).unwrap_or_else(|| bad());
+            let token = raw.get(at..at + len as usize).unwrap_or_else(&bad);
             ranks.insert(token, rank as u32);
             at += len as usize;
         }
@@ -219,7 +219,7 @@ impl Merges {
         let raw = expand(compressed);
         let bad = || panic!("an embedded merge table is malformed");
         let u32_at = |at: usize| -> u32 {
-            let b = raw.get(at..at + 4).unwrap_or_else(|| bad());
+            let b = raw.get(at..at + 4).unwrap_or_else(&bad);
             u32::from_le_bytes([b[0], b[1], b[2], b[3]])
         };
         if raw.len() < 8 + 4 + 256 + 8 || &raw[..8] != b"DSHBPE1\0" {

@@ -30,6 +30,7 @@ use crate::meter::NodeTokens;
 use crate::surface::project;
 
 pub(crate) mod bpe;
+pub(crate) mod chat;
 pub(crate) mod deepseek;
 pub(crate) mod tiktoken;
 
@@ -108,7 +109,8 @@ pub struct TokenCounts {
 }
 
 /// An encoding's pre-tokenizer and merges, with one worker's caches of its
-/// patterns.
+/// patterns (one per worker: the size of the caches does not matter).
+#[allow(clippy::large_enum_variant)]
 enum Engine {
     Tiktoken(&'static tiktoken::Engine, regex_automata::meta::Cache),
     DeepSeek(&'static deepseek::Engine, deepseek::Caches),
@@ -225,6 +227,8 @@ impl std::hash::Hasher for FxHasher {
 /// Counts strings with one encoding, keeping a running byte total.
 pub struct Counter {
     worker: Worker,
+    /// DeepSeek's chat encoding, for its encoding (see [`Counter::count_message`]).
+    chat: Option<chat::Chat>,
     /// UTF-8 bytes encoded so far.
     pub bytes: u64,
 }
@@ -234,8 +238,15 @@ impl Counter {
     pub fn new(enc: Encoding) -> Counter {
         Counter {
             worker: Worker::new(enc),
+            chat: (enc == Encoding::DeepSeekV4).then(chat::Chat::default),
             bytes: 0,
         }
+    }
+
+    /// Whether counts are of the provider's rendered request (DeepSeek's
+    /// chat encoding) rather than of the texts alone.
+    pub fn renders_requests(&self) -> bool {
+        self.chat.is_some()
     }
 
     /// Tokens of one string.
@@ -251,7 +262,7 @@ impl Counter {
     pub fn count_blocks(&mut self, content: Option<&Value<'_>>) -> u64 {
         let mut texts = Texts::default();
         texts.push_blocks(content);
-        texts.strings.iter().map(|s| self.count_str(s)).sum()
+        self.count_texts(&texts)
     }
 
     /// Tokens of one content block (what [`Counter::count_blocks`] adds for
@@ -259,23 +270,111 @@ impl Counter {
     pub fn count_block(&mut self, block: &Value<'_>) -> u64 {
         let mut texts = Texts::default();
         texts.push_block(block);
-        texts.strings.iter().map(|s| self.count_str(s)).sum()
+        self.count_texts(&texts)
     }
+
+    /// The system prompt's tokens: with DeepSeek's encoding, the request's
+    /// start and the prompt ([`chat`]); else the text's.
+    pub fn count_system(&mut self, system: &str) -> u64 {
+        match &mut self.chat {
+            Some(c) => {
+                let parts = c.system(system);
+                self.count_parts(&parts)
+            }
+            None => self.count_str(system),
+        }
+    }
+
+    /// The tools' tokens: with DeepSeek's encoding, its tool section after
+    /// `system` ([`chat`]); else `JSON.stringify(tools)`'s.
+    pub fn count_tools(&mut self, system: &str, tools: &Value<'_>) -> u64 {
+        match &mut self.chat {
+            Some(c) => {
+                let Worker { engine, .. } = &mut self.worker;
+                let parts = c.tools(system, tools, |t| last_piece(engine, t));
+                self.count_parts(&parts)
+            }
+            None => self.count_str(&tools.to_json()),
+        }
+    }
+
+    /// One derived message's tokens: with DeepSeek's encoding, its part of
+    /// the rendered request, after the messages counted before it
+    /// ([`chat`]); else its content blocks' ([`Counter::count_blocks`]).
+    pub fn count_message(&mut self, message: &Value<'_>) -> u64 {
+        match &mut self.chat {
+            Some(c) => {
+                let Worker { engine, .. } = &mut self.worker;
+                let parts = c.message(message, |t| last_piece(engine, t));
+                self.count_parts(&parts)
+            }
+            None => self.count_blocks(message.get("content")),
+        }
+    }
+
+    /// One derived message's rendering, with DeepSeek's encoding.
+    fn message_parts(&mut self, message: &Value<'_>) -> Option<Vec<chat::Part>> {
+        let c = self.chat.as_mut()?;
+        let Worker { engine, .. } = &mut self.worker;
+        Some(c.message(message, |t| last_piece(engine, t)))
+    }
+
+    fn count_parts(&mut self, parts: &[chat::Part]) -> u64 {
+        let mut texts = Texts::default();
+        texts.push_parts(parts);
+        self.count_texts(&texts)
+    }
+
+    fn count_texts(&mut self, texts: &Texts) -> u64 {
+        let (n, b) = texts.count_all(&mut self.worker);
+        self.bytes += b;
+        n
+    }
+}
+
+/// The last piece the pre-tokenizer cuts `text` into (DeepSeek's; other
+/// encodings are not rendered).
+fn last_piece(engine: &mut Engine, text: &str) -> String {
+    let Engine::DeepSeek(e, caches) = engine else {
+        return String::new();
+    };
+    let base = text.as_ptr() as usize;
+    let mut start = text.len();
+    e.split(caches, text, |p| start = p.as_ptr() as usize - base);
+    text[start..].to_string()
 }
 
 /// The strings a node's message is counted by, in order, with where each
 /// node's strings end (so that batches of nodes can be counted elsewhere).
+/// A string may be subtracted (the context of a join), and a node may have
+/// special tokens (one token each).
 #[derive(Default)]
 struct Texts {
-    strings: Vec<String>,
+    strings: Vec<(String, bool)>,
     ends: Vec<usize>,
+    /// Special tokens per node, and of the node being gathered.
+    specials: Vec<u64>,
+    open_specials: u64,
     bytes: usize,
 }
 
 impl Texts {
     fn push_str(&mut self, s: std::borrow::Cow<'_, str>) {
         self.bytes += s.len();
-        self.strings.push(s.into_owned());
+        self.strings.push((s.into_owned(), false));
+    }
+
+    fn push_parts(&mut self, parts: &[chat::Part]) {
+        for p in parts {
+            match p {
+                chat::Part::Special => self.open_specials += 1,
+                chat::Part::Text(t) => self.push_str(t.as_str().into()),
+                chat::Part::Joined { context, text } => {
+                    self.push_str(format!("{context}{text}").into());
+                    self.strings.push((context.clone(), true));
+                }
+            }
+        }
     }
 
     fn push_value_str(&mut self, v: Option<&Value<'_>>) {
@@ -311,6 +410,25 @@ impl Texts {
     /// Close the current node.
     fn end_node(&mut self) {
         self.ends.push(self.strings.len());
+        self.specials.push(std::mem::take(&mut self.open_specials));
+    }
+
+    /// Tokens of everything gathered (closed nodes or not), and the bytes
+    /// counted (a join's context is not counted twice).
+    fn count_all(&self, worker: &mut Worker) -> (u64, u64) {
+        let mut n = self.open_specials + self.specials.iter().sum::<u64>();
+        let mut bytes = 0;
+        for (s, minus) in &self.strings {
+            let k = if s.is_empty() { 0 } else { worker.count(s) };
+            if *minus {
+                n -= k;
+                bytes -= s.len() as u64;
+            } else {
+                n += k;
+                bytes += s.len() as u64;
+            }
+        }
+        (n, bytes)
     }
 
     /// Per node: its tokens; and the bytes counted.
@@ -318,12 +436,16 @@ impl Texts {
         let mut out = Vec::with_capacity(self.ends.len());
         let mut bytes = 0u64;
         let mut start = 0;
-        for &end in &self.ends {
-            let mut n = 0u64;
-            for s in &self.strings[start..end] {
-                bytes += s.len() as u64;
-                if !s.is_empty() {
-                    n += worker.count(s);
+        for (k, &end) in self.ends.iter().enumerate() {
+            let mut n = self.specials[k];
+            for (s, minus) in &self.strings[start..end] {
+                let t = if s.is_empty() { 0 } else { worker.count(s) };
+                if *minus {
+                    n -= t;
+                    bytes -= s.len() as u64;
+                } else {
+                    n += t;
+                    bytes += s.len() as u64;
                 }
             }
             out.push(n);
@@ -355,12 +477,19 @@ fn count_on(
     threads: usize,
 ) -> Result<TokenCounts, LoadError> {
     let mut c = Counter::new(enc);
-    let system_tokens = match header.and_then(|h| h.get("system")) {
-        Some(Value::Str(s)) => c.count_str(&s.to_lossy()),
-        _ => 0,
+    let system = match header.and_then(|h| h.get("system")) {
+        Some(Value::Str(s)) => Some(s.to_lossy().into_owned()),
+        _ => None,
+    };
+    let system_tokens = match &system {
+        Some(s) => c.count_system(s),
+        None if c.renders_requests() => c.count_system(""),
+        None => 0,
     };
     let tools_tokens = match header.and_then(|h| h.get("tools")) {
-        Some(t @ Value::Arr(a)) if !a.is_empty() => c.count_str(&t.to_json()),
+        Some(t @ Value::Arr(a)) if !a.is_empty() => {
+            c.count_tools(system.as_deref().unwrap_or(""), t)
+        }
         _ => 0,
     };
     let mut node_tokens: Vec<u64> = Vec::with_capacity(log.surface.nodes.len());
@@ -416,7 +545,10 @@ fn count_on(
                 // the batch.
                 log.with_body(&n.body, n.seq, &mut file, &mut line, |ev| {
                     if let Some(m) = project(ev) {
-                        texts.push_blocks(m.get("content"));
+                        match c.message_parts(m) {
+                            Some(parts) => texts.push_parts(&parts),
+                            None => texts.push_blocks(m.get("content")),
+                        }
                     }
                 })?;
                 texts.end_node();

@@ -101,7 +101,8 @@ complete -c dsh -n "__fish_dsh_using_subcommand header" -l no-pager -d 'Do not p
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count the envelope and surface text with a real BPE tokenizer' -r -f -a "o200k\t''
-cl100k\t''"
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l at -d 'Measure the log as it stood after the event with this seq' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l header-json -d 'Measure against this request header instead of the latest logged one (JSON text, or @FILE): `{"config": {...}, "system"?, "tools"?}`' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l route -d 'Resolve the policy for this PROVIDER/MODEL instead of the routed target' -r
@@ -176,7 +177,8 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l head-chars -d 'Code po
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tail-chars -d 'Code points kept at the tail (reference `tailChars`; overrides the config\'s)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l config -d 'The dsh config file whose [pruner] budgets apply (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tokenizer -d 'Also count the tokens saved with a real BPE encoding (repeatable)' -r -f -a "o200k\t''
-cl100k\t''"
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l wait -d 'Wait up to SECONDS for another dsh writer to release the log' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l time -d 'Stamp appended events with this time (epoch milliseconds)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l debug-write-pause-ms -d 'Test hook: pause this long between the steps of the write' -r
@@ -332,7 +334,8 @@ complete -c dsh -n "__fish_dsh_using_subcommand usage" -l no-pager -d 'Do not pa
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real BPE tokenizer instead of the heuristic' -r -f -a "o200k\t''
-cl100k\t''"
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l by -d 'Group: `cause` prints only the misses by cause' -r -f -a "cause\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lifetime -d 'Cache lifetime of an unused entry (e.g. 300s, 5m, 1h); idle gaps longer than this expire it, when the log\'s times are real. Default: never' -r
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l block -d 'DeepSeek\'s storage granularity: hits are whole multiples of this' -r

@@ -550,6 +550,7 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
             fmt_u(b.text_bytes),
             secs
         )?;
+        provider_line(o, r, b.encoding, b.total_tokens)?;
     }
     outln!(
         o,
@@ -572,6 +573,31 @@ fn paint_dim(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// With the route's provider's own tokenizer: its count against the window
+/// (beside DSH's estimate, which stays the pressure figure the harness acts
+/// on).
+fn provider_line(o: &Out, r: &Report, enc: Encoding, total: u64) -> std::io::Result<()> {
+    let Ok(p) = &r.policy else { return Ok(()) };
+    if !enc.is_provider_of(&p.policy.provider) {
+        return Ok(());
+    }
+    let window = p.budgets.context_window;
+    let left = window as i64 - total as i64;
+    outln!(
+        o,
+        "provider  {} {} tokens: {:.2}% of the {} window, {} (the log's placeholders, if any, not counted)",
+        fmt_u(total),
+        enc.name(),
+        total as f64 / window as f64 * 100.0,
+        fmt_u(window),
+        if left >= 0 {
+            format!("{} left", fmt_u(left as u64))
+        } else {
+            format!("OVER by {}", fmt_u(left.unsigned_abs()))
+        }
+    )
 }
 
 /// The route, the pressure bar, the threshold and the retained budget (or

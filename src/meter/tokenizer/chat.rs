@@ -76,8 +76,8 @@ enum Prev {
 #[derive(Debug, Default)]
 pub(crate) struct Chat {
     prev: Prev,
-    /// The last piece of the text the last user message ended with (what a
-    /// merged one's join is tokenized after).
+    /// The text the last user message ended with (the last piece of which
+    /// a merged one's join is tokenized after).
     tail: String,
 }
 
@@ -234,7 +234,7 @@ impl Chat {
         let joined = parts.join("\n\n");
         if self.prev == Prev::User {
             p.0.push(Part::Joined {
-                context: std::mem::take(&mut self.tail),
+                context: last(&std::mem::take(&mut self.tail)),
                 text: format!("\n\n{joined}"),
             });
         } else {
@@ -245,12 +245,13 @@ impl Chat {
             p.special();
             p.special();
         }
-        let ends = match p.0.iter().rev().find(|x| !matches!(x, Part::Special)) {
+        // The text this message ends with: its last piece is the context of
+        // a join, should the next message continue the run.
+        self.tail = match p.0.iter().rev().find(|x| !matches!(x, Part::Special)) {
             Some(Part::Joined { context, text }) => format!("{context}{text}"),
             Some(Part::Text(t)) => t.clone(),
             _ => String::new(),
         };
-        self.tail = last(&ends);
         self.prev = Prev::User;
         p.0
     }

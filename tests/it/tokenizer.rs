@@ -65,7 +65,8 @@ fn check(test: &str, json: &str) -> usize {
         let text = s.to_lossy();
         let got = c.count_str(&text);
         if got != n {
-            wrong.push(format!("{text:?}: dsh {got}, reference {n}"));
+            let shown: String = text.chars().take(160).collect();
+            wrong.push(format!("{shown:?}…: dsh {got}, reference {n}"));
         }
     }
     assert!(
@@ -272,6 +273,38 @@ fn deepseek_counts_equal_the_reference_on_every_corpus_string() {
     strings.sort();
     strings.dedup();
     assert!(strings.len() > 1000, "only {} strings", strings.len());
+    let json = serde_json::to_string(&strings).unwrap();
+    check(test, &json);
+}
+
+/// Every distinct string of a generated log (`genlog`, 5 MB; set
+/// `DSH_TOKENIZER_LOG_MB` for another size, e.g. 100).
+#[test]
+fn deepseek_counts_equal_the_reference_on_a_generated_log() {
+    let test = "deepseek_counts_equal_the_reference_on_a_generated_log";
+    let Some(shared) = shared(test) else { return };
+    let mb = std::env::var("DSH_TOKENIZER_LOG_MB").unwrap_or_else(|_| "5".into());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gen.jsonl");
+    let ok = Command::new(shared.join("tools/genlog"))
+        .args(["--mb", &mb, "--seed", "39", "-o"])
+        .arg(&log)
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED {test}: ../shared/tools/genlog did not run");
+        return;
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut strings = Vec::new();
+    for line in text.lines() {
+        if let Ok(v) = Value::parse(line) {
+            strings_of(&v, &mut strings);
+        }
+    }
+    strings.sort();
+    strings.dedup();
     let json = serde_json::to_string(&strings).unwrap();
     check(test, &json);
 }

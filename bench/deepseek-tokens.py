@@ -11,7 +11,7 @@ own (not inherited from a parent), did not fail and have usage. It prints:
   * growth: for consecutive such requests of a session whose reported prompt is at least 1,000
     tokens, dsh's prompt growth over the reported one (prompt = uncached input + cache read): the
     share within +-5%, the median ratio and p10/p90; the heuristic's ratio beside it;
-  * cache: for the non-first such requests, dsh's predicted miss (its prompt less its predicted
+  * cache: for the non-first such requests (prompt at least 1,000 tokens), dsh's predicted miss (its prompt less its predicted
     hit, with the hidden prefix it estimates) against the reported uncached input: the share
     within +-128 tokens.
 
@@ -71,7 +71,8 @@ for log in sorted(real.glob("*.jsonl")):
     ]
     for k, ((d, h), (pd, ph)) in enumerate(zip(own[1:], own)):
         cwd = cwd_between(text, pd["seq"], d["seq"])
-        misses.append((log.name, d["seq"], d["predictedMiss"], d["reported"]["inputTokens"], cwd))
+        if prompt(d) >= 1000:
+            misses.append((log.name, d["seq"], d["predictedMiss"], d["reported"]["inputTokens"], cwd))
         if prompt(pd) < 1000 or prompt(d) < 1000:
             continue
         rep = prompt(d) - prompt(pd)

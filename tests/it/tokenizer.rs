@@ -308,3 +308,54 @@ fn deepseek_counts_equal_the_reference_on_a_generated_log() {
     let json = serde_json::to_string(&strings).unwrap();
     check(test, &json);
 }
+
+/// DeepSeek's own report is the reference for the request encoding: on a
+/// recorded session (its system prompt a `{{system}}` placeholder), the
+/// prompt grew by exactly what `deepseek-v4` renders, and the hidden prefix
+/// is the first report less dsh's count.
+#[test]
+fn deepseek_requests_grow_as_deepseek_reported() {
+    let test = "deepseek_requests_grow_as_deepseek_reported";
+    let Some(shared) = shared(test) else { return };
+    let log = shared.join("corpus/real/acp__bash-tool-turn__session.jsonl");
+    let out = crate::support::dsh()
+        .args(["cache", "--json", "--tokenizer", "deepseek-v4"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = v["requests"].as_array().unwrap();
+    let prompt = |i: usize| {
+        let u = &r[i]["reported"];
+        u["inputTokens"].as_u64().unwrap() + u["cacheReadTokens"].as_u64().unwrap()
+    };
+    let grew = |i: usize| {
+        r[i]["promptTokens"].as_u64().unwrap() - r[i - 1]["promptTokens"].as_u64().unwrap()
+    };
+    assert_eq!(
+        grew(1),
+        prompt(1) - prompt(0),
+        "DeepSeek reported 2877 then 2984"
+    );
+    let h = &v["hiddenPrefix"];
+    assert_eq!(h["placeholders"], serde_json::json!(["system", "tools"]));
+    assert_eq!(h["reported"].as_u64(), Some(prompt(0)));
+    assert_eq!(
+        h["tokens"].as_u64().unwrap() + h["computed"].as_u64().unwrap(),
+        prompt(0)
+    );
+    // With the prefix the first request is the size DeepSeek reported.
+    assert_eq!(r[0]["promptTokens"].as_u64(), Some(prompt(0)));
+    let out = crate::support::dsh()
+        .args(["measure", "--tokenizer", "deepseek-v4"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("provider ") && l.contains("hidden") && l.contains("window")),
+        "{text}"
+    );
+}

@@ -101,6 +101,9 @@ struct Report {
     node_kinds: Vec<dsh::Kind>,
     policy: Result<PolicyReport, String>,
     tokens: Option<(TokenCounts, f64)>,
+    /// With DeepSeek's tokenizer on a log whose system prompt or tools are
+    /// placeholders: the hidden prefix estimated from the first usage.
+    hidden: Option<u64>,
 }
 
 /// Options shared by every job.
@@ -202,6 +205,19 @@ impl Job<'_> {
                 Some((counts, t0.elapsed().as_secs_f64()))
             }
         };
+        let hidden = match (&tokens, &self.header) {
+            (Some((c, _)), None) if c.encoding == Encoding::DeepSeekV4 => {
+                let opts = dsh::cache::CacheOptions {
+                    tokenizer: Some(c.encoding),
+                    ..Default::default()
+                };
+                dsh::hidden_prefix::analyse(src, &self.opts, &opts)
+                    .ok()
+                    .and_then(|(_, h)| h)
+                    .map(|h| h.tokens)
+            }
+            _ => None,
+        };
         let report = Report {
             file: src.display(),
             session: log.header.id.clone(),
@@ -209,6 +225,7 @@ impl Job<'_> {
             m,
             policy,
             tokens,
+            hidden,
         };
         Ok((report, log.warnings.clone()))
     }
@@ -388,7 +405,10 @@ fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
         v = v.with("at", a.into());
     }
     if let Some(t) = &r.tokens {
-        v = v.with("tokenizer", tokenizer_json(t));
+        v = v.with(
+            "tokenizer",
+            tokenizer_json(t).with("hiddenPrefixTokens", r.hidden.into()),
+        );
     }
     if with_schema {
         v = v.with("schema_version", SCHEMA_VERSION.into());
@@ -550,7 +570,7 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
             fmt_u(b.text_bytes),
             secs
         )?;
-        provider_line(o, r, b.encoding, b.total_tokens)?;
+        provider_line(o, r, b.encoding, b.total_tokens, r.hidden)?;
     }
     outln!(
         o,
@@ -578,17 +598,33 @@ fn paint_dim(s: &str) -> String {
 /// With the route's provider's own tokenizer: its count against the window
 /// (beside DSH's estimate, which stays the pressure figure the harness acts
 /// on).
-fn provider_line(o: &Out, r: &Report, enc: Encoding, total: u64) -> std::io::Result<()> {
+fn provider_line(
+    o: &Out,
+    r: &Report,
+    enc: Encoding,
+    counted: u64,
+    hidden: Option<u64>,
+) -> std::io::Result<()> {
     let Ok(p) = &r.policy else { return Ok(()) };
     if !enc.is_provider_of(&p.policy.provider) {
         return Ok(());
     }
     let window = p.budgets.context_window;
+    let total = counted + hidden.unwrap_or(0);
     let left = window as i64 - total as i64;
+    let what = match hidden {
+        Some(h) => format!(
+            "{} + {} hidden (the log's system prompt or tools are placeholders; estimated from the first usage) = {}",
+            fmt_u(counted),
+            fmt_u(h),
+            fmt_u(total)
+        ),
+        None => fmt_u(total),
+    };
     outln!(
         o,
-        "provider  {} {} tokens: {:.2}% of the {} window, {} (the log's placeholders, if any, not counted)",
-        fmt_u(total),
+        "provider  {} {} tokens: {:.2}% of the {} window, {}",
+        what,
         enc.name(),
         total as f64 / window as f64 * 100.0,
         fmt_u(window),

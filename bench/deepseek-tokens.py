@@ -10,7 +10,7 @@ own (not inherited from a parent), did not fail and have usage. It prints:
 
   * growth: for consecutive such requests of a session whose reported prompt is at least 1,000
     tokens, dsh's prompt growth over the reported one (prompt = uncached input + cache read): the
-    share within +-5%, the median ratio and p10/p90; the heuristic's ratio beside it;
+    share within +-5%, the median ratio and p10/p90; the heuristic's and o200k's ratios beside it;
   * cache: for the non-first such requests (prompt at least 1,000 tokens), dsh's predicted miss (its prompt less its predicted
     hit, with the hidden prefix it estimates) against the reported uncached input: the share
     within +-128 tokens.
@@ -56,20 +56,20 @@ def cwd_between(text, a, b):
     return False
 
 
-growth, heur, misses = [], [], []
+growth, heur, o200k, misses = [], [], [], []
 for log in sorted(real.glob("*.jsonl")):
     text = log.read_text()
     if '"reasoningTokens"' not in text or '"cacheReadTokens"' not in text:
         continue
-    ds, hs = cache(str(log), "deepseek-v4"), cache(str(log), None)
-    if ds is None or hs is None:
+    ds, hs, os_ = cache(str(log), "deepseek-v4"), cache(str(log), None), cache(str(log), "o200k")
+    if ds is None or hs is None or os_ is None:
         continue
     own = [
-        (d, h)
-        for d, h in zip(ds["requests"], hs["requests"])
+        (d, h, o)
+        for d, h, o in zip(ds["requests"], hs["requests"], os_["requests"])
         if not d["inherited"] and d["failed"] is None and d["reported"]
     ]
-    for k, ((d, h), (pd, ph)) in enumerate(zip(own[1:], own)):
+    for (d, h, o), (pd, ph, po) in zip(own[1:], own):
         cwd = cwd_between(text, pd["seq"], d["seq"])
         if prompt(d) >= 1000:
             misses.append((log.name, d["seq"], d["predictedMiss"], d["reported"]["inputTokens"], cwd))
@@ -80,6 +80,7 @@ for log in sorted(real.glob("*.jsonl")):
             continue
         growth.append((log.name, d["seq"], rep, d["promptTokens"] - pd["promptTokens"], cwd))
         heur.append((h["promptTokens"] - ph["promptTokens"]) / rep)
+        o200k.append((o["promptTokens"] - po["promptTokens"]) / rep)
 
 
 def pct(xs, q):
@@ -104,6 +105,8 @@ report("growth, deepseek-v4", growth)
 report("growth, deepseek-v4, no /snapshot/cwd in the growth", [g for g in growth if not g[4]])
 print(f"growth, heuristic: median ratio {statistics.median(heur):.3f}, p10 {pct(heur, 0.1):.2f}, "
       f"p90 {pct(heur, 0.9):.2f}")
+print(f"growth, o200k: median ratio {statistics.median(o200k):.3f}, p10 {pct(o200k, 0.1):.2f}, "
+      f"p90 {pct(o200k, 0.9):.2f}")
 report_miss("cache miss, deepseek-v4", misses)
 report_miss("cache miss, deepseek-v4, no /snapshot/cwd in the growth", [m for m in misses if not m[4]])
 if "-v" in sys.argv or "--verbose" in sys.argv:

@@ -469,14 +469,9 @@ pub fn count(
     count_on(log, header, enc, crate::par::cores().min(8))
 }
 
-/// [`count`] with `threads` counting threads (none: this thread counts).
-fn count_on(
-    log: &LoadedLog,
-    header: Option<&Value<'_>>,
-    enc: Encoding,
-    threads: usize,
-) -> Result<TokenCounts, LoadError> {
-    let mut c = Counter::new(enc);
+/// The system prompt's and the tools' tokens (with DeepSeek's encoding, the
+/// request's start even without a system prompt).
+fn envelope(c: &mut Counter, header: Option<&Value<'_>>) -> (u64, u64) {
     let system = match header.and_then(|h| h.get("system")) {
         Some(Value::Str(s)) => Some(s.to_lossy().into_owned()),
         _ => None,
@@ -492,6 +487,18 @@ fn count_on(
         }
         _ => 0,
     };
+    (system_tokens, tools_tokens)
+}
+
+/// [`count`] with `threads` counting threads (none: this thread counts).
+fn count_on(
+    log: &LoadedLog,
+    header: Option<&Value<'_>>,
+    enc: Encoding,
+    threads: usize,
+) -> Result<TokenCounts, LoadError> {
+    let mut c = Counter::new(enc);
+    let (system_tokens, tools_tokens) = envelope(&mut c, header);
     let mut node_tokens: Vec<u64> = Vec::with_capacity(log.surface.nodes.len());
     let mut bytes = c.bytes;
     std::thread::scope(|scope| -> Result<(), LoadError> {

@@ -15,14 +15,14 @@
 //! that looks like one is text), and the counts are added. No framing is
 //! added here: the heuristic's +4 per block / message stands for chat-template
 //! framing, which differs per provider; DeepSeek's is rendered by
-//! [`crate::meter::chat`]. Lone surrogates are replaced by U+FFFD before
+//! `chat.rs`. Lone surrogates are replaced by U+FFFD before
 //! encoding.
 //!
 //! The encodings: OpenAI's `o200k_base` and `cl100k_base` (counts equal to
-//! `tiktoken`'s `encode_ordinary(text).len()`, [`tiktoken`]) and DeepSeek's
+//! `tiktoken`'s `encode_ordinary(text).len()`, `tiktoken.rs`) and DeepSeek's
 //! V4 tokenizer (counts equal to Hugging Face `tokenizers` on its
-//! `tokenizer.json`, [`deepseek`]). Their tables are embedded compressed and
-//! expanded on first use ([`bpe`]); the surface is counted on all cores.
+//! `tokenizer.json`, `deepseek.rs`). Their tables are embedded compressed and
+//! expanded on first use (`bpe.rs`); the surface is counted on all cores.
 
 use crate::json::Value;
 use crate::log::{LoadError, LoadedLog};
@@ -274,7 +274,7 @@ impl Counter {
     }
 
     /// The system prompt's tokens: with DeepSeek's encoding, the request's
-    /// start and the prompt ([`chat`]); else the text's.
+    /// start and the prompt (see docs/tokenizers.md); else the text's.
     pub fn count_system(&mut self, system: &str) -> u64 {
         match &mut self.chat {
             Some(c) => {
@@ -286,7 +286,7 @@ impl Counter {
     }
 
     /// The tools' tokens: with DeepSeek's encoding, its tool section after
-    /// `system` ([`chat`]); else `JSON.stringify(tools)`'s.
+    /// `system` (see docs/tokenizers.md); else `JSON.stringify(tools)`'s.
     pub fn count_tools(&mut self, system: &str, tools: &Value<'_>) -> u64 {
         match &mut self.chat {
             Some(c) => {
@@ -300,7 +300,7 @@ impl Counter {
 
     /// One derived message's tokens: with DeepSeek's encoding, its part of
     /// the rendered request, after the messages counted before it
-    /// ([`chat`]); else its content blocks' ([`Counter::count_blocks`]).
+    /// (see docs/tokenizers.md); else its content blocks' ([`Counter::count_blocks`]).
     pub fn count_message(&mut self, message: &Value<'_>) -> u64 {
         match &mut self.chat {
             Some(c) => {

@@ -100,7 +100,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand header" -s q -l quiet -d 'Do not
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count the envelope and surface text with a real BPE tokenizer' -r -f -a "o200k\t''
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count with a real tokenizer: the envelope and surface text (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4)' -r -f -a "o200k\t''
 cl100k\t''
 deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l at -d 'Measure the log as it stood after the event with this seq' -r
@@ -333,7 +333,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand usage" -s q -l quiet -d 'Do not 
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l no-pager -d 'Do not page long output (surface, messages, events, verify, compact --dry-run) through `$DSH_PAGER`, `$PAGER` or `less -FRX`'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real BPE tokenizer instead of the heuristic' -r -f -a "o200k\t''
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real tokenizer instead of the heuristic (deepseek-v4: the request as DeepSeek renders it, in its tokens)' -r -f -a "o200k\t''
 cl100k\t''
 deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l by -d 'Group: `cause` prints only the misses by cause' -r -f -a "cause\t''"

@@ -99,18 +99,21 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// "summary","savedTokens","savedRequests","supersededBy","breakEven",
 /// "cost": {"recompute","recomputeWrite","summary","saved","breakEven",
 /// "currency"}|null}], "totals": {…,"predictedWrite5m","predictedWrite1h",
-/// "predictedCost","byCause"}, "note", "schema_version"}`;
+/// "predictedCost","byCause"}, "note", "hiddenPrefix" (with --tokenizer deepseek-v4:
+/// {"placeholders","tokens","seq","reported","computed","without"} or null),
+/// "schema_version"}`;
 /// several print `{"logs": [those], "summary": {"logs","errors","totals"},
 /// "note", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer o200k --json s.jsonl\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache\n  dsh cache --anthropic-breakpoints last s.jsonl\n      # one 5-minute breakpoint on the last message (incremental caching)\n  dsh cache --anthropic-breakpoints tools:1h,system:1h,last s.jsonl\n      # tools and system kept an hour, the conversation 5 minutes\n  dsh cache --anthropic-breakpoints system:1h,first-user:1h,prev-user,last s.jsonl\n      # also the opening context, and the previous turn past the 20-block lookback"
+    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer deepseek-v4 --json s.jsonl   # positions in DeepSeek's own tokens\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache\n  dsh cache --anthropic-breakpoints last s.jsonl\n      # one 5-minute breakpoint on the last message (incremental caching)\n  dsh cache --anthropic-breakpoints tools:1h,system:1h,last s.jsonl\n      # tools and system kept an hour, the conversation 5 minutes\n  dsh cache --anthropic-breakpoints system:1h,first-user:1h,prev-user,last s.jsonl\n      # also the opening context, and the previous turn past the 20-block lookback"
 )]
 pub struct CacheArgs {
     /// Logs to analyse (default: every session under $DSH_HOME).
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
-    /// Count positions with a real BPE tokenizer instead of the heuristic.
+    /// Count positions with a real tokenizer instead of the heuristic
+    /// (deepseek-v4: the request as DeepSeek renders it, in its tokens).
     #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
     pub tokenizer: Option<String>,
     /// Group: `cause` prints only the misses by cause.

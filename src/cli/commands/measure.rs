@@ -47,7 +47,7 @@ use crate::cli::{many, render};
 /// threshold; 2 bad flags or config; 3 a log refused or not replayable.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh measure session.jsonl\n  dsh measure                          # every session under $DSH_HOME\n  dsh measure --tokenizer o200k --route deepseek/deepseek-chat s.jsonl\n  dsh measure --fail-over --json ~/.dsh/sessions   # CI: exit 1 when over"
+    after_help = "Examples:\n  dsh measure session.jsonl\n  dsh measure                          # every session under $DSH_HOME\n  dsh measure --tokenizer deepseek-v4 s.jsonl   # DeepSeek's own count of the request\n  dsh measure --fail-over --json ~/.dsh/sessions   # CI: exit 1 when over"
 )]
 pub struct MeasureArgs {
     /// Logs: files, `-`, session directories or ids, or directories of sessions.
@@ -57,7 +57,8 @@ pub struct MeasureArgs {
     /// Show the per-node table (position, seq, type, tokens).
     #[arg(long)]
     pub nodes: bool,
-    /// Also count the envelope and surface text with a real BPE tokenizer.
+    /// Also count with a real tokenizer: the envelope and surface text
+    /// (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4).
     #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
     pub tokenizer: Option<String>,
     /// Measure the log as it stood after the event with this seq.
@@ -576,7 +577,7 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
         o,
         "{}",
         paint_dim(
-            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text"
+            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text, --tokenizer deepseek-v4 DeepSeek's count of the whole request"
         )
     )?;
     if args.nodes {

@@ -192,7 +192,7 @@ _dsh() {
             fi
             case "${prev}" in
                 --tokenizer)
-                    COMPREPLY=($(compgen -W "o200k cl100k" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --by)
@@ -945,7 +945,7 @@ _dsh() {
             fi
             case "${prev}" in
                 --tokenizer)
-                    COMPREPLY=($(compgen -W "o200k cl100k" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --at)
@@ -1111,7 +1111,7 @@ _dsh() {
                     return 0
                     ;;
                 --tokenizer)
-                    COMPREPLY=($(compgen -W "o200k cl100k" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --wait)

@@ -105,8 +105,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand header" -l no-pager -d 'Do not p
 complete -c dsh -n "__fish_dsh_using_subcommand header" -l raw -d 'Print text from logs, paths and provider messages as it is, control characters included, instead of escaping them (`\\u{1b}`); for programs that want the bytes. JSON output is always JSON-escaped; standard error is always escaped'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand header" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count the envelope and surface text with a real BPE tokenizer' -r -f -a "o200k\t''
-cl100k\t''"
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l tokenizer -d 'Also count with a real tokenizer: the envelope and surface text (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4)' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l at -d 'Measure the log as it stood after the event with this seq' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l header-json -d 'Measure against this request header instead of the latest logged one (JSON text, or @FILE): `{"config": {...}, "system"?, "tools"?}`' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l route -d 'Resolve the policy for this PROVIDER/MODEL instead of the routed target' -r
@@ -185,7 +186,8 @@ complete -c dsh -n "__fish_dsh_using_subcommand prune" -l head-chars -d 'Code po
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tail-chars -d 'Code points kept at the tail (reference `tailChars`; overrides the config\'s)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l config -d 'The dsh config file whose [pruner] budgets apply (default: $DSH_CONFIG, else $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l tokenizer -d 'Also count the tokens saved with a real BPE encoding (repeatable)' -r -f -a "o200k\t''
-cl100k\t''"
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l wait -d 'Wait up to SECONDS for another dsh writer to release the log' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l time -d 'Stamp appended events with this time (epoch milliseconds)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand prune" -l debug-write-pause-ms -d 'Test hook: pause this long between the steps of the write' -r
@@ -364,8 +366,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand usage" -l no-pager -d 'Do not pa
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l raw -d 'Print text from logs, paths and provider messages as it is, control characters included, instead of escaping them (`\\u{1b}`); for programs that want the bytes. JSON output is always JSON-escaped; standard error is always escaped'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s V -l version -d 'Print version'
-complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real BPE tokenizer instead of the heuristic' -r -f -a "o200k\t''
-cl100k\t''"
+complete -c dsh -n "__fish_dsh_using_subcommand cache" -l tokenizer -d 'Count positions with a real tokenizer instead of the heuristic (deepseek-v4: the request as DeepSeek renders it, in its tokens)' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l by -d 'Group: `cause` prints only the misses by cause' -r -f -a "cause\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l lifetime -d 'Cache lifetime of an unused entry (e.g. 300s, 5m, 1h); idle gaps longer than this expire it, when the log\'s times are real. Default: never' -r
 complete -c dsh -n "__fish_dsh_using_subcommand cache" -l cross-session-lifetime -d 'With several logs (a home, a directory, many LOGs): how long a prefix one session left stays usable by another after its last use (e.g. 30m, 6h, 2d; 0 turns the cross-session cache off). DeepSeek\'s cache is per account and publishes no lifetime: this is an assumption' -r

@@ -63,6 +63,10 @@ pub struct CacheOptions {
     /// Rescale token figures by the session's measured ratio of reported to
     /// computed prompt size ([`CacheReport::calibrate`]).
     pub calibrate: bool,
+    /// Tokens the log does not show at the head of every request (a system
+    /// prompt or tools left as placeholders), counted with the system
+    /// prompt ([`crate::hidden_prefix`]).
+    pub hidden_prefix: Option<u64>,
 }
 
 /// DeepSeek's context cache on disk (api-docs.deepseek.com, "Context
@@ -1984,12 +1988,16 @@ impl Collector {
             Some(Value::Str(text)) => {
                 let t = text.to_lossy();
                 let tokens = match &mut self.counter {
-                    Some(c) => c.count_str(&t),
+                    Some(c) => c.count_system(&t),
                     None => system_tokens(h.get("system")),
                 };
                 Some((hash_str(1, &t), tokens))
             }
             _ => None,
+        };
+        let system_text = match h.get("system") {
+            Some(Value::Str(text)) => text.to_lossy().into_owned(),
+            _ => String::new(),
         };
         let tool_list = h
             .get("tools")
@@ -2010,7 +2018,7 @@ impl Collector {
         let tools = h.get("tools").map(|t| {
             let json = t.to_json();
             let tokens = match &mut self.counter {
-                Some(c) => c.count_str(&json),
+                Some(c) => c.count_tools(&system_text, t),
                 None => tools_tokens(Some(t)),
             };
             (hash_str(2, &json), tokens)
@@ -2052,7 +2060,13 @@ impl Collector {
         });
         // The header in the provider's order: Anthropic's prompt is tools →
         // system → messages, DeepSeek's (as dsh lays it out) system → tools.
-        let system = h.system.map(|(id, tokens)| Seg {
+        let hidden = self.opts.hidden_prefix.unwrap_or(0);
+        let system = match h.system {
+            Some((id, tokens)) => Some((id, tokens + hidden)),
+            None if hidden > 0 => Some((hash_str(1, ""), hidden)),
+            None => None,
+        }
+        .map(|(id, tokens)| Seg {
             id,
             content: id,
             tokens,
@@ -2584,7 +2598,7 @@ impl Collector {
             && let Some(m) = project(ev)
         {
             if let Some(c) = &mut self.counter {
-                let n = c.count_blocks(m.get("content"));
+                let n = c.count_message(m);
                 self.exact.insert(ev.seq, n);
             }
             let recs = self.block_recs(m.get("content"));

@@ -29,6 +29,7 @@ mod short_keys;
 mod simulate;
 mod smaller;
 mod terminal;
+mod tokenizer;
 mod torn_frame;
 mod totals;
 mod trials;

@@ -113,6 +113,16 @@ fn check_readers(log: &Path) {
             &["measure", "--json", "--tokenizer", "o200k"],
             false,
         ),
+        (
+            "measure",
+            &["measure", "--json", "--tokenizer", "deepseek-v4"],
+            false,
+        ),
+        (
+            "cache",
+            &["cache", "--json", "--tokenizer", "deepseek-v4"],
+            false,
+        ),
         ("events", &["events", "--json", "--all"], true),
         ("view", &["view", "--json"], false),
         ("view", &["view", "--json", "--all", "--survival"], false),

@@ -105,19 +105,22 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
 /// "summary","savedTokens","savedRequests","supersededBy","breakEven",
 /// "cost": {"recompute","recomputeWrite","summary","saved","breakEven",
 /// "currency"}|null}], "totals": {…,"predictedWrite5m","predictedWrite1h",
-/// "predictedCost","byCause"}, "note", "schema_version"}`;
+/// "predictedCost","byCause"}, "note", "hiddenPrefix" (with --tokenizer deepseek-v4:
+/// {"placeholders","tokens","seq","reported","computed","without"} or null),
+/// "schema_version"}`;
 /// several print `{"logs": [those], "summary": {"logs","errors","totals"},
 /// "note", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer o200k --json s.jsonl\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache\n  dsh cache --anthropic-breakpoints last s.jsonl\n      # one 5-minute breakpoint on the last message (incremental caching)\n  dsh cache --anthropic-breakpoints tools:1h,system:1h,last s.jsonl\n      # tools and system kept an hour, the conversation 5 minutes\n  dsh cache --anthropic-breakpoints system:1h,first-user:1h,prev-user,last s.jsonl\n      # also the opening context, and the previous turn past the 20-block lookback"
+    after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer deepseek-v4 --json s.jsonl   # positions in DeepSeek's own tokens\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache\n  dsh cache --anthropic-breakpoints last s.jsonl\n      # one 5-minute breakpoint on the last message (incremental caching)\n  dsh cache --anthropic-breakpoints tools:1h,system:1h,last s.jsonl\n      # tools and system kept an hour, the conversation 5 minutes\n  dsh cache --anthropic-breakpoints system:1h,first-user:1h,prev-user,last s.jsonl\n      # also the opening context, and the previous turn past the 20-block lookback"
 )]
 pub struct CacheArgs {
     /// Logs to analyse (default: every session under $DSH_HOME).
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
-    /// Count positions with a real BPE tokenizer instead of the heuristic.
-    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k"])]
+    /// Count positions with a real tokenizer instead of the heuristic
+    /// (deepseek-v4: the request as DeepSeek renders it, in its tokens).
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
     pub tokenizer: Option<String>,
     /// Group: `cause` prints only the misses by cause.
     #[arg(long, value_name = "WHAT", value_parser = ["cause"])]
@@ -207,6 +210,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         },
         lifetime_ms: args.lifetime,
         calibrate: args.calibrate,
+        hidden_prefix: None,
     };
     let mut inputs = args.logs.clone();
     let all = inputs.is_empty();
@@ -227,7 +231,16 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         }
     }
     let load = ctx.load_options();
-    let job = |s: &LogSource| dsh::cache::analyse(s, &load, &opts);
+    // The provider's own tokenizer makes positions absolute: a log that
+    // hides its system prompt or tools gets the hidden part estimated.
+    let estimate = encoding.is_some_and(|e| e == Encoding::DeepSeekV4);
+    let job = |s: &LogSource| {
+        if estimate {
+            dsh::hidden_prefix::analyse(s, &load, &opts)
+        } else {
+            dsh::cache::analyse(s, &load, &opts).map(|r| (r, None))
+        }
+    };
     let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
     let prices = config.price_table();
     let mut status = if errors.is_empty() {
@@ -241,9 +254,11 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         }
     }
     let mut reports = Vec::new();
+    let mut hidden = Vec::new();
     for (src, r) in sources.iter().zip(results) {
         match r {
-            Ok(rep) => {
+            Ok((rep, h)) => {
+                hidden.push(h);
                 if !ctx.quiet && !ctx.json {
                     for w in &rep.warnings {
                         eprintln!("{} {}: {w}", render::warning_tag(), rep.file);
@@ -273,13 +288,14 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         let v = if single {
             report_json(&reports[0], &prices)
                 .with("crossSession", ONE_LOG.into())
+                .with("hiddenPrefix", hidden_json(&hidden[0]))
                 .with("schema_version", SCHEMA_VERSION.into())
         } else {
             let mut totals = Totals::default();
             let mut logs: Vec<OwnedValue> = Vec::new();
-            for r in &reports {
+            for (r, h) in reports.iter().zip(&hidden) {
                 totals.add(r);
-                logs.push(report_json(r, &prices));
+                logs.push(report_json(r, &prices).with("hiddenPrefix", hidden_json(h)));
             }
             // Refused logs as measure and verify list them: flat, named by file.
             for (file, e) in &errors {
@@ -321,6 +337,9 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             outln!(ctx.out, "{}", cause_table(&r.totals(), &costs))?;
         } else {
             human_one(ctx, r, &prices)?;
+            if let Some(h) = &hidden[0] {
+                outln!(ctx.out, "{}", hidden_line(h))?;
+            }
         }
         outln!(ctx.out, "{ONE_LOG}")?;
     } else {
@@ -1125,4 +1144,53 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
             ),
         )
         .with("note", NOT_A_BILL.into())
+}
+
+/// `"hiddenPrefix"`: the estimate of what the log's placeholders hide.
+fn hidden_json(h: &Option<dsh::hidden_prefix::HiddenPrefix>) -> OwnedValue {
+    let Some(h) = h else { return Value::Null };
+    let w = &h.without;
+    Value::obj()
+        .with(
+            "placeholders",
+            Value::Arr(h.placeholders.iter().map(|p| (*p).into()).collect()),
+        )
+        .with("tokens", h.tokens.into())
+        .with("seq", h.seq.into())
+        .with("reported", h.reported.into())
+        .with("computed", h.computed.into())
+        .with(
+            "without",
+            Value::obj()
+                .with("promptTokens", w.prompt_tokens.into())
+                .with("predictedHit", w.predicted_hit.into())
+                .with(
+                    "predictedMiss",
+                    (w.prompt_tokens.saturating_sub(w.predicted_hit)).into(),
+                ),
+        )
+}
+
+/// The readable note on a hidden prefix.
+fn hidden_line(h: &dsh::hidden_prefix::HiddenPrefix) -> String {
+    format!(
+        "hidden prefix: the log's {} {} placeholder{}, while the provider reported {} prompt tokens at seq {} against dsh's {}: {} tokens added to the head of every request (without them: {} prompt, {} predicted hit)",
+        h.placeholders
+            .iter()
+            .map(|p| if *p == "system" { "system prompt" } else { *p })
+            .collect::<Vec<_>>()
+            .join(" and "),
+        if h.placeholders.len() == 1 {
+            "is a"
+        } else {
+            "are"
+        },
+        if h.placeholders.len() == 1 { "" } else { "s" },
+        render::num(h.reported),
+        h.seq,
+        render::num(h.computed),
+        render::num(h.tokens),
+        render::num(h.without.prompt_tokens),
+        render::num(h.without.predicted_hit),
+    )
 }

@@ -47,7 +47,7 @@ use crate::cli::{many, render};
 /// threshold; 2 bad flags or config; 3 a log refused or not replayable.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh measure session.jsonl\n  dsh measure                          # every session under $DSH_HOME\n  dsh measure --tokenizer o200k --route deepseek/deepseek-chat s.jsonl\n  dsh measure --fail-over --json ~/.dsh/sessions   # CI: exit 1 when over"
+    after_help = "Examples:\n  dsh measure session.jsonl\n  dsh measure                          # every session under $DSH_HOME\n  dsh measure --tokenizer deepseek-v4 s.jsonl   # DeepSeek's own count of the request\n  dsh measure --fail-over --json ~/.dsh/sessions   # CI: exit 1 when over"
 )]
 pub struct MeasureArgs {
     /// Logs: files, `-`, session directories or ids, or directories of sessions.
@@ -57,8 +57,9 @@ pub struct MeasureArgs {
     /// Show the per-node table (position, seq, type, tokens).
     #[arg(long)]
     pub nodes: bool,
-    /// Also count the envelope and surface text with a real BPE tokenizer.
-    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k"])]
+    /// Also count with a real tokenizer: the envelope and surface text
+    /// (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4).
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
     pub tokenizer: Option<String>,
     /// Measure the log as it stood after the event with this seq.
     #[arg(long, value_name = "SEQ")]
@@ -101,6 +102,9 @@ struct Report {
     node_kinds: Vec<dsh::Kind>,
     policy: Result<PolicyReport, String>,
     tokens: Option<(TokenCounts, f64)>,
+    /// With DeepSeek's tokenizer on a log whose system prompt or tools are
+    /// placeholders: the hidden prefix estimated from the first usage.
+    hidden: Option<u64>,
 }
 
 /// Options shared by every job.
@@ -202,6 +206,19 @@ impl Job<'_> {
                 Some((counts, t0.elapsed().as_secs_f64()))
             }
         };
+        let hidden = match (&tokens, &self.header) {
+            (Some((c, _)), None) if c.encoding == Encoding::DeepSeekV4 => {
+                let opts = dsh::cache::CacheOptions {
+                    tokenizer: Some(c.encoding),
+                    ..Default::default()
+                };
+                dsh::hidden_prefix::analyse(src, &self.opts, &opts)
+                    .ok()
+                    .and_then(|(_, h)| h)
+                    .map(|h| h.tokens)
+            }
+            _ => None,
+        };
         let report = Report {
             file: src.display(),
             session: log.header.id.clone(),
@@ -209,6 +226,7 @@ impl Job<'_> {
             m,
             policy,
             tokens,
+            hidden,
         };
         Ok((report, log.warnings.clone()))
     }
@@ -388,7 +406,10 @@ fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
         v = v.with("at", a.into());
     }
     if let Some(t) = &r.tokens {
-        v = v.with("tokenizer", tokenizer_json(t));
+        v = v.with(
+            "tokenizer",
+            tokenizer_json(t).with("hiddenPrefixTokens", r.hidden.into()),
+        );
     }
     if with_schema {
         v = v.with("schema_version", SCHEMA_VERSION.into());
@@ -550,12 +571,13 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
             fmt_u(b.text_bytes),
             secs
         )?;
+        provider_line(o, r, b.encoding, b.total_tokens, r.hidden)?;
     }
     outln!(
         o,
         "{}",
         paint_dim(
-            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text"
+            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text, --tokenizer deepseek-v4 DeepSeek's count of the whole request"
         )
     )?;
     if args.nodes {
@@ -572,6 +594,47 @@ fn paint_dim(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// With the route's provider's own tokenizer: its count against the window
+/// (beside DSH's estimate, which stays the pressure figure the harness acts
+/// on).
+fn provider_line(
+    o: &Out,
+    r: &Report,
+    enc: Encoding,
+    counted: u64,
+    hidden: Option<u64>,
+) -> std::io::Result<()> {
+    let Ok(p) = &r.policy else { return Ok(()) };
+    if !enc.is_provider_of(&p.policy.provider) {
+        return Ok(());
+    }
+    let window = p.budgets.context_window;
+    let total = counted + hidden.unwrap_or(0);
+    let left = window as i64 - total as i64;
+    let what = match hidden {
+        Some(h) => format!(
+            "{} + {} hidden (the log's system prompt or tools are placeholders; estimated from the first usage) = {}",
+            fmt_u(counted),
+            fmt_u(h),
+            fmt_u(total)
+        ),
+        None => fmt_u(total),
+    };
+    outln!(
+        o,
+        "provider  {} {} tokens: {:.2}% of the {} window, {}",
+        what,
+        enc.name(),
+        total as f64 / window as f64 * 100.0,
+        fmt_u(window),
+        if left >= 0 {
+            format!("{} left", fmt_u(left as u64))
+        } else {
+            format!("OVER by {}", fmt_u(left.unsigned_abs()))
+        }
+    )
 }
 
 /// The route, the pressure bar, the threshold and the retained budget (or

@@ -114,7 +114,7 @@ pub struct PruneArgs {
     #[arg(
         long,
         value_name = "ENCODING",
-        value_parser = ["o200k", "cl100k"],
+        value_parser = ["o200k", "cl100k", "deepseek-v4"],
         value_delimiter = ','
     )]
     pub tokenizer: Vec<String>,

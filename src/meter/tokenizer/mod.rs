@@ -1,8 +1,8 @@
-//! Exact BPE counts beside the heuristic.
+//! Exact token counts beside the heuristic.
 //!
 //! The heuristic of §1 guesses 4 UTF-16 units per token. This module counts
-//! the **same text the heuristic prices** with a real byte-pair encoding, so
-//! the two figures can be put side by side:
+//! the **same text the heuristic prices** with a real tokenizer, so the two
+//! figures can be put side by side:
 //!
 //! * envelope: the header's `system` string, and `JSON.stringify(tools)`;
 //! * every current surface node's derived message (an empty assistant message
@@ -11,59 +11,80 @@
 //!   the nested content of `tool-result` blocks (recursively), and
 //!   `JSON.stringify(block)` of any other block (images, unknown blocks).
 //!
-//! Each of those strings is encoded on its own with `encode_ordinary` (no
-//! special tokens) and the counts are added. No framing is added: the
-//! heuristic's +4 per block / message stands for chat-template framing,
-//! which differs per provider and is not guessed here. Lone surrogates are
-//! replaced by U+FFFD before encoding.
+//! Each of those strings is encoded on its own, without special tokens (text
+//! that looks like one is text), and the counts are added. No framing is
+//! added here: the heuristic's +4 per block / message stands for chat-template
+//! framing, which differs per provider; DeepSeek's is rendered by
+//! `chat.rs`. Lone surrogates are replaced by U+FFFD before
+//! encoding.
 //!
-//! The counts are those of `tiktoken` (`encode_ordinary(text).len()`); they
-//! are computed with GitHub's `bpe-openai`, which gives the same counts
-//! several times faster, and the surface is counted on all cores (the
-//! tests hold it to `tiktoken-rs` on the corpus and on fuzzed text).
+//! The encodings: OpenAI's `o200k_base` and `cl100k_base` (counts equal to
+//! `tiktoken`'s `encode_ordinary(text).len()`, `tiktoken.rs`) and DeepSeek's
+//! V4 tokenizer (counts equal to Hugging Face `tokenizers` on its
+//! `tokenizer.json`, `deepseek.rs`). Their tables are embedded compressed and
+//! expanded on first use (`bpe.rs`); the surface is counted on all cores.
 
 use crate::json::Value;
 use crate::log::{LoadError, LoadedLog};
 use crate::meter::NodeTokens;
 use crate::surface::project;
 
-/// A byte-pair encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) mod bpe;
+pub(crate) mod chat;
+pub(crate) mod deepseek;
+pub(crate) mod tiktoken;
+
+use bpe::Sym;
+
+/// A tokenizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
     /// `o200k_base` (GPT-4o family).
     O200k,
     /// `cl100k_base` (GPT-4 / GPT-3.5 family).
     Cl100k,
+    /// DeepSeek's V4 tokenizer (`deepseek-v4-flash`, `deepseek-v4-pro`; V3's
+    /// ordinary vocabulary is the same).
+    DeepSeekV4,
 }
 
 impl Encoding {
-    /// `"o200k"` / `"cl100k"`.
+    /// Every encoding, in the order `--tokenizer` lists them.
+    pub const ALL: [Encoding; 3] = [Encoding::O200k, Encoding::Cl100k, Encoding::DeepSeekV4];
+
+    /// `"o200k"` / `"cl100k"` / `"deepseek-v4"`.
     pub fn name(self) -> &'static str {
         match self {
             Encoding::O200k => "o200k",
             Encoding::Cl100k => "cl100k",
+            Encoding::DeepSeekV4 => "deepseek-v4",
         }
     }
 
-    /// Parse `o200k` / `o200k_base` / `cl100k` / `cl100k_base`.
+    /// Parse `o200k` / `o200k_base` / `cl100k` / `cl100k_base` /
+    /// `deepseek-v4` / `deepseek`.
     pub fn parse(s: &str) -> Option<Encoding> {
         match s {
             "o200k" | "o200k_base" => Some(Encoding::O200k),
             "cl100k" | "cl100k_base" => Some(Encoding::Cl100k),
+            "deepseek-v4" | "deepseek" => Some(Encoding::DeepSeekV4),
             _ => None,
         }
+    }
+
+    /// Whether this is a provider's own tokenizer for `provider` (the one
+    /// whose counts it reports): DeepSeek's for DeepSeek's routes.
+    pub fn is_provider_of(self, provider: &str) -> bool {
+        self == Encoding::DeepSeekV4 && provider.starts_with("deepseek")
     }
 
     /// Build the encoding's tables now (they are built once per process, on
     /// first use), e.g. to keep that out of a timing.
     pub fn load(self) {
-        let _ = self.engine();
-    }
-
-    fn engine(self) -> &'static Engine {
         match self {
-            Encoding::O200k => &O200K,
-            Encoding::Cl100k => &CL100K,
+            Encoding::O200k => std::sync::LazyLock::force(&tiktoken::O200K).touch(),
+            Encoding::Cl100k => std::sync::LazyLock::force(&tiktoken::CL100K).touch(),
+            Encoding::DeepSeekV4 => std::sync::LazyLock::force(&deepseek::V4).touch(),
         }
     }
 }
@@ -87,51 +108,30 @@ pub struct TokenCounts {
     pub text_bytes: u64,
 }
 
-/// An encoding's byte-pair table and its pre-tokenizer: `tiktoken`'s split
-/// pattern, with its look-ahead (`\s+(?!\S)`) expressed as `bpe-openai`
-/// does, by a pattern that takes one character more and gives it back.
-struct Engine {
-    bpe: &'static bpe_openai::byte_pair_encoding::BytePairEncoding,
-    split: regex_automata::meta::Regex,
-    /// Per pattern: whether its last character is look-ahead.
-    lookahead: [bool; 3],
-    /// Which split pattern, for the ASCII lane ([`ascii_piece`]).
-    encoding: Encoding,
+/// An encoding's pre-tokenizer and merges, with one worker's caches of its
+/// patterns (one per worker: the size of the caches does not matter).
+#[allow(clippy::large_enum_variant)]
+enum Engine {
+    Tiktoken(&'static tiktoken::Engine, regex_automata::meta::Cache),
+    DeepSeek(&'static deepseek::Engine, deepseek::Caches),
 }
 
 impl Engine {
-    fn new(tokenizer: &'static bpe_openai::Tokenizer, first: &str, encoding: Encoding) -> Engine {
-        let split = regex_automata::meta::Regex::new_many(&[first, "\\s+\\s", "\\s+"])
-            .expect("the split patterns are valid");
-        Engine {
-            bpe: &tokenizer.bpe,
-            split,
-            lookahead: [false, true, false],
-            encoding,
+    fn new(enc: Encoding) -> Engine {
+        match enc {
+            Encoding::O200k => Engine::tiktoken(&tiktoken::O200K),
+            Encoding::Cl100k => Engine::tiktoken(&tiktoken::CL100K),
+            Encoding::DeepSeekV4 => {
+                let e: &'static deepseek::Engine = &deepseek::V4;
+                Engine::DeepSeek(e, e.caches())
+            }
         }
     }
+
+    fn tiktoken(e: &'static tiktoken::Engine) -> Engine {
+        Engine::Tiktoken(e, e.split.create_cache())
+    }
 }
-
-static O200K: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
-    let first = [
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        "\\p{N}{1,3}",
-        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
-        "\\s*[\\r\\n]+",
-        "\\s+$",
-    ]
-    .join("|");
-    Engine::new(bpe_openai::o200k_base(), &first, Encoding::O200k)
-});
-
-static CL100K: std::sync::LazyLock<Engine> = std::sync::LazyLock::new(|| {
-    Engine::new(
-        bpe_openai::cl100k_base(),
-        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$",
-        Encoding::Cl100k,
-    )
-});
 
 /// Pieces up to this long are remembered with their count: most pieces are
 /// words and numbers that recur, and a lookup is cheaper than encoding.
@@ -139,65 +139,30 @@ const MEMO_PIECE: usize = 32;
 /// Remembered pieces per counter before the memo starts again.
 const MEMO_ENTRIES: usize = 1 << 18;
 
-/// One thread's counting state: the split pattern's cache (a shared pool
-/// would make the threads queue for it) and the memo of piece counts.
+/// One thread's counting state: the patterns' caches (a shared pool would
+/// make the threads queue for them), the memo of piece counts and the
+/// merging buffer.
 struct Worker {
-    engine: &'static Engine,
-    cache: regex_automata::meta::Cache,
-    memo: std::collections::HashMap<Box<[u8]>, u32, FxBuild>,
+    engine: Engine,
+    pieces: Pieces,
 }
 
-impl Worker {
-    fn new(engine: &'static Engine) -> Worker {
-        Worker {
-            engine,
-            cache: engine.split.create_cache(),
-            memo: Default::default(),
-        }
-    }
+/// Counts pieces, remembering the short ones.
+#[derive(Default)]
+struct Pieces {
+    memo: std::collections::HashMap<Box<[u8]>, u32, FxBuild>,
+    syms: Vec<Sym>,
+}
 
-    /// `tiktoken`'s `encode_ordinary(text).len()`.
-    fn count(&mut self, text: &str) -> u64 {
-        use regex_automata::{Anchored, Input};
-        let mut n = 0u64;
-        let mut last = 0;
-        let bytes = text.as_bytes();
-        while last < text.len() {
-            // Most text is ASCII: its pieces are found by hand, the same
-            // ones the pattern finds; anything else asks the pattern.
-            if let Some(end) = ascii_piece(self.engine.encoding, bytes, last) {
-                n += self.piece(&bytes[last..end]);
-                last = end;
-                continue;
-            }
-            let rest = &text[last..];
-            let input = Input::new(rest).anchored(Anchored::Yes);
-            let Some(m) = self.engine.split.search_with(&mut self.cache, &input) else {
-                break;
-            };
-            let mut end = last + m.end();
-            if self.engine.lookahead[m.pattern().as_usize()]
-                && let Some(c) = text[last..end].chars().next_back()
-            {
-                end -= c.len_utf8();
-            }
-            if end == last {
-                break; // cannot happen with these patterns; never loop
-            }
-            n += self.piece(&text.as_bytes()[last..end]);
-            last = end;
-        }
-        n
-    }
-
-    fn piece(&mut self, piece: &[u8]) -> u64 {
+impl Pieces {
+    fn count(&mut self, piece: &[u8], merge: impl Fn(&[u8], &mut Vec<Sym>) -> u64) -> u64 {
         if piece.len() > MEMO_PIECE {
-            return self.engine.bpe.count(piece) as u64;
+            return merge(piece, &mut self.syms);
         }
         if let Some(&n) = self.memo.get(piece) {
             return n as u64;
         }
-        let n = self.engine.bpe.count(piece) as u32;
+        let n = merge(piece, &mut self.syms) as u32;
         if self.memo.len() >= MEMO_ENTRIES {
             self.memo.clear();
         }
@@ -206,127 +171,31 @@ impl Worker {
     }
 }
 
-/// The split pattern's next piece at `i`, found by hand where the text
-/// around it is ASCII: the same piece the pattern (leftmost-first, with its
-/// look-ahead given back) finds there. `None` (ask the pattern) when the
-/// piece starts with a byte that is not ASCII, or when one of the three
-/// bytes after where it ends is not: a letter, digit, space or contraction
-/// from outside ASCII could have changed where it ends.
-fn ascii_piece(enc: Encoding, t: &[u8], i: usize) -> Option<usize> {
-    let end = split_ascii(enc, t, i)?;
-    if t[end..t.len().min(end + 3)].iter().any(|&b| b >= 0x80) {
-        return None;
-    }
-    Some(end)
-}
-
-fn is_letter(b: u8) -> bool {
-    b.is_ascii_alphabetic()
-}
-
-/// `\s` on ASCII (Unicode White_Space: tab to carriage return, space).
-fn is_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
-}
-
-/// `[^\r\n\p{L}\p{N}]` on ASCII.
-fn is_prefix(b: u8) -> bool {
-    b < 0x80 && b != b'\r' && b != b'\n' && !b.is_ascii_alphanumeric()
-}
-
-/// `[^\s\p{L}\p{N}]` on ASCII.
-fn is_punct(b: u8) -> bool {
-    b < 0x80 && !is_space(b) && !b.is_ascii_alphanumeric()
-}
-
-/// End of the run of bytes from `i` that `f` accepts.
-fn run(t: &[u8], mut i: usize, f: impl Fn(u8) -> bool) -> usize {
-    while i < t.len() && f(t[i]) {
-        i += 1;
-    }
-    i
-}
-
-/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)` at `i`: where it ends, if it matches.
-fn contraction(t: &[u8], i: usize) -> Option<usize> {
-    if t.get(i) != Some(&b'\'') {
-        return None;
-    }
-    let c = t.get(i + 1)?.to_ascii_lowercase();
-    match c {
-        b's' | b't' | b'm' | b'd' => Some(i + 2),
-        b'r' | b'v' if t.get(i + 2).map(u8::to_ascii_lowercase) == Some(b'e') => Some(i + 3),
-        b'l' if t.get(i + 2).map(u8::to_ascii_lowercase) == Some(b'l') => Some(i + 3),
-        _ => None,
-    }
-}
-
-/// The three whitespace alternatives every pattern ends with, from `i` (a
-/// space): `\s*[\r\n]+` (to just after the run's last line break), `\s+$`,
-/// `\s+(?!\S)` (the run but its last character, when that leaves one),
-/// `\s+`.
-fn space_piece(t: &[u8], i: usize) -> Option<usize> {
-    let w = run(t, i, is_space);
-    if w < t.len() && t[w] >= 0x80 {
-        return None;
-    }
-    if let Some(last) = t[i..w].iter().rposition(|&b| b == b'\r' || b == b'\n') {
-        return Some(i + last + 1);
-    }
-    if w == t.len() {
-        return Some(w);
-    }
-    Some(if w - i >= 2 { w - 1 } else { w })
-}
-
-/// The split pattern of `enc` on ASCII text at `i` (see [`O200K`] and
-/// [`CL100K`]): the two differ only in the contraction (a piece of its own
-/// first in cl100k, a suffix of a word in o200k), in how words split by case
-/// (o200k only) and in whether `/` closes a punctuation run (o200k only).
-fn split_ascii(enc: Encoding, t: &[u8], i: usize) -> Option<usize> {
-    let c = t[i];
-    if c >= 0x80 {
-        return None;
-    }
-    let o200k = enc == Encoding::O200k;
-    if !o200k && let Some(e) = contraction(t, i) {
-        return Some(e);
-    }
-    // [^\r\n\p{L}\p{N}]? before the letters
-    let p = if is_prefix(c) && t.get(i + 1).is_some_and(|&b| is_letter(b)) {
-        i + 1
-    } else {
-        i
-    };
-    if is_letter(t[p]) {
-        if !o200k {
-            return Some(run(t, p, is_letter)); // \p{L}+
+impl Worker {
+    fn new(enc: Encoding) -> Worker {
+        Worker {
+            engine: Engine::new(enc),
+            pieces: Pieces::default(),
         }
-        // [upper]*[lower]+('s…)? | [upper]+[lower]*('s…)?: either way the
-        // letters run to `l` (the capitals, then any lower-case after them).
-        let u = run(t, p, |b| b.is_ascii_uppercase());
-        let l = run(t, u, |b| b.is_ascii_lowercase());
-        return Some(contraction(t, l).unwrap_or(l));
     }
-    if c.is_ascii_digit() {
-        return Some(run(t, i, |b| b.is_ascii_digit()).min(i + 3));
-    }
-    // ` ?[^\s\p{L}\p{N}]+[\r\n/]*` (o200k), `[\r\n]*` (cl100k)
-    let q = if c == b' ' && t.get(i + 1).is_some_and(|&b| is_punct(b)) {
-        i + 1
-    } else {
-        i
-    };
-    if is_punct(t[q]) {
-        let e = run(t, q, is_punct);
-        if e < t.len() && t[e] >= 0x80 {
-            return None;
+
+    /// Tokens of `text`, without special tokens.
+    fn count(&mut self, text: &str) -> u64 {
+        let mut n = 0u64;
+        let pieces = &mut self.pieces;
+        match &mut self.engine {
+            Engine::Tiktoken(e, cache) => e.split(cache, text, |p| {
+                n += pieces.count(p, |p, syms| {
+                    bpe::merge(&e.ranks, p, syms);
+                    syms.len() as u64
+                })
+            }),
+            Engine::DeepSeek(e, caches) => e.split(caches, text, |p| {
+                n += pieces.count(p, |p, syms| deepseek::piece_tokens(e, p, syms))
+            }),
         }
-        return Some(run(t, e, |b| {
-            b == b'\r' || b == b'\n' || (o200k && b == b'/')
-        }));
+        n
     }
-    space_piece(t, i)
 }
 
 /// A fast hash for short byte strings (the multiply-rotate of rustc's
@@ -358,6 +227,8 @@ impl std::hash::Hasher for FxHasher {
 /// Counts strings with one encoding, keeping a running byte total.
 pub struct Counter {
     worker: Worker,
+    /// DeepSeek's chat encoding, for its encoding (see [`Counter::count_message`]).
+    chat: Option<chat::Chat>,
     /// UTF-8 bytes encoded so far.
     pub bytes: u64,
 }
@@ -366,9 +237,16 @@ impl Counter {
     /// A counter (loads the encoding's tables on first use).
     pub fn new(enc: Encoding) -> Counter {
         Counter {
-            worker: Worker::new(enc.engine()),
+            worker: Worker::new(enc),
+            chat: (enc == Encoding::DeepSeekV4).then(chat::Chat::default),
             bytes: 0,
         }
+    }
+
+    /// Whether counts are of the provider's rendered request (DeepSeek's
+    /// chat encoding) rather than of the texts alone.
+    pub fn renders_requests(&self) -> bool {
+        self.chat.is_some()
     }
 
     /// Tokens of one string.
@@ -384,7 +262,7 @@ impl Counter {
     pub fn count_blocks(&mut self, content: Option<&Value<'_>>) -> u64 {
         let mut texts = Texts::default();
         texts.push_blocks(content);
-        texts.strings.iter().map(|s| self.count_str(s)).sum()
+        self.count_texts(&texts)
     }
 
     /// Tokens of one content block (what [`Counter::count_blocks`] adds for
@@ -392,23 +270,111 @@ impl Counter {
     pub fn count_block(&mut self, block: &Value<'_>) -> u64 {
         let mut texts = Texts::default();
         texts.push_block(block);
-        texts.strings.iter().map(|s| self.count_str(s)).sum()
+        self.count_texts(&texts)
     }
+
+    /// The system prompt's tokens: with DeepSeek's encoding, the request's
+    /// start and the prompt (see docs/tokenizers.md); else the text's.
+    pub fn count_system(&mut self, system: &str) -> u64 {
+        match &mut self.chat {
+            Some(c) => {
+                let parts = c.system(system);
+                self.count_parts(&parts)
+            }
+            None => self.count_str(system),
+        }
+    }
+
+    /// The tools' tokens: with DeepSeek's encoding, its tool section after
+    /// `system` (see docs/tokenizers.md); else `JSON.stringify(tools)`'s.
+    pub fn count_tools(&mut self, system: &str, tools: &Value<'_>) -> u64 {
+        match &mut self.chat {
+            Some(c) => {
+                let Worker { engine, .. } = &mut self.worker;
+                let parts = c.tools(system, tools, |t| last_piece(engine, t));
+                self.count_parts(&parts)
+            }
+            None => self.count_str(&tools.to_json()),
+        }
+    }
+
+    /// One derived message's tokens: with DeepSeek's encoding, its part of
+    /// the rendered request, after the messages counted before it
+    /// (see docs/tokenizers.md); else its content blocks' ([`Counter::count_blocks`]).
+    pub fn count_message(&mut self, message: &Value<'_>) -> u64 {
+        match &mut self.chat {
+            Some(c) => {
+                let Worker { engine, .. } = &mut self.worker;
+                let parts = c.message(message, |t| last_piece(engine, t));
+                self.count_parts(&parts)
+            }
+            None => self.count_blocks(message.get("content")),
+        }
+    }
+
+    /// One derived message's rendering, with DeepSeek's encoding.
+    fn message_parts(&mut self, message: &Value<'_>) -> Option<Vec<chat::Part>> {
+        let c = self.chat.as_mut()?;
+        let Worker { engine, .. } = &mut self.worker;
+        Some(c.message(message, |t| last_piece(engine, t)))
+    }
+
+    fn count_parts(&mut self, parts: &[chat::Part]) -> u64 {
+        let mut texts = Texts::default();
+        texts.push_parts(parts);
+        self.count_texts(&texts)
+    }
+
+    fn count_texts(&mut self, texts: &Texts) -> u64 {
+        let (n, b) = texts.count_all(&mut self.worker);
+        self.bytes += b;
+        n
+    }
+}
+
+/// The last piece the pre-tokenizer cuts `text` into (DeepSeek's; other
+/// encodings are not rendered).
+fn last_piece(engine: &mut Engine, text: &str) -> String {
+    let Engine::DeepSeek(e, caches) = engine else {
+        return String::new();
+    };
+    let base = text.as_ptr() as usize;
+    let mut start = text.len();
+    e.split(caches, text, |p| start = p.as_ptr() as usize - base);
+    text[start..].to_string()
 }
 
 /// The strings a node's message is counted by, in order, with where each
 /// node's strings end (so that batches of nodes can be counted elsewhere).
+/// A string may be subtracted (the context of a join), and a node may have
+/// special tokens (one token each).
 #[derive(Default)]
 struct Texts {
-    strings: Vec<String>,
+    strings: Vec<(String, bool)>,
     ends: Vec<usize>,
+    /// Special tokens per node, and of the node being gathered.
+    specials: Vec<u64>,
+    open_specials: u64,
     bytes: usize,
 }
 
 impl Texts {
     fn push_str(&mut self, s: std::borrow::Cow<'_, str>) {
         self.bytes += s.len();
-        self.strings.push(s.into_owned());
+        self.strings.push((s.into_owned(), false));
+    }
+
+    fn push_parts(&mut self, parts: &[chat::Part]) {
+        for p in parts {
+            match p {
+                chat::Part::Special => self.open_specials += 1,
+                chat::Part::Text(t) => self.push_str(t.as_str().into()),
+                chat::Part::Joined { context, text } => {
+                    self.push_str(format!("{context}{text}").into());
+                    self.strings.push((context.clone(), true));
+                }
+            }
+        }
     }
 
     fn push_value_str(&mut self, v: Option<&Value<'_>>) {
@@ -444,6 +410,25 @@ impl Texts {
     /// Close the current node.
     fn end_node(&mut self) {
         self.ends.push(self.strings.len());
+        self.specials.push(std::mem::take(&mut self.open_specials));
+    }
+
+    /// Tokens of everything gathered (closed nodes or not), and the bytes
+    /// counted (a join's context is not counted twice).
+    fn count_all(&self, worker: &mut Worker) -> (u64, u64) {
+        let mut n = self.open_specials + self.specials.iter().sum::<u64>();
+        let mut bytes = 0;
+        for (s, minus) in &self.strings {
+            let k = if s.is_empty() { 0 } else { worker.count(s) };
+            if *minus {
+                n -= k;
+                bytes -= s.len() as u64;
+            } else {
+                n += k;
+                bytes += s.len() as u64;
+            }
+        }
+        (n, bytes)
     }
 
     /// Per node: its tokens; and the bytes counted.
@@ -451,12 +436,16 @@ impl Texts {
         let mut out = Vec::with_capacity(self.ends.len());
         let mut bytes = 0u64;
         let mut start = 0;
-        for &end in &self.ends {
-            let mut n = 0u64;
-            for s in &self.strings[start..end] {
-                bytes += s.len() as u64;
-                if !s.is_empty() {
-                    n += worker.count(s);
+        for (k, &end) in self.ends.iter().enumerate() {
+            let mut n = self.specials[k];
+            for (s, minus) in &self.strings[start..end] {
+                let t = if s.is_empty() { 0 } else { worker.count(s) };
+                if *minus {
+                    n -= t;
+                    bytes -= s.len() as u64;
+                } else {
+                    n += t;
+                    bytes += s.len() as u64;
                 }
             }
             out.push(n);
@@ -480,6 +469,27 @@ pub fn count(
     count_on(log, header, enc, crate::par::cores().min(8))
 }
 
+/// The system prompt's and the tools' tokens (with DeepSeek's encoding, the
+/// request's start even without a system prompt).
+fn envelope(c: &mut Counter, header: Option<&Value<'_>>) -> (u64, u64) {
+    let system = match header.and_then(|h| h.get("system")) {
+        Some(Value::Str(s)) => Some(s.to_lossy().into_owned()),
+        _ => None,
+    };
+    let system_tokens = match &system {
+        Some(s) => c.count_system(s),
+        None if c.renders_requests() => c.count_system(""),
+        None => 0,
+    };
+    let tools_tokens = match header.and_then(|h| h.get("tools")) {
+        Some(t @ Value::Arr(a)) if !a.is_empty() => {
+            c.count_tools(system.as_deref().unwrap_or(""), t)
+        }
+        _ => 0,
+    };
+    (system_tokens, tools_tokens)
+}
+
 /// [`count`] with `threads` counting threads (none: this thread counts).
 fn count_on(
     log: &LoadedLog,
@@ -488,15 +498,7 @@ fn count_on(
     threads: usize,
 ) -> Result<TokenCounts, LoadError> {
     let mut c = Counter::new(enc);
-    let system_tokens = match header.and_then(|h| h.get("system")) {
-        Some(Value::Str(s)) => c.count_str(&s.to_lossy()),
-        _ => 0,
-    };
-    let tools_tokens = match header.and_then(|h| h.get("tools")) {
-        Some(t @ Value::Arr(a)) if !a.is_empty() => c.count_str(&t.to_json()),
-        _ => 0,
-    };
-    let engine = enc.engine();
+    let (system_tokens, tools_tokens) = envelope(&mut c, header);
     let mut node_tokens: Vec<u64> = Vec::with_capacity(log.surface.nodes.len());
     let mut bytes = c.bytes;
     std::thread::scope(|scope| -> Result<(), LoadError> {
@@ -508,7 +510,7 @@ fn count_on(
         for _ in 0..threads {
             let (rx, done_tx) = (rx.clone(), done_tx.clone());
             let counting = move || {
-                let mut worker = Worker::new(engine);
+                let mut worker = Worker::new(enc);
                 loop {
                     let next = rx.lock().ok().and_then(|r| r.recv().ok());
                     let Some((i, texts)) = next else { break };
@@ -529,7 +531,7 @@ fn count_on(
             started += 1;
         }
         // Nobody to send batches to: they are counted here as they fill.
-        let mut here = (started == 0).then(|| (Worker::new(engine), done_tx.clone()));
+        let mut here = (started == 0).then(|| (Worker::new(enc), done_tx.clone()));
         drop(done_tx);
         // A full batch goes to the counting threads, or is counted here.
         type Done = std::sync::mpsc::Sender<(usize, Vec<u64>, u64)>;
@@ -550,7 +552,10 @@ fn count_on(
                 // the batch.
                 log.with_body(&n.body, n.seq, &mut file, &mut line, |ev| {
                     if let Some(m) = project(ev) {
-                        texts.push_blocks(m.get("content"));
+                        match c.message_parts(m) {
+                            Some(parts) => texts.push_parts(&parts),
+                            None => texts.push_blocks(m.get("content")),
+                        }
                     }
                 })?;
                 texts.end_node();
@@ -620,7 +625,7 @@ mod tests {
             &mut |_: &crate::Event<'_>, _: &crate::log::Folded<'_>| {},
         )
         .unwrap();
-        for enc in [Encoding::O200k, Encoding::Cl100k] {
+        for enc in Encoding::ALL {
             let shared = count_on(&log, None, enc, 2).unwrap();
             let here = count_on(&log, None, enc, 0).unwrap();
             assert!(shared.message_tokens > 0);
@@ -653,7 +658,7 @@ mod tests {
     /// category it names, contractions in both cases, long runs of spaces,
     /// tabs, newlines and digits, emoji (with joiners and modifiers), CJK,
     /// combining marks, U+FFFD (what a lone surrogate becomes).
-    fn fuzzed(seed: u64, n: usize) -> Vec<String> {
+    pub(crate) fn fuzzed(seed: u64, n: usize) -> Vec<String> {
         const PIECES: &[&str] = &[
             "a",
             "Z",
@@ -790,48 +795,14 @@ mod tests {
         }
     }
 
-    /// The piece the split pattern finds at `i` (the look-ahead given back).
-    fn pattern_piece(w: &mut Worker, text: &str, i: usize) -> usize {
-        use regex_automata::{Anchored, Input};
-        let input = Input::new(&text[i..]).anchored(Anchored::Yes);
-        let m = w.engine.split.search_with(&mut w.cache, &input).unwrap();
-        let mut end = i + m.end();
-        if w.engine.lookahead[m.pattern().as_usize()] {
-            end -= text[i..end].chars().next_back().unwrap().len_utf8();
-        }
-        end
-    }
-
-    #[test]
-    fn the_ascii_lane_cuts_where_the_pattern_does() {
-        let mut asked = 0;
-        for enc in [Encoding::O200k, Encoding::Cl100k] {
-            let mut w = Worker::new(enc.engine());
-            let mut texts = fuzzed(11 + enc as u64, 4000);
-            texts.extend(
-                fuzzed(5, 4000)
-                    .iter()
-                    .map(|s| s.replace(|c: char| !c.is_ascii(), " ")),
-            );
-            for text in &texts {
-                let mut i = 0;
-                while i < text.len() {
-                    let want = pattern_piece(&mut w, text, i);
-                    if let Some(end) = ascii_piece(enc, text.as_bytes(), i) {
-                        asked += 1;
-                        assert_eq!(end, want, "{} at {i} of {text:?}", enc.name());
-                    }
-                    i = want;
-                }
-            }
-        }
-        assert!(asked > 10_000, "the lane took only {asked} pieces");
-    }
-
     #[test]
     fn encodings_parse() {
         assert_eq!(Encoding::parse("o200k"), Some(Encoding::O200k));
         assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100k));
+        assert_eq!(Encoding::parse("deepseek-v4"), Some(Encoding::DeepSeekV4));
         assert_eq!(Encoding::parse("p50k"), None);
+        for e in Encoding::ALL {
+            assert_eq!(Encoding::parse(e.name()), Some(e));
+        }
     }
 }

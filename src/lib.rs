@@ -8,8 +8,8 @@
 //!
 //! * **load** ([`log`]): bytes (plain or Zstandard) → validated events, each
 //!   streamed once to an [`log::Observer`] as it is folded into the
-//!   [`surface`] and the [`request_header`] fold; generation 3 has its own
-//!   decoder ([`log::g3`]);
+//!   [`surface`] and the [`request_header`] fold, in every format
+//!   [`generation`] DSH writes (v0–v3);
 //! * **derive** ([`derive`](mod@derive)): the model-visible messages;
 //! * **measure** ([`meter`], [`policy`], [`config`]): DSH's token figure and
 //!   the routed pressure policy;

@@ -542,25 +542,40 @@ fn refused(s: &mut String, f: &Fleet) {
     if f.refused.is_empty() {
         return;
     }
+    // One item per reason (as worded without the file), its logs listed.
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in &f.refused {
+        let why = r
+            .reason
+            .strip_prefix(r.file.as_str())
+            .and_then(|x| x.strip_prefix(": "))
+            .unwrap_or(&r.reason);
+        match groups.iter_mut().find(|g| g.0 == why) {
+            Some(g) => g.1.push(&r.file),
+            None => groups.push((why, vec![&r.file])),
+        }
+    }
     let _ = write!(
         s,
         "<section id=\"refused\"><h2>Refused logs ({})</h2><ul class=\"refused\">",
         f.refused.len()
     );
-    for r in &f.refused {
+    for (why, files) in groups {
         let _ = write!(
             s,
-            "<li><code title=\"{}\">{}</code> <span class=\"why\">{}</span></li>",
-            escape(&r.file),
-            escape(short_file(&r.file)),
-            escape(&cut_words(
-                r.reason
-                    .strip_prefix(r.file.as_str())
-                    .and_then(|x| x.strip_prefix(": "))
-                    .unwrap_or(&r.reason),
-                300
-            ))
+            "<li><span class=\"why\">{}</span> <span class=\"files\">",
+            escape(&cut_words(why, 300))
         );
+        for (i, file) in files.iter().enumerate() {
+            let _ = write!(
+                s,
+                "{}<code title=\"{}\">{}</code>",
+                if i > 0 { ", " } else { "" },
+                escape(file),
+                escape(short_file(file))
+            );
+        }
+        s.push_str("</span></li>");
     }
     s.push_str("</ul></section>");
 }

@@ -709,9 +709,18 @@ fn compaction_row(c: &Compaction) -> Vec<String> {
             )
         }),
         p.map_or("—".into(), |p| {
+            let (money, tokens) = (
+                break_even_text(p.break_even()),
+                break_even_text(p.break_even_tokens),
+            );
             format!(
-                "<span class=\"break-even\">{}</span>",
-                escape(&break_even_text(p.break_even()))
+                "<span class=\"break-even\">{}</span>{}",
+                escape(&money),
+                if p.cost.is_some() && tokens != money {
+                    format!("<span class=\"sid\">in tokens: {}</span>", escape(&tokens))
+                } else {
+                    String::new()
+                }
             )
         }),
         c.error.as_deref().map_or("—".into(), |e| {

@@ -170,7 +170,7 @@ table.side td{font-size:13px;overflow-wrap:anywhere}
 th button{font:inherit;font-weight:600;color:inherit;background:none;border:0;padding:0;cursor:pointer;text-align:inherit}
 th[aria-sort=ascending] button::after{content:" ▲"}th[aria-sort=descending] button::after{content:" ▼"}
 ul.flags,ul.refused{padding-left:1.2em;margin:.4em 0}ul.flags li,ul.refused li{margin:.2em 0}
-ul.refused .why{color:var(--muted)}
+ul.refused .files{display:block;color:var(--muted)}ul.refused code{font-size:12px}
 .sid{display:block;color:var(--muted);font-size:.85em}
 .clamp{display:-webkit-box;-webkit-line-clamp:2;line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}
 table.sessions td.last,table.sessions td.project{white-space:nowrap}table.sessions td.title{min-width:14em}

@@ -167,7 +167,7 @@ fn the_home_dashboard_fits_any_screen_and_holds_the_sessions() {
             let mut b = look(&browser, &index, "dashboard", width, scheme);
             let rows = b.eval(ROWS_JS);
             assert_eq!(rows.as_array().unwrap().len(), read.len(), "{rows}");
-            let refused_items = b.eval("document.querySelectorAll('#refused li').length");
+            let refused_items = b.eval("document.querySelectorAll('#refused code').length");
             assert_eq!(refused_items, json!(refused.len()));
         }
     }

@@ -15,7 +15,10 @@ pub fn resolve(arg: Option<&str>, quiet: bool) -> Result<Zone> {
     if let Some(tz) = std::env::var("TZ").ok().filter(|t| !t.is_empty()) {
         match super::commands::sessions::zone(tz.trim_start_matches(':')) {
             Ok(z) => return Ok(z),
-            Err(e) if !quiet => eprintln!("{} $TZ: {e}; times in UTC", render::warning_tag()),
+            Err(_) if !quiet => eprintln!(
+                "{} $TZ {tz:?} names no zone dsh can read (a fixed offset such as +08:00, or a name in the zone database): times in UTC; --tz sets one",
+                render::warning_tag()
+            ),
             Err(_) => {}
         }
         return Ok(Zone::Fixed(Offset::UTC));

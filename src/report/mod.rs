@@ -1,4 +1,5 @@
-//! `dsh report`: one session as a self-contained HTML page.
+//! `dsh report`: one session as a self-contained HTML page, and a home as
+//! a dashboard of them.
 //!
 //! [`build`] reads a log once: its own facts (the meter's figure, locks,
 //! provider usage, compaction and prune events), the
@@ -6,9 +7,12 @@
 //! the [side-by-side view](crate::view) all observe the same pass
 //! ([`Tee`]); the [survival](crate::survival) figures follow from the view;
 //! [`html::session_page`] renders the result as one HTML document with
-//! inline CSS and hand-written inline SVG charts, every log text escaped.
-//! Nothing here touches a terminal or the environment, and nothing on the
-//! page loads anything from elsewhere.
+//! inline CSS and hand-written inline SVG charts ([`svg`]), every log text
+//! escaped ([`markup`]). For a home, [`fleet::Entry`] joins each session's
+//! report with its [`sessions`](crate::sessions) row, [`fleet::Fleet`] sums
+//! them and [`dashboard::index_page`] renders the index; health
+//! [`flags`] are gathered in one place. Nothing here touches a terminal or
+//! the environment, and nothing on the page loads anything from elsewhere.
 
 pub mod dashboard;
 pub mod flags;

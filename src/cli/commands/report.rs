@@ -366,32 +366,40 @@ fn finish(
     if ctx.quiet {
         return Ok(());
     }
-    for p in pages {
-        outln!(
-            ctx.out,
-            "wrote {} ({} bytes): session {}, {} requests, {} compaction(s), {} prune(s){}",
-            p.path,
-            render::num(p.bytes),
-            p.session,
-            render::num(p.requests as u64),
-            p.compactions,
-            p.prunes,
-            if p.downsampled {
-                ", charts downsampled"
-            } else {
-                ""
+    match index {
+        // One page: what it holds.
+        None => {
+            for p in pages {
+                outln!(
+                    ctx.out,
+                    "wrote {} ({} bytes): session {}, {} requests, {} compaction(s), {} prune(s){}",
+                    p.path,
+                    render::num(p.bytes),
+                    p.session,
+                    render::num(p.requests as u64),
+                    p.compactions,
+                    p.prunes,
+                    if p.downsampled {
+                        ", charts downsampled"
+                    } else {
+                        ""
+                    }
+                )?;
             }
-        )?;
-    }
-    if let Some((i, n)) = index {
-        outln!(
+        }
+        // A dashboard: one line (--json lists every page).
+        Some((i, n)) => outln!(
             ctx.out,
-            "wrote {} ({} bytes): {} page(s), {} refused",
+            "wrote {} ({} bytes) and {} session page(s) beside it ({} bytes in all){}",
             i.display(),
             render::num(n as u64),
             pages.len(),
-            refused.len()
-        )?;
+            render::num(total),
+            match refused.len() {
+                0 => String::new(),
+                k => format!("; {k} log(s) refused, listed on the dashboard"),
+            }
+        )?,
     }
     Ok(())
 }

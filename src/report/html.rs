@@ -736,7 +736,7 @@ fn compactions(s: &mut String, r: &SessionReport) {
         s,
         "<section id=\"compactions\"><h2>Compactions</h2>{}",
         table_or(
-            "compactions wide",
+            "compactions wide cards",
             "start / summary / end seqs; shadowed range as positions; cost = the prompt recomputed at the next request and the summariser call, saved = the prompt tokens later requests did not send, priced as cache hits (as dsh cache)",
             &[
                 ("id", false),
@@ -827,7 +827,7 @@ fn tables(s: &mut String, r: &SessionReport) {
         "<section id=\"locks\"><h2>Locks</h2><p>State: <strong>{}</strong></p>{}</section>",
         escape(r.locks.state.as_str()),
         table_or(
-            "locks",
+            "locks cards",
             "compaction/start brackets",
             &[
                 ("seq", true),
@@ -858,7 +858,7 @@ fn tables(s: &mut String, r: &SessionReport) {
         s,
         "<section id=\"verify\"><h2>Verify findings</h2>{}</section>",
         table_or(
-            "findings",
+            "findings cards",
             "dsh verify",
             &[
                 ("severity", false),

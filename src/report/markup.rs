@@ -184,6 +184,13 @@ table.sessions td.project{grid-column:span 2;min-width:0}
 table.sessions td{border:0;padding:1px 0;text-align:left;white-space:normal}
 table.sessions td[data-label]::before{content:attr(data-label);display:block;color:var(--muted);font-size:.8em;font-weight:400}
 table.sessions td.title{grid-column:1/-1;min-width:0}
+table.cards{min-width:0}
+table.cards,table.cards tbody,table.cards tr,table.cards td{display:block}
+table.cards caption{display:block}
+table.cards thead{display:none}
+table.cards tr{display:grid;grid-template-columns:1fr 1fr;gap:2px 12px;border:1px solid var(--line);margin:0 0 8px;padding:6px 8px}
+table.cards td{border:0;padding:1px 0;text-align:left;white-space:normal;min-width:0}
+table.cards td[data-label]::before{content:attr(data-label);display:block;color:var(--muted);font-size:.8em}
 .chart-box{padding-right:14px;padding-left:52px}
 .tick-odd{display:none}
 }
@@ -206,7 +213,8 @@ pub fn head(title: &str, script: &str) -> String {
 }
 
 /// A table in its own scrolling box: header cells (name, numeric?) and rows
-/// of escaped cells. `class` may name more than one class (`"x wide"`).
+/// of escaped cells. `class` may name more than one class (`"x wide"`);
+/// with `cards`, each row becomes a card of labelled cells on a phone.
 pub fn table(class: &str, caption: &str, head: &[(&str, bool)], rows: &[Vec<String>]) -> String {
     let mut s = format!(
         "<div class=\"tbl\"><table class=\"{class}\"><caption>{}</caption><thead><tr>",
@@ -221,11 +229,20 @@ pub fn table(class: &str, caption: &str, head: &[(&str, bool)], rows: &[Vec<Stri
         );
     }
     s.push_str("</tr></thead><tbody>");
+    let cards = class.split_whitespace().any(|c| c == "cards");
     for r in rows {
         s.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
             let n = head.get(i).is_some_and(|h| h.1);
-            let _ = write!(s, "<td{}>{c}</td>", if n { " class=\"n\"" } else { "" });
+            let label = match head.get(i) {
+                Some((h, _)) if cards => format!(" data-label=\"{}\"", escape(h)),
+                _ => String::new(),
+            };
+            let _ = write!(
+                s,
+                "<td{}{label}>{c}</td>",
+                if n { " class=\"n\"" } else { "" }
+            );
         }
         s.push_str("</tr>");
     }

@@ -89,7 +89,7 @@ const ROWS_JS: &str = r#"[...document.querySelectorAll('#sessions-table tbody tr
 
 /// Open `page` at `width` in `scheme`; check it fits and its chart text is
 /// legible; keep a screenshot `name-width-scheme.png`.
-fn look(browser: &Path, page: &Path, name: &str, width: u32, scheme: &str) -> Browser {
+pub fn look(browser: &Path, page: &Path, name: &str, width: u32, scheme: &str) -> Browser {
     let mut b = Browser::launch(browser, &[]);
     b.viewport(width, if width < 600 { 844 } else { 900 }, width < 600);
     b.media("", &[("prefers-color-scheme", scheme)]);

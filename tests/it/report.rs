@@ -379,6 +379,13 @@ fn genlog_sessions_render_in_a_browser() {
         check_in_browser(&browser, &env, &log, &format!("genlog-{seed}"));
         if seed == 3 {
             check_schemes(&browser, &env, &log, "scheme-genlog-3");
+            // A long page with many markers fits a phone and a desktop.
+            let page = artifacts().join("genlog-3.html");
+            for width in [390, 1280] {
+                for scheme in ["light", "dark"] {
+                    crate::dashboard::look(&browser, &page, "genlog-3", width, scheme);
+                }
+            }
         }
     }
 }

@@ -39,6 +39,7 @@ use crate::cli::render::outln;
 /// compactions, health flags, a sortable and filterable sessions table with
 /// the figures of `dsh sessions`, the refused logs and why), and one
 /// `<session>.html` per session. Existing files are refused without --force.
+/// More in docs/report.md.
 ///
 /// Exit status: 0; 3 when a log was refused (the dashboard lists it).
 ///
@@ -80,16 +81,13 @@ pub struct ReportArgs {
     pub jobs: usize,
 }
 
-/// What one page held.
+/// What one page held: its file, its size, its `--json` entry and its
+/// line of text.
 struct Page {
     file: String,
-    session: String,
-    path: String,
     bytes: u64,
-    requests: usize,
-    compactions: usize,
-    prunes: usize,
-    downsampled: bool,
+    json: OwnedValue,
+    line: String,
 }
 
 /// Run it.
@@ -299,15 +297,33 @@ fn warn(ctx: &Ctx, file: &str, warnings: &[String]) {
 }
 
 fn page_of(r: &SessionReport, path: &Path, bytes: usize) -> Page {
+    let (requests, compactions) = (r.points.len(), r.landed_compactions());
+    let downsampled = requests > r.max_points;
     Page {
         file: r.file.clone(),
-        session: r.session.clone(),
-        path: path.display().to_string(),
         bytes: bytes as u64,
-        requests: r.points.len(),
-        compactions: r.landed_compactions(),
-        prunes: r.prunes.len(),
-        downsampled: r.points.len() > r.max_points,
+        json: Value::obj()
+            .with("file", r.file.as_str().into())
+            .with("session", r.session.as_str().into())
+            .with("path", path.display().to_string().into())
+            .with("bytes", (bytes as u64).into())
+            .with("requests", (requests as u64).into())
+            .with("compactions", (compactions as u64).into())
+            .with("prunes", (r.prunes.len() as u64).into())
+            .with("downsampled", downsampled.into()),
+        line: format!(
+            "wrote {} ({} bytes): session {}, {} requests, {compactions} compaction(s), {} prune(s){}",
+            path.display(),
+            render::num(bytes as u64),
+            r.session,
+            render::num(requests as u64),
+            r.prunes.len(),
+            if downsampled {
+                ", charts downsampled"
+            } else {
+                ""
+            }
+        ),
     }
 }
 
@@ -328,22 +344,7 @@ fn finish(
             )
             .with(
                 "pages",
-                Value::Arr(
-                    pages
-                        .iter()
-                        .map(|p| -> OwnedValue {
-                            Value::obj()
-                                .with("file", p.file.as_str().into())
-                                .with("session", p.session.as_str().into())
-                                .with("path", p.path.as_str().into())
-                                .with("bytes", p.bytes.into())
-                                .with("requests", (p.requests as u64).into())
-                                .with("compactions", (p.compactions as u64).into())
-                                .with("prunes", (p.prunes as u64).into())
-                                .with("downsampled", p.downsampled.into())
-                        })
-                        .collect(),
-                ),
+                Value::Arr(pages.iter().map(|p| p.json.clone()).collect()),
             )
             .with(
                 "refused",
@@ -370,21 +371,7 @@ fn finish(
         // One page: what it holds.
         None => {
             for p in pages {
-                outln!(
-                    ctx.out,
-                    "wrote {} ({} bytes): session {}, {} requests, {} compaction(s), {} prune(s){}",
-                    p.path,
-                    render::num(p.bytes),
-                    p.session,
-                    render::num(p.requests as u64),
-                    p.compactions,
-                    p.prunes,
-                    if p.downsampled {
-                        ", charts downsampled"
-                    } else {
-                        ""
-                    }
-                )?;
+                outln!(ctx.out, "{}", p.line)?;
             }
         }
         // A dashboard: one line (--json lists every page).

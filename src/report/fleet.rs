@@ -5,7 +5,7 @@
 //! figures `dsh sessions` lists: last activity, project, title, requests,
 //! pressure, compactions, prunes, cost) with what its report computed: the
 //! cache totals, what each compaction cost and whether it paid back (as
-//! `dsh cache`), and its health [`flags`](super::flags). [`Fleet`] sums
+//! `dsh cache`), and its health [`flags`]. [`Fleet`] sums
 //! them: totals, cost per day by model (as `dsh usage --by day`), the
 //! sessions nearest their window and the compactions that cost most.
 

@@ -214,13 +214,23 @@ fn facts(s: &mut String, r: &SessionReport, zone: &Zone) {
     let last = r.cost.iter().rev().find_map(|c| c.time);
     let _ = write!(
         s,
-        "<section id=\"facts\"><h2>Summary</h2><dl class=\"facts\"><dt>log</dt><dd>{}</dd><dt>project</dt><dd>{}</dd><dt>route</dt><dd>{}</dd><dt>time</dt><dd>{} to {} ({})</dd><dt>events</dt><dd>{}</dd><dt>model requests</dt><dd><span id=\"fact-requests\">{}</span>{}</dd><dt>DSH estimate now</dt><dd id=\"fact-total-tokens\" data-value=\"{}\">{} tokens{fill}</dd><dt>window / threshold</dt><dd><span id=\"fact-window\" data-value=\"{}\">{}</span> / <span id=\"fact-threshold\" data-value=\"{}\">{}</span></dd><dt>compactions / prunes</dt><dd><span id=\"fact-compactions\">{}</span> / <span id=\"fact-prunes\">{}</span></dd><dt>predicted cache hit</dt><dd id=\"fact-predicted-hit\" data-value=\"{}\">{} tokens of {} ({})</dd><dt>reported cache hit</dt><dd id=\"fact-reported-hit\" data-value=\"{}\">{} tokens of {} reported prompt ({})</dd><dt>cost</dt><dd id=\"fact-cost\">{}{}</dd><dt>verify</dt><dd>{} finding(s)</dd></dl></section>",
+        "<section id=\"facts\"><h2>Summary</h2><dl class=\"facts\"><dt>log</dt><dd>{}</dd><dt>project</dt><dd>{}</dd><dt>route</dt><dd>{}</dd><dt>time</dt><dd>{}</dd><dt>events</dt><dd>{}</dd><dt>model requests</dt><dd><span id=\"fact-requests\">{}</span>{}</dd><dt>DSH estimate now</dt><dd id=\"fact-total-tokens\" data-value=\"{}\">{} tokens{fill}</dd><dt>window / threshold</dt><dd><span id=\"fact-window\" data-value=\"{}\">{}</span> / <span id=\"fact-threshold\" data-value=\"{}\">{}</span></dd><dt>compactions / prunes</dt><dd><span id=\"fact-compactions\">{}</span> / <span id=\"fact-prunes\">{}</span></dd><dt>predicted cache hit</dt><dd id=\"fact-predicted-hit\" data-value=\"{}\">{} tokens of {} ({})</dd><dt>reported cache hit</dt><dd id=\"fact-reported-hit\" data-value=\"{}\">{} tokens of {} reported prompt ({})</dd><dt>cost</dt><dd id=\"fact-cost\">{}{}</dd><dt>verify</dt><dd>{} finding(s)</dd></dl></section>",
         escape(&r.file),
-        escape(&r.project),
+        if r.project.is_empty() {
+            "—".to_string()
+        } else {
+            escape(&r.project)
+        },
         escape(&route),
-        time(first, zone),
-        time(last, zone),
-        escape(&zone.to_string()),
+        match (first, last) {
+            (Some(_), Some(_)) => format!(
+                "{} to {} ({})",
+                time(first, zone),
+                time(last, zone),
+                escape(&zone.to_string())
+            ),
+            _ => "unknown (no dated request)".into(),
+        },
         num(r.events as f64),
         num(r.points.len() as f64),
         match r

@@ -555,7 +555,7 @@ fn cache(s: &mut String, r: &SessionReport, axis: &Axis) {
                 &[3],
             ),
             table_or(
-                "misses",
+                "misses cards",
                 "predicted misses and their cost at the uncached input price",
                 &[
                     ("cause", false),

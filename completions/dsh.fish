@@ -53,7 +53,7 @@ complete -c dsh -n "__fish_dsh_needs_command" -f -a "sessions" -d 'List sessions
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
-complete -c dsh -n "__fish_dsh_needs_command" -f -a "report" -d 'Write a session as one self-contained HTML page (charts, tables, the summaries of its compactions), or many sessions as a directory of pages with an index'
+complete -c dsh -n "__fish_dsh_needs_command" -f -a "report" -d 'Write a session as one self-contained HTML page, or a home as a dashboard with one page per session'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "export" -d 'Export sessions as tables: sessions, requests, compactions, prunes, locks'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
 complete -c dsh -n "__fish_dsh_needs_command" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'
@@ -420,7 +420,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s h -l help -d 'Print
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s o -l out -d 'The page (one LOG; `-` for standard output) or the directory (many)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l max-points -d 'Draw at most N points per per-request chart (downsampling beyond)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand report" -l tz -d 'The time zone of the pages\' times and days: UTC, a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (default: $TZ, else the system\'s zone)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l config -d 'A dsh config file (policy, capacities, prices)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand report" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -509,7 +511,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcom
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "usage" -d 'Token usage and cost, by day, week, month, session or project'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "cache" -d 'Show what each model request could reuse from the provider\'s prompt cache'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "simulate" -d 'Replay a recorded session under another compaction policy'
-complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "report" -d 'Write a session as one self-contained HTML page (charts, tables, the summaries of its compactions), or many sessions as a directory of pages with an index'
+complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "report" -d 'Write a session as one self-contained HTML page, or a home as a dashboard with one page per session'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "export" -d 'Export sessions as tables: sessions, requests, compactions, prunes, locks'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "pack" -d 'Write a log as the harness stores it: a multi-frame `.jsonl.zstd` artifact'
 complete -c dsh -n "__fish_dsh_using_subcommand help; and not __fish_seen_subcommand_from surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack completions help" -f -a "unpack" -d 'Write an artifact\'s lines back as a plain JSONL log'

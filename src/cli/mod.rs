@@ -10,6 +10,7 @@ pub mod rows;
 pub mod signals;
 pub mod spool;
 pub mod writes;
+pub mod zone;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

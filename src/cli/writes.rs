@@ -176,3 +176,28 @@ impl Target {
         })
     }
 }
+
+/// Write `bytes` as the whole of OUT: beside it, synced, then renamed into
+/// place ([`Target`]: never over the input, nor an existing file without
+/// `force`).
+pub(crate) fn write_whole(
+    out: &Path,
+    input: Option<&Path>,
+    force: bool,
+    bytes: &[u8],
+) -> Result<()> {
+    use std::io::Write;
+    let target = Target::prepare(out, input, force)?;
+    {
+        let mut f = std::io::BufWriter::new(target.tmp.as_file());
+        f.write_all(bytes)
+            .and_then(|_| f.flush())
+            .with_context(|| format!("{}: cannot write", out.display()))?;
+    }
+    target
+        .tmp
+        .as_file()
+        .sync_all()
+        .with_context(|| format!("{}: cannot write", out.display()))?;
+    target.commit(force)
+}

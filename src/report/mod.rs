@@ -1,4 +1,5 @@
-//! `dsh report`: one session as a self-contained HTML page.
+//! `dsh report`: one session as a self-contained HTML page, and a home as
+//! a dashboard of them.
 //!
 //! [`build`] reads a log once: its own facts (the meter's figure, locks,
 //! provider usage, compaction and prune events), the
@@ -6,15 +7,24 @@
 //! the [side-by-side view](crate::view) all observe the same pass
 //! ([`Tee`]); the [survival](crate::survival) figures follow from the view;
 //! [`html::session_page`] renders the result as one HTML document with
-//! inline CSS and hand-written inline SVG charts, every log text escaped.
-//! Nothing here touches a terminal or the environment, and nothing on the
-//! page loads anything from elsewhere.
+//! inline CSS and hand-written inline SVG charts ([`svg`]), every log text
+//! escaped ([`markup`]). For a home, [`fleet::Entry`] joins each session's
+//! report with its [`sessions`](crate::sessions) row, [`fleet::Fleet`] sums
+//! them and [`dashboard::index_page`] renders the index; health
+//! [`flags`] are gathered in one place. Nothing here touches a terminal or
+//! the environment, and nothing on the page loads anything from elsewhere.
 
+pub mod dashboard;
+pub mod flags;
+pub mod fleet;
 pub mod html;
+pub mod markup;
 pub mod side;
 pub mod svg;
 
-use crate::cache::{Analysis, CacheOptions, CacheReport, Prices, Totals};
+use crate::cache::{
+    Analysis, BreakEven, CacheOptions, CacheReport, Prices, ReplaceKind, ReplacementCost, Totals,
+};
 use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
@@ -66,6 +76,8 @@ pub struct Point {
     pub seq: u64,
     /// Epoch ms when the log's times are real.
     pub time: Option<i64>,
+    /// Its turn.
+    pub turn: Option<u64>,
     /// DSH's heuristic prompt size (system, tools, messages).
     pub heuristic: u64,
     /// The provider-reported prompt size, where logged.
@@ -146,6 +158,44 @@ pub struct Compaction {
     /// What of the shadowed span survived into the summary, in words
     /// (filled by the side-by-side view's survival figures).
     pub survival: Option<String>,
+    /// What it cost and saved, as `dsh cache` computes it (a compaction
+    /// whose summary landed and that a later request could see).
+    pub payback: Option<Payback>,
+}
+
+/// What a compaction cost and what it saved, from the
+/// [`cache`](crate::cache) analysis ([`CacheReport::replacement_cost`]):
+/// the prompt recomputed at the next request and the summariser call
+/// against the prompt tokens saved by every later request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payback {
+    /// Tokens recomputed at the next request because of it.
+    pub recomputed_tokens: u64,
+    /// The summariser call's tokens (prompt and output).
+    pub summariser_tokens: f64,
+    /// Prompt tokens saved over the later requests.
+    pub saved_tokens: i64,
+    /// When the saved tokens covered the recomputed and summariser ones.
+    pub break_even_tokens: BreakEven,
+    /// The same in money, when every price is known.
+    pub cost: Option<ReplacementCost>,
+}
+
+impl Payback {
+    /// What it cost (recompute and summariser call), USD, when priced.
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.cost.map(|c| c.recompute + c.summary)
+    }
+
+    /// What it saved, USD, when priced.
+    pub fn saved_usd(&self) -> Option<f64> {
+        self.cost.map(|c| c.saved)
+    }
+
+    /// When it paid back: in money when priced, else in tokens.
+    pub fn break_even(&self) -> BreakEven {
+        self.cost.map_or(self.break_even_tokens, |c| c.break_even)
+    }
 }
 
 /// One prune pass.
@@ -217,6 +267,9 @@ pub struct SessionReport {
     pub miss_by_cause: Vec<(String, usize, u64, Option<f64>)>,
     /// Load and meter warnings.
     pub warnings: Vec<String>,
+    /// Whether the log's times are real dates that never go back (the
+    /// charts then run over time, else over turns).
+    pub times_real: bool,
     /// The most points a chart draws.
     pub max_points: usize,
     /// The transcript beside the model's view.
@@ -226,6 +279,30 @@ pub struct SessionReport {
 }
 
 impl SessionReport {
+    /// The current estimate over the window, as a fraction (1.0 = full),
+    /// when both are known.
+    pub fn fill(&self) -> Option<f64> {
+        match (self.total_tokens, self.window) {
+            (Some(t), Some(w)) if w > 0 => Some(t / w as f64),
+            _ => None,
+        }
+    }
+
+    /// The compactions whose summary landed.
+    pub fn landed_compactions(&self) -> usize {
+        self.compactions
+            .iter()
+            .filter(|c| c.summary_seq.is_some())
+            .count()
+    }
+
+    /// The requests whose heuristic prompt size was over their window.
+    pub fn over_window(&self) -> impl Iterator<Item = &Point> {
+        self.points
+            .iter()
+            .filter(|p| p.window.is_some_and(|w| p.heuristic > w))
+    }
+
     /// The total cost of the priced requests, and how many were unpriced.
     pub fn cost_total(&self) -> (f64, usize) {
         let mut t = 0.0;
@@ -504,11 +581,10 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         None => (None, None),
     };
     let mut compactions = folds.compactions.clone();
-    if let Some(sv) = &survival {
-        for c in &mut compactions {
-            if let Some(seq) = c.summary_seq {
-                c.survival = side::survival_of(sv, seq);
-            }
+    for c in &mut compactions {
+        if let Some(seq) = c.summary_seq {
+            c.survival = survival.as_ref().and_then(|sv| side::survival_of(sv, seq));
+            c.payback = payback(&cache, seq, &opts.prices);
         }
     }
     let (total_tokens, contexts) = match &measured {
@@ -530,49 +606,8 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         _ => (None, None),
     };
     let prices: &dyn Prices = &opts.prices;
-    let points: Vec<Point> = cache
-        .requests
-        .iter()
-        .map(|q| {
-            let logged = contexts
-                .iter()
-                .rfind(|c| c.seq <= q.seq && c.provider == q.provider && c.model == q.model)
-                .map(|c| c.context_window);
-            let (w, t) = budgets(&opts.config, &q.provider, &q.model, logged);
-            let time = cache.times_real.then_some(q.time as i64);
-            Point {
-                seq: q.seq,
-                time,
-                heuristic: q.prompt_tokens,
-                reported: q.reported.map(|r| r.prompt()),
-                window: w,
-                threshold: t,
-                predicted_hit: q.predicted_hit,
-                reported_hit: q.reported.map(|r| r.cache_read_tokens),
-                predicted_miss: q.predicted_miss(),
-                miss_cost: cache.request_cost(q, prices).map(|c| c.miss()),
-            }
-        })
-        .collect();
-    let seqs: Vec<u64> = points.iter().map(|p| p.seq).collect();
-    let mut markers: Vec<Marker> = Vec::new();
-    for c in &compactions {
-        if let Some(seq) = c.summary_seq {
-            markers.push(Marker {
-                kind: MarkerKind::Compaction,
-                seq,
-                before_requests: seqs.partition_point(|&s| s < seq),
-            });
-        }
-    }
-    for p in &folds.prunes {
-        markers.push(Marker {
-            kind: MarkerKind::Prune,
-            seq: p.seq,
-            before_requests: seqs.partition_point(|&s| s < p.seq),
-        });
-    }
-    markers.sort_by_key(|m| m.seq);
+    let points = points_of(&cache, &contexts, opts);
+    let markers = markers_of(&points, &compactions, &folds.prunes);
     let costs = cache.miss_cost_by_cause(prices);
     let totals = cache.totals();
     let miss_by_cause = totals
@@ -619,9 +654,85 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         cache: totals,
         miss_by_cause,
         warnings,
+        times_real: cache.times_real,
         max_points: opts.max_points.max(10),
         view,
         survival,
+    })
+}
+
+/// One point per model request of the cache analysis, with the window
+/// and threshold in force at it.
+fn points_of(
+    cache: &CacheReport,
+    contexts: &[crate::meter::LoggedContext],
+    opts: &ReportOptions,
+) -> Vec<Point> {
+    let prices: &dyn Prices = &opts.prices;
+    cache
+        .requests
+        .iter()
+        .map(|q| {
+            let logged = contexts
+                .iter()
+                .rfind(|c| c.seq <= q.seq && c.provider == q.provider && c.model == q.model)
+                .map(|c| c.context_window);
+            let (w, t) = budgets(&opts.config, &q.provider, &q.model, logged);
+            let time = cache.times_real.then_some(q.time as i64);
+            Point {
+                seq: q.seq,
+                time,
+                turn: q.turn.filter(|t| *t >= 0.0).map(|t| t as u64),
+                heuristic: q.prompt_tokens,
+                reported: q.reported.map(|r| r.prompt()),
+                window: w,
+                threshold: t,
+                predicted_hit: q.predicted_hit,
+                reported_hit: q.reported.map(|r| r.cache_read_tokens),
+                predicted_miss: q.predicted_miss(),
+                miss_cost: cache.request_cost(q, prices).map(|c| c.miss()),
+            }
+        })
+        .collect()
+}
+
+/// A marker per landed compaction and per prune, in log order.
+fn markers_of(points: &[Point], compactions: &[Compaction], prunes: &[Prune]) -> Vec<Marker> {
+    let seqs: Vec<u64> = points.iter().map(|p| p.seq).collect();
+    let mut markers: Vec<Marker> = Vec::new();
+    for c in compactions {
+        if let Some(seq) = c.summary_seq {
+            markers.push(Marker {
+                kind: MarkerKind::Compaction,
+                seq,
+                before_requests: seqs.partition_point(|&s| s < seq),
+            });
+        }
+    }
+    for p in prunes {
+        markers.push(Marker {
+            kind: MarkerKind::Prune,
+            seq: p.seq,
+            before_requests: seqs.partition_point(|&s| s < p.seq),
+        });
+    }
+    markers.sort_by_key(|m| m.seq);
+    markers
+}
+
+/// What the compaction whose summary is `summary_seq` cost and saved.
+fn payback(cache: &CacheReport, summary_seq: u64, prices: &dyn Prices) -> Option<Payback> {
+    let i = cache.replacements.iter().position(|r| {
+        r.kind == ReplaceKind::Compaction
+            && r.summary.as_ref().is_some_and(|s| s.seq == summary_seq)
+    })?;
+    let r = &cache.replacements[i];
+    Some(Payback {
+        recomputed_tokens: r.recomputed_tokens,
+        summariser_tokens: r.summary.as_ref().map_or(0.0, |s| s.tokens()),
+        saved_tokens: r.saved_tokens(),
+        break_even_tokens: r.break_even_tokens,
+        cost: cache.replacement_cost(i, prices),
     })
 }
 

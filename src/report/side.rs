@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::html::{Section, escape};
+use super::markup::{Section, escape};
 use crate::survival::{Breakdown, Category, Survival};
 use crate::view::{ModelSide, ReplacementKind, View};
 

@@ -229,6 +229,23 @@ impl Browser {
         );
     }
 
+    /// Lay the page out as a screen `width` CSS pixels wide (a phone's
+    /// when `mobile`: its viewport meta tag applies), `height` high.
+    pub fn viewport(&mut self, width: u32, height: u32, mobile: bool) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}),
+        );
+    }
+
+    /// Turn the page's scripts off (or on again) for what is opened next.
+    pub fn scripts(&mut self, on: bool) {
+        self.call(
+            "Emulation.setScriptExecutionDisabled",
+            json!({"value": !on}),
+        );
+    }
+
     /// A PNG of the whole page.
     pub fn screenshot(&mut self) -> Vec<u8> {
         let r = self.call(

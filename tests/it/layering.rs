@@ -346,12 +346,7 @@ fn no_import_circles_between_files() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = BTreeMap::new();
     read_tree(&src, &src, &mut files);
-    let circles: Vec<Vec<String>> = file_circles(&files)
-        .into_iter()
-        // Known, being removed with the report's rebuild (issue 38): the
-        // HTML and its charts share `escape` both ways.
-        .filter(|c| c != &["report/html.rs", "report/svg.rs"])
-        .collect();
+    let circles = file_circles(&files);
     assert!(
         circles.is_empty(),
         "import circles between files: {circles:?}"

@@ -9,6 +9,7 @@ mod cdp;
 mod compact;
 mod completions;
 mod conformance;
+mod dashboard;
 mod docs;
 mod export;
 mod foundation;

@@ -1,10 +1,12 @@
 //! `dsh report`: the page's content, its escaping, its writer rules, and
-//! the page in a real browser (headless Chromium): no script errors, one
+//! the pages in a real browser (headless Chromium): no script errors, one
 //! marker per compaction and prune, the table rows, the figures `dsh
-//! measure --json` and `dsh cache --json` give, no horizontal scrolling at
-//! 1280 px, and a screenshot that is not blank (kept under
-//! `target/report-artifacts/`). Without Chromium the browser tests say they
-//! were skipped.
+//! measure --json` and `dsh cache --json` give; the home dashboard and a
+//! session page at 390 and 1280 px, light and dark, with no horizontal
+//! scrolling, chart text at least 10 px, a sessions table that sorts and
+//! filters and holds the figures of `dsh sessions --json`; screenshots that
+//! are not blank (kept under `target/report-artifacts/`). Without Chromium
+//! the browser tests say they were skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
@@ -13,7 +15,7 @@ use serde_json::{Value as J, json};
 
 use crate::support::{TestEnv, root, sample, shared};
 
-fn chromium(test: &str) -> Option<PathBuf> {
+pub fn chromium(test: &str) -> Option<PathBuf> {
     for name in ["chromium", "chromium-headless-shell", "chromium-browser"] {
         for dir in std::env::var("PATH").unwrap_or_default().split(':') {
             let p = Path::new(dir).join(name);
@@ -28,7 +30,7 @@ fn chromium(test: &str) -> Option<PathBuf> {
     None
 }
 
-fn artifacts() -> PathBuf {
+pub fn artifacts() -> PathBuf {
     let d = root().join("target/report-artifacts");
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -88,11 +90,21 @@ fn html_attr(dom: &str, attr: &str) -> Option<String> {
     Some(tag[k..k + tag[k..].find('"')?].to_string())
 }
 
-/// Rows of the body of the table with `class`.
+/// Rows of the body of the table with `class` (its first class), 0 when
+/// the page says in one line that there are none.
 fn rows(dom: &str, class: &str) -> usize {
-    let i = dom
-        .find(&format!("<table class=\"{class}\""))
-        .unwrap_or_else(|| panic!("no table {class}"));
+    let Some(i) = [
+        format!("<table class=\"{class}\""),
+        format!("<table class=\"{class} "),
+    ]
+    .iter()
+    .find_map(|t| dom.find(t)) else {
+        assert!(
+            dom.contains(&format!("id=\"empty-{class}\"")),
+            "neither a table {class} nor a line saying it is empty"
+        );
+        return 0;
+    };
     let body = &dom[i..i + dom[i..].find("</table>").unwrap()];
     let body = &body[body.find("<tbody>").unwrap()..];
     body.matches("<tr>").count()
@@ -367,6 +379,13 @@ fn genlog_sessions_render_in_a_browser() {
         check_in_browser(&browser, &env, &log, &format!("genlog-{seed}"));
         if seed == 3 {
             check_schemes(&browser, &env, &log, "scheme-genlog-3");
+            // A long page with many markers fits a phone and a desktop.
+            let page = artifacts().join("genlog-3.html");
+            for width in [390, 1280] {
+                for scheme in ["light", "dark"] {
+                    crate::dashboard::look(&browser, &page, "genlog-3", width, scheme);
+                }
+            }
         }
     }
 }
@@ -481,7 +500,7 @@ fn writer_rules_and_json() {
             .unwrap(),
     );
     let index = std::fs::read_to_string(pages.join("index.html")).unwrap();
-    assert_eq!(index.matches("<a href=").count(), 2);
+    assert_eq!(index.matches("<tr data-session=").count(), 2);
     assert!(pages.join("sample-compacted.html").is_file());
 }
 
@@ -678,7 +697,7 @@ fn dark_and_light_modes_are_legible_in_a_browser() {
     assert_eq!(out.status.code(), Some(3), "one log refused");
     let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(
-        index.contains("1 session page(s), 1 log(s) refused"),
+        index.contains("1 session(s) in 1 project(s)") && index.contains("1 log(s) refused"),
         "{index}"
     );
     check_page_schemes(&browser, &dir.join("index.html"), "scheme-index", false);

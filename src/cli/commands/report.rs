@@ -1,51 +1,54 @@
-//! `dsh report`: a self-contained HTML page per session.
+//! `dsh report`: a self-contained HTML page per session, and a dashboard
+//! for many.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use dsh::civil::Zone;
 use dsh::json::{OwnedValue, Value};
 use dsh::log::LogSource;
-use dsh::report::html::{IndexEntry, Section};
+use dsh::report::fleet::{Entry, Fleet, RefusedLog};
+use dsh::report::html::PageOptions;
 use dsh::report::{ReportError, ReportOptions, SessionReport};
+use dsh::sessions::{ScanOptions, Session};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render;
 use crate::cli::render::outln;
-use crate::cli::writes::Target;
 
-/// Write a session as one self-contained HTML page (charts, tables, the
-/// summaries of its compactions), or many sessions as a directory of pages
-/// with an index.
+/// Write a session as one self-contained HTML page, or a home as a
+/// dashboard with one page per session.
 ///
-/// The page needs no network: CSS and the charts (hand-written SVG) are
-/// inline, and so is one tiny script that only records script errors. It
-/// shows the pressure per model request (DSH's heuristic prompt size, the
-/// provider-reported prompt, the threshold and the window, with every
-/// compaction and prune marked), the prompt cache (predicted and reported
-/// hits, the cost of the predicted misses, as `dsh cache`), the cost over
-/// time (as `dsh usage`), tables of compactions (with what each summary
-/// kept, as `dsh view --survival`), prunes, locks and verify findings, and
-/// the transcript beside the model's view (as `dsh view`), one collapsible
-/// block per turn (the last 3,000 events of a longer log). Every chart has a text description and a data table;
-/// the page follows the system's light or dark mode and prints cleanly.
-/// Per-request series longer than --max-points are downsampled (each point
-/// the largest of its bucket), and the page says so.
+/// A session's page: pressure per model request (the heuristic, the
+/// reported prompt, threshold and window as step lines; compactions,
+/// prunes and requests over the window marked), the prompt cache and the
+/// cost over the session, what each compaction cost and saved and when it
+/// paid back (as `dsh cache`), prunes, locks, verify findings, and the
+/// transcript beside the model's view (as `dsh view`). Charts run over time
+/// when the log's times are real, else over turns; each has a description
+/// and a data table. Pages need no network, follow the light or dark mode,
+/// fit a phone and print cleanly. Series longer than --max-points are
+/// downsampled (each point the largest of its bucket), and the page says so.
 ///
 /// One LOG: OUT is the page (`-` for standard output). Several LOGs, a
-/// directory, a home, or no LOG (every session under $DSH_HOME): OUT is a
-/// directory (created if missing) that receives `index.html` and one
-/// `<session>.html` per session. Files are written to a temporary file
-/// beside them and renamed into place; an existing file is refused without
-/// --force.
+/// directory, a home or no LOG (every session under $DSH_HOME): OUT is a
+/// directory that receives `index.html`, the dashboard (totals, cost per
+/// day by model, the sessions nearest their window, the costliest
+/// compactions, health flags, a sortable and filterable sessions table with
+/// the figures of `dsh sessions`, the refused logs and why), and one
+/// `<session>.html` per session. Existing files are refused without --force.
+/// More in docs/report.md.
+///
+/// Exit status: 0; 3 when a log was refused (the dashboard lists it).
 ///
 /// With --json: `{"out", "index", "pages": [{"file", "session", "path",
 /// "bytes", "requests", "compactions", "prunes", "downsampled"}],
 /// "refused": [{"file", "error"}], "bytes", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh report session.jsonl -o report.html\n  dsh report -o - session.jsonl > report.html\n  dsh report ~/.dsh -o reports/            # reports/index.html + one page per session\n  dsh report --json a.jsonl b.jsonl -o out/ --force"
+    after_help = "Examples:\n  dsh report session.jsonl -o report.html\n  dsh report -o - session.jsonl > report.html\n  dsh report ~/.dsh -o reports/            # reports/index.html + one page per session\n  dsh report --tz Europe/Paris -o reports/ # every session under $DSH_HOME, Paris time\n  dsh report --json a.jsonl b.jsonl -o out/ --force"
 )]
 pub struct ReportArgs {
     /// Logs, session directories or homes (default: every session under $DSH_HOME).
@@ -65,34 +68,32 @@ pub struct ReportArgs {
     /// replaced spans are not read again).
     #[arg(long)]
     pub no_view: bool,
+    /// The time zone of the pages' times and days: UTC, a fixed offset
+    /// such as +08:00, or a zone name such as Asia/Shanghai (default: $TZ,
+    /// else the system's zone).
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
     /// A dsh config file (policy, capacities, prices).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Logs read at once (0: one per core).
+    #[arg(long, short, value_name = "N", default_value_t = 0)]
+    pub jobs: usize,
 }
 
-/// What one page held.
+/// What one page held: its file, its size, its `--json` entry and its
+/// line of text.
 struct Page {
     file: String,
-    session: String,
-    path: String,
     bytes: u64,
-    requests: usize,
-    compactions: usize,
-    prunes: usize,
-    downsampled: bool,
-}
-
-fn page_html(r: &SessionReport) -> String {
-    let sections: Vec<Section> = match &r.view {
-        Some(v) => vec![dsh::report::side::section(v, r.survival.as_ref())],
-        None => Vec::new(),
-    };
-    dsh::report::html::session_page(r, &sections)
+    json: OwnedValue,
+    line: String,
 }
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let zone = crate::cli::zone::resolve(args.tz.as_deref(), ctx.quiet)?;
     let opts = ReportOptions {
         load: ctx.load_options(),
         prices: config.price_table(),
@@ -100,46 +101,60 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
         max_points: args.max_points as usize,
         side_by_side: !args.no_view,
     };
-    let mut inputs = args.logs.clone();
-    let all = inputs.is_empty();
-    if all {
-        inputs.push(ctx.home_sessions()?.display().to_string());
-    }
     let single =
-        inputs.len() == 1 && !all && !dsh::log::lookup::is_tree(&inputs[0], ctx.home.as_deref());
+        args.logs.len() == 1 && !dsh::log::lookup::is_tree(&args.logs[0], ctx.home.as_deref());
     let to_stdout = args.out.as_os_str() == "-";
     if to_stdout && ctx.json {
         return Err(
             UsageError("--json needs -o FILE (standard output carries the page)".into()).into(),
         );
     }
-    if single {
-        let src = ctx.resolve(&inputs[0])?;
-        let r = match dsh::report::build(&src, &opts) {
-            Ok(r) => r,
-            Err(ReportError::Load(e)) => return Ok(ctx.report_load_error(&e)),
-            Err(e) => return Err(e.into()),
-        };
-        warn(ctx, &r);
-        let html = page_html(&r);
-        if to_stdout {
-            let mut w = ctx.out.stream();
-            w.write_all(html.as_bytes())?;
-            w.flush()?;
-            return Ok(Status::Ok);
-        }
-        write_file(&args.out, src.path(), args.force, html.as_bytes())?;
-        let page = page_of(&r, &args.out, html.len());
-        finish(ctx, &args.out, None, &[page], &[])?;
+    if !single {
+        return many(ctx, args, &opts, zone);
+    }
+    let src = ctx.resolve(&args.logs[0])?;
+    let r = match dsh::report::build(&src, &opts) {
+        Ok(r) => r,
+        Err(ReportError::Load(e)) => return Ok(ctx.report_load_error(&e)),
+        Err(e) => return Err(e.into()),
+    };
+    warn(ctx, &r.file, &r.warnings);
+    let html = dsh::report::html::session_page(
+        &r,
+        &[],
+        &PageOptions {
+            zone: &zone,
+            index: None,
+        },
+    );
+    if to_stdout {
+        let mut w = ctx.out.stream();
+        w.write_all(html.as_bytes())?;
+        w.flush()?;
         return Ok(Status::Ok);
     }
-    if to_stdout {
+    crate::cli::writes::write_whole(&args.out, src.path(), args.force, html.as_bytes())?;
+    let page = page_of(&r, &args.out, html.len());
+    finish(ctx, &args.out, None, &[page], &[])?;
+    Ok(Status::Ok)
+}
+
+/// What building one session's page gave.
+type Built = (Entry, Page, Vec<String>);
+
+/// A session to write: its log, its page's name, its `sessions` row.
+type Todo = (LogSource, String, Session);
+
+/// `-o DIR` for many sessions: not standard output, not a file, and its
+/// index replaced only with --force. Gives the index's path.
+fn index_path(args: &ReportArgs) -> Result<PathBuf> {
+    let dir = &args.out;
+    if dir.as_os_str() == "-" {
         return Err(UsageError(
             "many sessions make a directory of pages: give -o DIR, not -o -".into(),
         )
         .into());
     }
-    let dir = &args.out;
     if dir.exists() && !dir.is_dir() {
         return Err(UsageError(format!(
             "{}: many sessions make a directory of pages, and this is a file",
@@ -155,132 +170,161 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
         ))
         .into());
     }
-    let mut sources: Vec<LogSource> = Vec::new();
-    let mut refused: Vec<(String, String)> = Vec::new();
-    for (arg, found) in inputs.iter().zip(ctx.resolve_each(&inputs)?) {
-        match found {
-            Ok(found) => sources.extend(found),
-            Err(e) => refused.push((arg.clone(), ctx.describe_load_error(&e))),
+    Ok(index)
+}
+
+/// Scan every log as `dsh sessions` does (in parallel) and name the pages
+/// in input order; a log the reader refuses is listed with its reason.
+fn plan(
+    ctx: &Ctx,
+    args: &ReportArgs,
+    opts: &ReportOptions,
+) -> Result<(Vec<Todo>, Vec<RefusedLog>)> {
+    if args.logs.iter().any(|l| l == "-") {
+        return Err(UsageError(
+            "standard input is read twice for a dashboard: give it as the one LOG with -o FILE"
+                .into(),
+        )
+        .into());
+    }
+    let scan = ScanOptions {
+        load: opts.load.clone(),
+        no_meter: false,
+        config: opts.config.clone(),
+    };
+    let items = crate::cli::many::sources_of(ctx, &args.logs)?;
+    let sources: Vec<LogSource> = items
+        .iter()
+        .filter_map(|i| i.as_ref().ok().cloned())
+        .collect();
+    let mut scanned =
+        crate::cli::many::run_many(ctx, &sources, args.jobs, "reading sessions", &|s| {
+            dsh::sessions::scan(s, &scan)
+        })
+        .into_iter()
+        .zip(sources.iter().cloned());
+    let mut todo = Vec::new();
+    let mut refused = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    for item in items {
+        let r = match item {
+            Ok(_) => scanned.next().expect("one scan per source"),
+            Err(e) => (Err(e), LogSource::Stdin),
+        };
+        match r {
+            (Ok(s), src) => {
+                let name = dsh::report::fleet::page_name(&s.id, &mut used);
+                todo.push((src, name, s));
+            }
+            (Err(e), _) => refused.push(RefusedLog {
+                file: e.file.clone(),
+                reason: ctx.describe_load_error(&e.error),
+            }),
         }
     }
+    Ok((todo, refused))
+}
+
+/// Many sessions: one page each, then the dashboard. The logs are scanned
+/// first (as `dsh sessions`), which names the pages in input order, then
+/// each page is built and written, in parallel.
+fn many(ctx: &mut Ctx, args: &ReportArgs, opts: &ReportOptions, zone: Zone) -> Result<Status> {
+    let index = index_path(args)?;
+    let dir = &args.out;
+    let (todo, mut refused) = plan(ctx, args, opts)?;
     std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    let sources: Vec<LogSource> = todo.iter().map(|t| t.0.clone()).collect();
+    let job = |src: &LogSource| -> Result<Built, Result<String, anyhow::Error>> {
+        let i = sources
+            .iter()
+            .position(|s| std::ptr::eq(s, src))
+            .expect("one of ours");
+        let (_, name, session) = &todo[i];
+        let r = dsh::report::build(src, opts).map_err(|e| match e {
+            ReportError::Load(le) => Ok(ctx.describe_load_error(&le)),
+            e => Ok(e.to_string()),
+        })?;
+        let path = dir.join(name);
+        let page = PageOptions {
+            zone: &zone,
+            index: Some("index.html"),
+        };
+        let html = dsh::report::html::session_page(&r, &[], &page);
+        crate::cli::writes::write_whole(&path, src.path(), args.force, html.as_bytes())
+            .map_err(Err)?;
+        let entry = Entry::new(name.clone(), &r, session.clone(), &opts.prices);
+        Ok((entry, page_of(&r, &path, html.len()), r.warnings.clone()))
+    };
+    let built = crate::cli::many::run_many(ctx, &sources, args.jobs, "writing pages", &job);
     let mut pages = Vec::new();
     let mut entries = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    for src in &sources {
-        match dsh::report::build(src, &opts) {
-            Ok(r) => {
-                warn(ctx, &r);
-                let name = unique_name(&r.session, &mut used);
-                let path = dir.join(&name);
-                let html = page_html(&r);
-                write_file(&path, src.path(), args.force, html.as_bytes())?;
-                let p = page_of(&r, &path, html.len());
-                entries.push(IndexEntry {
-                    href: name,
-                    session: r.session.clone(),
-                    title: r.title.clone(),
-                    file: r.file.clone(),
-                    counts: (p.requests, p.compactions, p.prunes),
-                    error: None,
-                });
-                pages.push(p);
+    for (b, src) in built.into_iter().zip(&sources) {
+        match b {
+            Ok((entry, page, warnings)) => {
+                warn(ctx, &page.file, &warnings);
+                entries.push(entry);
+                pages.push(page);
             }
-            Err(e) => {
-                let msg = match &e {
-                    ReportError::Load(le) => ctx.describe_load_error(le),
-                    e => e.to_string(),
-                };
-                if !ctx.quiet || ctx.json {
-                    eprintln!("{} {msg}", render::error_tag());
-                }
-                entries.push(IndexEntry {
-                    href: String::new(),
-                    session: src.display(),
-                    title: None,
-                    file: src.display(),
-                    counts: (0, 0, 0),
-                    error: Some(msg.clone()),
-                });
-                refused.push((src.display(), msg));
-            }
+            Err(Ok(reason)) => refused.push(RefusedLog {
+                file: src.display(),
+                reason,
+            }),
+            Err(Err(e)) => return Err(e),
         }
     }
-    let html = dsh::report::html::index_page(&entries);
-    write_file(&index, None, args.force, html.as_bytes())?;
-    finish(ctx, dir, Some((&index, html.len())), &pages, &refused)?;
-    Ok(if refused.is_empty() {
+    if !ctx.quiet || ctx.json {
+        for r in &refused {
+            eprintln!("{} {}", render::error_tag(), r.reason);
+        }
+    }
+    let fleet = Fleet::new(entries, refused, &opts.prices, zone);
+    let html = dsh::report::dashboard::index_page(&fleet);
+    crate::cli::writes::write_whole(&index, None, args.force, html.as_bytes())?;
+    finish(ctx, dir, Some((&index, html.len())), &pages, &fleet.refused)?;
+    Ok(if fleet.refused.is_empty() {
         Status::Ok
     } else {
         Status::InvalidLog
     })
 }
 
-fn warn(ctx: &Ctx, r: &SessionReport) {
+fn warn(ctx: &Ctx, file: &str, warnings: &[String]) {
     if !ctx.quiet && !ctx.json {
-        for w in &r.warnings {
-            eprintln!("{} {}: {w}", render::warning_tag(), r.file);
+        for w in warnings {
+            eprintln!("{} {file}: {w}", render::warning_tag());
         }
     }
 }
 
-/// A file name for a session's page: its id with anything but
-/// `[A-Za-z0-9._-]` as `_`, made unique.
-fn unique_name(session: &str, used: &mut std::collections::HashSet<String>) -> String {
-    let mut base: String = session
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(100)
-        .collect();
-    if base.is_empty() || base.starts_with('.') || base == "index" {
-        base = format!("session-{base}");
-    }
-    let mut name = format!("{base}.html");
-    let mut k = 2;
-    while !used.insert(name.clone()) {
-        name = format!("{base}-{k}.html");
-        k += 1;
-    }
-    name
-}
-
 fn page_of(r: &SessionReport, path: &Path, bytes: usize) -> Page {
+    let (requests, compactions) = (r.points.len(), r.landed_compactions());
+    let downsampled = requests > r.max_points;
     Page {
         file: r.file.clone(),
-        session: r.session.clone(),
-        path: path.display().to_string(),
         bytes: bytes as u64,
-        requests: r.points.len(),
-        compactions: r
-            .compactions
-            .iter()
-            .filter(|c| c.summary_seq.is_some())
-            .count(),
-        prunes: r.prunes.len(),
-        downsampled: r.points.len() > r.max_points,
+        json: Value::obj()
+            .with("file", r.file.as_str().into())
+            .with("session", r.session.as_str().into())
+            .with("path", path.display().to_string().into())
+            .with("bytes", (bytes as u64).into())
+            .with("requests", (requests as u64).into())
+            .with("compactions", (compactions as u64).into())
+            .with("prunes", (r.prunes.len() as u64).into())
+            .with("downsampled", downsampled.into()),
+        line: format!(
+            "wrote {} ({} bytes): session {}, {} requests, {compactions} compaction(s), {} prune(s){}",
+            path.display(),
+            render::num(bytes as u64),
+            r.session,
+            render::num(requests as u64),
+            r.prunes.len(),
+            if downsampled {
+                ", charts downsampled"
+            } else {
+                ""
+            }
+        ),
     }
-}
-
-fn write_file(out: &Path, input: Option<&Path>, force: bool, bytes: &[u8]) -> Result<()> {
-    let target = Target::prepare(out, input, force)?;
-    {
-        let mut f = std::io::BufWriter::new(target.tmp.as_file());
-        f.write_all(bytes)
-            .and_then(|_| f.flush())
-            .with_context(|| format!("{}: cannot write", out.display()))?;
-    }
-    target
-        .tmp
-        .as_file()
-        .sync_all()
-        .with_context(|| format!("{}: cannot write", out.display()))?;
-    target.commit(force)
 }
 
 fn finish(
@@ -288,7 +332,7 @@ fn finish(
     out: &Path,
     index: Option<(&Path, usize)>,
     pages: &[Page],
-    refused: &[(String, String)],
+    refused: &[RefusedLog],
 ) -> Result<()> {
     let total: u64 = pages.iter().map(|p| p.bytes).sum::<u64>() + index.map_or(0, |i| i.1 as u64);
     if ctx.json {
@@ -300,32 +344,17 @@ fn finish(
             )
             .with(
                 "pages",
-                Value::Arr(
-                    pages
-                        .iter()
-                        .map(|p| -> OwnedValue {
-                            Value::obj()
-                                .with("file", p.file.as_str().into())
-                                .with("session", p.session.as_str().into())
-                                .with("path", p.path.as_str().into())
-                                .with("bytes", p.bytes.into())
-                                .with("requests", (p.requests as u64).into())
-                                .with("compactions", (p.compactions as u64).into())
-                                .with("prunes", (p.prunes as u64).into())
-                                .with("downsampled", p.downsampled.into())
-                        })
-                        .collect(),
-                ),
+                Value::Arr(pages.iter().map(|p| p.json.clone()).collect()),
             )
             .with(
                 "refused",
                 Value::Arr(
                     refused
                         .iter()
-                        .map(|(f, e)| {
+                        .map(|r| {
                             Value::obj()
-                                .with("file", f.as_str().into())
-                                .with("error", e.as_str().into())
+                                .with("file", r.file.as_str().into())
+                                .with("error", r.reason.as_str().into())
                         })
                         .collect(),
                 ),
@@ -338,32 +367,26 @@ fn finish(
     if ctx.quiet {
         return Ok(());
     }
-    for p in pages {
-        outln!(
-            ctx.out,
-            "wrote {} ({} bytes): session {}, {} requests, {} compaction(s), {} prune(s){}",
-            p.path,
-            render::num(p.bytes),
-            p.session,
-            render::num(p.requests as u64),
-            p.compactions,
-            p.prunes,
-            if p.downsampled {
-                ", charts downsampled"
-            } else {
-                ""
+    match index {
+        // One page: what it holds.
+        None => {
+            for p in pages {
+                outln!(ctx.out, "{}", p.line)?;
             }
-        )?;
-    }
-    if let Some((i, n)) = index {
-        outln!(
+        }
+        // A dashboard: one line (--json lists every page).
+        Some((i, n)) => outln!(
             ctx.out,
-            "wrote {} ({} bytes): {} page(s), {} refused",
+            "wrote {} ({} bytes) and {} session page(s) beside it ({} bytes in all){}",
             i.display(),
             render::num(n as u64),
             pages.len(),
-            refused.len()
-        )?;
+            render::num(total),
+            match refused.len() {
+                0 => String::new(),
+                k => format!("; {k} log(s) refused, listed on the dashboard"),
+            }
+        )?,
     }
     Ok(())
 }

@@ -160,7 +160,7 @@ impl TimeArgs {
 }
 
 /// `--tz`: a fixed offset, or a zone name read from the zone database.
-fn zone(arg: &str) -> Result<Zone> {
+pub fn zone(arg: &str) -> Result<Zone> {
     if let Ok(o) = Offset::parse(arg) {
         return Ok(Zone::Fixed(o));
     }

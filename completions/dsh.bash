@@ -884,7 +884,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__locks)
-            opts="-y -n -j -q -h -V --release --yes --wait --dry-run --out --time --age --now --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-y -n -j -q -h -V --release --yes --wait --dry-run --out --time --age --now --all --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1242,7 +1242,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__sessions)
-            opts="-j -q -h -V --cwd --project --busy --since --until --tz --sort --reverse --limit --csv --csv-formulas --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --cwd --project --busy --since --until --tz --utc --sort --reverse --limit --csv --csv-formulas --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1462,7 +1462,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__usage)
-            opts="-j -q -h -V --daily --weekly --monthly --session --project --breakdown --cwd --since --until --tz --csv --csv-formulas --prices --offline --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --daily --weekly --monthly --session --project --breakdown --cwd --since --until --tz --utc --csv --csv-formulas --prices --offline --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

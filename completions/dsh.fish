@@ -121,7 +121,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand measure" -l home -d 'DSH home di
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l nodes -d 'Show the per-node table (position, seq, type, tokens)'
-complete -c dsh -n "__fish_dsh_using_subcommand measure" -l fail-over -d 'Exit 1 when any log is at or over its compaction threshold'
+complete -c dsh -n "__fish_dsh_using_subcommand measure" -l fail-over -d 'Exit 1 when any log is at or over its compaction threshold (refused logs then exit 3 only when none could be measured)'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand measure" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -285,6 +285,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand locks" -l release -d 'Release th
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s y -l yes -d 'Do not ask before releasing'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s n -l dry-run -d 'With --release: show what would be appended; write nothing'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l age -d 'With --json: give each lock\'s age (`ageMs`), measured from the clock (or from --now). The table always shows ages'
+complete -c dsh -n "__fish_dsh_using_subcommand locks" -l all -d 'List every bracket and every log, matched and free ones too (the table lists only busy, stale and orphaned locks by default; --json always holds every log)'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l json -d 'Print machine-readable JSON (stable, documented shapes) instead of tables'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -l lenient -d 'Accept documented tolerances (e.g. a header without delegationDepth), reporting each as a warning. Off by default: without it dsh accepts and refuses exactly the logs the reference does'
 complete -c dsh -n "__fish_dsh_using_subcommand locks" -s q -l quiet -d 'Do not print warnings on stderr'
@@ -309,9 +310,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand repair" -l raw -d 'Print text fr
 complete -c dsh -n "__fish_dsh_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand repair" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l project -l cwd -d 'Only sessions recorded in this directory (the header\'s cwd) or below it' -r
-complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l since -d 'From this date or time on (2026-07-01, 2026-07-01T09:30Z), or this long back from now (7d, 2w, 12h)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l since -d 'From this date or time on (2026-07-01 or 20260701, 2026-07-01T09:30Z), or this long back from now (7d, 2w, 12h)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l until -d 'Before this date or time (or this long back from now)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l tz -d 'The time zone dates are shown and typed in: UTC (default), a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (read from $TZDIR, else /usr/share/zoneinfo)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l tz -d 'The time zone dates are shown and typed in (default: the local one, from $TZ, else the system\'s): UTC, a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (read from $TZDIR, else /usr/share/zoneinfo)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l sort -d 'Order: started and activity oldest first; pressure, size and cost largest first. Unknown values last' -r -f -a "started\t'Start time'
 activity\t'Last activity'
 pressure\t'Pressure'
@@ -327,6 +328,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l home -d 'DSH home d
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l max-line-bytes -d 'Refuse a log with a line longer than this (bytes; suffixes K, M, G, T in powers of 1024). Default 64M: far above any real event, low enough that a line that never ends cannot exhaust memory' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l max-decompressed -d 'Refuse a Zstandard log that decompresses to more than this (bytes; suffixes K, M, G, T). Default 64G' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l busy -d 'Only sessions holding a live compaction lock (see `dsh locks`)'
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l utc -d 'Show and type dates in UTC (the same as --tz UTC)'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l reverse -d 'Turn the order round (unknown values stay last)'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l csv -d 'Print CSV (a header row, then one row per session)'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l csv-formulas -d 'With CSV: write cells that begin with = + - @ tab or CR as they are. By default such a cell (a number aside) gets a leading `\'` so a spreadsheet shows it as text instead of evaluating it (OWASP\'s advice against CSV injection)'
@@ -338,9 +340,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l raw -d 'Print text 
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l cwd -d 'Only sessions recorded in this directory (the header\'s cwd) or below it' -r
-complete -c dsh -n "__fish_dsh_using_subcommand usage" -l since -d 'From this date or time on (2026-07-01, 2026-07-01T09:30Z), or this long back from now (7d, 2w, 12h)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l since -d 'From this date or time on (2026-07-01 or 20260701, 2026-07-01T09:30Z), or this long back from now (7d, 2w, 12h)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l until -d 'Before this date or time (or this long back from now)' -r
-complete -c dsh -n "__fish_dsh_using_subcommand usage" -l tz -d 'The time zone dates are shown and typed in: UTC (default), a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (read from $TZDIR, else /usr/share/zoneinfo)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l tz -d 'The time zone dates are shown and typed in (default: the local one, from $TZ, else the system\'s): UTC, a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (read from $TZDIR, else /usr/share/zoneinfo)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l config -d 'The dsh config file ([[prices]])' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -355,6 +357,7 @@ complete -c dsh -n "__fish_dsh_using_subcommand usage" -l monthly -d 'Per month'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l session -d 'Per session'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l project -d 'Per project (the header\'s cwd)'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l breakdown -d 'Also show each group per provider and model'
+complete -c dsh -n "__fish_dsh_using_subcommand usage" -l utc -d 'Show and type dates in UTC (the same as --tz UTC)'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l csv -d 'Print CSV (a header row, then one row per group, or per group and model with --breakdown)'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l csv-formulas -d 'With CSV: write cells that begin with = + - @ tab or CR as they are. By default such a cell (a number aside) gets a leading `\'` so a spreadsheet shows it as text instead of evaluating it (OWASP\'s advice against CSV injection)'
 complete -c dsh -n "__fish_dsh_using_subcommand usage" -l prices -d 'Show the price table (built in and from the config) instead'

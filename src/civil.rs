@@ -207,8 +207,20 @@ pub fn parse_instant(s: &str, off: Offset) -> Result<i64, TimeError> {
     let t = s.trim();
     let bad = || {
         TimeError(format!(
-            "{s:?}: expected a date (2026-07-01), a date and time (2026-07-01T09:30Z) or a span (7d, 2w, 12h)"
+            "{s:?}: expected a date (2026-07-01 or 20260701), a date and time (2026-07-01T09:30Z) or a span (7d, 2w, 12h)"
         ))
+    };
+    // `YYYYMMDD` (as ccusage takes it) is the same date.
+    let dashed;
+    let b = t.as_bytes();
+    let t = if b.len() >= 8
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b.get(8).is_none_or(|c| !c.is_ascii_digit())
+    {
+        dashed = format!("{}-{}-{}{}", &t[..4], &t[4..6], &t[6..8], &t[8..]);
+        dashed.as_str()
+    } else {
+        t
     };
     let (d, rest) = t.split_at(t.len().min(10));
     let parts: Vec<&str> = d.split('-').collect();
@@ -400,6 +412,19 @@ impl Zone {
         })))
     }
 
+    /// A zone from a POSIX TZ rule, as `$TZ` may hold one
+    /// (`CET-1CEST,M3.5.0,M10.5.0/3`, `EST5EDT`, `UTC0`); `None` when it is
+    /// not one.
+    pub fn from_posix(rule: &str) -> Option<Zone> {
+        let r = PosixRule::parse(rule)?;
+        Some(Zone::Named(Box::new(NamedZone {
+            name: rule.to_string(),
+            transitions: Vec::new(),
+            initial: r.std,
+            rule: Some(r),
+        })))
+    }
+
     /// The offset from UTC at an instant.
     pub fn offset_at(&self, ms: i64) -> Offset {
         match self {
@@ -407,10 +432,10 @@ impl Zone {
             Zone::Named(z) => {
                 let t = ms.div_euclid(1000);
                 let secs = match z.transitions.partition_point(|(at, _)| *at <= t) {
-                    0 => z.initial,
                     n if n == z.transitions.len() && z.rule.is_some() => {
                         z.rule.as_ref().unwrap().offset_at(t)
                     }
+                    0 => z.initial,
                     n => z.transitions[n - 1].1,
                 };
                 Offset(secs.div_euclid(60))
@@ -627,6 +652,10 @@ mod tests {
         assert_eq!(rfc3339(local), "2026-04-25T16:00:00.000Z");
         assert!(parse_instant("2026-02-30", Offset::UTC).is_err());
         assert!(parse_instant("yesterday", Offset::UTC).is_err());
+        assert_eq!(parse_instant("20260426", Offset(480)), Ok(local));
+        assert_eq!(parse_instant("20260426T12:15Z", Offset::UTC), Ok(t));
+        assert!(parse_instant("202604261", Offset::UTC).is_err());
+        assert!(parse_instant("20260230", Offset::UTC).is_err());
         assert_eq!(parse_bound("2d", 10 * DAY_MS, Offset::UTC), Ok(8 * DAY_MS));
         assert_eq!(parse_span("2w"), Some(14 * DAY_MS));
         assert_eq!(parse_span("7"), None);
@@ -651,6 +680,13 @@ mod tests {
         assert_eq!(shanghai.offset_at(at("2026-07-15T00:00Z")), 8 * 3600);
         assert_eq!(PosixRule::parse("<+0530>-5:30").unwrap().std, 19_800);
         assert!(Zone::from_tzif("x", b"not a zone").is_err());
+        let tz = Zone::from_posix("CET-1CEST,M3.5.0,M10.5.0/3").unwrap();
+        assert_eq!(tz.offset_at(at("2026-07-01T12:00Z") * 1000), Offset(120));
+        assert_eq!(
+            tz.date_time(at("2026-12-31T23:30Z") * 1000),
+            "2027-01-01 00:30"
+        );
+        assert!(Zone::from_posix("Europe/Paris").is_none());
     }
 
     #[test]

@@ -73,8 +73,17 @@ impl Ctx {
     /// Resolve one log argument: a file, `-`, a session directory, a
     /// working directory, a session id or a unique prefix of one. An
     /// ambiguous prefix is a usage error (it lists the candidates).
+    ///
+    /// A working directory names its project's newest session (by its
+    /// log's last event): which one is said on stderr (unless quiet).
     pub fn resolve(&self, arg: &str) -> anyhow::Result<LogSource> {
-        let src = dsh::log::lookup::resolve(arg, self.home.as_deref()).map_err(lookup_error)?;
+        let (src, picked) =
+            dsh::log::lookup::resolve_picked(arg, self.home.as_deref()).map_err(lookup_error)?;
+        if let Some(p) = picked
+            && !self.quiet
+        {
+            eprintln!("{} {}", super::render::note_tag(), picked_note(&p, &src));
+        }
         crate::keep_freed_pages_for(&src);
         Ok(src)
     }
@@ -130,8 +139,8 @@ impl Ctx {
     }
 
     /// What "no LOG" means for the commands that read many logs (measure,
-    /// verify, locks): every session under the DSH home. A home that is not
-    /// there is the same refusal for all of them.
+    /// verify, locks, …): every session under the DSH home. A home that is
+    /// not there is the same one-line usage error (exit 2) for all of them.
     pub fn home_sessions(&self) -> anyhow::Result<PathBuf> {
         let Some(home) = &self.home else {
             return Err(super::exit::UsageError(
@@ -140,13 +149,10 @@ impl Ctx {
             .into());
         };
         if !home.is_dir() {
-            return Err(LoadError::new(
-                dsh::LoadErrorKind::NotFound,
-                format!(
-                    "{}: no DSH home there: name a LOG, or point $DSH_HOME (or --home) at the harness's home",
-                    home.display()
-                ),
-            )
+            return Err(super::exit::UsageError(format!(
+                "{}: no DSH home there: name a LOG, or point $DSH_HOME (or --home) at the harness's home",
+                home.display()
+            ))
             .into());
         }
         Ok(home.join("sessions"))
@@ -281,6 +287,27 @@ pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
         return Ok(Config::default());
     }
     Config::load(&path).map_err(|e| super::exit::UsageError(format!("config: {e}")).into())
+}
+
+/// Which session a working directory named: `.: the newest of its 2
+/// sessions (last event 2026-07-09 12:37): PATH; `dsh sessions --project .`
+/// lists them`.
+pub fn picked_note(p: &dsh::log::lookup::Picked, src: &LogSource) -> String {
+    let when = p.last_time.map_or_else(
+        || "no dated event".to_string(),
+        |t| format!("last event {}", super::zone::local().date_time(t)),
+    );
+    if p.of == 1 {
+        format!("{}: its only session ({when}): {}", p.arg, src.display())
+    } else {
+        format!(
+            "{}: the newest of its {} sessions ({when}): {}; `dsh sessions --project {}` lists them",
+            p.arg,
+            p.of,
+            src.display(),
+            p.arg
+        )
+    }
 }
 
 /// A failed lookup as the error the command line reports: not found is a

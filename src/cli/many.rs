@@ -70,7 +70,10 @@ pub fn run_many<T: Send, E: Send>(
 }
 
 /// Every log the arguments name (no argument: every session under the
-/// home), in input order; an argument that names nothing is a refusal.
+/// home), in input order. An argument that names nothing at all (no such
+/// home, directory, file, session id or working directory) is a one-line
+/// usage error (exit 2), as a missing home is; a log that is there but
+/// cannot be read is a refusal.
 pub fn sources_of(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<Result<LogSource, Refused>>> {
     let mut items: Vec<Result<LogSource, Refused>> = Vec::new();
     if paths.is_empty() {
@@ -85,6 +88,9 @@ pub fn sources_of(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<Result<LogS
     for (a, found) in paths.iter().zip(ctx.resolve_each(paths)?) {
         match found {
             Ok(s) => items.extend(s.into_iter().map(Ok)),
+            Err(e) if e.kind == dsh::LoadErrorKind::NotFound => {
+                return Err(super::exit::UsageError(ctx.describe_load_error(&e)).into());
+            }
             Err(e) => items.push(Err(Refused {
                 file: a.clone(),
                 size: None,

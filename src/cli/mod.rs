@@ -4,6 +4,7 @@ pub mod commands;
 pub mod csv;
 pub mod ctx;
 pub mod exit;
+pub mod help;
 pub mod many;
 pub mod render;
 pub mod rows;
@@ -169,12 +170,16 @@ pub fn command() -> clap::Command {
 
 /// Parse, run, and turn the outcome into an exit code.
 pub fn run() -> ExitCode {
-    let parsed = command()
+    let parsed = help::fit_all_examples(command())
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
+            let argv: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let e = help::unknown_flag(&command(), &argv, &e).unwrap_or(e);
             let code = if e.use_stderr() {
                 Status::Usage.code()
             } else {

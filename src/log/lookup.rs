@@ -35,7 +35,8 @@ impl From<LoadError> for LookupError {
 }
 
 /// The session logs recorded for working directory `dir` under `home`,
-/// newest last (by modification time). Empty when there are none.
+/// newest last (by the time of each log's last event, see
+/// [`source::project_sessions`]). Empty when there are none.
 pub fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut candidates = vec![abs.clone()];
@@ -56,6 +57,44 @@ pub fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
         }
     }
     Vec::new()
+}
+
+/// The sessions of the project an argument names as its working directory:
+/// an existing directory that is not itself a session directory, or an
+/// absolute path that no longer exists; newest last. Empty when it names
+/// none.
+fn project_of(arg: &str, home: Option<&Path>) -> Vec<PathBuf> {
+    let p = Path::new(arg);
+    let Some(h) = home else { return Vec::new() };
+    if arg == "-" || p.is_file() {
+        return Vec::new();
+    }
+    if p.is_dir() {
+        if source::session_file_in(p).is_some() {
+            return Vec::new();
+        }
+        return sessions_of_cwd(p, h);
+    }
+    if arg.starts_with('/') && !p.exists() {
+        let cwd = arg.trim_end_matches('/');
+        return source::project_sessions(
+            &h.join("sessions"),
+            if cwd.is_empty() { "/" } else { cwd },
+        );
+    }
+    Vec::new()
+}
+
+/// Which session a working directory named, when one log was wanted: the
+/// newest of the project's sessions by its log's last event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picked {
+    /// What was typed.
+    pub arg: String,
+    /// How many sessions the project has.
+    pub of: usize,
+    /// The picked log's last event time ([`super::tail::last_event_time`]).
+    pub last_time: Option<i64>,
 }
 
 /// Sessions under `home` whose id (directory name) starts with `prefix`.
@@ -82,33 +121,51 @@ fn sessions_with_prefix(prefix: &str, home: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-/// Whether `arg` names a tree of many logs rather than one log: a directory
-/// that is neither a session directory nor a working directory with
-/// sessions under `home`.
+/// Whether `arg` names many logs rather than one: a directory that is not
+/// a session directory (a tree of logs, a home, or a working directory
+/// whose sessions live under `home`), or an absolute path that no longer
+/// exists but names a project under `home`. Commands that take many logs
+/// take all of them ([`resolve_many`]); commands that take one take the
+/// project's newest ([`resolve_picked`]).
 pub fn is_tree(arg: &str, home: Option<&Path>) -> bool {
     let p = Path::new(arg);
-    arg != "-"
-        && p.is_dir()
-        && source::session_file_in(p).is_none()
-        && home.is_none_or(|h| sessions_of_cwd(p, h).is_empty())
+    (arg != "-" && p.is_dir() && source::session_file_in(p).is_none())
+        || !project_of(arg, home).is_empty()
 }
 
 /// Resolve one argument naming one log.
 pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupError> {
+    resolve_picked(arg, home).map(|(s, _)| s)
+}
+
+/// [`resolve`], saying which session a working directory named (its
+/// project's newest by the last event's time), so that the caller can tell.
+pub fn resolve_picked(
+    arg: &str,
+    home: Option<&Path>,
+) -> Result<(LogSource, Option<Picked>), LookupError> {
+    let mut project = project_of(arg, home);
+    if let Some(newest) = project.pop() {
+        let picked = Picked {
+            arg: arg.to_string(),
+            of: project.len() + 1,
+            last_time: super::tail::last_event_time(&newest),
+        };
+        return Ok((LogSource::File(newest), Some(picked)));
+    }
+    resolve_named(arg, home).map(|s| (s, None))
+}
+
+/// [`resolve`] of an argument that names no working directory's sessions.
+fn resolve_named(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupError> {
     let p = Path::new(arg);
     if arg == "-" || p.is_file() || source::is_stream(p) {
         return Ok(source::resolve(arg, home)?);
     }
     if p.is_dir() {
-        if source::session_file_in(p).is_none()
-            && let Some(h) = home
-            && let Some(newest) = sessions_of_cwd(p, h).pop()
-        {
-            return Ok(LogSource::File(newest));
-        }
         return source::resolve(arg, home).map_err(|e| {
             match home {
-                Some(h) => LoadError::new(
+                Some(h) if source::discover(p).is_empty() => LoadError::new(
                     LoadErrorKind::NotFound,
                     format!(
                         "directory {} holds no session log, and no session under {} was recorded with it as its working directory",
@@ -116,7 +173,7 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupError>
                         h.join("sessions").display()
                     ),
                 ),
-                None => e,
+                _ => e,
             }
             .into()
         });
@@ -196,18 +253,12 @@ fn with_suggestion(mut e: LoadError, arg: &str) -> LoadError {
 }
 
 /// Resolve an argument that may name many logs: a directory tree, a home,
-/// or anything [`resolve`] takes. A working directory means its sessions.
+/// or anything [`resolve`] takes. A working directory means all of its
+/// project's sessions, oldest first.
 pub fn resolve_many(arg: &str, home: Option<&Path>) -> Result<Vec<LogSource>, LookupError> {
-    let p = Path::new(arg);
-    if arg != "-"
-        && p.is_dir()
-        && source::session_file_in(p).is_none()
-        && let Some(h) = home
-    {
-        let found = sessions_of_cwd(p, h);
-        if !found.is_empty() {
-            return Ok(found.into_iter().map(LogSource::File).collect());
-        }
+    let project = project_of(arg, home);
+    if !project.is_empty() {
+        return Ok(project.into_iter().map(LogSource::File).collect());
     }
     if is_tree(arg, home) {
         return Ok(source::resolve_many(arg, home)?);
@@ -249,13 +300,57 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(resolve("zz", h), Err(LookupError::NotFound(_))));
-        assert!(!is_tree(cwd_s, h));
+        assert!(is_tree(cwd_s, h), "a working directory names its sessions");
         assert_eq!(resolve_many(cwd_s, h).unwrap(), [LogSource::File(a)]);
         let other = tempfile::tempdir().unwrap();
         let msg = resolve(other.path().to_str().unwrap(), h)
             .unwrap_err()
             .to_string();
         assert!(msg.contains("working directory"), "{msg}");
+    }
+
+    #[test]
+    fn a_working_directory_names_its_newest_session_by_the_last_event() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let cwd = std::fs::canonicalize(proj.path()).unwrap();
+        let cwd_s = cwd.to_str().unwrap();
+        let head = |id: &str| {
+            format!(
+                r#"{{"type":"session","version":0,"id":"{id}","createdAt":1780000000000,"delegationDepth":0}}"#
+            )
+        };
+        let ev =
+            |t: u64| format!(r#"{{"type":"turn/start","seq":0,"time":{t},"data":{{"turn":1}}}}"#);
+        let late = session(home.path(), cwd_s, "late");
+        std::fs::write(&late, format!("{}\n{}\n", head("late"), ev(1780000900000))).unwrap();
+        // Written second, so newer by mtime, but its last event is older.
+        let early = session(home.path(), cwd_s, "early");
+        std::fs::write(
+            &early,
+            format!("{}\n{}\n", head("early"), ev(1780000100000)),
+        )
+        .unwrap();
+        let h = Some(home.path());
+        let (src, picked) = resolve_picked(cwd_s, h).unwrap();
+        assert_eq!(src, LogSource::File(late.clone()));
+        let picked = picked.unwrap();
+        assert_eq!((picked.of, picked.last_time), (2, Some(1780000900000)));
+        assert_eq!(
+            resolve_many(cwd_s, h).unwrap(),
+            [
+                LogSource::File(early.clone()),
+                LogSource::File(late.clone())
+            ]
+        );
+        // A session file is named as itself, not picked.
+        assert_eq!(resolve_picked(late.to_str().unwrap(), h).unwrap().1, None);
+        // A working directory that is gone still names its project.
+        drop(proj);
+        assert!(!cwd.exists());
+        assert_eq!(resolve(cwd_s, h).unwrap(), LogSource::File(late.clone()));
+        assert!(is_tree(cwd_s, h));
+        assert_eq!(resolve_many(cwd_s, h).unwrap().len(), 2);
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub(crate) mod reader;
 pub(crate) mod repair;
 pub(crate) mod reread;
 pub mod source;
+pub mod tail;
 pub(crate) mod tee;
 pub(crate) mod validate;
 

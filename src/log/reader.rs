@@ -1184,6 +1184,16 @@ pub fn complete_frames_end(data: &[u8]) -> (u64, bool) {
     (pos as u64, true)
 }
 
+/// The length of the Zstandard frame at the start of `d` when it is
+/// complete there (walked structurally, not decoded); `None` when it is torn
+/// or is not a frame.
+pub(crate) fn complete_frame_len(d: &[u8]) -> Option<usize> {
+    match scan_frame(d) {
+        FrameScan::Complete(n) => Some(n),
+        _ => None,
+    }
+}
+
 enum FrameScan {
     Complete(usize),
     Torn,

@@ -305,9 +305,15 @@ fn sessions_lists_the_home_with_times_locks_refusals_and_totals() {
         ["alpha-0002", "alpha-0001", "sample-locks-busy", "beta-0003"]
     );
     // Largest cost first, unpriced after, then --limit.
+    // --limit counts every row: refused ones (last) too.
     let (v, _) = env.json(&["sessions", "--json", "--sort", "cost", "--limit", "1"]);
-    assert_eq!(ids(&v), ["alpha-0001", "REFUSED"]);
-    assert_eq!(v.get("matched").unwrap().as_f64(), Some(4.0));
+    assert_eq!(ids(&v), ["alpha-0001"]);
+    assert_eq!(v.get("matched").unwrap().as_f64(), Some(5.0));
+    let refused = v.get("summary").unwrap().get("refused").unwrap().as_f64();
+    assert_eq!(refused, Some(1.0), "the summary still counts it");
+    let (v, _) = env.json(&["sessions", "--json", "--limit", "5"]);
+    assert_eq!(ids(&v).len(), 5);
+    assert_eq!(ids(&v)[4], "REFUSED");
 }
 
 #[test]
@@ -365,8 +371,13 @@ fn sessions_csv_and_table() {
     assert!(text.contains("unknown"), "{text}");
     assert!(text.contains("4 session(s)"), "{text}");
     assert!(
-        text.contains("refused refused-0005: corrupt session log"),
+        text.contains("refused refused-0005 (reason on stderr)"),
         "{text}"
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("refused-0005/session.jsonl: line 13: corrupt session log"),
+        "{err}"
     );
     assert!(text.contains("busy"), "{text}");
     let both = env
@@ -383,9 +394,17 @@ fn an_empty_or_missing_home() {
     let out = env.dsh().args(["sessions"]).output().unwrap();
     assert_eq!(
         out.status.code(),
-        Some(3),
-        "no home: the refusal every home command gives"
+        Some(2),
+        "no home: the one-line error every home command gives"
     );
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    assert!(out.stdout.is_empty());
+    // Nor is a home, directory or log that is not there a table.
+    let gone = env.home().join("nowhere");
+    let out = env.dsh().arg("sessions").arg(&gone).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     std::fs::create_dir_all(env.dsh_home().join("sessions")).unwrap();
     let (v, code) = env.json(&["sessions", "--json"]);
     assert_eq!(code, 0);
@@ -434,7 +453,16 @@ fn sessions_fit_80_columns_and_use_200() {
     let Some(narrow) = in_terminal(80, &home, &["sessions"]) else {
         return;
     };
+    // The refusal's reason is on stderr, whole (the terminal wraps it).
+    let (errors, narrow): (Vec<&str>, Vec<&str>) =
+        narrow.lines().partition(|l| l.starts_with("dsh: error:"));
+    assert!(errors[0].contains("seq gap"), "{errors:?}");
+    let narrow = narrow.join("\n");
     assert!(widest(&narrow) <= 80, "{narrow}");
+    assert!(
+        narrow.contains("left out at 80 columns: project, started"),
+        "the columns left out are named: {narrow}"
+    );
     assert!(
         narrow.contains("activity") && narrow.contains("cost $"),
         "{narrow}"
@@ -445,6 +473,7 @@ fn sessions_fit_80_columns_and_use_200() {
         "one line per row (header, five sessions, totals): {narrow}"
     );
     let wide = in_terminal(200, &home, &["sessions"]).unwrap();
+    assert!(!wide.contains("left out at"), "{wide}");
     assert!(widest(&wide) <= 200, "{wide}");
     assert!(widest(&wide) > 80, "{wide}");
     assert!(

@@ -41,6 +41,8 @@ const LEAKY_VARS: &[&str] = &[
     "PAGER",
     "COLUMNS",
     "LINES",
+    "TZ",
+    "TZDIR",
     "CLICOLOR",
     "CLICOLOR_FORCE",
     "DEEPSEEK_API_KEY",
@@ -121,7 +123,9 @@ fn pin(c: &mut Command, home: &Path) {
     }
     c.env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // Dates show in the local zone: pin it.
+        .env("TZ", "UTC");
 }
 
 fn pin_process(c: &mut std::process::Command, home: &Path) {
@@ -130,7 +134,9 @@ fn pin_process(c: &mut std::process::Command, home: &Path) {
     }
     c.env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "1")
+        // Dates show in the local zone: pin it.
+        .env("TZ", "UTC");
 }
 
 fn shared_env() -> &'static TestEnv {

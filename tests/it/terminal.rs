@@ -323,19 +323,21 @@ fn a_session_is_found_by_its_working_directory_and_an_id_prefix() {
 }
 
 #[test]
-fn a_missing_home_is_the_same_refusal_for_measure_verify_and_locks() {
+fn a_missing_home_is_the_same_one_line_usage_error_for_every_many_log_command() {
     let gone = tempfile::tempdir().unwrap().path().join("no-such-home");
     let mut seen = Vec::new();
-    for cmd in ["measure", "verify", "locks"] {
+    for cmd in ["measure", "verify", "locks", "sessions", "usage", "cache"] {
         let out = dsh().arg(cmd).env("DSH_HOME", &gone).output().unwrap();
         seen.push((
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ));
     }
-    assert_eq!(seen[0].0, Some(3), "{seen:?}");
+    assert_eq!(seen[0].0, Some(2), "{seen:?}");
     assert!(seen.iter().all(|s| s == &seen[0]), "{seen:?}");
     assert!(seen[0].1.contains("no DSH home"), "{seen:?}");
+    assert_eq!(seen[0].1.lines().count(), 1, "one line: {seen:?}");
+    assert!(seen.iter().all(|s| s.0 == Some(2)), "{seen:?}");
 }
 
 #[test]
@@ -592,6 +594,7 @@ fn reports_name_home_sessions_by_short_id_and_project() {
     for cmd in ["measure", "verify", "locks"] {
         let out = dsh()
             .arg(cmd)
+            .args((cmd == "locks").then_some("--all"))
             .env("DSH_HOME", home.path())
             .output()
             .unwrap();

@@ -1497,7 +1497,7 @@ fn cli_all_audits_the_home_and_usage_errors_exit_2() {
     dsh()
         .arg("verify")
         .assert()
-        .code(3)
+        .code(2)
         .stderr(predicates::str::contains("no DSH home"));
     dsh()
         .args(["verify", "--json", "--format", "github"])

@@ -365,7 +365,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
                 .map(|c| c.0.clone())
                 .unwrap_or_else(|| "—".into());
             t.add_row(vec![
-                r.file.clone(),
+                render::log_label(&r.file, ctx.home.as_deref()),
                 render::num(tt.requests as u64),
                 render::num(tt.prompt_tokens),
                 rate(tt.predicted_rate()),

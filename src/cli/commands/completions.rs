@@ -18,6 +18,12 @@ pub struct CompletionsArgs {
 
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &CompletionsArgs) -> Result<Status> {
+    if ctx.json {
+        return Err(crate::cli::exit::UsageError(
+            "completions prints a shell script; --json has nothing to describe here".into(),
+        )
+        .into());
+    }
     let mut cmd = crate::cli::command();
     // The scripts should not offer the global options after `completions`,
     // where they do nothing: build the tree (which copies the globals into

@@ -26,6 +26,9 @@ use crate::cli::writes::{append_error, append_options, now_ms};
 /// (nested starts, ends without a start, id or owner mismatches, turn
 /// boundaries crossing a bracket).
 ///
+/// The table lists what is worth a look (busy, stale and orphaned locks,
+/// anomalies, unreadable logs); --all lists every bracket and every log.
+///
 /// Without LOG: every session under $DSH_HOME. Exit 1 when any log has a
 /// busy lock, an anomaly or a damaged end (a cut last Zstandard frame, a
 /// torn last line: writers refuse it until `dsh repair`), so a script can
@@ -94,6 +97,11 @@ pub struct LocksArgs {
     /// --json it implies --age.
     #[arg(long, value_name = "MS")]
     pub now: Option<u64>,
+    /// List every bracket and every log, matched and free ones too (the
+    /// table lists only busy, stale and orphaned locks by default; --json
+    /// always holds every log).
+    #[arg(long, conflicts_with = "release")]
+    pub all: bool,
     /// Logs read in parallel (0: one per core).
     #[arg(long, short = 'j', default_value_t = 0)]
     pub jobs: usize,
@@ -300,9 +308,19 @@ fn envelope(logs: Vec<OwnedValue>, counts: [u64; 5], now: Option<f64>) -> OwnedV
 }
 
 /// Run it.
-/// The table rows of one log: one per bracket, or one "free" row.
-fn add_rows(t: &mut render::table::Tbl, file: &str, rep: &LockReport, now: f64) {
-    if rep.brackets.is_empty() {
+/// The table rows of one log: one per bracket, or one "free" row; without
+/// `all`, only the brackets worth a look (busy, stale, orphaned). Returns
+/// how many rows it added.
+fn add_rows(
+    t: &mut render::table::Tbl,
+    file: &str,
+    rep: &LockReport,
+    now: f64,
+    all: bool,
+) -> usize {
+    let mut added = 0;
+    if rep.brackets.is_empty() && all {
+        added += 1;
         t.add_row(vec![
             file.to_string(),
             "—".into(),
@@ -314,6 +332,10 @@ fn add_rows(t: &mut render::table::Tbl, file: &str, rep: &LockReport, now: f64) 
         ]);
     }
     for b in &rep.brackets {
+        if !all && b.status == LockStatus::Matched {
+            continue;
+        }
+        added += 1;
         let id = b
             .compaction_id
             .as_jstr()
@@ -334,6 +356,7 @@ fn add_rows(t: &mut render::table::Tbl, file: &str, rep: &LockReport, now: f64) 
             (detail(b), None),
         ]);
     }
+    added
 }
 
 pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
@@ -374,6 +397,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     ]);
     t.drop_first(&["compactionId", "owner", "seq"]);
     let mut notes = Vec::new();
+    let (mut rows, mut quiet_logs) = (0usize, 0usize);
     for (src, r) in sources.iter().zip(results) {
         let file = src.display();
         match r {
@@ -381,7 +405,11 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 errors += 1;
                 status = status.worst(Status::InvalidLog);
                 if !ctx.quiet || ctx.json {
-                    eprintln!("{} {e}", crate::cli::render::error_tag());
+                    eprintln!(
+                        "{} {}",
+                        crate::cli::render::error_tag(),
+                        ctx.describe_load_error(&e)
+                    );
                 }
                 // The same entry as a refused log of `measure` and `verify`.
                 let mut entry = Value::obj().with("file", file.into());
@@ -419,12 +447,15 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 if rep.state == LockState::Busy || !rep.anomalies.is_empty() {
                     status = status.worst(Status::Findings);
                 }
-                add_rows(
+                let added = add_rows(
                     &mut t,
                     &render::log_label(&file, ctx.home.as_deref()),
                     &rep,
                     now,
+                    args.all,
                 );
+                rows += added;
+                quiet_logs += usize::from(added == 0);
                 for a in &rep.anomalies {
                     notes.push(format!("{file}: anomaly at seq {}: {}", a.seq, a.message));
                 }
@@ -445,9 +476,17 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         ))?;
         return Ok(status);
     }
-    outln!(ctx.out, "{t}")?;
+    if rows > 0 {
+        outln!(ctx.out, "{t}")?;
+    }
     for n in &notes {
         outln!(ctx.out, "{n}")?;
+    }
+    if quiet_logs > 0 {
+        outln!(
+            ctx.out,
+            "{quiet_logs} log(s) with nothing to report not listed (--all lists them)"
+        )?;
     }
     outln!(
         ctx.out,

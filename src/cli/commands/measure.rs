@@ -25,9 +25,11 @@ use crate::cli::{many, render};
 /// anchored on the provider's reported usage), so it equals the number that
 /// triggers compaction. `--tokenizer` adds a real BPE count of the same text.
 ///
-/// Several LOGs, or a directory of sessions (e.g. `~/.dsh/sessions`), give one
-/// row per log, measured in parallel; a bad log is reported and the scan goes
-/// on (exit 3 at the end).
+/// Several LOGs, a directory of sessions (e.g. `~/.dsh/sessions`) or a
+/// working directory (`.`: every session of that project) give one row per
+/// log, measured in parallel, and a line `N of M over the compaction
+/// threshold`; a bad log is reported on stderr (the reason and what to do)
+/// and the scan goes on.
 ///
 /// With --json, one log prints the reference's `measure` object
 /// (`logRevision`, `baseline {kind, tokens, usage?}`, `surfaceDeltaTokens`,
@@ -44,14 +46,16 @@ use crate::cli::{many, render};
 /// "refused"}, "schema_version"}`.
 ///
 /// Exit status: 0 ok; 1 with --fail-over when a log is at or over its
-/// threshold; 2 bad flags or config; 3 a log refused or not replayable.
+/// threshold; 2 bad flags or config; 3 a log refused or not replayable
+/// (with --fail-over: only when no log could be measured).
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Examples:\n  dsh measure session.jsonl\n  dsh measure                          # every session under $DSH_HOME\n  dsh measure --tokenizer deepseek-v4 s.jsonl   # DeepSeek's own count of the request\n  dsh measure --fail-over --json ~/.dsh/sessions   # CI: exit 1 when over"
 )]
 pub struct MeasureArgs {
-    /// Logs: files, `-`, session directories or ids, or directories of sessions.
-    /// With none: every session under $DSH_HOME.
+    /// Logs: files, `-`, session directories or ids, directories of
+    /// sessions, or working directories (`.`: all of that project's
+    /// sessions). With none: every session under $DSH_HOME.
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// Show the per-node table (position, seq, type, tokens).
@@ -78,7 +82,8 @@ pub struct MeasureArgs {
     /// $XDG_CONFIG_HOME/dsh/config.toml, else ~/.config/dsh/config.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Exit 1 when any log is at or over its compaction threshold.
+    /// Exit 1 when any log is at or over its compaction threshold (refused
+    /// logs then exit 3 only when none could be measured).
     #[arg(long)]
     pub fail_over: bool,
     /// Logs measured at once when there are many (0: one per core).
@@ -789,15 +794,23 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
     table.drop_first(&["baseline", "route", "window", "threshold"]);
     for item in &items {
         let (file, outcome) = match item {
-            Err((arg, e)) => (arg.clone(), Err(load_error_json(e))),
+            Err((arg, e)) => (
+                arg.clone(),
+                Err((load_error_json(e), ctx.describe_load_error(e))),
+            ),
             Ok(src) => {
                 let r = results.next().expect("one result per source");
                 (
                     src.display(),
                     match r {
                         Ok(x) => Ok(x),
-                        Err(MeasureError::Load(e)) => Err(load_error_json(&e)),
-                        Err(MeasureError::Meter(e)) => Err(meter_error_json(&e, &src.display())),
+                        Err(MeasureError::Load(e)) => {
+                            Err((load_error_json(&e), ctx.describe_load_error(&e)))
+                        }
+                        Err(MeasureError::Meter(e)) => Err((
+                            meter_error_json(&e, &src.display()),
+                            format!("{}: {e} (seq {})", src.display(), e.seq()),
+                        )),
                     },
                 )
             }
@@ -807,15 +820,9 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
             _ => short_name(&file, &dir_args),
         };
         match outcome {
-            Err(mut ev) => {
-                status = status.worst(Status::InvalidLog);
-                let msg = ev
-                    .get("error")
-                    .and_then(|e| e.as_str())
-                    .unwrap_or_default()
-                    .into_owned();
+            Err((mut ev, msg)) => {
                 refused += 1;
-                // Some reasons name the file themselves: name it once.
+                // The reason and what to do, on one line, naming the file once.
                 if msg.starts_with(&format!("{file}: ")) {
                     eprintln!("{} {msg}", crate::cli::render::error_tag());
                 } else {
@@ -825,9 +832,11 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 ev.set("file", file.as_str().into());
                 json_rows.push(ev);
                 // The reason is on stderr, once; the row only marks the log.
+                // (In the tokens column, which a narrow terminal keeps.)
                 table.add_toned_row(vec![
                     (shown.clone(), None),
-                    ("refused (reason on stderr)".into(), Some(Tone::Bad)),
+                    (String::new(), None),
+                    ("refused".into(), Some(Tone::Bad)),
                 ]);
             }
             Ok((r, warnings)) => {
@@ -844,9 +853,6 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                 let (route, window, pct, thr, head) = match &r.policy {
                     Ok(p) => {
                         let b = &p.budgets;
-                        if b.over_threshold(total) && args.fail_over {
-                            status = status.worst(Status::Findings);
-                        }
                         (
                             p.policy.target_key(),
                             fmt_u(b.context_window),
@@ -887,6 +893,13 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
             }
         }
     }
+    // Over the threshold decides --fail-over; refused logs are reported
+    // on stderr and fail the run only when nothing could be measured.
+    if args.fail_over && over_threshold > 0 {
+        status = Status::Findings;
+    } else if refused > 0 && (measured == 0 || !args.fail_over) {
+        status = Status::InvalidLog;
+    }
     if ctx.json {
         let summary = Value::obj()
             .with("logs", (json_rows.len() as u64).into())
@@ -904,8 +917,18 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         for e in &errors {
             outln!(ctx.out, "{e}")?;
         }
+        outln!(ctx.out, "{}", over_line(over_threshold, measured, refused))?;
     }
     Ok(status)
+}
+
+/// `2 of 5 over the compaction threshold (1 refused, reasons on stderr)`.
+fn over_line(over: u64, measured: u64, refused: u64) -> String {
+    let mut s = format!("{over} of {measured} over the compaction threshold",);
+    if refused > 0 {
+        s.push_str(&format!(" ({refused} refused, reasons on stderr)"));
+    }
+    s
 }
 
 /// A log's path relative to the directory argument it was found under

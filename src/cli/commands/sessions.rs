@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use dsh::LogSource;
-use dsh::civil::{self, Offset, Zone};
+use dsh::civil::{self, Zone};
 use dsh::json::{OwnedValue, Value};
 use dsh::lock::LockState;
 use dsh::price::PriceTable;
@@ -118,23 +118,27 @@ impl Sort {
 /// `--since`, `--until`, `--tz`: shared by `sessions` and `usage`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TimeArgs {
-    /// From this date or time on (2026-07-01, 2026-07-01T09:30Z), or this
-    /// long back from now (7d, 2w, 12h).
+    /// From this date or time on (2026-07-01 or 20260701, 2026-07-01T09:30Z),
+    /// or this long back from now (7d, 2w, 12h).
     #[arg(long, value_name = "WHEN")]
     pub since: Option<String>,
     /// Before this date or time (or this long back from now).
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
-    /// The time zone dates are shown and typed in: UTC (default), a fixed
-    /// offset such as +08:00, or a zone name such as Asia/Shanghai (read from
-    /// $TZDIR, else /usr/share/zoneinfo).
-    #[arg(long, value_name = "OFFSET", default_value = "UTC")]
-    pub tz: String,
+    /// The time zone dates are shown and typed in (default: the local one,
+    /// from $TZ, else the system's): UTC, a fixed offset such as +08:00, or
+    /// a zone name such as Asia/Shanghai (read from $TZDIR, else
+    /// /usr/share/zoneinfo).
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// Show and type dates in UTC (the same as --tz UTC).
+    #[arg(long, conflicts_with = "tz")]
+    pub utc: bool,
 }
 
 /// The parsed time flags.
 pub struct Times {
-    /// `--tz`.
+    /// `--tz` / `--utc`, else the local zone.
     pub tz: Zone,
     /// `--since` (epoch ms).
     pub since: Option<i64>,
@@ -145,7 +149,7 @@ pub struct Times {
 impl TimeArgs {
     /// Parse against the clock.
     pub fn parse(&self) -> Result<Times> {
-        let tz = zone(&self.tz)?;
+        let tz = crate::cli::zone::of_flags(self.tz.as_deref(), self.utc)?;
         let now = crate::cli::writes::now_ms() as i64;
         let bound = |flag: &str, v: &Option<String>| -> Result<Option<i64>> {
             v.as_deref()
@@ -157,37 +161,6 @@ impl TimeArgs {
         let until = bound("until", &self.until)?;
         Ok(Times { tz, since, until })
     }
-}
-
-/// `--tz`: a fixed offset, or a zone name read from the zone database.
-pub fn zone(arg: &str) -> Result<Zone> {
-    if let Ok(o) = Offset::parse(arg) {
-        return Ok(Zone::Fixed(o));
-    }
-    let safe = !arg.is_empty()
-        && !arg.starts_with('/')
-        && arg
-            .split('/')
-            .all(|p| !p.is_empty() && p != "." && p != "..")
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
-    let dir = std::env::var_os("TZDIR")
-        .filter(|d| !d.is_empty())
-        .map_or_else(
-            || std::path::PathBuf::from("/usr/share/zoneinfo"),
-            Into::into,
-        );
-    let bytes = safe
-        .then(|| std::fs::read(dir.join(arg)).ok())
-        .flatten()
-        .ok_or_else(|| {
-            UsageError(format!(
-                "--tz {arg:?}: expected UTC, a fixed offset such as +08:00, or a zone name found in {}",
-                dir.display()
-            ))
-        })?;
-    Zone::from_tzif(arg, &bytes).map_err(|e| UsageError(format!("--tz {e}")).into())
 }
 
 /// Every log the arguments name (no argument: every session under the
@@ -488,11 +461,24 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         SortKey::Cost => r.sums.cost(),
         k => r.s.sort_value(k),
     });
-    let matched = rows.len();
+    // Every refusal's reason and what to do, on stderr, shown or not.
+    if !ctx.quiet || ctx.json {
+        for r in &refused {
+            eprintln!(
+                "{} {}",
+                render::error_tag(),
+                ctx.describe_load_error(&r.error)
+            );
+        }
+    }
+    // --limit counts every row, refused ones (which sort last) included.
+    let matched = rows.len() + refused.len();
+    let refused_all = refused.len();
     if let Some(n) = args.limit {
         rows.truncate(n);
+        refused.truncate(n - rows.len());
     }
-    let status = if refused.is_empty() {
+    let status = if refused_all == 0 {
         Status::Ok
     } else {
         Status::InvalidLog
@@ -507,7 +493,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         logs.extend(refused.iter().map(refused_json));
         let totals = Value::obj()
             .with("sessions", rows.len().into())
-            .with("refused", refused.len().into())
+            .with("refused", refused_all.into())
             .with("turns", sum(|s| s.turns).into())
             .with("events", sum(|s| s.events).into())
             .with("sizeBytes", sum(|s| s.size).into())
@@ -590,7 +576,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             ("—".into(), None),
             ("—".into(), None),
             (
-                format!("refused {}: {}", short_file(&r.file), r.error.message()),
+                format!("refused {} (reason on stderr)", short_file(&r.file)),
                 Some(Tone::Bad),
             ),
         ];
@@ -619,11 +605,11 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         String::new(),
     ]);
     outln!(ctx.out, "{t}")?;
-    if matched > rows.len() {
+    if matched > rows.len() + refused.len() {
         outln!(
             ctx.out,
-            "showing the first {} of {} sessions",
-            render::num(rows.len() as u64),
+            "showing the first {} of {} rows (--limit)",
+            render::num((rows.len() + refused.len()) as u64),
             render::num(matched as u64)
         )?;
     }
@@ -658,8 +644,11 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             "{older} session(s) also keep older format generations beside the newest (DSH keeps the file it migrated from); each is listed once, from its newest file"
         )?;
     }
-    if !refused.is_empty() {
-        outln!(ctx.out, "{} log(s) refused to load", refused.len())?;
+    if refused_all > 0 {
+        outln!(
+            ctx.out,
+            "{refused_all} log(s) refused to load (reasons on stderr)"
+        )?;
     }
     Ok(status)
 }

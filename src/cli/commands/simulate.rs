@@ -200,8 +200,18 @@ pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
     };
     let load = ctx.load_options();
     let mut docs = Vec::new();
+    // A directory or a working directory means every log it names.
+    let mut sources = Vec::new();
+    let mut many = args.logs.len() > 1;
     for arg in &args.logs {
-        let src = ctx.resolve_rereadable(arg)?;
+        if dsh::log::lookup::is_tree(arg, ctx.home.as_deref()) {
+            many = true;
+            sources.extend(ctx.resolve_many(std::slice::from_ref(arg))?);
+        } else {
+            sources.push(ctx.resolve_rereadable(arg)?);
+        }
+    }
+    for src in sources {
         let started = std::time::Instant::now();
         let sim = match dsh::simulate::simulate(&src, &load, &opts, &prices) {
             Ok(s) => s,
@@ -236,7 +246,7 @@ pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
         }
     }
     if ctx.json {
-        let v = if docs.len() == 1 {
+        let v = if !many && docs.len() == 1 {
             docs.pop().unwrap_or(Value::Null)
         } else {
             Value::obj().with("logs", Value::Arr(docs))

@@ -66,6 +66,11 @@ pub fn warning_tag() -> String {
     color::paint_err("dsh: warning:", Tone::Warn)
 }
 
+/// `dsh: note:` for standard error (what dsh chose for the user).
+pub fn note_tag() -> &'static str {
+    "dsh: note:"
+}
+
 /// The length in bytes of the escape sequence at the start of `s`, or 0
 /// when `s` does not start with one: CSI (`ESC [` … a final byte, as in
 /// colors), OSC (`ESC ]` … BEL or `ESC \\`, as in hyperlinks) or a
@@ -236,17 +241,19 @@ pub fn progress(enabled: bool, len: u64, what: &str) -> Option<indicatif::Progre
     Some(pb)
 }
 
-/// USD for a table: four decimals (six below a cent), thousands
-/// separated; `—` when unknown.
+/// USD for a table, one rule everywhere: four decimals, thousands
+/// separated; a cost that rounds to nothing but is not zero is `<0.0001`;
+/// `—` when unknown. (`--json` carries every cost unrounded.)
 pub fn usd(x: Option<f64>) -> String {
     match x {
         None => "—".into(),
+        Some(v) if v != 0.0 && v.abs() < 0.00005 => {
+            if v < 0.0 { ">-0.0001" } else { "<0.0001" }.into()
+        }
         Some(v) => {
-            let places: u32 = if v.abs() < 0.01 && v != 0.0 { 6 } else { 4 };
-            let unit = 10u64.pow(places);
-            let n = (v.abs() * unit as f64).round() as u64;
-            let s = format!("{}.{:0w$}", num(n / unit), n % unit, w = places as usize);
-            if v < 0.0 { format!("-{s}") } else { s }
+            let n = (v.abs() * 10_000.0).round() as u64;
+            let s = format!("{}.{:04}", num(n / 10_000), n % 10_000);
+            if v < 0.0 && n > 0 { format!("-{s}") } else { s }
         }
     }
 }
@@ -274,6 +281,18 @@ mod tests {
             "{w}"
         );
         assert_eq!(wrap("short line", 30), "short line");
+    }
+
+    #[test]
+    fn costs_have_one_precision() {
+        use super::usd;
+        assert_eq!(usd(Some(0.0265)), "0.0265");
+        assert_eq!(usd(Some(0.000548)), "0.0005");
+        assert_eq!(usd(Some(1234.5)), "1,234.5000");
+        assert_eq!(usd(Some(0.00001)), "<0.0001");
+        assert_eq!(usd(Some(-0.002)), "-0.0020");
+        assert_eq!(usd(Some(0.0)), "0.0000");
+        assert_eq!(usd(None), "—");
     }
 
     #[test]

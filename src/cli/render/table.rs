@@ -97,6 +97,12 @@ impl Tbl {
 
     /// The table laid out for `width` columns (`None`: no limit).
     pub fn fitted(&self, width: Option<usize>) -> Table {
+        self.fit(width).0
+    }
+
+    /// [`Self::fitted`], with the headers of the columns left out that had
+    /// something in them (empty columns go without a word).
+    pub fn fit(&self, width: Option<usize>) -> (Table, Vec<String>) {
         let mut t = self.table.clone();
         if super::color::on() {
             t.enforce_styling();
@@ -106,7 +112,7 @@ impl Tbl {
             r.max_height(1);
         }
         let Some(width) = width else {
-            return t;
+            return (t, Vec::new());
         };
         let natural: Vec<usize> = t
             .column_max_content_widths()
@@ -155,6 +161,10 @@ impl Tbl {
                 shown[i] = false;
             }
         }
+        let dropped: Vec<String> = (0..natural.len())
+            .filter(|&i| !shown[i] && !empty[i])
+            .filter_map(|i| self.headers.get(i).cloned())
+            .collect();
         let flex = flex(&shown);
         let total = cost(&shown);
         for (i, col) in t.column_iter_mut().enumerate() {
@@ -172,13 +182,13 @@ impl Tbl {
         }
         t.set_content_arrangement(ContentArrangement::Dynamic)
             .set_width(u16::try_from(width).unwrap_or(u16::MAX));
-        t
+        (t, dropped)
     }
 }
 
 impl fmt::Display for Tbl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let t = self.fitted(width());
+        let (t, dropped) = self.fit(width());
         // The fitted table can still be wider than a very narrow terminal;
         // cut its lines rather than let the terminal wrap them.
         match width() {
@@ -190,11 +200,20 @@ impl fmt::Display for Tbl {
                     }
                     f.write_str(&super::cut(line, w))?;
                 }
+                if !dropped.is_empty() {
+                    f.write_str("\n")?;
+                    f.write_str(&super::cut(&dropped_notice(&dropped, w), w))?;
+                }
                 Ok(())
             }
             None => write!(f, "{t}"),
         }
     }
+}
+
+/// The one line under a table that lost columns to the width.
+pub fn dropped_notice(dropped: &[String], width: usize) -> String {
+    format!("left out at {width} columns: {}", dropped.join(", "))
 }
 
 /// Whether a cell reads as a number (`1,234`, `-3`, `65.6%`, `12.0 KB`).
@@ -205,6 +224,7 @@ fn numeric(s: &str) -> bool {
         .or_else(|| s.strip_suffix(" KB"))
         .or_else(|| s.strip_suffix(" MB"))
         .unwrap_or(s);
+    let s = s.strip_prefix(['<', '>']).unwrap_or(s);
     let s = s.strip_prefix(['-', '+', '−']).unwrap_or(s);
     !s.is_empty()
         && s.chars().next().is_some_and(|c| c.is_ascii_digit())
@@ -251,6 +271,8 @@ mod tests {
         let s = t.fitted(Some(40)).to_string();
         assert!(s.lines().all(|l| l.chars().count() <= 40), "{s}");
         assert!(!s.contains("shadows"), "{s}");
+        assert_eq!(t.fit(Some(40)).1, ["shadows"]);
+        assert!(t.fit(Some(80)).1.is_empty());
         assert!(s.contains('…'), "{s}");
         assert_eq!(s.lines().count(), 5, "one line per row: {s}");
         let wide = t.fitted(Some(300)).to_string();

@@ -68,6 +68,7 @@ pub mod report;
 pub mod request_header;
 pub mod sessions;
 pub mod simulate;
+pub mod status;
 pub mod surface;
 pub mod survival;
 #[cfg(test)]

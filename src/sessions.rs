@@ -127,6 +127,8 @@ pub trait Extra {
     fn event(&mut self, ev: &Event<'_>);
     /// The log is read again from the start (forget what was seen).
     fn restart(&mut self);
+    /// The read ended: what the loader made of the whole log.
+    fn loaded(&mut self, _log: &crate::log::LoadedLog) {}
 }
 
 /// The folds of one pass.
@@ -276,6 +278,9 @@ pub fn scan_with(
             meter: None,
             ..again
         };
+    }
+    if let Some(x) = &mut folds.extra {
+        x.loaded(&log);
     }
     let route = log.headers.route();
     let (surface_tokens, context_window, meter_error) = match &measured {

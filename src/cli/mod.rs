@@ -31,8 +31,11 @@ const GLOBAL: &str = "Global options";
 /// exactly as the reference implementation does, without the harness running.
 ///
 /// A LOG argument is a file (plain `.jsonl` or `.jsonl.zstd`), `-` for
-/// standard input, a session directory, or a session id / working directory
-/// looked up under `$DSH_HOME/sessions`.
+/// standard input, a session directory, a session id (or a unique prefix of
+/// one) looked up under `$DSH_HOME/sessions`, or a working directory (`.`,
+/// a path, even one that is gone): a command that reads one log takes that
+/// project's newest session by its log's last event and says which on
+/// stderr; a command that reads many takes all of the project's sessions.
 ///
 /// Exit status: 0 ok, 1 findings, 2 usage, 3 invalid or unreadable log,
 /// 4 log busy (compaction lock or writer lock), 5 provider failure, 70 internal,
@@ -120,6 +123,10 @@ pub enum Command {
     // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
     Pack(commands::pack::PackArgs),
     Unpack(commands::pack::UnpackArgs),
+    // Its help (template, cache, JSON shape) is StatuslineArgs' doc comment.
+    Statusline(commands::statusline::StatuslineArgs),
+    // Its help (what it redraws, plain lines, JSON shape) is WatchArgs' doc comment.
+    Watch(commands::watch::WatchArgs),
     /// Print shell completions.
     Completions(commands::completions::CompletionsArgs),
 }
@@ -148,6 +155,8 @@ impl Command {
             Command::Simulate(_) => "simulate",
             Command::Unpack(_) => "unpack",
             Command::Report(_) => "report",
+            Command::Statusline(_) => "statusline",
+            Command::Watch(_) => "watch",
             Command::Completions(_) => "completions",
         }
     }
@@ -227,6 +236,8 @@ pub fn run() -> ExitCode {
         Command::Simulate(a) => commands::simulate::run(&mut ctx, a),
         Command::Unpack(a) => commands::pack::run_unpack(&mut ctx, a),
         Command::Report(a) => commands::report::run(&mut ctx, a),
+        Command::Statusline(a) => commands::statusline::run(&mut ctx, a),
+        Command::Watch(a) => commands::watch::run(&mut ctx, a),
         Command::Completions(a) => commands::completions::run(&mut ctx, a),
     };
     ctx.out.finish();

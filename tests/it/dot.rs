@@ -277,3 +277,32 @@ fn the_rule_holds_for_an_absolute_working_directory_and_one_that_is_gone() {
         "{text}"
     );
 }
+
+#[test]
+fn statusline_and_watch_take_the_newest_too() {
+    let p = project();
+    let home = p.env.dsh_home();
+    let env = [("DSH_HOME", home.to_str().unwrap())];
+    for cols in [80, 200] {
+        let Some((text, code)) = pty::run(cols, Some(&p.dir), &["statusline", "--json"], &env)
+        else {
+            return;
+        };
+        assert_eq!(code, 0, "{text}");
+        assert!(names_only(&text, &p.newer, &p.older), "{text}");
+        // The line itself: one line, no note (a prompt would show it each time).
+        let (line, _) = pty::run(
+            cols,
+            Some(&p.dir),
+            &["statusline", "--format", "{session}"],
+            &env,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "newer-00");
+        let Some(t) = pty::Tmux::start(cols, 24, &p.dir, &["watch", "."], &env) else {
+            return;
+        };
+        let screen = t.wait_for("the view", |s| s.contains("pressure"));
+        assert!(names_only(&screen, &p.newer, &p.older), "{screen}");
+    }
+}

@@ -58,3 +58,130 @@ pub fn run(
         out.status.code().unwrap_or(-1),
     ))
 }
+
+/// A program running in a tmux pane of its own (a private tmux server,
+/// ended when this is dropped): its screen can be read while it runs.
+pub struct Tmux {
+    socket: String,
+}
+
+static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Tmux {
+    /// Start `args` (dsh's, the binary under test) in a `cols` × `rows`
+    /// pane, from `cwd`, with a pinned environment plus `env`; the pane
+    /// stays when the program ends. `None` when tmux is not installed.
+    pub fn start(
+        cols: u16,
+        rows: u16,
+        cwd: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("SKIPPED terminal test: tmux is not installed");
+            return None;
+        }
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let socket = format!("dsh-test-{}-{n}", std::process::id());
+        let home = cwd.join(".tmux-home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut vars = vec![
+            format!("PATH={}", std::env::var("PATH").unwrap_or_default()),
+            format!("HOME={}", home.display()),
+            format!("XDG_CONFIG_HOME={}", home.join(".config").display()),
+            format!("XDG_CACHE_HOME={}", home.join(".cache").display()),
+            "TERM=xterm-256color".to_string(),
+            "TZ=UTC".to_string(),
+            "NO_COLOR=1".to_string(),
+        ];
+        vars.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        let bin = assert_cmd::cargo::cargo_bin("dsh");
+        let cmd = format!(
+            "cd {} && exec env -i {} {} {}",
+            quote(&cwd.display().to_string()),
+            vars.iter().map(|v| quote(v)).collect::<Vec<_>>().join(" "),
+            quote(&bin.display().to_string()),
+            args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+        );
+        let t = Tmux { socket };
+        let ok = t
+            .tmux(&[
+                "new-session",
+                "-d",
+                "-x",
+                &cols.to_string(),
+                "-y",
+                &rows.to_string(),
+                "-s",
+                "t",
+                &cmd,
+                ";",
+                "set-option",
+                "-t",
+                "t",
+                "remain-on-exit",
+                "on",
+            ])
+            .status
+            .success();
+        assert!(ok, "tmux new-session failed");
+        Some(t)
+    }
+
+    fn tmux(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// The pane's screen now, one line per row, trailing blanks trimmed.
+    pub fn screen(&self) -> String {
+        let out = self.tmux(&["capture-pane", "-p", "-t", "t"]);
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    /// The screen once `ok` holds for it (checked every 50 ms for up to 15
+    /// s); on timeout the test fails showing the screen and `what`.
+    #[track_caller]
+    pub fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if std::time::Instant::now() > until {
+                panic!("waited for {what}; the screen is:\n{s}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Type keys (tmux names: `C-c`).
+    pub fn keys(&self, keys: &str) {
+        self.tmux(&["send-keys", "-t", "t", keys]);
+    }
+
+    /// The program's exit status once it ended.
+    pub fn exit_status(&self) -> Option<i32> {
+        let out = self.tmux(&[
+            "display-message",
+            "-p",
+            "-t",
+            "t",
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let (dead, status) = text.split_once(' ')?;
+        (dead == "1").then(|| status.parse().ok()).flatten()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}

@@ -609,6 +609,7 @@ fn every_schema_is_some_command_s_document() {
         "report",
         "sessions",
         "simulate",
+        "statusline",
         "surface",
         "unpack",
         "usage",
@@ -617,6 +618,7 @@ fn every_schema_is_some_command_s_document() {
         "verify-checks",
         "verify-many",
         "view",
+        "watch",
     ]
     .into_iter()
     .map(String::from)
@@ -711,5 +713,36 @@ fn sessions_and_usage_print_their_documented_shapes() {
             out.path().to_str().unwrap(),
         ]);
         check("export", &docs[0], &format!("export --format {format}"));
+    }
+}
+
+/// `statusline --json` and a line of `watch --json`, on every sample.
+#[test]
+fn statusline_and_watch_print_their_documented_shapes() {
+    let env = TestEnv::new();
+    for log in samples() {
+        let what = log.display().to_string();
+        let (code, docs) = run(env.dsh().args(["statusline", "--json", "-q"]).arg(&log));
+        if code == 3 {
+            continue;
+        }
+        assert_eq!(code, 0, "statusline {what}");
+        check("statusline", &docs[0], &format!("statusline {what}"));
+        let mut child = crate::support::dsh_process()
+            .args(["watch", "--json", "-q"])
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let doc: J = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: {e}: {line}"));
+        check("watch", &doc, &format!("watch {what}"));
     }
 }

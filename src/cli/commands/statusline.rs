@@ -1,0 +1,334 @@
+//! `dsh statusline`: one short line for a shell prompt or the harness's
+//! status bar.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use dsh::json::Value;
+use dsh::log::LogSource;
+use dsh::sessions::ScanOptions;
+use dsh::status::cache::{Cache, Entry, Reading};
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::{self, Tone, outln};
+
+/// The default `--format`.
+pub const DEFAULT_FORMAT: &str = "{bar} {pressure} · {next} · {cost} session · {today} today";
+
+/// The placeholders of `--format`.
+const NAMES: &[&str] = &[
+    "bar",
+    "pressure",
+    "tokens",
+    "window",
+    "threshold",
+    "left",
+    "next",
+    "cost",
+    "today",
+    "session",
+    "project",
+    "provider",
+    "model",
+];
+
+/// One line for a prompt or a status bar: pressure, the next compaction, cost.
+///
+/// The session's pressure (DSH's own token figure against the routed window,
+/// as a percentage and a bar), the tokens left before the compaction
+/// threshold, what the session cost, and what every session of the home cost
+/// today (local time unless --tz/--utc), e.g.
+///
+///   ███░░░░░░░ 27% · 67.2k to compaction · $0.0041 session · $0.0133 today
+///
+/// LOG defaults to `.`: the newest session (by its last event) of the
+/// project this directory is. Unlike other commands it does not say which
+/// on stderr (a prompt would show it every time): put `{session}` in
+/// --format to see it.
+///
+/// Fast at every prompt: the figures of a whole read are kept in
+/// $XDG_CACHE_HOME/dsh/statusline.json (else ~/.cache/dsh), per file
+/// (device and inode) with its size; a log that has not changed is answered
+/// from there, one that grew by streamed chunks only after reading just the
+/// new bytes, anything else is read whole once. Today's cost reads only the
+/// sessions written to today. --no-cache reads everything whole.
+///
+/// --format takes a template: {bar} {pressure} {tokens} {window}
+/// {threshold} {left} (tokens to the threshold) {next} ("67.2k to
+/// compaction" or "compaction due") {cost} {today} {session} {project}
+/// {provider} {model}; `{{` and `}}` for braces. Unknown values show `?`.
+///
+/// Exit status: 0; 2 bad flags or template; 3 no session, or it was refused
+/// (one line on stderr, nothing on stdout).
+///
+/// With --json: `{"file", "session", "project", "route": {"provider",
+/// "model"}|null, "tokens", "contextWindow", "thresholdTokens",
+/// "pressurePercent", "toCompaction", "costUsd", "unpricedRequests",
+/// "today": {"date", "costUsd", "unpricedRequests"}, "tz", "source"
+/// ("cached", "followed" or "read"), "line", "schema_version"}`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  dsh statusline                       # this project's newest session\n  dsh statusline --format '{pressure} {next}'\n  dsh statusline --format '{session} {bar} {cost}' 5b1d\n  PS1='$(dsh statusline 2>/dev/null) \\$ '   # bash prompt\n  dsh statusline --json | jq .pressurePercent"
+)]
+pub struct StatuslineArgs {
+    /// The session: a log, session directory or id, or a working directory
+    /// (`.`, the default: its project's newest session).
+    #[arg(value_name = "LOG|.", default_value = ".")]
+    pub log: String,
+    /// The line's template (see above).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub format: Option<String>,
+    /// Read everything whole; neither use nor update the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// The dsh config file (routes' context windows and policies, [[prices]]).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The zone "today" is in (default: the local one): UTC, +08:00, or a
+    /// zone name.
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// Count today in UTC.
+    #[arg(long, conflicts_with = "tz")]
+    pub utc: bool,
+}
+
+/// `67155` → `67.2k`; `1234567` → `1.23M`.
+pub fn compact_tokens(t: f64) -> String {
+    let a = t.abs();
+    let s = if a >= 999_500.0 {
+        format!("{:.2}M", a / 1e6)
+    } else if a >= 9_950.0 {
+        format!("{:.1}k", a / 1e3)
+    } else if a >= 1_000.0 {
+        format!("{:.2}k", a / 1e3)
+    } else {
+        format!("{a:.0}")
+    };
+    if t < 0.0 { format!("-{s}") } else { s }
+}
+
+/// A bar of `cells` cells filled to `pct` percent.
+pub fn bar(pct: Option<f64>, cells: usize) -> String {
+    let Some(p) = pct else {
+        return "?".repeat(cells);
+    };
+    let full = ((p / 100.0 * cells as f64).round() as usize).min(cells);
+    format!("{}{}", "█".repeat(full), "░".repeat(cells - full))
+}
+
+/// The tone of a pressure: over the threshold, or within a tenth of it.
+pub fn tone(left: Option<f64>, threshold: Option<f64>) -> Option<Tone> {
+    match (left, threshold) {
+        (Some(l), _) if l <= 0.0 => Some(Tone::Bad),
+        (Some(l), Some(t)) if l <= t * 0.1 => Some(Tone::Warn),
+        _ => None,
+    }
+}
+
+/// Check a template: every `{name}` is one of [`NAMES`].
+fn check_template(t: &str) -> Result<()> {
+    let mut rest = t.replace("{{", "").replace("}}", "");
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            return Err(UsageError(format!("--format {t:?}: a `{{` without its `}}`")).into());
+        };
+        let name = &rest[open + 1..open + close];
+        if !NAMES.contains(&name) {
+            return Err(UsageError(format!(
+                "--format: no placeholder {{{name}}}; there are {{{}}}",
+                NAMES.join("} {")
+            ))
+            .into());
+        }
+        rest = rest[open + close + 1..].to_string();
+    }
+    Ok(())
+}
+
+/// Fill a checked template.
+fn fill(t: &str, value: &dyn Fn(&str) -> String) -> String {
+    let mut out = String::new();
+    let mut rest = t;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let r = &rest[i..];
+        if r.starts_with("{{") || r.starts_with("}}") {
+            out.push_str(&r[..1]);
+            rest = &r[2..];
+        } else if let Some(close) = r.find('}').filter(|_| r.starts_with('{')) {
+            out.push_str(&value(&r[1..close]));
+            rest = &r[close + 1..];
+        } else {
+            out.push_str(&r[..1]);
+            rest = &r[1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The cache directory: `$XDG_CACHE_HOME/dsh`, else `~/.cache/dsh`.
+fn cache_dir() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("XDG_CACHE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| env("HOME").map(|h| h.join(".cache")))
+        .map(|d| d.join("dsh"))
+}
+
+/// Run it.
+pub fn run(ctx: &mut Ctx, args: &StatuslineArgs) -> Result<Status> {
+    let template = args.format.as_deref().unwrap_or(DEFAULT_FORMAT);
+    check_template(template)?;
+    let zone = crate::cli::zone::of_flags(args.tz.as_deref(), args.utc)?;
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    let prices = crate::cli::commands::sessions::prices(&config);
+    // Quietly: a prompt would show the note every time.
+    let path = match dsh::log::lookup::resolve(&args.log, ctx.home.as_deref()) {
+        Ok(LogSource::File(p)) => p,
+        Ok(_) => {
+            return Err(
+                UsageError("statusline reads a log file, not standard input".into()).into(),
+            );
+        }
+        Err(dsh::log::lookup::LookupError::NotFound(e)) => return Ok(ctx.report_load_error(&e)),
+        Err(e) => return Err(UsageError(e.to_string()).into()),
+    };
+    let now_ms = crate::cli::writes::now_ms() as i64;
+    let mut cache = match cache_dir().filter(|_| !args.no_cache) {
+        Some(dir) => Cache::open(&dir, now_ms / 1000),
+        None => Cache::none(now_ms / 1000),
+    };
+    let opts = ScanOptions {
+        load: ctx.load_options(),
+        no_meter: false,
+        config,
+    };
+    let how = Reading {
+        opts: &opts,
+        prices: &prices,
+        zone: &zone,
+    };
+    let (e, fresh) = match cache.entry(&path, true, &how) {
+        Ok(x) => x,
+        Err(r) => return Ok(ctx.report_load_error(&r.error)),
+    };
+    let (day, start) = dsh::status::today(&zone, now_ms);
+    let logs = ctx
+        .home
+        .as_deref()
+        .map(|h| dsh::log::source::discover(&h.join("sessions")))
+        .unwrap_or_default();
+    let (today, today_unpriced) = cache.day_cost(&logs, Some(&path), (&day, start), &how);
+    // A cache that cannot be written only makes the next line slower.
+    let _ = cache.save();
+    let money = |c: Option<f64>| {
+        c.map_or_else(
+            || "$?".to_string(),
+            |c| format!("${}", render::usd(Some(c))),
+        )
+    };
+    let value = |name: &str| -> String { field(&e, name, &money, money(Some(today))) };
+    let mut line = fill(template, &value);
+    if ctx.json {
+        let opt = |x: Option<f64>| x.map_or(Value::Null, Value::Num);
+        let route = e.route.as_ref().map_or(Value::Null, |(p, m)| {
+            Value::obj()
+                .with("provider", p.as_str().into())
+                .with("model", m.as_str().into())
+        });
+        let v = Value::obj()
+            .with("file", path.display().to_string().into())
+            .with("session", e.session.as_str().into())
+            .with("project", e.project.clone().into())
+            .with("route", route)
+            .with("tokens", opt(e.tokens))
+            .with("contextWindow", opt(e.window))
+            .with("thresholdTokens", opt(e.threshold))
+            .with(
+                "pressurePercent",
+                opt(e.pressure().map(|p| (p * 100.0).round() / 100.0)),
+            )
+            .with("toCompaction", opt(e.to_compaction()))
+            .with("costUsd", opt(e.cost))
+            .with("unpricedRequests", e.unpriced.into())
+            .with(
+                "today",
+                Value::obj()
+                    .with("date", day.as_str().into())
+                    .with("costUsd", today.into())
+                    .with("unpricedRequests", today_unpriced.into()),
+            )
+            .with("tz", zone.to_string().into())
+            .with("source", fresh.as_str().into())
+            .with("line", line.as_str().into())
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+        return Ok(Status::Ok);
+    }
+    if let Some(t) = tone(e.to_compaction(), e.threshold) {
+        line = render::paint(&line, t);
+    }
+    outln!(ctx.out, "{line}")?;
+    Ok(Status::Ok)
+}
+
+/// One placeholder's value.
+fn field(e: &Entry, name: &str, money: &dyn Fn(Option<f64>) -> String, today: String) -> String {
+    let tokens = |x: Option<f64>| x.map_or_else(|| "?".into(), compact_tokens);
+    match name {
+        "bar" => bar(e.pressure(), 10),
+        "pressure" => e
+            .pressure()
+            .map_or_else(|| "?%".into(), |p| format!("{p:.0}%")),
+        "tokens" => tokens(e.tokens),
+        "window" => tokens(e.window),
+        "threshold" => tokens(e.threshold),
+        "left" => tokens(e.to_compaction()),
+        "next" => match e.to_compaction() {
+            Some(l) if l <= 0.0 => "compaction due".into(),
+            Some(l) => format!("{} to compaction", compact_tokens(l)),
+            None => "? to compaction".into(),
+        },
+        "cost" => money(e.cost),
+        "today" => today,
+        "session" => e.session.chars().take(8).collect(),
+        "project" => e
+            .project
+            .as_deref()
+            .and_then(|p| Path::new(p).file_name())
+            .map_or_else(|| "?".into(), |n| n.to_string_lossy().into_owned()),
+        "provider" => e.route.as_ref().map_or_else(|| "?".into(), |r| r.0.clone()),
+        "model" => e.route.as_ref().map_or_else(|| "?".into(), |r| r.1.clone()),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_fill_and_refuse_unknown_names() {
+        assert!(check_template(DEFAULT_FORMAT).is_ok());
+        assert!(check_template("{{literal}} {pressure}").is_ok());
+        assert!(check_template("{nope}").is_err());
+        assert!(check_template("{pressure").is_err());
+        let v = |n: &str| format!("<{n}>");
+        assert_eq!(fill("a {bar} {{b}} c", &v), "a <bar> {b} c");
+        assert_eq!(compact_tokens(67_155.0), "67.2k");
+        assert_eq!(compact_tokens(1_234.0), "1.23k");
+        assert_eq!(compact_tokens(950.0), "950");
+        assert_eq!(compact_tokens(2_388_573.0), "2.39M");
+        assert_eq!(compact_tokens(-1_500.0), "-1.50k");
+        assert_eq!(bar(Some(27.0), 10), "███░░░░░░░");
+        assert_eq!(bar(Some(250.0), 4), "████");
+        assert_eq!(bar(None, 3), "???");
+    }
+}

@@ -1,0 +1,386 @@
+//! The status line's memory between runs: per log file (device and inode),
+//! the figures of its last whole read, its length and modification time
+//! then, and the [`Mark`] where that read ended.
+//!
+//! A log of the same length and time is answered from here; one that grew
+//! by chunks only (the model streaming) is answered from here after reading
+//! just the appended bytes ([`crate::log::tail::follow`]); anything else is
+//! read whole again and remembered. The file is one small JSON document in
+//! the directory the caller names (the command line uses the XDG cache
+//! directory); it is replaced whole (written beside, then renamed), never
+//! edited in place, and a cache that cannot be read is started afresh.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::civil::Zone;
+use crate::log::LogSource;
+use crate::log::tail::{self, Growth, Mark};
+use crate::price::PriceTable;
+use crate::sessions::{Refused, ScanOptions};
+
+use super::Snapshot;
+
+/// The cache file's name inside its directory.
+pub const FILE: &str = "statusline.json";
+
+/// Entries kept at most (the least recently used go first).
+const MAX_ENTRIES: usize = 512;
+
+/// What is remembered of one log.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    /// The log file.
+    pub path: String,
+    /// Its length and modification time (ns) when last checked.
+    pub size: u64,
+    /// See `size`.
+    pub mtime_ns: i64,
+    /// Where the last whole read ended, when appends can be followed.
+    pub mark: Option<Mark>,
+    /// The zone `days` are in.
+    pub zone: String,
+    /// Session id.
+    pub session: String,
+    /// The header's `cwd`.
+    pub project: Option<String>,
+    /// The routed `provider/model`.
+    pub route: Option<(String, String)>,
+    /// Whether the meter ran (else the next four are unknown).
+    pub metered: bool,
+    /// The meter's token figure.
+    pub tokens: Option<f64>,
+    /// The routed window.
+    pub window: Option<f64>,
+    /// The compaction threshold.
+    pub threshold: Option<f64>,
+    /// Why the meter could not replay the log.
+    pub meter_error: Option<String>,
+    /// The session's cost (USD), `None` when no request has a price.
+    pub cost: Option<f64>,
+    /// Requests without a price.
+    pub unpriced: u64,
+    /// Cost per day in `zone`: `(YYYY-MM-DD, USD, requests without a price)`.
+    pub days: Vec<(String, f64, u64)>,
+    /// When it was last used (epoch seconds).
+    pub used: i64,
+}
+
+impl Entry {
+    fn of(snap: &Snapshot, stat: &Stat, zone: &Zone, prices: &PriceTable, metered: bool) -> Entry {
+        let cost = snap.cost(prices);
+        Entry {
+            path: snap.file.clone(),
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
+            mark: snap.mark,
+            zone: zone.to_string(),
+            session: snap.session.clone(),
+            project: snap.project.clone(),
+            route: snap.route.clone(),
+            metered,
+            tokens: snap.tokens,
+            window: snap.window,
+            threshold: snap.threshold,
+            meter_error: snap.meter_error.clone(),
+            cost: cost.cost(),
+            unpriced: cost.without_cost(),
+            days: snap
+                .days(prices, zone)
+                .into_iter()
+                .map(|(d, s)| (d, s.cost, s.without_cost()))
+                .collect(),
+            used: 0,
+        }
+    }
+
+    /// The token figure as a percentage of the window.
+    pub fn pressure(&self) -> Option<f64> {
+        match (self.tokens, self.window) {
+            (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
+            _ => None,
+        }
+    }
+
+    /// Tokens left before the threshold (negative when over it).
+    pub fn to_compaction(&self) -> Option<f64> {
+        Some(self.threshold? - self.tokens?)
+    }
+
+    /// The cost of day `key` (`YYYY-MM-DD`) and its requests without a price.
+    pub fn day(&self, key: &str) -> (f64, u64) {
+        self.days
+            .iter()
+            .find(|(d, _, _)| d == key)
+            .map_or((0.0, 0), |(_, c, u)| (*c, *u))
+    }
+}
+
+/// How an entry was had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fresh {
+    /// From the cache: the log had not changed.
+    Cached,
+    /// From the cache after reading what was appended (chunks only).
+    Followed,
+    /// The log was read whole.
+    Read,
+}
+
+impl Fresh {
+    /// `cached`, `followed`, `read`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fresh::Cached => "cached",
+            Fresh::Followed => "followed",
+            Fresh::Read => "read",
+        }
+    }
+}
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Doc {
+    version: u32,
+    entries: BTreeMap<String, Entry>,
+}
+
+/// A file's identity and state.
+struct Stat {
+    key: String,
+    size: u64,
+    mtime_ns: i64,
+}
+
+fn stat(path: &Path) -> std::io::Result<Stat> {
+    let m = std::fs::metadata(path)?;
+    Ok(Stat {
+        key: format!("{}:{}", m.dev(), m.ino()),
+        size: m.len(),
+        mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+    })
+}
+
+/// The cache: in memory, with the file it was read from (if any).
+#[derive(Debug)]
+pub struct Cache {
+    file: Option<PathBuf>,
+    doc: Doc,
+    now_s: i64,
+}
+
+/// How to read a log the cache does not know.
+pub struct Reading<'a> {
+    /// Scan options (the loader's, the config).
+    pub opts: &'a ScanOptions,
+    /// Prices.
+    pub prices: &'a PriceTable,
+    /// The zone days are counted in.
+    pub zone: &'a Zone,
+}
+
+impl Cache {
+    /// The cache kept in `dir` (its [`FILE`]); empty when there is none or
+    /// it cannot be read. `now_s`: the clock, for ageing entries out.
+    pub fn open(dir: &Path, now_s: i64) -> Cache {
+        let file = dir.join(FILE);
+        let doc = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Doc>(&b).ok())
+            .filter(|d| d.version == 1)
+            .unwrap_or_default();
+        Cache {
+            file: Some(file),
+            doc,
+            now_s,
+        }
+    }
+
+    /// A cache that remembers nothing between runs.
+    pub fn none(now_s: i64) -> Cache {
+        Cache {
+            file: None,
+            doc: Doc::default(),
+            now_s,
+        }
+    }
+
+    /// The figures of the log at `path`: from the cache when it has not
+    /// changed (or grew by chunks only), else read whole (with the meter
+    /// when `metered`) and remembered.
+    pub fn entry(
+        &mut self,
+        path: &Path,
+        metered: bool,
+        how: &Reading<'_>,
+    ) -> Result<(Entry, Fresh), Refused> {
+        let refused = |e: std::io::Error| Refused {
+            file: path.display().to_string(),
+            size: None,
+            error: Box::new(crate::log::LoadError::io(&path.display().to_string(), e)),
+        };
+        let st = stat(path).map_err(refused)?;
+        let zone = how.zone.to_string();
+        if let Some(e) = self.doc.entries.get_mut(&st.key)
+            && e.zone == zone
+            && (e.metered || !metered)
+            && e.path == path.display().to_string()
+        {
+            e.used = self.now_s;
+            if e.size == st.size && e.mtime_ns == st.mtime_ns {
+                return Ok((e.clone(), Fresh::Cached));
+            }
+            if let Some(mark) = e.mark
+                && st.size >= e.size
+            {
+                match tail::follow(path, &mark) {
+                    Ok(Growth::Same) => {
+                        e.mtime_ns = st.mtime_ns;
+                        return Ok((e.clone(), Fresh::Cached));
+                    }
+                    Ok(Growth::Chunks(a)) => {
+                        e.mark = Some(a.mark);
+                        (e.size, e.mtime_ns) = (st.size, st.mtime_ns);
+                        return Ok((e.clone(), Fresh::Followed));
+                    }
+                    Ok(Growth::Other) | Err(_) => {}
+                }
+            }
+        }
+        let opts = ScanOptions {
+            no_meter: !metered,
+            ..how.opts.clone()
+        };
+        let snap = Snapshot::read(&LogSource::File(path.to_path_buf()), &opts)?;
+        let mut e = Entry::of(&snap, &st, how.zone, how.prices, metered);
+        e.used = self.now_s;
+        self.doc.entries.insert(st.key, e.clone());
+        Ok((e, Fresh::Read))
+    }
+
+    /// The cost of day `key` (starting at `start_ms`) over every log in
+    /// `logs` that was written to since it started (a log last modified
+    /// before cannot hold a request of the day), plus `also` (the log
+    /// shown, wherever it is). Logs that cannot be read are left out.
+    pub fn day_cost(
+        &mut self,
+        logs: &[PathBuf],
+        also: Option<&Path>,
+        (key, start_ms): (&str, i64),
+        how: &Reading<'_>,
+    ) -> (f64, u64) {
+        let mut seen = std::collections::HashSet::new();
+        let (mut cost, mut unpriced) = (0.0, 0);
+        let candidates = also
+            .into_iter()
+            .map(Path::to_path_buf)
+            .chain(logs.iter().cloned());
+        for p in candidates {
+            let Ok(st) = stat(&p) else { continue };
+            if !seen.insert(st.key) || st.mtime_ns / 1_000_000 < start_ms {
+                continue;
+            }
+            if let Ok((e, _)) = self.entry(&p, false, how) {
+                let (c, u) = e.day(key);
+                cost += c;
+                unpriced += u;
+            }
+        }
+        (cost, unpriced)
+    }
+
+    /// Write the cache back (when it has a file): beside it, then renamed
+    /// over it, so that it is whole or absent. The least recently used
+    /// entries past [`MAX_ENTRIES`], and those of logs that are gone, are
+    /// left out.
+    pub fn save(&mut self) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        self.doc.entries.retain(|_, e| Path::new(&e.path).exists());
+        if self.doc.entries.len() > MAX_ENTRIES {
+            let mut used: Vec<i64> = self.doc.entries.values().map(|e| e.used).collect();
+            used.sort_unstable_by(|a, b| b.cmp(a));
+            let cut = used[MAX_ENTRIES - 1];
+            self.doc.entries.retain(|_, e| e.used >= cut);
+        }
+        self.doc.version = 1;
+        let dir = file.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer(&mut tmp, &self.doc)?;
+        tmp.persist(file).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn reading<'a>(opts: &'a ScanOptions, prices: &'a PriceTable) -> Reading<'a> {
+        Reading {
+            opts,
+            prices,
+            zone: &Zone::UTC,
+        }
+    }
+
+    #[test]
+    fn a_log_is_read_once_then_followed_or_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("s.jsonl");
+        let text = std::fs::read_to_string("samples/compacted.jsonl").unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Up to (not including) the first step's chunks.
+        let is_chunk =
+            |l: &str| l.contains(r#""type":"assistant/chunk""#) || l.contains(r#"-chunks","seq0""#);
+        let cut = lines.iter().position(|l| is_chunk(l)).unwrap();
+        std::fs::write(&log, lines[..cut].join("\n") + "\n").unwrap();
+        let (opts, prices) = (ScanOptions::default(), PriceTable::builtin());
+        let how = reading(&opts, &prices);
+        let mut c = Cache::open(dir.path(), 1);
+        let (first, fresh) = c.entry(&log, true, &how).unwrap();
+        assert_eq!(fresh, Fresh::Read);
+        assert!(first.tokens.is_some() && first.mark.is_some());
+        assert_eq!(c.entry(&log, true, &how).unwrap().1, Fresh::Cached);
+        c.save().unwrap();
+        // Another run: the chunks the model streams are followed.
+        let mut c = Cache::open(dir.path(), 2);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        let chunks = lines[cut..].iter().take_while(|l| is_chunk(l)).count();
+        assert!(chunks > 0);
+        for l in &lines[cut..cut + chunks] {
+            writeln!(f, "{l}").unwrap();
+        }
+        let (followed, fresh) = c.entry(&log, true, &how).unwrap();
+        assert_eq!(fresh, Fresh::Followed);
+        assert_eq!((followed.tokens, followed.cost), (first.tokens, first.cost));
+        // The figures are what a whole read gives.
+        let whole = Snapshot::read(&LogSource::File(log.clone()), &opts).unwrap();
+        assert_eq!(followed.tokens, whole.tokens);
+        assert_eq!(followed.mark, whole.mark);
+        // The message lands: read again.
+        for l in &lines[cut + chunks..] {
+            writeln!(f, "{l}").unwrap();
+        }
+        let (after, fresh) = c.entry(&log, true, &how).unwrap();
+        assert_eq!(fresh, Fresh::Read);
+        let whole = Snapshot::read(&LogSource::File(log.clone()), &opts).unwrap();
+        assert_eq!(after.tokens, whole.tokens);
+        assert_ne!(after.tokens, first.tokens);
+        // A usage-only entry does not answer for the meter.
+        let mut c = Cache::none(3);
+        assert!(!c.entry(&log, false, &how).unwrap().0.metered);
+        assert_eq!(c.entry(&log, true, &how).unwrap().1, Fresh::Read);
+    }
+
+    #[test]
+    fn a_cache_that_cannot_be_read_starts_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(FILE), "not json").unwrap();
+        let c = Cache::open(dir.path(), 1);
+        assert!(c.doc.entries.is_empty());
+    }
+}

@@ -73,23 +73,47 @@ fn last_frames(f: &File) -> Option<Vec<u8>> {
     // truncation while mapped ends the read with an error at worst (the
     // mapping is read through copies, never handed out).
     let map = unsafe { memmap2::Mmap::map(f) }.ok()?;
-    let mut pos = 0usize;
-    let mut last = None;
-    while pos < map.len() {
-        match complete_frame_len(&map[pos..]) {
-            Some(n) => {
-                last = Some(pos);
-                pos += n;
-            }
-            None => break,
+    // Found from the end when it can be (only the tail is touched), else
+    // by walking every frame from the start.
+    let (last, end) = last_frame_from_end(&map).or_else(|| {
+        let (mut pos, mut last) = (0usize, None);
+        while let Some(n) = complete_frame_len(&map[pos..]) {
+            last = Some(pos);
+            pos += n;
         }
-    }
+        Some((last, pos))
+    })?;
     let mut out = Vec::new();
     if let Some(start) = last {
-        out = zstd::stream::decode_all(&map[start..pos]).ok()?;
+        out = zstd::stream::decode_all(&map[start..end]).ok()?;
     }
-    out.extend(decode_torn(&map[pos..]));
+    out.extend(decode_torn(&map[end..]));
     Some(out)
+}
+
+/// The last complete frame of an artifact, found from its end: the latest
+/// place in its last megabyte where the magic number starts a chain of
+/// complete frames that ends at the end of the file (or where a frame
+/// still being written starts). `(start of the last complete frame, its end)`; `None`
+/// when no such place is found (then the frames are walked from the start;
+/// a false start inside compressed data would also fail to decode there).
+fn last_frame_from_end(map: &[u8]) -> Option<(Option<usize>, usize)> {
+    let from = map.len().saturating_sub(1 << 20).max(1);
+    let mut at = map.len();
+    while let Some(i) = memchr::memmem::rfind(&map[from..at], &ZSTD_MAGIC) {
+        let start = from + i;
+        at = start;
+        let (mut pos, mut last) = (start, None);
+        while let Some(n) = complete_frame_len(&map[pos..]) {
+            last = Some(pos);
+            pos += n;
+        }
+        let rest = &map[pos..];
+        if last.is_some() && (rest.is_empty() || rest.starts_with(&ZSTD_MAGIC)) {
+            return Some((last, pos));
+        }
+    }
+    None
 }
 
 /// What a streaming decoder recovers of a torn frame (nothing when the
@@ -378,6 +402,26 @@ mod tests {
         std::fs::write(&z, &art).unwrap();
         assert!(last_event_time(&z).unwrap() >= 1780000005000);
         assert_eq!(last_event_time(&dir.path().join("missing")), None);
+    }
+
+    #[test]
+    fn the_last_frame_is_found_from_the_end_as_a_walk_finds_it() {
+        let mut art = zstd::bulk::compress(format!("{HEAD}\n").as_bytes(), 3).unwrap();
+        let mut starts = vec![0];
+        for i in 0..50u64 {
+            starts.push(art.len());
+            let line = format!("{}\n", start(i, 1780000000000 + i));
+            art.extend(zstd::bulk::compress(line.as_bytes(), 3).unwrap());
+        }
+        let end = art.len();
+        assert_eq!(last_frame_from_end(&art), Some((Some(starts[50]), end)));
+        // A frame still being written after it.
+        let next = zstd::bulk::compress(format!("{}\n", start(50, 1)).as_bytes(), 3).unwrap();
+        art.extend(&next[..next.len() - 3]);
+        assert_eq!(last_frame_from_end(&art), Some((Some(starts[50]), end)));
+        // Only the header: walked from the start instead.
+        let head = zstd::bulk::compress(format!("{HEAD}\n").as_bytes(), 3).unwrap();
+        assert_eq!(last_frame_from_end(&head), None);
     }
 
     #[test]

@@ -25,8 +25,9 @@ use super::Snapshot;
 /// The cache file's name inside its directory.
 pub const FILE: &str = "statusline.json";
 
-/// Entries kept at most (the least recently used go first).
-const MAX_ENTRIES: usize = 512;
+/// Entries kept at most of the sessions shown (the least recently used go
+/// first).
+const MAX_ENTRIES: usize = 256;
 
 /// What is remembered of one log.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -143,6 +144,10 @@ impl Fresh {
 struct Doc {
     version: u32,
     entries: BTreeMap<String, Entry>,
+    /// Logs the reader refused, by key: their path, size and time then
+    /// (left out of today's cost until they change).
+    #[serde(default)]
+    refused: BTreeMap<String, (String, u64, i64)>,
 }
 
 /// A file's identity and state.
@@ -161,13 +166,75 @@ fn stat(path: &Path) -> std::io::Result<Stat> {
     })
 }
 
-/// The cache: in memory, with the file it was read from (if any).
-#[derive(Debug)]
-pub struct Cache {
+/// One of the cache's two files, in memory.
+#[derive(Debug, Default)]
+struct Part {
     file: Option<PathBuf>,
     doc: Doc,
+    /// Whether anything changed since it was read.
+    dirty: bool,
+}
+
+impl Part {
+    fn open(file: PathBuf) -> Part {
+        let doc = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Doc>(&b).ok())
+            .filter(|d| d.version == 1)
+            .unwrap_or_default();
+        Part {
+            file: Some(file),
+            doc,
+            dirty: false,
+        }
+    }
+
+    /// Write it back when it changed (beside, then renamed over it),
+    /// keeping at most `max` entries (the least recently used go) and none
+    /// of logs that are gone.
+    fn save(&mut self, max: usize) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        if !self.dirty {
+            return Ok(());
+        }
+        let doc = &mut self.doc;
+        doc.entries.retain(|_, e| Path::new(&e.path).exists());
+        doc.refused.retain(|_, (p, _, _)| Path::new(p).exists());
+        if doc.entries.len() > max {
+            let mut used: Vec<i64> = doc.entries.values().map(|e| e.used).collect();
+            used.sort_unstable_by(|a, b| b.cmp(a));
+            let cut = used[max - 1];
+            doc.entries.retain(|_, e| e.used >= cut);
+        }
+        doc.version = 1;
+        let dir = file.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer(&mut tmp, &*doc)?;
+        tmp.persist(file).map_err(|e| e.error)?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+/// The cache: the sessions shown (with the meter's figures, a few) in
+/// [`FILE`], and the other sessions of the home (their costs per day, many,
+/// rarely changed) in [`DAYS_FILE`], so that following the session shown
+/// rewrites only the small file.
+#[derive(Debug)]
+pub struct Cache {
+    shown: Part,
+    others: Part,
     now_s: i64,
 }
+
+/// The file of the other sessions' costs per day.
+pub const DAYS_FILE: &str = "statusline-days.json";
+
+/// Entries kept at most of the other sessions.
+const MAX_OTHERS: usize = 65_536;
 
 /// How to read a log the cache does not know.
 pub struct Reading<'a> {
@@ -180,18 +247,13 @@ pub struct Reading<'a> {
 }
 
 impl Cache {
-    /// The cache kept in `dir` (its [`FILE`]); empty when there is none or
-    /// it cannot be read. `now_s`: the clock, for ageing entries out.
+    /// The cache kept in `dir` ([`FILE`] and [`DAYS_FILE`]); empty when
+    /// there is none or it cannot be read. `now_s`: the clock, for ageing
+    /// entries out.
     pub fn open(dir: &Path, now_s: i64) -> Cache {
-        let file = dir.join(FILE);
-        let doc = std::fs::read(&file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Doc>(&b).ok())
-            .filter(|d| d.version == 1)
-            .unwrap_or_default();
         Cache {
-            file: Some(file),
-            doc,
+            shown: Part::open(dir.join(FILE)),
+            others: Part::open(dir.join(DAYS_FILE)),
             now_s,
         }
     }
@@ -199,8 +261,8 @@ impl Cache {
     /// A cache that remembers nothing between runs.
     pub fn none(now_s: i64) -> Cache {
         Cache {
-            file: None,
-            doc: Doc::default(),
+            shown: Part::default(),
+            others: Part::default(),
             now_s,
         }
     }
@@ -221,30 +283,39 @@ impl Cache {
         };
         let st = stat(path).map_err(refused)?;
         let zone = how.zone.to_string();
-        if let Some(e) = self.doc.entries.get_mut(&st.key)
-            && e.zone == zone
-            && (e.metered || !metered)
-            && e.path == path.display().to_string()
-        {
-            e.used = self.now_s;
+        let shown = path.display().to_string();
+        for part in [&mut self.shown, &mut self.others] {
+            let Some(e) = part.doc.entries.get_mut(&st.key) else {
+                continue;
+            };
+            if e.zone != zone || (metered && !e.metered) || e.path != shown {
+                continue;
+            }
+            // Ages are kept to the day: a run that changes nothing else
+            // leaves the files alone.
+            if self.now_s - e.used > 86_400 {
+                e.used = self.now_s;
+                part.dirty = true;
+            }
             if e.size == st.size && e.mtime_ns == st.mtime_ns {
                 return Ok((e.clone(), Fresh::Cached));
             }
-            if let Some(mark) = e.mark
-                && st.size >= e.size
-            {
-                match tail::follow(path, &mark) {
-                    Ok(Growth::Same) => {
-                        e.mtime_ns = st.mtime_ns;
-                        return Ok((e.clone(), Fresh::Cached));
-                    }
-                    Ok(Growth::Chunks(a)) => {
-                        e.mark = Some(a.mark);
-                        (e.size, e.mtime_ns) = (st.size, st.mtime_ns);
-                        return Ok((e.clone(), Fresh::Followed));
-                    }
-                    Ok(Growth::Other) | Err(_) => {}
+            let Some(mark) = e.mark.filter(|_| st.size >= e.size) else {
+                break;
+            };
+            match tail::follow(path, &mark) {
+                Ok(Growth::Same) => {
+                    e.mtime_ns = st.mtime_ns;
+                    part.dirty = true;
+                    return Ok((e.clone(), Fresh::Cached));
                 }
+                Ok(Growth::Chunks(a)) => {
+                    e.mark = Some(a.mark);
+                    (e.size, e.mtime_ns) = (st.size, st.mtime_ns);
+                    part.dirty = true;
+                    return Ok((e.clone(), Fresh::Followed));
+                }
+                Ok(Growth::Other) | Err(_) => break,
             }
         }
         let opts = ScanOptions {
@@ -254,14 +325,22 @@ impl Cache {
         let snap = Snapshot::read(&LogSource::File(path.to_path_buf()), &opts)?;
         let mut e = Entry::of(&snap, &st, how.zone, how.prices, metered);
         e.used = self.now_s;
-        self.doc.entries.insert(st.key, e.clone());
+        let part = if metered {
+            self.others.doc.entries.remove(&st.key);
+            &mut self.shown
+        } else {
+            &mut self.others
+        };
+        part.doc.entries.insert(st.key, e.clone());
+        part.dirty = true;
         Ok((e, Fresh::Read))
     }
 
     /// The cost of day `key` (starting at `start_ms`) over every log in
     /// `logs` that was written to since it started (a log last modified
     /// before cannot hold a request of the day), plus `also` (the log
-    /// shown, wherever it is). Logs that cannot be read are left out.
+    /// shown, wherever it is). Logs that cannot be read are left out, and
+    /// remembered as such until they change.
     pub fn day_cost(
         &mut self,
         logs: &[PathBuf],
@@ -277,40 +356,35 @@ impl Cache {
             .chain(logs.iter().cloned());
         for p in candidates {
             let Ok(st) = stat(&p) else { continue };
-            if !seen.insert(st.key) || st.mtime_ns / 1_000_000 < start_ms {
+            if !seen.insert(st.key.clone()) || st.mtime_ns / 1_000_000 < start_ms {
                 continue;
             }
-            if let Ok((e, _)) = self.entry(&p, false, how) {
-                let (c, u) = e.day(key);
-                cost += c;
-                unpriced += u;
+            let path = p.display().to_string();
+            let seen_refused = (path.clone(), st.size, st.mtime_ns);
+            if self.others.doc.refused.get(&st.key) == Some(&seen_refused) {
+                continue;
+            }
+            match self.entry(&p, false, how) {
+                Ok((e, _)) => {
+                    let (c, u) = e.day(key);
+                    cost += c;
+                    unpriced += u;
+                }
+                Err(_) => {
+                    self.others.doc.refused.insert(st.key, seen_refused);
+                    self.others.dirty = true;
+                }
             }
         }
         (cost, unpriced)
     }
 
-    /// Write the cache back (when it has a file): beside it, then renamed
-    /// over it, so that it is whole or absent. The least recently used
-    /// entries past [`MAX_ENTRIES`], and those of logs that are gone, are
-    /// left out.
+    /// Write what changed back: each file beside itself, then renamed over
+    /// it, so that it is whole or absent; entries of logs that are gone, and
+    /// the least recently used past the limits, are left out.
     pub fn save(&mut self) -> std::io::Result<()> {
-        let Some(file) = &self.file else {
-            return Ok(());
-        };
-        self.doc.entries.retain(|_, e| Path::new(&e.path).exists());
-        if self.doc.entries.len() > MAX_ENTRIES {
-            let mut used: Vec<i64> = self.doc.entries.values().map(|e| e.used).collect();
-            used.sort_unstable_by(|a, b| b.cmp(a));
-            let cut = used[MAX_ENTRIES - 1];
-            self.doc.entries.retain(|_, e| e.used >= cut);
-        }
-        self.doc.version = 1;
-        let dir = file.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer(&mut tmp, &self.doc)?;
-        tmp.persist(file).map_err(|e| e.error)?;
-        Ok(())
+        self.shown.save(MAX_ENTRIES)?;
+        self.others.save(MAX_OTHERS)
     }
 }
 
@@ -377,10 +451,43 @@ mod tests {
     }
 
     #[test]
+    fn today_counts_the_logs_written_today_and_remembers_refusals() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.jsonl");
+        std::fs::copy(
+            "samples/home/sessions/--home-dev-dsh-demo--/8b12e4d0-5a3f-4e6b-8d21-6c9f0a4b2e02/session.jsonl",
+            &good,
+        )
+        .unwrap();
+        let bad = dir.path().join("bad.jsonl");
+        std::fs::copy("samples/refused.jsonl", &bad).unwrap();
+        let (opts, prices) = (ScanOptions::default(), PriceTable::builtin());
+        let how = reading(&opts, &prices);
+        let day = "2026-07-07";
+        let mut c = Cache::open(dir.path(), 1);
+        let logs = [good.clone(), bad.clone()];
+        let (cost, _) = c.day_cost(&logs, None, (day, 0), &how);
+        let (e, _) = c.entry(&good, false, &how).unwrap();
+        assert_eq!(cost, e.day(day).0);
+        assert!(cost > 0.0);
+        assert_eq!(c.others.doc.refused.len(), 1, "the refusal is remembered");
+        c.save().unwrap();
+        let mut again = Cache::open(dir.path(), 2);
+        assert_eq!(again.day_cost(&logs, None, (day, 0), &how).0, cost);
+        assert!(
+            !again.shown.dirty && !again.others.dirty,
+            "nothing changed: nothing to write"
+        );
+        // A log last written before the day began is not read.
+        let (none, _) = again.day_cost(&logs, None, (day, i64::MAX), &how);
+        assert_eq!(none, 0.0);
+    }
+
+    #[test]
     fn a_cache_that_cannot_be_read_starts_afresh() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(FILE), "not json").unwrap();
         let c = Cache::open(dir.path(), 1);
-        assert!(c.doc.entries.is_empty());
+        assert!(c.shown.doc.entries.is_empty());
     }
 }

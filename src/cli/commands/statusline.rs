@@ -48,7 +48,8 @@ const NAMES: &[&str] = &[
 /// --format to see it.
 ///
 /// Fast at every prompt: the figures of a whole read are kept in
-/// $XDG_CACHE_HOME/dsh/statusline.json (else ~/.cache/dsh), per file
+/// $XDG_CACHE_HOME/dsh (else ~/.cache/dsh: statusline.json, and
+/// statusline-days.json for the other sessions' costs per day), per file
 /// (device and inode) with its size; a log that has not changed is answered
 /// from there, one that grew by streamed chunks only after reading just the
 /// new bytes, anything else is read whole once. Today's cost reads only the

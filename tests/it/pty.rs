@@ -167,16 +167,44 @@ impl Tmux {
 
     /// The program's exit status once it ended.
     pub fn exit_status(&self) -> Option<i32> {
+        let text = self.pane();
+        let mut parts = text.split(' ');
+        let (dead, status, pid) = (parts.next()?, parts.next()?, parts.next()?);
+        if dead != "1" {
+            return None;
+        }
+        // tmux may not have reaped it yet: a zombie's status is the 52nd
+        // field of /proc/PID/stat (as waitpid gives it).
+        status.parse().ok().or_else(|| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let after = &stat[stat.rfind(')')? + 2..];
+            let code: i32 = after.split(' ').nth(49)?.trim().parse().ok()?;
+            Some(if code & 0x7f == 0 {
+                (code >> 8) & 0xff
+            } else {
+                128 + (code & 0x7f)
+            })
+        })
+    }
+
+    /// `dead status pid [process state]` of the pane, for a failure
+    /// message.
+    pub fn pane(&self) -> String {
         let out = self.tmux(&[
             "display-message",
             "-p",
             "-t",
             "t",
-            "#{pane_dead} #{pane_dead_status}",
+            "#{pane_dead} #{pane_dead_status} #{pane_pid}",
         ]);
         let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let (dead, status) = text.split_once(' ')?;
-        (dead == "1").then(|| status.parse().ok()).flatten()
+        let pid = text.rsplit(' ').next().unwrap_or("").to_string();
+        let ps = Command::new("ps")
+            .args(["-o", "stat=,wchan=", "-p", &pid])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        format!("{text} [{ps}]")
     }
 }
 

@@ -165,7 +165,8 @@ fn watch_bursts(cols: u16, zstd: bool) {
         }
         assert!(
             std::time::Instant::now() < until,
-            "still running:\n{}",
+            "still running ({}):\n{}",
+            t.pane(),
             t.screen()
         );
         std::thread::sleep(std::time::Duration::from_millis(50));

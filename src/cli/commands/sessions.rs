@@ -68,7 +68,8 @@ pub struct SessionsArgs {
     /// Turn the order round (unknown values stay last).
     #[arg(long)]
     pub reverse: bool,
-    /// Show only the first N sessions of the order.
+    /// Show only the first N rows of the order (refused logs, which come
+    /// last, count too).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// Print CSV (a header row, then one row per session).

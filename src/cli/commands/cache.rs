@@ -115,7 +115,9 @@ pub const NOT_A_BILL: &str = "Predictions are what the provider's published cach
     after_help = "Examples:\n  dsh cache session.jsonl                 # requests, replacements, totals\n  dsh cache --by cause ~/.dsh/sessions    # which causes cost the most, across sessions\n  dsh cache --tokenizer deepseek-v4 --json s.jsonl   # positions in DeepSeek's own tokens\n  dsh cache --lifetime 5m session.jsonl   # idle gaps beyond 5 minutes expire the cache\n  dsh cache --anthropic-breakpoints last s.jsonl\n      # one 5-minute breakpoint on the last message (incremental caching)\n  dsh cache --anthropic-breakpoints tools:1h,system:1h,last s.jsonl\n      # tools and system kept an hour, the conversation 5 minutes\n  dsh cache --anthropic-breakpoints system:1h,first-user:1h,prev-user,last s.jsonl\n      # also the opening context, and the previous turn past the 20-block lookback"
 )]
 pub struct CacheArgs {
-    /// Logs to analyse (default: every session under $DSH_HOME).
+    /// Logs to analyse; a directory or a working directory (`.`) means every
+    /// session under it or of its project (default: every session under
+    /// $DSH_HOME).
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// Count positions with a real tokenizer instead of the heuristic

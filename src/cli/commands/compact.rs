@@ -107,7 +107,9 @@ use crate::cli::writes::{append_error, now_ms};
     after_help = "Examples:\n  dsh compact -n --route deepseek/deepseek-chat session.jsonl\n  dsh compact --route deepseek/deepseek-chat session.jsonl\n  dsh compact --mode pressure --wait 30 --json 5b1d\n  dsh compact --out copy.jsonl --route deepseek/deepseek-chat s.jsonl"
 )]
 pub struct CompactArgs {
-    /// The session log.
+    /// The session log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     pub log: String,
     /// Summarisation target `PROVIDER/MODEL` (default: the config's
     /// summarization pair, else the route of the latest request/header).

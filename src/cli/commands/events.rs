@@ -28,7 +28,9 @@ use crate::cli::rows::{RowWindow, Rows};
     after_help = "Examples:\n  dsh events session.jsonl\n  dsh events --type compaction/ --turn 3 session.jsonl\n  dsh events --all --tail 50 session.jsonl\n  dsh events --json session.jsonl | jq -c 'select(.onSurface|not)'"
 )]
 pub struct EventsArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
     /// Only events of these types (a trailing `/` matches a family, e.g. `tool/`).

@@ -25,7 +25,9 @@ use crate::cli::render::outln;
     after_help = "Examples:\n  dsh header session.jsonl\n  dsh header --json session.jsonl | jq .system"
 )]
 pub struct HeaderArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
 }

@@ -23,7 +23,9 @@ use crate::cli::render::outln;
     after_help = "Examples:\n  dsh load session.jsonl\n  dsh load --json session.jsonl | jq .eventTypes"
 )]
 pub struct LoadArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
 }

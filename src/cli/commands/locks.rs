@@ -61,8 +61,10 @@ use crate::cli::writes::{append_error, append_options, now_ms};
     after_help = "Examples:\n  dsh locks                             # every session under $DSH_HOME\n  dsh locks session.jsonl\n  dsh locks --release --yes session.jsonl"
 )]
 pub struct LocksArgs {
-    /// Logs, session directories or directory trees (default: all sessions
-    /// under $DSH_HOME).
+    /// Logs, session directories or directory trees; a working directory
+    /// (`.`) means all of its project's sessions (default: all sessions
+    /// under $DSH_HOME; with --release, one LOG: `.` is the project's
+    /// newest session).
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// Release the live lock of one LOG (append the session/end-seed marker).

@@ -19,7 +19,9 @@ use crate::cli::rows::{RowWindow, Rows};
     after_help = "Examples:\n  dsh messages session.jsonl\n  dsh messages --system --width 200 5b1d\n  dsh messages --json session.jsonl > messages.json\n  zstd -dc s.jsonl.zstd | dsh messages --tail 5 -"
 )]
 pub struct MessagesArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
     /// Also print the folded system prompt first (readable view only).

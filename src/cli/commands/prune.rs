@@ -83,7 +83,9 @@ use crate::cli::writes::{append_error, append_options, now_ms, time_ms};
     after_help = "Examples:\n  dsh prune -n session.jsonl            # show what would be pruned\n  dsh prune session.jsonl               # append the prune pairs\n  dsh prune --out pruned.jsonl session.jsonl"
 )]
 pub struct PruneArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
     /// Show what would be appended; write nothing.

@@ -51,7 +51,9 @@ use crate::cli::render::outln;
     after_help = "Examples:\n  dsh report session.jsonl -o report.html\n  dsh report -o - session.jsonl > report.html\n  dsh report ~/.dsh -o reports/            # reports/index.html + one page per session\n  dsh report --tz Europe/Paris -o reports/ # every session under $DSH_HOME, Paris time\n  dsh report --json a.jsonl b.jsonl -o out/ --force"
 )]
 pub struct ReportArgs {
-    /// Logs, session directories or homes (default: every session under $DSH_HOME).
+    /// Logs, session directories or homes; a working directory (`.`) means
+    /// all of its project's sessions (default: every session under
+    /// $DSH_HOME).
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// The page (one LOG; `-` for standard output) or the directory (many).

@@ -54,7 +54,8 @@ pub const OPEN_LOOP: &str = "Open-loop replay: the agent's behaviour is taken as
     after_help = "Examples:\n  dsh simulate session.jsonl                          # recorded vs the default policy\n  dsh simulate --threshold-ratio 0.6 --retain-ratio 0.1 session.jsonl\n  dsh simulate --no-prune --steps session.jsonl       # pressure before/after each compaction\n  dsh simulate --sweep threshold=0.5:0.9:0.1,retain=0.08:0.24:0.08 session.jsonl\n  dsh simulate --context-window 64000 --summary-tokens 2000 --json session.jsonl"
 )]
 pub struct SimulateArgs {
-    /// Logs to replay.
+    /// Logs to replay; a directory or a working directory (`.`) means every
+    /// session under it or of its project.
     #[arg(value_name = "LOG", required = true)]
     pub logs: Vec<String>,
     /// Threshold as a share of the window (≥ 1: never fires below the window).

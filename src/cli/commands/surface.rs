@@ -22,7 +22,9 @@ use crate::cli::rows::RowWindow;
     after_help = "Examples:\n  dsh surface session.jsonl\n  dsh surface .                      # newest session of this directory\n  dsh surface 5b1d --tail 20          # id prefix, last 20 nodes\n  dsh surface --json s.jsonl | jq '.positions | length'"
 )]
 pub struct SurfaceArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
     #[command(flatten)]

@@ -64,7 +64,8 @@ use crate::cli::render::{Tone, paint};
     after_help = "Examples:\n  dsh verify session.jsonl\n  dsh verify                            # every session under $DSH_HOME\n  dsh verify --format github --deny-warnings logs/   # CI annotations\n  dsh verify --list-checks"
 )]
 pub struct VerifyArgs {
-    /// Logs to audit.
+    /// Logs to audit; a directory or a working directory (`.`) means every
+    /// session under it or of its project.
     #[arg(value_name = "LOG")]
     pub logs: Vec<String>,
     /// Audit every session under $DSH_HOME.

@@ -38,7 +38,9 @@ use crate::cli::rows::RowWindow;
     after_help = "Examples:\n  dsh view session.jsonl\n  dsh view --at 40 session.jsonl            # the model's view as it stood after seq 40\n  dsh view --tail 40 session.jsonl          # the last 40 events beside the model's view\n  dsh view --survival session.jsonl         # what each compaction summary kept\n  dsh view --all session.jsonl | less -S    # chunks and steps too\n  dsh view --json session.jsonl | jq '.survival.totals'"
 )]
 pub struct ViewArgs {
-    /// The log.
+    /// The log: a file, `-`, a session directory or id, or a working
+    /// directory (`.`: its project's newest session by its last event, said
+    /// on stderr).
     #[arg(value_name = "LOG")]
     pub log: String,
     /// The log as it stood after this seq.

@@ -320,7 +320,7 @@ activity\t'Last activity'
 pressure\t'Pressure'
 size\t'Size on disk'
 cost\t'Cost'"
-complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l limit -d 'Show only the first N sessions of the order' -r
+complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l limit -d 'Show only the first N rows of the order (refused logs, which come last, count too)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l config -d 'The dsh config file (routes\' context windows, [[prices]])' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand sessions" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'

@@ -4,6 +4,7 @@ pub mod commands;
 pub mod csv;
 pub mod ctx;
 pub mod exit;
+pub mod gauge;
 pub mod help;
 pub mod many;
 pub mod render;

@@ -34,9 +34,35 @@ impl From<LoadError> for LookupError {
     }
 }
 
+/// `logs` oldest first by the time of each log's last event
+/// ([`super::tail::last_event_time`], read from its end), then by the
+/// file's modification time (a log with no plausible time sorts first).
+fn by_last_event(logs: Vec<PathBuf>) -> Vec<PathBuf> {
+    if logs.len() < 2 {
+        return logs;
+    }
+    let mut timed: Vec<(Option<i64>, std::time::SystemTime, PathBuf)> = logs
+        .into_iter()
+        .map(|f| {
+            let m = std::fs::metadata(&f)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (super::tail::last_event_time(&f), m, f)
+        })
+        .collect();
+    timed.sort();
+    timed.into_iter().map(|(_, _, f)| f).collect()
+}
+
+/// The sessions of the project whose working directory is `cwd` (a path
+/// as the harness records it), newest last by their last event.
+fn project_sessions(home: &Path, cwd: &str) -> Vec<PathBuf> {
+    by_last_event(source::project_sessions(&home.join("sessions"), cwd))
+}
+
 /// The session logs recorded for working directory `dir` under `home`,
-/// newest last (by the time of each log's last event, see
-/// [`source::project_sessions`]). Empty when there are none.
+/// newest last (by the time of each log's last event, not the file's
+/// modification time). Empty when there are none.
 pub fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut candidates = vec![abs.clone()];
@@ -51,7 +77,7 @@ pub fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
         let Some(s) = cwd.to_str() else { continue };
         let s = s.trim_end_matches('/');
         let s = if s.is_empty() { "/" } else { s };
-        let found = source::project_sessions(&home.join("sessions"), s);
+        let found = project_sessions(home, s);
         if !found.is_empty() {
             return found;
         }
@@ -77,10 +103,7 @@ fn project_of(arg: &str, home: Option<&Path>) -> Vec<PathBuf> {
     }
     if arg.starts_with('/') && !p.exists() {
         let cwd = arg.trim_end_matches('/');
-        return source::project_sessions(
-            &h.join("sessions"),
-            if cwd.is_empty() { "/" } else { cwd },
-        );
+        return project_sessions(h, if cwd.is_empty() { "/" } else { cwd });
     }
     Vec::new()
 }

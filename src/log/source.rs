@@ -210,23 +210,21 @@ pub fn session_file_in(dir: &Path) -> Option<PathBuf> {
 }
 
 /// The session logs of the project whose working directory is `cwd`
-/// under the `sessions` directory of a home, oldest first: by the time of
-/// each log's last event ([`super::tail::last_event_time`], read from its
-/// end), then by the file's modification time (a log that records no
-/// plausible time sorts first).
+/// under the `sessions` directory of a home, oldest first (by the file's
+/// modification time).
 pub fn project_sessions(sessions: &Path, cwd: &str) -> Vec<PathBuf> {
     let proj = sessions.join(project_dir_name(Some(cwd)));
-    let mut found: Vec<(Option<i64>, std::time::SystemTime, PathBuf)> = discover(&proj)
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = discover(&proj)
         .into_iter()
         .map(|f| {
             let t = std::fs::metadata(&f)
                 .and_then(|m| m.modified())
                 .unwrap_or(std::time::UNIX_EPOCH);
-            (super::tail::last_event_time(&f), t, f)
+            (t, f)
         })
         .collect();
     found.sort();
-    found.into_iter().map(|(_, _, f)| f).collect()
+    found.into_iter().map(|(_, f)| f).collect()
 }
 
 /// Every session log under `root`: a session directory, a project directory,

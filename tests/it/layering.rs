@@ -22,7 +22,14 @@ const LAYERS: &[&[&str]] = &[
     &["log"],
     &["derive", "meter", "range", "pack"],
     &["prune", "append", "sessions", "cache"],
-    &["verify", "lifecycle", "export", "view", "hidden_prefix", "status"],
+    &[
+        "verify",
+        "lifecycle",
+        "export",
+        "view",
+        "hidden_prefix",
+        "status",
+    ],
     &["compact", "survival"],
     &["simulate", "report"],
 ];

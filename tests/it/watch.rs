@@ -154,6 +154,9 @@ fn watch_bursts(cols: u16, zstd: bool) {
     w.batch(&text(&b.lifecycle));
     let s = t.wait_for("the new lifecycle", |s| s.contains("lifecycle 2"));
     assert!(s.contains("forecast"), "{s}");
+    // Redrawn in place by dsh's own controls: one view, no escapes shown.
+    assert_eq!(s.matches("dsh watch").count(), 1, "{s}");
+    assert!(!s.contains("\\u{1b}"), "{s}");
     assert!(s.lines().all(|l| l.chars().count() <= cols as usize), "{s}");
 
     // Ctrl-C ends it cleanly.

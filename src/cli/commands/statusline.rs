@@ -11,27 +11,8 @@ use dsh::status::cache::{Cache, Entry, Reading};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::{self, Tone, outln};
-
-/// The default `--format`.
-pub const DEFAULT_FORMAT: &str = "{bar} {pressure} · {next} · {cost} session · {today} today";
-
-/// The placeholders of `--format`.
-const NAMES: &[&str] = &[
-    "bar",
-    "pressure",
-    "tokens",
-    "window",
-    "threshold",
-    "left",
-    "next",
-    "cost",
-    "today",
-    "session",
-    "project",
-    "provider",
-    "model",
-];
+use crate::cli::gauge::{DEFAULT_FORMAT, bar, check_template, compact_tokens, fill, tone};
+use crate::cli::render::{self, outln};
 
 /// One line for a prompt or a status bar: pressure, the next compaction, cost.
 ///
@@ -95,81 +76,6 @@ pub struct StatuslineArgs {
     pub utc: bool,
 }
 
-/// `67155` → `67.2k`; `1234567` → `1.23M`.
-pub fn compact_tokens(t: f64) -> String {
-    let a = t.abs();
-    let s = if a >= 999_500.0 {
-        format!("{:.2}M", a / 1e6)
-    } else if a >= 9_950.0 {
-        format!("{:.1}k", a / 1e3)
-    } else if a >= 1_000.0 {
-        format!("{:.2}k", a / 1e3)
-    } else {
-        format!("{a:.0}")
-    };
-    if t < 0.0 { format!("-{s}") } else { s }
-}
-
-/// A bar of `cells` cells filled to `pct` percent.
-pub fn bar(pct: Option<f64>, cells: usize) -> String {
-    let Some(p) = pct else {
-        return "?".repeat(cells);
-    };
-    let full = ((p / 100.0 * cells as f64).round() as usize).min(cells);
-    format!("{}{}", "█".repeat(full), "░".repeat(cells - full))
-}
-
-/// The tone of a pressure: over the threshold, or within a tenth of it.
-pub fn tone(left: Option<f64>, threshold: Option<f64>) -> Option<Tone> {
-    match (left, threshold) {
-        (Some(l), _) if l <= 0.0 => Some(Tone::Bad),
-        (Some(l), Some(t)) if l <= t * 0.1 => Some(Tone::Warn),
-        _ => None,
-    }
-}
-
-/// Check a template: every `{name}` is one of [`NAMES`].
-fn check_template(t: &str) -> Result<()> {
-    let mut rest = t.replace("{{", "").replace("}}", "");
-    while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}') else {
-            return Err(UsageError(format!("--format {t:?}: a `{{` without its `}}`")).into());
-        };
-        let name = &rest[open + 1..open + close];
-        if !NAMES.contains(&name) {
-            return Err(UsageError(format!(
-                "--format: no placeholder {{{name}}}; there are {{{}}}",
-                NAMES.join("} {")
-            ))
-            .into());
-        }
-        rest = rest[open + close + 1..].to_string();
-    }
-    Ok(())
-}
-
-/// Fill a checked template.
-fn fill(t: &str, value: &dyn Fn(&str) -> String) -> String {
-    let mut out = String::new();
-    let mut rest = t;
-    while let Some(i) = rest.find(['{', '}']) {
-        out.push_str(&rest[..i]);
-        let r = &rest[i..];
-        if r.starts_with("{{") || r.starts_with("}}") {
-            out.push_str(&r[..1]);
-            rest = &r[2..];
-        } else if let Some(close) = r.find('}').filter(|_| r.starts_with('{')) {
-            out.push_str(&value(&r[1..close]));
-            rest = &r[close + 1..];
-        } else {
-            out.push_str(&r[..1]);
-            rest = &r[1..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 /// The cache directory: `$XDG_CACHE_HOME/dsh`, else `~/.cache/dsh`.
 fn cache_dir() -> Option<PathBuf> {
     let env = |k: &str| {
@@ -189,7 +95,7 @@ pub fn run(ctx: &mut Ctx, args: &StatuslineArgs) -> Result<Status> {
     check_template(template)?;
     let zone = crate::cli::zone::of_flags(args.tz.as_deref(), args.utc)?;
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let prices = crate::cli::commands::sessions::prices(&config);
+    let prices = dsh::price::PriceTable::builtin().with(&config.prices);
     // Quietly: a prompt would show the note every time.
     let path = match dsh::log::lookup::resolve(&args.log, ctx.home.as_deref()) {
         Ok(LogSource::File(p)) => p,
@@ -308,28 +214,5 @@ fn field(e: &Entry, name: &str, money: &dyn Fn(Option<f64>) -> String, today: St
         "provider" => e.route.as_ref().map_or_else(|| "?".into(), |r| r.0.clone()),
         "model" => e.route.as_ref().map_or_else(|| "?".into(), |r| r.1.clone()),
         _ => String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn templates_fill_and_refuse_unknown_names() {
-        assert!(check_template(DEFAULT_FORMAT).is_ok());
-        assert!(check_template("{{literal}} {pressure}").is_ok());
-        assert!(check_template("{nope}").is_err());
-        assert!(check_template("{pressure").is_err());
-        let v = |n: &str| format!("<{n}>");
-        assert_eq!(fill("a {bar} {{b}} c", &v), "a <bar> {b} c");
-        assert_eq!(compact_tokens(67_155.0), "67.2k");
-        assert_eq!(compact_tokens(1_234.0), "1.23k");
-        assert_eq!(compact_tokens(950.0), "950");
-        assert_eq!(compact_tokens(2_388_573.0), "2.39M");
-        assert_eq!(compact_tokens(-1_500.0), "-1.50k");
-        assert_eq!(bar(Some(27.0), 10), "███░░░░░░░");
-        assert_eq!(bar(Some(250.0), 4), "████");
-        assert_eq!(bar(None, 3), "???");
     }
 }

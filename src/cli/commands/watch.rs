@@ -13,10 +13,11 @@ use dsh::sessions::ScanOptions;
 use dsh::status::follow::{Follower, Update};
 use dsh::status::{Forecast, Snapshot, hit_rate};
 
-use crate::cli::commands::statusline::{bar, compact_tokens, tone};
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, UsageError};
+use crate::cli::gauge::{bar, compact_tokens, tone};
 use crate::cli::render;
+use crate::cli::render::out::Control;
 
 /// Follow a session as it is written: pressure, the next compaction, cost.
 ///
@@ -80,11 +81,9 @@ fn columns() -> usize {
     }
 }
 
-/// Log text for the terminal: control characters shown as `�`.
+/// Log text for the terminal, by the one escaping rule.
 fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect()
+    render::escape::line(s).into_owned()
 }
 
 fn forecast_text(s: &Snapshot) -> String {
@@ -302,7 +301,7 @@ pub fn run(ctx: &mut Ctx, args: &WatchArgs) -> Result<Status> {
         _ => return Err(UsageError("watch follows a log file, not a stream".into()).into()),
     };
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let prices = crate::cli::commands::sessions::prices(&config);
+    let prices = dsh::price::PriceTable::builtin().with(&config.prices);
     let zone = crate::cli::zone::local();
     let opts = ScanOptions {
         load: ctx.load_options(),
@@ -315,7 +314,7 @@ pub fn run(ctx: &mut Ctx, args: &WatchArgs) -> Result<Status> {
     let mut st = State::default();
     let mut shown = String::new();
     if tty {
-        ctx.out.write_all(b"\x1b[?25l")?;
+        ctx.out.control(Control::HideCursor)?;
     }
     let interval = Duration::from_millis(args.interval.max(20));
     loop {
@@ -343,12 +342,12 @@ pub fn run(ctx: &mut Ctx, args: &WatchArgs) -> Result<Status> {
             Some(s) => plain(s, &st, &prices),
         };
         if text != shown {
-            let frame = if tty {
-                format!("\x1b[H\x1b[2J{text}")
+            if tty {
+                ctx.out.control(Control::Home)?;
+                ctx.out.write_all(text.as_bytes())?;
             } else {
-                format!("{text}\n")
-            };
-            ctx.out.write_all(frame.as_bytes())?;
+                ctx.out.write_all(format!("{text}\n").as_bytes())?;
+            }
             shown = text;
         }
         if ctx.out.closed() {
@@ -363,7 +362,8 @@ pub fn run(ctx: &mut Ctx, args: &WatchArgs) -> Result<Status> {
         }
     }
     if tty {
-        ctx.out.write_all(b"\x1b[?25h\n")?;
+        ctx.out.control(Control::ShowCursor)?;
+        ctx.out.write_all(b"\n")?;
     }
     Ok(match crate::cli::signals::status() {
         Some(Status::Interrupted) | None => Status::Ok,

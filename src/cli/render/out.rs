@@ -199,6 +199,35 @@ impl Out {
     }
 }
 
+/// dsh's own terminal controls, for a live view that redraws itself
+/// (`dsh watch`): the door would show them as text, so [`Out::control`]
+/// writes them past it — these, and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Cursor to the top left, screen cleared.
+    Home,
+    /// Hide the cursor.
+    HideCursor,
+    /// Show the cursor again.
+    ShowCursor,
+}
+
+impl Out {
+    /// Write one of dsh's own terminal controls, after what the door still
+    /// holds.
+    pub fn control(&self, c: Control) -> io::Result<()> {
+        let seq: &[u8] = match c {
+            Control::Home => b"\x1b[H\x1b[2J",
+            Control::HideCursor => b"\x1b[?25l",
+            Control::ShowCursor => b"\x1b[?25h",
+        };
+        let mut w = self.stream();
+        w.flush()?;
+        w.send_all(seq)?;
+        w.flush()
+    }
+}
+
 /// A writer that drops everything once the reader has gone away.
 pub struct Guarded<'a, W: Write> {
     out: &'a Out,

@@ -6,7 +6,7 @@
 //! walked frame by frame without decoding (headers and block headers only)
 //! and only its last frames are decoded. Nothing here validates a log: a
 //! full read ([`super::load`]) does that. What is appended is judged by the
-//! loader's own fast lane ([`super::fastlane`]): lines it takes as valid
+//! loader's own fast lane (the chunk fast lane): lines it takes as valid
 //! `assistant/chunk` records with the next seqs change nothing but counts
 //! and the clock, so the figures of the full read still hold; anything else
 //! asks for a full read again.

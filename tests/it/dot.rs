@@ -224,10 +224,15 @@ fn a_command_that_reads_many_logs_takes_all_of_the_project_s_sessions() {
                     !text.contains("dsh: note:"),
                     "dsh {args:?}: nothing to choose:\n{text}"
                 );
-                if args[0] == "export" {
-                    // It counts what it wrote.
-                    let two = if json { r#""logs":2"# } else { "(2 session(s)" };
-                    assert!(text.contains(two), "{text}");
+                // These count what they wrote (JSON names every page).
+                let two = match (args[0], json) {
+                    ("export", true) => Some(r#""logs":2"#),
+                    ("export", false) => Some("(2 session(s)"),
+                    ("report", false) => Some("2 session page(s)"),
+                    _ => None,
+                };
+                if let Some(two) = two {
+                    assert!(text.contains(two), "dsh {args:?}: {text}");
                     continue;
                 }
                 for log in [&p.older, &p.newer] {

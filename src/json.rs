@@ -83,7 +83,16 @@ pub(crate) struct EventSpans {
     pub data: Option<(u32, u32)>,
     /// `data.message`'s value.
     pub message: Option<(u32, u32)>,
+    /// `data.stream` was checked by a [`StreamSkipper`] and left out of the
+    /// value (an empty array stands for it).
+    pub stream_skipped: bool,
 }
+
+/// Checks a `data.stream` value straight from the line's bytes, from its
+/// start at a nesting depth, and gives the offset just past it, or `None`
+/// to have it parsed the normal way. It must accept only values the normal
+/// way accepts, in `JSON.stringify`'s spelling.
+pub(crate) type StreamSkipper = fn(&[u8], usize, usize) -> Option<usize>;
 
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub(crate) const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
@@ -1244,7 +1253,7 @@ impl<'a> Value<'a> {
     /// spelling, no duplicate keys). For such a text any member's bytes can
     /// be copied instead of re-serialised.
     pub fn parse_canonical(text: &'a str) -> Result<(Value<'a>, bool), ParseError> {
-        Self::parse_with(text.as_bytes(), false).map(|(v, c, _)| (v, c))
+        Self::parse_with(text.as_bytes(), false, None).map(|(v, c, _)| (v, c))
     }
 
     /// [`Self::parse_canonical`] for an event line, also giving where its
@@ -1252,7 +1261,17 @@ impl<'a> Value<'a> {
     pub(crate) fn parse_event_line(
         text: &'a str,
     ) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
-        Self::parse_with(text.as_bytes(), true)
+        Self::parse_with(text.as_bytes(), true, None)
+    }
+
+    /// [`Self::parse_event_line`], leaving `data.stream` out (an empty
+    /// array in its place, [`EventSpans::stream_skipped`]) when `skip`
+    /// accepts it: for readers that never look into embedded streams.
+    pub(crate) fn parse_event_line_skipping_stream(
+        text: &'a str,
+        skip: StreamSkipper,
+    ) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
+        Self::parse_with(text.as_bytes(), true, Some(skip))
     }
 
     /// The parser proper. `text` must be valid UTF-8 (see [`JStr`]'s
@@ -1260,9 +1279,11 @@ impl<'a> Value<'a> {
     fn parse_with(
         text: &'a [u8],
         track: bool,
+        skip_stream: Option<StreamSkipper>,
     ) -> Result<(Value<'a>, bool, EventSpans), ParseError> {
         let mut p = Parser {
             track,
+            skip_stream,
             ..Parser::at(text, 0, true)
         };
         p.ws();
@@ -1881,6 +1902,34 @@ pub(crate) fn check_value(text: &[u8], start: usize, depth: usize) -> Result<usi
     Ok(p.i)
 }
 
+/// [`check_value`], and whether the value is spelled as `JSON.stringify`
+/// writes it.
+pub(crate) fn check_value_canonical(
+    text: &[u8],
+    start: usize,
+    depth: usize,
+) -> Result<(usize, bool), ParseError> {
+    let mut p = Parser::at(text, start, true);
+    p.nest = depth * OBJECT_UNITS;
+    p.check(depth)?;
+    Ok((p.i, p.canonical))
+}
+
+/// [`check_string_len16`], and whether the string is spelled as
+/// `JSON.stringify` writes it.
+#[inline]
+pub(crate) fn check_string_canonical(
+    text: &[u8],
+    start: usize,
+) -> Result<(usize, usize, bool), ParseError> {
+    let mut p = Parser::at(text, start, true);
+    if text.get(start) != Some(&b'"') {
+        return Err(p.err("expected a string"));
+    }
+    let len16 = p.check_string()?;
+    Ok((p.i, len16, p.canonical))
+}
+
 /// Check that `text[start..]` begins with one JSON string (as
 /// [`Value::parse`] reads strings); gives the offset just past it and its
 /// UTF-16 length.
@@ -1901,6 +1950,8 @@ struct Parser<'a> {
     canonical: bool,
     /// Record [`EventSpans`] while parsing.
     track: bool,
+    /// Leave `data.stream` out when this accepts it (with `track`).
+    skip_stream: Option<StreamSkipper>,
     /// Inside the top-level `data` value.
     in_data: bool,
     spans: EventSpans,
@@ -1917,6 +1968,7 @@ impl<'a> Parser<'a> {
             i,
             canonical,
             track: false,
+            skip_stream: None,
             in_data: false,
             spans: EventSpans::default(),
             nest: 0,
@@ -2527,6 +2579,17 @@ impl<'a> Parser<'a> {
             self.in_data = false;
             self.spans.data = Some((start as u32, self.i as u32));
             return r;
+        }
+        if depth == 1
+            && self.in_data
+            && plain(b"stream")
+            && let Some(skip) = self.skip_stream
+            && let Some(end) = skip(self.b, self.i, depth + 1)
+        {
+            self.i = end;
+            put(out, Value::Arr(Vec::new()));
+            self.spans.stream_skipped = true;
+            return Ok(());
         }
         self.value_into(depth + 1, out)?;
         if depth == 1 && self.in_data && plain(b"message") {

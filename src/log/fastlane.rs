@@ -15,7 +15,10 @@
 //! [`ChunkFacts`]: what the built event would have told them, read from
 //! the same bytes.
 
-use crate::json::{MAX_SAFE, check_string_len16, check_value, short_int};
+use crate::json::{
+    MAX_SAFE, check_string_canonical, check_string_len16, check_value, check_value_canonical,
+    short_int,
+};
 
 use super::packed::{RowFacts, RowSpan};
 
@@ -209,6 +212,18 @@ impl Cursor<'_> {
     #[inline(always)]
     fn string(&mut self) -> Option<usize> {
         let (end, len16) = check_string_len16(self.b, self.i).ok()?;
+        self.i = end;
+        Some(len16)
+    }
+
+    /// A string spelled as `JSON.stringify` writes it; gives its UTF-16
+    /// length.
+    #[inline(always)]
+    fn canonical_string(&mut self) -> Option<usize> {
+        let (end, len16, canonical) = check_string_canonical(self.b, self.i).ok()?;
+        if !canonical {
+            return None;
+        }
         self.i = end;
         Some(len16)
     }
@@ -503,6 +518,98 @@ fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
     ))
 }
 
+/// A G2+ `data.stream` (session-log §13.2) checked straight from its bytes,
+/// for readers that never look into embedded streams (the lane of
+/// [`crate::log::LoadOptions::skip_chunk_events`] in generations 2 and
+/// later): an array of records in the spelling DSH's encoder writes —
+/// `{"type":"chunk","time":T,"chunk":{…}}`, or a run
+/// `{"type":"text-chunks"|"reasoning-chunks","time0":T,"index":I,"dt":[…],"texts":[…]}` /
+/// `{"type":"tool-call-chunks","time0":T,"index":I,"dt":[…],"id":S,"name":S?,"args":[…]}` —
+/// every rule the normal way checks (`later::check_stream`) holding, every
+/// string and value spelled as `JSON.stringify` writes it. Gives the offset
+/// just past the array; `None` means "parse it the normal way", not
+/// "invalid". `depth` is the array's nesting depth in its line.
+pub(crate) fn skip_stream(b: &[u8], at: usize, depth: usize) -> Option<usize> {
+    let mut c = Cursor { b, i: at };
+    c.lit(b"[")?;
+    if c.lit(b"]").is_some() {
+        return Some(c.i);
+    }
+    loop {
+        stream_record(&mut c, depth + 1)?;
+        if c.lit(b",").is_none() {
+            break;
+        }
+    }
+    c.lit(b"]")?;
+    Some(c.i)
+}
+
+/// One record of a stream ([`skip_stream`]) at the cursor.
+fn stream_record(c: &mut Cursor<'_>, depth: usize) -> Option<()> {
+    c.lit(br#"{"type":""#)?;
+    if c.lit(br#"chunk","time":"#).is_some() {
+        c.int()?;
+        c.lit(br#","chunk":"#)?;
+        if c.peek() != Some(b'{') {
+            return None;
+        }
+        let (end, canonical) = check_value_canonical(c.b, c.i, depth + 1).ok()?;
+        if !canonical {
+            return None;
+        }
+        c.i = end;
+        return c.lit(b"}");
+    }
+    let tool = if c.lit(br#"text-chunks""#).is_some() || c.lit(br#"reasoning-chunks""#).is_some() {
+        false
+    } else {
+        c.lit(br#"tool-call-chunks""#)?;
+        true
+    };
+    c.lit(br#","time0":"#)?;
+    let mut time = c.int()?;
+    c.lit(br#","index":"#)?;
+    c.count()?;
+    c.lit(br#","dt":["#)?;
+    let mut gaps = 0u64;
+    if c.lit(b"]").is_none() {
+        loop {
+            time += c.int()?;
+            if time.unsigned_abs() as f64 > MAX_SAFE {
+                return None;
+            }
+            gaps += 1;
+            if c.lit(b",").is_none() {
+                break;
+            }
+        }
+        c.lit(b"]")?;
+    }
+    if tool {
+        c.lit(br#","id":"#)?;
+        if c.canonical_string()? == 0 {
+            return None;
+        }
+        if c.lit(br#","name":"#).is_some() {
+            c.canonical_string()?;
+        }
+        c.lit(br#","args":["#)?;
+    } else {
+        c.lit(br#","texts":["#)?;
+    }
+    let mut members = 0u64;
+    loop {
+        c.canonical_string()?;
+        members += 1;
+        if c.lit(b",").is_none() {
+            break;
+        }
+    }
+    c.lit(b"]}")?;
+    (gaps + 1 == members).then_some(())
+}
+
 /// For tests here and in the meter: a line as the normal way reads it,
 /// when that is a valid `assistant/chunk` event (parsed, built, checked,
 /// no surface op), handed to `f` with its envelope.
@@ -660,5 +767,36 @@ mod tests {
         assert_eq!(classify(l, ChunkLines::Parse), None);
         // Not a chunk the facts describe.
         assert_eq!(classify(l, ChunkLines::Facts), None);
+    }
+
+    #[test]
+    fn streams_in_the_encoders_spelling_are_checked_from_their_bytes() {
+        let ok = [
+            r#"[]"#,
+            r#"[{"type":"chunk","time":5,"chunk":{"type":"block-start","index":0,"blockType":"text"}},{"type":"text-chunks","time0":6,"index":0,"dt":[1,-2],"texts":["a","b\n","c"]}]"#,
+            r#"[{"type":"tool-call-chunks","time0":1,"index":1,"dt":[],"id":"c1","name":"grep","args":["{"]},{"type":"tool-call-chunks","time0":2,"index":1,"dt":[0],"id":"c1","args":["x","}"]}]"#,
+            r#"[{"type":"reasoning-chunks","time0":1,"index":0,"dt":[],"texts":[""]}]"#,
+        ];
+        for s in ok {
+            let b = format!("{s}}}");
+            assert_eq!(skip_stream(b.as_bytes(), 0, 2), Some(s.len()), "{s}");
+        }
+        // Anything else goes the normal way (which may accept or refuse it).
+        let normal = [
+            r#"[{"type":"text-chunks","time0":6,"index":0,"dt":[],"texts":[]}]"#,
+            r#"[{"type":"text-chunks","time0":6,"index":0,"dt":[1],"texts":["a"]}]"#,
+            r#"[{"type":"text-chunks","index":0,"time0":6,"dt":[],"texts":["a"]}]"#,
+            r#"[{"type":"text-chunks","time0":6,"index":-1,"dt":[],"texts":["a"]}]"#,
+            r#"[{"type":"text-chunks","time0":6,"index":0,"dt":[],"texts":["\/"]}]"#,
+            r#"[{"type":"tool-call-chunks","time0":1,"index":1,"dt":[],"id":"","args":["{"]}]"#,
+            r#"[{"type":"chunk","time":5,"chunk":{"type":"usage","usage":{"inputTokens":1.0}}}]"#,
+            r#"[{"type":"chunk","time":5,"chunk":[]}]"#,
+            r#"[{"type":"other","time":5}]"#,
+            r#"[ {"type":"chunk","time":5,"chunk":{}}]"#,
+            r#"[{"type":"text-chunks","time0":9007199254740990,"index":0,"dt":[5],"texts":["a","b"]}]"#,
+        ];
+        for s in normal {
+            assert_eq!(skip_stream(s.as_bytes(), 0, 2), None, "{s}");
+        }
     }
 }

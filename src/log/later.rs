@@ -235,57 +235,87 @@ fn check_stream_record(r: &Value<'_>) -> Result<(), String> {
     let Some(obj) = r.as_obj() else {
         return Err("not an object".into());
     };
-    let ty = r.get("type").and_then(|t| t.as_str()).unwrap_or_default();
-    let keys: &[&str] = match &*ty {
-        "chunk" => {
-            let exact = obj.len() == 3
-                && r.get("time").is_some_and(|t| t.is_safe_int())
-                && r.get("chunk").is_some_and(|c| c.is_obj());
-            return if exact {
-                Ok(())
-            } else {
-                Err("a chunk record is exactly {type, time, chunk}".into())
-            };
-        }
-        "text-chunks" | "reasoning-chunks" => &["type", "time0", "index", "dt", "texts"],
-        "tool-call-chunks" => &["type", "time0", "index", "dt", "id", "name", "args"],
-        _ => return Err(format!("unknown record type \"{ty}\"")),
-    };
-    for (k, _) in obj {
-        if !keys.iter().any(|a| k.eq_str(a)) {
-            return Err(format!("unexpected key \"{}\"", k.to_lossy()));
+    // One pass over the members (a stream holds most of a log's records).
+    let (mut ty, mut time, mut chunk, mut time0, mut index) = (None, None, None, None, None);
+    let (mut dt, mut payload, mut id, mut name) = (None, None, None, None);
+    let mut tool_keys = false;
+    let mut text_keys = false;
+    for (k, v) in obj {
+        let key = k.as_str();
+        match key.as_deref() {
+            Some("type") => ty = Some(v),
+            Some("time0") => time0 = Some(v),
+            Some("index") => index = Some(v),
+            Some("dt") => dt = Some(v),
+            Some("texts") => {
+                payload = Some(v);
+                text_keys = true;
+            }
+            Some("args") => {
+                payload = Some(v);
+                tool_keys = true;
+            }
+            Some("id") => {
+                id = Some(v);
+                tool_keys = true;
+            }
+            Some("name") => {
+                name = Some(v);
+                tool_keys = true;
+            }
+            Some("time") => time = Some(v),
+            Some("chunk") => chunk = Some(v),
+            _ => return Err(format!("unexpected key \"{}\"", k.to_lossy())),
         }
     }
-    let tool = keys.len() == 7;
-    let payload = r.get(if tool { "args" } else { "texts" });
+    let ty = ty
+        .and_then(|t| t.as_jstr())
+        .ok_or("a record needs a type")?;
+    let tool = if ty.eq_str("chunk") {
+        let exact = obj.len() == 3
+            && time.is_some_and(|t| t.is_safe_int())
+            && chunk.is_some_and(|c| c.is_obj());
+        return if exact {
+            Ok(())
+        } else {
+            Err("a chunk record is exactly {type, time, chunk}".into())
+        };
+    } else if ty.eq_str("tool-call-chunks") {
+        true
+    } else if ty.eq_str("text-chunks") || ty.eq_str("reasoning-chunks") {
+        false
+    } else {
+        return Err(format!("unknown record type \"{}\"", ty.to_lossy()));
+    };
+    if time.is_some() || chunk.is_some() || (tool && text_keys) || (!tool && tool_keys) {
+        return Err("a run holds only its own kind's keys".into());
+    }
     let members = payload
         .and_then(|p| p.as_arr())
         .filter(|a| !a.is_empty() && a.iter().all(|m| matches!(m, Value::Str(_))))
         .ok_or("its payload must be a non-empty list of strings")?;
-    if r.get("index").and_then(|i| i.as_count()).is_none() {
+    if index.and_then(|i| i.as_count()).is_none() {
         return Err("its index must be a count".into());
     }
     if tool {
-        if !r.get("id").is_some_and(|i| i.is_nonempty_str()) {
+        if !id.is_some_and(|i| i.is_nonempty_str()) {
             return Err("its id must be a non-empty string".into());
         }
-        if r.get("name").is_some_and(|n| !matches!(n, Value::Str(_))) {
+        if name.is_some_and(|n| !matches!(n, Value::Str(_))) {
             return Err("its name must be a string".into());
         }
     }
-    let mut time = r
-        .get("time0")
+    let mut t = time0
         .filter(|t| t.is_safe_int())
         .and_then(|t| t.as_f64())
         .ok_or("its time0 must be a safe integer")?;
-    let gaps = r
-        .get("dt")
+    let gaps = dt
         .and_then(|d| d.as_arr())
         .filter(|d| d.len() + 1 == members.len())
         .ok_or("dt must hold one gap fewer than its members")?;
     for g in gaps {
-        time += g.as_safe_int().ok_or("dt members must be safe integers")? as f64;
-        if !Value::Num(time).is_safe_int() {
+        t += g.as_safe_int().ok_or("dt members must be safe integers")? as f64;
+        if !Value::Num(t).is_safe_int() {
             return Err("a member's time is not a safe integer".into());
         }
     }

@@ -65,7 +65,9 @@ pub struct LoadOptions {
     /// Validate and count `assistant/chunk` events (packed rows and plain
     /// chunk lines) but do not build them or show them to the observer: for
     /// commands that need only the surface, the headers and the counts
-    /// (chunks never change those).
+    /// (chunks never change those). In generations 2 and later, where the
+    /// chunks are embedded, the `stream` of an assistant message or attempt
+    /// is validated but left empty in the events.
     pub skip_chunk_events: bool,
     /// Bounds on one line's length and on what a Zstandard artifact may
     /// decompress to; a log past either is refused
@@ -995,7 +997,8 @@ impl Pipeline<'_> {
         }
         self.last_kind = Some(ev.kind);
         self.last_time = time;
-        let canonical = span.filter(|l| l.canonical && !upgraded);
+        // A line whose stream was left out is not the event's line.
+        let canonical = span.filter(|l| l.canonical && !upgraded && !l.spans.stream_skipped);
         let folded = Folded {
             applied: applied.as_ref(),
             surface: &self.surface,
@@ -1037,6 +1040,7 @@ fn load_inner(
     // Chunk records exist only in G0 and G1; later generations parse every
     // line the normal way (one event per line, streams embedded).
     let lanes = parse::Lanes {
+        skip_streams: generation.embedded_streams() && opts.skip_chunk_events,
         rows: generation.chunk_events()
             && opts.upto.is_none()
             && (opts.skip_chunk_events || takes.rows),

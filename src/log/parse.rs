@@ -27,6 +27,9 @@ pub struct Lanes {
     pub rows: bool,
     /// What becomes of plain `assistant/chunk` lines (only with `rows`).
     pub chunk_lines: fastlane::ChunkLines,
+    /// G2+: embedded `data.stream`s are checked from their bytes and left
+    /// out of the values ([`fastlane::skip_stream`]).
+    pub skip_streams: bool,
 }
 
 /// One complete line, parsed.
@@ -148,7 +151,12 @@ impl RawBatch {
                 continue;
             }
             let mut too_deep = false;
-            let (value, canonical, member_spans) = match Value::parse_event_line(src) {
+            let parsed = if lanes.skip_streams {
+                Value::parse_event_line_skipping_stream(src, fastlane::skip_stream)
+            } else {
+                Value::parse_event_line(src)
+            };
+            let (value, canonical, member_spans) = match parsed {
                 // A lossy-decoded line is never the file's bytes, even where
                 // the replacements kept its length.
                 Ok((v, c, s)) => (Some(v), c && !decoded_lossily, s),

@@ -652,3 +652,54 @@ fn a_home_of_mixed_generations_lists_each_session_once_at_its_newest() {
         );
     }
 }
+
+/// Commands that never look into embedded streams check them straight from
+/// the bytes (the stream lane): they accept and refuse exactly the logs the
+/// commands that read streams do.
+#[test]
+fn the_stream_lane_accepts_and_refuses_as_the_normal_way() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string(crate::support::sample(
+        "generations/compacted/session.v3.jsonl",
+    ))
+    .unwrap();
+    let first = r#""dt":[2,2]"#;
+    assert!(original.contains(first));
+    // (change to the first stream's first run, accepted?)
+    let cases = [
+        (r#""dt":[2]"#, false),
+        (r#""dt":[2,2,2]"#, false),
+        (r#""dt":[2,-2]"#, true),
+        (r#""dt" : [2,2]"#, true),
+        (r#""dt":[2.5,2]"#, false),
+        (r#""dt":[2,2],"extra":1"#, false),
+    ];
+    for (n, (with, accepted)) in cases.iter().enumerate() {
+        let log = dir.path().join(format!("case{n}.jsonl"));
+        std::fs::write(&log, original.replacen(first, with, 1)).unwrap();
+        for cmd in ["surface", "measure", "locks", "prune"] {
+            let mut c = env.dsh();
+            c.arg(cmd);
+            if cmd == "prune" {
+                c.arg("--dry-run");
+            }
+            let out = c.arg(&log).output().unwrap();
+            let code = out.status.code();
+            if *accepted {
+                assert!(
+                    code == Some(0) || (cmd == "locks" && code == Some(1)),
+                    "{cmd} case {n} ({with}): {code:?} {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            } else {
+                assert_eq!(
+                    code,
+                    Some(3),
+                    "{cmd} case {n} ({with}): {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}

@@ -50,6 +50,7 @@ pub mod derive;
 pub mod event;
 pub mod export;
 pub mod generation;
+pub mod fill;
 pub mod heuristic;
 pub mod hidden_prefix;
 pub mod json;

@@ -20,7 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "attempt",
     ],
     &["log"],
-    &["derive", "meter", "range", "pack"],
+    &["derive", "meter", "range", "pack", "fill"],
     &["prune", "append", "sessions", "cache"],
     &[
         "verify",

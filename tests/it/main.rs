@@ -13,6 +13,7 @@ mod dashboard;
 mod docs;
 mod dot;
 mod export;
+mod fill;
 mod foundation;
 mod g3;
 mod generations;

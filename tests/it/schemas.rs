@@ -123,6 +123,7 @@ fn check_readers(log: &Path) {
             &["cache", "--json", "--tokenizer", "deepseek-v4"],
             false,
         ),
+        ("measure", &["measure", "--json", "--fill"], false),
         ("events", &["events", "--json", "--all"], true),
         ("view", &["view", "--json"], false),
         ("view", &["view", "--json", "--all", "--survival"], false),
@@ -258,6 +259,7 @@ fn many_log_documents_share_one_envelope() {
     let missing = "no-such-log.jsonl";
     for (schema, args) in [
         ("measure-many", &["measure", "--json", "-q"][..]),
+        ("measure-many", &["measure", "--json", "-q", "--fill"]),
         ("verify-many", &["verify", "--json", "-q"]),
         ("locks", &["locks", "--json", "-q"]),
         ("locks", &["locks", "--json", "-q", "--age"]),

@@ -2,6 +2,7 @@
 
 pub mod color;
 pub mod escape;
+pub mod fill;
 pub mod out;
 pub mod pager;
 pub mod table;

@@ -25,12 +25,12 @@ const LAYERS: &[&[&str]] = &[
     &[
         "verify",
         "lifecycle",
-        "export",
+        "health",
         "view",
         "hidden_prefix",
         "status",
     ],
-    &["compact", "survival"],
+    &["compact", "survival", "export"],
     &["simulate", "report"],
 ];
 

@@ -18,6 +18,7 @@ mod foundation;
 mod g3;
 mod generations;
 mod hostile;
+mod health;
 mod layering;
 mod locks;
 mod measure;

@@ -599,6 +599,7 @@ fn every_schema_is_some_command_s_document() {
         "events",
         "export",
         "header",
+        "health",
         "load",
         "locks",
         "locks-release",
@@ -700,6 +701,13 @@ fn sessions_and_usage_print_their_documented_shapes() {
             let (_, docs) = with_home(&args);
             check("usage", &docs[0], &format!("{args:?}"));
         }
+    }
+    for args in [
+        &["health", "--json"][..],
+        &["health", "--json", "--all", "--fail-on", "warn"],
+    ] {
+        let (_, docs) = with_home(args);
+        check("health", &docs[0], &format!("{args:?}"));
     }
     let (_, docs) = with_home(&["usage", "--prices", "--json"]);
     check("usage-prices", &docs[0], "usage --prices");

@@ -51,6 +51,7 @@ pub mod event;
 pub mod export;
 pub mod generation;
 pub mod fill;
+pub mod fleet;
 pub mod health;
 pub mod heuristic;
 pub mod hidden_prefix;

@@ -6,6 +6,7 @@ pub mod ctx;
 pub mod exit;
 pub mod gauge;
 pub mod help;
+pub mod homes;
 pub mod many;
 pub mod render;
 pub mod rows;

@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
         "status",
     ],
     &["compact", "survival", "export"],
-    &["simulate", "report"],
+    &["simulate", "report", "fleet"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

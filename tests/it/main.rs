@@ -14,6 +14,7 @@ mod docs;
 mod dot;
 mod export;
 mod fill;
+mod fleet;
 mod foundation;
 mod g3;
 mod generations;

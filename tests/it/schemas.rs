@@ -724,6 +724,17 @@ fn sessions_and_usage_print_their_documented_shapes() {
         ]);
         check("export", &docs[0], &format!("export --format {format}"));
     }
+    let inc = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let (_, docs) = with_home(&[
+            "export",
+            "--json",
+            "--incremental",
+            "--out",
+            inc.path().to_str().unwrap(),
+        ]);
+        check("export", &docs[0], "export --incremental");
+    }
 }
 
 /// `statusline --json` and a line of `watch --json`, on every sample.

@@ -76,6 +76,7 @@ pub mod surface;
 pub mod survival;
 #[cfg(test)]
 mod test_rng;
+pub mod tree;
 pub mod usage;
 pub mod verify;
 pub mod view;

@@ -29,6 +29,7 @@ const LAYERS: &[&[&str]] = &[
         "view",
         "hidden_prefix",
         "status",
+        "tree",
     ],
     &["compact", "survival", "export"],
     &["simulate", "report", "fleet"],

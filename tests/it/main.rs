@@ -40,6 +40,7 @@ mod tokenizer;
 mod torn_frame;
 mod totals;
 mod trials;
+mod tree;
 mod usage;
 mod ux;
 mod verify;

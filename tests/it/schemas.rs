@@ -611,6 +611,7 @@ fn every_schema_is_some_command_s_document() {
         "repair",
         "report",
         "sessions",
+        "sessions-tree",
         "simulate",
         "statusline",
         "surface",
@@ -689,6 +690,8 @@ fn sessions_and_usage_print_their_documented_shapes() {
         std::fs::copy(log, d.join(name)).unwrap();
     }
     let with_home = |args: &[&str]| run(dsh().env("DSH_HOME", home.path()).args(args).arg("-q"));
+    let (_, docs) = with_home(&["sessions", "--tree", "--json"]);
+    check("sessions-tree", &docs[0], "sessions --tree");
     let (_, docs) = with_home(&["sessions", "--json"]);
     check("sessions", &docs[0], "sessions");
     assert!(docs[0]["logs"].as_array().unwrap().len() >= samples().len());

@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod out;
 pub mod pager;
 pub mod table;
+pub mod tree;
 
 pub(crate) use out::{Out, outln, outp};
 

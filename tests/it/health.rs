@@ -437,6 +437,8 @@ fn a_read_again_after_its_result_was_shadowed() {
     l.compact(3, None, "summary");
     l.call("read", json!({"path": "c.txt"}), &big);
     l.call("read", json!({"path": "a.txt", "offset": 40}), &big);
+    // Its latest result (the second read) is still on the surface.
+    l.call("read", json!({"path": "a.txt"}), &big);
     l.say("done");
     l.turn_end("completed");
     assert!(findings(&env, &l.write(dir, "twice.jsonl")).is_empty());

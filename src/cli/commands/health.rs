@@ -202,14 +202,17 @@ fn seqs(v: &[u64]) -> String {
     }
 }
 
-/// A log's name for a table: its session directory for a
-/// `session.jsonl[.zstd]`, else its file name (JSON has the path).
+/// A log's name for a table: its session directory (the session id, cut
+/// to 8 characters) for a `session.jsonl[.zstd]`, else its file name (JSON
+/// has the path).
 fn short_file(file: &str) -> String {
     let p = std::path::Path::new(file);
     let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
     match (name.as_deref(), p.parent().and_then(|d| d.file_name())) {
-        (Some(n), Some(d)) if n.starts_with("session.") => d.to_string_lossy().into_owned(),
-        (Some(n), _) => n.to_string(),
+        (Some(n), Some(d)) if n.starts_with("session.") => {
+            d.to_string_lossy().chars().take(8).collect()
+        }
+        (Some(n), _) => render::cut(n, 24),
         _ => file.to_string(),
     }
 }

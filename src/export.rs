@@ -1,6 +1,7 @@
 //! Tidy tables of many session logs, for DuckDB, pandas or a spreadsheet.
 //!
-//! [`rows_of`] reads one log (the [`sessions`] scan, with the compaction
+//! [`rows_of`] reads one log (the [`sessions`](crate::sessions) scan and the
+//! [`health`](crate::health) detectors, with the compaction
 //! and prune facts gathered in the same pass, then the [`cache`] analysis
 //! for each request's prompt size) into [`LogRows`]: rows of the six
 //! [`TABLES`] — `sessions`, `requests`, `compactions`, `prunes`, `locks`,

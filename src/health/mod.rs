@@ -1,8 +1,8 @@
 //! Session health: what compaction and the harness cost a session, found
 //! in its log alone.
 //!
-//! [`scan`] reads one log once (the [`sessions`](crate::sessions) pass,
-//! with the detectors of [`detect`] riding along) and returns a
+//! [`scan`] reads one log once (the [`sessions`] pass,
+//! with the detectors riding along) and returns a
 //! [`SessionHealth`]: findings, each with a [`FindingKind`], a
 //! [`Severity`], the seqs of the events that show it and what it cost in
 //! tokens and money (priced with the [`price`](crate::price) table, through

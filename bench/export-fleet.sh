@@ -29,7 +29,7 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 # run OUT → seconds; the run's --json in $work/last.json
 run() {
     local a=$EPOCHREALTIME
-    "$dsh" export --incremental --json -q --out "$1" --home-label bench="$home" > "$work/last.json" 2>/dev/null || true
+    "$dsh" export --incremental --json -q --lenient --out "$1" --home-label bench="$home" > "$work/last.json" 2>/dev/null || true
     secs "$a" "$EPOCHREALTIME"
 }
 read_of() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["incremental"]; print(d["read"], d["new"], d["grown"], len(d["rewritten"]), d["unchanged"], d["files"])' "$work/last.json"; }
@@ -42,7 +42,8 @@ first=$(median "${t[@]}"); first_read=$(read_of)
 t=()
 for i in $(seq "$runs"); do t+=("$(run "$work/out")"); done
 same=$(median "${t[@]}"); same_read=$(read_of)
-# Appends and new sessions, on a copy of the home's logs (the home is kept).
+# Appends and new sessions (the grown logs stay grown; the new sessions
+# are removed at the end).
 cp -a "$work/out" "$work/out.base"
 python3 - "$home" "$grow" <<'PY'
 import json, os, sys
@@ -65,7 +66,7 @@ for d, _, files in sorted(os.walk(os.path.join(home, "sessions"))):
     done += 1
 print(done, "logs grown", file=sys.stderr)
 PY
-src=$(find "$home/sessions" -name session.jsonl | head -"$new")
+src=$(find "$home/sessions" -name session.jsonl | sort | head -n "$new" || true)
 i=0
 for f in $src; do
     d="$home/sessions/--bench-new--/new-$i"; mkdir -p "$d"; cp "$f" "$d/session.jsonl"; i=$((i + 1))
@@ -75,7 +76,7 @@ for i in $(seq "$runs"); do rm -rf "$work/out"; cp -a "$work/out.base" "$work/ou
 incr=$(median "${t[@]}"); incr_read=$(read_of)
 # The one-shot export of the same home, for scale.
 a=$EPOCHREALTIME
-"$dsh" export -q --force --out "$work/flat" "$home" >/dev/null 2>&1 || true
+"$dsh" export -q --lenient --force --out "$work/flat" "$home" >/dev/null 2>&1 || true
 flat=$(secs "$a" "$EPOCHREALTIME")
 rm -rf "$home/sessions/--bench-new--"
 

@@ -113,6 +113,10 @@ pub struct LogEntry {
     pub last_seq: BTreeMap<String, u64>,
     /// The event files holding its rows.
     pub files: Vec<String>,
+    /// Why the reader refused it, when it did (it is read again once it
+    /// changes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The manifest.
@@ -177,8 +181,11 @@ pub struct Report {
     pub rows: [u64; 6],
     /// Files written per table this run.
     pub files: [u64; 6],
-    /// Logs refused.
+    /// Logs refused this run.
     pub refused: Vec<Refused>,
+    /// Logs refused by an earlier run and unchanged since (not read again),
+    /// with the reason.
+    pub still_refused: Vec<(Place, String)>,
     /// A crashed run's commit completed first.
     pub recovered: bool,
 }
@@ -220,6 +227,7 @@ fn stat(place: &Place, path: &Path) -> std::io::Result<LogEntry> {
         tail_len,
         last_seq: BTreeMap::new(),
         files: Vec::new(),
+        refused: None,
     })
 }
 

@@ -66,6 +66,11 @@ pub fn export(
         if let Some(why) = why {
             report.rewritten.push((i.place.clone(), why));
         }
+        if c == Change::Unchanged
+            && let Some(why) = m.logs.get(&key).and_then(|o| o.refused.clone())
+        {
+            report.still_refused.push((i.place.clone(), why));
+        }
         report.logs.push((i.place.clone(), c));
         change.insert(key, c);
         if c != Change::Unchanged {
@@ -86,11 +91,15 @@ pub fn export(
     }
     // Read it.
     let mut read: Vec<(Place, LogRows)> = Vec::new();
+    let mut refused_now: Vec<(String, String)> = Vec::new();
     crate::export::export_many(&to_read, opts, jobs, &mut |i, r| {
         on_log();
         match r {
             Ok(rows) => read.push((to_read[i].1.clone(), rows)),
-            Err(e) => report.refused.push(e),
+            Err(e) => {
+                refused_now.push((to_read[i].1.key(), e.error.message().to_string()));
+                report.refused.push(e);
+            }
         }
         Ok::<(), FleetError>(())
     })?;
@@ -210,10 +219,18 @@ pub fn export(
     if let Some(old) = m.state.take() {
         delete.push(old);
     }
-    for (key, entry) in now.into_iter() {
+    for (key, mut entry) in now.into_iter() {
         if change.get(&key).is_some_and(|c| *c != Change::Unchanged)
             && read.iter().any(|(p, _)| p.key() == key)
         {
+            m.logs.insert(key, entry);
+        } else if let Some((_, why)) = refused_now.iter().find(|(k, _)| *k == key) {
+            // Refused: remembered (rows it had stay), read again once it
+            // changes.
+            let old = m.logs.remove(&key).unwrap_or_default();
+            entry.files = old.files;
+            entry.last_seq = old.last_seq;
+            entry.refused = Some(why.clone());
             m.logs.insert(key, entry);
         } else if let Some(old) = m.logs.get_mut(&key) {
             // Unchanged (or refused this time): only a moved file's name.

@@ -44,7 +44,8 @@ use crate::cli::render::{self, outln};
 /// With --json: `{"out", "format", "dryRun", "logs", "tables": [{"name",
 /// "path", "rows", "columns"}], "refused": [{"file", "error", …}],
 /// "incremental"?: {"run", "read", "new", "grown", "rewritten": [{"home",
-/// "log", "why"}], "unchanged", "missing", "recovered", "files"},
+/// "log", "why"}], "unchanged", "missing", "stillRefused", "recovered",
+/// "files"},
 /// "schema_version"}`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(

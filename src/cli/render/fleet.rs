@@ -28,6 +28,7 @@ pub fn json(r: &dsh::fleet::Report) -> OwnedValue {
             "missing",
             Value::Arr(r.missing.iter().map(|m| m.as_str().into()).collect()),
         )
+        .with("stillRefused", r.still_refused.len().into())
         .with("recovered", r.recovered.into())
         .with("files", r.files.iter().sum::<u64>().into())
 }
@@ -52,6 +53,13 @@ pub fn print(o: &Out, r: &dsh::fleet::Report) -> std::io::Result<()> {
     )?;
     for (p, why) in &r.rewritten {
         outln!(o, "  re-exported whole: {}:{} ({why})", p.home, p.log)?;
+    }
+    if !r.still_refused.is_empty() {
+        outln!(
+            o,
+            "  {} log(s) refused before and unchanged since: not read again",
+            super::num(r.still_refused.len() as u64)
+        )?;
     }
 
     Ok(())

@@ -173,11 +173,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-<<<<<<< HEAD
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack statusline watch completions help"
-=======
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report health export pack unpack completions help"
->>>>>>> 25681d9 (after the rebase onto main: completions regenerated, module lists formatted)
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report health export pack unpack statusline watch completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -624,11 +620,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help)
-<<<<<<< HEAD
-            opts="surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack statusline watch completions help"
-=======
-            opts="surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report health export pack unpack completions help"
->>>>>>> 25681d9 (after the rebase onto main: completions regenerated, module lists formatted)
+            opts="surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report health export pack unpack statusline watch completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1380,11 +1372,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__sessions)
-<<<<<<< HEAD
-            opts="-j -q -h -V --cwd --project --busy --since --until --tz --utc --sort --reverse --limit --csv --csv-formulas --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
-=======
-            opts="-j -q -h -V --cwd --project --busy --since --until --tz --sort --reverse --limit --csv --csv-formulas --tree --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
->>>>>>> 25681d9 (after the rebase onto main: completions regenerated, module lists formatted)
+            opts="-j -q -h -V --cwd --project --busy --since --until --tz --utc --sort --reverse --limit --csv --csv-formulas --tree --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -34,6 +34,9 @@ _dsh() {
             dsh,header)
                 cmd="dsh__subcmd__header"
                 ;;
+            dsh,health)
+                cmd="dsh__subcmd__health"
+                ;;
             dsh,help)
                 cmd="dsh__subcmd__help"
                 ;;
@@ -106,6 +109,9 @@ _dsh() {
             dsh__subcmd__help,header)
                 cmd="dsh__subcmd__help__subcmd__header"
                 ;;
+            dsh__subcmd__help,health)
+                cmd="dsh__subcmd__help__subcmd__health"
+                ;;
             dsh__subcmd__help,help)
                 cmd="dsh__subcmd__help__subcmd__help"
                 ;;
@@ -167,7 +173,7 @@ _dsh() {
 
     case "${cmd}" in
         dsh)
-            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack statusline watch completions help"
+            opts="-q -h -V --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report health export pack unpack statusline watch completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -460,12 +466,16 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__export)
-            opts="-o -n -j -q -h -V --format --out --force --dry-run --config --jobs --csv-formulas --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -n -j -q -h -V --home-label --incremental --format --out --force --dry-run --config --jobs --csv-formulas --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --home-label)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "parquet csv jsonl" -- "${cur}"))
                     return 0
@@ -543,8 +553,74 @@ _dsh() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dsh__subcmd__health)
+            opts="-j -q -h -V --fail-on --loop-compactions --loop-requests --reread-min-tokens --churn-breaks --idle --all --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --fail-on)
+                    COMPREPLY=($(compgen -W "warn error" -- "${cur}"))
+                    return 0
+                    ;;
+                --loop-compactions)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --loop-requests)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reread-min-tokens)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --churn-breaks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-line-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dsh__subcmd__help)
-            opts="surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report export pack unpack statusline watch completions help"
+            opts="surface messages header measure events view load prune compact verify locks repair sessions usage cache simulate report health export pack unpack statusline watch completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -628,6 +704,20 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__help__subcmd__header)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dsh__subcmd__help__subcmd__health)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -978,7 +1068,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__measure)
-            opts="-j -q -h -V --nodes --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --nodes --fill --tokenizer --at --header-json --route --context-window --config --fail-over --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1282,7 +1372,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__sessions)
-            opts="-j -q -h -V --cwd --project --busy --since --until --tz --utc --sort --reverse --limit --csv --csv-formulas --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-j -q -h -V --cwd --project --busy --since --until --tz --utc --sort --reverse --limit --csv --csv-formulas --tree --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -1,10 +1,11 @@
 //! Tidy tables of many session logs, for DuckDB, pandas or a spreadsheet.
 //!
-//! [`rows_of`] reads one log (the [`sessions`] scan, with the compaction
+//! [`rows_of`] reads one log (the [`sessions`](crate::sessions) scan and the
+//! [`health`](crate::health) detectors, with the compaction
 //! and prune facts gathered in the same pass, then the [`cache`] analysis
-//! for each request's prompt size) into [`LogRows`]: rows of the five
-//! [`TABLES`] — `sessions`, `requests`, `compactions`, `prunes`, `locks` —
-//! whose column names and types are fixed here. A [`TableWriter`] writes
+//! for each request's prompt size) into [`LogRows`]: rows of the six
+//! [`TABLES`] — `sessions`, `requests`, `compactions`, `prunes`, `locks`,
+//! `findings` — whose column names and types are fixed here. A [`TableWriter`] writes
 //! rows of one table in one format ([`Format`]): CSV, JSON Lines, or
 //! Parquet (cargo feature `parquet`). [`export_many`] reads logs in
 //! parallel and hands their rows over in input order, one log at a time,
@@ -12,28 +13,31 @@
 //!
 //! ```
 //! let src = dsh::LogSource::File("samples/compacted.jsonl".into());
-//! let rows = dsh::export::rows_of(&src, &dsh::export::ExportOptions::default()).unwrap();
+//! let place = dsh::export::Place { home: "me".into(), log: "compacted.jsonl".into() };
+//! let rows = dsh::export::rows_of(&src, &place, &dsh::export::ExportOptions::default()).unwrap();
 //! assert_eq!(rows.tables[0].len(), 1, "one session row");
 //! assert!(!rows.tables[2].is_empty(), "its compactions");
 //! let mut csv = Vec::new();
 //! let mut w = dsh::export::Format::Csv.writer(&dsh::export::TABLES[0], &mut csv).unwrap();
 //! w.write_rows(&rows.tables[0]).unwrap();
 //! w.finish().unwrap();
-//! assert!(String::from_utf8(csv).unwrap().starts_with("session,file,"));
+//! assert!(String::from_utf8(csv).unwrap().starts_with("home,log,key,session,"));
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::attempt::{Attempts, CompactionMode, Modes};
 use crate::cache::{self, CacheOptions};
 use crate::civil;
 use crate::event::{Event, Kind};
+use crate::health::{HealthOptions, SessionHealth, Thresholds};
 use crate::json::{OwnedValue, Value};
 use crate::lock::LockReport;
 use crate::log::LogSource;
 use crate::price::{PriceTable, Priced};
-use crate::sessions::{self, Extra, Refused, ScanOptions, Session};
+use crate::sessions::{Extra, Refused, ScanOptions, Session};
 use crate::usage::{Caller, session_sums};
 
 /// A column's type.
@@ -90,14 +94,24 @@ const fn c(name: &'static str, ty: ColumnType) -> Column {
 use ColumnType::{Bool, Float, Int, Str, Time};
 
 /// The tables, in [`LogRows::tables`] order.
-pub const TABLES: [TableSpec; 5] = [
+///
+/// Every table begins with `home` (the label of the home the log was found
+/// in), `log` (its path relative to that home) and `key`, a stable row key
+/// (`HOME:LOG` for a session, `HOME:LOG#SEQ` for a request, prune or lock,
+/// `HOME:LOG#cSEQ` for a compaction, `HOME:LOG#KIND@SEQ` for a finding);
+/// the others carry `session_key`, the session row's `key`, to join on.
+pub const TABLES: [TableSpec; 6] = [
     TableSpec {
         name: "sessions",
         columns: &[
+            c("home", Str),
+            c("log", Str),
+            c("key", Str),
             c("session", Str),
             c("file", Str),
             c("project", Str),
             c("parent", Str),
+            c("fork_of", Str),
             c("title", Str),
             c("started", Time),
             c("last_activity", Time),
@@ -117,20 +131,29 @@ pub const TABLES: [TableSpec; 5] = [
             c("busy_locks", Int),
             c("stale_locks", Int),
             c("requests", Int),
+            c("agent_requests", Int),
             c("summariser_requests", Int),
+            c("inherited_requests", Int),
             c("input_tokens", Float),
             c("cache_read_tokens", Float),
             c("cache_write_tokens", Float),
             c("output_tokens", Float),
             c("reasoning_tokens", Float),
             c("cost_usd", Float),
+            c("agent_cost_usd", Float),
+            c("summariser_cost_usd", Float),
             c("unpriced_requests", Int),
+            c("findings", Int),
             c("meter_error", Str),
         ],
     },
     TableSpec {
         name: "requests",
         columns: &[
+            c("home", Str),
+            c("log", Str),
+            c("key", Str),
+            c("session_key", Str),
             c("session", Str),
             c("seq", Int),
             c("caller", Str),
@@ -153,6 +176,10 @@ pub const TABLES: [TableSpec; 5] = [
     TableSpec {
         name: "compactions",
         columns: &[
+            c("home", Str),
+            c("log", Str),
+            c("key", Str),
+            c("session_key", Str),
             c("session", Str),
             c("compaction_id", Str),
             c("start_seq", Int),
@@ -172,12 +199,17 @@ pub const TABLES: [TableSpec; 5] = [
             c("summariser_model", Str),
             c("summariser_input_tokens", Float),
             c("summariser_output_tokens", Float),
+            c("summariser_cost_usd", Float),
             c("error", Str),
         ],
     },
     TableSpec {
         name: "prunes",
         columns: &[
+            c("home", Str),
+            c("log", Str),
+            c("key", Str),
+            c("session_key", Str),
             c("session", Str),
             c("seq", Int),
             c("time", Time),
@@ -191,6 +223,10 @@ pub const TABLES: [TableSpec; 5] = [
     TableSpec {
         name: "locks",
         columns: &[
+            c("home", Str),
+            c("log", Str),
+            c("key", Str),
+            c("session_key", Str),
             c("session", Str),
             c("start_seq", Int),
             c("compaction_id", Str),
@@ -205,7 +241,43 @@ pub const TABLES: [TableSpec; 5] = [
             c("checkpoint_seq", Int),
         ],
     },
+    TableSpec {
+        name: "findings",
+        columns: &[
+            c("home", Str),
+            c("log", Str),
+            c("key", Str),
+            c("session_key", Str),
+            c("session", Str),
+            c("project", Str),
+            c("kind", Str),
+            c("severity", Str),
+            c("first_seq", Int),
+            c("seqs", Str),
+            c("message", Str),
+            c("tokens", Float),
+            c("cost_usd", Float),
+            c("unpriced", Int),
+        ],
+    },
 ];
+
+/// Where a log was found: the label of its home and its path there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Place {
+    /// The home's label (`--home-label NAME=PATH`, else the home
+    /// directory's name).
+    pub home: String,
+    /// The log's path relative to the home, `/`-separated.
+    pub log: String,
+}
+
+impl Place {
+    /// The session row's key: `HOME:LOG`.
+    pub fn key(&self) -> String {
+        format!("{}:{}", self.home, self.log)
+    }
+}
 
 /// One value.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,7 +329,10 @@ pub type Row = Vec<Cell>;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LogRows {
     /// Rows per table.
-    pub tables: [Vec<Row>; 5],
+    pub tables: [Vec<Row>; 6],
+    /// The last seq the reader folded (what an incremental export
+    /// remembers).
+    pub last_seq: Option<u64>,
 }
 
 /// How [`rows_of`] reads.
@@ -267,6 +342,9 @@ pub struct ExportOptions {
     pub scan: ScanOptions,
     /// Prices for the cost columns.
     pub prices: PriceTable,
+    /// The health thresholds of the `findings` table (no clock: a turn
+    /// still open at the end of a log is not called abandoned).
+    pub thresholds: Thresholds,
 }
 
 impl Default for ExportOptions {
@@ -274,6 +352,7 @@ impl Default for ExportOptions {
         ExportOptions {
             scan: ScanOptions::default(),
             prices: PriceTable::builtin(),
+            thresholds: Thresholds::default(),
         }
     }
 }
@@ -299,6 +378,11 @@ struct Shadowing {
 struct Facts {
     summaries: Vec<Shadowing>,
     prunes: Vec<Shadowing>,
+    attempts: Attempts,
+    modes: Modes,
+    /// Each bracket's mode as the log records it, by its start seq.
+    bracket_modes: HashMap<u64, CompactionMode>,
+    last_seq: Option<u64>,
 }
 
 fn whole(x: Option<f64>) -> Option<u64> {
@@ -316,6 +400,11 @@ fn id_text(v: &Value<'_>) -> Option<String> {
 
 impl Extra for Facts {
     fn event(&mut self, ev: &Event<'_>) {
+        self.last_seq = Some(ev.seq);
+        let seen = self.attempts.event(ev);
+        if let Some(mode) = self.modes.event(ev, &seen) {
+            self.bracket_modes.insert(ev.seq, mode);
+        }
         if !matches!(ev.kind, Kind::CompactionSummary | Kind::CompactionPrune) {
             return;
         }
@@ -355,10 +444,16 @@ impl Extra for Facts {
     }
 }
 
-/// Read one log into its rows.
-pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused> {
+/// Read one log into its rows, found at `place`.
+pub fn rows_of(src: &LogSource, place: &Place, opts: &ExportOptions) -> Result<LogRows, Refused> {
     let mut facts = Facts::default();
-    let (s, locks) = sessions::scan_with(src, &opts.scan, Some(&mut facts))?;
+    let health_opts = HealthOptions {
+        scan: opts.scan.clone(),
+        prices: opts.prices.clone(),
+        thresholds: opts.thresholds,
+        now: None,
+    };
+    let (health, s, locks) = crate::health::scan_with(src, &health_opts, Some(&mut facts))?;
     // Each request's prompt as the cache analysis prices it: the surface
     // as it stood when the attempt began, with the header (one pass).
     let analysis = cache::analyse(src, &opts.scan.load, &CacheOptions::default()).ok();
@@ -373,8 +468,16 @@ pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused
                 .map(|r| (r.seq, r.replacement_tokens)),
         );
     }
-    let mut out = LogRows::default();
-    out.tables[0].push(session_row(&s, &opts.prices));
+    let ctx = RowCtx {
+        place,
+        session_key: place.key(),
+        session: &s,
+    };
+    let mut out = LogRows {
+        last_seq: facts.last_seq,
+        ..LogRows::default()
+    };
+    out.tables[0].push(session_row(&ctx, &opts.prices, health.findings.len()));
     for r in &s.requests {
         let (priced, confirmed) = match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens)
         {
@@ -389,8 +492,8 @@ pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused
             _ => None,
         };
         let t = &r.tokens;
-        out.tables[1].push(vec![
-            Cell::Str(s.id.clone()),
+        let mut row = ctx.head(format!("#{}", r.seq));
+        row.extend([
             Cell::Int(r.seq as i64),
             Cell::Str(r.caller.as_str().into()),
             Cell::int(r.turn),
@@ -408,11 +511,12 @@ pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused
             Cell::float(surface),
             Cell::float(pressure),
         ]);
+        out.tables[1].push(row);
     }
-    compaction_rows(&s, &locks, &facts, &checkpoint, &mut out.tables[2]);
+    compaction_rows(&ctx, &locks, &facts, &checkpoint, opts, &mut out.tables[2]);
     for p in &facts.prunes {
-        out.tables[3].push(vec![
-            Cell::Str(s.id.clone()),
+        let mut row = ctx.head(format!("#{}", p.seq));
+        row.extend([
             Cell::Int(p.seq as i64),
             Cell::time(p.time),
             Cell::int(p.turn),
@@ -421,10 +525,11 @@ pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused
             Cell::int(p.nodes),
             Cell::float(p.tokens),
         ]);
+        out.tables[3].push(row);
     }
     for b in &locks.brackets {
-        out.tables[4].push(vec![
-            Cell::Str(s.id.clone()),
+        let mut row = ctx.head(format!("#{}", b.seq));
+        row.extend([
             Cell::Int(b.seq as i64),
             Cell::str(id_text(&b.compaction_id)),
             Cell::time(civil::recorded(b.time)),
@@ -437,18 +542,74 @@ pub fn rows_of(src: &LogSource, opts: &ExportOptions) -> Result<LogRows, Refused
             Cell::int(b.summary_seq),
             Cell::int(b.checkpoint_seq),
         ]);
+        out.tables[4].push(row);
     }
+    finding_rows(&ctx, &health, &mut out.tables[5]);
     Ok(out)
 }
 
-fn session_row(s: &Session, prices: &PriceTable) -> Row {
+/// What every row of one log begins with.
+struct RowCtx<'a> {
+    place: &'a Place,
+    session_key: String,
+    session: &'a Session,
+}
+
+impl RowCtx<'_> {
+    /// `home, log, key, session_key, session` of a row keyed `suffix`.
+    fn head(&self, suffix: String) -> Row {
+        vec![
+            Cell::Str(self.place.home.clone()),
+            Cell::Str(self.place.log.clone()),
+            Cell::Str(format!("{}{suffix}", self.session_key)),
+            Cell::Str(self.session_key.clone()),
+            Cell::Str(self.session.id.clone()),
+        ]
+    }
+}
+
+fn finding_rows(ctx: &RowCtx<'_>, health: &SessionHealth, rows: &mut Vec<Row>) {
+    for f in &health.findings {
+        let first = f.seqs.first().copied();
+        let mut row = ctx.head(format!("#{}@{}", f.kind.as_str(), first.unwrap_or(0)));
+        let seqs: Vec<String> = f.seqs.iter().map(u64::to_string).collect();
+        row.extend([
+            Cell::str(ctx.session.project.clone()),
+            Cell::Str(f.kind.as_str().into()),
+            Cell::Str(f.severity.as_str().into()),
+            Cell::int(first),
+            Cell::Str(seqs.join(",")),
+            Cell::Str(f.message.clone()),
+            Cell::Float(f.cost.tokens),
+            Cell::Float(f.cost.usd),
+            Cell::Int(f.cost.unpriced as i64),
+        ]);
+        rows.push(row);
+    }
+}
+
+fn session_row(ctx: &RowCtx<'_>, prices: &PriceTable, findings: usize) -> Row {
+    let s = ctx.session;
     let sums = session_sums(&s.requests, prices);
+    let by = |caller: Caller| {
+        let mine: Vec<crate::usage::Request> = s
+            .requests
+            .iter()
+            .filter(|r| r.caller == caller)
+            .cloned()
+            .collect();
+        session_sums(&mine, prices).cost
+    };
     let t = &sums.tokens;
     vec![
+        Cell::Str(ctx.place.home.clone()),
+        Cell::Str(ctx.place.log.clone()),
+        Cell::Str(ctx.session_key.clone()),
         Cell::Str(s.id.clone()),
         Cell::Str(s.file.clone()),
         Cell::str(s.project.clone()),
         Cell::str(s.parent.clone()),
+        Cell::str(s.fork_of.clone()),
         Cell::str(s.title.clone()),
         Cell::time(s.started),
         Cell::time(s.last_activity),
@@ -467,15 +628,20 @@ fn session_row(s: &Session, prices: &PriceTable) -> Row {
         Cell::Str(s.lock.as_str().into()),
         Cell::Int(s.busy_locks as i64),
         Cell::Int(s.stale_locks as i64),
+        Cell::Int((sums.requests + sums.summariser_requests) as i64),
         Cell::Int(sums.requests as i64),
         Cell::Int(sums.summariser_requests as i64),
+        Cell::Int(s.inherited_requests as i64),
         Cell::Float(t.input),
         Cell::Float(t.cache_read),
         Cell::Float(t.cache_write),
         Cell::Float(t.output),
         Cell::Float(t.reasoning),
         Cell::float(sums.cost()),
+        Cell::Float(by(Caller::Agent)),
+        Cell::Float(by(Caller::Summariser)),
         Cell::Int(sums.without_cost() as i64),
+        Cell::Int(findings as i64),
         Cell::str(s.meter_error.clone()),
     ]
 }
@@ -483,20 +649,32 @@ fn session_row(s: &Session, prices: &PriceTable) -> Row {
 /// One row per compaction bracket, joined with its summary; a summary with
 /// no bracket gets a row of its own.
 fn compaction_rows(
-    s: &Session,
+    ctx: &RowCtx<'_>,
     locks: &LockReport,
     facts: &Facts,
     checkpoint: &HashMap<u64, u64>,
+    opts: &ExportOptions,
     rows: &mut Vec<Row>,
 ) {
+    let s = ctx.session;
     let by_seq: BTreeMap<u64, &Shadowing> = facts.summaries.iter().map(|x| (x.seq, x)).collect();
     let mut used: Vec<u64> = Vec::new();
     let mut push = |b: Option<&crate::lock::Bracket>, sum: Option<&Shadowing>| {
         let cp = b.and_then(|b| b.checkpoint_seq);
-        let manual =
-            b.is_some_and(|b| b.source_command_id.is_some() || matches!(b.turn, Value::Null));
-        rows.push(vec![
-            Cell::Str(s.id.clone()),
+        let mode = b.and_then(|b| facts.bracket_modes.get(&b.seq));
+        let cost = sum.and_then(|x| {
+            let r = s.requests.iter().find(|r| r.seq == x.seq)?;
+            match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens) {
+                Priced::Cost { usd, .. } => Some(usd),
+                _ => None,
+            }
+        });
+        let key = b.map_or_else(
+            || format!("#s{}", sum.map_or(0, |x| x.seq)),
+            |b| format!("#c{}", b.seq),
+        );
+        let mut row = ctx.head(key);
+        row.extend([
             Cell::str(
                 b.and_then(|b| id_text(&b.compaction_id))
                     .or_else(|| sum.and_then(|x| x.compaction_id.clone())),
@@ -513,7 +691,7 @@ fn compaction_rows(
                 b.and_then(|b| whole(b.turn.as_f64()))
                     .or_else(|| sum.and_then(|x| x.turn)),
             ),
-            Cell::str(b.map(|_| if manual { "manual" } else { "auto" })),
+            Cell::str(mode.map(|m| m.as_str())),
             Cell::str(b.map(|b| b.status.as_str())),
             Cell::int(sum.and_then(|x| x.start)),
             Cell::int(sum.and_then(|x| x.end)),
@@ -524,8 +702,10 @@ fn compaction_rows(
             Cell::str(sum.and_then(|x| x.model.clone())),
             Cell::float(sum.and_then(|x| x.input)),
             Cell::float(sum.and_then(|x| x.output)),
+            Cell::float(cost),
             Cell::str(b.and_then(|b| b.error.as_ref()).and_then(id_text)),
         ]);
+        rows.push(row);
     };
     for b in &locks.brackets {
         let sum = b.summary_seq.and_then(|q| by_seq.get(&q).copied());
@@ -538,6 +718,20 @@ fn compaction_rows(
         if !used.contains(&x.seq) {
             push(None, Some(x));
         }
+    }
+}
+
+/// Read back the rows of a Parquet file written for `table` (an
+/// incremental export rewrites the files that held a changed log's rows).
+pub fn read_parquet(path: &std::path::Path, table: &TableSpec) -> Result<Vec<Row>, ExportError> {
+    #[cfg(feature = "parquet")]
+    {
+        parquet_writer::read(path, table)
+    }
+    #[cfg(not(feature = "parquet"))]
+    {
+        let _ = (path, table);
+        Err(ExportError::NoParquet)
     }
 }
 
@@ -749,7 +943,7 @@ impl<W: Write> TableWriter for JsonlWriter<W> {
 /// are read. `each` returning an error stops the run (logs being read are
 /// finished, none is started).
 pub fn export_many<E>(
-    sources: &[LogSource],
+    sources: &[(LogSource, Place)],
     opts: &ExportOptions,
     jobs: usize,
     each: &mut dyn FnMut(usize, Result<LogRows, Refused>) -> Result<(), E>,
@@ -760,7 +954,7 @@ pub fn export_many<E>(
 /// [`export_many`] on up to `jobs` reading threads; when none starts (or
 /// `jobs` is 0) this thread reads each log in turn.
 fn read_in_order<E>(
-    sources: &[LogSource],
+    sources: &[(LogSource, Place)],
     opts: &ExportOptions,
     jobs: usize,
     each: &mut dyn FnMut(usize, Result<LogRows, Refused>) -> Result<(), E>,
@@ -779,8 +973,10 @@ fn read_in_order<E>(
                         break;
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(src) = sources.get(i) else { break };
-                    if tx.send((i, rows_of(src, opts))).is_err() {
+                    let Some((src, place)) = sources.get(i) else {
+                        break;
+                    };
+                    if tx.send((i, rows_of(src, place, opts))).is_err() {
                         break;
                     }
                 }
@@ -798,8 +994,8 @@ fn read_in_order<E>(
         drop(tx);
         if started == 0 {
             // None started: this thread reads each log in turn.
-            for (i, src) in sources.iter().enumerate() {
-                each(i, rows_of(src, opts))?;
+            for (i, (src, place)) in sources.iter().enumerate() {
+                each(i, rows_of(src, place, opts))?;
             }
             return Ok(());
         }
@@ -953,6 +1149,39 @@ mod parquet_writer {
         }
     }
 
+    /// Read back the rows of a Parquet file this module wrote for `table`.
+    pub(super) fn read(path: &std::path::Path, table: &TableSpec) -> Result<Vec<Row>, ExportError> {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+        let file = std::fs::File::open(path)?;
+        let reader = SerializedFileReader::new(file).map_err(perr)?;
+        let mut out = Vec::new();
+        for row in reader.get_row_iter(None).map_err(perr)? {
+            let row = row.map_err(perr)?;
+            let mut cells = Vec::with_capacity(table.columns.len());
+            for ((_, field), col) in row.get_column_iter().zip(table.columns) {
+                cells.push(match (field, col.ty) {
+                    (Field::Null, _) => Cell::Null,
+                    (Field::Str(s), _) => Cell::Str(s.clone()),
+                    (Field::Long(n), ColumnType::Time) => Cell::Time(*n),
+                    (Field::Long(n), _) => Cell::Int(*n),
+                    (Field::TimestampMillis(n), _) => Cell::Time(*n),
+                    (Field::Double(x), _) => Cell::Float(*x),
+                    (Field::Bool(b), _) => Cell::Bool(*b),
+                    (other, _) => {
+                        return Err(ExportError::Parquet(format!(
+                            "{}: unexpected value {other} in column {}",
+                            path.display(),
+                            col.name
+                        )));
+                    }
+                });
+            }
+            out.push(cells);
+        }
+        Ok(out)
+    }
+
     impl<W: Write + Send> TableWriter for ParquetWriter<W> {
         fn write_rows(&mut self, rows: &[Row]) -> Result<(), ExportError> {
             self.buf.extend_from_slice(rows);
@@ -977,13 +1206,13 @@ mod tests {
     #[test]
     fn logs_read_on_this_thread_come_as_threads_give_them() {
         // No reading thread could start: the same rows, in the same order.
-        let sources: Vec<LogSource> = [
+        let sources: Vec<(LogSource, Place)> = [
             "samples/compacted.jsonl",
             "samples/nope.jsonl",
             "samples/compacted.jsonl",
         ]
         .iter()
-        .map(|p| LogSource::File(p.into()))
+        .map(|p| (LogSource::File(p.into()), Place::default()))
         .collect();
         let opts = ExportOptions::default();
         let run = |jobs| {
@@ -1005,7 +1234,12 @@ mod tests {
     #[test]
     fn rows_match_their_columns() {
         for f in ["samples/compacted.jsonl", "samples/coding-session.jsonl"] {
-            let rows = rows_of(&LogSource::File(f.into()), &ExportOptions::default()).unwrap();
+            let rows = rows_of(
+                &LogSource::File(f.into()),
+                &Place::default(),
+                &ExportOptions::default(),
+            )
+            .unwrap();
             for (t, spec) in rows.tables.iter().zip(&TABLES) {
                 for r in t {
                     assert_eq!(r.len(), spec.columns.len(), "{}", spec.name);

@@ -49,7 +49,10 @@ pub mod config;
 pub mod derive;
 pub mod event;
 pub mod export;
+pub mod fill;
+pub mod fleet;
 pub mod generation;
+pub mod health;
 pub mod heuristic;
 pub mod hidden_prefix;
 pub mod json;
@@ -73,6 +76,7 @@ pub mod surface;
 pub mod survival;
 #[cfg(test)]
 mod test_rng;
+pub mod tree;
 pub mod usage;
 pub mod verify;
 pub mod view;

@@ -86,6 +86,8 @@ pub struct Session {
     /// Older generation files beside the log (DSH keeps the file it
     /// migrated a session from; the newest is read), by file name.
     pub older_generations: Vec<String>,
+    /// Header `origin` (`subagent` for a delegated child).
+    pub origin: Option<String>,
     /// Why the meter could not replay it, when it could not.
     pub meter_error: Option<String>,
     /// The reader's warnings (a torn last line, tolerances used).
@@ -353,6 +355,7 @@ pub fn scan_with(
                 .collect(),
             _ => Vec::new(),
         },
+        origin: h.origin.clone(),
         meter_error,
         warnings: log.warnings.clone(),
         requests: folds.usage.finish(parent, seed),

@@ -6,6 +6,7 @@ pub mod ctx;
 pub mod exit;
 pub mod gauge;
 pub mod help;
+pub mod homes;
 pub mod many;
 pub mod render;
 pub mod rows;
@@ -119,6 +120,8 @@ pub enum Command {
     Simulate(commands::simulate::SimulateArgs),
     // Its help (what the page shows, OUT, JSON shape) is ReportArgs' doc comment.
     Report(commands::report::ReportArgs),
+    // Its help (kinds, thresholds, JSON shape, exit codes) is HealthArgs' doc comment.
+    Health(commands::health::HealthArgs),
     // Its help (tables, formats, JSON shape) is ExportArgs' doc comment.
     Export(commands::export::ExportArgs),
     // Their help (layout, refusals, JSON shape) is PackArgs' / UnpackArgs' doc comment.
@@ -151,6 +154,7 @@ impl Command {
             Command::Sessions(_) => "sessions",
             Command::Usage(_) => "usage",
             Command::Export(_) => "export",
+            Command::Health(_) => "health",
             Command::Pack(_) => "pack",
             Command::Cache(_) => "cache",
             Command::Simulate(_) => "simulate",
@@ -232,6 +236,7 @@ pub fn run() -> ExitCode {
         Command::Sessions(a) => commands::sessions::run(&mut ctx, a),
         Command::Usage(a) => commands::usage::run(&mut ctx, a),
         Command::Export(a) => commands::export::run(&mut ctx, a),
+        Command::Health(a) => commands::health::run(&mut ctx, a),
         Command::Pack(a) => commands::pack::run_pack(&mut ctx, a),
         Command::Cache(a) => commands::cache::run(&mut ctx, a),
         Command::Simulate(a) => commands::simulate::run(&mut ctx, a),

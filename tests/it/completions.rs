@@ -65,6 +65,7 @@ fn every_subcommand_help_has_examples_and_speaks_of_dsh() {
         "verify",
         "locks",
         "sessions",
+        "health",
         "usage",
         "pack",
         "unpack",

@@ -20,18 +20,19 @@ const LAYERS: &[&[&str]] = &[
         "attempt",
     ],
     &["log"],
-    &["derive", "meter", "range", "pack"],
+    &["derive", "meter", "range", "pack", "fill"],
     &["prune", "append", "sessions", "cache"],
     &[
         "verify",
         "lifecycle",
-        "export",
+        "health",
         "view",
         "hidden_prefix",
         "status",
+        "tree",
     ],
-    &["compact", "survival"],
-    &["simulate", "report"],
+    &["compact", "survival", "export"],
+    &["simulate", "report", "fleet"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

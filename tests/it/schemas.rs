@@ -123,6 +123,7 @@ fn check_readers(log: &Path) {
             &["cache", "--json", "--tokenizer", "deepseek-v4"],
             false,
         ),
+        ("measure", &["measure", "--json", "--fill"], false),
         ("events", &["events", "--json", "--all"], true),
         ("view", &["view", "--json"], false),
         ("view", &["view", "--json", "--all", "--survival"], false),
@@ -258,6 +259,7 @@ fn many_log_documents_share_one_envelope() {
     let missing = "no-such-log.jsonl";
     for (schema, args) in [
         ("measure-many", &["measure", "--json", "-q"][..]),
+        ("measure-many", &["measure", "--json", "-q", "--fill"]),
         ("verify-many", &["verify", "--json", "-q"]),
         ("locks", &["locks", "--json", "-q"]),
         ("locks", &["locks", "--json", "-q", "--age"]),
@@ -597,6 +599,7 @@ fn every_schema_is_some_command_s_document() {
         "events",
         "export",
         "header",
+        "health",
         "load",
         "locks",
         "locks-release",
@@ -608,6 +611,7 @@ fn every_schema_is_some_command_s_document() {
         "repair",
         "report",
         "sessions",
+        "sessions-tree",
         "simulate",
         "statusline",
         "surface",
@@ -686,6 +690,8 @@ fn sessions_and_usage_print_their_documented_shapes() {
         std::fs::copy(log, d.join(name)).unwrap();
     }
     let with_home = |args: &[&str]| run(dsh().env("DSH_HOME", home.path()).args(args).arg("-q"));
+    let (_, docs) = with_home(&["sessions", "--tree", "--json"]);
+    check("sessions-tree", &docs[0], "sessions --tree");
     let (_, docs) = with_home(&["sessions", "--json"]);
     check("sessions", &docs[0], "sessions");
     assert!(docs[0]["logs"].as_array().unwrap().len() >= samples().len());
@@ -698,6 +704,13 @@ fn sessions_and_usage_print_their_documented_shapes() {
             let (_, docs) = with_home(&args);
             check("usage", &docs[0], &format!("{args:?}"));
         }
+    }
+    for args in [
+        &["health", "--json"][..],
+        &["health", "--json", "--all", "--fail-on", "warn"],
+    ] {
+        let (_, docs) = with_home(args);
+        check("health", &docs[0], &format!("{args:?}"));
     }
     let (_, docs) = with_home(&["usage", "--prices", "--json"]);
     check("usage-prices", &docs[0], "usage --prices");
@@ -713,6 +726,17 @@ fn sessions_and_usage_print_their_documented_shapes() {
             out.path().to_str().unwrap(),
         ]);
         check("export", &docs[0], &format!("export --format {format}"));
+    }
+    let inc = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let (_, docs) = with_home(&[
+            "export",
+            "--json",
+            "--incremental",
+            "--out",
+            inc.path().to_str().unwrap(),
+        ]);
+        check("export", &docs[0], "export --incremental");
     }
 }
 

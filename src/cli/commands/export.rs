@@ -9,21 +9,23 @@ use dsh::sessions::{Refused, ScanOptions};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::many::sources_of;
 use crate::cli::render::{self, outln};
 
-/// Export sessions as tables: sessions, requests, compactions, prunes, locks.
+/// Export sessions as tables: sessions, requests, compactions, prunes,
+/// locks, findings.
 ///
 /// Reads every session under $DSH_HOME (default) or under the given homes,
-/// directories or logs, in parallel, and writes one file per table into
-/// OUT (`OUT/requests.parquet`, …): `sessions` (one row per session, the
-/// columns of `dsh sessions`), `requests` (one row per model request with
-/// reported usage: the agent's and the compaction summariser's, its cost
-/// and, for the agent's, the prompt's size in DSH's estimate and its
+/// directories or logs (each a home, labelled with its directory's name or
+/// by --home-label NAME=PATH), in parallel, and writes one file per table
+/// into OUT (`OUT/requests.parquet`, …): `sessions` (one row per session,
+/// the columns of `dsh sessions`), `requests` (one row per model request
+/// with reported usage: the agent's and the compaction summariser's, its
+/// cost and, for the agent's, the prompt's size in DSH's estimate and its
 /// pressure on the route's window), `compactions` (one row per compaction
-/// bracket: seqs, mode, status, the shadowed range and its tokens, the
-/// summary's), `prunes` and `locks` (every `compaction/start` and how it
-/// ended). Column names and types are stable (docs/export.md). Rows are
+/// bracket: seqs, mode as recorded, status, the shadowed range and its
+/// tokens, the summary's), `prunes`, `locks` (every `compaction/start` and
+/// how it ended) and `findings` (`dsh health`). Every row has its home, its
+/// log's path in that home and a stable key (docs/export.md). Rows are
 /// streamed out as logs are read; a log the reader refuses is left out and
 /// reported.
 ///
@@ -31,10 +33,19 @@ use crate::cli::render::{self, outln};
 /// so it is whole or absent. Refused: an existing non-empty OUT without
 /// --force.
 ///
+/// --incremental (Parquet) writes Hive-style partitions
+/// (`OUT/requests/date=2026-07-09/part-….parquet`) and a manifest, and on
+/// later runs reads only new or grown logs, appending their new rows
+/// atomically; a log that shrank or changed before its end is re-exported
+/// whole and reported.
+///
 /// Exit status: 0; 3 when a log was refused (the others are exported).
 ///
 /// With --json: `{"out", "format", "dryRun", "logs", "tables": [{"name",
 /// "path", "rows", "columns"}], "refused": [{"file", "error", …}],
+/// "incremental"?: {"run", "read", "new", "grown", "rewritten": [{"home",
+/// "log", "why"}], "unchanged", "missing", "stillRefused", "recovered",
+/// "files"},
 /// "schema_version"}`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
@@ -44,13 +55,22 @@ pub struct ExportArgs {
     /// DSH homes, directories of sessions or logs (default: $DSH_HOME).
     #[arg(value_name = "HOME|DIR|LOG")]
     pub paths: Vec<String>,
+    /// Another home, labelled NAME in every table's `home` column (repeat
+    /// for each developer's home).
+    #[arg(long, value_name = "NAME=PATH")]
+    pub home_label: Vec<String>,
+    /// Hive-style partitions and a manifest; later runs read only new or
+    /// grown logs and append (Parquet only).
+    #[arg(long)]
+    pub incremental: bool,
     /// The tables' format.
     #[arg(long, value_enum, default_value_t = FormatArg::Parquet)]
     pub format: FormatArg,
     /// The directory to write (created; one file per table).
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
-    /// Replace OUT when it exists and is not empty.
+    /// Replace OUT when it exists and is not empty (not with --incremental,
+    /// which extends it).
     #[arg(long)]
     pub force: bool,
     /// Read everything and report what would be written, writing nothing.
@@ -97,6 +117,9 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     if !format.available() {
         return Err(UsageError(dsh::export::ExportError::NoParquet.to_string()).into());
     }
+    if args.incremental {
+        return incremental(ctx, args);
+    }
     let out = &args.out;
     if out.as_os_str() == "-" {
         // `-` means standard output everywhere else; never a directory named `-`.
@@ -118,24 +141,8 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
         return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
     }
-    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let opts = ExportOptions {
-        prices: config.price_table(),
-        scan: ScanOptions {
-            load: ctx.load_options(),
-            no_meter: false,
-            config,
-        },
-    };
-    let items = sources_of(ctx, &args.paths)?;
-    let mut refused: Vec<Refused> = Vec::new();
-    let mut sources = Vec::new();
-    for i in items {
-        match i {
-            Ok(s) => sources.push(s),
-            Err(r) => refused.push(r),
-        }
-    }
+    let opts = options(ctx, args)?;
+    let (sources, mut refused) = crate::cli::homes::homes(ctx, &args.paths, &args.home_label)?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -173,7 +180,7 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
             );
         }
     }
-    let mut counts = [0u64; 5];
+    let mut counts = [0u64; 6];
     let jobs = if args.jobs == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -233,18 +240,100 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     } else {
         Status::InvalidLog
     };
-    report(ctx, args, format, logs, &counts, &refused, &file_name)?;
+    report(ctx, args, format, logs, &counts, &refused, &file_name, None)?;
     Ok(status)
 }
 
+fn options(ctx: &Ctx, args: &ExportArgs) -> Result<ExportOptions> {
+    let config = crate::cli::ctx::load_config(args.config.as_deref())?;
+    Ok(ExportOptions {
+        prices: config.price_table(),
+        scan: ScanOptions {
+            load: ctx.load_options(),
+            no_meter: false,
+            config,
+        },
+        thresholds: dsh::health::Thresholds::default(),
+    })
+}
+
+/// `--incremental`: the fleet export (dsh::fleet).
+pub fn incremental(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
+    if args.format != FormatArg::Parquet || !Format::Parquet.available() {
+        return Err(
+            UsageError("--incremental writes Parquet only (--format parquet)".into()).into(),
+        );
+    }
+    if args.force {
+        return Err(UsageError("--incremental extends OUT: --force does not apply".into()).into());
+    }
+    let out = &args.out;
+    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
+        return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
+    }
+    let fresh = std::fs::read_dir(out).map_or(true, |mut d| d.next().is_none());
+    if !fresh && !out.join(dsh::fleet::MANIFEST).is_file() {
+        return Err(UsageError(format!(
+            "{}: not empty and holds no incremental export (no {})",
+            out.display(),
+            dsh::fleet::MANIFEST
+        ))
+        .into());
+    }
+    let opts = options(ctx, args)?;
+    let (sources, mut refused) = crate::cli::homes::homes(ctx, &args.paths, &args.home_label)?;
+    let inputs: Vec<dsh::fleet::Input> = sources
+        .into_iter()
+        .map(|(source, place)| dsh::fleet::Input { source, place })
+        .collect();
+    let bar = render::progress(
+        ctx.stderr_tty && !ctx.quiet,
+        inputs.len() as u64,
+        "exporting sessions",
+    );
+    let jobs = if args.jobs == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        args.jobs
+    };
+    let mut rep = dsh::fleet::export(out, &inputs, &opts, jobs, args.dry_run, &mut || {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    refused.append(&mut rep.refused);
+    let status = if refused.is_empty() {
+        Status::Ok
+    } else {
+        Status::InvalidLog
+    };
+    let file_name = |name: &str| format!("{name}/");
+    report(
+        ctx,
+        args,
+        Format::Parquet,
+        rep.read,
+        &rep.rows,
+        &refused,
+        &file_name,
+        Some(&rep),
+    )?;
+    Ok(status)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn report(
     ctx: &mut Ctx,
     args: &ExportArgs,
     format: Format,
     logs: u64,
-    counts: &[u64; 5],
+    counts: &[u64; 6],
     refused: &[Refused],
     file_name: &dyn Fn(&str) -> String,
+    fleet: Option<&dsh::fleet::Report>,
 ) -> Result<()> {
     let path = |name: &str| Path::new(&args.out).join(file_name(name));
     if ctx.json {
@@ -280,17 +369,21 @@ fn report(
                 v
             })
             .collect();
-        ctx.print_json(
-            &Value::obj()
-                .with("out", args.out.display().to_string().into())
-                .with("format", format.as_str().into())
-                .with("dryRun", args.dry_run.into())
-                .with("logs", logs.into())
-                .with("tables", Value::Arr(tables))
-                .with("refused", Value::Arr(refused))
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        let mut doc = Value::obj()
+            .with("out", args.out.display().to_string().into())
+            .with("format", format.as_str().into())
+            .with("dryRun", args.dry_run.into())
+            .with("logs", logs.into())
+            .with("tables", Value::Arr(tables))
+            .with("refused", Value::Arr(refused));
+        if let Some(r) = fleet {
+            doc = doc.with("incremental", render::fleet::json(r));
+        }
+        ctx.print_json(&doc.with("schema_version", SCHEMA_VERSION.into()))?;
         return Ok(());
+    }
+    if let Some(r) = fleet {
+        render::fleet::print(&ctx.out, r)?;
     }
     let verb = if args.dry_run { "would write" } else { "wrote" };
     outln!(

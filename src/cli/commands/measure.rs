@@ -39,7 +39,7 @@ use crate::cli::{many, render};
 /// contextWindowSource, thresholdRatio, retainRatio|retainTokensAbsolute,
 /// thresholdTokens, retainTokens, overThreshold, headroomTokens,
 /// percentOfWindow, modelPolicy}` (or `{error}`), `tokenizer` (with
-/// --tokenizer), `anchorSeq`, `headerSeq`, `at`, `schema_version`. A refused
+/// --tokenizer), `fill` (with --fill), `anchorSeq`, `headerSeq`, `at`, `schema_version`. A refused
 /// log or a replay error prints `{"error", "stage", …}` and exits 3. Many
 /// logs: `{"logs": [{"file", "session", …measure…} | {"file", "error",
 /// "kind"?, "stage", …}], "summary": {"logs", "measured", "overThreshold",
@@ -61,6 +61,11 @@ pub struct MeasureArgs {
     /// Show the per-node table (position, seq, type, tokens).
     #[arg(long)]
     pub nodes: bool,
+    /// Where the tokens go: the surface by what fills it (conversation,
+    /// summaries, reasoning, tool calls and results by tool name with the
+    /// largest results and their seqs); adds `fill` to --json.
+    #[arg(long)]
+    pub fill: bool,
     /// Also count with a real tokenizer: the envelope and surface text
     /// (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4).
     #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
@@ -110,6 +115,7 @@ struct Report {
     /// With DeepSeek's tokenizer on a log whose system prompt or tools are
     /// placeholders: the hidden prefix estimated from the first usage.
     hidden: Option<u64>,
+    fill: Option<dsh::fill::Fill>,
 }
 
 /// Options shared by every job.
@@ -120,6 +126,7 @@ struct Job<'a> {
     context_window: Option<u64>,
     config: &'a Config,
     encoding: Option<Encoding>,
+    fill: bool,
 }
 
 fn parse_header(arg: &str) -> Result<OwnedValue> {
@@ -224,7 +231,12 @@ impl Job<'_> {
             }
             _ => None,
         };
+        let fill = match self.fill {
+            true => Some(dsh::fill::measure(src, &self.opts)?.1),
+            false => None,
+        };
         let report = Report {
+            fill,
             file: src.display(),
             session: log.header.id.clone(),
             node_kinds: log.surface.nodes.iter().map(|n| n.kind).collect(),
@@ -263,6 +275,7 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
         context_window: args.context_window,
         config: &config,
         encoding: args.tokenizer.as_deref().and_then(Encoding::parse),
+        fill: args.fill,
     };
     if args.logs.is_empty() {
         let mut all = MeasureArgs::clone(args);
@@ -415,6 +428,9 @@ fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
             "tokenizer",
             tokenizer_json(t).with("hiddenPrefixTokens", r.hidden.into()),
         );
+    }
+    if let Some(f) = &r.fill {
+        v = v.with("fill", f.to_value());
     }
     if with_schema {
         v = v.with("schema_version", SCHEMA_VERSION.into());
@@ -585,6 +601,9 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
             "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text, --tokenizer deepseek-v4 DeepSeek's count of the whole request"
         )
     )?;
+    if let Some(f) = &r.fill {
+        render::fill::print(o, f)?;
+    }
     if args.nodes {
         print_nodes(o, r, bpe, enc_head.as_deref())?;
     }

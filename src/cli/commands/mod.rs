@@ -6,6 +6,7 @@ pub mod completions;
 pub mod events;
 pub mod export;
 pub mod header;
+pub mod health;
 pub mod load;
 pub mod locks;
 pub mod measure;

@@ -47,7 +47,7 @@ use crate::cli::render::{self, Tone, outln};
 /// Times are RFC 3339 UTC strings (null when unknown).
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh sessions                                   # every session under $DSH_HOME\n  dsh sessions --project . --since 7d            # this project, this week\n  dsh sessions --sort cost --limit 10\n  dsh sessions --busy                            # which session holds a live lock"
+    after_help = "Examples:\n  dsh sessions                                   # every session under $DSH_HOME\n  dsh sessions --project . --since 7d            # this project, this week\n  dsh sessions --busy                            # which session holds a live lock\n  dsh sessions --tree                            # who spawned whom, subtree cost rolled up"
 )]
 pub struct SessionsArgs {
     /// DSH homes, directories of sessions or logs (default: $DSH_HOME).
@@ -81,6 +81,10 @@ pub struct SessionsArgs {
     /// against CSV injection).
     #[arg(long)]
     pub csv_formulas: bool,
+    /// Draw the delegation forest: each session under its parent (forks,
+    /// subagents), with each subtree's requests and cost rolled up.
+    #[arg(long, conflicts_with = "csv")]
+    pub tree: bool,
     /// The dsh config file (routes' context windows, [[prices]]).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
@@ -456,6 +460,15 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             }
             Err(_) => {}
         }
+    }
+    if args.tree {
+        let sessions: Vec<Session> = rows.into_iter().map(|r| r.s).collect();
+        crate::cli::render::tree::show(ctx, &sessions, &prices, &refused)?;
+        return Ok(if refused.is_empty() {
+            Status::Ok
+        } else {
+            Status::InvalidLog
+        });
     }
     let key = args.sort.key();
     dsh::sessions::sort(&mut rows, key, args.reverse, |r| match key {

@@ -2,9 +2,12 @@
 
 pub mod color;
 pub mod escape;
+pub mod fill;
+pub mod fleet;
 pub mod out;
 pub mod pager;
 pub mod table;
+pub mod tree;
 
 pub(crate) use out::{Out, outln, outp};
 

@@ -357,7 +357,7 @@ fn flags(s: &mut String, f: &Fleet) {
     s.push_str("<section id=\"flags\"><h2>Health flags</h2>");
     let flagged = f.flagged();
     if flagged.is_empty() {
-        s.push_str("<p class=\"empty\">No flags: no verify finding, no held or stale lock, no session over its window, no torn log.</p></section>");
+        s.push_str("<p class=\"empty\">No flags: no verify or health finding, no held or stale lock, no session over its window, no torn log.</p></section>");
         return;
     }
     s.push_str("<ul class=\"flags\">");
@@ -381,7 +381,7 @@ fn flags(s: &mut String, f: &Fleet) {
         if e.flags.len() > FLAGS_SHOWN {
             let _ = write!(
                 s,
-                "<li class=\"muted\">and {} more on <a href=\"{}\">its page</a></li>",
+                "<li class=\"muted\">and {} more (on <a href=\"{}\">its page</a>, and from <code>dsh health</code>)</li>",
                 e.flags.len() - FLAGS_SHOWN,
                 escape(&e.page)
             );

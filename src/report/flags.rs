@@ -3,9 +3,10 @@
 //!
 //! [`of_session`] is the one place flags are gathered: each source is one
 //! function below it (verify findings, compaction locks, the window, the
-//! reader's warnings). A new source of flags (for example a future health
-//! check) is one more function added to its list; the dashboard shows
-//! whatever comes back, most severe first.
+//! reader's warnings); [`of_health`] adds `dsh health`'s findings, which
+//! the dashboard computes in the pass that reads the session's row. A new
+//! source of flags is one more function; the dashboard shows whatever comes
+//! back, most severe first.
 
 use super::SessionReport;
 use crate::lock::LockState;
@@ -51,6 +52,24 @@ pub fn of_session(r: &SessionReport) -> Vec<Flag> {
     }
     flags.sort_by_key(|f| f.level);
     flags
+}
+
+/// `dsh health`'s findings (compaction loops, re-reads after a compaction
+/// or prune, summary failures, overflows, cache churn, stale locks,
+/// abandoned turns), each with what it cost.
+pub fn of_health(h: &crate::health::SessionHealth) -> Vec<Flag> {
+    h.findings
+        .iter()
+        .map(|f| Flag {
+            level: match f.severity {
+                crate::health::Severity::Error => Level::Error,
+                crate::health::Severity::Warn => Level::Warning,
+            },
+            source: "health",
+            seq: f.seqs.first().copied(),
+            message: format!("{}: {}", f.kind.as_str(), f.message),
+        })
+        .collect()
 }
 
 /// `dsh verify`'s findings.

@@ -5,7 +5,7 @@
 //! figures `dsh sessions` lists: last activity, project, title, requests,
 //! pressure, compactions, prunes, cost) with what its report computed: the
 //! cache totals, what each compaction cost and whether it paid back (as
-//! `dsh cache`), and its health [`flags`]. [`Fleet`] sums
+//! `dsh cache`), and its [`flags`] (`dsh health`'s findings among them). [`Fleet`] sums
 //! them: totals, cost per day by model (as `dsh usage --by day`), the
 //! sessions nearest their window and the compactions that cost most.
 
@@ -59,6 +59,7 @@ impl Entry {
         page: String,
         report: &SessionReport,
         session: Session,
+        health: Option<&crate::health::SessionHealth>,
         prices: &PriceTable,
     ) -> Entry {
         let compactions = report
@@ -83,7 +84,12 @@ impl Entry {
             session,
             cache: report.cache.clone(),
             compactions,
-            flags: flags::of_session(report),
+            flags: {
+                let mut f = flags::of_session(report);
+                f.extend(health.map(flags::of_health).unwrap_or_default());
+                f.sort_by_key(|f| f.level);
+                f
+            },
         }
     }
 

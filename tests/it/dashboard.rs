@@ -390,3 +390,52 @@ fn compaction_cost_and_break_even_are_the_cache_figures() {
     }
     assert!(html.contains("class=\"break-even\""));
 }
+
+/// The dashboard's flags include `dsh health`'s findings, each as `dsh
+/// health` words it.
+#[test]
+fn the_dashboard_flags_what_dsh_health_finds() {
+    let env = TestEnv::new();
+    let (dir, home, _config) = home();
+    let out = dir.path().join("site");
+    // (The home holds one refused log: the report says so, exit 3.)
+    let run = env
+        .dsh()
+        .args(["report", "-o"])
+        .arg(&out)
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let health: J = serde_json::from_slice(
+        &env.dsh()
+            .args(["health", "--json"])
+            .arg(&home)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    // Most severe first: each session's error-level findings are shown.
+    let mut errors = 0;
+    for s in health["sessions"].as_array().expect("sessions") {
+        for f in s["findings"].as_array().expect("findings") {
+            if f["severity"] == "error" {
+                errors += 1;
+                let shown = format!(
+                    "health (seq {}): {}: ",
+                    f["seqs"][0],
+                    f["kind"].as_str().unwrap()
+                );
+                assert!(index.contains(&shown), "{shown} not flagged");
+            }
+        }
+    }
+    assert!(errors > 0, "{health}");
+}

@@ -144,8 +144,9 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
 /// What building one session's page gave.
 type Built = (Entry, Page, Vec<String>);
 
-/// A session to write: its log, its page's name, its `sessions` row.
-type Todo = (LogSource, String, Session);
+/// A session to write: its log, its page's name, its `sessions` row and
+/// its `dsh health` findings.
+type Todo = (LogSource, String, Session, dsh::health::SessionHealth);
 
 /// `-o DIR` for many sessions: not standard output, not a file, and its
 /// index replaced only with --force. Gives the index's path.
@@ -199,9 +200,16 @@ fn plan(
         .iter()
         .filter_map(|i| i.as_ref().ok().cloned())
         .collect();
+    // The sessions' rows and `dsh health`'s findings, in one pass each.
+    let health = dsh::health::HealthOptions {
+        scan,
+        prices: opts.prices.clone(),
+        now: Some(crate::cli::writes::now_ms() as i64),
+        ..dsh::health::HealthOptions::default()
+    };
     let mut scanned =
         crate::cli::many::run_many(ctx, &sources, args.jobs, "reading sessions", &|s| {
-            dsh::sessions::scan(s, &scan)
+            dsh::health::scan_with(s, &health, None).map(|(h, s, _)| (s, h))
         })
         .into_iter()
         .zip(sources.iter().cloned());
@@ -214,9 +222,9 @@ fn plan(
             Err(e) => (Err(e), LogSource::Stdin),
         };
         match r {
-            (Ok(s), src) => {
+            (Ok((s, h)), src) => {
                 let name = dsh::report::fleet::page_name(&s.id, &mut used);
-                todo.push((src, name, s));
+                todo.push((src, name, s, h));
             }
             (Err(e), _) => refused.push(RefusedLog {
                 file: e.file.clone(),
@@ -241,7 +249,7 @@ fn many(ctx: &mut Ctx, args: &ReportArgs, opts: &ReportOptions, zone: Zone) -> R
             .iter()
             .position(|s| std::ptr::eq(s, src))
             .expect("one of ours");
-        let (_, name, session) = &todo[i];
+        let (_, name, session, health) = &todo[i];
         let r = dsh::report::build(src, opts).map_err(|e| match e {
             ReportError::Load(le) => Ok(ctx.describe_load_error(&le)),
             e => Ok(e.to_string()),
@@ -254,7 +262,13 @@ fn many(ctx: &mut Ctx, args: &ReportArgs, opts: &ReportOptions, zone: Zone) -> R
         let html = dsh::report::html::session_page(&r, &[], &page);
         crate::cli::writes::write_whole(&path, src.path(), args.force, html.as_bytes())
             .map_err(Err)?;
-        let entry = Entry::new(name.clone(), &r, session.clone(), &opts.prices);
+        let entry = Entry::new(
+            name.clone(),
+            &r,
+            session.clone(),
+            Some(health),
+            &opts.prices,
+        );
         Ok((entry, page_of(&r, &path, html.len()), r.warnings.clone()))
     };
     let built = crate::cli::many::run_many(ctx, &sources, args.jobs, "writing pages", &job);

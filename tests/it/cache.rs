@@ -3,7 +3,9 @@
 //! The centre is a loopback provider that implements DeepSeek's prefix-unit
 //! cache on its own (units at the end of every request's input and output and
 //! at detected common prefixes, matched whole, hits in blocks of 128 tokens),
-//! keyed by the JSON text of the request's parts rather than by seqs. A
+//! keyed by the JSON text of the request's parts rather than by seqs; an
+//! answer whose reasoning DeepSeek's history drops is read back other than
+//! generated, so its output unit is never matched. A
 //! generator drives a session through it over HTTP — tool calls, a prune
 //! pass, a compaction, a system-prompt change — and writes the log the way
 //! the harness does, with the usage the provider reported. `dsh cache` must
@@ -65,8 +67,20 @@ fn message_price(m: &J) -> u64 {
 
 const BLOCK: u64 = 128;
 
+/// Whether DeepSeek's history leaves out this assistant message's
+/// reasoning: it has some and no tool call (DeepSeek ignores reasoning
+/// passed back on such a turn). It is then not what the model generated.
+fn drops_reasoning(m: &J) -> bool {
+    let blocks = m["content"].as_array().map_or(&[][..], |a| &a[..]);
+    m["role"] == "assistant"
+        && blocks.iter().any(|b| b["type"] == "reasoning")
+        && !blocks.iter().any(|b| b["type"] == "tool-call")
+}
+
 /// A request's parts as the provider keys them: model, system, tools, then
-/// one per message; each with its tokens.
+/// one per message; each with its tokens. A message whose reasoning the
+/// history drops is keyed as rendered, not as generated (its tokens are
+/// still the heuristic's, which dsh counts).
 fn parts(body: &J) -> Vec<(String, u64)> {
     let mut p = vec![(format!("model:{}", body["model"]), 0)];
     if let Some(s) = body["system"].as_str() {
@@ -77,7 +91,12 @@ fn parts(body: &J) -> Vec<(String, u64)> {
         p.push((format!("tools:{text}"), q(&text) + 4));
     }
     for m in body["messages"].as_array().unwrap() {
-        p.push((m.to_string(), message_price(m)));
+        let key = if drops_reasoning(m) {
+            format!("rendered without its reasoning:{m}")
+        } else {
+            m.to_string()
+        };
+        p.push((key, message_price(m)));
     }
     p
 }
@@ -651,7 +670,12 @@ impl Gen {
 fn scripted(g: &mut Gen) -> (u64, u64, u64) {
     g.turn_start(&filler("question one", 600));
     let r1 = g.tool_step("call_1", &filler("file one", 3000));
-    g.model(vec![text(&filler("answer one", 500))]);
+    // A reasoned answer: its output unit is never matched (the history
+    // drops its reasoning).
+    g.model(vec![
+        json!({"type": "reasoning", "text": filler("thinking", 900)}),
+        text(&filler("answer one", 500)),
+    ]);
     g.turn_end();
     g.turn_start(&filler("question two", 300));
     g.tool_step("call_2", &filler("file two", 2000));

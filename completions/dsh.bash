@@ -1442,7 +1442,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__simulate)
-            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --tokenizer --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1490,6 +1490,10 @@ _dsh() {
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -411,6 +411,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l summary-tokens -d '
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l summary-ratio -d 'Every simulated summary is this share of the tokens it shadows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l sweep -d 'A grid: `threshold=FROM:TO:STEP,retain=FROM:TO:STEP`' -r
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l config -d 'The dsh config file (policy, pruner, [[prices]])' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l tokenizer -d 'Count requests as the provider does for overflows, cache and billed input (deepseek-v4: the request as DeepSeek renders it, in its tokens); compaction thresholds stay on DSH\'s estimate' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"

@@ -84,6 +84,24 @@ pub fn estimate(placeholders: Vec<&'static str>, report: &CacheReport) -> Option
     })
 }
 
+/// The estimate alone, from one analysis without a prefix (for a command
+/// that sizes requests but does not report the cache: `simulate`). `None`
+/// when `opts` already has a prefix, the log is standard input (read once)
+/// or it hides nothing.
+pub fn estimate_for(
+    src: &LogSource,
+    load: &LoadOptions,
+    opts: &CacheOptions,
+) -> Result<Option<HiddenPrefix>, CacheError> {
+    if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
+        return Ok(None);
+    }
+    let mut a = crate::cache::Analysis::new(opts);
+    let log = crate::log::load(src, load, &mut a)?;
+    let report = a.finish(&log);
+    Ok(estimate(placeholders(log.headers.header.as_ref()), &report))
+}
+
 /// [`crate::cache::analyse`], with the hidden prefix estimated and added
 /// when the log has one (a log read from standard input is read once: no
 /// estimate).

@@ -133,6 +133,11 @@ fn check_readers(log: &Path) {
         ("cache", &["cache", "--json"], false),
         ("simulate", &["simulate", "--json", "--steps"], false),
         (
+            "simulate",
+            &["simulate", "--json", "--tokenizer", "deepseek-v4"],
+            false,
+        ),
+        (
             "cache",
             &[
                 "cache",

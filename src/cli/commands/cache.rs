@@ -1149,7 +1149,7 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
 }
 
 /// `"hiddenPrefix"`: the estimate of what the log's placeholders hide.
-fn hidden_json(h: &Option<dsh::hidden_prefix::HiddenPrefix>) -> OwnedValue {
+pub(crate) fn hidden_json(h: &Option<dsh::hidden_prefix::HiddenPrefix>) -> OwnedValue {
     let Some(h) = h else { return Value::Null };
     let w = &h.without;
     Value::obj()
@@ -1174,7 +1174,7 @@ fn hidden_json(h: &Option<dsh::hidden_prefix::HiddenPrefix>) -> OwnedValue {
 }
 
 /// The readable note on a hidden prefix.
-fn hidden_line(h: &dsh::hidden_prefix::HiddenPrefix) -> String {
+pub(crate) fn hidden_line(h: &dsh::hidden_prefix::HiddenPrefix) -> String {
     format!(
         "hidden prefix: the log's {} {} placeholder{}, while the provider reported {} prompt tokens at seq {} against dsh's {}: {} tokens added to the head of every request (without them: {} prompt, {} predicted hit)",
         h.placeholders

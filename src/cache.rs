@@ -1430,13 +1430,15 @@ struct Shared {
 ///
 /// Assumed: the logs share one provider account (a log does not record
 /// which account it ran under). Left out: requests whose time is not a
-/// plausible date (they cannot be ordered), requests inside a fork's
+/// plausible date and logs whose clock is not real (times out of order:
+/// they cannot be ordered), requests inside a fork's
 /// inherited seed (the parent's), and Anthropic routes (explicit breakpoints, a 5-minute or
 /// 1-hour life: their cache is modelled within a session only).
 pub fn cross_session(reports: &mut [CacheReport], lifetime_ms: u64) {
     let mut order: Vec<(f64, usize, usize)> = Vec::new();
     for (r, rep) in reports.iter().enumerate() {
-        if rep.prefixes.len() != rep.requests.len() {
+        // A log whose clock runs backwards cannot be ordered among others.
+        if rep.prefixes.len() != rep.requests.len() || !rep.times_real {
             continue;
         }
         for (i, q) in rep.requests.iter().enumerate() {
@@ -2102,9 +2104,14 @@ impl Collector {
         });
         // The header in the provider's order: Anthropic's prompt is tools →
         // system → messages, DeepSeek's (as dsh lays it out) system → tools.
+        // A hidden head is part of the system prompt's identity: logs whose
+        // placeholders hide heads of different sizes hide different prompts
+        // (the same size is no proof of the same prompt, but different
+        // sizes prove different ones).
         let hidden = self.opts.hidden_prefix.unwrap_or(0);
         let system = match h.system {
-            Some((id, tokens)) => Some((id, tokens + hidden)),
+            Some((id, tokens)) if hidden > 0 => Some((mix(id, hidden), tokens + hidden)),
+            Some((id, tokens)) => Some((id, tokens)),
             None if hidden > 0 => Some((hash_str(1, ""), hidden)),
             None => None,
         }

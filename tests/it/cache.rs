@@ -2003,3 +2003,62 @@ fn sessions_sharing_a_system_prompt_hit_each_others_prefixes() {
     assert_eq!(one["requests"][0]["predictedHit"], 0);
     assert!(one["crossSession"].as_str().unwrap().contains("invisible"));
 }
+
+/// Logs whose system prompt is a `{{system}}` placeholder hide a head dsh
+/// estimates from the first reported usage (`--tokenizer deepseek-v4`).
+/// Across sessions the placeholder is no common prompt: heads of different
+/// sizes are different prompts, so only a session whose estimate equals an
+/// earlier one's can hit what that one left. A log whose clock runs
+/// backwards cannot be placed among the others and stays on its own.
+#[test]
+fn placeholder_heads_of_other_sizes_and_backward_clocks_share_nothing() {
+    let log = |id: &str, t0: u64, reported: u64, backwards: bool| -> String {
+        let t = |k: u64| if backwards { t0 + 100 - k } else { t0 + k };
+        let src =
+            json!({"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"});
+        let q = json!({"id": "u1", "role": "user", "content": [text("Which files changed in the last commit?")], "source": {"kind": "user"}});
+        let a = json!({"id": "a1", "role": "assistant", "content": [text("Two files: src/main.rs and README.md.")], "source": src});
+        [
+            json!({"type": "session", "version": 0, "id": id, "createdAt": t0, "cwd": "/work", "delegationDepth": 0}),
+            json!({"type": "turn/start", "seq": 0, "time": t(1), "data": {"turn": 1}}),
+            json!({"type": "step/start", "seq": 1, "time": t(2), "data": {"turn": 1, "step": 1}}),
+            json!({"type": "user/message", "seq": 2, "time": t(3), "data": q, "surfaceOp": "append"}),
+            json!({"type": "request/header", "seq": 3, "time": t(4), "data": {"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}, "system": "{{system}}", "tools": []}, "reason": "initial"}}),
+            json!({"type": "assistant/message", "seq": 4, "time": t(5), "data": {"turn": 1, "step": 1, "message": a, "usage": {"inputTokens": reported, "outputTokens": 12, "cacheReadTokens": 0, "reasoningTokens": 0}}, "surfaceOp": "append"}),
+            json!({"type": "step/end", "seq": 5, "time": t(6), "data": {"turn": 1, "step": 1}}),
+            json!({"type": "turn/end", "seq": 6, "time": t(7), "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+        ]
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect()
+    };
+    let env = TestEnv::new();
+    let dir = env.home().join("placeholders");
+    std::fs::create_dir_all(&dir).unwrap();
+    let minute = 60_000;
+    let t0 = 1_780_000_000_000;
+    for (name, id, t, reported, backwards) in [
+        ("a.jsonl", "sess-a", t0, 6000, false),
+        ("b.jsonl", "sess-b", t0 + minute, 6000, false),
+        ("c.jsonl", "sess-c", t0 + 2 * minute, 6300, false),
+        ("d.jsonl", "sess-d", t0 + 3 * minute, 6000, true),
+    ] {
+        std::fs::write(dir.join(name), log(id, t, reported, backwards)).unwrap();
+    }
+    let v = cache_json(&env, &["--tokenizer", "deepseek-v4", dir.to_str().unwrap()]);
+    let logs = v["logs"].as_array().unwrap();
+    let first = |id: &str| {
+        let l = logs.iter().find(|l| l["session"] == id).unwrap();
+        assert!(l["hiddenPrefix"]["tokens"].as_u64().unwrap() > 5000, "{l}");
+        l["requests"][0].clone()
+    };
+    let b = first("sess-b");
+    assert_eq!(b["cause"]["kind"], "cross-session", "{b}");
+    assert_eq!(b["crossSession"], "sess-a");
+    assert_eq!(b["predictedHit"], 6000 / BLOCK * BLOCK, "{b}");
+    for id in ["sess-c", "sess-d"] {
+        let r = first(id);
+        assert_eq!(r["predictedHit"], 0, "{id}: {r}");
+        assert_eq!(r["cause"]["kind"], "first", "{id}: {r}");
+    }
+}

@@ -419,7 +419,7 @@ fn human(
         )?;
     }
     if let Some(h) = &sim.hidden_prefix {
-        outln!(ctx.out, "{}", super::cache::hidden_line(h))?;
+        outln!(ctx.out, "{}", crate::cli::render::hidden::hidden_line(h))?;
     }
     outln!(ctx.out, "{OPEN_LOOP}")?;
     if !ctx.quiet {
@@ -545,7 +545,7 @@ fn sim_json(file: &str, sim: &Simulation, steps: bool) -> OwnedValue {
         .with("tokenizer", sim.tokenizer.map(|e| e.name()).into())
         .with(
             "hiddenPrefix",
-            super::cache::hidden_json(&sim.hidden_prefix),
+            crate::cli::render::hidden::hidden_json(&sim.hidden_prefix),
         )
         .with(
             "rows",

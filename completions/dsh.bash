@@ -466,7 +466,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__export)
-            opts="-o -n -j -q -h -V --home-label --incremental --format --out --force --dry-run --config --jobs --csv-formulas --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -n -j -q -h -V --home-label --incremental --format --out --force --dry-run --config --jobs --csv-formulas --tokenizer --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -498,6 +498,10 @@ _dsh() {
                     ;;
                 -j)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1742,7 +1746,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__view)
-            opts="-a -q -h -V --at --survival --all --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-a -q -h -V --at --survival --all --tokenizer --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1750,6 +1754,10 @@ _dsh() {
             case "${prev}" in
                 --at)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --limit)

@@ -154,6 +154,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -l raw -d 'Print text fr
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l at -d 'The log as it stood after this seq' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l tokenizer -d 'Also count the model\'s view with a real tokenizer: the envelope and surface text (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4)' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l limit -d 'Show only the first N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l tail -d 'Show only the last N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -479,6 +482,9 @@ jsonl\t'JSON Lines'"
 complete -c dsh -n "__fish_dsh_using_subcommand export" -s o -l out -d 'The directory to write (created; one file per table)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand export" -l config -d 'The dsh config file (routes\' context windows, [[prices]])' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand export" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l tokenizer -d 'Also count each agent request\'s prompt with a real tokenizer (deepseek-v4: the request as DeepSeek renders it), in the requests table\'s provider_* columns' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand export" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"

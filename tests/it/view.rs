@@ -459,8 +459,11 @@ fn view_counts_the_models_view_in_a_providers_tokens_as_measure_does() {
             .output()
             .unwrap(),
     );
-    let head = text.lines().next().unwrap();
-    assert!(head.contains("tokens (o200k "), "{head}");
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("o200k: ") && last.contains("(DSH's estimate: "),
+        "{last}"
+    );
     let plain = crate::support::stdout_ok(env.dsh().args(["view", log]).output().unwrap());
     assert!(!plain.contains("o200k"));
 }

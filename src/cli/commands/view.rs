@@ -33,7 +33,7 @@ use crate::cli::rows::RowWindow;
 /// --tokenizer ENCODING: the model's view also in a provider's own tokens
 /// (as `dsh measure --tokenizer` counts it: deepseek-v4 renders the request
 /// as DeepSeek does, and estimates a placeholder log's hidden prefix), on
-/// the header line beside DSH's estimate and per surface entry.
+/// a last line beside DSH's estimate (and per surface entry in --json).
 ///
 /// With --json: `{"file","session","at","lastSeq","rows":[…],"surface":[…],
 /// "replacements":[…],"survival":{"compactions":[…],"totals":{…}},
@@ -302,10 +302,6 @@ fn write_columns(
         Some(a) => format!("at seq {a}"),
         None => "now".to_string(),
     };
-    // A provider's count stands beside DSH's estimate.
-    let beside = provider.map_or(String::new(), |p| {
-        format!(" ({} {})", p.counts.encoding.name(), render::num(p.total()))
-    });
     let rows = &view.rows[window.range(view.rows.len())];
     // Seqs and turns past six digits and three characters widen their
     // columns, so that the rows stay aligned.
@@ -328,7 +324,7 @@ fn write_columns(
         pad(&format!("{:>seq_w$}  log (what happened)", "seq"), left_w),
         render::cut(
             &format!(
-                "the model's view {point}: {} nodes, {} tokens{beside}",
+                "the model's view {point}: {} nodes, {} tokens",
                 view.surface.len(),
                 render::num(tokens)
             ),
@@ -388,6 +384,20 @@ fn write_columns(
         view.surface.len()
     );
     writeln!(out, "{}", render::wrap(&footer, width))?;
+    if let Some(p) = provider {
+        // A provider's count, beside DSH's estimate, on a line of its own
+        // (the header's column is cut at 80 columns).
+        let hidden = p.hidden.map_or(String::new(), |h| {
+            format!(", a {}-token hidden prefix included", render::num(h))
+        });
+        let line = format!(
+            "{}: {} tokens{hidden} (DSH's estimate: {})",
+            p.counts.encoding.name(),
+            render::num(p.total()),
+            render::num(tokens)
+        );
+        writeln!(out, "{}", render::wrap(&line, width))?;
+    }
     Ok(())
 }
 

@@ -1318,7 +1318,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__report)
-            opts="-o -j -q -h -V --out --force --max-points --no-view --tz --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -j -q -h -V --out --force --max-points --no-view --tz --config --tokenizer --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1342,6 +1342,10 @@ _dsh() {
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --jobs)

@@ -436,6 +436,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand report" -s o -l out -d 'The page
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l max-points -d 'Draw at most N points per per-request chart (downsampling beyond)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l tz -d 'The time zone of the pages\' times and days: UTC, a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (default: $TZ, else the system\'s zone)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l config -d 'A dsh config file (policy, capacities, prices)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand report" -l tokenizer -d 'Also chart each request\'s prompt counted with a real tokenizer (deepseek-v4: the request as DeepSeek renders it) beside DSH\'s estimate and the reported prompt' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'

@@ -466,7 +466,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__export)
-            opts="-o -n -j -q -h -V --home-label --incremental --format --out --force --dry-run --config --jobs --csv-formulas --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -n -j -q -h -V --home-label --incremental --format --out --force --dry-run --config --jobs --csv-formulas --tokenizer --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -498,6 +498,10 @@ _dsh() {
                     ;;
                 -j)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1314,7 +1318,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__report)
-            opts="-o -j -q -h -V --out --force --max-points --no-view --tz --config --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-o -j -q -h -V --out --force --max-points --no-view --tz --config --tokenizer --jobs --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1338,6 +1342,10 @@ _dsh() {
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --jobs)
@@ -1442,7 +1450,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__simulate)
-            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-q -h -V --threshold-ratio --retain-ratio --retain-tokens --context-window --no-prune --threshold-chars --head-chars --tail-chars --summary-tokens --summary-ratio --sweep --steps --config --tokenizer --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1490,6 +1498,10 @@ _dsh() {
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1738,7 +1750,7 @@ _dsh() {
             return 0
             ;;
         dsh__subcmd__view)
-            opts="-a -q -h -V --at --survival --all --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
+            opts="-a -q -h -V --at --survival --all --tokenizer --limit --tail --json --lenient --quiet --color --no-pager --raw --home --max-line-bytes --max-decompressed --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1746,6 +1758,10 @@ _dsh() {
             case "${prev}" in
                 --at)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tokenizer)
+                    COMPREPLY=($(compgen -W "o200k cl100k deepseek-v4" -- "${cur}"))
                     return 0
                     ;;
                 --limit)

@@ -154,6 +154,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand events" -l raw -d 'Print text fr
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dsh -n "__fish_dsh_using_subcommand events" -s V -l version -d 'Print version'
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l at -d 'The log as it stood after this seq' -r
+complete -c dsh -n "__fish_dsh_using_subcommand view" -l tokenizer -d 'Also count the model\'s view with a real tokenizer: the envelope and surface text (o200k, cl100k), or the request as DeepSeek renders it (deepseek-v4)' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l limit -d 'Show only the first N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l tail -d 'Show only the last N rows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand view" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
@@ -411,6 +414,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l summary-tokens -d '
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l summary-ratio -d 'Every simulated summary is this share of the tokens it shadows' -r
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l sweep -d 'A grid: `threshold=FROM:TO:STEP,retain=FROM:TO:STEP`' -r
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l config -d 'The dsh config file (policy, pruner, [[prices]])' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l tokenizer -d 'Count requests as the provider does for overflows, cache and billed input (deepseek-v4: the request as DeepSeek renders it, in its tokens); compaction thresholds stay on DSH\'s estimate' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand simulate" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"
@@ -430,6 +436,9 @@ complete -c dsh -n "__fish_dsh_using_subcommand report" -s o -l out -d 'The page
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l max-points -d 'Draw at most N points per per-request chart (downsampling beyond)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l tz -d 'The time zone of the pages\' times and days: UTC, a fixed offset such as +08:00, or a zone name such as Asia/Shanghai (default: $TZ, else the system\'s zone)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l config -d 'A dsh config file (policy, capacities, prices)' -r -F
+complete -c dsh -n "__fish_dsh_using_subcommand report" -l tokenizer -d 'Also chart each request\'s prompt counted with a real tokenizer (deepseek-v4: the request as DeepSeek renders it) beside DSH\'s estimate and the reported prompt' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand report" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
 complete -c dsh -n "__fish_dsh_using_subcommand report" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
@@ -476,6 +485,9 @@ jsonl\t'JSON Lines'"
 complete -c dsh -n "__fish_dsh_using_subcommand export" -s o -l out -d 'The directory to write (created; one file per table)' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand export" -l config -d 'The dsh config file (routes\' context windows, [[prices]])' -r -F
 complete -c dsh -n "__fish_dsh_using_subcommand export" -s j -l jobs -d 'Logs read at once (0: one per core)' -r
+complete -c dsh -n "__fish_dsh_using_subcommand export" -l tokenizer -d 'Also count each agent request\'s prompt with a real tokenizer (deepseek-v4: the request as DeepSeek renders it), in the requests table\'s provider_* columns' -r -f -a "o200k\t''
+cl100k\t''
+deepseek-v4\t''"
 complete -c dsh -n "__fish_dsh_using_subcommand export" -l color -d 'When to color the output: auto (a terminal, unless NO_COLOR is set; CLICOLOR_FORCE forces it), always, never' -r -f -a "auto\t'Color on a terminal, unless NO_COLOR is set (CLICOLOR_FORCE forces it)'
 always\t'Always color, even into a pipe or file'
 never\t'Never color'"

@@ -74,7 +74,11 @@ pub struct CacheOptions {
 /// input and at the end of its output; a common prefix detected across
 /// requests is persisted as a unit of its own (usable by later requests, not
 /// by the one that revealed it). A request hits the longest unit it matches
-/// **completely**. Units carved at fixed token intervals inside long inputs
+/// **completely**. The output unit holds the output as generated: a later
+/// request matches it only if it reads the message back unchanged, which an
+/// answer with reasoning and no tool call never is (DeepSeek's history
+/// leaves that reasoning out), so such a request leaves no output unit.
+/// Units carved at fixed token intervals inside long inputs
 /// are not modelled (the interval is not published). Hits are rounded down
 /// to whole `block`s: every `cacheReadTokens` in the recorded DeepSeek logs
 /// is a multiple of 128.
@@ -1426,13 +1430,15 @@ struct Shared {
 ///
 /// Assumed: the logs share one provider account (a log does not record
 /// which account it ran under). Left out: requests whose time is not a
-/// plausible date (they cannot be ordered), requests inside a fork's
+/// plausible date and logs whose clock is not real (times out of order:
+/// they cannot be ordered), requests inside a fork's
 /// inherited seed (the parent's), and Anthropic routes (explicit breakpoints, a 5-minute or
 /// 1-hour life: their cache is modelled within a session only).
 pub fn cross_session(reports: &mut [CacheReport], lifetime_ms: u64) {
     let mut order: Vec<(f64, usize, usize)> = Vec::new();
     for (r, rep) in reports.iter().enumerate() {
-        if rep.prefixes.len() != rep.requests.len() {
+        // A log whose clock runs backwards cannot be ordered among others.
+        if rep.prefixes.len() != rep.requests.len() || !rep.times_real {
             continue;
         }
         for (i, q) in rep.requests.iter().enumerate() {
@@ -1637,6 +1643,15 @@ struct HeaderState {
     tool_list: Vec<(String, u64)>,
     adapter: u64,
     config: u64,
+}
+
+/// A request's output: the node it appended, and whether the provider's
+/// output-end unit can ever be matched (the message is read back as the
+/// model generated it: [`crate::meter::tokenizer::chat::resent_as_generated`]).
+#[derive(Debug)]
+struct Output {
+    seg: Seg,
+    unit: bool,
 }
 
 /// The request a `assistant/message` will be, taken when its attempt began.
@@ -2045,6 +2060,35 @@ impl Collector {
         self.has_header = true;
     }
 
+    /// The size of the request `surface` would be now (its node `skip` left
+    /// out), as this analysis counts positions: the header with any hidden
+    /// prefix, and every message (what `simulate --tokenizer` judges a
+    /// window by).
+    pub(crate) fn prompt_tokens(
+        &mut self,
+        surface: &crate::surface::Surface,
+        skip: Option<u64>,
+    ) -> u64 {
+        self.snapshot(surface, skip)
+            .segs
+            .iter()
+            .map(|s| s.tokens)
+            .sum()
+    }
+
+    /// The exact count of node `seq`, with a tokenizer.
+    pub(crate) fn exact_tokens(&self, seq: u64) -> Option<u64> {
+        self.exact.get(&seq).copied()
+    }
+
+    /// Count node `seq` as `tokens` (with a tokenizer): a node whose text
+    /// stands in for content nobody wrote (a simulated summary).
+    pub(crate) fn assume_tokens(&mut self, seq: u64, tokens: u64) {
+        if self.counter.is_some() {
+            self.exact.insert(seq, tokens);
+        }
+    }
+
     fn snapshot(&mut self, surface: &crate::surface::Surface, skip: Option<u64>) -> Snapshot {
         self.mirror.sync(surface);
         let h = &self.header;
@@ -2060,9 +2104,14 @@ impl Collector {
         });
         // The header in the provider's order: Anthropic's prompt is tools →
         // system → messages, DeepSeek's (as dsh lays it out) system → tools.
+        // A hidden head is part of the system prompt's identity: logs whose
+        // placeholders hide heads of different sizes hide different prompts
+        // (the same size is no proof of the same prompt, but different
+        // sizes prove different ones).
         let hidden = self.opts.hidden_prefix.unwrap_or(0);
         let system = match h.system {
-            Some((id, tokens)) => Some((id, tokens + hidden)),
+            Some((id, tokens)) if hidden > 0 => Some((mix(id, hidden), tokens + hidden)),
+            Some((id, tokens)) => Some((id, tokens)),
             None if hidden > 0 => Some((hash_str(1, ""), hidden)),
             None => None,
         }
@@ -2257,10 +2306,13 @@ impl Collector {
         &mut self,
         at: (u64, f64, Option<f64>, Option<f64>),
         snap: Snapshot,
-        out: Option<Seg>,
+        out: Option<Output>,
         reported: Option<Reported>,
         failed: Option<Failure>,
     ) {
+        // The output unit exists only where the output is read back as generated.
+        let out_unit = out.as_ref().is_some_and(|o| o.unit);
+        let out = out.map(|o| o.seg);
         let (at_seq, now, turn, step) = at;
         let segs = snap.segs;
         let n = segs.len();
@@ -2419,7 +2471,10 @@ impl Collector {
             lo,
             chain: cchain[lo..=n].to_vec(),
             ptok: ptok[lo..=n].to_vec(),
-            out: out.as_ref().map(|o| mix(cchain[n], o.content)),
+            out: out
+                .as_ref()
+                .filter(|_| out_unit)
+                .map(|o| mix(cchain[n], o.content)),
         });
         let out_tokens = out.as_ref().map_or(0, |o| o.tokens);
         if self.opts.deepseek.common_prefix_units
@@ -2438,7 +2493,7 @@ impl Collector {
             }
         }
         self.units.insert(chain[n], Unit { used: now });
-        if let Some(oc) = out_chain {
+        if let Some(oc) = out_chain.filter(|_| out_unit) {
             self.units.insert(oc, Unit { used: now });
             self.seen.insert(oc);
         }
@@ -2684,6 +2739,10 @@ impl Collector {
                 None => self.snapshot(folded.surface, Some(ev.seq)),
             };
             let surface = folded.surface;
+            // DeepSeek persists the output as generated; the next request
+            // reads it back as re-sent. A message whose reasoning the
+            // history drops (no tool call) never matches that unit.
+            let resent = project(ev).is_none_or(crate::meter::tokenizer::chat::resent_as_generated);
             let out = surface
                 .position(ev.seq)
                 .map(|position| (position, &surface.nodes[position]))
@@ -2698,7 +2757,8 @@ impl Collector {
                             position,
                         },
                     })
-                });
+                })
+                .map(|seg| Output { seg, unit: resent });
             if self.has_header {
                 let reported = ev
                     .data()

@@ -171,6 +171,9 @@ pub const TABLES: [TableSpec; 6] = [
             c("price_confirmed", Bool),
             c("surface_tokens", Float),
             c("pressure_percent", Float),
+            c("tokenizer", Str),
+            c("provider_prompt_tokens", Float),
+            c("provider_pressure_percent", Float),
         ],
     },
     TableSpec {
@@ -345,6 +348,9 @@ pub struct ExportOptions {
     /// The health thresholds of the `findings` table (no clock: a turn
     /// still open at the end of a log is not called abandoned).
     pub thresholds: Thresholds,
+    /// Also count each agent request's prompt in a provider's own tokens
+    /// (the requests table's `provider_*` columns; null without).
+    pub tokenizer: Option<crate::meter::tokenizer::Encoding>,
 }
 
 impl Default for ExportOptions {
@@ -353,6 +359,7 @@ impl Default for ExportOptions {
             scan: ScanOptions::default(),
             prices: PriceTable::builtin(),
             thresholds: Thresholds::default(),
+            tokenizer: None,
         }
     }
 }
@@ -444,6 +451,29 @@ impl Extra for Facts {
     }
 }
 
+/// With `opts.tokenizer`: each request's prompt, by seq, as `dsh cache
+/// --tokenizer` sizes it (the request as the provider renders it where it
+/// was sent, with a placeholder log's hidden prefix); empty without, or
+/// where the analysis fails (the columns stay null).
+fn provider_prompts(src: &LogSource, opts: &ExportOptions) -> HashMap<u64, u64> {
+    let Some(enc) = opts.tokenizer else {
+        return HashMap::new();
+    };
+    enc.load();
+    let copts = CacheOptions {
+        tokenizer: Some(enc),
+        ..CacheOptions::default()
+    };
+    match crate::hidden_prefix::analyse(src, &opts.scan.load, &copts) {
+        Ok((report, _)) => report
+            .requests
+            .iter()
+            .map(|r| (r.seq, r.prompt_tokens))
+            .collect(),
+        Err(_) => HashMap::new(),
+    }
+}
+
 /// Read one log into its rows, found at `place`.
 pub fn rows_of(src: &LogSource, place: &Place, opts: &ExportOptions) -> Result<LogRows, Refused> {
     let mut facts = Facts::default();
@@ -468,6 +498,7 @@ pub fn rows_of(src: &LogSource, place: &Place, opts: &ExportOptions) -> Result<L
                 .map(|r| (r.seq, r.replacement_tokens)),
         );
     }
+    let provider = provider_prompts(src, opts);
     let ctx = RowCtx {
         place,
         session_key: place.key(),
@@ -487,10 +518,14 @@ pub fn rows_of(src: &LogSource, place: &Place, opts: &ExportOptions) -> Result<L
         let surface = (r.caller == Caller::Agent)
             .then(|| prompt.get(&r.seq).map(|p| *p as f64))
             .flatten();
-        let pressure = match (surface, s.context_window) {
+        let percent = |tokens: Option<f64>| match (tokens, s.context_window) {
             (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
             _ => None,
         };
+        let pressure = percent(surface);
+        let theirs = (r.caller == Caller::Agent)
+            .then(|| provider.get(&r.seq).map(|p| *p as f64))
+            .flatten();
         let t = &r.tokens;
         let mut row = ctx.head(format!("#{}", r.seq));
         row.extend([
@@ -510,6 +545,12 @@ pub fn rows_of(src: &LogSource, place: &Place, opts: &ExportOptions) -> Result<L
             confirmed.map_or(Cell::Null, Cell::Bool),
             Cell::float(surface),
             Cell::float(pressure),
+            match opts.tokenizer {
+                Some(enc) => Cell::Str(enc.name().into()),
+                None => Cell::Null,
+            },
+            Cell::float(theirs),
+            Cell::float(percent(theirs)),
         ]);
         out.tables[1].push(row);
     }

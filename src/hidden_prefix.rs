@@ -84,6 +84,24 @@ pub fn estimate(placeholders: Vec<&'static str>, report: &CacheReport) -> Option
     })
 }
 
+/// The estimate alone, from one analysis without a prefix (for a command
+/// that sizes requests but does not report the cache: `simulate`). `None`
+/// when `opts` already has a prefix, the log is standard input (read once)
+/// or it hides nothing.
+pub fn estimate_for(
+    src: &LogSource,
+    load: &LoadOptions,
+    opts: &CacheOptions,
+) -> Result<Option<HiddenPrefix>, CacheError> {
+    if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
+        return Ok(None);
+    }
+    let mut a = crate::cache::Analysis::new(opts);
+    let log = crate::log::load(src, load, &mut a)?;
+    let report = a.finish(&log);
+    Ok(estimate(placeholders(log.headers.header.as_ref()), &report))
+}
+
 /// [`crate::cache::analyse`], with the hidden prefix estimated and added
 /// when the log has one (a log read from standard input is read once: no
 /// estimate).
@@ -106,4 +124,100 @@ pub fn analyse(
         ..opts.clone()
     };
     Ok((cache_analyse(src, load, &with)?, Some(hidden)))
+}
+
+/// A log's request as it stands, counted in a provider's own tokens: the
+/// envelope and every surface node under `enc`, and (with DeepSeek's
+/// encoding) the hidden prefix of a placeholder log beside, so that the
+/// request's size is `counts.total_tokens + hidden`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderCount {
+    /// The counts of what the log shows.
+    pub counts: crate::meter::tokenizer::TokenCounts,
+    /// The estimated hidden prefix ([`estimate_for`]), if the log hides one.
+    pub hidden: Option<u64>,
+}
+
+impl ProviderCount {
+    /// The request's size: what the log shows and the hidden prefix.
+    pub fn total(&self) -> u64 {
+        self.counts.total_tokens + self.hidden.unwrap_or(0)
+    }
+
+    /// Surface node `seq`'s count, if it is on the surface.
+    pub fn node(&self, seq: u64) -> Option<u64> {
+        self.counts
+            .nodes
+            .iter()
+            .find(|n| n.seq == seq)
+            .map(|n| n.tokens)
+    }
+}
+
+/// The JSON `measure`, `view` give it: `{"encoding", "systemTokens",
+/// "toolsTokens", "messageTokens", "totalTokens", "hiddenPrefixTokens",
+/// "requestTokens", "textBytes", "nodes": [{"seq", "tokens"}]}`.
+impl serde::Serialize for ProviderCount {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        struct Node {
+            seq: u64,
+            tokens: u64,
+        }
+        let c = &self.counts;
+        let nodes: Vec<Node> = c
+            .nodes
+            .iter()
+            .map(|n| Node {
+                seq: n.seq,
+                tokens: n.tokens,
+            })
+            .collect();
+        let mut st = s.serialize_struct("ProviderCount", 9)?;
+        st.serialize_field("encoding", c.encoding.name())?;
+        st.serialize_field("systemTokens", &c.system_tokens)?;
+        st.serialize_field("toolsTokens", &c.tools_tokens)?;
+        st.serialize_field("messageTokens", &c.message_tokens)?;
+        st.serialize_field("totalTokens", &c.total_tokens)?;
+        st.serialize_field("hiddenPrefixTokens", &self.hidden)?;
+        st.serialize_field("requestTokens", &self.total())?;
+        st.serialize_field("textBytes", &c.text_bytes)?;
+        st.serialize_field("nodes", &nodes)?;
+        st.end()
+    }
+}
+
+/// Count `log` (loaded from `src` with `load`) under `enc` with the log's
+/// own header; with DeepSeek's encoding, estimate the hidden prefix of a
+/// placeholder log from its first reported usage, wherever `load` stops
+/// (none when the log is standard input, read once).
+pub fn provider_count(
+    src: &LogSource,
+    load: &LoadOptions,
+    log: &crate::log::LoadedLog,
+    enc: crate::meter::tokenizer::Encoding,
+) -> Result<ProviderCount, crate::log::LoadError> {
+    use crate::meter::tokenizer::{Encoding, count};
+    enc.load();
+    let counts = count(log, log.headers.header.as_ref(), enc)?;
+    let hidden = match enc {
+        Encoding::DeepSeekV4 => {
+            let opts = CacheOptions {
+                tokenizer: Some(enc),
+                ..Default::default()
+            };
+            // The log's prefix, from its first usage wherever it stands.
+            let whole = LoadOptions {
+                upto: None,
+                ..load.clone()
+            };
+            estimate_for(src, &whole, &opts)
+                .ok()
+                .flatten()
+                .map(|h| h.tokens)
+        }
+        _ => None,
+    };
+    Ok(ProviderCount { counts, hidden })
 }

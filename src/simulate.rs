@@ -31,7 +31,10 @@
 //! The provider-usage anchor of a simulated lane is the recorded usage
 //! shifted by the difference between the recorded and the simulated surface
 //! when the step began (zero in the identity replay, so the figures are
-//! `dsh measure --at` exactly). Summaries are not generated: a checkpoint is
+//! `dsh measure --at` exactly). With [`SimOptions::tokenizer`] each request
+//! is also counted in the provider's tokens by the lane's cache fold (a
+//! placeholder log's hidden prefix included): that count, not DSH's, says
+//! whether it overflows the window. Summaries are not generated: a checkpoint is
 //! priced at the recorded checkpoint's size when the simulated range is a
 //! recorded one, else by [`SummarySize`].
 
@@ -43,8 +46,10 @@ use crate::cache::{CacheOptions, Prices};
 use crate::compact::summary;
 use crate::config::Config;
 use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp, owned_event};
+use crate::hidden_prefix::HiddenPrefix;
 use crate::json::{OwnedValue, Value};
 use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks};
+use crate::meter::tokenizer::Encoding;
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, Retention, resolve_capacity};
 use crate::prune::{PruneConfig, PruneError};
@@ -93,6 +98,13 @@ pub struct SimOptions {
     pub summary: Option<SummarySize>,
     /// The dsh config (policy and pruner per route).
     pub config: Config,
+    /// Count requests with this encoding where the provider counts them:
+    /// the window a request overflows, the cache's units, hits and
+    /// misses, and [`Row::provider`]. Compaction thresholds stay on DSH's
+    /// own estimate, which is what the harness acts on. `deepseek-v4`
+    /// renders each request as DeepSeek does, a placeholder log's hidden
+    /// prefix estimated ([`crate::hidden_prefix`]).
+    pub tokenizer: Option<Encoding>,
 }
 
 /// Where the simulated summary sizes came from.
@@ -261,6 +273,20 @@ pub struct Row {
     pub unbalanced: usize,
     /// Compactions whose pressure after stayed at or over the threshold.
     pub above_after: usize,
+    /// With [`SimOptions::tokenizer`]: the requests in the provider's
+    /// tokens, where each was sent.
+    pub provider: Option<ProviderFigures>,
+}
+
+/// A row's requests counted in the provider's tokens ([`SimOptions::tokenizer`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProviderFigures {
+    /// Σ request sizes over the requests the provider received.
+    pub billed_input: u64,
+    /// Peak request size ÷ window.
+    pub peak_pressure: f64,
+    /// Mean request size ÷ window.
+    pub mean_pressure: f64,
 }
 
 impl Row {
@@ -304,6 +330,10 @@ pub struct Simulation {
     pub rows: Vec<Row>,
     /// Where the summary sizes came from.
     pub summary: SummarySource,
+    /// [`SimOptions::tokenizer`].
+    pub tokenizer: Option<Encoding>,
+    /// What the log's placeholders hide, estimated (with `deepseek-v4`).
+    pub hidden_prefix: Option<HiddenPrefix>,
 }
 
 /// A simulation failed.
@@ -373,6 +403,8 @@ struct Sent {
     failed: bool,
     /// The provider received it.
     billed: bool,
+    /// Its size in the provider's tokens ([`SimOptions::tokenizer`]).
+    provider: Option<u64>,
 }
 
 /// A lane's request figures, its requests before `cut` (a fork's
@@ -399,6 +431,25 @@ fn tally(row: &mut Row, sent: &[Sent], cut: Option<u64>) {
     }
     if row.requests > 0 {
         row.mean_pressure = mean / row.requests as f64;
+    }
+    let own = sent.iter().filter(|q| cut.is_none_or(|c| q.seq >= c));
+    let sized: Vec<&Sent> = own.filter(|q| q.provider.is_some()).collect();
+    if !sized.is_empty() {
+        let mut f = ProviderFigures::default();
+        let mut pressures = 0.0;
+        for q in &sized {
+            let n = q.provider.unwrap_or(0);
+            if q.billed {
+                f.billed_input += n;
+            }
+            if let Some(w) = q.window {
+                let p = n as f64 / w as f64;
+                f.peak_pressure = f.peak_pressure.max(p);
+                pressures += p;
+            }
+        }
+        f.mean_pressure = pressures / sized.len() as f64;
+        row.provider = Some(f);
     }
 }
 
@@ -456,7 +507,13 @@ impl Recorded {
     }
 }
 
-fn lane_with(mirror: bool, policy: SimPolicy, label: String, all_chunks: bool) -> Lane {
+fn lane_with(
+    mirror: bool,
+    policy: SimPolicy,
+    label: String,
+    all_chunks: bool,
+    cache: &CacheOptions,
+) -> Lane {
     let meter = Meter::new(None);
     Lane {
         mirror,
@@ -467,7 +524,7 @@ fn lane_with(mirror: bool, policy: SimPolicy, label: String, all_chunks: bool) -
         } else {
             meter
         },
-        cache: Some(crate::cache::Collector::new(&CacheOptions::default())),
+        cache: Some(crate::cache::Collector::new(cache)),
         row: Row {
             label,
             policy: (!mirror).then_some(policy),
@@ -784,6 +841,13 @@ impl Sim<'_> {
         let applied = apply_owned(lane, cp, facts).map_err(|e| e.message)?;
         if let Some(c) = &mut lane.cache {
             c.event(&cp_copy, &lane_folded(&lane.surface, Some(&applied)));
+            // Its text stands in for a summary nobody wrote: counted at the
+            // shadowed range's own ratio of provider tokens to DSH's.
+            if self.opts.tokenizer.is_some() && shadowed_tokens > 0 {
+                let exact: u64 = shadowed.iter().filter_map(|q| c.exact_tokens(*q)).sum();
+                let scaled = cp_tokens as f64 * exact as f64 / shadowed_tokens as f64;
+                c.assume_tokens(cp_seq, scaled.round() as u64);
+            }
         }
         let after = total(lane).map_err(|e| e.to_string())?;
         let summariser_in = summariser_prompt(shadowed_tokens);
@@ -872,7 +936,7 @@ impl Sim<'_> {
             return Ok(false);
         };
         let window = budgets.context_window as f64;
-        let mut size = total(lane).map_err(|e| e.to_string())?;
+        let mut size = self.window_size(lane)?;
         if size > window {
             let mut tries = 0;
             while size > window && tries < overflow_retries {
@@ -888,7 +952,7 @@ impl Sim<'_> {
                     budgets_cap(&self.opts.config, &self.route),
                     request,
                 )?;
-                size = total(lane).map_err(|e| e.to_string())?;
+                size = self.window_size(lane)?;
                 if lane.surface.replace_generation == before_gen {
                     break;
                 }
@@ -899,6 +963,41 @@ impl Sim<'_> {
             return Ok(true);
         }
         Ok(false)
+    }
+}
+
+impl Sim<'_> {
+    /// A simulated lane's request size against the window: in the
+    /// provider's tokens with [`SimOptions::tokenizer`] (the provider
+    /// decides a refusal), else DSH's meter.
+    fn window_size(&self, lane: &mut Lane) -> Result<f64, String> {
+        if self.opts.tokenizer.is_some()
+            && let Lane {
+                cache: Some(c),
+                surface,
+                ..
+            } = lane
+        {
+            return Ok(c.prompt_tokens(surface, None) as f64);
+        }
+        total(lane).map_err(|e| e.to_string())
+    }
+
+    /// The request at the sent point in the provider's tokens: the lane's
+    /// surface, its node `skip` (the event that began the attempt) left out.
+    fn provider_size(
+        &self,
+        lane: &mut Lane,
+        surface: Option<&Surface>,
+        skip: Option<u64>,
+    ) -> Option<u64> {
+        self.opts.tokenizer?;
+        let Lane {
+            cache,
+            surface: own,
+            ..
+        } = lane;
+        Some(cache.as_mut()?.prompt_tokens(surface.unwrap_or(own), skip))
     }
 }
 
@@ -915,7 +1014,7 @@ impl Sim<'_> {
         // The recorded surface at the sent point: before the event when
         // it is the `assistant/message` that began its attempt.
         let recorded_tokens = folded.surface.tokens - own.unwrap_or(0);
-        let (size, over) = if lane.mirror {
+        let (size, over, provider) = if lane.mirror {
             for mut s in self.rec_steps_pending.drain(..) {
                 s.request_seq = ev_seq;
                 s.request = request.0;
@@ -928,7 +1027,8 @@ impl Sim<'_> {
             let Ok(size) = lane.meter.total_tokens_of(folded.surface, recorded_tokens) else {
                 return;
             };
-            (size, false)
+            let provider = self.provider_size(lane, Some(folded.surface), own.map(|_| ev_seq));
+            (size, false, provider)
         } else {
             if lane.dead {
                 return;
@@ -960,12 +1060,16 @@ impl Sim<'_> {
             let Ok(size) = total(lane) else {
                 return;
             };
-            (size, over)
+            let provider = self.provider_size(lane, None, None);
+            (size, over, provider)
         };
-        self.record_request(lane, size, ev_seq, over);
+        self.record_request(lane, (size, provider), ev_seq, over);
     }
 
-    fn record_request(&self, lane: &mut Lane, size: f64, seq: u64, over: bool) {
+    /// A request sent: its size (DSH's, and the provider's with a
+    /// tokenizer, which then judges the window).
+    fn record_request(&self, lane: &mut Lane, size: (f64, Option<u64>), seq: u64, over: bool) {
+        let (size, provider) = size;
         let window = self
             .policy_for(&lane.policy)
             .map(|b| b.0.context_window)
@@ -977,7 +1081,8 @@ impl Sim<'_> {
         if window.is_some() {
             lane.row.context_window = window;
         }
-        let over = over || lane.mirror && window.is_some_and(|w| size > w as f64);
+        let judged = provider.map_or(size, |p| p as f64);
+        let over = over || lane.mirror && window.is_some_and(|w| judged > w as f64);
         lane.sent.push(Sent {
             seq,
             size,
@@ -985,6 +1090,7 @@ impl Sim<'_> {
             over,
             failed: false,
             billed: true,
+            provider,
         });
         lane.open = Some((size, over));
         if let Some((b, _, _, _)) = self.policy_for(&lane.policy) {
@@ -1537,6 +1643,21 @@ fn simulate_with(
             )));
         }
     }
+    // With the provider's tokenizer, every lane's cache fold counts in its
+    // tokens, a placeholder log's hidden head included.
+    let mut cache = CacheOptions {
+        tokenizer: opts.tokenizer,
+        ..CacheOptions::default()
+    };
+    let renders = opts.tokenizer.is_some_and(|e| e == Encoding::DeepSeekV4);
+    let hidden = if renders {
+        crate::hidden_prefix::estimate_for(src, load, &cache).map_err(|e| match e {
+            crate::cache::CacheError::Load(e) => SimError::Load(e),
+        })?
+    } else {
+        None
+    };
+    cache.hidden_prefix = hidden.as_ref().map(|h| h.tokens);
     let new_sim = |lanes: Vec<Lane>, recorded: Recorded, summary: SummarySource| Sim {
         opts,
         lanes,
@@ -1563,6 +1684,7 @@ fn simulate_with(
             SimPolicy::default(),
             "recorded".into(),
             all_chunks,
+            &cache,
         )],
         Recorded::default(),
         SummarySource::Cap,
@@ -1604,7 +1726,7 @@ fn simulate_with(
         let lanes = opts
             .policies
             .iter()
-            .map(|p| lane_with(false, p.clone(), label(p), all_chunks))
+            .map(|p| lane_with(false, p.clone(), label(p), all_chunks, &cache))
             .collect();
         let mut second = new_sim(lanes, recorded, summary);
         crate::log::load(src, load, &mut second)?;
@@ -1620,6 +1742,8 @@ fn simulate_with(
         session,
         rows,
         summary,
+        tokenizer: opts.tokenizer,
+        hidden_prefix: hidden,
     })
 }
 

@@ -379,6 +379,14 @@ fn pressure_markers(
 fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
     let heur = axis.series(r.points.iter().map(|p| Some(p.heuristic as f64)).collect());
     let rep = axis.series(r.points.iter().map(|p| p.reported).collect());
+    // With a tokenizer: the prompt in the provider's own tokens.
+    let theirs = axis.series(
+        r.points
+            .iter()
+            .map(|p| p.provider.map(|t| t as f64))
+            .collect(),
+    );
+    let counted = r.tokenizer.map(|e| format!("{e} count"));
     let thr = axis.series(
         r.points
             .iter()
@@ -394,7 +402,7 @@ fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
     let peak = r.points.iter().map(|p| p.heuristic).max().unwrap_or(0);
     let over: Vec<&super::Point> = r.over_window().collect();
     let markers = pressure_markers(r, axis, &heur, &win);
-    let chart = Chart {
+    let mut chart = Chart {
         id: "chart-pressure",
         title: "Context pressure per request",
         desc: format!(
@@ -444,6 +452,17 @@ fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
         ],
         markers,
     };
+    if let Some(name) = &counted {
+        chart.series.insert(
+            2,
+            Series {
+                name: name.clone(),
+                class: "s3",
+                style: Style::Solid,
+                points: theirs.clone(),
+            },
+        );
+    }
     let mut items = vec![
         (Swatch::Line("s1", Style::Solid), "DSH heuristic"),
         (Swatch::Line("s2", Style::Solid), "provider-reported prompt"),
@@ -455,13 +474,25 @@ fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
     if !over.is_empty() {
         items.push((Swatch::Shape("overflow", Shape::Circle), "over the window"));
     }
-    let data = data_table(
-        "pressure",
-        axis,
-        &["heuristic", "reported", "threshold", "window"],
-        &[&heur, &rep, &thr, &win],
-        &[],
-    );
+    let data = match &counted {
+        Some(c) => {
+            items.insert(2, (Swatch::Line("s3", Style::Solid), c.as_str()));
+            data_table(
+                "pressure",
+                axis,
+                &["heuristic", "reported", c, "threshold", "window"],
+                &[&heur, &rep, &theirs, &thr, &win],
+                &[],
+            )
+        }
+        None => data_table(
+            "pressure",
+            axis,
+            &["heuristic", "reported", "threshold", "window"],
+            &[&heur, &rep, &thr, &win],
+            &[],
+        ),
+    };
     let _ = write!(
         s,
         "<section id=\"pressure\"><h2>Pressure</h2>{}</section>",

@@ -56,6 +56,9 @@ pub struct ReportOptions {
     /// Build the side-by-side view and the survival figures (which read
     /// each compaction's replaced span again).
     pub side_by_side: bool,
+    /// Also count each request's prompt in a provider's own tokens
+    /// ([`Point::provider`], as `dsh cache --tokenizer` sizes it).
+    pub tokenizer: Option<crate::meter::tokenizer::Encoding>,
 }
 
 /// Building failed: the log was refused.
@@ -82,6 +85,10 @@ pub struct Point {
     pub heuristic: u64,
     /// The provider-reported prompt size, where logged.
     pub reported: Option<f64>,
+    /// With [`ReportOptions::tokenizer`]: the prompt counted by it (the
+    /// request as the provider renders it where it was sent, a placeholder
+    /// log's hidden prefix included).
+    pub provider: Option<u64>,
     /// The route's context window at that request.
     pub window: Option<u64>,
     /// The compaction threshold at that request.
@@ -276,6 +283,8 @@ pub struct SessionReport {
     pub view: Option<crate::view::View>,
     /// What each compaction's summary kept.
     pub survival: Option<crate::survival::Survival>,
+    /// The encoding of [`Point::provider`], with a tokenizer.
+    pub tokenizer: Option<&'static str>,
 }
 
 impl SessionReport {
@@ -546,6 +555,14 @@ fn budgets(
 pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, ReportError> {
     let mut folds = Folds::new(Meter::new(None));
     let mut cache = Analysis::new(&CacheOptions::default());
+    // The same analysis in the provider's tokens, on the same pass.
+    let mut theirs = opts.tokenizer.map(|enc| {
+        enc.load();
+        Analysis::new(&CacheOptions {
+            tokenizer: Some(enc),
+            ..CacheOptions::default()
+        })
+    });
     let mut verifier = Verifier::new(src.display());
     let mut aligner = opts.side_by_side.then(|| {
         Aligner::new(&ViewOptions {
@@ -557,7 +574,11 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
     if let Some(a) = &mut aligner {
         observers.push(a);
     }
+    if let Some(t) = &mut theirs {
+        observers.push(t);
+    }
     let log = crate::log::load(src, &opts.load, &mut Tee::new(observers))?;
+    let provider = theirs.map(|t| provider_prompts(&log, t.finish(&log)));
     let view = aligner.map(|a| a.finish(&log));
     let (survival, finished) = std::thread::scope(|s| {
         let survival = view
@@ -606,7 +627,12 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         _ => (None, None),
     };
     let prices: &dyn Prices = &opts.prices;
-    let points = points_of(&cache, &contexts, opts);
+    let mut points = points_of(&cache, &contexts, opts);
+    if let Some(sized) = &provider {
+        for p in &mut points {
+            p.provider = sized.get(&p.seq).copied();
+        }
+    }
     let markers = markers_of(&points, &compactions, &folds.prunes);
     let costs = cache.miss_cost_by_cause(prices);
     let totals = cache.totals();
@@ -658,7 +684,28 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         max_points: opts.max_points.max(10),
         view,
         survival,
+        tokenizer: opts.tokenizer.map(|e| e.name()),
     })
+}
+
+/// Each request's prompt in `report`'s tokens, by seq; with DeepSeek's
+/// encoding, a placeholder log's hidden prefix added (the offset
+/// [`crate::hidden_prefix::estimate`] finds, as `dsh cache` adds it).
+fn provider_prompts(
+    log: &crate::log::LoadedLog,
+    report: CacheReport,
+) -> std::collections::HashMap<u64, u64> {
+    use crate::hidden_prefix::{estimate, placeholders};
+    let deepseek = report.tokenizer == Some(crate::meter::tokenizer::Encoding::DeepSeekV4);
+    let hidden = deepseek
+        .then(|| estimate(placeholders(log.headers.header.as_ref()), &report))
+        .flatten()
+        .map_or(0, |h| h.tokens);
+    report
+        .requests
+        .iter()
+        .map(|q| (q.seq, q.prompt_tokens + hidden))
+        .collect()
 }
 
 /// One point per model request of the cache analysis, with the window
@@ -685,6 +732,7 @@ fn points_of(
                 turn: q.turn.filter(|t| *t >= 0.0).map(|t| t as u64),
                 heuristic: q.prompt_tokens,
                 reported: q.reported.map(|r| r.prompt()),
+                provider: None,
                 window: w,
                 threshold: t,
                 predicted_hit: q.predicted_hit,

@@ -3,7 +3,9 @@
 //! The centre is a loopback provider that implements DeepSeek's prefix-unit
 //! cache on its own (units at the end of every request's input and output and
 //! at detected common prefixes, matched whole, hits in blocks of 128 tokens),
-//! keyed by the JSON text of the request's parts rather than by seqs. A
+//! keyed by the JSON text of the request's parts rather than by seqs; an
+//! answer whose reasoning DeepSeek's history drops is read back other than
+//! generated, so its output unit is never matched. A
 //! generator drives a session through it over HTTP — tool calls, a prune
 //! pass, a compaction, a system-prompt change — and writes the log the way
 //! the harness does, with the usage the provider reported. `dsh cache` must
@@ -65,8 +67,20 @@ fn message_price(m: &J) -> u64 {
 
 const BLOCK: u64 = 128;
 
+/// Whether DeepSeek's history leaves out this assistant message's
+/// reasoning: it has some and no tool call (DeepSeek ignores reasoning
+/// passed back on such a turn). It is then not what the model generated.
+fn drops_reasoning(m: &J) -> bool {
+    let blocks = m["content"].as_array().map_or(&[][..], |a| &a[..]);
+    m["role"] == "assistant"
+        && blocks.iter().any(|b| b["type"] == "reasoning")
+        && !blocks.iter().any(|b| b["type"] == "tool-call")
+}
+
 /// A request's parts as the provider keys them: model, system, tools, then
-/// one per message; each with its tokens.
+/// one per message; each with its tokens. A message whose reasoning the
+/// history drops is keyed as rendered, not as generated (its tokens are
+/// still the heuristic's, which dsh counts).
 fn parts(body: &J) -> Vec<(String, u64)> {
     let mut p = vec![(format!("model:{}", body["model"]), 0)];
     if let Some(s) = body["system"].as_str() {
@@ -77,7 +91,12 @@ fn parts(body: &J) -> Vec<(String, u64)> {
         p.push((format!("tools:{text}"), q(&text) + 4));
     }
     for m in body["messages"].as_array().unwrap() {
-        p.push((m.to_string(), message_price(m)));
+        let key = if drops_reasoning(m) {
+            format!("rendered without its reasoning:{m}")
+        } else {
+            m.to_string()
+        };
+        p.push((key, message_price(m)));
     }
     p
 }
@@ -651,7 +670,12 @@ impl Gen {
 fn scripted(g: &mut Gen) -> (u64, u64, u64) {
     g.turn_start(&filler("question one", 600));
     let r1 = g.tool_step("call_1", &filler("file one", 3000));
-    g.model(vec![text(&filler("answer one", 500))]);
+    // A reasoned answer: its output unit is never matched (the history
+    // drops its reasoning).
+    g.model(vec![
+        json!({"type": "reasoning", "text": filler("thinking", 900)}),
+        text(&filler("answer one", 500)),
+    ]);
     g.turn_end();
     g.turn_start(&filler("question two", 300));
     g.tool_step("call_2", &filler("file two", 2000));
@@ -1978,4 +2002,63 @@ fn sessions_sharing_a_system_prompt_hit_each_others_prefixes() {
     let one = cache_json(&env, &[dir.join("b.jsonl").to_str().unwrap()]);
     assert_eq!(one["requests"][0]["predictedHit"], 0);
     assert!(one["crossSession"].as_str().unwrap().contains("invisible"));
+}
+
+/// Logs whose system prompt is a `{{system}}` placeholder hide a head dsh
+/// estimates from the first reported usage (`--tokenizer deepseek-v4`).
+/// Across sessions the placeholder is no common prompt: heads of different
+/// sizes are different prompts, so only a session whose estimate equals an
+/// earlier one's can hit what that one left. A log whose clock runs
+/// backwards cannot be placed among the others and stays on its own.
+#[test]
+fn placeholder_heads_of_other_sizes_and_backward_clocks_share_nothing() {
+    let log = |id: &str, t0: u64, reported: u64, backwards: bool| -> String {
+        let t = |k: u64| if backwards { t0 + 100 - k } else { t0 + k };
+        let src =
+            json!({"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"});
+        let q = json!({"id": "u1", "role": "user", "content": [text("Which files changed in the last commit?")], "source": {"kind": "user"}});
+        let a = json!({"id": "a1", "role": "assistant", "content": [text("Two files: src/main.rs and README.md.")], "source": src});
+        [
+            json!({"type": "session", "version": 0, "id": id, "createdAt": t0, "cwd": "/work", "delegationDepth": 0}),
+            json!({"type": "turn/start", "seq": 0, "time": t(1), "data": {"turn": 1}}),
+            json!({"type": "step/start", "seq": 1, "time": t(2), "data": {"turn": 1, "step": 1}}),
+            json!({"type": "user/message", "seq": 2, "time": t(3), "data": q, "surfaceOp": "append"}),
+            json!({"type": "request/header", "seq": 3, "time": t(4), "data": {"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}, "system": "{{system}}", "tools": []}, "reason": "initial"}}),
+            json!({"type": "assistant/message", "seq": 4, "time": t(5), "data": {"turn": 1, "step": 1, "message": a, "usage": {"inputTokens": reported, "outputTokens": 12, "cacheReadTokens": 0, "reasoningTokens": 0}}, "surfaceOp": "append"}),
+            json!({"type": "step/end", "seq": 5, "time": t(6), "data": {"turn": 1, "step": 1}}),
+            json!({"type": "turn/end", "seq": 6, "time": t(7), "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+        ]
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect()
+    };
+    let env = TestEnv::new();
+    let dir = env.home().join("placeholders");
+    std::fs::create_dir_all(&dir).unwrap();
+    let minute = 60_000;
+    let t0 = 1_780_000_000_000;
+    for (name, id, t, reported, backwards) in [
+        ("a.jsonl", "sess-a", t0, 6000, false),
+        ("b.jsonl", "sess-b", t0 + minute, 6000, false),
+        ("c.jsonl", "sess-c", t0 + 2 * minute, 6300, false),
+        ("d.jsonl", "sess-d", t0 + 3 * minute, 6000, true),
+    ] {
+        std::fs::write(dir.join(name), log(id, t, reported, backwards)).unwrap();
+    }
+    let v = cache_json(&env, &["--tokenizer", "deepseek-v4", dir.to_str().unwrap()]);
+    let logs = v["logs"].as_array().unwrap();
+    let first = |id: &str| {
+        let l = logs.iter().find(|l| l["session"] == id).unwrap();
+        assert!(l["hiddenPrefix"]["tokens"].as_u64().unwrap() > 5000, "{l}");
+        l["requests"][0].clone()
+    };
+    let b = first("sess-b");
+    assert_eq!(b["cause"]["kind"], "cross-session", "{b}");
+    assert_eq!(b["crossSession"], "sess-a");
+    assert_eq!(b["predictedHit"], 6000 / BLOCK * BLOCK, "{b}");
+    for id in ["sess-c", "sess-d"] {
+        let r = first(id);
+        assert_eq!(r["predictedHit"], 0, "{id}: {r}");
+        assert_eq!(r["cause"]["kind"], "first", "{id}: {r}");
+    }
 }

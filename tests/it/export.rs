@@ -292,3 +292,82 @@ fn export_refuses_a_non_empty_target_and_dry_runs_write_nothing() {
         .collect();
     assert_eq!(left.len(), 1, "no temporary directory left: {left:?}");
 }
+
+/// `--tokenizer` fills the requests table's provider columns with each
+/// agent request's prompt as `dsh cache --tokenizer` sizes it (a
+/// placeholder log's hidden prefix included, so the first request is the
+/// size DeepSeek reported); without it they are null.
+#[test]
+fn export_tokenizer_counts_request_prompts_as_cache_does() {
+    let env = TestEnv::new();
+    let log = env.home().join("placeholder.jsonl");
+    placeholder_log(&log, 6000);
+    let cache: J = serde_json::from_str(&stdout_ok(
+        env.dsh()
+            .args(["cache", "--json", "--tokenizer", "deepseek-v4"])
+            .arg(&log)
+            .output()
+            .unwrap(),
+    ))
+    .unwrap();
+    let sized: BTreeMap<u64, f64> = cache["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["seq"].as_u64().unwrap(),
+                r["promptTokens"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(sized.len(), 2);
+    for tokenizer in [true, false] {
+        let out = env.home().join(format!("out-{tokenizer}"));
+        let mut cmd = env.dsh();
+        cmd.args(["export", "--format", "jsonl", "--out"]).arg(&out);
+        if tokenizer {
+            cmd.args(["--tokenizer", "deepseek-v4"]);
+        }
+        stdout_ok(cmd.arg(&log).output().unwrap());
+        let rows = read_table(&out, "requests", "jsonl");
+        assert_eq!(rows.len(), 2);
+        for r in &rows {
+            let seq = r["seq"].as_u64().unwrap();
+            if tokenizer {
+                assert_eq!(r["tokenizer"], "deepseek-v4");
+                assert_eq!(
+                    r["provider_prompt_tokens"].as_f64(),
+                    Some(sized[&seq]),
+                    "{r:?}"
+                );
+                // On the session's window, as pressure_percent is on DSH's figure.
+                match (r["pressure_percent"].as_f64(), r["surface_tokens"].as_f64()) {
+                    (Some(p), Some(t)) => {
+                        let window = t / p * 100.0;
+                        let theirs = r["provider_pressure_percent"].as_f64().unwrap();
+                        assert!(
+                            (theirs - sized[&seq] / window * 100.0).abs() < 1e-9,
+                            "{r:?}"
+                        );
+                    }
+                    _ => assert!(r["provider_pressure_percent"].is_null(), "{r:?}"),
+                }
+                // DSH's own estimate stays beside it.
+                assert_ne!(r["surface_tokens"], r["provider_prompt_tokens"]);
+            } else {
+                for k in [
+                    "tokenizer",
+                    "provider_prompt_tokens",
+                    "provider_pressure_percent",
+                ] {
+                    assert!(r[k].is_null(), "{k}: {r:?}");
+                }
+            }
+        }
+        if tokenizer {
+            let first = rows.iter().find(|r| r["seq"] == 4).unwrap();
+            assert_eq!(first["provider_prompt_tokens"].as_f64(), Some(6000.0));
+        }
+    }
+}

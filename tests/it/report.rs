@@ -765,3 +765,65 @@ fn print_expands_every_collapsed_part_and_hides_the_toggles() {
     );
     assert!(b.errors().is_empty(), "{:?}", b.errors());
 }
+
+/// `--tokenizer` charts each request's prompt in the provider's own tokens
+/// beside DSH's estimate and the reported prompt: the pressure section's
+/// data table gets a `deepseek-v4 count` column holding what `dsh cache
+/// --tokenizer deepseek-v4` sizes each request at (a placeholder log's
+/// hidden prefix included, so the first is what DeepSeek reported); the
+/// page without the flag has no such column.
+#[test]
+fn report_tokenizer_charts_the_providers_count_of_each_request() {
+    let env = TestEnv::new();
+    let log = env.home().join("placeholder.jsonl");
+    crate::support::placeholder_log(&log, 6000);
+    let sized: Vec<u64> = json_of(
+        &env,
+        &["cache", "--json", "--tokenizer", "deepseek-v4"],
+        &log,
+    )["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["promptTokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sized.first(), Some(&6000));
+    let page = env.home().join("page.html");
+    let run = |tokenizer: bool| {
+        let mut cmd = env.dsh();
+        cmd.args(["report", "--force", "-o"]).arg(&page);
+        if tokenizer {
+            cmd.args(["--tokenizer", "deepseek-v4"]);
+        }
+        crate::support::stdout_ok(cmd.arg(&log).output().unwrap());
+        std::fs::read_to_string(&page).unwrap()
+    };
+    let html = run(true);
+    let pressure = section(&html, "pressure");
+    assert!(pressure.contains("deepseek-v4 count"), "{pressure}");
+    // A row's cells, header cells (`<th>`) and data cells (`<td>`) alike.
+    let cells = |row: &str| -> Vec<String> {
+        row.split("<t")
+            .skip(1)
+            .filter(|c| c.starts_with("d") || c.starts_with("h>") || c.starts_with("h "))
+            .map(|c| {
+                let c = &c[c.find('>').unwrap() + 1..];
+                c[..c.find("</t").unwrap()].to_string()
+            })
+            .collect()
+    };
+    let thead = &pressure[pressure.find("<thead>").unwrap()..];
+    let head = cells(&thead[..thead.find("</thead>").unwrap()]);
+    let col = head
+        .iter()
+        .position(|h| h.contains("deepseek-v4 count"))
+        .expect("a deepseek-v4 count column");
+    let body = &pressure[pressure.find("<tbody>").unwrap()..];
+    let rows: Vec<Vec<String>> = body.split("<tr>").skip(1).map(cells).collect();
+    assert_eq!(rows.len(), sized.len());
+    for (row, want) in rows.iter().zip(&sized) {
+        let got: u64 = row[col].replace(',', "").parse().unwrap();
+        assert_eq!(got, *want, "{row:?}");
+    }
+    assert!(!section(&run(false), "pressure").contains("deepseek-v4 count"));
+}

@@ -127,11 +127,21 @@ fn check_readers(log: &Path) {
         ("events", &["events", "--json", "--all"], true),
         ("view", &["view", "--json"], false),
         ("view", &["view", "--json", "--all", "--survival"], false),
+        (
+            "view",
+            &["view", "--json", "--tokenizer", "deepseek-v4"],
+            false,
+        ),
         ("messages", &["messages", "--json"], false),
         ("verify", &["verify", "--json"], false),
         ("locks", &["locks", "--json"], false),
         ("cache", &["cache", "--json"], false),
         ("simulate", &["simulate", "--json", "--steps"], false),
+        (
+            "simulate",
+            &["simulate", "--json", "--tokenizer", "deepseek-v4"],
+            false,
+        ),
         (
             "cache",
             &[

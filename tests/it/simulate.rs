@@ -645,3 +645,110 @@ fn recorded_brackets_are_named_by_where_the_log_puts_them() {
         1
     );
 }
+
+/// With `--tokenizer deepseek-v4` every request is also counted as DeepSeek
+/// renders it, where it was sent: the recorded row's provider figures are
+/// `dsh cache --tokenizer deepseek-v4`'s (same requests, same counts), the
+/// cache columns are in those tokens, and the window a request overflows
+/// is judged by them, not by DSH's estimate.
+#[test]
+fn a_tokenizer_counts_requests_overflows_and_the_cache_as_the_provider_does() {
+    let log = sample("coding-session.jsonl");
+    let l = log.to_str().unwrap();
+    let sim = |args: &[&str]| {
+        let mut all = vec!["simulate", "--json"];
+        all.extend_from_slice(args);
+        all.push(l);
+        let (v, code) = crate::support::json_of(&all);
+        assert_eq!(code, 0, "{v:?}");
+        v
+    };
+    let n = |v: &dsh::json::Value<'_>, path: &[&str]| {
+        let mut x = v.clone();
+        for k in path {
+            x = x
+                .get(k)
+                .unwrap_or_else(|| panic!("{k} in {path:?}"))
+                .clone();
+        }
+        x.as_f64().unwrap_or_else(|| panic!("{path:?} is a number"))
+    };
+    let (cache, code) =
+        crate::support::json_of(&["cache", "--json", "--tokenizer", "deepseek-v4", l]);
+    assert_eq!(code, 0);
+    let v = sim(&["--tokenizer", "deepseek-v4"]);
+    assert_eq!(
+        v.get("tokenizer").and_then(|t| t.as_str()).as_deref(),
+        Some("deepseek-v4")
+    );
+    let rec = &v.get("rows").and_then(|r| r.as_arr()).unwrap()[0];
+    let prompt = n(&cache, &["totals", "promptTokens"]);
+    let hit = n(&cache, &["totals", "predictedHit"]);
+    assert_eq!(n(rec, &["provider", "billedInputTokens"]), prompt);
+    assert_eq!(n(rec, &["cacheHitTokens"]), hit);
+    assert_eq!(n(rec, &["cacheMissedTokens"]), prompt - hit);
+    let window = n(rec, &["contextWindow"]);
+    let dsh_peak = n(rec, &["peakPressure"]) * window;
+    let provider_peak = n(rec, &["provider", "peakPressure"]) * window;
+    assert!(
+        (dsh_peak - provider_peak).abs() > 100.0,
+        "the sample's two counts differ: {dsh_peak} vs {provider_peak}"
+    );
+    // A window between the two peaks: only the larger count overflows it.
+    let between = ((dsh_peak + provider_peak) / 2.0).round() as u64;
+    let w = between.to_string();
+    let overflows = |args: &[&str]| {
+        let mut a = vec!["--context-window", &w];
+        a.extend_from_slice(args);
+        let v = sim(&a);
+        n(
+            &v.get("rows").and_then(|r| r.as_arr()).unwrap()[0],
+            &["overflows"],
+        )
+    };
+    let (with, without) = (overflows(&["--tokenizer", "deepseek-v4"]), overflows(&[]));
+    if provider_peak > dsh_peak {
+        assert!(with >= 1.0 && without == 0.0, "{with} {without}");
+    } else {
+        assert!(with == 0.0 && without >= 1.0, "{with} {without}");
+    }
+    // Without a tokenizer: no provider figures.
+    let plain = sim(&[]);
+    assert!(matches!(
+        plain.get("rows").and_then(|r| r.as_arr()).unwrap()[0].get("provider"),
+        Some(dsh::json::Value::Null)
+    ));
+}
+
+/// A log whose system prompt and tools are placeholders: `simulate
+/// --tokenizer deepseek-v4` estimates the same hidden prefix as `dsh cache`
+/// and counts it at the head of every request, so its recorded row's first
+/// request is the size DeepSeek reported.
+#[test]
+fn a_placeholder_log_is_simulated_with_the_hidden_prefix_cache_estimates() {
+    let test = "a_placeholder_log_is_simulated_with_the_hidden_prefix_cache_estimates";
+    let Some(sh) = shared(test) else { return };
+    let log = sh.join("corpus/real/acp__bash-tool-turn__session.jsonl");
+    let l = log.to_str().unwrap();
+    let (cache, _) = crate::support::json_of(&["cache", "--json", "--tokenizer", "deepseek-v4", l]);
+    let (sim, code) =
+        crate::support::json_of(&["simulate", "--json", "--tokenizer", "deepseek-v4", l]);
+    assert_eq!(code, 0);
+    let tokens = |v: &dsh::json::Value<'_>| {
+        v.get("hiddenPrefix")
+            .and_then(|h| h.get("tokens"))
+            .and_then(|t| t.as_f64())
+    };
+    assert!(tokens(&cache).is_some_and(|t| t > 1000.0));
+    assert_eq!(tokens(&sim), tokens(&cache));
+    let rec = &sim.get("rows").and_then(|r| r.as_arr()).unwrap()[0];
+    let billed = rec
+        .get("provider")
+        .and_then(|p| p.get("billedInputTokens"))
+        .and_then(|b| b.as_f64());
+    let prompt = cache
+        .get("totals")
+        .and_then(|t| t.get("promptTokens"))
+        .and_then(|p| p.as_f64());
+    assert_eq!(billed, prompt);
+}

@@ -317,3 +317,36 @@ pub fn rows_one_by_one(text: &str) -> String {
     }
     out
 }
+
+/// Write at `path` a two-request DeepSeek session whose system prompt is a
+/// `{{system}}` placeholder and whose tools are empty, the provider having
+/// reported `reported` prompt tokens for the first request (seq 4; the
+/// second is seq 9): a recorded fixture's shape, whose hidden prefix dsh
+/// estimates with `--tokenizer deepseek-v4`.
+pub fn placeholder_log(path: &Path, reported: u64) {
+    use serde_json::json;
+    let text = |t: &str| json!({"type": "text", "text": t});
+    let src =
+        json!({"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"});
+    let user = |id: &str, t: &str| json!({"id": id, "role": "user", "content": [text(t)], "source": {"kind": "user"}});
+    let answer = |id: &str, t: &str| json!({"id": id, "role": "assistant", "content": [text(t)], "source": src});
+    let usage = |input: u64, read: u64| json!({"inputTokens": input, "outputTokens": 12, "cacheReadTokens": read, "reasoningTokens": 0});
+    let t0 = 1_780_000_000_000u64;
+    let header = json!({"header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-flash"}, "system": "{{system}}", "tools": []}, "reason": "initial"});
+    let lines = [
+        json!({"type": "session", "version": 0, "id": "sess-placeholder", "createdAt": t0, "cwd": "/work", "delegationDepth": 0}),
+        json!({"type": "turn/start", "seq": 0, "time": t0 + 1, "data": {"turn": 1}}),
+        json!({"type": "step/start", "seq": 1, "time": t0 + 2, "data": {"turn": 1, "step": 1}}),
+        json!({"type": "user/message", "seq": 2, "time": t0 + 3, "data": user("u1", "Which files changed in the last commit?"), "surfaceOp": "append"}),
+        json!({"type": "request/header", "seq": 3, "time": t0 + 4, "data": header}),
+        json!({"type": "assistant/message", "seq": 4, "time": t0 + 5, "data": {"turn": 1, "step": 1, "message": answer("a1", "Two files: src/main.rs and README.md."), "usage": usage(reported, 0)}, "surfaceOp": "append"}),
+        json!({"type": "step/end", "seq": 5, "time": t0 + 6, "data": {"turn": 1, "step": 1}}),
+        json!({"type": "turn/end", "seq": 6, "time": t0 + 7, "data": {"turn": 1, "reason": {"kind": "completed"}}}),
+        json!({"type": "turn/start", "seq": 7, "time": t0 + 8, "data": {"turn": 2}}),
+        json!({"type": "user/message", "seq": 8, "time": t0 + 9, "data": user("u2", "And in the one before?"), "surfaceOp": "append"}),
+        json!({"type": "assistant/message", "seq": 9, "time": t0 + 10, "data": {"turn": 2, "step": 1, "message": answer("a2", "One file: Cargo.toml."), "usage": usage(30, reported / 128 * 128)}, "surfaceOp": "append"}),
+        json!({"type": "turn/end", "seq": 10, "time": t0 + 11, "data": {"turn": 2, "reason": {"kind": "completed"}}}),
+    ];
+    let body: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(path, body).unwrap();
+}

@@ -398,3 +398,100 @@ fn events_and_view_describe_log_events_with_one_function() {
         "{view}"
     );
 }
+
+fn view_tokens(env: &crate::support::TestEnv, args: &[&str]) -> serde_json::Value {
+    let out = crate::support::stdout_ok(env.dsh().arg("view").args(args).output().unwrap());
+    serde_json::from_str(&out).unwrap()
+}
+
+/// `view --tokenizer` counts the model's view as `measure --tokenizer` does:
+/// the same totals and nodes at any point, the provider's figure on the
+/// header line beside DSH's.
+#[test]
+fn view_counts_the_models_view_in_a_providers_tokens_as_measure_does() {
+    let env = crate::support::TestEnv::new();
+    let log = sample("compacted.jsonl");
+    let log = log.to_str().unwrap();
+    for at in [None, Some("40")] {
+        let mut args = vec!["--json", "--tokenizer", "o200k"];
+        let mut margs = vec!["measure", "--json", "--tokenizer", "o200k"];
+        if let Some(at) = at {
+            args.extend(["--at", at]);
+            margs.extend(["--at", at]);
+        }
+        args.push(log);
+        margs.push(log);
+        let v = view_tokens(&env, &args);
+        let m: serde_json::Value = serde_json::from_str(&crate::support::stdout_ok(
+            env.dsh().args(&margs).output().unwrap(),
+        ))
+        .unwrap();
+        let (t, mt) = (&v["tokenizer"], &m["tokenizer"]);
+        for key in [
+            "encoding",
+            "systemTokens",
+            "toolsTokens",
+            "totalTokens",
+            "nodes",
+        ] {
+            assert_eq!(t[key], mt[key], "{key} at {at:?}");
+        }
+        assert_eq!(t["requestTokens"], t["totalTokens"]);
+        assert!(t["hiddenPrefixTokens"].is_null());
+        let seqs: Vec<_> = v["surface"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| &e["seq"])
+            .collect();
+        let counted: Vec<_> = t["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| &n["seq"])
+            .collect();
+        assert_eq!(seqs, counted, "one count per surface entry");
+    }
+    let text = crate::support::stdout_ok(
+        env.dsh()
+            .env("COLUMNS", "200")
+            .args(["view", "--tokenizer", "o200k", log])
+            .output()
+            .unwrap(),
+    );
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("o200k: ") && last.contains("(DSH's estimate: "),
+        "{last}"
+    );
+    let plain = crate::support::stdout_ok(env.dsh().args(["view", log]).output().unwrap());
+    assert!(!plain.contains("o200k"));
+}
+
+/// With DeepSeek's encoding, a log whose system prompt is a `{{system}}`
+/// placeholder gets the hidden prefix estimated from its first reported
+/// usage: the request as sent then counts what DeepSeek reported.
+#[test]
+fn view_with_deepseeks_tokenizer_adds_a_placeholder_logs_hidden_prefix() {
+    let env = crate::support::TestEnv::new();
+    let path = env.home().join("placeholder.jsonl");
+    crate::support::placeholder_log(&path, 6000);
+    let log = path.to_str().unwrap();
+    // As sent: the user message, before the answer.
+    let v = view_tokens(
+        &env,
+        &["--json", "--tokenizer", "deepseek-v4", "--at", "3", log],
+    );
+    let t = &v["tokenizer"];
+    let hidden = t["hiddenPrefixTokens"].as_u64().unwrap();
+    assert!(hidden > 5900, "{t}");
+    assert_eq!(t["requestTokens"], 6000, "{t}");
+    assert_eq!(
+        hidden + t["totalTokens"].as_u64().unwrap(),
+        t["requestTokens"].as_u64().unwrap()
+    );
+    // After the answer the prefix is the same, the messages grew.
+    let after = view_tokens(&env, &["--json", "--tokenizer", "deepseek-v4", log]);
+    assert_eq!(after["tokenizer"]["hiddenPrefixTokens"], hidden);
+    assert!(after["tokenizer"]["requestTokens"].as_u64().unwrap() > 6000);
+}

@@ -14,6 +14,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
+use crate::cli::render::hidden::{hidden_json, hidden_line};
 use crate::cli::render::outln;
 
 /// The sentence every report carries.
@@ -1146,53 +1147,4 @@ fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
             ),
         )
         .with("note", NOT_A_BILL.into())
-}
-
-/// `"hiddenPrefix"`: the estimate of what the log's placeholders hide.
-fn hidden_json(h: &Option<dsh::hidden_prefix::HiddenPrefix>) -> OwnedValue {
-    let Some(h) = h else { return Value::Null };
-    let w = &h.without;
-    Value::obj()
-        .with(
-            "placeholders",
-            Value::Arr(h.placeholders.iter().map(|p| (*p).into()).collect()),
-        )
-        .with("tokens", h.tokens.into())
-        .with("seq", h.seq.into())
-        .with("reported", h.reported.into())
-        .with("computed", h.computed.into())
-        .with(
-            "without",
-            Value::obj()
-                .with("promptTokens", w.prompt_tokens.into())
-                .with("predictedHit", w.predicted_hit.into())
-                .with(
-                    "predictedMiss",
-                    (w.prompt_tokens.saturating_sub(w.predicted_hit)).into(),
-                ),
-        )
-}
-
-/// The readable note on a hidden prefix.
-fn hidden_line(h: &dsh::hidden_prefix::HiddenPrefix) -> String {
-    format!(
-        "hidden prefix: the log's {} {} placeholder{}, while the provider reported {} prompt tokens at seq {} against dsh's {}: {} tokens added to the head of every request (without them: {} prompt, {} predicted hit)",
-        h.placeholders
-            .iter()
-            .map(|p| if *p == "system" { "system prompt" } else { *p })
-            .collect::<Vec<_>>()
-            .join(" and "),
-        if h.placeholders.len() == 1 {
-            "is a"
-        } else {
-            "are"
-        },
-        if h.placeholders.len() == 1 { "" } else { "s" },
-        render::num(h.reported),
-        h.seq,
-        render::num(h.computed),
-        render::num(h.tokens),
-        render::num(h.without.prompt_tokens),
-        render::num(h.without.predicted_hit),
-    )
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use dsh::export::{ExportOptions, Format, TABLES, TableWriter};
 use dsh::json::{OwnedValue, Value};
+use dsh::meter::tokenizer::Encoding;
 use dsh::sessions::{Refused, ScanOptions};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
@@ -49,7 +50,7 @@ use crate::cli::render::{self, outln};
 /// "schema_version"}`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh export --out exports/today              # every session under $DSH_HOME, as Parquet\n  dsh export --format csv --out /tmp/x ~/.dsh  # CSV\n  dsh export -n --out exports/today            # what would be written\n  duckdb -c \"SELECT model, sum(output_tokens) FROM 'exports/*/requests.parquet' GROUP BY ALL\""
+    after_help = "Examples:\n  dsh export --out exports/today              # every session under $DSH_HOME, as Parquet\n  dsh export --format csv --out /tmp/x ~/.dsh  # CSV\n  dsh export -n --out exports/today            # what would be written\n  dsh export --tokenizer deepseek-v4 --out x   # request prompts in DeepSeek's own tokens too\n  duckdb -c \"SELECT model, sum(output_tokens) FROM 'exports/*/requests.parquet' GROUP BY ALL\""
 )]
 pub struct ExportArgs {
     /// DSH homes, directories of sessions or logs (default: $DSH_HOME).
@@ -88,6 +89,11 @@ pub struct ExportArgs {
     /// advice against CSV injection).
     #[arg(long)]
     pub csv_formulas: bool,
+    /// Also count each agent request's prompt with a real tokenizer
+    /// (deepseek-v4: the request as DeepSeek renders it), in the requests
+    /// table's provider_* columns.
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
+    pub tokenizer: Option<String>,
 }
 
 /// `--format`.
@@ -254,6 +260,7 @@ fn options(ctx: &Ctx, args: &ExportArgs) -> Result<ExportOptions> {
             config,
         },
         thresholds: dsh::health::Thresholds::default(),
+        tokenizer: args.tokenizer.as_deref().and_then(Encoding::parse),
     })
 }
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use dsh::civil::Zone;
 use dsh::json::{OwnedValue, Value};
 use dsh::log::LogSource;
+use dsh::meter::tokenizer::Encoding;
 use dsh::report::fleet::{Entry, Fleet, RefusedLog};
 use dsh::report::html::PageOptions;
 use dsh::report::{ReportError, ReportOptions, SessionReport};
@@ -48,7 +49,7 @@ use crate::cli::render::outln;
 /// "refused": [{"file", "error"}], "bytes", "schema_version"}`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh report session.jsonl -o report.html\n  dsh report -o - session.jsonl > report.html\n  dsh report ~/.dsh -o reports/            # reports/index.html + one page per session\n  dsh report --tz Europe/Paris -o reports/ # every session under $DSH_HOME, Paris time\n  dsh report --json a.jsonl b.jsonl -o out/ --force"
+    after_help = "Examples:\n  dsh report session.jsonl -o report.html\n  dsh report -o - session.jsonl > report.html\n  dsh report ~/.dsh -o reports/            # reports/index.html + one page per session\n  dsh report --tz Europe/Paris -o reports/ # every session under $DSH_HOME, Paris time\n  dsh report --json a.jsonl b.jsonl -o out/ --force\n  dsh report --tokenizer deepseek-v4 -o page.html s.jsonl  # DeepSeek's own count too"
 )]
 pub struct ReportArgs {
     /// Logs, session directories or homes; a working directory (`.`) means
@@ -78,6 +79,11 @@ pub struct ReportArgs {
     /// A dsh config file (policy, capacities, prices).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Also chart each request's prompt counted with a real tokenizer
+    /// (deepseek-v4: the request as DeepSeek renders it) beside DSH's
+    /// estimate and the reported prompt.
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
+    pub tokenizer: Option<String>,
     /// Logs read at once (0: one per core).
     #[arg(long, short, value_name = "N", default_value_t = 0)]
     pub jobs: usize,
@@ -102,6 +108,7 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
         config,
         max_points: args.max_points as usize,
         side_by_side: !args.no_view,
+        tokenizer: args.tokenizer.as_deref().and_then(Encoding::parse),
     };
     let single =
         args.logs.len() == 1 && !dsh::log::lookup::is_tree(&args.logs[0], ctx.home.as_deref());

@@ -30,7 +30,10 @@ pub const OPEN_LOOP: &str = "Open-loop replay: the agent's behaviour is taken as
 /// each bracket's mode (p/o/m: pressure, overflow, manual). Cache misses
 /// follow the DeepSeek prefix-unit rule of `dsh cache`, priced with the
 /// table of `dsh usage`; costs sum what is priced (unpricedRequests counts
-/// the rest).
+/// the rest). With --tokenizer deepseek-v4 each request is also counted as
+/// DeepSeek renders it (a placeholder log's hidden head estimated as in
+/// `dsh cache`): that count judges overflows and positions the cache, and
+/// each row gives it as `provider`; thresholds stay on DSH's estimate.
 ///
 /// Summaries are sized like the recorded ones (their checkpoint ÷ shadowed
 /// tokens; a recorded range keeps its recorded checkpoint), else by
@@ -40,18 +43,18 @@ pub const OPEN_LOOP: &str = "Open-loop replay: the agent's behaviour is taken as
 /// cheapest policy that never overflows: by total cost when every row has
 /// one, else by cache-missed plus summariser tokens (cheapestBy says which).
 /// With --json: `{"file", "session", "summary": {"source", "ratio"?,
-/// "tokens"?}, "rows": [{"label", "recorded", "thresholdRatio",
+/// "tokens"?}, "tokenizer", "hiddenPrefix", "rows": [{"label", "recorded", "thresholdRatio",
 /// "retainTokens", "contextWindow", "requests", "compactions",
 /// "compactionModes", "failedAttempts", "inheritedRequests", "prunes",
 /// "overflows", "unrecovered", "peakPressure", "meanPressure",
 /// "billedInputTokens", "cacheMissedTokens", "cacheHitTokens", "missCost",
 /// "hitCost", "summariserTokens", "summariserCost", "totalCost",
 /// "unpricedRequests", "summariserCalls", "currency",
-/// "aboveThresholdAfter", "unbalanced", "notes", "steps"?}], "cheapest",
+/// "aboveThresholdAfter", "unbalanced", "provider", "notes", "steps"?}], "cheapest",
 /// "cheapestBy", "note", "schema_version"}`. Details: docs/simulate.md.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh simulate session.jsonl                          # recorded vs the default policy\n  dsh simulate --threshold-ratio 0.6 --retain-ratio 0.1 session.jsonl\n  dsh simulate --no-prune --steps session.jsonl       # pressure before/after each compaction\n  dsh simulate --sweep threshold=0.5:0.9:0.1,retain=0.08:0.24:0.08 session.jsonl\n  dsh simulate --context-window 64000 --summary-tokens 2000 --json session.jsonl"
+    after_help = "Examples:\n  dsh simulate session.jsonl                          # recorded vs the default policy\n  dsh simulate --threshold-ratio 0.6 --retain-ratio 0.1 session.jsonl\n  dsh simulate --no-prune --steps session.jsonl       # pressure before/after each compaction\n  dsh simulate --sweep threshold=0.5:0.9:0.1,retain=0.08:0.24:0.08 session.jsonl\n  dsh simulate --context-window 64000 --summary-tokens 2000 --json session.jsonl\n  dsh simulate --tokenizer deepseek-v4 session.jsonl  # overflows and cache in DeepSeek's tokens"
 )]
 pub struct SimulateArgs {
     /// Logs to replay; a directory or a working directory (`.`) means every
@@ -97,6 +100,11 @@ pub struct SimulateArgs {
     /// The dsh config file (policy, pruner, [[prices]]).
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Count requests as the provider does for overflows, cache and billed
+    /// input (deepseek-v4: the request as DeepSeek renders it, in its
+    /// tokens); compaction thresholds stay on DSH's estimate.
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
+    pub tokenizer: Option<String>,
 }
 
 fn range(spec: &str) -> Result<Vec<f64>, UsageError> {
@@ -189,7 +197,15 @@ pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
     {
         return Err(UsageError("--summary-ratio must be a positive number".into()).into());
     }
+    let tokenizer = match args.tokenizer.as_deref() {
+        None => None,
+        Some(t) => Some(
+            dsh::meter::tokenizer::Encoding::parse(t)
+                .ok_or_else(|| UsageError(format!("unknown tokenizer {t:?}")))?,
+        ),
+    };
     let opts = SimOptions {
+        tokenizer,
         policies,
         context_window: args.context_window,
         summary: match (args.summary_tokens, args.summary_ratio) {
@@ -293,7 +309,8 @@ fn human(
     outln!(ctx.out, "{}", summary_line(sim.summary))?;
     let cheapest = sim.cheapest();
     let best = cheapest.map(|c| c.0);
-    let mut t = render::table(&[
+    let tok = sim.tokenizer.map(|e| e.name());
+    let mut head = vec![
         "policy",
         "cmp",
         "p/o/m",
@@ -305,11 +322,15 @@ fn human(
         "missed",
         "summ.",
         "cost",
-    ]);
-    t.drop_first(&["mean", "p/o/m", "summ.", "billed in"]);
+    ];
+    if tok.is_some() {
+        head.splice(7..7, ["peak (provider)", "billed (provider)"]);
+    }
+    let mut t = render::table(&head);
+    t.drop_first(&["mean", "p/o/m", "summ.", "billed in", "billed (provider)"]);
     for (i, r) in sim.rows.iter().enumerate() {
         let mark = if Some(i) == best { " *" } else { "" };
-        t.add_row(vec![
+        let mut cells = vec![
             format!("{}{mark}", r.label),
             render::num(r.compactions as u64),
             modes(r),
@@ -325,7 +346,12 @@ fn human(
                 render::usd(r.total_cost),
                 if r.unpriced_requests > 0 { " ¹" } else { "" }
             ),
-        ]);
+        ];
+        if tok.is_some() {
+            let p = r.provider.unwrap_or_default();
+            cells.splice(7..7, [pct(p.peak_pressure), render::num(p.billed_input)]);
+        }
+        t.add_row(cells);
     }
     outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
     if let Some((_, by)) = cheapest {
@@ -386,6 +412,15 @@ fn human(
         ctx.out,
         "cmp: compaction brackets, p/o/m: of them pressure/overflow/manual; ovf: requests over the window where they were sent (recorded: or refused with CONTEXT_WINDOW_EXCEEDED); cost: cache misses and hits at the route's rates plus the summariser calls; billed in: the sum of the request sizes (DSH's estimate)."
     )?;
+    if let Some(tok) = tok {
+        outln!(
+            ctx.out,
+            "{tok}: ovf, missed, cost and the provider columns count each request as the provider does ({tok} tokens); peak, mean and billed in are DSH's estimate, which the compaction threshold is judged by."
+        )?;
+    }
+    if let Some(h) = &sim.hidden_prefix {
+        outln!(ctx.out, "{}", crate::cli::render::hidden::hidden_line(h))?;
+    }
     outln!(ctx.out, "{OPEN_LOOP}")?;
     if !ctx.quiet {
         eprintln!("replayed in {:.2}s", elapsed.as_secs_f64());
@@ -459,6 +494,15 @@ fn row_json(r: &Row, steps: bool) -> OwnedValue {
         .with("summariserCalls", (r.summariser_calls as u64).into())
         .with("currency", r.currency.map_or(Value::Null, |c| c.into()))
         .with("aboveThresholdAfter", (r.above_after as u64).into())
+        .with(
+            "provider",
+            r.provider.map_or(Value::Null, |p| {
+                Value::obj()
+                    .with("billedInputTokens", p.billed_input.into())
+                    .with("peakPressure", p.peak_pressure.into())
+                    .with("meanPressure", p.mean_pressure.into())
+            }),
+        )
         .with("unbalanced", (r.unbalanced as u64).into())
         .with(
             "notes",
@@ -498,6 +542,11 @@ fn sim_json(file: &str, sim: &Simulation, steps: bool) -> OwnedValue {
         .with("file", file.to_string().into())
         .with("session", sim.session.clone().into())
         .with("summary", summary)
+        .with("tokenizer", sim.tokenizer.map(|e| e.name()).into())
+        .with(
+            "hiddenPrefix",
+            crate::cli::render::hidden::hidden_json(&sim.hidden_prefix),
+        )
         .with(
             "rows",
             Value::Arr(sim.rows.iter().map(|r| row_json(r, steps)).collect()),

@@ -3,6 +3,8 @@
 use std::io::Write;
 
 use anyhow::Result;
+use dsh::hidden_prefix::ProviderCount;
+use dsh::meter::tokenizer::Encoding;
 use dsh::survival::{Category, Survival};
 use dsh::view::{ModelSide, ReplacementKind, Row, SurfaceEntry, View, ViewOptions};
 
@@ -28,14 +30,19 @@ use crate::cli::rows::RowWindow;
 /// numbers and URLs of the replaced span its summary holds, and the session
 /// totals (the extraction rules are in docs/view.md).
 ///
+/// --tokenizer ENCODING: the model's view also in a provider's own tokens
+/// (as `dsh measure --tokenizer` counts it: deepseek-v4 renders the request
+/// as DeepSeek does, and estimates a placeholder log's hidden prefix), on
+/// a last line beside DSH's estimate (and per surface entry in --json).
+///
 /// With --json: `{"file","session","at","lastSeq","rows":[…],"surface":[…],
 /// "replacements":[…],"survival":{"compactions":[…],"totals":{…}},
-/// "schema_version"}` (`schemas/view.schema.json`), with or without
+/// "tokenizer"?,"schema_version"}` (`schemas/view.schema.json`), with or without
 /// --survival; one whole document, so --limit and --tail are refused with
 /// it, as for `surface` and `messages` (filter with jq).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  dsh view session.jsonl\n  dsh view --at 40 session.jsonl            # the model's view as it stood after seq 40\n  dsh view --tail 40 session.jsonl          # the last 40 events beside the model's view\n  dsh view --survival session.jsonl         # what each compaction summary kept\n  dsh view --all session.jsonl | less -S    # chunks and steps too\n  dsh view --json session.jsonl | jq '.survival.totals'"
+    after_help = "Examples:\n  dsh view session.jsonl\n  dsh view --at 40 session.jsonl            # the model's view as it stood after seq 40\n  dsh view --tail 40 session.jsonl          # the last 40 events beside the model's view\n  dsh view --survival session.jsonl         # what each compaction summary kept\n  dsh view --tokenizer deepseek-v4 s.jsonl  # the view in DeepSeek's own tokens too\n  dsh view --all session.jsonl | less -S    # chunks and steps too\n  dsh view --json session.jsonl | jq '.survival.totals'"
 )]
 pub struct ViewArgs {
     /// The log: a file, `-`, a session directory or id, or a working
@@ -52,6 +59,11 @@ pub struct ViewArgs {
     /// Every event on the left, chunks and steps included.
     #[arg(long, short)]
     pub all: bool,
+    /// Also count the model's view with a real tokenizer: the envelope and
+    /// surface text (o200k, cl100k), or the request as DeepSeek renders it
+    /// (deepseek-v4).
+    #[arg(long, value_name = "ENCODING", value_parser = ["o200k", "cl100k", "deepseek-v4"])]
+    pub tokenizer: Option<String>,
     #[command(flatten)]
     pub rows: RowWindow,
 }
@@ -66,6 +78,7 @@ fn write_json(
     session: &str,
     view: &View,
     survival: &Survival,
+    provider: Option<&ProviderCount>,
 ) -> Result<()> {
     fn one<T: serde::Serialize + ?Sized>(w: &mut impl Write, x: &T) -> Result<()> {
         serde_json::to_writer(&mut *w, &serde_json::to_value(x)?)?;
@@ -100,6 +113,10 @@ fn write_json(
     list(w, &view.surface)?;
     w.write_all(br#","survival":"#)?;
     one(w, survival)?;
+    if let Some(p) = provider {
+        w.write_all(br#","tokenizer":"#)?;
+        one(w, p)?;
+    }
     w.write_all(b"}\n")?;
     Ok(())
 }
@@ -139,10 +156,16 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
         .file(src.display())
         .into());
     }
+    let provider = match args.tokenizer.as_deref().and_then(Encoding::parse) {
+        Some(enc) => Some(dsh::hidden_prefix::provider_count(&src, &opts, &log, enc)?),
+        None => None,
+    };
+    let provider = provider.as_ref();
     if ctx.json {
         let survival = dsh::survival::of_view(&log, &view)?;
         let mut out = ctx.out.stream();
-        write_json(&mut out, &src.display(), &log.header.id, &view, &survival)?;
+        let (file, id) = (src.display(), &log.header.id);
+        write_json(&mut out, &file, id, &view, &survival, provider)?;
         out.flush()?;
         return Ok(Status::Ok);
     }
@@ -154,7 +177,7 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
         let survival = dsh::survival::of_view(&log, &view)?;
         write_survival(&mut out, &survival, width)?;
     } else {
-        write_columns(&mut out, &view, width, args.at, args.rows)?;
+        write_columns(&mut out, &view, width, args.at, args.rows, provider)?;
     }
     out.flush()?;
     Ok(Status::Ok)
@@ -270,6 +293,7 @@ fn write_columns(
     width: usize,
     at: Option<u64>,
     window: RowWindow,
+    provider: Option<&ProviderCount>,
 ) -> Result<()> {
     let left_w = (width - 3) / 2;
     let right_w = width - 3 - left_w;
@@ -360,6 +384,20 @@ fn write_columns(
         view.surface.len()
     );
     writeln!(out, "{}", render::wrap(&footer, width))?;
+    if let Some(p) = provider {
+        // A provider's count, beside DSH's estimate, on a line of its own
+        // (the header's column is cut at 80 columns).
+        let hidden = p.hidden.map_or(String::new(), |h| {
+            format!(", a {}-token hidden prefix included", render::num(h))
+        });
+        let line = format!(
+            "{}: {} tokens{hidden} (DSH's estimate: {})",
+            p.counts.encoding.name(),
+            render::num(p.total()),
+            render::num(tokens)
+        );
+        writeln!(out, "{}", render::wrap(&line, width))?;
+    }
     Ok(())
 }
 
@@ -481,7 +519,15 @@ fn the_streamed_document_is_the_whole_view_as_one_value() {
         doc.insert("schema_version".into(), SCHEMA_VERSION.into());
         let want = serde_json::to_string(&doc).unwrap() + "\n";
         let mut got = Vec::new();
-        write_json(&mut got, &src.display(), &log.header.id, &view, &survival).unwrap();
+        write_json(
+            &mut got,
+            &src.display(),
+            &log.header.id,
+            &view,
+            &survival,
+            None,
+        )
+        .unwrap();
         assert_eq!(String::from_utf8(got).unwrap(), want, "{name}");
         assert!(!view.surface.is_empty(), "{name}");
     }

@@ -4,6 +4,7 @@ pub mod color;
 pub mod escape;
 pub mod fill;
 pub mod fleet;
+pub mod hidden;
 pub mod out;
 pub mod pager;
 pub mod table;

@@ -307,6 +307,25 @@ impl Chat {
     }
 }
 
+/// Whether DeepSeek reads assistant message `m` back, in later requests,
+/// as the model generated it. Not when it carries reasoning but no tool
+/// call: that reasoning is not in the history (DSH sent it only on
+/// tool-call turns until 2026-08-19, and DeepSeek's thinking-mode guide
+/// ignores it elsewhere), while the provider persisted the output with it,
+/// so the output-end prefix unit of the request that produced `m` can never
+/// be matched (docs/tokenizers.md, "Against DeepSeek's own reports").
+pub(crate) fn resent_as_generated(m: &Value<'_>) -> bool {
+    let blocks = m.get("content").and_then(|c| c.as_arr());
+    let is = |b: &Value<'_>, t: &str| b.get("type").is_some_and(|x| x.is_str(t));
+    let (mut reasoning, mut calls) = (false, false);
+    for b in blocks.into_iter().flatten() {
+        calls |= is(b, "tool-call");
+        reasoning |=
+            is(b, "reasoning") && matches!(b.get("text"), Some(Value::Str(t)) if !t.is_empty());
+    }
+    calls || !reasoning
+}
+
 /// `encode_arguments_to_dsml`: one `parameter` per key of the arguments
 /// object (a text that is no JSON object is one `arguments` string).
 fn dsml_arguments(arguments: &str, p: &mut Parts) {

@@ -41,27 +41,6 @@ pub struct RowSpan {
     pub in_order: bool,
 }
 
-impl RowSpan {
-    /// The span of one chunk line (a fast-lane time is a safe integer).
-    pub fn line(seq: u64, time: f64) -> RowSpan {
-        RowSpan {
-            seq0: seq,
-            count: 1,
-            first_time: time as i64,
-            last_time: time as i64,
-            in_order: true,
-        }
-    }
-
-    /// Whether every member's time, taken in turn after `prev`, is at least
-    /// `min` and at least the time before it: the clock check that readers
-    /// wanting real times make event by event, for the whole row at once.
-    pub fn times_rise_from(&self, prev: f64, min: f64) -> bool {
-        let first = self.first_time as f64;
-        self.in_order && first >= min && first >= prev
-    }
-}
-
 /// What the chunks of a valid row carry besides seqs and times, for readers
 /// that need their content only by length (the token meter).
 #[derive(Debug, Clone, PartialEq)]

@@ -684,7 +684,7 @@ impl Pipeline<'_> {
     /// Account for a run of valid log-only chunks without folding them
     /// one by one (they change nothing but counts and the clock), then show
     /// it to the observer.
-    fn run(&mut self, run: ChunkRun<'_>) {
+    fn run(&mut self, run: &ChunkRun<'_>) {
         let time = run.last_time;
         self.repair.note_last(run.last_seq(), time);
         match self.event_types.get_mut("assistant/chunk") {
@@ -703,7 +703,7 @@ impl Pipeline<'_> {
             canonical_line: None,
             canonical_offset: None,
         };
-        self.observer.chunks(&run, &folded);
+        self.observer.chunks(run, &folded);
     }
 
     /// The G0/G1 per-event rules before the fold (§16 steps 4–10): range
@@ -1044,7 +1044,7 @@ fn load_inner(
                 prefix.is_clean() && truncated_at.is_none() && seq == prefix.expected
             };
             let lane = line.lane.take();
-            let run = match &lane {
+            let mut run = match &lane {
                 Some(fastlane::Lane::Chunk { seq, time }) if in_order(*seq, &prefix) => {
                     Some(ChunkRun::counted(*seq, 1, (*time, *time), true))
                 }
@@ -1073,25 +1073,22 @@ fn load_inner(
                 None => None,
             };
             let row_facts;
-            let run = match (run, &line.value) {
-                (Some(run), _) => Some(run),
-                (None, Some(v))
-                    if opts.upto.is_none()
-                        && packs_rows
-                        && packed::is_row(v)
-                        && let Ok(span) = packed::check(v)
-                        && in_order(span.seq0, &prefix) =>
-                {
-                    row_facts = (!skip_chunks).then(|| packed::RowFacts::of(v)).flatten();
-                    match &row_facts {
-                        Some(f) => Some(ChunkRun::row_value(&span, f, v, no)),
-                        None if skip_chunks => Some(ChunkRun::counted_row(&span)),
-                        None => None,
-                    }
-                }
-                _ => None,
-            };
-            if let Some(run) = run {
+            if run.is_none()
+                && opts.upto.is_none()
+                && packs_rows
+                && let Some(v) = &line.value
+                && packed::is_row(v)
+                && let Ok(span) = packed::check(v)
+                && in_order(span.seq0, &prefix)
+            {
+                row_facts = (!skip_chunks).then(|| packed::RowFacts::of(v)).flatten();
+                run = match &row_facts {
+                    Some(f) => Some(ChunkRun::row_value(&span, f, v, no)),
+                    None if skip_chunks => Some(ChunkRun::counted_row(&span)),
+                    None => None,
+                };
+            }
+            if let Some(run) = &run {
                 prefix.expected += run.count;
                 p.run(run);
                 committed_len = offset + len as u64 + 1;

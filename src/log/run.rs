@@ -33,7 +33,7 @@ pub struct ChunkRun<'c> {
     pub facts: RunFacts<'c>,
     source: Source<'c>,
     /// The events, built on first use.
-    built: OnceCell<Option<Built<'c>>>,
+    built: OnceCell<Option<Box<Built<'c>>>>,
 }
 
 /// What a [`ChunkRun`] tells of its chunks besides seqs and times.
@@ -82,6 +82,7 @@ enum Source<'c> {
 }
 
 impl<'c> ChunkRun<'c> {
+    #[inline]
     fn new(seq0: u64, count: u64, times: (f64, f64), in_order: bool) -> ChunkRun<'c> {
         ChunkRun {
             seq0,
@@ -96,16 +97,19 @@ impl<'c> ChunkRun<'c> {
     }
 
     /// Chunks counted, not shown ([`RunFacts::Counted`]).
+    #[inline]
     pub(crate) fn counted(seq0: u64, count: u64, times: (f64, f64), in_order: bool) -> Self {
         Self::new(seq0, count, times, in_order)
     }
 
     /// A valid packed row's chunks, counted, not shown.
+    #[inline]
     pub(crate) fn counted_row(span: &super::packed::RowSpan) -> Self {
         Self::of_span(span)
     }
 
     /// A valid packed row read from its text by the fast lane.
+    #[inline]
     pub(crate) fn row_text(
         span: &super::packed::RowSpan,
         facts: &'c RowFacts,
@@ -126,6 +130,7 @@ impl<'c> ChunkRun<'c> {
     }
 
     /// A valid packed row parsed the normal way.
+    #[inline]
     pub(crate) fn row_value(
         span: &super::packed::RowSpan,
         facts: &'c RowFacts,
@@ -140,6 +145,7 @@ impl<'c> ChunkRun<'c> {
     }
 
     /// A valid chunk line read from its text by the fast lane.
+    #[inline]
     pub(crate) fn line_text(
         seq: u64,
         time: f64,
@@ -170,6 +176,7 @@ impl<'c> ChunkRun<'c> {
         }
     }
 
+    #[inline]
     fn of_span(span: &super::packed::RowSpan) -> Self {
         Self::new(
             span.seq0,
@@ -249,11 +256,12 @@ impl<'c> ChunkRun<'c> {
                     value,
                 })
                 .collect();
-            Some((events, canonical))
+            Some(Box::new((events, canonical)))
         });
-        let Some((events, canonical)) = built else {
+        let Some(built) = built else {
             return;
         };
+        let (events, canonical) = &**built;
         let one = Folded {
             applied: None,
             surface: folded.surface,

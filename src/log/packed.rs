@@ -58,13 +58,13 @@ pub struct RowFacts {
     /// UTF-16 length of `data.name` when present and not empty.
     pub name_len: Option<usize>,
     /// UTF-16 length of each member's text or arguments delta (none when
-    /// the reader asked for none, see [`super::fastlane::classify`]).
+    /// the load asked for none: a run only counted).
     pub lens: Vec<u32>,
 }
 
 impl RowFacts {
-    /// The facts of a row that [`check`] accepted.
-    pub fn of(row: &Value<'_>) -> Option<RowFacts> {
+    /// The facts of a row that `check` accepted.
+    pub(crate) fn of(row: &Value<'_>) -> Option<RowFacts> {
         let tag = row.get("type")?.as_str()?;
         let tool = tag == "tool-call-chunks";
         let data = row.get("data")?;

@@ -39,9 +39,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::attempt::{Attempts, Outcome};
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::Value;
-use crate::log::{
-    ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
-};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::meter::estimate::{system_tokens, tools_tokens};
 use crate::meter::tokenizer::{Counter, Encoding};
 use crate::request_header::canonical;
@@ -1576,16 +1574,8 @@ impl Observer for Analysis {
         self.0.event(ev, folded);
     }
 
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        self.0.chunks(offer, folded)
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        self.0.takes_chunks()
-    }
-
-    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
-        self.0.chunks_counted(span);
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        self.0.chunks(run, folded);
     }
 }
 
@@ -2866,39 +2856,31 @@ impl Observer for Collector {
         self.fold(ev, folded);
     }
 
-    /// Packed delta chunks never change the surface: what they do is what
+    /// Delta chunks never change the surface: what they do is what
     /// [`Self::fold`] does for each, the clock's checks, the attempt they
-    /// begin or go on with, and where that attempt got to.
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        let ChunkOffer::Row(span, facts) = offer else {
-            return false;
+    /// begin or go on with, and where that attempt got to. Other chunks
+    /// are folded as events.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        let Some(labels) = run.deltas() else {
+            return run.each_event(folded, |ev, f| self.fold(ev, f));
         };
-        if span.count == 0 {
-            return true;
-        }
-        if !span.times_rise_from(self.last_time, REAL_TIME_MIN) {
+        if !run.times_rise_from(self.last_time, REAL_TIME_MIN) {
             self.times_real = false;
         }
-        let last = span.last_time as f64;
-        self.last_time = last;
+        self.last_time = run.last_time;
         let at = crate::attempt::At {
-            seq: span.seq0 + span.count - 1,
-            time: last,
-            turn: Some(facts.turn),
-            step: Some(facts.step),
+            seq: run.last_seq(),
+            time: run.last_time,
+            turn: Some(labels.turn),
+            step: Some(labels.step),
         };
-        let (closed, begins) = self.attempts.chunk_row(span.count, at);
+        let (closed, begins) = self.attempts.chunk_row(run.count, at);
         if let Some(o) = closed {
             self.attempt_over(o);
         }
         if begins {
             self.pending = Some(self.snapshot(folded.surface, None));
         }
-        true
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::ROWS
     }
 }
 

@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan, LockState, LockStatus};
-use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer, RunFacts};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::usage::{Request, UsageFold};
@@ -213,30 +213,25 @@ impl Observer for Folds<'_> {
         }
     }
 
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
         // Chunks carry no usage, lock or title: the meter wants them, the
-        // last activity their times. Rows only (chunk lines come as
-        // events), and only rows whose latest recorded time is their last
-        // chunk's: times that never go back, the last a plausible date or
-        // none of them one.
-        let ChunkOffer::Row(span, _) = offer else {
-            return false;
-        };
-        let last = civil::recorded(span.last_time as f64);
-        if !span.in_order || (last.is_none() && span.last_time >= civil::EARLIEST_MS) {
-            return false;
+        // last activity their times. Packed rows whole (other chunks come
+        // as events, [`Extra`] sees them), when their latest recorded time
+        // is their last chunk's: times that never go back, the last a
+        // plausible date or none of them one.
+        let last = civil::recorded(run.last_time);
+        if !matches!(run.facts, RunFacts::Row(_))
+            || !run.in_order
+            || (last.is_none() && run.last_time >= civil::EARLIEST_MS as f64)
+        {
+            return run.each_event(folded, |ev, f| self.event(ev, f));
         }
         if let Some(m) = &mut self.meter {
-            m.chunks(offer, folded);
+            m.chunks(run, folded);
         }
         if let Some(t) = last {
             self.last = Some(self.last.map_or(t, |l| l.max(t)));
         }
-        true
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::ROWS
     }
 }
 

@@ -48,7 +48,7 @@ use crate::config::Config;
 use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp, owned_event};
 use crate::hidden_prefix::HiddenPrefix;
 use crate::json::{OwnedValue, Value};
-use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer};
 use crate::meter::tokenizer::Encoding;
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, Retention, resolve_capacity};
@@ -1425,30 +1425,27 @@ impl Observer for Sim<'_> {
         }
     }
 
-    /// A packed row's delta chunks, taken whole by every lane's meter and
-    /// cache collector, as [`Self::event`] feeds them each chunk: they
-    /// change no surface and begin no request. Taken only when their times
-    /// pass the clock's checks chunk by chunk (the first does and none goes
-    /// back); otherwise they come as events, which note that.
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        let ChunkOffer::Row(span, _) = offer else {
-            return false;
+    /// A run of delta chunks, taken whole by every lane's meter and cache
+    /// collector, as [`Self::event`] feeds them each chunk: they change no
+    /// surface and begin no request. Taken only when their times pass the
+    /// clock's checks chunk by chunk (the first does and none goes back);
+    /// otherwise, and for other chunks, they come as events.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        let labels = run
+            .deltas()
+            .filter(|_| run.times_rise_from(self.time, 1e12));
+        let Some(labels) = labels else {
+            return run.each_event(folded, |ev, f| self.event(ev, f));
         };
-        if span.count == 0 || !span.times_rise_from(self.time, 1e12) {
-            return false;
-        }
-        self.time = span.last_time as f64;
-        self.next_seq = span.seq0 + span.count;
-        let ChunkOffer::Row(_, facts) = offer else {
-            return false;
-        };
+        self.time = run.last_time;
+        self.next_seq = run.seq0 + run.count;
         let at = crate::attempt::At {
-            seq: span.seq0 + span.count - 1,
+            seq: run.last_seq(),
             time: self.time,
-            turn: Some(facts.turn),
-            step: Some(facts.step),
+            turn: Some(labels.turn),
+            step: Some(labels.step),
         };
-        let (closed, begins) = self.attempts.chunk_row(span.count, at);
+        let (closed, begins) = self.attempts.chunk_row(run.count, at);
         let begins = begins && self.route.is_some();
         let seen = Seen {
             closed,
@@ -1457,7 +1454,7 @@ impl Observer for Sim<'_> {
         };
         let mut lanes = std::mem::take(&mut self.lanes);
         for l in &mut lanes {
-            self.attempt_seen(l, &seen, span.seq0, folded, None, true);
+            self.attempt_seen(l, &seen, run.seq0, folded, None, true);
         }
         self.lanes = lanes;
         if begins {
@@ -1465,9 +1462,9 @@ impl Observer for Sim<'_> {
         }
         for l in &mut self.lanes {
             if l.mirror {
-                l.meter.chunks(offer, folded);
+                l.meter.chunks(run, folded);
                 if let Some(c) = &mut l.cache {
-                    c.chunks(offer, folded);
+                    c.chunks(run, folded);
                 }
                 continue;
             }
@@ -1478,16 +1475,11 @@ impl Observer for Sim<'_> {
                 l.surface.reread = folded.surface.reread.clone();
             }
             let own = lane_folded(&l.surface, None);
-            l.meter.chunks(offer, &own);
+            l.meter.chunks(run, &own);
             if let Some(c) = &mut l.cache {
-                c.chunks(offer, &own);
+                c.chunks(run, &own);
             }
         }
-        true
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::ROWS
     }
 }
 

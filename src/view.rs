@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::{JStr, Value};
-use crate::log::{ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, TakesChunks};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource};
 use crate::surface::NodeBody;
 
 /// What to put in the view.
@@ -307,20 +307,13 @@ impl Aligner {
 
 impl crate::log::Observer for Aligner {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
-        if self.0.opts.all_events || ev.kind != Kind::AssistantChunk {
-            self.0.event(ev, folded);
-        }
+        self.0.event(ev, folded);
     }
 
-    fn chunks(&mut self, offer: ChunkOffer<'_>, _folded: &Folded<'_>) -> bool {
-        matches!(offer, ChunkOffer::Row(..)) && !self.0.opts.all_events
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
+    /// Chunks are shown only with `all_events`.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
         if self.0.opts.all_events {
-            TakesChunks::NONE
-        } else {
-            TakesChunks::ROWS
+            run.each_event(folded, |ev, f| self.0.event(ev, f));
         }
     }
 }

@@ -98,9 +98,7 @@ use std::time::Duration;
 use crate::event::{Event, Kind, OwnedEvent, owned_event};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan, LockState};
-use crate::log::{
-    ChunkOffer, Container, Folded, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
-};
+use crate::log::{ChunkRun, Container, Folded, LoadOptions, LoadedLog, LogSource, Observer};
 use crate::surface::{NodeBody, Surface, check_local, node_facts};
 
 mod error;
@@ -231,24 +229,16 @@ impl Observer for Watch<'_> {
         self.inner.event(ev, folded);
     }
 
-    /// Chunks change neither the locks nor the turn: the inner observer decides.
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        self.inner.chunks(offer, folded)
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        self.inner.takes_chunks()
-    }
-
-    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
-        Observer::chunks_counted(&mut self.scan, span);
-        self.inner.chunks_counted(span);
+    /// Chunks change neither the locks (but their last seq) nor the turn.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        Observer::chunks(&mut self.scan, run, folded);
+        self.inner.chunks(run, folded);
     }
 }
 
 /// A scan as the loader's observer: stored events only (closers and the
-/// in-memory end-seed are not in the file); chunks counted without being
-/// built change nothing but the last seq, so the scan can load with
+/// in-memory end-seed are not in the file); chunks change nothing but the
+/// last seq, so the scan can load with
 /// [`crate::LoadOptions::skip_chunk_events`].
 impl Observer for LockScan {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
@@ -257,10 +247,8 @@ impl Observer for LockScan {
         }
     }
 
-    fn chunks_counted(&mut self, span: &crate::log::packed::RowSpan) {
-        if span.count > 0 {
-            self.counted(span.seq0 + span.count - 1);
-        }
+    fn chunks(&mut self, run: &ChunkRun<'_>, _folded: &Folded<'_>) {
+        self.counted(run.last_seq());
     }
 }
 

@@ -19,7 +19,7 @@ use crate::append::{AppendError, AppendOptions, AppendTarget, Appender, Blocker,
 use crate::event::{Event, Kind, OwnedEvent};
 use crate::json::Value;
 use crate::lock::LockReport;
-use crate::log::{ChunkOffer, Folded, LogSource, Observer, TakesChunks};
+use crate::log::{ChunkRun, Folded, LogSource, Observer};
 use crate::meter::{Measurement, Meter, MeterError};
 use crate::request_header::HeaderFold;
 use crate::surface::{NodeBody, Surface, into_projected};
@@ -121,13 +121,9 @@ impl Observer for Watch<'_> {
         self.meter.event(ev, folded);
     }
 
-    /// Chunks open and close no turn: the meter takes them from their facts.
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        self.meter.chunks(offer, folded)
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        self.meter.takes_chunks()
+    /// Chunks open and close no turn: the meter takes them.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        self.meter.chunks(run, folded);
     }
 }
 

@@ -29,6 +29,7 @@ pub(crate) mod prefix;
 pub(crate) mod reader;
 pub(crate) mod repair;
 pub(crate) mod reread;
+pub mod run;
 pub mod source;
 pub mod tail;
 pub(crate) mod tee;
@@ -42,6 +43,7 @@ pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
 pub use header::SessionHeader;
 pub use reader::{Container, CutFrame, Limits, TornTail};
 pub use reread::Reread;
+pub use run::{ChunkRun, Deltas, RunFacts};
 pub use source::LogSource;
 pub use tee::Tee;
 
@@ -63,7 +65,8 @@ pub struct LoadOptions {
     /// line on demand.
     pub keep_nodes: bool,
     /// Validate and count `assistant/chunk` events (packed rows and plain
-    /// chunk lines) but do not build them or show them to the observer: for
+    /// chunk lines) but do not build them: the observer sees them as
+    /// counted runs ([`RunFacts::Counted`]), by seqs and times only. For
     /// commands that need only the surface, the headers and the counts
     /// (chunks never change those). In generations 2 and later, where the
     /// chunks are embedded, the `stream` of an assistant message or attempt
@@ -99,96 +102,26 @@ pub struct Folded<'s> {
     pub canonical_offset: Option<u64>,
 }
 
-/// Log-only chunks the loader offers an observer whole, before building
-/// them as events (see [`Observer::chunks`]).
-#[derive(Debug, Clone, Copy)]
-pub enum ChunkOffer<'c> {
-    /// A valid packed row (§3.5): its chunks and what they carry.
-    Row(&'c packed::RowSpan, &'c packed::RowFacts),
-    /// A valid plain `assistant/chunk` line at a seq, as its facts.
-    Line(u64, &'c fastlane::ChunkFacts),
-}
-
-impl ChunkOffer<'_> {
-    /// How many chunks are offered.
-    pub fn count(&self) -> u64 {
-        match *self {
-            ChunkOffer::Row(span, _) => span.count,
-            ChunkOffer::Line(..) => 1,
-        }
-    }
-
-    /// The first and last seq of the chunks offered.
-    pub fn seqs(&self) -> (u64, u64) {
-        match *self {
-            ChunkOffer::Row(span, _) => (span.seq0, span.seq0 + span.count.saturating_sub(1)),
-            ChunkOffer::Line(seq, _) => (seq, seq),
-        }
-    }
-}
-
-/// Which [`ChunkOffer`]s an observer takes ([`Observer::takes_chunks`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TakesChunks {
-    /// Packed rows ([`ChunkOffer::Row`]).
-    pub rows: bool,
-    /// Chunk lines ([`ChunkOffer::Line`]).
-    pub lines: bool,
-}
-
-impl TakesChunks {
-    /// Neither: every chunk comes through [`Observer::event`].
-    pub const NONE: TakesChunks = TakesChunks {
-        rows: false,
-        lines: false,
-    };
-    /// Packed rows only.
-    pub const ROWS: TakesChunks = TakesChunks {
-        rows: true,
-        lines: false,
-    };
-    /// Both.
-    pub const ALL: TakesChunks = TakesChunks {
-        rows: true,
-        lines: true,
-    };
-
-    /// What either takes.
-    pub fn or(self, other: TakesChunks) -> TakesChunks {
-        TakesChunks {
-            rows: self.rows || other.rows,
-            lines: self.lines || other.lines,
-        }
-    }
-}
-
 /// Sees every validated event, in order, after it was folded.
+///
+/// The log-only chunks of a G0 or G1 log come in one shape only, as
+/// [`ChunkRun`]s (a packed row's chunks, or one chunk line as a run of
+/// one), whatever the log's spelling or container; every other event comes
+/// to [`Self::event`]. A reader that wants chunks only by their seqs, times
+/// or [`RunFacts`] takes the run as it is; one that wants the chunk events
+/// themselves asks the run for them ([`ChunkRun::each_event`]), which is
+/// what the default does.
 pub trait Observer {
-    /// One event.
+    /// One event that is not a log-only chunk (`assistant/chunk`).
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>);
 
-    /// Offered valid log-only chunks (a packed row's, or one chunk line's)
-    /// before they are built as events. `true`: the observer took them
-    /// all, as if it had seen each one through [`Self::event`] (chunks
-    /// never change the surface); `false` (the default): they come one by
-    /// one. The loader offers only the kinds [`Self::takes_chunks`] names
-    /// (a [`Tee`] offers what any of its observers takes: decline the rest).
-    fn chunks(&mut self, _offer: ChunkOffer<'_>, _folded: &Folded<'_>) -> bool {
-        false
+    /// A run of log-only chunks, `folded` the fold after them (chunks never
+    /// change the surface). The default shows each chunk to
+    /// [`Self::event`]; under [`LoadOptions::skip_chunk_events`] most runs
+    /// are only counted ([`RunFacts::Counted`]) and have no events.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        run.each_event(folded, |ev, f| self.event(ev, f));
     }
-
-    /// Which offers [`Self::chunks`] takes: the loader then checks those
-    /// records without parsing them into values.
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::NONE
-    }
-
-    /// Chunks the loader counted without showing them one by one (an
-    /// offer taken by [`Self::chunks`], or under
-    /// [`LoadOptions::skip_chunk_events`]): they are stored events
-    /// `span.seq0 ..= span.seq0 + span.count - 1`, nothing but log-only
-    /// chunks.
-    fn chunks_counted(&mut self, _span: &packed::RowSpan) {}
 }
 
 impl<F: FnMut(&Event<'_>, &Folded<'_>)> Observer for F {
@@ -748,37 +681,29 @@ struct Pipeline<'o> {
 }
 
 impl Pipeline<'_> {
-    /// Account for the chunks of a valid packed row, or one valid chunk
-    /// line, without building them: they are log-only events that change
-    /// nothing but counts and the clock.
-    fn skip_chunks(&mut self, span: packed::RowSpan) {
-        let last_seq = span.seq0 + span.count - 1;
-        let time = span.last_time as f64;
-        self.repair.note_last(last_seq, time);
+    /// Account for a run of valid log-only chunks without folding them
+    /// one by one (they change nothing but counts and the clock), then show
+    /// it to the observer.
+    fn run(&mut self, run: &ChunkRun<'_>) {
+        let time = run.last_time;
+        self.repair.note_last(run.last_seq(), time);
         match self.event_types.get_mut("assistant/chunk") {
-            Some(n) => *n += span.count,
+            Some(n) => *n += run.count,
             None => {
                 self.event_types
-                    .insert("assistant/chunk".to_string(), span.count);
+                    .insert("assistant/chunk".to_string(), run.count);
             }
         }
         self.last_kind = Some(Kind::AssistantChunk);
         self.last_time = time;
-        self.observer.chunks_counted(&span);
-    }
-
-    /// Whether valid chunks need not be built: the observer took them.
-    fn take_chunks(&mut self, offer: ChunkOffer<'_>) -> bool {
-        self.observer.chunks(
-            offer,
-            &Folded {
-                applied: None,
-                surface: &self.surface,
-                synthetic: false,
-                canonical_line: None,
-                canonical_offset: None,
-            },
-        )
+        let folded = Folded {
+            applied: None,
+            surface: &self.surface,
+            synthetic: false,
+            canonical_line: None,
+            canonical_offset: None,
+        };
+        self.observer.chunks(run, &folded);
     }
 
     /// The G0/G1 per-event rules before the fold (§16 steps 4–10): range
@@ -1006,7 +931,11 @@ impl Pipeline<'_> {
             canonical_line: canonical.as_ref().map(|l| l.text),
             canonical_offset: canonical.as_ref().map(|l| l.offset),
         };
-        self.observer.event(&ev, &folded);
+        if ev.kind == Kind::AssistantChunk {
+            self.observer.chunks(&ChunkRun::event(&ev), &folded);
+        } else {
+            self.observer.event(&ev, &folded);
+        }
         Ok(ev)
     }
 }
@@ -1036,20 +965,15 @@ fn load_inner(
     let container = reader.container();
     let frames = reader.frame_table();
     let span_bodies = !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
-    let takes = observer.takes_chunks();
     // Chunk records exist only in G0 and G1; later generations parse every
     // line the normal way (one event per line, streams embedded).
     let lanes = parse::Lanes {
         skip_streams: generation.embedded_streams() && opts.skip_chunk_events,
-        rows: generation.chunk_events()
-            && opts.upto.is_none()
-            && (opts.skip_chunk_events || takes.rows),
+        rows: generation.chunk_events() && opts.upto.is_none(),
         chunk_lines: if opts.skip_chunk_events {
             fastlane::ChunkLines::Count
-        } else if takes.lines {
-            fastlane::ChunkLines::Facts
         } else {
-            fastlane::ChunkLines::Parse
+            fastlane::ChunkLines::Facts
         },
     };
     let mut p = Pipeline {
@@ -1113,29 +1037,32 @@ fn load_inner(
             // Values parsed by the parsing thread go back into the batch, so
             // that thread frees what it allocated.
             let mut plain_line = false;
-            // A chunk record in sequence whose chunks nobody needs built is
-            // counted, not expanded.
+            // A valid chunk record in sequence is a run; anything else is
+            // decoded into events (out of sequence or after damage, the
+            // normal way decides).
             let in_order = |seq: u64, prefix: &prefix::CommittedPrefix| {
                 prefix.is_clean() && truncated_at.is_none() && seq == prefix.expected
             };
-            let counted = match line.lane.take() {
-                Some(fastlane::Lane::Chunk { seq, time }) if in_order(seq, &prefix) => {
-                    Some(packed::RowSpan::line(seq, time))
+            let lane = line.lane.take();
+            let mut run = match &lane {
+                Some(fastlane::Lane::Chunk { seq, time }) if in_order(*seq, &prefix) => {
+                    Some(ChunkRun::counted(*seq, 1, (*time, *time), true))
                 }
-                Some(fastlane::Lane::Row(span, facts))
-                    if in_order(span.seq0, &prefix)
-                        && (skip_chunks || p.take_chunks(ChunkOffer::Row(&span, &facts))) =>
-                {
-                    Some(span)
+                Some(fastlane::Lane::Row(span, facts)) if in_order(span.seq0, &prefix) => {
+                    Some(if skip_chunks {
+                        ChunkRun::counted_row(span)
+                    } else {
+                        ChunkRun::row_text(span, facts, line.text, no, offset)
+                    })
                 }
                 Some(fastlane::Lane::ChunkFacts { seq, time, facts })
-                    if in_order(seq, &prefix) && p.take_chunks(ChunkOffer::Line(seq, &facts)) =>
+                    if in_order(*seq, &prefix) =>
                 {
-                    Some(packed::RowSpan::line(seq, time))
+                    Some(ChunkRun::line_text(
+                        *seq, *time, facts, line.text, no, offset,
+                    ))
                 }
                 Some(_) => {
-                    // Out of sequence, after damage, or declined: the
-                    // normal way decides.
                     if let Ok((v, c, s)) = Value::parse_event_line(line.text) {
                         line.value = Some(v);
                         line.canonical = c;
@@ -1143,23 +1070,27 @@ fn load_inner(
                     }
                     None
                 }
-                None if opts.upto.is_none()
-                    && packs_rows
-                    && let Some(v) = &line.value
-                    && packed::is_row(v)
-                    && let Ok(span) = packed::check(v)
-                    && in_order(span.seq0, &prefix)
-                    && (skip_chunks
-                        || packed::RowFacts::of(v)
-                            .is_some_and(|f| p.take_chunks(ChunkOffer::Row(&span, &f)))) =>
-                {
-                    Some(span)
-                }
                 None => None,
             };
-            if let Some(span) = counted {
-                p.skip_chunks(span);
-                prefix.expected += span.count;
+            let row_facts;
+            if run.is_none()
+                && opts.upto.is_none()
+                && packs_rows
+                && let Some(v) = &line.value
+                && packed::is_row(v)
+                && let Ok(span) = packed::check(v)
+                && in_order(span.seq0, &prefix)
+            {
+                row_facts = (!skip_chunks).then(|| packed::RowFacts::of(v)).flatten();
+                run = match &row_facts {
+                    Some(f) => Some(ChunkRun::row_value(&span, f, v, no)),
+                    None if skip_chunks => Some(ChunkRun::counted_row(&span)),
+                    None => None,
+                };
+            }
+            if let Some(run) = &run {
+                prefix.expected += run.count;
+                p.run(run);
                 committed_len = offset + len as u64 + 1;
                 continue;
             }

@@ -41,27 +41,6 @@ pub struct RowSpan {
     pub in_order: bool,
 }
 
-impl RowSpan {
-    /// The span of one chunk line (a fast-lane time is a safe integer).
-    pub fn line(seq: u64, time: f64) -> RowSpan {
-        RowSpan {
-            seq0: seq,
-            count: 1,
-            first_time: time as i64,
-            last_time: time as i64,
-            in_order: true,
-        }
-    }
-
-    /// Whether every member's time, taken in turn after `prev`, is at least
-    /// `min` and at least the time before it: the clock check that readers
-    /// wanting real times make event by event, for the whole row at once.
-    pub fn times_rise_from(&self, prev: f64, min: f64) -> bool {
-        let first = self.first_time as f64;
-        self.in_order && first >= min && first >= prev
-    }
-}
-
 /// What the chunks of a valid row carry besides seqs and times, for readers
 /// that need their content only by length (the token meter).
 #[derive(Debug, Clone, PartialEq)]
@@ -79,13 +58,13 @@ pub struct RowFacts {
     /// UTF-16 length of `data.name` when present and not empty.
     pub name_len: Option<usize>,
     /// UTF-16 length of each member's text or arguments delta (none when
-    /// the reader asked for none, see [`super::fastlane::classify`]).
+    /// the load asked for none: a run only counted).
     pub lens: Vec<u32>,
 }
 
 impl RowFacts {
-    /// The facts of a row that [`check`] accepted.
-    pub fn of(row: &Value<'_>) -> Option<RowFacts> {
+    /// The facts of a row that `check` accepted.
+    pub(crate) fn of(row: &Value<'_>) -> Option<RowFacts> {
         let tag = row.get("type")?.as_str()?;
         let tool = tag == "tool-call-chunks";
         let data = row.get("data")?;

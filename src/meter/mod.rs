@@ -42,10 +42,9 @@ use std::sync::Arc;
 
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
-use crate::log::fastlane::{ChunkFact, ChunkFacts};
-use crate::log::packed::{RowFacts, RowSpan};
+use crate::log::run::{ChunkFact, ChunkFacts, RowFacts};
 use crate::log::{
-    ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
+    ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, RunFacts,
 };
 use crate::request_header::{canonical, headers_equal};
 use crate::surface::Surface;
@@ -415,15 +414,15 @@ impl ChunkStore {
 
     /// [`Self::mark`] each chunk of a packed row, and keep the row as one
     /// record, from the row's facts.
-    fn push_row(&mut self, span: &RowSpan, facts: &RowFacts) {
+    fn push_row(&mut self, seq0: u64, facts: &RowFacts) {
         if facts.lens.is_empty() {
             return;
         }
         for i in 0..facts.lens.len() {
-            self.mark(span.seq0 + i as u64, true);
+            self.mark(seq0 + i as u64, true);
         }
         self.kept.push(ChunkRec {
-            seq: span.seq0,
+            seq: seq0,
             turn: Scalar::Num(facts.turn),
             step: Scalar::Num(facts.step),
             op: ChunkOp::of_packed(facts, 0),
@@ -1037,27 +1036,27 @@ impl Observer for Meter {
     /// chunk of a row, mark it, keep its `ChunkOp` for assembly, disarm the
     /// projection's claim; for a chunk line's chunk, the same, and fold it
     /// into the projections (a usage sample, or a disarmed claim).
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        self.consumed += offer.count();
+    /// Chunks the loader did not describe come as events.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        if matches!(run.facts, RunFacts::Counted | RunFacts::Event) {
+            return run.each_event(folded, |ev, f| self.event(ev, f));
+        }
+        self.consumed += run.count;
         if self.error.is_some() {
-            return true;
+            return;
         }
         self.surface_tokens = folded.surface.tokens;
-        match offer {
-            ChunkOffer::Row(span, facts) => {
-                self.chunks.push_row(span, facts);
+        match run.facts {
+            RunFacts::Row(facts) => {
+                self.chunks.push_row(run.seq0, facts);
                 self.projections.apply_delta_chunks();
             }
-            ChunkOffer::Line(seq, facts) => {
-                self.chunks.push_line(seq, facts);
-                fold_chunk_line(&mut self.projections, seq, facts);
+            RunFacts::Line(facts) => {
+                self.chunks.push_line(run.seq0, facts);
+                fold_chunk_line(&mut self.projections, run.seq0, facts);
             }
+            RunFacts::Counted | RunFacts::Event => {}
         }
-        true
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::ALL
     }
 }
 

@@ -29,9 +29,7 @@ use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
 use crate::lock::{LockReport, LockScan};
-use crate::log::{
-    ChunkOffer, Folded, LoadError, LoadOptions, LogSource, Observer, TakesChunks, Tee,
-};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer, RunFacts, Tee};
 use crate::meter::{Meter, MeterError};
 use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::price::{PriceTable, Priced};
@@ -490,19 +488,14 @@ impl Observer for Folds {
         self.observe(ev);
     }
 
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-        // Rows only: chunk lines come as events.
-        if !matches!(offer, ChunkOffer::Row(..)) {
-            return false;
+    /// Packed rows whole (to the meter); other chunks as events.
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        if !matches!(run.facts, RunFacts::Row(_)) {
+            return run.each_event(folded, |ev, f| self.event(ev, f));
         }
-        match &mut self.meter {
-            Some(m) => m.chunks(offer, folded),
-            None => true,
+        if let Some(m) = &mut self.meter {
+            m.chunks(run, folded);
         }
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::ROWS
     }
 }
 

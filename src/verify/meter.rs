@@ -29,7 +29,7 @@
 use super::{At, CheckId, Sink};
 use crate::event::{Event, Kind, SurfaceOp};
 use crate::json::{Value, js_number};
-use crate::log::{ChunkOffer, Folded, LoadedLog, Observer};
+use crate::log::{ChunkRun, Folded, LoadedLog, Observer, RunFacts};
 use crate::meter::projection::ProjectionFold;
 use crate::meter::{Meter, MeterError};
 
@@ -151,39 +151,24 @@ impl MeterTrace {
         };
     }
 
-    /// The delta chunks of a packed row, as [`Self::observe`] folds them one
-    /// by one: the meter keeps them for assembly, the projections' claim is
-    /// disarmed. They never fail the fold nor are they replaces.
-    pub fn chunks_taken(
-        &mut self,
-        span: &crate::log::packed::RowSpan,
-        facts: &crate::log::packed::RowFacts,
-        folded: &Folded<'_>,
-    ) {
+    /// A run the loader described by its facts (a packed row's delta
+    /// chunks, or a chunk line's chunk), as [`Self::observe`] folds its
+    /// chunks one by one: the meter keeps them for assembly, the
+    /// projections take a usage sample or disarm their claim. Neither can
+    /// fail on chunks the loader describes (only a missing or null usage
+    /// throws), so there is nothing to report.
+    pub fn chunks_taken(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
         if !self.replay_stopped {
-            self.meter.chunks(ChunkOffer::Row(span, facts), folded);
+            self.meter.chunks(run, folded);
         }
         if !self.projections_failed {
-            self.projections.apply_delta_chunks();
-        }
-        self.claim = None;
-    }
-
-    /// The chunk of a plain chunk line, as [`Self::observe`] folds it: the
-    /// meter keeps it for assembly, the projections take a usage sample or
-    /// disarm their claim. Neither can fail on a chunk the lane describes
-    /// (only a missing or null usage throws), so there is nothing to report.
-    pub fn chunk_line_taken(
-        &mut self,
-        seq: u64,
-        facts: &crate::log::fastlane::ChunkFacts,
-        folded: &Folded<'_>,
-    ) {
-        if !self.replay_stopped {
-            self.meter.chunks(ChunkOffer::Line(seq, facts), folded);
-        }
-        if !self.projections_failed {
-            crate::meter::fold_chunk_line(&mut self.projections, seq, facts);
+            match run.facts {
+                RunFacts::Row(_) => self.projections.apply_delta_chunks(),
+                RunFacts::Line(facts) => {
+                    crate::meter::fold_chunk_line(&mut self.projections, run.seq0, facts)
+                }
+                RunFacts::Counted | RunFacts::Event => {}
+            }
         }
         self.claim = None;
     }

@@ -53,7 +53,7 @@ pub use load::classify_refusal;
 
 use crate::event::Event;
 use crate::log::{
-    ChunkOffer, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, TakesChunks,
+    ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, RunFacts,
 };
 use crate::prune::PruneConfig;
 
@@ -409,35 +409,22 @@ impl Observer for Verifier {
     /// chunks, one by one, would have moved them. Otherwise they come one
     /// by one and the findings name each chunk. A valid chunk line is taken
     /// from its facts on the same terms.
-    fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
         // The compaction and command traces ignore chunks; a chunk is not
         // on the surface, so provenance only sees whether a prune is waiting.
-        match offer {
-            ChunkOffer::Row(span, facts) => {
-                if span.count == 0
-                    || !self.session.takes_chunks(span, facts)
-                    || !self.provenance.takes_chunks()
-                {
-                    return false;
-                }
-                self.session.chunks_taken(span);
-                self.meter.chunks_taken(span, facts, folded);
-            }
-            ChunkOffer::Line(seq, facts) => {
-                if !self.session.takes_chunks_at(seq, facts.turn, facts.step)
-                    || !self.provenance.takes_chunks()
-                {
-                    return false;
-                }
-                self.session.chunk_taken(seq);
-                self.meter.chunk_line_taken(seq, facts, folded);
-            }
+        let labels = match run.facts {
+            RunFacts::Row(f) => Some((f.turn, f.step)),
+            RunFacts::Line(f) => Some((f.turn, f.step)),
+            RunFacts::Counted | RunFacts::Event => None,
+        };
+        let takes = labels.is_some_and(|(turn, step)| {
+            self.session.takes_chunks(run.seq0, turn, step) && self.provenance.takes_chunks()
+        });
+        if !takes {
+            return run.each_event(folded, |ev, f| self.check_event(ev, f));
         }
-        true
-    }
-
-    fn takes_chunks(&self) -> TakesChunks {
-        TakesChunks::ALL
+        self.session.chunks_taken(run.last_seq());
+        self.meter.chunks_taken(run, folded);
     }
 }
 
@@ -462,8 +449,8 @@ mod tests {
     use crate::log::{LoadOptions, LogSource, load};
     use crate::meter::Meter;
 
-    /// `O`, offered chunk lines as facts (`take`) or declining them, so
-    /// that they come as events; counts the lines taken.
+    /// `O`, given chunk lines as facts (`take`) or as their events; counts
+    /// the lines given as facts.
     struct Lines<O> {
         inner: O,
         take: bool,
@@ -474,21 +461,13 @@ mod tests {
         fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
             self.inner.event(ev, folded);
         }
-        fn chunks(&mut self, offer: ChunkOffer<'_>, folded: &Folded<'_>) -> bool {
-            let line = matches!(offer, ChunkOffer::Line(..));
+        fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+            let line = matches!(run.facts, RunFacts::Line(_));
             if line && !self.take {
-                return false;
+                return run.each_event(folded, |ev, f| self.inner.event(ev, f));
             }
-            let took = self.inner.chunks(offer, folded);
-            self.taken += (line && took) as u64;
-            took
-        }
-        fn takes_chunks(&self) -> TakesChunks {
-            let inner = self.inner.takes_chunks();
-            TakesChunks {
-                lines: self.take && inner.lines,
-                ..inner
-            }
+            self.taken += line as u64;
+            self.inner.chunks(run, folded);
         }
     }
 

@@ -124,32 +124,18 @@ impl SessionTrace {
 }
 
 impl SessionTrace {
-    /// Whether the chunks of a row pass every check: their seqs follow and
-    /// they name the open turn and step.
-    pub fn takes_chunks(
-        &self,
-        span: &crate::log::packed::RowSpan,
-        facts: &crate::log::packed::RowFacts,
-    ) -> bool {
-        self.takes_chunks_at(span.seq0, facts.turn, facts.step)
-    }
-
-    /// [`Self::takes_chunks`] for chunks from `seq0` on labelled `turn`/`step`.
-    pub fn takes_chunks_at(&self, seq0: u64, turn: f64, step: f64) -> bool {
+    /// Whether chunks from `seq0` on labelled `turn`/`step` pass every
+    /// check: their seqs follow and they name the open turn and step.
+    pub fn takes_chunks(&self, seq0: u64, turn: f64, step: f64) -> bool {
         self.last_seq.is_none_or(|l| seq0 > l)
             && self.open_turn.strict_eq(&Js::num(turn))
             && self.open_step.strict_eq(&Js::num(step))
     }
 
-    /// The transition of a row's chunks (checked by [`Self::takes_chunks`]).
-    pub fn chunks_taken(&mut self, span: &crate::log::packed::RowSpan) {
-        self.last_seq = Some(span.seq0 + span.count - 1);
-    }
-
-    /// The transition of a chunk line's chunk (checked by
-    /// [`Self::takes_chunks_at`]).
-    pub fn chunk_taken(&mut self, seq: u64) {
-        self.last_seq = Some(seq);
+    /// The transition of chunks up to `last_seq` (checked by
+    /// [`Self::takes_chunks`]).
+    pub fn chunks_taken(&mut self, last_seq: u64) {
+        self.last_seq = Some(last_seq);
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use crate::config::Config;
 use crate::json::Value;
-use crate::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_capacity};
+use crate::policy::{Budgets, Capacity, Policy, Retention};
 use crate::provider::Protocol;
 use crate::prune::PruneConfig;
 
@@ -219,19 +219,13 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
                         .into(),
                 )
             })?;
-        let (config_model, config_route_default) = config.configured_capacity(&p, &m);
         let logged = session
             .measure()
             .ok()
             .and_then(|x| x.logged_context_window(&p, &m))
             .map(|l| l.0);
-        let capacity_inputs = CapacityInputs {
-            flag: inputs.context_window,
-            config_model,
-            logged,
-            config_route_default,
-        };
-        let c = resolve_capacity(&p, &capacity_inputs)
+        let c = config
+            .capacity(&p, &m, inputs.context_window, logged)
             .ok_or_else(|| PlanError(crate::policy::no_capacity_message(&p, &m)))?;
         let b = policy
             .budgets(c.context_window)
@@ -241,7 +235,6 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
     }
     let summarizer_capacity = {
         let (p, m) = &target;
-        let (config_model, config_route_default) = config.configured_capacity(p, m);
         let flag = inputs.summarizer_context_window.or_else(|| {
             inputs
                 .context_window
@@ -252,15 +245,7 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
             .ok()
             .and_then(|x| x.logged_context_window(p, m))
             .map(|l| l.0);
-        resolve_capacity(
-            p,
-            &CapacityInputs {
-                flag,
-                config_model,
-                logged,
-                config_route_default,
-            },
-        )
+        config.capacity(p, m, flag, logged)
     };
     let route_cfg = config.route_config(&target.0);
     let protocol = inputs

@@ -10,7 +10,7 @@ use dsh::json::{OwnedValue, Value};
 use dsh::log::{LoadOptions, LoadedLog, LogSource};
 use dsh::meter::tokenizer::{self, Encoding, TokenCounts};
 use dsh::meter::{MeasureError, Measurement};
-use dsh::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_capacity};
+use dsh::policy::{Budgets, Capacity, Policy, Retention};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
@@ -160,16 +160,10 @@ impl Job<'_> {
             }
         };
         let policy = self.config.policy_for(&provider, &model);
-        let (config_model, config_route_default) =
-            self.config.configured_capacity(&provider, &model);
         let logged = m.logged_context_window(&provider, &model);
-        let inputs = CapacityInputs {
-            flag: self.context_window,
-            config_model,
-            logged: logged.map(|l| l.0),
-            config_route_default,
-        };
-        let capacity = resolve_capacity(&provider, &inputs)
+        let capacity = self
+            .config
+            .capacity(&provider, &model, self.context_window, logged.map(|l| l.0))
             .ok_or_else(|| dsh::policy::no_capacity_message(&provider, &model))?;
         let budgets = policy
             .budgets(capacity.context_window)

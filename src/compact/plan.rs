@@ -376,7 +376,11 @@ pub fn preflight(
 
 /// Whether `url` is an absolute `http`/`https` URL with a host (and a
 /// numeric port, if any).
-pub fn check_base_url(url: &str) -> Result<(), String> {
+pub fn check_base_url(url: &str) -> Result<(), PlanError> {
+    base_url_problem(url).map_err(PlanError)
+}
+
+fn base_url_problem(url: &str) -> Result<(), String> {
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("it contains spaces or control characters".into());
     }

@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use dsh::append::{AppendTarget, Appender, Blocker, Lifecycle};
+use dsh::append::{AppendTarget, Appender};
 use dsh::json::{OwnedValue, Value};
-use dsh::log::LoadedLog;
-use dsh::meter::tokenizer::{self, Counter, Encoding};
+use dsh::meter::tokenizer::Encoding;
 use dsh::prune::{PruneConfig, PruneError, PrunePlan};
-use dsh::surface::project;
+use dsh::prune_write::{self, BpeSavings, Outcome, PrepareError, Request};
 
 use crate::cli::ctx::load_config;
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
@@ -143,15 +142,18 @@ pub struct PruneArgs {
     pub debug_write_pause_ms: Option<u64>,
 }
 
-fn closed_turn_refusal(app: &Appender) -> String {
-    let why = if app.file_turn_open() {
-        "--resume appends crash-repair closers that close the open turn first"
-    } else {
-        "this log's last turn is closed"
-    };
-    format!(
-        "the reference prunes only inside an open turn, but {why} (its session invariant would reject the replacements; `dsh verify` reports V-SESS-5); pass --allow-closed-turn to write anyway"
-    )
+/// The run's errors as exit statuses: an unreadable node is a load error,
+/// content the pruner cannot rewrite an invalid log.
+fn prepare_error(e: PrepareError) -> anyhow::Error {
+    match e {
+        PrepareError::Append(e) => append_error(e),
+        PrepareError::Prune(PruneError::Read(le)) | PrepareError::Count(le) => le.into(),
+        PrepareError::Prune(e) => StatusError {
+            status: Status::InvalidLog,
+            message: e.to_string(),
+        }
+        .into(),
+    }
 }
 
 /// The events as a JSON array that borrows their strings (the report is
@@ -191,7 +193,7 @@ fn tokenizers(args: &PruneArgs) -> Vec<Encoding> {
 }
 
 /// What the run did, for the JSON report.
-struct Outcome<'a> {
+struct Facts<'a> {
     file: &'a str,
     refused: &'a Option<String>,
     session: &'a str,
@@ -211,7 +213,7 @@ fn report_json<'p>(
     reference: Option<&'p dsh::prune::PrunePlan>,
     prefix: &'p [dsh::OwnedEvent],
     bpe: &[BpeSavings],
-    o: &Outcome<'_>,
+    o: &Facts<'_>,
     args: &PruneArgs,
     config_path: Option<&std::path::Path>,
 ) -> Value<'p> {
@@ -250,10 +252,7 @@ fn report_json<'p>(
     let v = if bpe.is_empty() {
         v
     } else {
-        v.with(
-            "tokenizers",
-            Value::Arr(bpe.iter().map(BpeSavings::to_json).collect()),
-        )
+        v.with("tokenizers", Value::Arr(bpe.iter().map(bpe_json).collect()))
     };
     v.with("schema_version", SCHEMA_VERSION.into())
 }
@@ -261,7 +260,6 @@ fn report_json<'p>(
 pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     let config = load_config(args.config.as_deref())?;
     let cfg = pruner_config(args, &config)?;
-    let encodings = tokenizers(args);
     let target = if args.dry_run {
         AppendTarget::DryRun
     } else if let Some(out) = &args.out {
@@ -279,99 +277,41 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     let src = ctx.resolve(&args.log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
     let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
-    let lifecycle = dsh::lifecycle::apply(&mut app, dsh::lifecycle::Writer::Prune, args.resume)
-        .map_err(append_error)?;
     ctx.warn_all(app.log());
     let time = match args.time {
         Some(t) => time_ms(t)?,
         None if args.dry_run => app.log().last_time,
         None => now_ms(),
     };
-    let base_seq = app.next_seq() + app.lifecycle_prefix(time).len() as u64;
-    let plan_error = |e: PruneError| match e {
-        PruneError::Read(le) => anyhow::Error::from(le),
-        e => StatusError {
-            status: Status::InvalidLog,
-            message: e.to_string(),
-        }
-        .into(),
+    let req = Request {
+        resume: args.resume,
+        allow_closed_turn: args.allow_closed_turn,
+        time,
+        encodings: tokenizers(args),
     };
-    let mut plan =
-        dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(plan_error)?;
-    // The plan read every result it rewrites: the write check need not.
-    app.remember_originals(&plan.originals);
-    // The reference's answer is pruneSession on the session as it resumes
-    // (closers and end-seed first); continuing an open turn appends the
-    // same pairs at other seqs. JSON reports the reference's plan and, under
-    // `write`, the batch dsh appends.
-    let reference = match lifecycle {
-        Lifecycle::Continue => Some(dsh::prune::plan(app.log(), &cfg, time).map_err(plan_error)?),
-        Lifecycle::Resume => None,
-    };
-    let bpe: Vec<BpeSavings> = encodings
-        .iter()
-        .map(|&enc| bpe_savings(app.log(), &plan, enc))
-        .collect::<Result<_, _>>()?;
-    // Nothing to prune: nothing is written, not even a new lifecycle.
-    let prefix = if plan.pruned.is_empty() {
-        Vec::new()
-    } else {
-        app.lifecycle_prefix(time)
-    };
-    // The plan's events move into the batch (`bpe_savings`, the one reader
-    // of them in the plan, ran above); `appended` is them there.
-    // Shared, so that the writer's surface keeps them without a copy.
-    let batch: Vec<Arc<dsh::OwnedEvent>> = prefix
-        .iter()
-        .cloned()
-        .chain(std::mem::take(&mut plan.events))
-        .map(Arc::new)
-        .collect();
-    let appended = &batch[prefix.len()..];
-    // What stands in the way of a real write.
-    let refused: Option<String> = if plan.pruned.is_empty() {
-        None
-    } else if let Some(b) = app.blockers().first() {
-        Some(b.to_string())
-    } else if !app.turn_open() && !args.allow_closed_turn {
-        Some(closed_turn_refusal(&app))
-    } else {
-        None
-    };
-    let busy = app
-        .blockers()
-        .iter()
-        .any(|b| matches!(b, Blocker::CompactionLock { .. }));
-    let mut written = false;
-    let mut bytes = 0u64;
-    let mut wrote_to = None;
-    let status = if args.dry_run || plan.pruned.is_empty() {
-        // Validate the batch as the writer would (a dry run writes nothing).
-        if !plan.pruned.is_empty() && !busy {
-            bytes = app.append_shared(&batch).map_err(append_error)?.bytes;
-        }
-        Status::Ok
-    } else if let Some(why) = &refused {
-        if busy {
+    let mut run = prune_write::prepare(&mut app, &cfg, &req).map_err(prepare_error)?;
+    let (status, written, bytes) = match run.write(&mut app, args.dry_run).map_err(append_error)? {
+        Outcome::Nothing => (Status::Ok, false, 0),
+        Outcome::Checked { bytes } => (Status::Ok, false, bytes),
+        Outcome::Written { bytes } => (Status::Ok, true, bytes),
+        Outcome::Busy(why) => {
             return Err(StatusError {
                 status: Status::Busy,
                 message: format!("{}: refusing to prune: {why}", app.log().source.display()),
             }
             .into());
         }
-        if !ctx.json {
-            eprintln!(
-                "dsh: {}: refusing to prune: {why}",
-                app.log().source.display()
-            );
+        Outcome::Refused(why) => {
+            if !ctx.json {
+                eprintln!(
+                    "dsh: {}: refusing to prune: {why}",
+                    app.log().source.display()
+                );
+            }
+            (Status::Findings, false, 0)
         }
-        Status::Findings
-    } else {
-        let r = app.append_shared(&batch).map_err(append_error)?;
-        bytes = r.bytes;
-        written = true;
-        Status::Ok
     };
+    let mut wrote_to = None;
     let file = app.log().source.display();
     let session = app.log().header.id.clone();
     let turn_open = app.turn_open();
@@ -379,13 +319,14 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     if written {
         wrote_to = app.finish().map_err(append_error)?;
     }
-    let events = batch.len();
+    let events = run.batch.len();
+    let (plan, appended, prefix) = (&run.plan, run.appended(), &run.prefix[..]);
     let report = || -> Result<()> {
         if args.events {
             // The batch as it would be appended: JSON lines, for programs.
             ctx.out.set_bytes();
             let mut out = String::new();
-            for e in &batch {
+            for e in &run.batch {
                 out.push_str(&e.value.to_json());
                 out.push('\n');
             }
@@ -393,23 +334,23 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
             return Ok(());
         }
         if ctx.json {
-            let outcome = Outcome {
+            let outcome = Facts {
                 file: &file,
-                refused: &refused,
+                refused: &run.refused,
                 session: &session,
                 written,
                 out: wrote_to.as_ref().filter(|_| args.out.is_some()),
-                events: batch.len() as u64,
+                events: events as u64,
                 bytes,
                 turn_open,
                 file_turn_open,
-                lifecycle,
+                lifecycle: run.lifecycle,
             };
             let v = report_json(
-                (&plan, appended),
-                reference.as_ref(),
-                &prefix,
-                &bpe,
+                (plan, appended),
+                run.reference.as_ref(),
+                prefix,
+                &run.bpe,
                 &outcome,
                 args,
                 config.path.as_deref(),
@@ -419,14 +360,14 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         print_readable(
             &ctx.out,
-            (&plan, appended),
-            &bpe,
-            &prefix,
+            (plan, appended),
+            &run.bpe,
+            prefix,
             &file,
             args,
             written,
             wrote_to.as_ref(),
-            &refused,
+            &run.refused,
             turn_open,
         )?;
         Ok(())
@@ -457,75 +398,24 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// BPE token counts of the pruned results, before and after, with one
-/// encoding (the text the heuristic prices, as `dsh measure --tokenizer`
-/// counts it).
-struct BpeSavings {
-    encoding: Encoding,
-    /// Whole current surface before pruning.
-    surface_before: u64,
-    /// Per pruned result: (original seq, before, after).
-    pruned: Vec<(u64, u64, u64)>,
-}
-
-impl BpeSavings {
-    fn saved(&self) -> u64 {
-        self.pruned
-            .iter()
-            .map(|&(_, b, a)| b.saturating_sub(a))
-            .sum()
-    }
-
-    fn surface_after(&self) -> u64 {
-        let after: u64 = self.pruned.iter().map(|p| p.2).sum();
-        let before: u64 = self.pruned.iter().map(|p| p.1).sum();
-        self.surface_before + after - before
-    }
-
-    fn to_json(&self) -> OwnedValue {
-        let pruned: Vec<OwnedValue> = self
-            .pruned
-            .iter()
-            .map(|&(seq, before, after)| {
-                Value::obj()
-                    .with("originalSeq", seq.into())
-                    .with("before", before.into())
-                    .with("after", after.into())
-            })
-            .collect();
-        Value::obj()
-            .with("encoding", self.encoding.name().into())
-            .with("before", self.surface_before.into())
-            .with("after", self.surface_after().into())
-            .with("saved", self.saved().into())
-            .with("pruned", Value::Arr(pruned))
-    }
-}
-
-fn bpe_savings(log: &LoadedLog, plan: &PrunePlan, enc: Encoding) -> Result<BpeSavings> {
-    // The surface as it stands (the pruned originals are nodes of it).
-    let counts = tokenizer::count(log, None, enc)?;
-    let mut counter = Counter::new(enc);
-    let mut pruned = Vec::with_capacity(plan.pruned.len());
-    for p in &plan.pruned {
-        let before = counts
-            .nodes
-            .iter()
-            .find(|n| n.seq == p.original_seq)
-            .map_or(0, |n| n.tokens);
-        let after = plan
-            .events
-            .iter()
-            .find(|e| e.seq == p.replacement_seq)
-            .and_then(|e| project(e))
-            .map_or(0, |m| counter.count_blocks(m.get("content")));
-        pruned.push((p.original_seq, before, after));
-    }
-    Ok(BpeSavings {
-        encoding: enc,
-        surface_before: counts.message_tokens,
-        pruned,
-    })
+/// One encoding's savings as JSON.
+fn bpe_json(b: &BpeSavings) -> OwnedValue {
+    let pruned: Vec<OwnedValue> = b
+        .pruned
+        .iter()
+        .map(|&(seq, before, after)| {
+            Value::obj()
+                .with("originalSeq", seq.into())
+                .with("before", before.into())
+                .with("after", after.into())
+        })
+        .collect();
+    Value::obj()
+        .with("encoding", b.encoding.name().into())
+        .with("before", b.surface_before.into())
+        .with("after", b.surface_after().into())
+        .with("saved", b.saved().into())
+        .with("pruned", Value::Arr(pruned))
 }
 
 /// The reference's prune output plus the lifecycle prefix (`plan` with its

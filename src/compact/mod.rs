@@ -30,6 +30,7 @@
 //! ([`crate::meter::Meter::snapshot`]) after each batch, and prunes with
 //! [`crate::prune`].
 
+pub mod outcome;
 pub mod plan;
 pub mod session;
 pub(crate) mod summary;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use dsh::append::{AppendOptions, AppendTarget, Blocker, Lifecycle};
+use dsh::compact::outcome;
 use dsh::compact::plan::{Plan, PlanInputs};
 use dsh::compact::{
     self, BracketReport, Env, Failure, FailureKind, Mode, OpenError, Options, Outcome, Report,
@@ -599,12 +600,6 @@ fn failure_status(f: &Failure) -> Status {
     }
 }
 
-/// What to do about a request larger than the summarising model's window.
-const TOO_LARGE_HINT: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)";
-
-/// The same for a manual compaction, which keeps only the newest unit.
-const TOO_LARGE_HINT_MANUAL: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better)";
-
 /// A list of seqs for a terminal: all of a short one, the ends of a long one.
 fn seq_list(seqs: &[u64]) -> String {
     let show = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
@@ -617,20 +612,6 @@ fn seq_list(seqs: &[u64]) -> String {
         seqs.len() - 10,
         show(&seqs[seqs.len() - 5..])
     )
-}
-
-/// The next step for a failure known before writing.
-fn refusal_hint(f: &Failure) -> Option<String> {
-    match f.kind {
-        FailureKind::Unsendable => Some(
-            "the range holds images and the route sends text only: pass --images placeholder to send each one as the harness's image-offload placeholder text".into(),
-        ),
-        FailureKind::TooLarge if f.report.mode == Mode::Manual => {
-            Some(TOO_LARGE_HINT_MANUAL.into())
-        }
-        FailureKind::TooLarge => Some(TOO_LARGE_HINT.into()),
-        _ => None,
-    }
 }
 
 /// A refusal before anything was written: the message, a one-line hint,
@@ -664,22 +645,6 @@ fn refuse(
     );
     eprintln!("dsh: hint: {hint}");
     Ok(status)
-}
-
-/// Whether the writer would append to the file at `p`: some write
-/// permission bit is set (as the writer requires, even for root) and the
-/// current user may write it.
-fn writable(p: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    if std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o222 == 0) {
-        return false;
-    }
-    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access(2) on a NUL-terminated path we own.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// The flags as the library's plan inputs.
@@ -724,12 +689,6 @@ fn open_session(
             .file(src.display())
             .into()),
     }
-}
-
-fn busy_hint(log: &str) -> String {
-    format!(
-        "a compaction/start has no compaction/end (see `dsh locks {log}`); if the compacting process is gone, run `dsh locks --release --yes {log}` (appends session/end-seed, as a resumed harness does)"
-    )
 }
 
 /// Run `dsh compact`.
@@ -782,12 +741,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     if args.dry_run
         && args.out.is_none()
         && let dsh::LogSource::File(p) = &src
-        && !writable(p)
+        && !outcome::writable(p)
     {
-        problems.push(compact::plan::Problem {
-            message: "the log is not writable".into(),
-            hint: "compact a copy (--out FILE), or make the log writable".into(),
-        });
+        problems.push(outcome::unwritable());
     }
     let file = src.display();
     if !args.dry_run
@@ -849,9 +805,8 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
             cancel: &signals::CANCEL,
         };
         match compact::run(&mut dry, &mut env, &options) {
-            Err(f) if refusal_hint(&f).is_some() => {
+            Err(f) if let Some(hint) = outcome::refusal_hint(&f) => {
                 let kind = format!("{:?}", f.kind).to_lowercase();
-                let hint = refusal_hint(&f).unwrap_or_default();
                 return refuse(ctx, &file, &kind, &f.message, &hint, failure_status(&f));
             }
             // A bracket is due: the provider must at least accept a
@@ -1047,36 +1002,9 @@ fn report_failure(
     // A dry run calls no one: what it cannot do is what the real run would
     // fail at (exit 1, never 5).
     if args.dry_run
-        && matches!(
-            f.kind,
-            FailureKind::Summary | FailureKind::Unsendable | FailureKind::TooLarge
-        )
+        && let Some(more) = outcome::would_fail(f, plan)
     {
-        problems.push(compact::plan::Problem {
-            message: f.message.clone(),
-            hint: refusal_hint(f).unwrap_or_else(|| "see the request above".into()),
-        });
-        // The request that cannot be sent would not fit either.
-        if f.kind != FailureKind::TooLarge
-            && let (Some(b), Some(c)) = (
-                f.report.brackets.iter().find(|b| b.fits == Some(false)),
-                plan.summarizer_capacity,
-            )
-        {
-            problems.push(compact::plan::Problem {
-                message: compact::too_large_message(
-                    b.request_tokens,
-                    &plan.target,
-                    c.context_window as u64,
-                ),
-                hint: if f.report.mode == Mode::Manual {
-                    TOO_LARGE_HINT_MANUAL
-                } else {
-                    TOO_LARGE_HINT
-                }
-                .into(),
-            });
-        }
+        problems.extend(more);
         if ctx.json {
             let v = report_json(&f.report, plan, lifecycle, true)
                 .with("wouldFail", would_fail_json(&problems))
@@ -1090,22 +1018,7 @@ fn report_failure(
         }
         return Ok(Status::Findings);
     }
-    let hint = match (&f.provider, f.kind) {
-        (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
-            "the provider rejected the API key (HTTP {}): check ${}",
-            p.status.unwrap_or(401),
-            plan.key_env
-        )),
-        (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
-        (_, FailureKind::Unsendable | FailureKind::TooLarge) => refusal_hint(f),
-        (_, FailureKind::Cancelled) => Some(match f.report.brackets.iter().any(|b| b.error.as_deref() == Some(dsh::cancel::INTERRUPTED) && b.end_seq.is_some()) {
-            true => {
-                "stopped by a signal; the open bracket was closed with compaction/end {error: \"interrupted\"} and the log is unlocked".to_string()
-            }
-            false => "stopped by a signal before compaction/start; no bracket was written".to_string(),
-        }),
-        _ => None,
-    };
+    let hint = outcome::failure_hint(f, plan, &args.log);
     let unsaved = keep_unsaved(who, f);
     if ctx.json {
         let mut err = Value::obj()

@@ -189,18 +189,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         return Err(UsageError("--block must be at least 1".into()).into());
     }
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let breakpoints = match &args.anthropic_breakpoints {
-        Some(spec) => Breakpoints::parse(spec, args.anthropic_ttl)
-            .map_err(|e| UsageError(format!("--anthropic-breakpoints {spec:?}: {e}")))?,
-        None => match config.cache.anthropic_breakpoints.as_deref() {
-            Some(spec) => Breakpoints::parse(spec, args.anthropic_ttl).map_err(|e| {
-                UsageError(format!(
-                    "config: [cache] anthropicBreakpoints {spec:?}: {e}"
-                ))
-            })?,
-            None => Breakpoints::none(),
-        },
-    };
+    let breakpoints = breakpoints(args, &config)?;
     let opts = CacheOptions {
         tokenizer: encoding,
         deepseek: DeepSeekRule {
@@ -294,40 +283,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
                 .with("hiddenPrefix", hidden_json(&hidden[0]))
                 .with("schema_version", SCHEMA_VERSION.into())
         } else {
-            let mut totals = Totals::default();
-            let mut logs: Vec<OwnedValue> = Vec::new();
-            for (r, h) in reports.iter().zip(&hidden) {
-                totals.add(r);
-                logs.push(report_json(r, &prices).with("hiddenPrefix", hidden_json(h)));
-            }
-            // Refused logs as measure and verify list them: flat, named by file.
-            for (file, e) in &errors {
-                let mut v = load_error_json(e);
-                if let Value::Obj(o) = &mut v {
-                    o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
-                    o.insert(0, (dsh::json::JStr::from_text("file"), file.clone().into()));
-                }
-                logs.push(v);
-            }
-            Value::obj()
-                .with("logs", Value::Arr(logs))
-                .with(
-                    "summary",
-                    Value::obj()
-                        .with("logs", (reports.len() as u64).into())
-                        .with("errors", (errors.len() as u64).into())
-                        .with("crossSession", cross_json(cross, &reports))
-                        .with(
-                            "totals",
-                            totals_json(
-                                &totals,
-                                &cause_costs(&reports, &prices),
-                                predicted_cost(&reports, &prices),
-                            ),
-                        ),
-                )
-                .with("note", NOT_A_BILL.into())
-                .with("schema_version", SCHEMA_VERSION.into())
+            many_json(&reports, &hidden, &errors, cross, &prices)
         };
         ctx.print_json(&v)?;
         return Ok(status);
@@ -346,71 +302,144 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         }
         outln!(ctx.out, "{ONE_LOG}")?;
     } else {
-        let mut totals = Totals::default();
-        let mut t = render::table(&[
-            "log",
-            "requests",
-            "prompt",
-            "predicted hit",
-            "reported hit",
-            "recomputed",
-            "replacements",
-            "top cause",
-        ]);
-        t.drop_first(&["replacements", "recomputed", "reported hit"]);
-        for r in &reports {
-            let tt = r.totals();
-            totals.add(r);
-            let top = tt
-                .by_cause
-                .iter()
-                .find(|c| c.0 != "first" && c.0 != "append" && c.3 > 0)
-                .map(|c| c.0.clone())
-                .unwrap_or_else(|| "—".into());
-            t.add_row(vec![
-                render::log_label(&r.file, ctx.home.as_deref()),
-                render::num(tt.requests as u64),
-                render::num(tt.prompt_tokens),
-                rate(tt.predicted_rate()),
-                rate(tt.reported_rate()),
-                render::num(tt.by_cause.iter().map(|c| c.3).sum()),
-                render::num(r.replacements.len() as u64),
-                top,
-            ]);
-        }
-        if !by_cause {
-            outln!(ctx.out, "{t}")?;
-        }
-        outln!(
-            ctx.out,
-            "{}",
-            cause_table(&totals, &cause_costs(&reports, &prices))
-        )?;
-        outln!(
-            ctx.out,
-            "{} log(s), {} request(s), {} unreadable; predicted hit {} of the prompt, reported {}",
-            reports.len(),
-            totals.requests,
-            errors.len(),
-            rate(totals.predicted_rate()),
-            rate(totals.reported_rate()),
-        )?;
-        cost_lines(ctx, &totals, predicted_cost(&reports, &prices))?;
-        match cross {
-            Some(lt) => outln!(
-                ctx.out,
-                "cross-session: requests ordered by time across the logs, one provider account assumed; a prefix stays usable {} after its last use (--cross-session-lifetime); {} request(s) hit another session's prefix",
-                human_ms(lt),
-                cross_hits(&reports)
-            )?,
-            None => outln!(
-                ctx.out,
-                "cross-session cache off (--cross-session-lifetime 0)"
-            )?,
-        }
-        outln!(ctx.out, "{NOT_A_BILL}")?;
+        print_many(ctx, &reports, errors.len(), cross, by_cause, &prices)?;
     }
     Ok(status)
+}
+
+/// The Anthropic breakpoints: the flag's, else the config's, else none.
+fn breakpoints(args: &CacheArgs, config: &dsh::config::Config) -> Result<Breakpoints> {
+    Ok(match &args.anthropic_breakpoints {
+        Some(spec) => Breakpoints::parse(spec, args.anthropic_ttl)
+            .map_err(|e| UsageError(format!("--anthropic-breakpoints {spec:?}: {e}")))?,
+        None => match config.cache.anthropic_breakpoints.as_deref() {
+            Some(spec) => Breakpoints::parse(spec, args.anthropic_ttl).map_err(|e| {
+                UsageError(format!(
+                    "config: [cache] anthropicBreakpoints {spec:?}: {e}"
+                ))
+            })?,
+            None => Breakpoints::none(),
+        },
+    })
+}
+
+/// The `--json` document of many logs (refused ones listed by file).
+fn many_json(
+    reports: &[CacheReport],
+    hidden: &[Option<dsh::hidden_prefix::HiddenPrefix>],
+    errors: &[(String, dsh::LoadError)],
+    cross: Option<u64>,
+    prices: &dyn Prices,
+) -> OwnedValue {
+    let mut totals = Totals::default();
+    let mut logs: Vec<OwnedValue> = Vec::new();
+    for (r, h) in reports.iter().zip(hidden) {
+        totals.add(r);
+        logs.push(report_json(r, prices).with("hiddenPrefix", hidden_json(h)));
+    }
+    // Refused logs as measure and verify list them: flat, named by file.
+    for (file, e) in errors {
+        let mut v = load_error_json(e);
+        if let Value::Obj(o) = &mut v {
+            o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
+            o.insert(0, (dsh::json::JStr::from_text("file"), file.clone().into()));
+        }
+        logs.push(v);
+    }
+    Value::obj()
+        .with("logs", Value::Arr(logs))
+        .with(
+            "summary",
+            Value::obj()
+                .with("logs", (reports.len() as u64).into())
+                .with("errors", (errors.len() as u64).into())
+                .with("crossSession", cross_json(cross, reports))
+                .with(
+                    "totals",
+                    totals_json(
+                        &totals,
+                        &cause_costs(reports, prices),
+                        predicted_cost(reports, prices),
+                    ),
+                ),
+        )
+        .with("note", NOT_A_BILL.into())
+        .with("schema_version", SCHEMA_VERSION.into())
+}
+
+/// The default output for many logs: one row each, the causes, the totals.
+fn print_many(
+    ctx: &Ctx,
+    reports: &[CacheReport],
+    unreadable: usize,
+    cross: Option<u64>,
+    by_cause: bool,
+    prices: &dyn Prices,
+) -> Result<()> {
+    let mut totals = Totals::default();
+    let mut t = render::table(&[
+        "log",
+        "requests",
+        "prompt",
+        "predicted hit",
+        "reported hit",
+        "recomputed",
+        "replacements",
+        "top cause",
+    ]);
+    t.drop_first(&["replacements", "recomputed", "reported hit"]);
+    for r in reports {
+        let tt = r.totals();
+        totals.add(r);
+        let top = tt
+            .by_cause
+            .iter()
+            .find(|c| c.0 != "first" && c.0 != "append" && c.3 > 0)
+            .map(|c| c.0.clone())
+            .unwrap_or_else(|| "—".into());
+        t.add_row(vec![
+            render::log_label(&r.file, ctx.home.as_deref()),
+            render::num(tt.requests as u64),
+            render::num(tt.prompt_tokens),
+            rate(tt.predicted_rate()),
+            rate(tt.reported_rate()),
+            render::num(tt.by_cause.iter().map(|c| c.3).sum()),
+            render::num(r.replacements.len() as u64),
+            top,
+        ]);
+    }
+    if !by_cause {
+        outln!(ctx.out, "{t}")?;
+    }
+    outln!(
+        ctx.out,
+        "{}",
+        cause_table(&totals, &cause_costs(reports, prices))
+    )?;
+    outln!(
+        ctx.out,
+        "{} log(s), {} request(s), {} unreadable; predicted hit {} of the prompt, reported {}",
+        reports.len(),
+        totals.requests,
+        unreadable,
+        rate(totals.predicted_rate()),
+        rate(totals.reported_rate()),
+    )?;
+    cost_lines(ctx, &totals, predicted_cost(reports, prices))?;
+    match cross {
+        Some(lt) => outln!(
+            ctx.out,
+            "cross-session: requests ordered by time across the logs, one provider account assumed; a prefix stays usable {} after its last use (--cross-session-lifetime); {} request(s) hit another session's prefix",
+            human_ms(lt),
+            cross_hits(reports)
+        )?,
+        None => outln!(
+            ctx.out,
+            "cross-session cache off (--cross-session-lifetime 0)"
+        )?,
+    }
+    outln!(ctx.out, "{NOT_A_BILL}")?;
+    Ok(())
 }
 
 /// A lifetime as the largest whole unit: `6h`, `90m`, `45s`.
@@ -647,41 +676,9 @@ fn cause_table(t: &Totals, costs: &Costs) -> render::table::Tbl {
     c
 }
 
-fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
-    let tok = r.tokenizer.map_or("heuristic", |e| e.name());
-    outln!(ctx.out, "{} (session {})", r.file, r.session)?;
-    if let Some(k) = r.calibrated {
-        outln!(
-            ctx.out,
-            "calibrated: token figures rescaled by {k:.2}× (reported ÷ computed prompt size)"
-        )?;
-    }
+/// One row per request of a log (Anthropic's writes where its rule predicts).
+fn requests_table(r: &CacheReport, prices: &dyn Prices) -> render::table::Tbl {
     let a = &r.anthropic;
-    outln!(
-        ctx.out,
-        "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), on anthropic routes Anthropic breakpoints {}; times {}",
-        r.deepseek.block,
-        if a.breakpoints.is_none() {
-            "none (DSH sends no cache_control: nothing cached)".to_string()
-        } else {
-            format!(
-                "{} (prompt tools → system → messages; {}-block lookback; prefixes from {} tokens{})",
-                a.breakpoints,
-                a.lookback,
-                render::num(a.min_tokens),
-                if r.times_real {
-                    ""
-                } else {
-                    "; TTLs not applied to normalised times"
-                }
-            )
-        },
-        if r.times_real {
-            "real"
-        } else {
-            "normalised (idle gaps unknown)"
-        }
-    )?;
     // Anthropic's writes, per TTL and in money, where its rule predicts.
     let show_writes = !a.breakpoints.is_none()
         && r.requests
@@ -752,61 +749,105 @@ fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
         }
         t.add_row(row);
     }
-    outln!(ctx.out, "{t}")?;
-    if !r.replacements.is_empty() {
-        let mut t = render::table(&[
-            "seq",
-            "kind",
-            "pos",
-            "shadowed",
-            "now",
-            "next request",
-            "recomputed",
-            "summariser",
-            "saved",
-            "over",
-            "break-even (tokens)",
-            "cost / saved",
-            "break-even (cost)",
+    t
+}
+
+/// One row per replacement (prune or compaction) of a log: what it cost
+/// and when it paid back.
+fn replacements_table(r: &CacheReport, prices: &dyn Prices) -> render::table::Tbl {
+    let mut t = render::table(&[
+        "seq",
+        "kind",
+        "pos",
+        "shadowed",
+        "now",
+        "next request",
+        "recomputed",
+        "summariser",
+        "saved",
+        "over",
+        "break-even (tokens)",
+        "cost / saved",
+        "break-even (cost)",
+    ]);
+    // At 80 columns: what was replaced, what it cost and when it paid back.
+    t.drop_first(&[
+        "pos",
+        "next request",
+        "now",
+        "over",
+        "break-even (cost)",
+        "cost / saved",
+        "summariser",
+    ]);
+    for (i, x) in r.replacements.iter().enumerate() {
+        let cost = r.replacement_cost(i, prices);
+        t.add_row(vec![
+            x.seq.to_string(),
+            x.kind.as_str().into(),
+            x.position.to_string(),
+            render::num(x.shadowed_tokens),
+            render::num(x.replacement_tokens),
+            x.next_request.map_or("—".into(), |n| n.to_string()),
+            recomputed_cell(x),
+            x.summary.as_ref().map_or("—".into(), |s| match s.usage {
+                Some(_) => render::num_f64(s.tokens()),
+                None => "no usage".into(),
+            }),
+            signed(x.saved_tokens()),
+            format!("{} req", x.saved.len()),
+            break_even(x.break_even_tokens),
+            cost.map_or("—".into(), |c| {
+                format!(
+                    "{} / {}",
+                    usd(Some(c.recompute + c.summary)),
+                    usd(Some(c.saved))
+                )
+            }),
+            cost.map_or("—".into(), |c| break_even(c.break_even)),
         ]);
-        // At 80 columns: what was replaced, what it cost and when it paid back.
-        t.drop_first(&[
-            "pos",
-            "next request",
-            "now",
-            "over",
-            "break-even (cost)",
-            "cost / saved",
-            "summariser",
-        ]);
-        for (i, x) in r.replacements.iter().enumerate() {
-            let cost = r.replacement_cost(i, prices);
-            t.add_row(vec![
-                x.seq.to_string(),
-                x.kind.as_str().into(),
-                x.position.to_string(),
-                render::num(x.shadowed_tokens),
-                render::num(x.replacement_tokens),
-                x.next_request.map_or("—".into(), |n| n.to_string()),
-                recomputed_cell(x),
-                x.summary.as_ref().map_or("—".into(), |s| match s.usage {
-                    Some(_) => render::num_f64(s.tokens()),
-                    None => "no usage".into(),
-                }),
-                signed(x.saved_tokens()),
-                format!("{} req", x.saved.len()),
-                break_even(x.break_even_tokens),
-                cost.map_or("—".into(), |c| {
-                    format!(
-                        "{} / {}",
-                        usd(Some(c.recompute + c.summary)),
-                        usd(Some(c.saved))
-                    )
-                }),
-                cost.map_or("—".into(), |c| break_even(c.break_even)),
-            ]);
+    }
+    t
+}
+
+fn human_one(ctx: &Ctx, r: &CacheReport, prices: &dyn Prices) -> Result<()> {
+    let tok = r.tokenizer.map_or("heuristic", |e| e.name());
+    outln!(ctx.out, "{} (session {})", r.file, r.session)?;
+    if let Some(k) = r.calibrated {
+        outln!(
+            ctx.out,
+            "calibrated: token figures rescaled by {k:.2}× (reported ÷ computed prompt size)"
+        )?;
+    }
+    let a = &r.anthropic;
+    outln!(
+        ctx.out,
+        "positions: {tok} tokens; rules: DeepSeek prefix units (input and output ends, common prefixes; hits in blocks of {}), on anthropic routes Anthropic breakpoints {}; times {}",
+        r.deepseek.block,
+        if a.breakpoints.is_none() {
+            "none (DSH sends no cache_control: nothing cached)".to_string()
+        } else {
+            format!(
+                "{} (prompt tools → system → messages; {}-block lookback; prefixes from {} tokens{})",
+                a.breakpoints,
+                a.lookback,
+                render::num(a.min_tokens),
+                if r.times_real {
+                    ""
+                } else {
+                    "; TTLs not applied to normalised times"
+                }
+            )
+        },
+        if r.times_real {
+            "real"
+        } else {
+            "normalised (idle gaps unknown)"
         }
-        outln!(ctx.out, "{t}")?;
+    )?;
+    outln!(ctx.out, "{}", requests_table(r, prices))?;
+    if !r.replacements.is_empty() {
+        outln!(ctx.out, "{}", replacements_table(r, prices))?;
     }
     let tt = r.totals();
     let costs = cause_costs(std::slice::from_ref(r), prices);

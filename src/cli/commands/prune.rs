@@ -257,9 +257,8 @@ fn report_json<'p>(
     v.with("schema_version", SCHEMA_VERSION.into())
 }
 
-pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
-    let config = load_config(args.config.as_deref())?;
-    let cfg = pruner_config(args, &config)?;
+/// Open the log for the write (or the dry run) `args` ask for.
+fn open(ctx: &mut Ctx, args: &PruneArgs, cfg: &PruneConfig) -> Result<Appender> {
     let target = if args.dry_run {
         AppendTarget::DryRun
     } else if let Some(out) = &args.out {
@@ -276,7 +275,13 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     opts.load.keep_results_over = Some(cfg.threshold_chars);
     let src = ctx.resolve(&args.log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
-    let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
+    Appender::open(&src, target, &opts, &mut noop).map_err(append_error)
+}
+
+pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
+    let config = load_config(args.config.as_deref())?;
+    let cfg = pruner_config(args, &config)?;
+    let mut app = open(ctx, args, &cfg)?;
     ctx.warn_all(app.log());
     let time = match args.time {
         Some(t) => time_ms(t)?,

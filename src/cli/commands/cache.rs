@@ -189,7 +189,6 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         return Err(UsageError("--block must be at least 1".into()).into());
     }
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
-    let breakpoints = breakpoints(args, &config)?;
     let opts = CacheOptions {
         tokenizer: encoding,
         deepseek: DeepSeekRule {
@@ -197,7 +196,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
             ..DeepSeekRule::default()
         },
         anthropic: AnthropicRule {
-            breakpoints,
+            breakpoints: breakpoints(args, &config)?,
             ..AnthropicRule::default()
         },
         lifetime_ms: args.lifetime,
@@ -235,41 +234,20 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     };
     let results = run_many(ctx, &sources, args.jobs, "analysing", &job);
     let prices = config.price_table();
-    let mut status = if errors.is_empty() {
-        Status::Ok
-    } else {
-        Status::InvalidLog
-    };
     if !ctx.quiet || ctx.json {
         for (_, e) in &errors {
             eprintln!("{} {}", render::error_tag(), ctx.describe_load_error(e));
         }
     }
-    let mut reports = Vec::new();
-    let mut hidden = Vec::new();
-    for (src, r) in sources.iter().zip(results) {
-        match r {
-            Ok((rep, h)) => {
-                hidden.push(h);
-                if !ctx.quiet && !ctx.json {
-                    for w in &rep.warnings {
-                        eprintln!("{} {}: {w}", render::warning_tag(), rep.file);
-                    }
-                }
-                reports.push(rep)
-            }
-            Err(dsh::cache::CacheError::Load(e)) => {
-                status = status.worst(Status::InvalidLog);
-                if single {
-                    return Ok(ctx.report_load_error(&e));
-                }
-                if !ctx.quiet || ctx.json {
-                    eprintln!("{} {e}", render::error_tag());
-                }
-                errors.push((src.display(), e));
-            }
-        }
-    }
+    let (mut reports, hidden) = match collect(ctx, &sources, results, single, &mut errors) {
+        Ok(r) => r,
+        Err(refused) => return Ok(refused),
+    };
+    let status = if errors.is_empty() {
+        Status::Ok
+    } else {
+        Status::InvalidLog
+    };
     let cross = (!single && reports.len() > 1 && args.cross_session_lifetime > 0)
         .then_some(args.cross_session_lifetime);
     if let Some(lt) = cross {
@@ -305,6 +283,50 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         print_many(ctx, &reports, errors.len(), cross, by_cause, &prices)?;
     }
     Ok(status)
+}
+
+/// Each log's report and hidden prefix, in order; a refused log's error is
+/// said and added to `errors`, or, for a single LOG, is the answer (`Err`:
+/// its status).
+type Analysed = (CacheReport, Option<dsh::hidden_prefix::HiddenPrefix>);
+fn collect(
+    ctx: &Ctx,
+    sources: &[LogSource],
+    results: Vec<Result<Analysed, dsh::cache::CacheError>>,
+    single: bool,
+    errors: &mut Vec<(String, dsh::LoadError)>,
+) -> std::result::Result<
+    (
+        Vec<CacheReport>,
+        Vec<Option<dsh::hidden_prefix::HiddenPrefix>>,
+    ),
+    Status,
+> {
+    let mut reports = Vec::new();
+    let mut hidden = Vec::new();
+    for (src, r) in sources.iter().zip(results) {
+        match r {
+            Ok((rep, h)) => {
+                hidden.push(h);
+                if !ctx.quiet && !ctx.json {
+                    for w in &rep.warnings {
+                        eprintln!("{} {}: {w}", render::warning_tag(), rep.file);
+                    }
+                }
+                reports.push(rep)
+            }
+            Err(dsh::cache::CacheError::Load(e)) => {
+                if single {
+                    return Err(ctx.report_load_error(&e));
+                }
+                if !ctx.quiet || ctx.json {
+                    eprintln!("{} {e}", render::error_tag());
+                }
+                errors.push((src.display(), e));
+            }
+        }
+    }
+    Ok((reports, hidden))
 }
 
 /// The Anthropic breakpoints: the flag's, else the config's, else none.

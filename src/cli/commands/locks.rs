@@ -13,7 +13,7 @@ use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
 use crate::cli::render::{Tone, outln};
-use crate::cli::writes::{append_error, append_options, now_ms};
+use crate::cli::writes::{append_error, append_options, is_broken_pipe, now_ms};
 
 /// List compaction locks (matched, stale, busy) and release a crashed one.
 ///
@@ -413,16 +413,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         ctx.describe_load_error(&e)
                     );
                 }
-                // The same entry as a refused log of `measure` and `verify`.
-                let mut entry = Value::obj().with("file", file.into());
-                if let Value::Obj(o) = load_error_json(&e) {
-                    for (k, v) in o {
-                        if !k.eq_str("schema_version") && !k.eq_str("file") {
-                            entry = entry.with(&k.to_lossy(), v);
-                        }
-                    }
-                }
-                logs.push(entry);
+                logs.push(refused_json(file, &e));
             }
             Ok(Scanned {
                 report: rep,
@@ -484,6 +475,29 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     for n in &notes {
         outln!(ctx.out, "{n}")?;
     }
+    let counts = [busy, stale, anomalies, errors, damaged];
+    print_summary(ctx, sources.len(), quiet_logs, counts)?;
+    Ok(status)
+}
+
+/// A refused log's entry: the same as a refused log of `measure` and
+/// `verify`.
+fn refused_json(file: String, e: &dsh::LoadError) -> OwnedValue {
+    let mut entry = Value::obj().with("file", file.into());
+    if let Value::Obj(o) = load_error_json(e) {
+        for (k, v) in o {
+            if !k.eq_str("schema_version") && !k.eq_str("file") {
+                entry = entry.with(&k.to_lossy(), v);
+            }
+        }
+    }
+    entry
+}
+
+/// The closing lines of the default output: logs left out, the counts
+/// (`[busy, stale, anomalies, unreadable, damaged]`), what a busy lock means.
+fn print_summary(ctx: &Ctx, logs: usize, quiet_logs: usize, counts: [u64; 5]) -> Result<()> {
+    let [busy, stale, anomalies, errors, damaged] = counts;
     if quiet_logs > 0 {
         outln!(
             ctx.out,
@@ -492,8 +506,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     }
     outln!(
         ctx.out,
-        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {damaged} damaged end(s), {errors} unreadable",
-        sources.len(),
+        "{logs} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {damaged} damaged end(s), {errors} unreadable",
         if anomalies == 1 { "y" } else { "ies" }
     )?;
     if busy > 0 {
@@ -502,7 +515,54 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
             "a busy lock blocks every compaction; if that compaction crashed, `dsh locks --release LOG` ends it"
         )?;
     }
-    Ok(status)
+    Ok(())
+}
+
+/// What a release appends, said before it does (or, dry, instead).
+fn release_plan(
+    file: &str,
+    b: &Bracket,
+    prefix: &[dsh::OwnedEvent],
+    now: f64,
+    dry_run: bool,
+) -> String {
+    let id = b
+        .compaction_id
+        .as_jstr()
+        .map(|s| s.to_lossy().into_owned())
+        .unwrap_or_else(|| b.compaction_id.to_json());
+    let closers = prefix
+        .iter()
+        .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
+        .map(|e| format!("{} @{}", e.type_name(), e.seq))
+        .collect::<Vec<_>>();
+    let seed = prefix
+        .iter()
+        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
+        .map(|e| e.seq);
+    let mut plan = format!(
+        "{file}: compaction/start at seq {} (compactionId {id}, {}, {}) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
+        b.seq,
+        b.owner(),
+        match now - b.time {
+            ms if ms < 0.0 => format!("stamped {} ahead of this clock: clock skew", duration(-ms)),
+            ms => format!("started {} ago", age(ms)),
+        },
+        if dry_run { "would" } else { "will" }
+    );
+    if !closers.is_empty() {
+        plan.push_str(&format!(
+            "\n  the crash-repair closers of the interrupted turn: {}",
+            closers.join(", ")
+        ));
+    }
+    if let Some(s) = seed {
+        plan.push_str(&format!("\n  session/end-seed at seq {s}"));
+    }
+    plan.push_str(
+        "\nThe compaction/start stays in the log as stale crash evidence. Do this only if no harness has the session open.",
+    );
+    plan
 }
 
 fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
@@ -556,42 +616,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         None => now_ms(),
     };
     let prefix = app.lifecycle_prefix(time);
-    let id = b
-        .compaction_id
-        .as_jstr()
-        .map(|s| s.to_lossy().into_owned())
-        .unwrap_or_else(|| b.compaction_id.to_json());
-    let closers = prefix
-        .iter()
-        .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
-        .map(|e| format!("{} @{}", e.type_name(), e.seq))
-        .collect::<Vec<_>>();
-    let seed = prefix
-        .iter()
-        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
-        .map(|e| e.seq);
-    let mut plan = format!(
-        "{file}: compaction/start at seq {} (compactionId {id}, {}, {}) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
-        b.seq,
-        b.owner(),
-        match now - b.time {
-            ms if ms < 0.0 => format!("stamped {} ahead of this clock: clock skew", duration(-ms)),
-            ms => format!("started {} ago", age(ms)),
-        },
-        if args.dry_run { "would" } else { "will" }
-    );
-    if !closers.is_empty() {
-        plan.push_str(&format!(
-            "\n  the crash-repair closers of the interrupted turn: {}",
-            closers.join(", ")
-        ));
-    }
-    if let Some(s) = seed {
-        plan.push_str(&format!("\n  session/end-seed at seq {s}"));
-    }
-    plan.push_str(
-        "\nThe compaction/start stays in the log as stale crash evidence. Do this only if no harness has the session open.",
-    );
+    let plan = release_plan(&file, &b, &prefix, now, args.dry_run);
     if args.dry_run {
         if ctx.json {
             ctx.print_json(
@@ -656,14 +681,6 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .into()),
         Err(e) => Err(e),
     }
-}
-
-/// The reader of stdout went away (dsh ends quietly).
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// The report of a release that was written.

@@ -16,7 +16,7 @@ use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
 use crate::cli::render::{Out, num, outln, outp};
-use crate::cli::writes::{append_error, append_options, now_ms, time_ms};
+use crate::cli::writes::{append_error, append_options, is_broken_pipe, now_ms, time_ms};
 
 /// Prune oversized tool results exactly as the reference does, appended to the log.
 ///
@@ -393,14 +393,6 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         .into()),
         Err(e) => Err(e),
     }
-}
-
-/// The reader of stdout went away (dsh ends quietly).
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// One encoding's savings as JSON.

@@ -466,9 +466,46 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
     print_baseline(o, m)?;
     let c = &m.composition;
     let bpe = r.tokens.as_ref().map(|t| &t.0);
-    let mut head = vec!["part", "nodes", "tokens", "share"];
     let enc_head = bpe.map(|t| format!("{} tokens", t.encoding.name()));
-    if let Some(h) = &enc_head {
+    outln!(o, "{}", composition_table(r, enc_head.as_deref()))?;
+    print_projections(o, m)?;
+    if let Some((b, secs)) = &r.tokens {
+        outln!(
+            o,
+            "{}: {} tokens exactly vs {} by the heuristic (system + tools + surface); {} bytes in {:.2}s",
+            b.encoding.name(),
+            fmt_u(b.total_tokens),
+            fmt_u(c.system_tokens + c.tools_tokens + c.message_tokens),
+            fmt_u(b.text_bytes),
+            secs
+        )?;
+        provider_line(o, r, b.encoding, b.total_tokens, r.hidden)?;
+    }
+    outln!(
+        o,
+        "{}",
+        paint_dim(
+            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text, --tokenizer deepseek-v4 DeepSeek's count of the whole request"
+        )
+    )?;
+    if let Some(f) = &r.fill {
+        render::fill::print(o, f)?;
+    }
+    if args.nodes {
+        print_nodes(o, r, bpe, enc_head.as_deref())?;
+    }
+    Ok(())
+}
+
+/// The surface by part: nodes, heuristic tokens, share (and BPE tokens
+/// under `enc_head`, with --tokenizer).
+fn composition_table(r: &Report, enc_head: Option<&str>) -> render::table::Tbl {
+    let m = &r.m;
+    let total = m.total_tokens;
+    let c = &m.composition;
+    let bpe = r.tokens.as_ref().map(|t| &t.0);
+    let mut head = vec!["part", "nodes", "tokens", "share"];
+    if let Some(h) = enc_head {
         head.push(h);
     }
     let mut t = render::table(&head);
@@ -544,7 +581,11 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
         row.push(fmt_u(b.total_tokens));
     }
     t.add_row(row);
-    outln!(o, "{t}")?;
+    t
+}
+
+/// The provider's usage so far and the projections, or where they failed.
+fn print_projections(o: &Out, m: &dsh::meter::Measurement) -> std::io::Result<()> {
     match &m.projections {
         Ok(p) => {
             let u = &p.token_usage;
@@ -575,31 +616,6 @@ fn print_report(o: &Out, r: &Report, args: &MeasureArgs) -> std::io::Result<()> 
             }
         }
         Err((seq, msg)) => outln!(o, "projections: error at seq {seq}: {msg}")?,
-    }
-    if let Some((b, secs)) = &r.tokens {
-        outln!(
-            o,
-            "{}: {} tokens exactly vs {} by the heuristic (system + tools + surface); {} bytes in {:.2}s",
-            b.encoding.name(),
-            fmt_u(b.total_tokens),
-            fmt_u(c.system_tokens + c.tools_tokens + c.message_tokens),
-            fmt_u(b.text_bytes),
-            secs
-        )?;
-        provider_line(o, r, b.encoding, b.total_tokens, r.hidden)?;
-    }
-    outln!(
-        o,
-        "{}",
-        paint_dim(
-            "how to read it: `tokens` is the harness's own estimate (about 4 characters a token, corrected by the provider's last reported usage: the \"provider anchor adjustment\" row), the figure compaction compares with the threshold; the provider lines are what the provider reported; --tokenizer o200k adds an exact count of the same text, --tokenizer deepseek-v4 DeepSeek's count of the whole request"
-        )
-    )?;
-    if let Some(f) = &r.fill {
-        render::fill::print(o, f)?;
-    }
-    if args.nodes {
-        print_nodes(o, r, bpe, enc_head.as_deref())?;
     }
     Ok(())
 }
@@ -813,19 +829,7 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
             ),
             Ok(src) => {
                 let r = results.next().expect("one result per source");
-                (
-                    src.display(),
-                    match r {
-                        Ok(x) => Ok(x),
-                        Err(MeasureError::Load(e)) => {
-                            Err((load_error_json(&e), ctx.describe_load_error(&e)))
-                        }
-                        Err(MeasureError::Meter(e)) => Err((
-                            meter_error_json(&e, &src.display()),
-                            format!("{}: {e} (seq {})", src.display(), e.seq()),
-                        )),
-                    },
-                )
+                (src.display(), outcome_of(ctx, src, r))
             }
         };
         let shown = match render::log_label(&file, ctx.home.as_deref()) {
@@ -863,32 +867,10 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
                     .policy
                     .as_ref()
                     .is_ok_and(|p| p.budgets.over_threshold(total));
-                let (route, window, pct, thr, head) = match &r.policy {
-                    Ok(p) => {
-                        let b = &p.budgets;
-                        (
-                            p.policy.target_key(),
-                            fmt_u(b.context_window),
-                            format!("{:.2}%", total / b.context_window as f64 * 100.0),
-                            fmt_u(b.threshold_tokens),
-                            if b.over_threshold(total) {
-                                format!("OVER {}", fmt_tokens(-b.headroom(total)))
-                            } else {
-                                fmt_tokens(b.headroom(total))
-                            },
-                        )
-                    }
-                    Err(e) => {
-                        errors.push(format!("{shown}: policy: {e}"));
-                        (
-                            "(no policy, below)".into(),
-                            "-".into(),
-                            "-".into(),
-                            "-".into(),
-                            "-".into(),
-                        )
-                    }
-                };
+                if let Err(e) = &r.policy {
+                    errors.push(format!("{shown}: policy: {e}"));
+                }
+                let [route, window, pct, thr, head] = policy_cells(&r.policy, total);
                 measured += 1;
                 over_threshold += u64::from(over);
                 let hot = over.then_some(Tone::Bad);
@@ -913,6 +895,22 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
     } else if refused > 0 && (measured == 0 || !args.fail_over) {
         status = Status::InvalidLog;
     }
+    let counts = [measured, over_threshold, refused];
+    print_many(ctx, json_rows, &table, &errors, counts)?;
+    Ok(status)
+}
+
+/// The many-log output: the JSON document, or the table, the policy
+/// errors and the closing line (`counts`: measured, over the threshold,
+/// refused).
+fn print_many(
+    ctx: &Ctx,
+    json_rows: Vec<OwnedValue>,
+    table: &render::table::Tbl,
+    errors: &[String],
+    counts: [u64; 3],
+) -> Result<()> {
+    let [measured, over_threshold, refused] = counts;
     if ctx.json {
         let summary = Value::obj()
             .with("logs", (json_rows.len() as u64).into())
@@ -927,12 +925,55 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         )?;
     } else {
         outln!(ctx.out, "{table}")?;
-        for e in &errors {
+        for e in errors {
             outln!(ctx.out, "{e}")?;
         }
         outln!(ctx.out, "{}", over_line(over_threshold, measured, refused))?;
     }
-    Ok(status)
+    Ok(())
+}
+
+/// A log's measurement, or its refusal: the JSON row and the message.
+fn outcome_of(
+    ctx: &Ctx,
+    src: &LogSource,
+    r: Result<(Report, Vec<String>), MeasureError>,
+) -> Result<(Report, Vec<String>), (OwnedValue, String)> {
+    match r {
+        Ok(x) => Ok(x),
+        Err(MeasureError::Load(e)) => Err((load_error_json(&e), ctx.describe_load_error(&e))),
+        Err(MeasureError::Meter(e)) => Err((
+            meter_error_json(&e, &src.display()),
+            format!("{}: {e} (seq {})", src.display(), e.seq()),
+        )),
+    }
+}
+
+/// The route, window, %, threshold and headroom cells of a measured log.
+fn policy_cells(policy: &Result<PolicyReport, String>, total: f64) -> [String; 5] {
+    match policy {
+        Ok(p) => {
+            let b = &p.budgets;
+            [
+                p.policy.target_key(),
+                fmt_u(b.context_window),
+                format!("{:.2}%", total / b.context_window as f64 * 100.0),
+                fmt_u(b.threshold_tokens),
+                if b.over_threshold(total) {
+                    format!("OVER {}", fmt_tokens(-b.headroom(total)))
+                } else {
+                    fmt_tokens(b.headroom(total))
+                },
+            ]
+        }
+        Err(_) => [
+            "(no policy, below)".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ],
+    }
 }
 
 /// `2 of 5 over the compaction threshold (1 refused, reasons on stderr)`.

@@ -18,7 +18,7 @@ use crate::provider::Protocol;
 use crate::prune::PruneConfig;
 
 use super::session::Session;
-use super::{Mode, NO_TARGET};
+use super::{Images, Mode, NO_TARGET, Options};
 
 /// The DeepSeek API root used when neither the caller nor the config names one.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
@@ -109,6 +109,27 @@ pub struct Plan {
     pub config_path: Option<PathBuf>,
     /// The pruner's settings.
     pub pruner: PruneConfig,
+}
+
+impl Plan {
+    /// What the engine is to do under this plan ([`super::run`]'s options):
+    /// its mode, budgets, policy, target, pruner and summariser window, with
+    /// the run's `sourceCommandId` and image handling.
+    pub fn options(&self, source_command_id: Option<String>, images: Images) -> Options {
+        Options {
+            mode: self.mode,
+            threshold_tokens: self.budgets.map(|b| b.threshold_tokens),
+            retain_tokens: self.budgets.map_or(0, |b| b.retain_tokens),
+            compaction_retries: self.policy.compaction_retries,
+            max_tokens: self.policy.max_tokens,
+            target: self.target.clone(),
+            source_command_id,
+            pruner: Some(self.pruner),
+            max_overflow_retries: self.policy.max_overflow_retries,
+            images,
+            summarizer_window: self.summarizer_capacity.map(|c| c.context_window as u64),
+        }
+    }
 }
 
 /// Why no plan can be made: a usage problem (a flag, the config or the

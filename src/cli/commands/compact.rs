@@ -456,84 +456,126 @@ fn print_human(
         )?;
     }
     for b in &r.brackets {
+        print_bracket(o, b, plan, &route, dry_run)?;
+    }
+    print_outcome(o, r, plan)?;
+    if r.tokens_before.is_some() {
         outln!(
             o,
-            "range seqs {}..{} ({} nodes, {} tokens): {}",
-            b.start,
-            b.end,
-            b.shadowed_seqs.len(),
-            b.shadowed_tokens,
-            seq_list(&b.shadowed_seqs)
+            "tokens before {} after {}",
+            tokens(r.tokens_before),
+            tokens(r.tokens_after)
         )?;
-        match plan.summarizer_capacity {
-            Some(c) => outln!(
-                o,
-                "summariser request: {} tokens (DSH estimate; output cap {}) against the {} window of {route} ({})",
-                b.request_tokens,
-                plan.policy.max_tokens,
-                c.context_window,
-                c.source.as_str()
-            )?,
-            None => outln!(
-                o,
-                "summariser request: {} tokens (DSH estimate; output cap {}); the window of {route} is not known (--summarizer-context-window)",
-                b.request_tokens,
-                plan.policy.max_tokens
-            )?,
-        }
-        if b.fits == Some(false) {
-            outln!(
-                o,
-                "{} the range does not fit the summarising model's window: {} > {} tokens",
-                crate::cli::render::warning_tag(),
-                b.request_tokens,
-                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
-            )?;
-        }
-        if b.images_replaced > 0 {
-            outln!(
-                o,
-                "{} image(s) sent as the image-offload placeholder text",
-                b.images_replaced
-            )?;
-        }
-        if dry_run {
-            if let Some(req) = &b.request {
-                outln!(
-                    o,
-                    "request: {} {}",
-                    req.method,
-                    dsh::provider::redact_url(&req.url)
-                )?;
-                for (k, v) in req.redacted_headers() {
-                    outln!(o, "  {k}: {v}")?;
-                }
-                outln!(o, "{}", req.body.to_json())?;
-            }
-            continue;
-        }
-        if !b.compaction_id.is_empty() {
-            outln!(o, "compaction id: {}", b.compaction_id)?;
-        }
-        if let Some(cp) = b.checkpoint_seq {
-            outln!(
-                o,
-                "checkpoint seq {cp}: {} tokens (shadowed {})",
-                b.checkpoint_tokens.unwrap_or(0),
-                b.shadowed_tokens
-            )?;
-        }
-        if let Some(u) = &b.usage {
-            outln!(o, "provider usage: {}", u.to_value().to_json())?;
-        }
-        if let Some(e) = &b.error {
-            outln!(o, "bracket failed: {e}")?;
-        }
     }
-    let tokens = |t: Option<f64>| {
-        t.map(|x| Value::from(x).to_json())
-            .unwrap_or_else(|| "?".into())
-    };
+    outln!(
+        o,
+        "surface tokens before {} after {}",
+        r.surface_before,
+        r.surface_after
+    )?;
+    if r.mode == Mode::Overflow {
+        outln!(
+            o,
+            "retry of the failed request authorised: {}",
+            r.retry_authorized()
+        )?;
+    }
+    Ok(())
+}
+
+/// One bracket: its range, the summariser request (in full when dry), what
+/// it appended.
+fn print_bracket(
+    o: &Out,
+    b: &BracketReport,
+    plan: &Plan,
+    route: &str,
+    dry_run: bool,
+) -> std::io::Result<()> {
+    outln!(
+        o,
+        "range seqs {}..{} ({} nodes, {} tokens): {}",
+        b.start,
+        b.end,
+        b.shadowed_seqs.len(),
+        b.shadowed_tokens,
+        seq_list(&b.shadowed_seqs)
+    )?;
+    match plan.summarizer_capacity {
+        Some(c) => outln!(
+            o,
+            "summariser request: {} tokens (DSH estimate; output cap {}) against the {} window of {route} ({})",
+            b.request_tokens,
+            plan.policy.max_tokens,
+            c.context_window,
+            c.source.as_str()
+        )?,
+        None => outln!(
+            o,
+            "summariser request: {} tokens (DSH estimate; output cap {}); the window of {route} is not known (--summarizer-context-window)",
+            b.request_tokens,
+            plan.policy.max_tokens
+        )?,
+    }
+    if b.fits == Some(false) {
+        outln!(
+            o,
+            "{} the range does not fit the summarising model's window: {} > {} tokens",
+            crate::cli::render::warning_tag(),
+            b.request_tokens,
+            plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
+        )?;
+    }
+    if b.images_replaced > 0 {
+        outln!(
+            o,
+            "{} image(s) sent as the image-offload placeholder text",
+            b.images_replaced
+        )?;
+    }
+    if dry_run {
+        if let Some(req) = &b.request {
+            outln!(
+                o,
+                "request: {} {}",
+                req.method,
+                dsh::provider::redact_url(&req.url)
+            )?;
+            for (k, v) in req.redacted_headers() {
+                outln!(o, "  {k}: {v}")?;
+            }
+            outln!(o, "{}", req.body.to_json())?;
+        }
+        return Ok(());
+    }
+    if !b.compaction_id.is_empty() {
+        outln!(o, "compaction id: {}", b.compaction_id)?;
+    }
+    if let Some(cp) = b.checkpoint_seq {
+        outln!(
+            o,
+            "checkpoint seq {cp}: {} tokens (shadowed {})",
+            b.checkpoint_tokens.unwrap_or(0),
+            b.shadowed_tokens
+        )?;
+    }
+    if let Some(u) = &b.usage {
+        outln!(o, "provider usage: {}", u.to_value().to_json())?;
+    }
+    if let Some(e) = &b.error {
+        outln!(o, "bracket failed: {e}")?;
+    }
+    Ok(())
+}
+
+/// A token figure, or `?`.
+fn tokens(t: Option<f64>) -> String {
+    t.map(|x| Value::from(x).to_json())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Why nothing, or only pruning, was written.
+fn print_outcome(o: &Out, r: &Report, plan: &Plan) -> std::io::Result<()> {
     let threshold = plan
         .budgets
         .map(|b| b.threshold_tokens.to_string())
@@ -562,27 +604,6 @@ fn print_human(
         )?,
         Some(Outcome::DryRun) => outln!(o, "dry run: nothing written, no one called")?,
         _ => {}
-    }
-    if r.tokens_before.is_some() {
-        outln!(
-            o,
-            "tokens before {} after {}",
-            tokens(r.tokens_before),
-            tokens(r.tokens_after)
-        )?;
-    }
-    outln!(
-        o,
-        "surface tokens before {} after {}",
-        r.surface_before,
-        r.surface_after
-    )?;
-    if r.mode == Mode::Overflow {
-        outln!(
-            o,
-            "retry of the failed request authorised: {}",
-            r.retry_authorized()
-        )?;
     }
     Ok(())
 }
@@ -691,6 +712,55 @@ fn open_session(
     }
 }
 
+/// A real run first plays the run dry (on the log it holds locked): a
+/// request the route cannot send, or one too large for the summarising
+/// model, is refused before the first byte (the prune pairs of an automatic
+/// run included), and so is a provider that does not accept a connection
+/// when a bracket is due. `Some`: refused, with this status.
+fn rehearse(
+    ctx: &mut Ctx,
+    src: &dsh::LogSource,
+    opts: &AppendOptions,
+    summarizer: &HttpSummarizer,
+    options: &Options,
+) -> anyhow::Result<Option<Status>> {
+    let mut dry = open_session(src, AppendTarget::DryRun, opts)?;
+    let mut ids = String::new;
+    let clock = now_ms;
+    let mut quiet = |_: &Progress| {};
+    let mut env = Env {
+        summarizer,
+        clock: &clock,
+        ids: &mut ids,
+        progress: &mut quiet,
+        cancel: &signals::CANCEL,
+    };
+    match compact::run(&mut dry, &mut env, options) {
+        Err(f) if let Some(hint) = outcome::refusal_hint(&f) => {
+            let kind = format!("{:?}", f.kind).to_lowercase();
+            let status = failure_status(&f);
+            return refuse(ctx, &src.display(), &kind, &f.message, &hint, status).map(Some);
+        }
+        // A bracket is due: the provider must at least accept a
+        // connection, or the attempt would only record its failure.
+        Ok(r) if !r.brackets.is_empty() => {
+            if let Err(e) = summarizer.endpoint.probe() {
+                return refuse(
+                    ctx,
+                    &src.display(),
+                    "unreachable",
+                    &e.message,
+                    "check --base-url (or the route's baseURL) and that the provider is reachable from here",
+                    Status::Usage,
+                )
+                .map(Some);
+            }
+        }
+        _ => {}
+    }
+    Ok(None)
+}
+
 /// Run `dsh compact`.
 pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     // A signal exits 128 + its number; once the run may write, it closes
@@ -722,18 +792,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         session: session.appender().log().header.id.clone(),
     };
     if session.is_dry_run() && !ctx.quiet {
-        for b in session.blockers() {
-            if !matches!(b, Blocker::CompactionLock { .. }) {
-                eprintln!(
-                    "{} a real run would refuse: {b}",
-                    crate::cli::render::warning_tag()
-                );
-            }
-        }
+        warn_refusals(&session);
     }
     let inputs = plan_inputs(args);
     let plan = compact::plan::plan(&inputs, &config, &session).map_err(|e| UsageError(e.0))?;
-    let mode = plan.mode;
     let key_var = std::env::var(&plan.key_env).ok();
     // Before the first byte: the configuration a real run needs. A real run
     // refuses (exit 2) at the first problem; a dry run reports them all.
@@ -752,89 +814,19 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         return refuse(ctx, &file, "config", &p.message, &p.hint, Status::Usage);
     }
     let key = ApiKey::new(key_var.unwrap_or_default());
-    if !key.is_empty() && !key.scrubbable() && !ctx.quiet {
-        eprintln!(
-            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
-            crate::cli::render::warning_tag(),
-            plan.key_env,
-            dsh::provider::MIN_SCRUB_CHARS
-        );
-    }
-    if !ctx.quiet {
-        // Said before anything is sent: where the key would go.
-        for w in compact::plan::base_url_warnings(&plan.base_url) {
-            eprintln!("{} {w}", crate::cli::render::warning_tag());
-        }
-    }
-    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
-    endpoint.reasoning_effort = plan.reasoning_effort.clone();
-    endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
-    endpoint.max_retries = args.retries;
-    endpoint.retry_base = retry_base;
-    let summarizer = HttpSummarizer { endpoint };
-    let options = Options {
-        mode,
-        threshold_tokens: plan.budgets.map(|b| b.threshold_tokens),
-        retain_tokens: plan.budgets.map_or(0, |b| b.retain_tokens),
-        compaction_retries: plan.policy.compaction_retries,
-        max_tokens: plan.policy.max_tokens,
-        target: plan.target.clone(),
-        source_command_id: args.source_command_id.clone(),
-        pruner: Some(plan.pruner),
-        max_overflow_retries: plan.policy.max_overflow_retries,
-        images: match args.images {
-            ImagesArg::Refuse => compact::Images::Refuse,
-            ImagesArg::Placeholder => compact::Images::Placeholder,
-        },
-        summarizer_window: plan.summarizer_capacity.map(|c| c.context_window as u64),
+    warn_before_sending(ctx, &plan, &key);
+    let summarizer = summarizer(&plan, key, args.retries, (idle_timeout, retry_base));
+    let images = match args.images {
+        ImagesArg::Refuse => compact::Images::Refuse,
+        ImagesArg::Placeholder => compact::Images::Placeholder,
     };
-    // A real run first plays the run dry (on the log it holds locked):
-    // a request the route cannot send, or one too large for the
-    // summarising model, is refused before the first byte (the prune pairs
-    // of an automatic run included).
-    if !args.dry_run {
-        let mut dry = open_session(&src, AppendTarget::DryRun, &opts)?;
-        let mut ids = String::new;
-        let clock = now_ms;
-        let mut quiet = |_: &Progress| {};
-        let mut env = Env {
-            summarizer: &summarizer,
-            clock: &clock,
-            ids: &mut ids,
-            progress: &mut quiet,
-            cancel: &signals::CANCEL,
-        };
-        match compact::run(&mut dry, &mut env, &options) {
-            Err(f) if let Some(hint) = outcome::refusal_hint(&f) => {
-                let kind = format!("{:?}", f.kind).to_lowercase();
-                return refuse(ctx, &file, &kind, &f.message, &hint, failure_status(&f));
-            }
-            // A bracket is due: the provider must at least accept a
-            // connection, or the attempt would only record its failure.
-            Ok(r) if !r.brackets.is_empty() => {
-                if let Err(e) = summarizer.endpoint.probe() {
-                    return refuse(
-                        ctx,
-                        &file,
-                        "unreachable",
-                        &e.message,
-                        "check --base-url (or the route's baseURL) and that the provider is reachable from here",
-                        Status::Usage,
-                    );
-                }
-            }
-            _ => {}
-        }
+    let options = plan.options(args.source_command_id.clone(), images);
+    if !args.dry_run
+        && let Some(refused) = rehearse(ctx, &src, &opts, &summarizer, &options)?
+    {
+        return Ok(refused);
     }
-    let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.enable_steady_tick(Duration::from_millis(120));
-        pb.set_message(format!(
-            "summarising with {}/{}",
-            plan.target.0, plan.target.1
-        ));
-        pb
-    });
+    let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| spinner(&plan));
     let mut progress = |p: &Progress| {
         if let Some(pb) = &spinner {
             show_progress(pb, p);
@@ -873,28 +865,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     drop(guard);
     let interrupted = signals::status();
     match result {
-        Ok(report) if args.dry_run => {
-            // What the real run would refuse: exit 1, never 5.
-            let status = if problems.is_empty() {
-                Status::Ok
-            } else {
-                Status::Findings
-            };
-            if ctx.json {
-                let v = report_json(&report, &plan, lifecycle, true)
-                    .with("wouldFail", would_fail_json(&problems))
-                    .with("file", who.file.as_str().into())
-                    .with("session", who.session.as_str().into())
-                    .with("schema_version", SCHEMA_VERSION.into());
-                ctx.print_json(&v)?;
-            } else {
-                // The exact request can be long: paged like a report.
-                ctx.page();
-                print_human(&ctx.out, &report, &plan, lifecycle, true)?;
-                print_would_fail(&ctx.out, &problems)?;
-            }
-            Ok(status)
-        }
+        Ok(report) if args.dry_run => report_dry(ctx, &report, &plan, lifecycle, &problems, &who),
         Ok(report) => {
             let printed = if ctx.json {
                 let v = report_json(&report, &plan, lifecycle, args.dry_run)
@@ -911,6 +882,97 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         }
         Err(f) => report_failure(ctx, args, &plan, lifecycle, &f, problems, &who),
     }
+}
+
+/// What a real run would refuse, said by a dry run (a compaction lock is
+/// the run's own report).
+fn warn_refusals(session: &Session) {
+    for b in session.blockers() {
+        if !matches!(b, Blocker::CompactionLock { .. }) {
+            eprintln!(
+                "{} a real run would refuse: {b}",
+                crate::cli::render::warning_tag()
+            );
+        }
+    }
+}
+
+/// The summariser the plan names, with the key and the flags' timing
+/// (`(idle timeout, first retry delay)`).
+fn summarizer(
+    plan: &Plan,
+    key: ApiKey,
+    retries: u32,
+    (idle_timeout, retry_base): (Duration, Duration),
+) -> HttpSummarizer {
+    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
+    endpoint.reasoning_effort = plan.reasoning_effort.clone();
+    endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
+    endpoint.max_retries = retries;
+    endpoint.retry_base = retry_base;
+    HttpSummarizer { endpoint }
+}
+
+/// Said before anything is sent: a key too short to scrub, and where the
+/// key would go.
+fn warn_before_sending(ctx: &Ctx, plan: &Plan, key: &ApiKey) {
+    if !key.is_empty() && !key.scrubbable() && !ctx.quiet {
+        eprintln!(
+            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
+            crate::cli::render::warning_tag(),
+            plan.key_env,
+            dsh::provider::MIN_SCRUB_CHARS
+        );
+    }
+    if !ctx.quiet {
+        // Said before anything is sent: where the key would go.
+        for w in compact::plan::base_url_warnings(&plan.base_url) {
+            eprintln!("{} {w}", crate::cli::render::warning_tag());
+        }
+    }
+}
+
+/// The spinner shown while the summariser works.
+fn spinner(plan: &Plan) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb.set_message(format!(
+        "summarising with {}/{}",
+        plan.target.0, plan.target.1
+    ));
+    pb
+}
+
+/// A dry run's report: what it would do, and what the real run would
+/// refuse (exit 1, never 5).
+fn report_dry(
+    ctx: &mut Ctx,
+    report: &Report,
+    plan: &Plan,
+    lifecycle: Lifecycle,
+    problems: &[compact::plan::Problem],
+    who: &Who,
+) -> anyhow::Result<Status> {
+    // What the real run would refuse: exit 1, never 5.
+    let status = if problems.is_empty() {
+        Status::Ok
+    } else {
+        Status::Findings
+    };
+    if ctx.json {
+        let v = report_json(report, plan, lifecycle, true)
+            .with("wouldFail", would_fail_json(problems))
+            .with("file", who.file.as_str().into())
+            .with("session", who.session.as_str().into())
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+    } else {
+        // The exact request can be long: paged like a report.
+        ctx.page();
+        print_human(&ctx.out, report, plan, lifecycle, true)?;
+        print_would_fail(&ctx.out, problems)?;
+    }
+    Ok(status)
 }
 
 fn would_fail_json(problems: &[compact::plan::Problem]) -> OwnedValue {

@@ -668,6 +668,15 @@ fn refuse(
     Ok(status)
 }
 
+impl From<ImagesArg> for compact::Images {
+    fn from(a: ImagesArg) -> compact::Images {
+        match a {
+            ImagesArg::Refuse => compact::Images::Refuse,
+            ImagesArg::Placeholder => compact::Images::Placeholder,
+        }
+    }
+}
+
 /// The flags as the library's plan inputs.
 fn plan_inputs(args: &CompactArgs) -> PlanInputs {
     PlanInputs {
@@ -816,11 +825,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     let key = ApiKey::new(key_var.unwrap_or_default());
     warn_before_sending(ctx, &plan, &key);
     let summarizer = summarizer(&plan, key, args.retries, (idle_timeout, retry_base));
-    let images = match args.images {
-        ImagesArg::Refuse => compact::Images::Refuse,
-        ImagesArg::Placeholder => compact::Images::Placeholder,
-    };
-    let options = plan.options(args.source_command_id.clone(), images);
+    let options = plan.options(args.source_command_id.clone(), args.images.into());
     if !args.dry_run
         && let Some(refused) = rehearse(ctx, &src, &opts, &summarizer, &options)?
     {

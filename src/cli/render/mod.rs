@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod hidden;
 pub mod out;
 pub mod pager;
+pub mod prune;
 pub mod table;
 pub mod tree;
 

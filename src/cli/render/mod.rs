@@ -5,6 +5,7 @@ pub mod escape;
 pub mod fill;
 pub mod fleet;
 pub mod hidden;
+pub mod locks;
 pub mod out;
 pub mod pager;
 pub mod prune;

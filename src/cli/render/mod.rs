@@ -6,6 +6,7 @@ pub mod fill;
 pub mod fleet;
 pub mod hidden;
 pub mod locks;
+pub mod measure;
 pub mod out;
 pub mod pager;
 pub mod prune;

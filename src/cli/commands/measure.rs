@@ -13,10 +13,11 @@ use dsh::meter::{MeasureError, Measurement};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
+use crate::cli::render::Tone;
 use crate::cli::render::measure::{
-    PolicyReport, Report, fmt_tokens, fmt_u, print_report, report_json,
+    PolicyReport, Report, fmt_tokens, policy_cells, print_many, print_report, report_json,
+    short_name,
 };
-use crate::cli::render::{Tone, outln};
 use crate::cli::{many, render};
 
 /// Measure context pressure exactly as the DSH harness does.
@@ -431,39 +432,6 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
     Ok(status)
 }
 
-/// The many-log output: the JSON document, or the table, the policy
-/// errors and the closing line (`counts`: measured, over the threshold,
-/// refused).
-fn print_many(
-    ctx: &Ctx,
-    json_rows: Vec<OwnedValue>,
-    table: &render::table::Tbl,
-    errors: &[String],
-    counts: [u64; 3],
-) -> Result<()> {
-    let [measured, over_threshold, refused] = counts;
-    if ctx.json {
-        let summary = Value::obj()
-            .with("logs", (json_rows.len() as u64).into())
-            .with("measured", measured.into())
-            .with("overThreshold", over_threshold.into())
-            .with("refused", refused.into());
-        ctx.print_json(
-            &Value::obj()
-                .with("logs", Value::Arr(json_rows))
-                .with("summary", summary)
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
-    } else {
-        outln!(ctx.out, "{table}")?;
-        for e in errors {
-            outln!(ctx.out, "{e}")?;
-        }
-        outln!(ctx.out, "{}", over_line(over_threshold, measured, refused))?;
-    }
-    Ok(())
-}
-
 /// A log's measurement, or its refusal: the JSON row and the message.
 fn outcome_of(
     ctx: &Ctx,
@@ -478,54 +446,4 @@ fn outcome_of(
             format!("{}: {e} (seq {})", src.display(), e.seq()),
         )),
     }
-}
-
-/// The route, window, %, threshold and headroom cells of a measured log.
-fn policy_cells(policy: &Result<PolicyReport, String>, total: f64) -> [String; 5] {
-    match policy {
-        Ok(p) => {
-            let b = &p.budgets;
-            [
-                p.policy.target_key(),
-                fmt_u(b.context_window),
-                format!("{:.2}%", total / b.context_window as f64 * 100.0),
-                fmt_u(b.threshold_tokens),
-                if b.over_threshold(total) {
-                    format!("OVER {}", fmt_tokens(-b.headroom(total)))
-                } else {
-                    fmt_tokens(b.headroom(total))
-                },
-            ]
-        }
-        Err(_) => [
-            "(no policy, below)".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-            "-".into(),
-        ],
-    }
-}
-
-/// `2 of 5 over the compaction threshold (1 refused, reasons on stderr)`.
-fn over_line(over: u64, measured: u64, refused: u64) -> String {
-    let mut s = format!("{over} of {measured} over the compaction threshold",);
-    if refused > 0 {
-        s.push_str(&format!(" ({refused} refused, reasons on stderr)"));
-    }
-    s
-}
-
-/// A log's path relative to the directory argument it was found under
-/// (`dirs`: the arguments that are directories, found once, so that many
-/// file arguments stay linear).
-fn short_name(file: &str, dirs: &[&Path]) -> String {
-    for dir in dirs {
-        if let Ok(rest) = Path::new(file).strip_prefix(dir)
-            && !rest.as_os_str().is_empty()
-        {
-            return rest.display().to_string();
-        }
-    }
-    file.to_string()
 }

@@ -6,7 +6,9 @@ use dsh::meter::Measurement;
 use dsh::meter::tokenizer::{Encoding, TokenCounts};
 use dsh::policy::{Budgets, Capacity, Policy, Retention};
 
-use crate::cli::ctx::SCHEMA_VERSION;
+use std::path::Path;
+
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::render;
 use crate::cli::render::{Out, Tone, outln, paint};
 
@@ -479,4 +481,87 @@ pub fn print_nodes(
     }
     outln!(o, "{t}")?;
     Ok(())
+}
+
+/// The many-log output: the JSON document, or the table, the policy
+/// errors and the closing line (`counts`: measured, over the threshold,
+/// refused).
+pub fn print_many(
+    ctx: &Ctx,
+    json_rows: Vec<OwnedValue>,
+    table: &render::table::Tbl,
+    errors: &[String],
+    counts: [u64; 3],
+) -> anyhow::Result<()> {
+    let [measured, over_threshold, refused] = counts;
+    if ctx.json {
+        let summary = Value::obj()
+            .with("logs", (json_rows.len() as u64).into())
+            .with("measured", measured.into())
+            .with("overThreshold", over_threshold.into())
+            .with("refused", refused.into());
+        ctx.print_json(
+            &Value::obj()
+                .with("logs", Value::Arr(json_rows))
+                .with("summary", summary)
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+    } else {
+        outln!(ctx.out, "{table}")?;
+        for e in errors {
+            outln!(ctx.out, "{e}")?;
+        }
+        outln!(ctx.out, "{}", over_line(over_threshold, measured, refused))?;
+    }
+    Ok(())
+}
+
+/// The route, window, %, threshold and headroom cells of a measured log.
+pub fn policy_cells(policy: &Result<PolicyReport, String>, total: f64) -> [String; 5] {
+    match policy {
+        Ok(p) => {
+            let b = &p.budgets;
+            [
+                p.policy.target_key(),
+                fmt_u(b.context_window),
+                format!("{:.2}%", total / b.context_window as f64 * 100.0),
+                fmt_u(b.threshold_tokens),
+                if b.over_threshold(total) {
+                    format!("OVER {}", fmt_tokens(-b.headroom(total)))
+                } else {
+                    fmt_tokens(b.headroom(total))
+                },
+            ]
+        }
+        Err(_) => [
+            "(no policy, below)".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ],
+    }
+}
+
+/// `2 of 5 over the compaction threshold (1 refused, reasons on stderr)`.
+pub fn over_line(over: u64, measured: u64, refused: u64) -> String {
+    let mut s = format!("{over} of {measured} over the compaction threshold",);
+    if refused > 0 {
+        s.push_str(&format!(" ({refused} refused, reasons on stderr)"));
+    }
+    s
+}
+
+/// A log's path relative to the directory argument it was found under
+/// (`dirs`: the arguments that are directories, found once, so that many
+/// file arguments stay linear).
+pub fn short_name(file: &str, dirs: &[&Path]) -> String {
+    for dir in dirs {
+        if let Ok(rest) = Path::new(file).strip_prefix(dir)
+            && !rest.as_os_str().is_empty()
+        {
+            return rest.display().to_string();
+        }
+    }
+    file.to_string()
 }

@@ -1,5 +1,6 @@
 //! Rendering helpers: the output door, tables, colors, the pager and progress.
 
+pub mod cache;
 pub mod color;
 pub mod escape;
 pub mod fill;

@@ -2,6 +2,7 @@
 
 pub mod cache;
 pub mod color;
+pub mod compact;
 pub mod escape;
 pub mod fill;
 pub mod fleet;

@@ -5,7 +5,6 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::append::{AppendTarget, Appender};
-use dsh::json::Value;
 use dsh::lock::{LockReport, LockScan, LockState, LockStatus};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
@@ -13,8 +12,8 @@ use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
 use crate::cli::render::locks::{
-    add_rows, envelope, print_released, print_summary, refused_json, release_json, release_plan,
-    report_json,
+    add_rows, envelope, print_nothing_to_release, print_released, print_summary, refused_json,
+    release_json, release_plan, report_json,
 };
 use crate::cli::render::outln;
 use crate::cli::writes::{append_error, append_options, is_broken_pipe, now_ms};
@@ -291,24 +290,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     let asked = json_now(args);
     let now = asked.unwrap_or_else(now_ms);
     let Some(b) = report.busy().cloned() else {
-        if ctx.json {
-            ctx.print_json(
-                &Value::obj()
-                    .with("file", file.into())
-                    .with("session", session.into())
-                    .with("released", false.into())
-                    .with("state", report.state.as_str().into())
-                    .with("bracket", Value::Null)
-                    .with("appended", Value::Arr(Vec::new()))
-                    .with("schema_version", SCHEMA_VERSION.into()),
-            )?;
-        } else {
-            outln!(
-                ctx.out,
-                "{file}: nothing to release: the compaction lock is {}",
-                report.state.as_str()
-            )?;
-        }
+        print_nothing_to_release(ctx, file, session, report.state)?;
         return Ok(Status::Ok);
     };
     // A dry run is reproducible: stamped with the log's last event time,

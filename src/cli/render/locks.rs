@@ -366,3 +366,31 @@ pub fn release_json(
             Value::Arr(appended.iter().map(|e| e.value.clone()).collect()),
         )
 }
+
+/// `--release` on a log whose lock is not busy: nothing to do.
+pub fn print_nothing_to_release(
+    ctx: &Ctx,
+    file: String,
+    session: String,
+    state: dsh::lock::LockState,
+) -> Result<()> {
+    if ctx.json {
+        ctx.print_json(
+            &Value::obj()
+                .with("file", file.into())
+                .with("session", session.into())
+                .with("released", false.into())
+                .with("state", state.as_str().into())
+                .with("bracket", Value::Null)
+                .with("appended", Value::Arr(Vec::new()))
+                .with("schema_version", SCHEMA_VERSION.into()),
+        )?;
+    } else {
+        outln!(
+            ctx.out,
+            "{file}: nothing to release: the compaction lock is {}",
+            state.as_str()
+        )?;
+    }
+    Ok(())
+}

@@ -56,8 +56,8 @@ use toml::{Table, Value as T};
 
 use crate::json::{OwnedValue, Value, js_number};
 use crate::policy::{
-    DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER, ModelPolicy, Policy, PolicyConfig,
-    Retention,
+    Capacity, CapacityInputs, DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER, ModelPolicy,
+    Policy, PolicyConfig, Retention, resolve_capacity,
 };
 use crate::provider::Protocol;
 
@@ -811,8 +811,29 @@ impl Config {
         })
     }
 
+    /// The context window of a target ([`resolve_capacity`]'s order): the
+    /// `flag` (`--context-window`), this config's model entry, the `logged`
+    /// `request/context` window, this config's route default, the built-in
+    /// table; `None` when none of them has one.
+    pub fn capacity(
+        &self,
+        provider: &str,
+        model: &str,
+        flag: Option<u64>,
+        logged: Option<f64>,
+    ) -> Option<Capacity> {
+        let (config_model, config_route_default) = self.configured_capacity(provider, model);
+        let inputs = CapacityInputs {
+            flag,
+            config_model,
+            logged,
+            config_route_default,
+        };
+        resolve_capacity(provider, &inputs)
+    }
+
     /// Capacity facts from the config for a target: (model entry, route default).
-    pub fn configured_capacity(&self, provider: &str, model: &str) -> (Option<u64>, Option<u64>) {
+    fn configured_capacity(&self, provider: &str, model: &str) -> (Option<u64>, Option<u64>) {
         match self.route_config(provider) {
             None => (None, None),
             Some(r) => (
@@ -1050,6 +1071,33 @@ reasoningEffort = "high"
             cfg.configured_capacity("anth", "big"),
             (Some(500_000), Some(200_000))
         );
+        // One resolution for every reader: flag, model entry, logged window,
+        // route default, built-in table.
+        let window = |p: &str, m: &str, flag, logged| {
+            cfg.capacity(p, m, flag, logged)
+                .map(|c| (c.context_window, c.source.as_str()))
+        };
+        assert_eq!(
+            window("anth", "big", Some(7), Some(9.0)),
+            Some((7.0, "flag"))
+        );
+        assert_eq!(
+            window("anth", "big", None, Some(9.0)),
+            Some((500_000.0, "config-model"))
+        );
+        assert_eq!(
+            window("anth", "small", None, Some(9.0)),
+            Some((9.0, "request/context"))
+        );
+        assert_eq!(
+            window("anth", "small", None, None),
+            Some((200_000.0, "config-route"))
+        );
+        assert_eq!(
+            window(DEEPSEEK_PROVIDER, "x", None, None),
+            Some((DEEPSEEK_DEFAULT_CONTEXT_WINDOW as f64, "built-in"))
+        );
+        assert_eq!(window("other", "x", None, None), None);
     }
 
     #[test]

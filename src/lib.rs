@@ -66,6 +66,7 @@ pub mod policy;
 pub mod price;
 pub mod provider;
 pub mod prune;
+pub mod prune_write;
 pub mod range;
 pub mod report;
 pub mod request_header;

@@ -244,10 +244,17 @@ fn is_text_block(b: &Value<'_>) -> Result<bool, String> {
     }
 }
 
+/// Why `measureContent` or `pruneContent` throws: the reference's message
+/// (a JavaScript `TypeError`'s, or its own).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ContentError(pub String);
+
 /// `measureContent`: code points over the text blocks of a tool-result
 /// content list.
-pub fn measure_content(blocks: &[Value<'_>]) -> Result<u64, String> {
-    Ok(measure_blocks(blocks)?.iter().map(|(n, _)| n).sum())
+pub fn measure_content(blocks: &[Value<'_>]) -> Result<u64, ContentError> {
+    let counts = measure_blocks(blocks).map_err(ContentError)?;
+    Ok(counts.iter().map(|(n, _)| n).sum())
 }
 
 /// The code points of each block (0 for one that is not text), failing
@@ -276,8 +283,9 @@ fn measure_blocks(blocks: &[Value<'_>]) -> Result<Vec<(u64, Option<CodePointCoun
 pub fn prune_content(
     cfg: &PruneConfig,
     blocks: &[Value<'_>],
-) -> Result<Option<Vec<OwnedValue>>, String> {
-    Ok(prune_content_counted(cfg, blocks)?.map(|(out, _, _)| out))
+) -> Result<Option<Vec<OwnedValue>>, ContentError> {
+    let pruned = prune_content_counted(cfg, blocks).map_err(ContentError)?;
+    Ok(pruned.map(|(out, _, _)| out))
 }
 
 /// [`prune_content`] with the code points of the content before and after.
@@ -357,7 +365,7 @@ fn prune_content_counted(
     if !inserted {
         return Err("tool-result prune: failed to locate the removed text span".into());
     }
-    let after = measure_content(&out)?;
+    let after: u64 = measure_blocks(&out)?.iter().map(|(n, _)| n).sum();
     if after > cfg.threshold_chars || after >= total {
         return Err("tool-result prune: replacement must be smaller and within threshold".into());
     }

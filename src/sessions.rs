@@ -23,7 +23,6 @@ use crate::json::Value;
 use crate::lock::{LockReport, LockScan, LockState, LockStatus};
 use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer, RunFacts};
 use crate::meter::{Meter, MeterError};
-use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::usage::{Request, UsageFold};
 
 /// The longest title kept (characters); lists cut it further.
@@ -285,14 +284,10 @@ pub fn scan_with(
         Some(Err(e)) => (None, None, Some(e.to_string())),
         Some(Ok(m)) => {
             let window = route.as_ref().and_then(|(p, md)| {
-                let (config_model, config_route_default) = opts.config.configured_capacity(p, md);
-                let inputs = CapacityInputs {
-                    flag: None,
-                    config_model,
-                    logged: m.logged_context_window(p, md).map(|l| l.0),
-                    config_route_default,
-                };
-                resolve_capacity(p, &inputs).map(|c| c.context_window)
+                let logged = m.logged_context_window(p, md).map(|l| l.0);
+                opts.config
+                    .capacity(p, md, None, logged)
+                    .map(|c| c.context_window)
             });
             (Some(m.total_tokens), window, None)
         }

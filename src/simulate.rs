@@ -51,7 +51,7 @@ use crate::json::{OwnedValue, Value};
 use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer};
 use crate::meter::tokenizer::Encoding;
 use crate::meter::{Meter, MeterError};
-use crate::policy::{CapacityInputs, Retention, resolve_capacity};
+use crate::policy::Retention;
 use crate::prune::{PruneConfig, PruneError};
 use crate::range::{Selection, select_range};
 use crate::surface::{Applied, Node, NodeBody, NodeFacts, Surface, SurfaceError};
@@ -573,16 +573,8 @@ impl Sim<'_> {
         if let Some(r) = p.retention {
             policy.retention = r;
         }
-        let (config_model, config_route_default) = config.configured_capacity(&prov, &model);
-        let cap = resolve_capacity(
-            &prov,
-            &CapacityInputs {
-                flag: self.opts.context_window,
-                config_model,
-                logged: self.contexts.get(&(prov.clone(), model.clone())).copied(),
-                config_route_default,
-            },
-        )?;
+        let logged = self.contexts.get(&(prov.clone(), model.clone())).copied();
+        let cap = config.capacity(&prov, &model, self.opts.context_window, logged)?;
         let budgets = policy.budgets(cap.context_window).ok()?;
         let pc = config.pruner;
         let pruner = p.pruner.unwrap_or(PruneConfig {

@@ -201,3 +201,11 @@ pub(crate) fn write_whole(
         .with_context(|| format!("{}: cannot write", out.display()))?;
     target.commit(force)
 }
+
+/// The reader of stdout went away (dsh ends quietly).
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

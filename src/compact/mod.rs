@@ -30,6 +30,7 @@
 //! ([`crate::meter::Meter::snapshot`]) after each batch, and prunes with
 //! [`crate::prune`].
 
+pub mod outcome;
 pub mod plan;
 pub mod session;
 pub(crate) mod summary;
@@ -428,9 +429,10 @@ impl Run<'_, '_, '_> {
         else {
             return Ok(None);
         };
-        let lines = self.session.node_lines(&[head.seq])?;
+        let lines = self.session.node_lines(&[head.seq]).map_err(|e| e.0)?;
         let text = lines
-            .messages()?
+            .messages()
+            .map_err(|e| e.0)?
             .first()
             .and_then(|m| m.get("content"))
             .and_then(|c| c.as_arr())
@@ -514,11 +516,11 @@ impl Run<'_, '_, '_> {
         }
         let lines = match self.session.node_lines(&shadowed) {
             Ok(l) => l,
-            Err(e) => return fail(FailureKind::Corrupt, e),
+            Err(e) => return fail(FailureKind::Corrupt, e.0),
         };
         let messages = match lines.messages() {
             Ok(m) => m,
-            Err(e) => return fail(FailureKind::Corrupt, e),
+            Err(e) => return fail(FailureKind::Corrupt, e.0),
         };
         let (messages, images_replaced) = summary::request_messages(messages, self.opts.images);
         let model = self.opts.target.1.clone();

@@ -13,12 +13,12 @@ use std::path::PathBuf;
 
 use crate::config::Config;
 use crate::json::Value;
-use crate::policy::{Budgets, Capacity, CapacityInputs, Policy, Retention, resolve_capacity};
+use crate::policy::{Budgets, Capacity, Policy, Retention};
 use crate::provider::Protocol;
 use crate::prune::PruneConfig;
 
 use super::session::Session;
-use super::{Mode, NO_TARGET};
+use super::{Images, Mode, NO_TARGET, Options};
 
 /// The DeepSeek API root used when neither the caller nor the config names one.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
@@ -109,6 +109,27 @@ pub struct Plan {
     pub config_path: Option<PathBuf>,
     /// The pruner's settings.
     pub pruner: PruneConfig,
+}
+
+impl Plan {
+    /// What the engine is to do under this plan ([`super::run`]'s options):
+    /// its mode, budgets, policy, target, pruner and summariser window, with
+    /// the run's `sourceCommandId` and image handling.
+    pub fn options(&self, source_command_id: Option<String>, images: Images) -> Options {
+        Options {
+            mode: self.mode,
+            threshold_tokens: self.budgets.map(|b| b.threshold_tokens),
+            retain_tokens: self.budgets.map_or(0, |b| b.retain_tokens),
+            compaction_retries: self.policy.compaction_retries,
+            max_tokens: self.policy.max_tokens,
+            target: self.target.clone(),
+            source_command_id,
+            pruner: Some(self.pruner),
+            max_overflow_retries: self.policy.max_overflow_retries,
+            images,
+            summarizer_window: self.summarizer_capacity.map(|c| c.context_window as u64),
+        }
+    }
 }
 
 /// Why no plan can be made: a usage problem (a flag, the config or the
@@ -219,19 +240,13 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
                         .into(),
                 )
             })?;
-        let (config_model, config_route_default) = config.configured_capacity(&p, &m);
         let logged = session
             .measure()
             .ok()
             .and_then(|x| x.logged_context_window(&p, &m))
             .map(|l| l.0);
-        let capacity_inputs = CapacityInputs {
-            flag: inputs.context_window,
-            config_model,
-            logged,
-            config_route_default,
-        };
-        let c = resolve_capacity(&p, &capacity_inputs)
+        let c = config
+            .capacity(&p, &m, inputs.context_window, logged)
             .ok_or_else(|| PlanError(crate::policy::no_capacity_message(&p, &m)))?;
         let b = policy
             .budgets(c.context_window)
@@ -241,7 +256,6 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
     }
     let summarizer_capacity = {
         let (p, m) = &target;
-        let (config_model, config_route_default) = config.configured_capacity(p, m);
         let flag = inputs.summarizer_context_window.or_else(|| {
             inputs
                 .context_window
@@ -252,15 +266,7 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
             .ok()
             .and_then(|x| x.logged_context_window(p, m))
             .map(|l| l.0);
-        resolve_capacity(
-            p,
-            &CapacityInputs {
-                flag,
-                config_model,
-                logged,
-                config_route_default,
-            },
-        )
+        config.capacity(p, m, flag, logged)
     };
     let route_cfg = config.route_config(&target.0);
     let protocol = inputs
@@ -391,7 +397,11 @@ pub fn preflight(
 
 /// Whether `url` is an absolute `http`/`https` URL with a host (and a
 /// numeric port, if any).
-pub fn check_base_url(url: &str) -> Result<(), String> {
+pub fn check_base_url(url: &str) -> Result<(), PlanError> {
+    base_url_problem(url).map_err(PlanError)
+}
+
+fn base_url_problem(url: &str) -> Result<(), String> {
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err("it contains spaces or control characters".into());
     }

@@ -35,6 +35,12 @@ pub enum OpenError {
     Meter(MeterError),
 }
 
+/// Why a surface node could not be read back from the log (not a node, the
+/// log changed under the reader, its line unreadable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReadBackError(pub String);
+
 /// Surface nodes' lines read back from the log ([`Session::node_lines`]).
 pub struct NodeLines {
     lines: Vec<NodeLine>,
@@ -56,8 +62,12 @@ impl NodeLines {
     /// are skipped), parsed on every core. They borrow the lines' text: a
     /// compaction's range is most of a log, and copying it all again was
     /// a tenth of the command's work.
-    pub fn messages(&self) -> Result<Vec<Value<'_>>, String> {
-        let changed = |seq: u64| format!("the log changed while it was being read (seq {seq})");
+    pub fn messages(&self) -> Result<Vec<Value<'_>>, ReadBackError> {
+        let changed = |seq: u64| {
+            ReadBackError(format!(
+                "the log changed while it was being read (seq {seq})"
+            ))
+        };
         // Items are references, so that what the closure gives back
         // borrows `self`, not the item.
         let lines: Vec<&NodeLine> = self.lines.iter().collect();
@@ -78,7 +88,7 @@ impl NodeLines {
             };
             match crate::log::parse_node_line(bytes, seq) {
                 Ok(ev) => Ok(into_projected(ev)),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(ReadBackError(e.to_string())),
             }
         });
         let mut out = Vec::with_capacity(parsed.len());
@@ -261,13 +271,13 @@ impl Session {
         &self,
         seq: u64,
         file: &mut Option<crate::log::Reread>,
-    ) -> Result<OwnedEvent, String> {
+    ) -> Result<OwnedEvent, ReadBackError> {
         let node = self
             .surface()
             .nodes
             .iter()
             .find(|n| n.seq == seq)
-            .ok_or_else(|| format!("seq {seq} is not a surface node"))?;
+            .ok_or_else(|| ReadBackError(format!("seq {seq} is not a surface node")))?;
         self.event_of(node, file)
     }
 
@@ -276,18 +286,18 @@ impl Session {
         &self,
         node: &crate::surface::Node,
         file: &mut Option<crate::log::Reread>,
-    ) -> Result<OwnedEvent, String> {
+    ) -> Result<OwnedEvent, ReadBackError> {
         self.app
             .log()
             .read_body(&node.body, node.seq, file)
-            .map_err(|e| e.to_string())
+            .map_err(|e| ReadBackError(e.to_string()))
     }
 
     /// The lines of the given surface nodes (in the order given), kept so
     /// that their messages ([`NodeLines::messages`]) borrow from them
     /// instead of being copied: a plain file's stretch mapped once (no read
     /// per line), an artifact's lines decompressed on every core.
-    pub fn node_lines(&self, seqs: &[u64]) -> Result<NodeLines, String> {
+    pub fn node_lines(&self, seqs: &[u64]) -> Result<NodeLines, ReadBackError> {
         // Found by seq once, not by a search per node.
         let nodes = &self.surface().nodes;
         let mut at: std::collections::HashMap<u64, usize> =
@@ -300,7 +310,7 @@ impl Session {
             .map(|seq| {
                 at.get(seq)
                     .map(|&i| &nodes[i])
-                    .ok_or_else(|| format!("seq {seq} is not a surface node"))
+                    .ok_or_else(|| ReadBackError(format!("seq {seq} is not a surface node")))
             })
             .collect::<Result<_, _>>()?;
         let log = self.app.log();
@@ -314,7 +324,9 @@ impl Session {
             Some(acc.map_or((a, b), |(s, e)| (s.min(a), e.max(b))))
         });
         let map = match stretch {
-            Some((start, end)) => log.map_plain(start, end).map_err(|e| e.to_string())?,
+            Some((start, end)) => log
+                .map_plain(start, end)
+                .map_err(|e| ReadBackError(e.to_string()))?,
             None => None,
         };
         let lines = if map.is_some() {
@@ -344,7 +356,9 @@ impl Session {
                     },
                 }
             });
-            read.into_iter().collect::<Result<_, _>>()?
+            read.into_iter()
+                .collect::<Result<_, _>>()
+                .map_err(ReadBackError)?
         };
         Ok(NodeLines { lines, map })
     }

@@ -21,8 +21,17 @@ use crate::log::header::is_neg_zero;
 use crate::log::validate::{self, EventRule};
 use crate::surface::{NodeBody, Surface, SurfaceError};
 
+/// Why `sourceEventSeqs` cannot be decoded (the message says what is wrong).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourcesError(pub String);
+
 /// Decode range-encoded `sourceEventSeqs` (§13.2).
-pub fn decode_sources(v: &Value<'_>, seq: u64) -> Result<Vec<u64>, String> {
+pub fn decode_sources(v: &Value<'_>, seq: u64) -> Result<Vec<u64>, SourcesError> {
+    decode(v, seq).map_err(SourcesError)
+}
+
+fn decode(v: &Value<'_>, seq: u64) -> Result<Vec<u64>, String> {
     let arr = v.as_arr().ok_or("sourceEventSeqs must be an array")?;
     let mut out = Vec::new();
     let mut had_range = false;
@@ -349,7 +358,7 @@ pub(crate) fn check_event(
     ev: &mut Event<'_>,
     generation: Generation,
 ) -> Result<Checked, EventRule> {
-    let env = validate::scan_envelope(ev).map_err(EventRule::Envelope)?;
+    let env = validate::scan_envelope(ev)?;
     if is_neg_zero(ev.value.get("seq").unwrap_or(&Value::Null)) {
         return Err(EventRule::Envelope("event seq must not be -0".into()));
     }
@@ -373,13 +382,13 @@ pub(crate) fn check_event(
     match ev.kind {
         Kind::SystemMessage => check_system_message(ev).map_err(EventRule::Shape)?,
         Kind::AssistantMessage => {
-            validate::check_message_shape(ev).map_err(EventRule::Shape)?;
+            validate::check_message_shape(ev)?;
             check_stream(ev).map_err(EventRule::Shape)?;
         }
         Kind::Other if ev.type_name() == "assistant/attempt" => {
             check_stream(ev).map_err(EventRule::Shape)?
         }
-        _ => validate::check_message_shape(ev).map_err(EventRule::Shape)?,
+        _ => validate::check_message_shape(ev)?,
     }
     if generation.system_head()
         && ev.kind == Kind::ToolResult
@@ -398,7 +407,7 @@ pub(crate) fn check_event(
         ));
     }
     if ev.kind == Kind::RequestHeader {
-        validate::check_request_header(ev).map_err(EventRule::RequestHeader)?;
+        validate::check_request_header(ev)?;
         if generation.system_head() {
             check_header_g3(ev).map_err(EventRule::RequestHeader)?;
         }

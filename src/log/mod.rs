@@ -1028,7 +1028,7 @@ fn load_inner(
                 break;
             }
         };
-        for line in batch.lines().iter_mut() {
+        batch.each_line(|line| -> Result<(), LoadError> {
             let no = line.no;
             let strict = line.strict;
             let offset = line.offset;
@@ -1092,7 +1092,7 @@ fn load_inner(
                 prefix.expected += run.count;
                 p.run(run);
                 committed_len = offset + len as u64 + 1;
-                continue;
+                return Ok(());
             }
             let canonical = line.canonical;
             let records: Option<Vec<Value<'_>>> = match line.value.take() {
@@ -1108,17 +1108,17 @@ fn load_inner(
                 }
             };
             if truncated_at.is_some() {
-                continue;
+                return Ok(());
             }
             let Some(records) = records else {
                 if line.too_deep {
                     return Err(error::too_deep(no));
                 }
                 prefix.undecodable(no, strict)?;
-                continue;
+                return Ok(());
             };
             if !prefix.decoded(no, strict, &records)? {
-                continue;
+                return Ok(());
             }
             // Rows expand to chunks, never to surface events, so a single record is a line.
             let single = records.len() == 1;
@@ -1155,7 +1155,8 @@ fn load_inner(
             if truncated_at.is_none() {
                 committed_len = offset + len as u64 + 1;
             }
-        }
+            Ok(())
+        })?;
         recycle.send(batch);
     }
     if let Some(e) = batch_err {

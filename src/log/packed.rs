@@ -90,15 +90,22 @@ impl RowFacts {
     }
 }
 
+/// Why a packed row is malformed (the message names the rule it breaks).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RowError(pub String);
+
 /// Expand a packed row into its chunk events, or say why it is malformed.
-pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, String> {
-    expand_or_check(row, true).map(|(v, _)| v)
+pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, RowError> {
+    expand_or_check(row, true).map(|(v, _)| v).map_err(RowError)
 }
 
 /// Validate a packed row exactly as [`expand`] does, without building its
 /// events (for readers that need only the surface).
-pub fn check(row: &Value<'_>) -> Result<RowSpan, String> {
-    expand_or_check(row, false).map(|(_, s)| s)
+pub fn check(row: &Value<'_>) -> Result<RowSpan, RowError> {
+    expand_or_check(row, false)
+        .map(|(_, s)| s)
+        .map_err(RowError)
 }
 
 // One piece on purpose: one walk over a packed row both checks and expands it, so the check and the expansion can never disagree (session-log §3.5).

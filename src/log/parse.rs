@@ -5,9 +5,15 @@
 //!
 //! A batch owns its lines' bytes (a copy, or its stretch of the mapped file);
 //! the parsed values borrow from them. The borrow is tied to the batch by
-//! construction: values are only reachable through [`Batch::lines`], and the
-//! bytes they point into are owned by the same batch and never move or
-//! change (a heap buffer, or a map kept alive by the batch's share of it).
+//! its types, not by a rule callers keep: the lines are private to the batch
+//! and reachable only inside [`Batch::each_line`], whose closure must accept
+//! a line of *any* lifetime (`for<'b>`). A line's text and value therefore
+//! cannot leave that call (nothing outside it can hold a `'b` value) and
+//! nothing that lives shorter than the batch can be put into a line (the
+//! closure cannot name a lifetime the batch's bytes outlive but the data
+//! does not). The bytes themselves are owned by the same batch and never
+//! move or change (a heap buffer, or a map kept alive by the batch's share
+//! of it), so the one `unsafe` step, in [`RawBatch::parse`], is local.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -32,8 +38,9 @@ pub struct Lanes {
     pub skip_streams: bool,
 }
 
-/// One complete line, parsed.
-pub struct ParsedLine {
+/// One complete line, parsed; `'b` is the batch it belongs to (see
+/// [`Batch::each_line`]).
+pub struct ParsedLine<'b> {
     /// 1-based line number.
     pub no: u64,
     /// Logical byte offset.
@@ -44,11 +51,11 @@ pub struct ParsedLine {
     pub strict: bool,
     /// The JSON value, or `None` when the line is not JSON or took the
     /// fast lane.
-    pub value: Option<Value<'static>>,
+    pub value: Option<Value<'b>>,
     /// A chunk record checked by the fast lane, not parsed.
     pub lane: Option<Lane>,
     /// The line's text (as parsed: lossy-decoded if it was not UTF-8).
-    pub text: &'static str,
+    pub text: &'b str,
     /// The line is exactly what `JSON.stringify` writes for its value, and
     /// its text is the file's bytes (it was not lossy-decoded).
     pub canonical: bool,
@@ -61,8 +68,10 @@ pub struct ParsedLine {
 
 /// A run of parsed lines and the bytes their values borrow.
 pub struct Batch {
-    // Declared first so the values are dropped before the buffers.
-    lines: Vec<ParsedLine>,
+    // Declared first so the values are dropped before the buffers. `'static`
+    // stands for "as long as this batch": private, and handed out only under
+    // a lifetime the caller cannot choose (`each_line`).
+    lines: Vec<ParsedLine<'static>>,
     _text: BatchText,
     _lossy: Vec<Box<str>>,
     /// Parsed by the reading thread, so freed there.
@@ -70,9 +79,15 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// The lines, in file order.
-    pub fn lines(&mut self) -> &mut Vec<ParsedLine> {
-        &mut self.lines
+    /// Call `f` on each line in file order, until it fails. `f` works for a
+    /// line of any lifetime `'b`, so it can keep nothing of a line past its
+    /// call, and put into a line only what it made from that line (or owns
+    /// outright): the lines' borrows of the batch's bytes cannot escape it.
+    pub fn each_line<E>(
+        &mut self,
+        f: impl for<'b> FnMut(&mut ParsedLine<'b>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.lines.iter_mut().try_for_each(f)
     }
 }
 
@@ -88,10 +103,12 @@ impl RawBatch {
     pub fn parse(self, recycle: bool, lanes: Lanes) -> Batch {
         let RawBatch { text, spans } = self;
         let mut lossy: Vec<Box<str>> = Vec::new();
-        let mut lines = Vec::with_capacity(spans.len());
+        let mut lines: Vec<ParsedLine<'static>> = Vec::with_capacity(spans.len());
         // SAFETY: `text` is moved into the batch below without being touched
         // again; its bytes never move (`BatchText::bytes`), so the slice
-        // stays valid for as long as the batch (which owns both) lives.
+        // stays valid for as long as the batch (which owns both) lives. The
+        // `'static` never reaches a caller: the lines go into the batch's
+        // private field, read only through `Batch::each_line`.
         let base: &'static [u8] = unsafe {
             let b = text.bytes();
             std::slice::from_raw_parts(b.as_ptr(), b.len())
@@ -664,14 +681,21 @@ mod tests {
                 spans,
             };
             let mut batch = raw.parse(false, Lanes::default());
-            let texts: Vec<&str> = batch.lines().iter().map(|l| l.text).collect();
+            let mut seen: Vec<(String, bool)> = Vec::new();
+            batch
+                .each_line(|l| {
+                    seen.push((l.text.to_string(), l.value.is_some()));
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            let texts: Vec<&str> = seen.iter().map(|l| l.0.as_str()).collect();
             assert_eq!(
                 texts,
                 ["\"a\u{FFFD}", "\u{FFFD}b\"", "\"é\""],
                 "gap {gap:?}"
             );
             // The valid line beside them is read as it is.
-            assert!(batch.lines()[2].value.is_some());
+            assert!(seen[2].1);
         }
     }
 

@@ -16,8 +16,13 @@ pub struct Envelope {
     pub has_sources: bool,
 }
 
-/// Check the envelope in one pass over its keys; the message says what is wrong.
-pub fn scan_envelope(ev: &Event<'_>) -> Result<Envelope, String> {
+/// Check the envelope in one pass over its keys ([`EventRule::Envelope`]
+/// says what is wrong).
+pub fn scan_envelope(ev: &Event<'_>) -> Result<Envelope, EventRule> {
+    envelope(ev).map_err(EventRule::Envelope)
+}
+
+fn envelope(ev: &Event<'_>) -> Result<Envelope, String> {
     let Some(obj) = ev.value.as_obj() else {
         return Err("event is not an object".into());
     };
@@ -69,7 +74,11 @@ fn nonempty_str(v: Option<&Value<'_>>) -> bool {
 }
 
 /// Message-shape checks for user, assistant and tool-result events (§6.6).
-pub fn check_message_shape(ev: &Event<'_>) -> Result<(), String> {
+pub fn check_message_shape(ev: &Event<'_>) -> Result<(), EventRule> {
+    message_shape(ev).map_err(EventRule::Shape)
+}
+
+fn message_shape(ev: &Event<'_>) -> Result<(), String> {
     let (msg, role) = match ev.kind {
         Kind::UserMessage => (Some(ev.data()), "user"),
         Kind::AssistantMessage => (ev.data().get("message"), "assistant"),
@@ -136,7 +145,11 @@ pub fn check_message_shape(ev: &Event<'_>) -> Result<(), String> {
 
 /// `request/header` load checks (§9.1); `reason: "fallback"` is handled with
 /// the retired shapes.
-pub fn check_request_header(ev: &Event<'_>) -> Result<(), String> {
+pub fn check_request_header(ev: &Event<'_>) -> Result<(), EventRule> {
+    request_header(ev).map_err(EventRule::RequestHeader)
+}
+
+fn request_header(ev: &Event<'_>) -> Result<(), String> {
     if ev.kind != Kind::RequestHeader {
         return Ok(());
     }
@@ -203,12 +216,12 @@ impl std::fmt::Display for EventRule {
 /// surface and are [`crate::surface::Surface::apply`]'s. The loader and the
 /// writer both check events through here, so they accept the same events.
 pub fn check_event(ev: &Event<'_>) -> Result<(Envelope, Option<SurfaceOp>), EventRule> {
-    check_message_shape(ev).map_err(EventRule::Shape)?;
+    check_message_shape(ev)?;
     if ev.kind == Kind::Unknown && !ev.value.get("ignorable").is_some_and(|i| i.is_true()) {
         return Err(EventRule::UnknownType(ev.type_name().into_owned()));
     }
-    let env = scan_envelope(ev).map_err(EventRule::Envelope)?;
-    check_request_header(ev).map_err(EventRule::RequestHeader)?;
+    let env = scan_envelope(ev)?;
+    check_request_header(ev)?;
     let op = check_local_with(ev, env.has_op, env.has_sources).map_err(EventRule::Surface)?;
     Ok((env, op))
 }

@@ -374,12 +374,17 @@ impl ChunkOp {
     }
 }
 
+/// Why chunks cannot be assembled: the reference's throw, in its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AssembleError(pub String);
+
 /// The price of the provider output a G2+ `assistant/message` embeds as its
 /// `stream` (session-log §13.2): assembled as its chunks one by one would
 /// be, a run's members being deltas of one index (their lengths add up), a
 /// `chunk` record its own chunk. `price + 4`, or 0 when nothing assembled,
 /// as for chunks cited by a G0 message.
-pub fn price_stream(records: &[Value<'_>]) -> Result<u64, String> {
+pub fn price_stream(records: &[Value<'_>]) -> Result<u64, AssembleError> {
     let mut asm = Assembler::new();
     let mut object_id = 0u64;
     for r in records {
@@ -466,7 +471,7 @@ impl Assembler {
     /// a packed-row member (the row's op and the member's length), or a
     /// run of them (their lengths summed: deltas to one index add up). Any
     /// other op is pushed as it is.
-    pub fn push_delta(&mut self, op: &ChunkOp, len: usize) -> Result<(), String> {
+    pub fn push_delta(&mut self, op: &ChunkOp, len: usize) -> Result<(), AssembleError> {
         if self.add_delta(op, len) {
             Ok(())
         } else {
@@ -475,7 +480,7 @@ impl Assembler {
     }
 
     /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
-    pub fn push(&mut self, op: &ChunkOp) -> Result<(), String> {
+    pub fn push(&mut self, op: &ChunkOp) -> Result<(), AssembleError> {
         match op {
             ChunkOp::BlockStart { index, block_type } => {
                 self.ensure(index, block_type.clone());
@@ -498,7 +503,7 @@ impl Assembler {
             }
             ChunkOp::Usage => {}
             ChunkOp::Finish { max_tokens } => self.max_tokens = *max_tokens,
-            ChunkOp::Invalid(m) => return Err(m.to_string()),
+            ChunkOp::Invalid(m) => return Err(AssembleError(m.to_string())),
         }
         Ok(())
     }
@@ -539,7 +544,7 @@ impl Assembler {
     /// `estimateContent(blocks())`, or `None` when no block was assembled
     /// (the reference's "0, not +4" case); an error is the reference's throw
     /// for an unclosed block of an unknown type.
-    pub fn price(&self) -> Result<Option<u64>, String> {
+    pub fn price(&self) -> Result<Option<u64>, AssembleError> {
         let mut total = 0u64;
         let mut kept = 0usize;
         for p in &self.partials {
@@ -554,7 +559,9 @@ impl Assembler {
                         q(p.name_len.unwrap_or(0)) + q(p.args_len) + 4,
                     ),
                     BlockType::Other(t) => {
-                        return Err(format!("cannot assemble incomplete block of type \"{t}\""));
+                        return Err(AssembleError(format!(
+                            "cannot assemble incomplete block of type \"{t}\""
+                        )));
                     }
                 },
             };
@@ -716,9 +723,9 @@ mod tests {
     fn price(chunks: &[&str]) -> Result<Option<u64>, String> {
         let mut a = Assembler::new();
         for c in chunks {
-            a.push(&op(c))?;
+            a.push(&op(c)).map_err(|e| e.0)?;
         }
-        a.price()
+        a.price().map_err(|e| e.0)
     }
 
     #[test]

@@ -650,15 +650,15 @@ impl Meter {
                     chunk: seq,
                 });
             };
-            flush(&mut asm, run.take()).map_err(replay)?;
+            flush(&mut asm, run.take()).map_err(|e| replay(e.0))?;
             if rec.lens.is_empty() {
-                asm.push(&rec.op).map_err(replay)?;
+                asm.push(&rec.op).map_err(|e| replay(e.0))?;
             } else {
                 run = Some((rec, seq + 1, rec.len_at(seq)));
             }
         }
-        flush(&mut asm, run).map_err(replay)?;
-        Ok(asm.price().map_err(replay)?.map_or(0, |p| p + 4))
+        flush(&mut asm, run).map_err(|e| replay(e.0))?;
+        Ok(asm.price().map_err(|e| replay(e.0))?.map_or(0, |p| p + 4))
     }
 
     // One piece on purpose: the meter's per-event fold (compaction §1.4–§1.9): one match over event kinds on the hot path.

@@ -31,7 +31,6 @@ use crate::json::Value;
 use crate::lock::{LockReport, LockScan};
 use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer, RunFacts, Tee};
 use crate::meter::{Meter, MeterError};
-use crate::policy::{CapacityInputs, resolve_capacity};
 use crate::price::{PriceTable, Priced};
 use crate::usage::{Caller, UsageFold};
 use crate::verify::{Finding, Verifier};
@@ -520,14 +519,7 @@ fn budgets(
     model: &str,
     logged: Option<f64>,
 ) -> (Option<u64>, Option<u64>) {
-    let (config_model, config_route_default) = config.configured_capacity(provider, model);
-    let inputs = CapacityInputs {
-        flag: None,
-        config_model,
-        logged,
-        config_route_default,
-    };
-    let Some(cap) = resolve_capacity(provider, &inputs) else {
+    let Some(cap) = config.capacity(provider, model, None, logged) else {
         return (None, None);
     };
     match config

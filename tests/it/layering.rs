@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
         "status",
         "tree",
     ],
-    &["compact", "survival", "export"],
+    &["compact", "survival", "export", "prune_write"],
     &["simulate", "report", "fleet"],
 ];
 

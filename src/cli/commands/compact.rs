@@ -7,18 +7,17 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use dsh::append::{AppendOptions, AppendTarget, Blocker, Lifecycle};
+use dsh::compact::outcome;
 use dsh::compact::plan::{Plan, PlanInputs};
-use dsh::compact::{
-    self, BracketReport, Env, Failure, FailureKind, Mode, OpenError, Options, Outcome, Report,
-    Session,
-};
+use dsh::compact::{self, Env, Failure, FailureKind, Mode, OpenError, Options, Report, Session};
 use dsh::json::{OwnedValue, Value};
-use dsh::policy::{Policy, Retention};
 use dsh::provider::{ApiKey, Endpoint, HttpSummarizer, Progress, Protocol};
 
 use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_config};
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::{Out, outln};
+use crate::cli::render::compact::{
+    opt, print_human, print_would_fail, report_json, show_progress, would_fail_json,
+};
 use crate::cli::signals;
 use crate::cli::writes::{append_error, now_ms};
 
@@ -234,358 +233,6 @@ fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-fn outcome_name(o: Option<Outcome>) -> &'static str {
-    match o {
-        Some(Outcome::Compacted) => "compacted",
-        Some(Outcome::BelowThreshold) => "below-threshold",
-        Some(Outcome::PrunedBelowThreshold) => "pruned-below-threshold",
-        Some(Outcome::Declined(_)) => "declined",
-        Some(Outcome::DryRun) => "dry-run",
-        Some(Outcome::OverflowDisabled) => "overflow-disabled",
-        None => "failed",
-    }
-}
-
-fn opt<T: Into<OwnedValue>>(v: Option<T>) -> OwnedValue {
-    v.map(Into::into).unwrap_or(Value::Null)
-}
-
-fn bracket_json(b: &BracketReport, with_request: bool) -> OwnedValue {
-    let mut v = Value::obj()
-        .with("compactionId", b.compaction_id.clone().into())
-        .with("turn", opt(b.turn))
-        .with(
-            "shadowedRange",
-            Value::obj()
-                .with("start", b.start.into())
-                .with("end", b.end.into()),
-        )
-        .with("shadowedSeqs", b.shadowed_seqs.clone().into())
-        .with("shadowedTokenCount", b.shadowed_tokens.into())
-        .with("startSeq", opt(b.start_seq))
-        .with("summarySeq", opt(b.summary_seq))
-        .with("checkpointSeq", opt(b.checkpoint_seq))
-        .with("endSeq", opt(b.end_seq))
-        .with("checkpointTokens", opt(b.checkpoint_tokens))
-        .with(
-            "usage",
-            b.usage
-                .as_ref()
-                .map(|u| u.to_value())
-                .unwrap_or(Value::Null),
-        )
-        .with("attempts", u64::from(b.attempts).into())
-        .with("error", opt(b.error.clone()))
-        .with("requestTokens", b.request_tokens.into())
-        .with("fits", opt(b.fits))
-        .with("imagesReplaced", b.images_replaced.into());
-    if with_request && let Some(r) = &b.request {
-        v = v.with("request", r.to_value());
-    }
-    v
-}
-
-fn policy_json(p: &Policy) -> OwnedValue {
-    let v = Value::obj().with("thresholdRatio", p.threshold_ratio.into());
-    let v = match p.retention {
-        Retention::Ratio(r) => v.with("retainRatio", r.into()),
-        Retention::Tokens(t) => v.with("retainTokensAbsolute", t.into()),
-    };
-    v.with("maxTokens", p.max_tokens.into())
-        .with("compactionRetries", p.compaction_retries.into())
-        .with("maxOverflowRetries", p.max_overflow_retries.into())
-        .with(
-            "summarizationProvider",
-            p.summarization_provider.clone().into(),
-        )
-        .with("summarizationModel", p.summarization_model.clone().into())
-        .with("modelPolicy", p.overridden.into())
-}
-
-fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> OwnedValue {
-    let pruned: Vec<OwnedValue> = r.pruned.iter().map(|p| p.to_json()).collect();
-    let end_seed = r
-        .appended
-        .iter()
-        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
-        .map(|e| e.seq);
-    let mut v = Value::obj()
-        .with("mode", r.mode.name().into())
-        .with("lifecycle", lifecycle.as_str().into())
-        .with("outcome", outcome_name(r.outcome).into())
-        .with(
-            "route",
-            format!("{}/{}", plan.target.0, plan.target.1).into(),
-        )
-        .with(
-            "routedTarget",
-            opt(plan.routed.as_ref().map(|(p, m)| format!("{p}/{m}"))),
-        )
-        .with("openTurn", opt(r.open_turn))
-        .with(
-            "contextWindow",
-            opt(plan.capacity.map(|c| c.context_window)),
-        )
-        .with(
-            "contextWindowSource",
-            opt(plan.capacity.map(|c| c.source.as_str())),
-        )
-        .with(
-            "thresholdTokens",
-            opt(plan.budgets.map(|b| b.threshold_tokens)),
-        )
-        .with(
-            "retainTokens",
-            plan.budgets.map_or(0, |b| b.retain_tokens).into(),
-        )
-        .with("policy", policy_json(&plan.policy))
-        .with(
-            "summarizer",
-            Value::obj()
-                .with("kind", plan.protocol.as_str().into())
-                .with("baseURL", dsh::provider::redact_url(&plan.base_url).into())
-                .with("apiKeyEnv", plan.key_env.clone().into())
-                .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
-        )
-        .with(
-            "summarizerWindow",
-            plan.summarizer_capacity.map_or(Value::Null, |c| {
-                Value::obj()
-                    .with("tokens", c.context_window.into())
-                    .with("source", c.source.as_str().into())
-            }),
-        )
-        .with(
-            "config",
-            opt(plan.config_path.as_ref().map(|p| p.display().to_string())),
-        )
-        .with("tokensBefore", opt(r.tokens_before))
-        .with("tokensAfterPrune", opt(r.tokens_after_prune))
-        .with("tokensAfter", opt(r.tokens_after))
-        .with("surfaceTokensBefore", r.surface_before.into())
-        .with("surfaceTokensAfter", r.surface_after.into())
-        .with("replaceGenerationBefore", r.generation_before.into())
-        .with("replaceGenerationAfter", r.generation_after.into())
-        .with("pruned", Value::Arr(pruned))
-        .with(
-            "brackets",
-            Value::Arr(
-                r.brackets
-                    .iter()
-                    .map(|b| bracket_json(b, dry_run))
-                    .collect(),
-            ),
-        )
-        .with(
-            "appendedSeqs",
-            r.appended
-                .iter()
-                .map(|e| e.seq)
-                .collect::<Vec<u64>>()
-                .into(),
-        )
-        .with("endSeedSeq", opt(end_seed));
-    let warnings: Vec<OwnedValue> = r
-        .brackets
-        .iter()
-        .filter(|b| b.fits == Some(false))
-        .map(|b| {
-            format!(
-                "the range does not fit the summarising model's window: {} > {} tokens",
-                b.request_tokens,
-                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
-            )
-            .into()
-        })
-        .collect();
-    v = v.with("warnings", Value::Arr(warnings));
-    if let Some(Outcome::Declined(d)) = r.outcome {
-        v = v.with("declined", d.explain().into());
-    }
-    if r.mode == Mode::Overflow {
-        v = v.with("retryAuthorized", r.retry_authorized().into());
-    }
-    if dry_run {
-        v = v.with(
-            "wouldAppend",
-            Value::Arr(r.appended.iter().map(|e| e.value.clone()).collect()),
-        );
-    }
-    v
-}
-
-// About 130 lines on purpose: the human report, section by section in the order it prints.
-fn print_human(
-    o: &Out,
-    r: &Report,
-    plan: &Plan,
-    lifecycle: Lifecycle,
-    dry_run: bool,
-) -> std::io::Result<()> {
-    let route = format!("{}/{}", plan.target.0, plan.target.1);
-    outln!(
-        o,
-        "mode: {} ({} lifecycle)   summarizer: {route}",
-        r.mode.name(),
-        lifecycle.as_str()
-    )?;
-    if let (Some(b), Some(c)) = (plan.budgets, plan.capacity) {
-        outln!(
-            o,
-            "capacity {} tokens ({}), threshold {}, retain {}",
-            c.context_window,
-            c.source.as_str(),
-            b.threshold_tokens,
-            b.retain_tokens
-        )?;
-    }
-    for e in &r.appended {
-        if e.kind == dsh::Kind::SessionEndSeed {
-            outln!(o, "new lifecycle: session/end-seed seq {}", e.seq)?;
-        }
-    }
-    for p in &r.pruned {
-        outln!(
-            o,
-            "pruned tool result seq {} -> replacement seq {} ({} -> {} code points)",
-            p.original_seq,
-            p.replacement_seq,
-            p.chars_before,
-            p.chars_after
-        )?;
-    }
-    for b in &r.brackets {
-        outln!(
-            o,
-            "range seqs {}..{} ({} nodes, {} tokens): {}",
-            b.start,
-            b.end,
-            b.shadowed_seqs.len(),
-            b.shadowed_tokens,
-            seq_list(&b.shadowed_seqs)
-        )?;
-        match plan.summarizer_capacity {
-            Some(c) => outln!(
-                o,
-                "summariser request: {} tokens (DSH estimate; output cap {}) against the {} window of {route} ({})",
-                b.request_tokens,
-                plan.policy.max_tokens,
-                c.context_window,
-                c.source.as_str()
-            )?,
-            None => outln!(
-                o,
-                "summariser request: {} tokens (DSH estimate; output cap {}); the window of {route} is not known (--summarizer-context-window)",
-                b.request_tokens,
-                plan.policy.max_tokens
-            )?,
-        }
-        if b.fits == Some(false) {
-            outln!(
-                o,
-                "{} the range does not fit the summarising model's window: {} > {} tokens",
-                crate::cli::render::warning_tag(),
-                b.request_tokens,
-                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
-            )?;
-        }
-        if b.images_replaced > 0 {
-            outln!(
-                o,
-                "{} image(s) sent as the image-offload placeholder text",
-                b.images_replaced
-            )?;
-        }
-        if dry_run {
-            if let Some(req) = &b.request {
-                outln!(
-                    o,
-                    "request: {} {}",
-                    req.method,
-                    dsh::provider::redact_url(&req.url)
-                )?;
-                for (k, v) in req.redacted_headers() {
-                    outln!(o, "  {k}: {v}")?;
-                }
-                outln!(o, "{}", req.body.to_json())?;
-            }
-            continue;
-        }
-        if !b.compaction_id.is_empty() {
-            outln!(o, "compaction id: {}", b.compaction_id)?;
-        }
-        if let Some(cp) = b.checkpoint_seq {
-            outln!(
-                o,
-                "checkpoint seq {cp}: {} tokens (shadowed {})",
-                b.checkpoint_tokens.unwrap_or(0),
-                b.shadowed_tokens
-            )?;
-        }
-        if let Some(u) = &b.usage {
-            outln!(o, "provider usage: {}", u.to_value().to_json())?;
-        }
-        if let Some(e) = &b.error {
-            outln!(o, "bracket failed: {e}")?;
-        }
-    }
-    let tokens = |t: Option<f64>| {
-        t.map(|x| Value::from(x).to_json())
-            .unwrap_or_else(|| "?".into())
-    };
-    let threshold = plan
-        .budgets
-        .map(|b| b.threshold_tokens.to_string())
-        .unwrap_or_else(|| "?".into());
-    match r.outcome {
-        Some(Outcome::Declined(d)) => {
-            if r.mode == Mode::Manual {
-                outln!(o, "No compactable history yet.")?;
-            }
-            outln!(o, "nothing to compact: {}", d.explain())?;
-        }
-        Some(Outcome::BelowThreshold) => outln!(
-            o,
-            "below threshold: {} tokens < {threshold}; nothing written",
-            tokens(r.tokens_before),
-        )?,
-        Some(Outcome::PrunedBelowThreshold) => outln!(
-            o,
-            "pruning alone brought it below threshold: {} -> {} tokens",
-            tokens(r.tokens_before),
-            tokens(r.tokens_after_prune)
-        )?,
-        Some(Outcome::OverflowDisabled) => outln!(
-            o,
-            "overflow recovery is disabled (maxOverflowRetries = 0); nothing written"
-        )?,
-        Some(Outcome::DryRun) => outln!(o, "dry run: nothing written, no one called")?,
-        _ => {}
-    }
-    if r.tokens_before.is_some() {
-        outln!(
-            o,
-            "tokens before {} after {}",
-            tokens(r.tokens_before),
-            tokens(r.tokens_after)
-        )?;
-    }
-    outln!(
-        o,
-        "surface tokens before {} after {}",
-        r.surface_before,
-        r.surface_after
-    )?;
-    if r.mode == Mode::Overflow {
-        outln!(
-            o,
-            "retry of the failed request authorised: {}",
-            r.retry_authorized()
-        )?;
-    }
-    Ok(())
-}
-
 fn failure_status(f: &Failure) -> Status {
     match f.kind {
         FailureKind::Busy => Status::Busy,
@@ -596,40 +243,6 @@ fn failure_status(f: &Failure) -> Status {
         FailureKind::Commit => Status::Internal,
         FailureKind::Cancelled => signals::status().unwrap_or(Status::Interrupted),
         FailureKind::Unsendable | FailureKind::TooLarge => Status::Findings,
-    }
-}
-
-/// What to do about a request larger than the summarising model's window.
-const TOO_LARGE_HINT: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)";
-
-/// The same for a manual compaction, which keeps only the newest unit.
-const TOO_LARGE_HINT_MANUAL: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better)";
-
-/// A list of seqs for a terminal: all of a short one, the ends of a long one.
-fn seq_list(seqs: &[u64]) -> String {
-    let show = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
-    if seqs.len() <= 12 {
-        return format!("[{}]", show(seqs));
-    }
-    format!(
-        "[{}, … {} more …, {}]",
-        show(&seqs[..5]),
-        seqs.len() - 10,
-        show(&seqs[seqs.len() - 5..])
-    )
-}
-
-/// The next step for a failure known before writing.
-fn refusal_hint(f: &Failure) -> Option<String> {
-    match f.kind {
-        FailureKind::Unsendable => Some(
-            "the range holds images and the route sends text only: pass --images placeholder to send each one as the harness's image-offload placeholder text".into(),
-        ),
-        FailureKind::TooLarge if f.report.mode == Mode::Manual => {
-            Some(TOO_LARGE_HINT_MANUAL.into())
-        }
-        FailureKind::TooLarge => Some(TOO_LARGE_HINT.into()),
-        _ => None,
     }
 }
 
@@ -666,20 +279,13 @@ fn refuse(
     Ok(status)
 }
 
-/// Whether the writer would append to the file at `p`: some write
-/// permission bit is set (as the writer requires, even for root) and the
-/// current user may write it.
-fn writable(p: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    if std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o222 == 0) {
-        return false;
+impl From<ImagesArg> for compact::Images {
+    fn from(a: ImagesArg) -> compact::Images {
+        match a {
+            ImagesArg::Refuse => compact::Images::Refuse,
+            ImagesArg::Placeholder => compact::Images::Placeholder,
+        }
     }
-    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: access(2) on a NUL-terminated path we own.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
 /// The flags as the library's plan inputs.
@@ -726,10 +332,53 @@ fn open_session(
     }
 }
 
-fn busy_hint(log: &str) -> String {
-    format!(
-        "a compaction/start has no compaction/end (see `dsh locks {log}`); if the compacting process is gone, run `dsh locks --release --yes {log}` (appends session/end-seed, as a resumed harness does)"
-    )
+/// A real run first plays the run dry (on the log it holds locked): a
+/// request the route cannot send, or one too large for the summarising
+/// model, is refused before the first byte (the prune pairs of an automatic
+/// run included), and so is a provider that does not accept a connection
+/// when a bracket is due. `Some`: refused, with this status.
+fn rehearse(
+    ctx: &mut Ctx,
+    src: &dsh::LogSource,
+    opts: &AppendOptions,
+    summarizer: &HttpSummarizer,
+    options: &Options,
+) -> anyhow::Result<Option<Status>> {
+    let mut dry = open_session(src, AppendTarget::DryRun, opts)?;
+    let mut ids = String::new;
+    let clock = now_ms;
+    let mut quiet = |_: &Progress| {};
+    let mut env = Env {
+        summarizer,
+        clock: &clock,
+        ids: &mut ids,
+        progress: &mut quiet,
+        cancel: &signals::CANCEL,
+    };
+    match compact::run(&mut dry, &mut env, options) {
+        Err(f) if let Some(hint) = outcome::refusal_hint(&f) => {
+            let kind = format!("{:?}", f.kind).to_lowercase();
+            let status = failure_status(&f);
+            return refuse(ctx, &src.display(), &kind, &f.message, &hint, status).map(Some);
+        }
+        // A bracket is due: the provider must at least accept a
+        // connection, or the attempt would only record its failure.
+        Ok(r) if !r.brackets.is_empty() => {
+            if let Err(e) = summarizer.endpoint.probe() {
+                return refuse(
+                    ctx,
+                    &src.display(),
+                    "unreachable",
+                    &e.message,
+                    "check --base-url (or the route's baseURL) and that the provider is reachable from here",
+                    Status::Usage,
+                )
+                .map(Some);
+            }
+        }
+        _ => {}
+    }
+    Ok(None)
 }
 
 /// Run `dsh compact`.
@@ -763,18 +412,10 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         session: session.appender().log().header.id.clone(),
     };
     if session.is_dry_run() && !ctx.quiet {
-        for b in session.blockers() {
-            if !matches!(b, Blocker::CompactionLock { .. }) {
-                eprintln!(
-                    "{} a real run would refuse: {b}",
-                    crate::cli::render::warning_tag()
-                );
-            }
-        }
+        warn_refusals(&session);
     }
     let inputs = plan_inputs(args);
     let plan = compact::plan::plan(&inputs, &config, &session).map_err(|e| UsageError(e.0))?;
-    let mode = plan.mode;
     let key_var = std::env::var(&plan.key_env).ok();
     // Before the first byte: the configuration a real run needs. A real run
     // refuses (exit 2) at the first problem; a dry run reports them all.
@@ -782,12 +423,9 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     if args.dry_run
         && args.out.is_none()
         && let dsh::LogSource::File(p) = &src
-        && !writable(p)
+        && !outcome::writable(p)
     {
-        problems.push(compact::plan::Problem {
-            message: "the log is not writable".into(),
-            hint: "compact a copy (--out FILE), or make the log writable".into(),
-        });
+        problems.push(outcome::unwritable());
     }
     let file = src.display();
     if !args.dry_run
@@ -796,90 +434,15 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
         return refuse(ctx, &file, "config", &p.message, &p.hint, Status::Usage);
     }
     let key = ApiKey::new(key_var.unwrap_or_default());
-    if !key.is_empty() && !key.scrubbable() && !ctx.quiet {
-        eprintln!(
-            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
-            crate::cli::render::warning_tag(),
-            plan.key_env,
-            dsh::provider::MIN_SCRUB_CHARS
-        );
+    warn_before_sending(ctx, &plan, &key);
+    let summarizer = summarizer(&plan, key, args.retries, (idle_timeout, retry_base));
+    let options = plan.options(args.source_command_id.clone(), args.images.into());
+    if !args.dry_run
+        && let Some(refused) = rehearse(ctx, &src, &opts, &summarizer, &options)?
+    {
+        return Ok(refused);
     }
-    if !ctx.quiet {
-        // Said before anything is sent: where the key would go.
-        for w in compact::plan::base_url_warnings(&plan.base_url) {
-            eprintln!("{} {w}", crate::cli::render::warning_tag());
-        }
-    }
-    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
-    endpoint.reasoning_effort = plan.reasoning_effort.clone();
-    endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
-    endpoint.max_retries = args.retries;
-    endpoint.retry_base = retry_base;
-    let summarizer = HttpSummarizer { endpoint };
-    let options = Options {
-        mode,
-        threshold_tokens: plan.budgets.map(|b| b.threshold_tokens),
-        retain_tokens: plan.budgets.map_or(0, |b| b.retain_tokens),
-        compaction_retries: plan.policy.compaction_retries,
-        max_tokens: plan.policy.max_tokens,
-        target: plan.target.clone(),
-        source_command_id: args.source_command_id.clone(),
-        pruner: Some(plan.pruner),
-        max_overflow_retries: plan.policy.max_overflow_retries,
-        images: match args.images {
-            ImagesArg::Refuse => compact::Images::Refuse,
-            ImagesArg::Placeholder => compact::Images::Placeholder,
-        },
-        summarizer_window: plan.summarizer_capacity.map(|c| c.context_window as u64),
-    };
-    // A real run first plays the run dry (on the log it holds locked):
-    // a request the route cannot send, or one too large for the
-    // summarising model, is refused before the first byte (the prune pairs
-    // of an automatic run included).
-    if !args.dry_run {
-        let mut dry = open_session(&src, AppendTarget::DryRun, &opts)?;
-        let mut ids = String::new;
-        let clock = now_ms;
-        let mut quiet = |_: &Progress| {};
-        let mut env = Env {
-            summarizer: &summarizer,
-            clock: &clock,
-            ids: &mut ids,
-            progress: &mut quiet,
-            cancel: &signals::CANCEL,
-        };
-        match compact::run(&mut dry, &mut env, &options) {
-            Err(f) if refusal_hint(&f).is_some() => {
-                let kind = format!("{:?}", f.kind).to_lowercase();
-                let hint = refusal_hint(&f).unwrap_or_default();
-                return refuse(ctx, &file, &kind, &f.message, &hint, failure_status(&f));
-            }
-            // A bracket is due: the provider must at least accept a
-            // connection, or the attempt would only record its failure.
-            Ok(r) if !r.brackets.is_empty() => {
-                if let Err(e) = summarizer.endpoint.probe() {
-                    return refuse(
-                        ctx,
-                        &file,
-                        "unreachable",
-                        &e.message,
-                        "check --base-url (or the route's baseURL) and that the provider is reachable from here",
-                        Status::Usage,
-                    );
-                }
-            }
-            _ => {}
-        }
-    }
-    let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.enable_steady_tick(Duration::from_millis(120));
-        pb.set_message(format!(
-            "summarising with {}/{}",
-            plan.target.0, plan.target.1
-        ));
-        pb
-    });
+    let spinner = (ctx.stderr_tty && !ctx.json && !args.dry_run).then(|| spinner(&plan));
     let mut progress = |p: &Progress| {
         if let Some(pb) = &spinner {
             show_progress(pb, p);
@@ -918,28 +481,7 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     drop(guard);
     let interrupted = signals::status();
     match result {
-        Ok(report) if args.dry_run => {
-            // What the real run would refuse: exit 1, never 5.
-            let status = if problems.is_empty() {
-                Status::Ok
-            } else {
-                Status::Findings
-            };
-            if ctx.json {
-                let v = report_json(&report, &plan, lifecycle, true)
-                    .with("wouldFail", would_fail_json(&problems))
-                    .with("file", who.file.as_str().into())
-                    .with("session", who.session.as_str().into())
-                    .with("schema_version", SCHEMA_VERSION.into());
-                ctx.print_json(&v)?;
-            } else {
-                // The exact request can be long: paged like a report.
-                ctx.page();
-                print_human(&ctx.out, &report, &plan, lifecycle, true)?;
-                print_would_fail(&ctx.out, &problems)?;
-            }
-            Ok(status)
-        }
+        Ok(report) if args.dry_run => report_dry(ctx, &report, &plan, lifecycle, &problems, &who),
         Ok(report) => {
             let printed = if ctx.json {
                 let v = report_json(&report, &plan, lifecycle, args.dry_run)
@@ -958,25 +500,95 @@ pub fn run(ctx: &mut Ctx, args: &CompactArgs) -> anyhow::Result<Status> {
     }
 }
 
-fn would_fail_json(problems: &[compact::plan::Problem]) -> OwnedValue {
-    Value::Arr(
-        problems
-            .iter()
-            .map(|p| {
-                Value::obj()
-                    .with("message", p.message.clone().into())
-                    .with("hint", p.hint.clone().into())
-            })
-            .collect(),
-    )
+/// What a real run would refuse, said by a dry run (a compaction lock is
+/// the run's own report).
+fn warn_refusals(session: &Session) {
+    for b in session.blockers() {
+        if !matches!(b, Blocker::CompactionLock { .. }) {
+            eprintln!(
+                "{} a real run would refuse: {b}",
+                crate::cli::render::warning_tag()
+            );
+        }
+    }
 }
 
-fn print_would_fail(o: &Out, problems: &[compact::plan::Problem]) -> std::io::Result<()> {
-    for p in problems {
-        outln!(o, "would fail: {}", p.message)?;
-        outln!(o, "  hint: {}", p.hint)?;
+/// The summariser the plan names, with the key and the flags' timing
+/// (`(idle timeout, first retry delay)`).
+fn summarizer(
+    plan: &Plan,
+    key: ApiKey,
+    retries: u32,
+    (idle_timeout, retry_base): (Duration, Duration),
+) -> HttpSummarizer {
+    let mut endpoint = Endpoint::new(plan.protocol, plan.base_url.clone(), key);
+    endpoint.reasoning_effort = plan.reasoning_effort.clone();
+    endpoint.idle_timeout = idle_timeout.max(Duration::from_millis(1));
+    endpoint.max_retries = retries;
+    endpoint.retry_base = retry_base;
+    HttpSummarizer { endpoint }
+}
+
+/// Said before anything is sent: a key too short to scrub, and where the
+/// key would go.
+fn warn_before_sending(ctx: &Ctx, plan: &Plan, key: &ApiKey) {
+    if !key.is_empty() && !key.scrubbable() && !ctx.quiet {
+        eprintln!(
+            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
+            crate::cli::render::warning_tag(),
+            plan.key_env,
+            dsh::provider::MIN_SCRUB_CHARS
+        );
     }
-    Ok(())
+    if !ctx.quiet {
+        // Said before anything is sent: where the key would go.
+        for w in compact::plan::base_url_warnings(&plan.base_url) {
+            eprintln!("{} {w}", crate::cli::render::warning_tag());
+        }
+    }
+}
+
+/// The spinner shown while the summariser works.
+fn spinner(plan: &Plan) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb.set_message(format!(
+        "summarising with {}/{}",
+        plan.target.0, plan.target.1
+    ));
+    pb
+}
+
+/// A dry run's report: what it would do, and what the real run would
+/// refuse (exit 1, never 5).
+fn report_dry(
+    ctx: &mut Ctx,
+    report: &Report,
+    plan: &Plan,
+    lifecycle: Lifecycle,
+    problems: &[compact::plan::Problem],
+    who: &Who,
+) -> anyhow::Result<Status> {
+    // What the real run would refuse: exit 1, never 5.
+    let status = if problems.is_empty() {
+        Status::Ok
+    } else {
+        Status::Findings
+    };
+    if ctx.json {
+        let v = report_json(report, plan, lifecycle, true)
+            .with("wouldFail", would_fail_json(problems))
+            .with("file", who.file.as_str().into())
+            .with("session", who.session.as_str().into())
+            .with("schema_version", SCHEMA_VERSION.into());
+        ctx.print_json(&v)?;
+    } else {
+        // The exact request can be long: paged like a report.
+        ctx.page();
+        print_human(&ctx.out, report, plan, lifecycle, true)?;
+        print_would_fail(&ctx.out, problems)?;
+    }
+    Ok(status)
 }
 
 /// A report that failed to print after events were appended: the error
@@ -1014,24 +626,6 @@ struct Who {
     session: String,
 }
 
-/// The spinner's line for a step of the summariser call.
-fn show_progress(pb: &indicatif::ProgressBar, p: &Progress) {
-    match p {
-        Progress::Sending { attempt } if *attempt > 1 => {
-            pb.set_message(format!("summarising (attempt {attempt})"))
-        }
-        Progress::Retrying { delay, reason, .. } => pb.set_message(format!(
-            "{}; retrying in {:.1}s",
-            crate::cli::render::escape::line(reason),
-            delay.as_secs_f64()
-        )),
-        Progress::Receiving { bytes } => {
-            pb.set_message(format!("receiving the summary ({bytes} bytes)"))
-        }
-        _ => {}
-    }
-}
-
 /// A failed run: the report of what was written, the error (with a next
 /// step where one is known), and the exit status of its class.
 fn report_failure(
@@ -1047,36 +641,9 @@ fn report_failure(
     // A dry run calls no one: what it cannot do is what the real run would
     // fail at (exit 1, never 5).
     if args.dry_run
-        && matches!(
-            f.kind,
-            FailureKind::Summary | FailureKind::Unsendable | FailureKind::TooLarge
-        )
+        && let Some(more) = outcome::would_fail(f, plan)
     {
-        problems.push(compact::plan::Problem {
-            message: f.message.clone(),
-            hint: refusal_hint(f).unwrap_or_else(|| "see the request above".into()),
-        });
-        // The request that cannot be sent would not fit either.
-        if f.kind != FailureKind::TooLarge
-            && let (Some(b), Some(c)) = (
-                f.report.brackets.iter().find(|b| b.fits == Some(false)),
-                plan.summarizer_capacity,
-            )
-        {
-            problems.push(compact::plan::Problem {
-                message: compact::too_large_message(
-                    b.request_tokens,
-                    &plan.target,
-                    c.context_window as u64,
-                ),
-                hint: if f.report.mode == Mode::Manual {
-                    TOO_LARGE_HINT_MANUAL
-                } else {
-                    TOO_LARGE_HINT
-                }
-                .into(),
-            });
-        }
+        problems.extend(more);
         if ctx.json {
             let v = report_json(&f.report, plan, lifecycle, true)
                 .with("wouldFail", would_fail_json(&problems))
@@ -1090,22 +657,7 @@ fn report_failure(
         }
         return Ok(Status::Findings);
     }
-    let hint = match (&f.provider, f.kind) {
-        (Some(p), _) if p.code == dsh::provider::ErrorCode::Auth => Some(format!(
-            "the provider rejected the API key (HTTP {}): check ${}",
-            p.status.unwrap_or(401),
-            plan.key_env
-        )),
-        (_, FailureKind::Busy) if f.message == compact::BUSY => Some(busy_hint(&args.log)),
-        (_, FailureKind::Unsendable | FailureKind::TooLarge) => refusal_hint(f),
-        (_, FailureKind::Cancelled) => Some(match f.report.brackets.iter().any(|b| b.error.as_deref() == Some(dsh::cancel::INTERRUPTED) && b.end_seq.is_some()) {
-            true => {
-                "stopped by a signal; the open bracket was closed with compaction/end {error: \"interrupted\"} and the log is unlocked".to_string()
-            }
-            false => "stopped by a signal before compaction/start; no bracket was written".to_string(),
-        }),
-        _ => None,
-    };
+    let hint = outcome::failure_hint(f, plan, &args.log);
     let unsaved = keep_unsaved(who, f);
     if ctx.json {
         let mut err = Value::obj()

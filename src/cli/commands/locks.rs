@@ -5,15 +5,18 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::append::{AppendTarget, Appender};
-use dsh::json::{OwnedValue, Value};
-use dsh::lock::{Bracket, LockReport, LockScan, LockState, LockStatus};
+use dsh::lock::{LockReport, LockScan, LockState, LockStatus};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
-use crate::cli::render::{Tone, outln};
-use crate::cli::writes::{append_error, append_options, now_ms};
+use crate::cli::render::locks::{
+    add_rows, envelope, print_nothing_to_release, print_released, print_summary, refused_json,
+    release_json, release_plan, report_json,
+};
+use crate::cli::render::outln;
+use crate::cli::writes::{append_error, append_options, is_broken_pipe, now_ms};
 
 /// List compaction locks (matched, stale, busy) and release a crashed one.
 ///
@@ -109,151 +112,6 @@ pub struct LocksArgs {
     pub jobs: usize,
 }
 
-/// A human age: `3d 4h`, `5m 2s`.
-pub fn age(ms: f64) -> String {
-    if !ms.is_finite() {
-        return "unknown".into();
-    }
-    if ms < 0.0 {
-        // Never a negative age: a time ahead of this clock is clock skew.
-        return format!("{} ahead (clock skew)", duration(-ms));
-    }
-    duration(ms)
-}
-
-/// `3d 4h`, `2h 5m`, `4m 10s`, `12s`.
-fn duration(ms: f64) -> String {
-    let s = (ms / 1000.0) as u64;
-    let (d, h, m) = (s / 86400, s / 3600 % 24, s / 60 % 60);
-    if d > 0 {
-        format!("{d}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else if m > 0 {
-        format!("{m}m {}s", s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
-fn opt_seq(v: Option<u64>) -> OwnedValue {
-    v.map(Value::from).unwrap_or(Value::Null)
-}
-
-/// One bracket; `ageMs` only when a reference time is given.
-fn bracket_json(b: &Bracket, now: Option<f64>) -> OwnedValue {
-    let mut v = Value::obj()
-        .with("seq", b.seq.into())
-        .with("compactionId", b.compaction_id.clone());
-    if let Some(s) = &b.source_command_id {
-        v = v.with("sourceCommandId", s.clone());
-    }
-    let outcome = match b.status {
-        LockStatus::Matched if b.error.is_some() => Value::from("failed"),
-        LockStatus::Matched => Value::from("ok"),
-        _ => Value::Null,
-    };
-    v = v
-        .with("turn", b.turn.clone())
-        .with(
-            "openTurn",
-            b.open_turn.map(Value::from).unwrap_or(Value::Null),
-        )
-        .with("time", b.time.into());
-    if let Some(now) = now {
-        // Never negative: a start stamped ahead of this clock has age 0 and
-        // says by how much it is ahead.
-        let age = now - b.time;
-        v = v.with("ageMs", age.max(0.0).into());
-        if age < 0.0 {
-            v = v.with("clockSkewMs", (-age).into());
-        }
-    }
-    v.with("status", b.status.as_str().into())
-        .with("outcome", outcome)
-        .with("endSeq", opt_seq(b.end_seq))
-        .with("error", b.error.clone().unwrap_or(Value::Null))
-        .with("endSeedSeq", opt_seq(b.end_seed_seq))
-        .with("supersededBy", opt_seq(b.superseded_by))
-        .with("summarySeq", opt_seq(b.summary_seq))
-        .with("checkpointSeq", opt_seq(b.checkpoint_seq))
-}
-
-fn report_json(
-    src: &LogSource,
-    r: &LockReport,
-    session: Option<String>,
-    damage: Option<String>,
-    now: Option<f64>,
-) -> OwnedValue {
-    let anomalies: Vec<OwnedValue> = r
-        .anomalies
-        .iter()
-        .map(|a| {
-            Value::obj()
-                .with("seq", a.seq.into())
-                .with("message", a.message.clone().into())
-        })
-        .collect();
-    Value::obj()
-        .with("file", src.display().into())
-        .with("session", session.into())
-        .with("state", r.state.as_str().into())
-        .with("lastBracketSeq", opt_seq(r.last_bracket_seq))
-        .with("lastEndSeedSeq", opt_seq(r.last_end_seed_seq))
-        .with("lastSeq", opt_seq(r.last_seq))
-        .with(
-            "brackets",
-            Value::Arr(r.brackets.iter().map(|b| bracket_json(b, now)).collect()),
-        )
-        .with("anomalies", Value::Arr(anomalies))
-        .with("damage", damage.map_or(Value::Null, Value::from))
-}
-
-fn detail(b: &Bracket) -> String {
-    let landed = |b: &Bracket| {
-        let mut l = Vec::new();
-        if let Some(s) = b.summary_seq {
-            l.push(format!("summary @{s}"));
-        }
-        if let Some(s) = b.checkpoint_seq {
-            l.push(format!("checkpoint @{s} (in effect)"));
-        }
-        if l.is_empty() {
-            "nothing landed".to_string()
-        } else {
-            l.join(", ")
-        }
-    };
-    match b.status {
-        LockStatus::Matched => match &b.error {
-            Some(e) => {
-                let text = e
-                    .as_jstr()
-                    .map(|s| s.to_lossy().into_owned())
-                    .unwrap_or_else(|| e.to_json());
-                let stage = if b.summary_seq.is_some() {
-                    " (after the summary: commit stage)"
-                } else {
-                    ""
-                };
-                format!(
-                    "failed, end @{}{stage}: {}",
-                    b.end_seq.unwrap_or(0),
-                    crate::cli::ctx::truncate(&text, 60)
-                )
-            }
-            None => format!("ok, end @{}", b.end_seq.unwrap_or(0)),
-        },
-        LockStatus::Stale => format!("end-seed @{}; {}", b.end_seed_seq.unwrap_or(0), landed(b)),
-        LockStatus::Busy => format!("no end, no later end-seed; {}", landed(b)),
-        LockStatus::Orphaned => format!(
-            "superseded by compaction/start @{}",
-            b.superseded_by.unwrap_or(0)
-        ),
-    }
-}
-
 /// Scan one log (stored events only: closers and the in-memory end-seed are
 /// not in the file).
 fn scan(ctx: &Ctx, src: &LogSource) -> Result<Scanned, dsh::LoadError> {
@@ -288,77 +146,6 @@ fn json_now(args: &LocksArgs) -> Option<f64> {
         None if args.age => Some(now_ms()),
         None => None,
     }
-}
-
-/// The many-log envelope: `{"logs", "summary", "now"?, "schema_version"}`.
-fn envelope(logs: Vec<OwnedValue>, counts: [u64; 5], now: Option<f64>) -> OwnedValue {
-    let [busy, stale, anomalies, errors, damaged] = counts;
-    let summary = Value::obj()
-        .with("logs", (logs.len() as u64).into())
-        .with("busy", busy.into())
-        .with("stale", stale.into())
-        .with("anomalies", anomalies.into())
-        .with("errors", errors.into())
-        .with("damaged", damaged.into());
-    let mut v = Value::obj()
-        .with("logs", Value::Arr(logs))
-        .with("summary", summary);
-    if let Some(now) = now {
-        v = v.with("now", now.into());
-    }
-    v.with("schema_version", SCHEMA_VERSION.into())
-}
-
-/// Run it.
-/// The table rows of one log: one per bracket, or one "free" row; without
-/// `all`, only the brackets worth a look (busy, stale, orphaned). Returns
-/// how many rows it added.
-fn add_rows(
-    t: &mut render::table::Tbl,
-    file: &str,
-    rep: &LockReport,
-    now: f64,
-    all: bool,
-) -> usize {
-    let mut added = 0;
-    if rep.brackets.is_empty() && all {
-        added += 1;
-        t.add_row(vec![
-            file.to_string(),
-            "—".into(),
-            "—".into(),
-            "—".into(),
-            "free".into(),
-            "".into(),
-            "no compaction/start".into(),
-        ]);
-    }
-    for b in &rep.brackets {
-        if !all && b.status == LockStatus::Matched {
-            continue;
-        }
-        added += 1;
-        let id = b
-            .compaction_id
-            .as_jstr()
-            .map(|s| s.to_lossy().into_owned())
-            .unwrap_or_else(|| b.compaction_id.to_json());
-        let tone = match b.status {
-            LockStatus::Busy => Some(Tone::Bad),
-            LockStatus::Stale | LockStatus::Orphaned => Some(Tone::Warn),
-            _ => None,
-        };
-        t.add_toned_row(vec![
-            (file.to_string(), None),
-            (b.seq.to_string(), None),
-            (id, None),
-            (b.owner(), None),
-            (b.status.as_str().to_string(), tone),
-            (age(now - b.time), None),
-            (detail(b), None),
-        ]);
-    }
-    added
 }
 
 pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
@@ -413,16 +200,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         ctx.describe_load_error(&e)
                     );
                 }
-                // The same entry as a refused log of `measure` and `verify`.
-                let mut entry = Value::obj().with("file", file.into());
-                if let Value::Obj(o) = load_error_json(&e) {
-                    for (k, v) in o {
-                        if !k.eq_str("schema_version") && !k.eq_str("file") {
-                            entry = entry.with(&k.to_lossy(), v);
-                        }
-                    }
-                }
-                logs.push(entry);
+                logs.push(refused_json(file, &e));
             }
             Ok(Scanned {
                 report: rep,
@@ -484,24 +262,8 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     for n in &notes {
         outln!(ctx.out, "{n}")?;
     }
-    if quiet_logs > 0 {
-        outln!(
-            ctx.out,
-            "{quiet_logs} log(s) with nothing to report not listed (--all lists them)"
-        )?;
-    }
-    outln!(
-        ctx.out,
-        "{} log(s): {busy} busy lock(s), {stale} stale, {anomalies} anomal{}, {damaged} damaged end(s), {errors} unreadable",
-        sources.len(),
-        if anomalies == 1 { "y" } else { "ies" }
-    )?;
-    if busy > 0 {
-        outln!(
-            ctx.out,
-            "a busy lock blocks every compaction; if that compaction crashed, `dsh locks --release LOG` ends it"
-        )?;
-    }
+    let counts = [busy, stale, anomalies, errors, damaged];
+    print_summary(ctx, sources.len(), quiet_logs, counts)?;
     Ok(status)
 }
 
@@ -528,24 +290,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     let asked = json_now(args);
     let now = asked.unwrap_or_else(now_ms);
     let Some(b) = report.busy().cloned() else {
-        if ctx.json {
-            ctx.print_json(
-                &Value::obj()
-                    .with("file", file.into())
-                    .with("session", session.into())
-                    .with("released", false.into())
-                    .with("state", report.state.as_str().into())
-                    .with("bracket", Value::Null)
-                    .with("appended", Value::Arr(Vec::new()))
-                    .with("schema_version", SCHEMA_VERSION.into()),
-            )?;
-        } else {
-            outln!(
-                ctx.out,
-                "{file}: nothing to release: the compaction lock is {}",
-                report.state.as_str()
-            )?;
-        }
+        print_nothing_to_release(ctx, file, session, report.state)?;
         return Ok(Status::Ok);
     };
     // A dry run is reproducible: stamped with the log's last event time,
@@ -556,42 +301,7 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         None => now_ms(),
     };
     let prefix = app.lifecycle_prefix(time);
-    let id = b
-        .compaction_id
-        .as_jstr()
-        .map(|s| s.to_lossy().into_owned())
-        .unwrap_or_else(|| b.compaction_id.to_json());
-    let closers = prefix
-        .iter()
-        .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
-        .map(|e| format!("{} @{}", e.type_name(), e.seq))
-        .collect::<Vec<_>>();
-    let seed = prefix
-        .iter()
-        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
-        .map(|e| e.seq);
-    let mut plan = format!(
-        "{file}: compaction/start at seq {} (compactionId {id}, {}, {}) holds a live compaction lock.\nAs a resuming harness does, dsh {} append:",
-        b.seq,
-        b.owner(),
-        match now - b.time {
-            ms if ms < 0.0 => format!("stamped {} ahead of this clock: clock skew", duration(-ms)),
-            ms => format!("started {} ago", age(ms)),
-        },
-        if args.dry_run { "would" } else { "will" }
-    );
-    if !closers.is_empty() {
-        plan.push_str(&format!(
-            "\n  the crash-repair closers of the interrupted turn: {}",
-            closers.join(", ")
-        ));
-    }
-    if let Some(s) = seed {
-        plan.push_str(&format!("\n  session/end-seed at seq {s}"));
-    }
-    plan.push_str(
-        "\nThe compaction/start stays in the log as stale crash evidence. Do this only if no harness has the session open.",
-    );
+    let plan = release_plan(&file, &b, &prefix, now, args.dry_run);
     if args.dry_run {
         if ctx.json {
             ctx.print_json(
@@ -641,7 +351,16 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     // The write has landed: a failure to print the report must say so.
     let report = || -> Result<()> {
         print_released(
-            ctx, args, &file, &session, &b, asked, after, &prefix, &rep, &written,
+            ctx,
+            args.out.as_ref(),
+            &file,
+            &session,
+            &b,
+            asked,
+            after,
+            &prefix,
+            &rep,
+            &written,
         )
     };
     match report() {
@@ -656,72 +375,4 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         .into()),
         Err(e) => Err(e),
     }
-}
-
-/// The reader of stdout went away (dsh ends quietly).
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
-/// The report of a release that was written.
-#[allow(clippy::too_many_arguments)]
-fn print_released(
-    ctx: &Ctx,
-    args: &LocksArgs,
-    file: &str,
-    session: &str,
-    b: &dsh::lock::Bracket,
-    asked: Option<f64>,
-    after: dsh::lock::LockState,
-    prefix: &[dsh::OwnedEvent],
-    rep: &dsh::append::AppendReport,
-    written: &str,
-) -> Result<()> {
-    if ctx.json {
-        ctx.print_json(
-            &release_json(file, session, b, asked, after.as_str(), prefix)
-                .with(
-                    "out",
-                    args.out.as_ref().map(|o| o.display().to_string()).into(),
-                )
-                .with("released", true.into())
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
-    } else {
-        outln!(
-            ctx.out,
-            "released: appended {} event(s) (seq {}–{}) to {written}; compaction/start @{} is now {} crash evidence",
-            rep.events,
-            rep.first_seq,
-            rep.first_seq + rep.events - 1,
-            b.seq,
-            after.as_str()
-        )?;
-    }
-    Ok(())
-}
-
-/// What `--release --json` prints in its dry run and its real run alike:
-/// the file, the lock state after the run, the bracket and the events
-/// appended (the caller adds its own keys and `schema_version`).
-fn release_json(
-    file: &str,
-    session: &str,
-    b: &dsh::lock::Bracket,
-    now: Option<f64>,
-    state: &str,
-    appended: &[dsh::OwnedEvent],
-) -> OwnedValue {
-    Value::obj()
-        .with("file", file.into())
-        .with("session", session.into())
-        .with("state", state.into())
-        .with("bracket", bracket_json(b, now))
-        .with(
-            "appended",
-            Value::Arr(appended.iter().map(|e| e.value.clone()).collect()),
-        )
 }

@@ -1,23 +1,20 @@
 //! `dsh prune`: the reference's tool-result pruner, appended to the log.
 
-use std::borrow::Borrow;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Result;
-use dsh::append::{AppendTarget, Appender, Blocker, Lifecycle};
-use dsh::json::{OwnedValue, Value};
-use dsh::log::LoadedLog;
-use dsh::meter::tokenizer::{self, Counter, Encoding};
-use dsh::prune::{PruneConfig, PruneError, PrunePlan};
-use dsh::surface::project;
+use dsh::append::{AppendTarget, Appender};
+use dsh::json::Value;
+use dsh::meter::tokenizer::Encoding;
+use dsh::prune::{PruneConfig, PruneError};
+use dsh::prune_write::{self, Outcome, PrepareError, Request};
 
+use crate::cli::ctx::Ctx;
 use crate::cli::ctx::load_config;
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
 use crate::cli::exit::{Status, StatusError, UsageError};
-use crate::cli::render;
-use crate::cli::render::{Out, num, outln, outp};
-use crate::cli::writes::{append_error, append_options, now_ms, time_ms};
+use crate::cli::render::outp;
+use crate::cli::render::prune::{Facts, print_readable, report_json};
+use crate::cli::writes::{append_error, append_options, is_broken_pipe, now_ms, time_ms};
 
 /// Prune oversized tool results exactly as the reference does, appended to the log.
 ///
@@ -143,22 +140,18 @@ pub struct PruneArgs {
     pub debug_write_pause_ms: Option<u64>,
 }
 
-fn closed_turn_refusal(app: &Appender) -> String {
-    let why = if app.file_turn_open() {
-        "--resume appends crash-repair closers that close the open turn first"
-    } else {
-        "this log's last turn is closed"
-    };
-    format!(
-        "the reference prunes only inside an open turn, but {why} (its session invariant would reject the replacements; `dsh verify` reports V-SESS-5); pass --allow-closed-turn to write anyway"
-    )
-}
-
-/// The events as a JSON array that borrows their strings (the report is
-/// written and dropped; copying megabytes of results for it was a tenth of
-/// a dry run).
-fn events_json<E: Borrow<dsh::OwnedEvent>>(evs: &[E]) -> Value<'_> {
-    Value::Arr(evs.iter().map(|e| e.borrow().value.borrowed()).collect())
+/// The run's errors as exit statuses: an unreadable node is a load error,
+/// content the pruner cannot rewrite an invalid log.
+fn prepare_error(e: PrepareError) -> anyhow::Error {
+    match e {
+        PrepareError::Append(e) => append_error(e),
+        PrepareError::Prune(PruneError::Read(le)) | PrepareError::Count(le) => le.into(),
+        PrepareError::Prune(e) => StatusError {
+            status: Status::InvalidLog,
+            message: e.to_string(),
+        }
+        .into(),
+    }
 }
 
 /// Run it.
@@ -190,78 +183,8 @@ fn tokenizers(args: &PruneArgs) -> Vec<Encoding> {
         })
 }
 
-/// What the run did, for the JSON report.
-struct Outcome<'a> {
-    file: &'a str,
-    refused: &'a Option<String>,
-    session: &'a str,
-    written: bool,
-    out: Option<&'a std::path::PathBuf>,
-    events: u64,
-    bytes: u64,
-    turn_open: bool,
-    file_turn_open: bool,
-    lifecycle: dsh::append::Lifecycle,
-}
-
-/// The `--json` document.
-/// `plan` comes with its events (moved out of it into the batch).
-fn report_json<'p>(
-    (plan, appended): (&'p dsh::prune::PrunePlan, &'p [Arc<dsh::OwnedEvent>]),
-    reference: Option<&'p dsh::prune::PrunePlan>,
-    prefix: &'p [dsh::OwnedEvent],
-    bpe: &[BpeSavings],
-    o: &Outcome<'_>,
-    args: &PruneArgs,
-    config_path: Option<&std::path::Path>,
-) -> Value<'p> {
-    let path_json = |p: Option<&std::path::Path>| {
-        p.map(|p| Value::from(p.display().to_string()))
-            .unwrap_or(Value::Null)
-    };
-    let reported = match reference {
-        Some(r) => to_json((r, &r.events[..]), prefix),
-        None => to_json((plan, appended), prefix),
-    };
-    let v = reported
-        .with(
-            "write",
-            Value::obj()
-                .with("baseSeq", plan.base_seq.into())
-                .with("appended", events_json(appended)),
-        )
-        .with("lifecycle", o.lifecycle.as_str().into())
-        .with("surfaceTokens", tokens_json(plan))
-        .with("openTurn", o.turn_open.into())
-        .with("fileTurnOpen", o.file_turn_open.into())
-        .with("allowClosedTurn", args.allow_closed_turn.into())
-        .with(
-            "refused",
-            o.refused.clone().map(Value::from).unwrap_or(Value::Null),
-        )
-        .with("dryRun", args.dry_run.into())
-        .with("written", o.written.into())
-        .with("file", o.file.to_string().into())
-        .with("session", o.session.into())
-        .with("out", path_json(o.out.map(|p| p.as_path())))
-        .with("events", o.events.into())
-        .with("bytes", o.bytes.into())
-        .with("configFile", path_json(config_path));
-    let v = if bpe.is_empty() {
-        v
-    } else {
-        v.with(
-            "tokenizers",
-            Value::Arr(bpe.iter().map(BpeSavings::to_json).collect()),
-        )
-    };
-    v.with("schema_version", SCHEMA_VERSION.into())
-}
-
-pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
-    let config = load_config(args.config.as_deref())?;
-    let cfg = pruner_config(args, &config)?;
-    let encodings = tokenizers(args);
+/// Open the log for the write (or the dry run) `args` ask for.
+fn open(ctx: &mut Ctx, args: &PruneArgs, cfg: &PruneConfig) -> Result<Appender> {
     let target = if args.dry_run {
         AppendTarget::DryRun
     } else if let Some(out) = &args.out {
@@ -278,100 +201,48 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     opts.load.keep_results_over = Some(cfg.threshold_chars);
     let src = ctx.resolve(&args.log)?;
     let mut noop = |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {};
-    let mut app = Appender::open(&src, target, &opts, &mut noop).map_err(append_error)?;
-    let lifecycle = dsh::lifecycle::apply(&mut app, dsh::lifecycle::Writer::Prune, args.resume)
-        .map_err(append_error)?;
+    Appender::open(&src, target, &opts, &mut noop).map_err(append_error)
+}
+
+pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
+    let config = load_config(args.config.as_deref())?;
+    let cfg = pruner_config(args, &config)?;
+    let mut app = open(ctx, args, &cfg)?;
     ctx.warn_all(app.log());
     let time = match args.time {
         Some(t) => time_ms(t)?,
         None if args.dry_run => app.log().last_time,
         None => now_ms(),
     };
-    let base_seq = app.next_seq() + app.lifecycle_prefix(time).len() as u64;
-    let plan_error = |e: PruneError| match e {
-        PruneError::Read(le) => anyhow::Error::from(le),
-        e => StatusError {
-            status: Status::InvalidLog,
-            message: e.to_string(),
-        }
-        .into(),
+    let req = Request {
+        resume: args.resume,
+        allow_closed_turn: args.allow_closed_turn,
+        time,
+        encodings: tokenizers(args),
     };
-    let mut plan =
-        dsh::prune::plan_on(app.log(), app.surface(), base_seq, &cfg, time).map_err(plan_error)?;
-    // The plan read every result it rewrites: the write check need not.
-    app.remember_originals(&plan.originals);
-    // The reference's answer is pruneSession on the session as it resumes
-    // (closers and end-seed first); continuing an open turn appends the
-    // same pairs at other seqs. JSON reports the reference's plan and, under
-    // `write`, the batch dsh appends.
-    let reference = match lifecycle {
-        Lifecycle::Continue => Some(dsh::prune::plan(app.log(), &cfg, time).map_err(plan_error)?),
-        Lifecycle::Resume => None,
-    };
-    let bpe: Vec<BpeSavings> = encodings
-        .iter()
-        .map(|&enc| bpe_savings(app.log(), &plan, enc))
-        .collect::<Result<_, _>>()?;
-    // Nothing to prune: nothing is written, not even a new lifecycle.
-    let prefix = if plan.pruned.is_empty() {
-        Vec::new()
-    } else {
-        app.lifecycle_prefix(time)
-    };
-    // The plan's events move into the batch (`bpe_savings`, the one reader
-    // of them in the plan, ran above); `appended` is them there.
-    // Shared, so that the writer's surface keeps them without a copy.
-    let batch: Vec<Arc<dsh::OwnedEvent>> = prefix
-        .iter()
-        .cloned()
-        .chain(std::mem::take(&mut plan.events))
-        .map(Arc::new)
-        .collect();
-    let appended = &batch[prefix.len()..];
-    // What stands in the way of a real write.
-    let refused: Option<String> = if plan.pruned.is_empty() {
-        None
-    } else if let Some(b) = app.blockers().first() {
-        Some(b.to_string())
-    } else if !app.turn_open() && !args.allow_closed_turn {
-        Some(closed_turn_refusal(&app))
-    } else {
-        None
-    };
-    let busy = app
-        .blockers()
-        .iter()
-        .any(|b| matches!(b, Blocker::CompactionLock { .. }));
-    let mut written = false;
-    let mut bytes = 0u64;
-    let mut wrote_to = None;
-    let status = if args.dry_run || plan.pruned.is_empty() {
-        // Validate the batch as the writer would (a dry run writes nothing).
-        if !plan.pruned.is_empty() && !busy {
-            bytes = app.append_shared(&batch).map_err(append_error)?.bytes;
-        }
-        Status::Ok
-    } else if let Some(why) = &refused {
-        if busy {
+    let mut run = prune_write::prepare(&mut app, &cfg, &req).map_err(prepare_error)?;
+    let (status, written, bytes) = match run.write(&mut app, args.dry_run).map_err(append_error)? {
+        Outcome::Nothing => (Status::Ok, false, 0),
+        Outcome::Checked { bytes } => (Status::Ok, false, bytes),
+        Outcome::Written { bytes } => (Status::Ok, true, bytes),
+        Outcome::Busy(why) => {
             return Err(StatusError {
                 status: Status::Busy,
                 message: format!("{}: refusing to prune: {why}", app.log().source.display()),
             }
             .into());
         }
-        if !ctx.json {
-            eprintln!(
-                "dsh: {}: refusing to prune: {why}",
-                app.log().source.display()
-            );
+        Outcome::Refused(why) => {
+            if !ctx.json {
+                eprintln!(
+                    "dsh: {}: refusing to prune: {why}",
+                    app.log().source.display()
+                );
+            }
+            (Status::Findings, false, 0)
         }
-        Status::Findings
-    } else {
-        let r = app.append_shared(&batch).map_err(append_error)?;
-        bytes = r.bytes;
-        written = true;
-        Status::Ok
     };
+    let mut wrote_to = None;
     let file = app.log().source.display();
     let session = app.log().header.id.clone();
     let turn_open = app.turn_open();
@@ -379,13 +250,14 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
     if written {
         wrote_to = app.finish().map_err(append_error)?;
     }
-    let events = batch.len();
+    let events = run.batch.len();
+    let (plan, appended, prefix) = (&run.plan, run.appended(), &run.prefix[..]);
     let report = || -> Result<()> {
         if args.events {
             // The batch as it would be appended: JSON lines, for programs.
             ctx.out.set_bytes();
             let mut out = String::new();
-            for e in &batch {
+            for e in &run.batch {
                 out.push_str(&e.value.to_json());
                 out.push('\n');
             }
@@ -393,25 +265,26 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
             return Ok(());
         }
         if ctx.json {
-            let outcome = Outcome {
+            let outcome = Facts {
                 file: &file,
-                refused: &refused,
+                refused: &run.refused,
                 session: &session,
                 written,
                 out: wrote_to.as_ref().filter(|_| args.out.is_some()),
-                events: batch.len() as u64,
+                events: events as u64,
                 bytes,
                 turn_open,
                 file_turn_open,
-                lifecycle,
+                lifecycle: run.lifecycle,
+                dry_run: args.dry_run,
+                allow_closed_turn: args.allow_closed_turn,
             };
             let v = report_json(
-                (&plan, appended),
-                reference.as_ref(),
-                &prefix,
-                &bpe,
+                (plan, appended),
+                run.reference.as_ref(),
+                prefix,
+                &run.bpe,
                 &outcome,
-                args,
                 config.path.as_deref(),
             );
             ctx.print_json(&v)?;
@@ -419,14 +292,14 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         print_readable(
             &ctx.out,
-            (&plan, appended),
-            &bpe,
-            &prefix,
+            (plan, appended),
+            &run.bpe,
+            prefix,
             &file,
-            args,
+            (args.dry_run, args.out.is_some()),
             written,
             wrote_to.as_ref(),
-            &refused,
+            &run.refused,
             turn_open,
         )?;
         Ok(())
@@ -446,274 +319,5 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
         }
         .into()),
         Err(e) => Err(e),
-    }
-}
-
-/// The reader of stdout went away (dsh ends quietly).
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
-/// BPE token counts of the pruned results, before and after, with one
-/// encoding (the text the heuristic prices, as `dsh measure --tokenizer`
-/// counts it).
-struct BpeSavings {
-    encoding: Encoding,
-    /// Whole current surface before pruning.
-    surface_before: u64,
-    /// Per pruned result: (original seq, before, after).
-    pruned: Vec<(u64, u64, u64)>,
-}
-
-impl BpeSavings {
-    fn saved(&self) -> u64 {
-        self.pruned
-            .iter()
-            .map(|&(_, b, a)| b.saturating_sub(a))
-            .sum()
-    }
-
-    fn surface_after(&self) -> u64 {
-        let after: u64 = self.pruned.iter().map(|p| p.2).sum();
-        let before: u64 = self.pruned.iter().map(|p| p.1).sum();
-        self.surface_before + after - before
-    }
-
-    fn to_json(&self) -> OwnedValue {
-        let pruned: Vec<OwnedValue> = self
-            .pruned
-            .iter()
-            .map(|&(seq, before, after)| {
-                Value::obj()
-                    .with("originalSeq", seq.into())
-                    .with("before", before.into())
-                    .with("after", after.into())
-            })
-            .collect();
-        Value::obj()
-            .with("encoding", self.encoding.name().into())
-            .with("before", self.surface_before.into())
-            .with("after", self.surface_after().into())
-            .with("saved", self.saved().into())
-            .with("pruned", Value::Arr(pruned))
-    }
-}
-
-fn bpe_savings(log: &LoadedLog, plan: &PrunePlan, enc: Encoding) -> Result<BpeSavings> {
-    // The surface as it stands (the pruned originals are nodes of it).
-    let counts = tokenizer::count(log, None, enc)?;
-    let mut counter = Counter::new(enc);
-    let mut pruned = Vec::with_capacity(plan.pruned.len());
-    for p in &plan.pruned {
-        let before = counts
-            .nodes
-            .iter()
-            .find(|n| n.seq == p.original_seq)
-            .map_or(0, |n| n.tokens);
-        let after = plan
-            .events
-            .iter()
-            .find(|e| e.seq == p.replacement_seq)
-            .and_then(|e| project(e))
-            .map_or(0, |m| counter.count_blocks(m.get("content")));
-        pruned.push((p.original_seq, before, after));
-    }
-    Ok(BpeSavings {
-        encoding: enc,
-        surface_before: counts.message_tokens,
-        pruned,
-    })
-}
-
-/// The reference's prune output plus the lifecycle prefix (`plan` with its
-/// events).
-fn to_json<'p, E: Borrow<dsh::OwnedEvent>>(
-    (plan, events): (&'p PrunePlan, &'p [E]),
-    prefix: &'p [dsh::OwnedEvent],
-) -> Value<'p> {
-    let pruned: Vec<OwnedValue> = plan
-        .pruned
-        .iter()
-        .map(|p| {
-            p.to_json()
-                .with("tokensBefore", p.tokens_before.into())
-                .with("tokensAfter", p.tokens_after.into())
-        })
-        .collect();
-    Value::obj()
-        .with("config", plan.config.to_json())
-        .with("baseSeq", plan.base_seq.into())
-        .with("appended", events_json(events))
-        .with("pruned", Value::Arr(pruned))
-        .with("charsRemoved", plan.chars_removed.into())
-        .with("lifecycleEvents", events_json(prefix))
-}
-
-fn tokens_json(plan: &PrunePlan) -> OwnedValue {
-    Value::obj()
-        .with("before", plan.surface_tokens_before.into())
-        .with("after", plan.surface_tokens_after.into())
-        .with(
-            "saved",
-            (plan.surface_tokens_before - plan.surface_tokens_after).into(),
-        )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn print_readable(
-    o: &Out,
-    (plan, events): (&PrunePlan, &[Arc<dsh::OwnedEvent>]),
-    bpe: &[BpeSavings],
-    prefix: &[dsh::OwnedEvent],
-    file: &str,
-    args: &PruneArgs,
-    written: bool,
-    out: Option<&PathBuf>,
-    refused: &Option<String>,
-    turn_open: bool,
-) -> std::io::Result<()> {
-    if plan.pruned.is_empty() {
-        outln!(
-            o,
-            "{file}: nothing to prune: no tool result on the surface exceeds {} code points",
-            plan.config.threshold_chars
-        )?;
-        return Ok(());
-    }
-    let mut head = vec!["seq", "→ seq", "callId", "chars", "tokens"];
-    let names: Vec<String> = bpe
-        .iter()
-        .map(|b| format!("{} tokens", b.encoding.name()))
-        .collect();
-    head.extend(names.iter().map(String::as_str));
-    let mut t = render::table(&head);
-    for (i, p) in plan.pruned.iter().enumerate() {
-        let call = p
-            .call_id
-            .as_jstr()
-            .map(|s| s.to_lossy().into_owned())
-            .unwrap_or_else(|| p.call_id.to_json());
-        let mut row = vec![
-            p.original_seq.to_string(),
-            p.replacement_seq.to_string(),
-            call,
-            format!("{} → {}", num(p.chars_before), num(p.chars_after)),
-            format!("{} → {}", num(p.tokens_before), num(p.tokens_after)),
-        ];
-        for b in bpe {
-            let (_, before, after) = b.pruned[i];
-            row.push(format!("{} → {}", num(before), num(after)));
-        }
-        t.add_row(row);
-    }
-    outln!(o, "{t}")?;
-    let n = plan.pruned.len();
-    let verb = if written { "pruned" } else { "would prune" };
-    outln!(
-        o,
-        "{verb} {n} tool result(s): {} code point(s) removed; surface {} → {} tokens by the DSH heuristic ({} saved)",
-        num(plan.chars_removed),
-        num(plan.surface_tokens_before),
-        num(plan.surface_tokens_after),
-        num(plan.surface_tokens_before - plan.surface_tokens_after)
-    )?;
-    for b in bpe {
-        outln!(
-            o,
-            "  {}: surface {} → {} tokens ({} saved)",
-            b.encoding.name(),
-            num(b.surface_before),
-            num(b.surface_after()),
-            num(b.saved())
-        )?;
-    }
-    let first = prefix.first().map_or(plan.base_seq, |e| e.seq);
-    let last = plan.base_seq + events.len() as u64 - 1;
-    let closers = prefix
-        .iter()
-        .filter(|e| e.kind != dsh::Kind::SessionEndSeed)
-        .count();
-    let seed = prefix.iter().any(|e| e.kind == dsh::Kind::SessionEndSeed);
-    let mut parts = Vec::new();
-    if closers > 0 {
-        parts.push(format!("{closers} crash-repair closer(s)"));
-    }
-    if seed {
-        parts.push("the session/end-seed marker".to_string());
-    }
-    parts.push(format!("{n} prune pair(s)"));
-    let mut what = format!(
-        "{} event(s) (seq {first}–{last}: {})",
-        prefix.len() + events.len(),
-        parts.join(", ")
-    );
-    if turn_open && prefix.is_empty() {
-        what.push_str(" inside the open turn");
-    }
-    if written {
-        match out {
-            Some(path) if args.out.is_some() => outln!(
-                o,
-                "wrote a copy of {file} with {what} appended to {}",
-                path.display()
-            )?,
-            _ => outln!(o, "appended {what} to {file}")?,
-        }
-        if !turn_open {
-            outln!(
-                o,
-                "note: written outside an open turn (--allow-closed-turn): the reference's dsh-session invariant flags it (\"tool/result surface replacement appended outside any open turn\")"
-            )?;
-        }
-    } else if args.dry_run {
-        outln!(o, "dry run: would append {what}:")?;
-        for e in prefix.iter().chain(events.iter().map(|e| &**e)) {
-            outln!(o, "  {}", describe(e))?;
-        }
-        if let Some(why) = refused {
-            outln!(o, "a write would be refused: {why}")?;
-        }
-    }
-    Ok(())
-}
-
-/// One line about an appended event.
-fn describe(e: &dsh::OwnedEvent) -> String {
-    let d = e.data();
-    let seqs = |k: &str| d.get(k).map(|v| v.to_json()).unwrap_or_default();
-    match e.kind {
-        dsh::Kind::CompactionPrune => format!(
-            "seq {} compaction/prune: shadows {} (price {})",
-            e.seq,
-            seqs("shadowedSeqs"),
-            d.get("shadowedTokenCount")
-                .and_then(|n| n.as_count())
-                .map_or_else(|| seqs("shadowedTokenCount"), crate::cli::render::num)
-        ),
-        dsh::Kind::ToolResult
-            if e.value.has("sourceEventSeqs")
-                && e.line == 0
-                && e.value.get("surfaceOp").is_some_and(|o| o.is_obj()) =>
-        {
-            let price = e
-                .data()
-                .get("message")
-                .map(dsh::meter::estimate::price_message)
-                .unwrap_or(0);
-            format!(
-                "seq {} tool/result: replaces {} (price {})",
-                e.seq,
-                e.value
-                    .get("sourceEventSeqs")
-                    .map(|v| v.to_json())
-                    .unwrap_or_default(),
-                crate::cli::render::num(price)
-            )
-        }
-        dsh::Kind::SessionEndSeed => format!("seq {} session/end-seed (a new lifecycle)", e.seq),
-        _ => format!("seq {} {} (crash-repair closer)", e.seq, e.type_name()),
     }
 }

@@ -1,12 +1,17 @@
 //! Rendering helpers: the output door, tables, colors, the pager and progress.
 
+pub mod cache;
 pub mod color;
+pub mod compact;
 pub mod escape;
 pub mod fill;
 pub mod fleet;
 pub mod hidden;
+pub mod locks;
+pub mod measure;
 pub mod out;
 pub mod pager;
+pub mod prune;
 pub mod table;
 pub mod tree;
 

@@ -39,6 +39,7 @@ pub mod repair;
 pub mod shape;
 pub mod status;
 pub mod surface;
+pub mod verify;
 pub mod view;
 
 /// The version of every document's shape (`"schema_version": 1`), bumped
@@ -122,6 +123,9 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<status::Statusline<'static>>(),
         one::<status::Watch<'static>>(),
         one::<surface::Surface<'static>>(),
+        one::<verify::Checks>(),
+        one::<verify::Many<'static>>(),
+        one::<verify::One<'static>>(),
         one::<view::View<'static>>(),
     ]
 }

@@ -39,6 +39,7 @@ pub mod repair;
 pub mod shape;
 pub mod status;
 pub mod surface;
+pub mod usage;
 pub mod verify;
 pub mod view;
 
@@ -123,6 +124,8 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<status::Statusline<'static>>(),
         one::<status::Watch<'static>>(),
         one::<surface::Surface<'static>>(),
+        one::<usage::Prices<'static>>(),
+        one::<usage::Usage<'static>>(),
         one::<verify::Checks>(),
         one::<verify::Many<'static>>(),
         one::<verify::One<'static>>(),

@@ -36,6 +36,7 @@ pub mod load;
 pub mod messages;
 pub mod pack;
 pub mod repair;
+pub mod report;
 pub mod shape;
 pub mod status;
 pub mod surface;
@@ -121,6 +122,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<pack::Pack>(),
         one::<pack::Unpack>(),
         one::<repair::Repair>(),
+        one::<report::Report<'static>>(),
         one::<status::Statusline<'static>>(),
         one::<status::Watch<'static>>(),
         one::<surface::Surface<'static>>(),

@@ -116,6 +116,11 @@ per_log=(
     '$DSH statusline --utc --format "{session} {bar} {pressure} {tokens} {window} {threshold} {left} {next} {cost} {provider} {model}" "$L"'
     'timeout -s INT 0.4 $DSH watch --interval 100 "$L"'
     'timeout -s INT 0.4 $DSH --json watch --interval 100 "$L"'
+    '$DSH --json export --format jsonl "$L" -o "$OUT/x"'
+    '$DSH export --format csv --dry-run "$L" -o "$OUT/x"'
+    '$DSH health "$L"'
+    '$DSH --json health --all "$L"'
+    '$DSH --json sessions "$L"'
 )
 once=(
     '$DSH completions bash'
@@ -146,6 +151,13 @@ once=(
     '$DSH --json compact --route nowhere/none -n "$S/compacted.jsonl"'
     '$DSH statusline --format "{nope}" "$S/compacted.jsonl"'
     '$DSH completions nosh'
+    '$DSH --json export --format jsonl "$S/home" -o "$OUT/x"'
+    '$DSH --json export --incremental "$S/home" -o "$OUT/x" && $DSH --json export --incremental "$S/home" -o "$OUT/x"'
+    '$DSH --json sessions "$S/home"'
+    '$DSH --json sessions --tree "$S/home"'
+    '$DSH sessions --tree "$S/home"'
+    '$DSH --json health "$S/home"'
+    '$DSH --json health --all "$S/home"'
 )
 S="$root/samples"
 export S

@@ -31,6 +31,7 @@ pub use crate::json::ser::{WriteError, to_string, to_writer};
 
 pub mod error;
 pub mod events;
+pub mod export;
 pub mod header;
 pub mod load;
 pub mod messages;
@@ -116,6 +117,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
     vec![
         one::<error::Refusal>(),
         one::<events::EventRow<'static>>(),
+        one::<export::Export<'static>>(),
         one::<header::Header<'static>>(),
         one::<load::Load<'static>>(),
         one::<messages::Messages<'static>>(),

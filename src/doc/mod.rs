@@ -33,6 +33,7 @@ pub mod error;
 pub mod events;
 pub mod export;
 pub mod header;
+pub mod health;
 pub mod load;
 pub mod messages;
 pub mod pack;
@@ -119,6 +120,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<events::EventRow<'static>>(),
         one::<export::Export<'static>>(),
         one::<header::Header<'static>>(),
+        one::<health::Health<'static>>(),
         one::<load::Load<'static>>(),
         one::<messages::Messages<'static>>(),
         one::<pack::Pack>(),

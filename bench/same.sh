@@ -73,6 +73,7 @@ per_log=(
     '$DSH --json view --survival "$L"'
     '$DSH view --all --at 20 "$L"'
     '$DSH --json view --at 20 "$L"'
+    '$DSH --json view --tokenizer deepseek-v4 "$L"'
     '$DSH load "$L"'
     '$DSH --json load "$L"'
     '$DSH --lenient --json load "$L"'

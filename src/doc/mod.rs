@@ -39,6 +39,7 @@ pub mod messages;
 pub mod pack;
 pub mod repair;
 pub mod report;
+pub mod sessions;
 pub mod shape;
 pub mod status;
 pub mod surface;
@@ -127,6 +128,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<pack::Unpack>(),
         one::<repair::Repair>(),
         one::<report::Report<'static>>(),
+        one::<sessions::Sessions<'static>>(),
         one::<status::Statusline<'static>>(),
         one::<status::Watch<'static>>(),
         one::<surface::Surface<'static>>(),

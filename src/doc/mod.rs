@@ -129,6 +129,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<repair::Repair>(),
         one::<report::Report<'static>>(),
         one::<sessions::Sessions<'static>>(),
+        one::<sessions::Tree<'static>>(),
         one::<status::Statusline<'static>>(),
         one::<status::Watch<'static>>(),
         one::<surface::Surface<'static>>(),

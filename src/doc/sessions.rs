@@ -245,3 +245,140 @@ impl Refused {
         }
     }
 }
+
+/// The delegation forest: each session under its parent, each subtree's
+/// requests and cost rolled up (the sum of its sessions').
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Tree<'a> {
+    /// The trees, one per root.
+    pub trees: Vec<TreeNode<'a>>,
+    /// Over every session.
+    pub summary: TreeSummary,
+    /// Logs that could not be read.
+    pub refused: Vec<LogRefusal>,
+    /// Version of this document's shape; bumped on a breaking change.
+    #[serde(rename = "schema_version")]
+    pub schema_version: SchemaVersion,
+}
+
+impl Document for Tree<'_> {
+    const NAME: &'static str = "sessions-tree";
+    const TITLE: &'static str = "dsh sessions --tree --json";
+}
+
+/// One session of the forest and the sessions under it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TreeNode<'a> {
+    /// The log.
+    pub file: &'a str,
+    /// Its session id.
+    pub session: &'a str,
+    /// The parent its header names.
+    pub parent: Option<&'a str>,
+    /// How it hangs under its parent.
+    #[schemars(with = "Relation")]
+    pub relation: &'static str,
+    /// Its title.
+    pub title: Option<&'a str>,
+    /// Its own requests and cost.
+    pub own: TreeSums,
+    /// Those of its subtree (itself included).
+    pub subtree: SubtreeSums,
+    /// The sessions under it.
+    pub children: Vec<TreeNode<'a>>,
+}
+
+/// How a session hangs under its parent.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Relation {
+    /// No parent.
+    Root,
+    /// A fork: began as a copy of the parent's log.
+    Fork,
+    /// A delegated subagent (header `origin: subagent`).
+    Subagent,
+    /// Names a parent, neither of the above.
+    Child,
+    /// Names a parent that is not among the sessions (or a cycle).
+    Orphan,
+}
+
+/// Requests and cost.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeSums {
+    /// Agent + summariser.
+    pub requests: u64,
+    /// The agent's.
+    pub agent_requests: u64,
+    /// The compaction summariser's.
+    pub summariser_requests: u64,
+    /// Of the priced requests.
+    pub cost_usd: f64,
+    /// Requests without a price.
+    pub unpriced_requests: u64,
+}
+
+impl From<&Sums> for TreeSums {
+    fn from(x: &Sums) -> TreeSums {
+        TreeSums {
+            requests: x.requests + x.summariser_requests,
+            agent_requests: x.requests,
+            summariser_requests: x.summariser_requests,
+            cost_usd: x.cost,
+            unpriced_requests: x.without_cost(),
+        }
+    }
+}
+
+/// A subtree's requests and cost, and its sessions.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SubtreeSums {
+    /// Requests and cost.
+    #[serde(flatten)]
+    pub sums: TreeSums,
+    /// Sessions in the subtree (itself included).
+    #[schemars(range(min = 1))]
+    pub sessions: u64,
+}
+
+/// Over every session of the forest.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeSummary {
+    /// Sessions.
+    pub sessions: u64,
+    /// Trees.
+    pub roots: u64,
+    /// Requests, agent + summariser.
+    pub requests: u64,
+    /// Of the priced requests.
+    pub cost_usd: f64,
+    /// Requests without a price.
+    pub unpriced_requests: u64,
+}
+
+impl<'a> TreeNode<'a> {
+    /// Node `n` of the forest of `sessions`.
+    pub fn of(n: &crate::tree::Node, sessions: &'a [Session]) -> TreeNode<'a> {
+        let s = &sessions[n.index];
+        TreeNode {
+            file: &s.file,
+            session: &s.id,
+            parent: s.parent.as_deref(),
+            relation: n.relation.as_str(),
+            title: s.title.as_deref(),
+            own: (&n.own).into(),
+            subtree: SubtreeSums {
+                sums: (&n.subtree).into(),
+                sessions: n.sessions,
+            },
+            children: n
+                .children
+                .iter()
+                .map(|c| TreeNode::of(c, sessions))
+                .collect(),
+        }
+    }
+}

@@ -15,6 +15,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+pub mod ser;
+
 /// A JSON string. Either decoded UTF-8 text, or the escaped source text of a
 /// string that had backslash escapes (decoded on demand, because it may hold
 /// lone surrogates that no Rust `str` can).

@@ -15,7 +15,9 @@
 //!   the routed pressure policy;
 //! * **audit** ([`verify`], [`lock`]): every invariant, the compaction lock;
 //! * **rewrite** ([`prune`], [`range`], [`compact`] with a [`provider`]): plans
-//!   of events to append, written only by the [`append`] writer.
+//!   of events to append, written only by the [`append`] writer;
+//! * **print** ([`doc`]): every `--json` document a typed value, written as
+//!   `JSON.stringify` writes it, its JSON Schema generated from the type.
 //!
 //! ```
 //! use dsh::{LoadOptions, LogSource};
@@ -47,6 +49,7 @@ pub mod civil;
 pub mod compact;
 pub mod config;
 pub mod derive;
+pub mod doc;
 pub mod event;
 pub mod export;
 pub mod fill;

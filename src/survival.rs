@@ -69,6 +69,7 @@
 
 use std::collections::HashSet;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::json::Value;
@@ -84,7 +85,7 @@ pub const FILE_EXTENSIONS: &[&str] = &[
 ];
 
 /// The five categories.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Category {
     /// File paths.
@@ -122,7 +123,7 @@ impl Category {
 }
 
 /// Terms of a text, per category (commands come from tool calls, not text).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Terms {
     /// File paths.
     pub paths: Vec<String>,
@@ -150,29 +151,29 @@ impl Terms {
 }
 
 /// One category's figures for one compaction.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Figures {
-    /// Distinct terms in the replaced span.
-    pub total: usize,
     /// How many of them the summary holds.
     pub kept: usize,
-    /// The terms the summary holds, in span order.
-    pub survived: Vec<String>,
     /// The terms it does not.
     pub lost: Vec<String>,
+    /// The terms the summary holds, in span order.
+    pub survived: Vec<String>,
+    /// Distinct terms in the replaced span.
+    pub total: usize,
 }
 
 /// The five categories' figures.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Breakdown {
-    /// File paths.
-    pub paths: Figures,
     /// Shell commands.
     pub commands: Figures,
     /// Code identifiers.
     pub identifiers: Figures,
     /// Numbers.
     pub numbers: Figures,
+    /// File paths.
+    pub paths: Figures,
     /// URLs.
     pub urls: Figures,
 }
@@ -211,48 +212,48 @@ impl Breakdown {
 }
 
 /// One compaction's survival.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionSurvival {
+    /// The figures.
+    pub categories: Breakdown,
     /// The checkpoint's seq.
     pub checkpoint_seq: u64,
     /// The compaction id.
     pub compaction_id: Option<String>,
+    /// The nodes it replaced (the span), in surface order.
+    pub replaced: Vec<u64>,
     /// The `compaction/summary` event read (`None`: the checkpoint's text
     /// was used).
     pub summary_seq: Option<u64>,
-    /// The nodes it replaced (the span), in surface order.
-    pub replaced: Vec<u64>,
-    /// The figures.
-    pub categories: Breakdown,
 }
 
 /// Counts over the whole session.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Count {
-    /// Terms (a term of two compactions counts twice).
-    pub total: usize,
     /// Survivors.
     pub kept: usize,
+    /// Terms (a term of two compactions counts twice).
+    pub total: usize,
 }
 
 /// Session totals, per category and over all.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Totals {
-    /// Compactions counted.
-    pub compactions: usize,
-    /// File paths.
-    pub paths: Count,
+    /// All categories.
+    pub all: Count,
     /// Shell commands.
     pub commands: Count,
+    /// Compactions counted.
+    pub compactions: usize,
     /// Code identifiers.
     pub identifiers: Count,
     /// Numbers.
     pub numbers: Count,
+    /// File paths.
+    pub paths: Count,
     /// URLs.
     pub urls: Count,
-    /// All categories.
-    pub all: Count,
 }
 
 impl Totals {
@@ -279,7 +280,7 @@ impl Totals {
 }
 
 /// Survival over a session.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Survival {
     /// One entry per compaction checkpoint, in log order.
     pub compactions: Vec<CompactionSurvival>,

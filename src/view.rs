@@ -32,6 +32,7 @@
 
 use std::collections::HashMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::event::{Event, Kind, SurfaceOp};
@@ -61,19 +62,17 @@ impl Default for ViewOptions {
 }
 
 /// The aligned view of a log at one point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct View {
     /// The seq the view stands at (`LoadOptions::upto`), if one was asked.
     pub at: Option<u64>,
     /// The last stored event read.
     pub last_seq: Option<u64>,
-    /// The transcript, in log order.
-    pub rows: Vec<Row>,
-    /// The model's side, in surface order.
-    pub surface: Vec<SurfaceEntry>,
     /// Every replacement applied, in log order.
     pub replacements: Vec<Replacement>,
+    /// The transcript, in log order.
+    pub rows: Vec<Row>,
     /// Bodies of the nodes each replacement removed, by seq, so that
     /// [`crate::survival`] can read the replaced span again.
     #[serde(skip)]
@@ -81,34 +80,36 @@ pub struct View {
     /// The text of each `compaction/summary` event's summary, by seq.
     #[serde(skip)]
     pub(crate) summary_texts: HashMap<u64, String>,
+    /// The model's side, in surface order.
+    pub surface: Vec<SurfaceEntry>,
 }
 
 /// One transcript event.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
-    /// The event's seq.
-    pub seq: u64,
     /// Its line in the file (`None` for a synthetic closer or a packed chunk).
     pub line: Option<u64>,
-    /// The event type.
-    #[serde(rename = "type")]
-    pub event_type: String,
-    /// The turn it belongs to.
-    pub turn: Option<u64>,
+    /// How the model sees it at this point.
+    pub model: ModelSide,
     /// `append`, `replace` (a surface op) or `log` (not a surface event).
     pub origin: Origin,
-    /// A synthetic crash-repair closer, not in the file.
-    pub synthetic: bool,
     /// What `dsh events` shows of it (message preview, turn-end reason,
     /// compaction id, shadowed seqs…).
     pub preview: String,
-    /// How the model sees it at this point.
-    pub model: ModelSide,
+    /// The event's seq.
+    pub seq: u64,
+    /// A synthetic crash-repair closer, not in the file.
+    pub synthetic: bool,
+    /// The turn it belongs to.
+    pub turn: Option<u64>,
+    /// The event type.
+    #[serde(rename = "type")]
+    pub event_type: String,
 }
 
 /// How an event entered the log.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum Origin {
     /// A surface event appended as a new node.
@@ -120,7 +121,7 @@ pub enum Origin {
 }
 
 /// What a replacement is.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum ReplacementKind {
     /// A compaction checkpoint (a `user/message` from the compact plugin).
@@ -133,8 +134,10 @@ pub enum ReplacementKind {
     Other,
 }
 
-/// The right-hand side of a row.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// The right-hand side of a row. In JSON an object tagged by `status`,
+/// its keys sorted (as every object of the view's document): written by
+/// hand below, described for the schema by the derive.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
 #[serde(tag = "status", rename_all = "camelCase")]
 pub enum ModelSide {
     /// The event is a current surface node.
@@ -175,84 +178,120 @@ pub enum ModelSide {
     Hidden,
 }
 
+impl Serialize for ModelSide {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match self {
+            ModelSide::Shown { position, derives } => {
+                m.serialize_entry("derives", derives)?;
+                m.serialize_entry("position", position)?;
+                m.serialize_entry("status", "shown")?;
+            }
+            ModelSide::Replaced {
+                by,
+                position,
+                replacement,
+                via,
+                removed_by,
+                first,
+            } => {
+                m.serialize_entry("by", by)?;
+                m.serialize_entry("first", first)?;
+                m.serialize_entry("position", position)?;
+                m.serialize_entry("removedBy", removed_by)?;
+                m.serialize_entry("replacement", replacement)?;
+                m.serialize_entry("status", "replaced")?;
+                m.serialize_entry("via", via)?;
+            }
+            ModelSide::Marker { replacement } => {
+                m.serialize_entry("replacement", replacement)?;
+                m.serialize_entry("status", "marker")?;
+            }
+            ModelSide::Hidden => m.serialize_entry("status", "hidden")?,
+        }
+        m.end()
+    }
+}
+
 /// One node of the model's side.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SurfaceEntry {
-    /// Position on the surface.
-    pub position: usize,
-    /// The node's seq.
-    pub seq: u64,
-    /// Its event type.
-    #[serde(rename = "type")]
-    pub event_type: String,
-    /// The message role (`user`, `assistant`, `system`…), if any.
-    pub role: Option<String>,
-    /// DSH's heuristic price.
-    pub tokens: u64,
     /// Whether it derives a message.
     pub derives: bool,
+    /// Position on the surface.
+    pub position: usize,
     /// What `dsh events` shows of its message.
     pub preview: String,
+    /// For a pruned tool result: the kept head, the marker and the kept tail.
+    pub pruned: Option<Pruned>,
     /// `None` for an appended node; otherwise what kind of replacement it is.
     pub replacement: Option<ReplacementKind>,
     /// The nodes it removed directly, in surface order.
     pub replaces: Vec<u64>,
+    /// The message role (`user`, `assistant`, `system`…), if any.
+    pub role: Option<String>,
+    /// The node's seq.
+    pub seq: u64,
+    /// Its `sourceEventSeqs`, as written.
+    pub source_event_seqs: Vec<u64>,
     /// Every appended (original) event it stands for, transitively, in log
     /// order; `[seq]` for an appended node.
     pub stands_for: Vec<u64>,
-    /// Its `sourceEventSeqs`, as written.
-    pub source_event_seqs: Vec<u64>,
-    /// For a pruned tool result: the kept head, the marker and the kept tail.
-    pub pruned: Option<Pruned>,
+    /// DSH's heuristic price.
+    pub tokens: u64,
+    /// Its event type.
+    #[serde(rename = "type")]
+    pub event_type: String,
 }
 
 /// A pruned tool result's text around the pruner's marker.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Pruned {
     /// The last characters of the kept head (at most `preview_chars`,
     /// whitespace collapsed, a cut one starting with `…`).
     pub head: String,
+    /// Characters (code points) of the head before the marker.
+    pub head_chars: usize,
     /// The marker, trimmed (`[... tool result middle pruned ...]`).
     pub marker: String,
     /// The first characters of the kept tail (at most `preview_chars`).
     pub tail: String,
-    /// Characters (code points) of the head before the marker.
-    pub head_chars: usize,
     /// Characters (code points) of the tail after it.
     pub tail_chars: usize,
 }
 
 /// One replacement applied to the surface.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Replacement {
-    /// The replacing event.
-    pub seq: u64,
-    /// What it is.
-    pub kind: ReplacementKind,
-    /// The op's start node.
-    pub start: u64,
-    /// The op's end node.
-    pub end: u64,
-    /// The nodes it removed, in surface order.
-    pub shadowed: Vec<u64>,
-    /// Every appended event it stands for, transitively, in log order.
-    pub stands_for: Vec<u64>,
-    /// Its `sourceEventSeqs`, as written.
-    pub source_event_seqs: Vec<u64>,
     /// The compaction id (checkpoints).
     pub compaction_id: Option<String>,
+    /// Where it stands now: its own surface position, or the current node
+    /// that replaced it in turn.
+    pub current: u64,
+    /// The op's end node.
+    pub end: u64,
+    /// What it is.
+    pub kind: ReplacementKind,
     /// The `compaction/*` events that belong to it, in log order
     /// (`compaction/start`, `compaction/summary`, `compaction/end`, or the
     /// `compaction/prune` before a pruned result).
     pub markers: Vec<u64>,
+    /// The replacing event.
+    pub seq: u64,
+    /// The nodes it removed, in surface order.
+    pub shadowed: Vec<u64>,
+    /// Its `sourceEventSeqs`, as written.
+    pub source_event_seqs: Vec<u64>,
+    /// Every appended event it stands for, transitively, in log order.
+    pub stands_for: Vec<u64>,
+    /// The op's start node.
+    pub start: u64,
     /// The `compaction/summary` event, if any.
     pub summary_seq: Option<u64>,
-    /// Where it stands now: its own surface position, or the current node
-    /// that replaced it in turn.
-    pub current: u64,
 }
 
 /// Load `src` (up to `opts.upto` when set) and align its transcript with
@@ -649,9 +688,9 @@ impl Builder {
         View {
             at,
             last_seq: self.last_seq,
-            rows: self.rows,
             surface,
             replacements: self.replacements,
+            rows: self.rows,
             shadowed_bodies: self.shadowed_bodies,
             summary_texts: self.summary_texts,
         }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use dsh::LoadError;
 use dsh::config::Config;
+use dsh::doc::error::Refusal;
 use dsh::json::{OwnedValue, Value};
 use dsh::log::{LoadOptions, LoadedLog, LogSource, Observer};
 
@@ -229,6 +230,12 @@ impl Ctx {
         out.flush()
     }
 
+    /// Print a document on stdout (compact, one line), written as every
+    /// document is ([`dsh::doc::write`]).
+    pub fn print_doc<D: serde::Serialize + ?Sized>(&self, doc: &D) -> std::io::Result<()> {
+        dsh::doc::write(self.out.stream(), doc).map_err(Into::into)
+    }
+
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line
     /// on stderr always.
     pub fn report_load_error(&self, e: &LoadError) -> Status {
@@ -238,11 +245,8 @@ impl Ctx {
             self.describe_load_error(e)
         );
         if self.json {
-            let mut v = load_error_json(e);
-            if let Some(h) = &e.hint {
-                v = v.with("hint", self.render_hint(h, e).into());
-            }
-            let _ = self.print_json(&v);
+            let doc = Refusal::load(e).hint(e.hint.as_ref().map(|h| self.render_hint(h, e)));
+            let _ = self.print_doc(&doc);
         }
         Status::InvalidLog
     }

@@ -259,10 +259,7 @@ pub fn run() -> ExitCode {
             }
             eprintln!("{} {err:#}", crate::cli::render::error_tag());
             if ctx.json {
-                let v = dsh::Value::obj()
-                    .with("error", format!("{err:#}").into())
-                    .with("schema_version", ctx::SCHEMA_VERSION.into());
-                let _ = ctx.print_json(&v);
+                let _ = ctx.print_doc(&dsh::doc::error::Refusal::message(format!("{err:#}")));
             }
             ExitCode::from(status.code())
         }

@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["compact", "survival", "export", "prune_write"],
     &["simulate", "report", "fleet"],
+    &["doc"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

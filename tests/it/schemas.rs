@@ -780,3 +780,29 @@ fn statusline_and_watch_print_their_documented_shapes() {
         check("watch", &doc, &format!("watch {what}"));
     }
 }
+
+/// Every schema generated from a document's type (`dsh::doc::schemas`)
+/// is the committed file, byte for byte: a document cannot drift from its
+/// schema. `DSH_BLESS_SCHEMAS=1 cargo test --test it schemas::committed`
+/// writes them instead.
+#[test]
+fn committed_schemas_are_the_generated_ones() {
+    let bless = std::env::var_os("DSH_BLESS_SCHEMAS").is_some();
+    let generated = dsh::doc::schemas();
+    assert!(generated.len() >= 2, "the documents converted so far");
+    let mut stale = Vec::new();
+    for (name, text) in generated {
+        let path = root().join("schemas").join(format!("{name}.schema.json"));
+        if bless {
+            std::fs::write(&path, &text).unwrap();
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(format!("schemas/{name}.schema.json"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{} differ from the schemas generated from their documents' types: \
+         run `DSH_BLESS_SCHEMAS=1 cargo test --test it schemas::committed` and commit them",
+        stale.join(", ")
+    );
+}

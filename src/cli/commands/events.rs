@@ -1,15 +1,17 @@
 //! `dsh events`: the human transcript of the raw log.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 use std::io::Write;
 
 use anyhow::Result;
+use dsh::doc::SchemaVersion;
+use dsh::doc::events::{EventRow, Stored};
 use dsh::event::{Event, Kind, SurfaceOp};
 use dsh::json::Value;
 use dsh::log::Folded;
+use dsh::view::Origin;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
+use crate::cli::ctx::{Ctx, preview};
 use crate::cli::exit::Status;
 use crate::cli::render::{self, escape};
 use crate::cli::rows::{RowWindow, Rows};
@@ -102,7 +104,7 @@ impl Selection<'_> {
         &mut self,
         ev: &Event<'_>,
         folded: &Folded<'_>,
-    ) -> Option<(String, Option<u64>, &'static str)> {
+    ) -> Option<(String, Option<u64>, Origin)> {
         let args = self.args;
         if ev.kind == Kind::TurnStart {
             self.turn = ev.turn().map(|t| t as u64);
@@ -113,9 +115,9 @@ impl Selection<'_> {
         }
         let name = ev.type_name().into_owned();
         let origin = match folded.applied.map(|a| a.op) {
-            Some(SurfaceOp::Append) => "append",
-            Some(SurfaceOp::Replace(_)) => "replace",
-            None => "log",
+            Some(SurfaceOp::Append) => Origin::Append,
+            Some(SurfaceOp::Replace(_)) => Origin::Replace,
+            None => Origin::Log,
         };
         let wanted_type = args.types.is_empty()
             || args.types.iter().any(|t| {
@@ -141,70 +143,30 @@ impl Selection<'_> {
     }
 }
 
-/// A `--json` row (its newline included), and where its `onSurface` value
-/// starts (so that a row held before the surface is known can be set).
-/// `tail` is [`json_tail`]'s.
-fn json_row(
-    ev: &Event<'_>,
-    folded: &Folded<'_>,
-    shown: (&str, Option<u64>, &str),
-    tail: &str,
+/// A `--json` row of `file`, its event not copied yet.
+fn json_row<'a>(
+    ev: &'a Event<'_>,
+    folded: &Folded<'a>,
+    (kind, turn, origin): (&'a str, Option<u64>, Origin),
+    file: &'a str,
     on_surface: bool,
-) -> (String, usize) {
-    // The event is copied from its line when the line is what serialising
-    // it would write (nearly always).
-    let event = folded
-        .canonical_line
-        .map_or_else(|| ev.value.to_json().into(), Cow::Borrowed);
-    let (mut row, at) = json_head(ev, folded, shown, on_surface, event.len() + tail.len());
-    row.push_str(&event);
-    row.push_str(tail);
-    (row, at)
-}
-
-/// What follows the event in every `--json` row of `file`.
-fn json_tail(file: &str) -> String {
-    let tail = Value::obj()
-        .with("file", file.into())
-        .with("schema_version", SCHEMA_VERSION.into())
-        .to_json();
-    format!(",{}\n", &tail[1..])
-}
-
-/// A `--json` row up to its event (`{…,"event":`), with room for `more`
-/// bytes, and where its `onSurface` value starts:
-/// `{head…,"onSurface":…,"synthetic":…,"event":` + event + [`json_tail`].
-fn json_head(
-    ev: &Event<'_>,
-    folded: &Folded<'_>,
-    (name, turn, origin): (&str, Option<u64>, &str),
-    on_surface: bool,
-    more: usize,
-) -> (String, usize) {
-    let line = if ev.line > 0 {
-        Value::from(ev.line)
-    } else {
-        Value::Null
-    };
-    let head = Value::obj()
-        .with("seq", ev.seq.into())
-        .with("line", line)
-        .with("type", name.into())
-        .with("turn", turn.map(Value::from).unwrap_or(Value::Null))
-        .with("origin", origin.into())
-        .to_json();
-    let mut row = String::with_capacity(head.len() + 48 + more);
-    row.push_str(&head[..head.len() - 1]);
-    row.push_str(",\"onSurface\":");
-    let at = row.len();
-    row.push_str(if on_surface { "true" } else { "false" });
-    row.push_str(if folded.synthetic {
-        ",\"synthetic\":true"
-    } else {
-        ",\"synthetic\":false"
-    });
-    row.push_str(",\"event\":");
-    (row, at)
+) -> EventRow<'a> {
+    EventRow {
+        seq: ev.seq,
+        line: (ev.line > 0).then_some(ev.line),
+        kind,
+        turn,
+        origin,
+        on_surface,
+        synthetic: folded.synthetic,
+        // The event is copied from its line when the line is what
+        // serialising it would write (nearly always).
+        event: folded
+            .canonical_line
+            .map_or(Stored::Value(&ev.value), Stored::Line),
+        file,
+        schema_version: SchemaVersion,
+    }
 }
 
 /// A human row: the seq, turn and type columns before the mark, the detail
@@ -214,11 +176,15 @@ fn human_parts(
     folded: &Folded<'_>,
     name: &str,
     turn: Option<u64>,
-    origin: &str,
+    origin: Origin,
     width: usize,
 ) -> (String, String) {
     let t = turn.map(|t| format!("t{t}")).unwrap_or_else(|| "-".into());
-    let arrow = if origin == "replace" { "⟲" } else { " " };
+    let arrow = if origin == Origin::Replace {
+        "⟲"
+    } else {
+        " "
+    };
     (
         format!(
             "{:>7}  {:<4} {arrow} {:<20} ",
@@ -267,7 +233,8 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let surface_of = |log: &dsh::LoadedLog| -> HashSet<u64> {
         log.surface.nodes.iter().map(|n| n.seq).collect()
     };
-    let tail = json_tail(&src.display());
+    let file = src.display();
+    let tail = EventRow::tail(&file);
     // One pass: the rows wait (up to `debug_hold_bytes`) for the surface at
     // the end, which says which events it still shows. Past that, the pass
     // only finds the surface, and a second one writes the rows. A `--json`
@@ -317,9 +284,10 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                     }
                     _ => None,
                 };
+                let row = json_row(ev, folded, shown, &file, false);
                 let (row, at) = match line {
-                    Some(_) => json_head(ev, folded, shown, false, 0),
-                    None => json_row(ev, folded, shown, &tail, false),
+                    Some(_) => row.head(),
+                    None => row.line(),
                 };
                 Held::Json {
                     seq: ev.seq,
@@ -421,7 +389,9 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             }
             let row = if ctx.json {
                 let shown = (name.as_str(), turn, origin);
-                json_row(ev, folded, shown, &tail, current.contains(&ev.seq)).0
+                json_row(ev, folded, shown, &file, current.contains(&ev.seq))
+                    .line()
+                    .0
             } else {
                 let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
                 let m = mark(ev.seq, ev.kind.is_surface(), folded.synthetic);

@@ -3,12 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use dsh::doc::error::LogRefusal;
+use dsh::doc::export as doc;
 use dsh::export::{ExportOptions, Format, TABLES, TableWriter};
-use dsh::json::{OwnedValue, Value};
 use dsh::meter::tokenizer::Encoding;
 use dsh::sessions::{Refused, ScanOptions};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{self, outln};
 
@@ -344,49 +345,24 @@ fn report(
 ) -> Result<()> {
     let path = |name: &str| Path::new(&args.out).join(file_name(name));
     if ctx.json {
-        let tables: Vec<OwnedValue> = TABLES
-            .iter()
-            .zip(counts)
-            .map(|(spec, n)| {
-                Value::obj()
-                    .with("name", spec.name.into())
-                    .with("path", path(spec.name).display().to_string().into())
-                    .with("rows", (*n).into())
-                    .with(
-                        "columns",
-                        Value::Arr(
-                            spec.columns
-                                .iter()
-                                .map(|c| {
-                                    Value::obj()
-                                        .with("name", c.name.into())
-                                        .with("type", c.ty.as_str().into())
-                                })
-                                .collect(),
-                        ),
-                    )
-            })
-            .collect();
-        let refused: Vec<OwnedValue> = refused
-            .iter()
-            .map(|r| {
-                let mut v = load_error_json(&r.error);
-                v.remove("schema_version");
-                v.set("file", r.file.as_str().into());
-                v
-            })
-            .collect();
-        let mut doc = Value::obj()
-            .with("out", args.out.display().to_string().into())
-            .with("format", format.as_str().into())
-            .with("dryRun", args.dry_run.into())
-            .with("logs", logs.into())
-            .with("tables", Value::Arr(tables))
-            .with("refused", Value::Arr(refused));
-        if let Some(r) = fleet {
-            doc = doc.with("incremental", render::fleet::json(r));
-        }
-        ctx.print_json(&doc.with("schema_version", SCHEMA_VERSION.into()))?;
+        let tables = std::array::from_fn(|i| {
+            let spec = &TABLES[i];
+            let file = path(spec.name).display().to_string();
+            doc::Table::of(spec, file, counts[i])
+        });
+        ctx.print_doc(&doc::Export {
+            out: args.out.display().to_string(),
+            format: format.into(),
+            dry_run: args.dry_run,
+            logs,
+            tables,
+            refused: refused
+                .iter()
+                .map(|r| LogRefusal::of(&r.error, &r.file, true))
+                .collect(),
+            incremental: fleet.map(doc::Incremental::of),
+            schema_version: dsh::doc::SchemaVersion,
+        })?;
         return Ok(());
     }
     if let Some(r) = fleet {

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use dsh::json::Value;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::Status;
 use crate::cli::render;
 use crate::cli::render::outln;
@@ -38,22 +38,8 @@ pub fn run(ctx: &mut Ctx, args: &HeaderArgs) -> Result<Status> {
     let h = &log.headers;
     let head = log.system_prompt()?.filter(|p| p.seq.is_some());
     if ctx.json {
-        let mut v = h.to_json();
-        v = v.with("sessionHeader", log.header.value.clone());
-        if let Some(p) = &head {
-            v = v.with(
-                "systemMessage",
-                Value::obj()
-                    .with("seq", p.seq.unwrap_or_default().into())
-                    .with("text", p.text.as_str().into())
-                    .with("tokens", p.tokens.into()),
-            );
-        }
-        v = v
-            .with("file", log.source.display().into())
-            .with("session", log.header.id.as_str().into())
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        let doc = dsh::doc::header::Header::of(&log, log.source.display(), head.as_ref());
+        ctx.print_doc(&doc)?;
         return Ok(Status::Ok);
     }
     let mut t = render::table(&["field", "value"]);

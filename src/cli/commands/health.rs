@@ -1,11 +1,12 @@
 //! `dsh health`: the sessions compaction is hurting, and what it cost.
 
 use anyhow::Result;
+use dsh::doc::error::LogRefusal;
+use dsh::doc::health as doc;
 use dsh::health::{HealthOptions, SessionHealth, Severity, Summary, Thresholds};
-use dsh::json::{OwnedValue, Value};
 use dsh::sessions::{Refused, ScanOptions};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::Status;
 use crate::cli::render::{self, Tone, outln};
 
@@ -150,33 +151,21 @@ fn print_json(
     summary: &Summary,
     thresholds: &Thresholds,
 ) -> Result<()> {
-    let listed: Vec<OwnedValue> = sessions
-        .iter()
-        .filter(|s| args.all || !s.findings.is_empty())
-        .map(SessionHealth::to_value)
-        .collect();
-    let refused: Vec<OwnedValue> = refused
-        .iter()
-        .map(|r| {
-            let mut v = load_error_json(&r.error);
-            v.remove("schema_version");
-            v.set("file", r.file.as_str().into());
-            v
-        })
-        .collect();
-    ctx.print_json(
-        &Value::obj()
-            .with("sessions", Value::Arr(listed))
-            .with("refused", Value::Arr(refused))
-            .with("summary", summary.to_value())
-            .with("thresholds", thresholds.to_value())
-            .with(
-                "failOn",
-                args.fail_on
-                    .map_or(Value::Null, |f| f.severity().as_str().into()),
-            )
-            .with("schema_version", SCHEMA_VERSION.into()),
-    )?;
+    ctx.print_doc(&doc::Health {
+        sessions: sessions
+            .iter()
+            .filter(|s| args.all || !s.findings.is_empty())
+            .map(doc::Session::of)
+            .collect(),
+        refused: refused
+            .iter()
+            .map(|r| LogRefusal::of(&r.error, &r.file, true))
+            .collect(),
+        summary: doc::Summary::of(summary),
+        thresholds: thresholds.into(),
+        fail_on: args.fail_on.map(|f| f.severity().into()),
+        schema_version: dsh::doc::SchemaVersion,
+    })?;
     Ok(())
 }
 

@@ -1,9 +1,8 @@
 //! `dsh load`: what the loader made of a log (what the reference's loader reports).
 
 use anyhow::Result;
-use dsh::json::Value;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::Status;
 use crate::cli::render;
 use crate::cli::render::outln;
@@ -33,79 +32,15 @@ pub struct LoadArgs {
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &LoadArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
+    if ctx.json {
+        ctx.print_doc(&dsh::doc::load::Load::of(&log, log.source.display()))?;
+        return Ok(Status::Ok);
+    }
     let h = &log.header;
-    let mut header = Value::obj()
-        .with("version", h.version.into())
-        .with("id", h.id.as_str().into())
-        .with("createdAt", h.created_at.into());
-    if let Some(c) = &h.cwd {
-        header = header.with("cwd", c.as_str().into());
-    }
-    if let Some(p) = &h.parent_session {
-        header = header.with("parentSession", p.as_str().into());
-    }
-    if let Some(s) = h.seed_length {
-        header = header.with("seedLength", s.into());
-    }
-    if let Some(o) = &h.origin {
-        header = header.with("origin", o.as_str().into());
-    }
-    header = header.with("delegationDepth", h.delegation_depth.into());
-    if let Some(a) = &h.agent_preset {
-        header = header.with("agentPreset", a.as_str().into());
-    }
-    let mut types = Value::obj();
-    for (k, n) in &log.event_types {
-        types = types.with(k, (*n).into());
-    }
     let container = match log.container {
         dsh::log::Container::Plain => "jsonl",
         dsh::log::Container::Zstd => "zstd",
     };
-    if ctx.json {
-        let v = Value::obj()
-            .with("header", header)
-            .with("storedEvents", log.stored_events.into())
-            .with(
-                "closers",
-                Value::Arr(log.closers.iter().map(|c| c.value.clone()).collect()),
-            )
-            .with("events", log.event_count().into())
-            .with("endSeedAppended", log.end_seed_appended().into())
-            .with("eventTypes", types)
-            .with("container", container.into())
-            .with(
-                "tornTail",
-                log.torn
-                    .map(|t| {
-                        Value::obj()
-                            .with("offset", t.offset.into())
-                            .with("bytes", t.len.into())
-                    })
-                    .unwrap_or(Value::Null),
-            )
-            .with(
-                "dropped",
-                log.dropped
-                    .as_ref()
-                    .map(|d| {
-                        Value::obj()
-                            .with("line", d.line.into())
-                            .with("lines", d.lines.into())
-                            .with("reason", d.reason.as_str().into())
-                    })
-                    .unwrap_or(Value::Null),
-            )
-            .with(
-                "warnings",
-                Value::Arr(log.warnings.iter().map(|w| w.as_str().into()).collect()),
-            )
-            .with("file", log.source.display().into())
-            .with("session", log.header.id.as_str().into())
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
-        return Ok(Status::Ok);
-    }
     let mut t = render::table(&["field", "value"]);
     t.add_row(vec!["session".to_string(), h.id.clone()]);
     t.add_row(vec![

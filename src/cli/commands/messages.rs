@@ -54,21 +54,10 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
         return Ok(Status::Ok);
     }
     if ctx.json {
-        let mut out = ctx.out.stream();
-        let mut first = true;
-        out.write_all(b"[")?;
-        dsh::derive::for_each_message(&log, &mut |_, m| -> anyhow::Result<()> {
-            let mut s = String::new();
-            if !first {
-                s.push(',');
-            }
-            first = false;
-            dsh::derive::request_projection(m).write_json(&mut s);
-            out.write_all(s.as_bytes())?;
-            Ok(())
-        })?;
-        out.write_all(b"]\n")?;
-        out.flush()?;
+        let doc = dsh::doc::messages::Messages::of(&log, true);
+        if let Err(e) = ctx.print_doc(&doc) {
+            return Err(doc.take_error().map_or_else(|| e.into(), Into::into));
+        }
         return Ok(Status::Ok);
     }
     ctx.page();

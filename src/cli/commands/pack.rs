@@ -5,11 +5,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use dsh::json::Value;
-use dsh::log::Container;
 use dsh::pack::{Batching, Converted, PackError};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, StatusError, UsageError};
 use crate::cli::render;
 use crate::cli::render::outln;
@@ -185,22 +183,9 @@ fn report(
     dry_run: bool,
     done: &Converted,
 ) -> Result<()> {
-    let input = match done.input {
-        Some(Container::Zstd) => "zstd",
-        _ => "jsonl",
-    };
     if ctx.json {
-        let v = Value::obj()
-            .with("file", src.display().into())
-            .with("out", out.display().to_string().into())
-            .with("lines", done.lines.into())
-            .with("frames", done.frames.into())
-            .with("plainBytes", done.plain_bytes.into())
-            .with("writtenBytes", done.written_bytes.into())
-            .with("input", input.into())
-            .with("dryRun", dry_run.into())
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        let doc = dsh::doc::pack::Pack::of(done, src.display(), out.display().to_string(), dry_run);
+        ctx.print_doc(&doc)?;
         return Ok(());
     }
     if to_stdout && !dry_run {

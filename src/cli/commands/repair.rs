@@ -3,9 +3,8 @@
 
 use anyhow::Result;
 use dsh::append::repair::{self, RepairOptions, RepairPlan};
-use dsh::json::{OwnedValue, Value};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::outln;
 use crate::cli::writes::{append_error, seconds};
@@ -78,7 +77,12 @@ pub fn run(ctx: &mut Ctx, args: &RepairArgs) -> Result<Status> {
     };
     let saved = saved.map(|p| p.display().to_string());
     if ctx.json {
-        ctx.print_json(&json(&file, plan.as_ref(), saved.as_deref(), args.dry_run))?;
+        ctx.print_doc(&dsh::doc::repair::Repair::of(
+            &file,
+            plan.as_ref(),
+            saved.as_deref(),
+            args.dry_run,
+        ))?;
     } else {
         human(ctx, &file, plan.as_ref(), saved.as_deref(), args.dry_run)?;
     }
@@ -132,34 +136,4 @@ fn human(
         outln!(ctx.out, "  a real run would refuse: {r}")?;
     }
     Ok(())
-}
-
-fn json(file: &str, plan: Option<&RepairPlan>, saved: Option<&str>, dry_run: bool) -> OwnedValue {
-    let opt = |v: Option<u64>| v.map_or(Value::Null, Value::from);
-    let mut v = Value::obj().with("file", file.to_string().into());
-    v = v.with(
-        "damage",
-        plan.map_or(Value::Null, |p| {
-            Value::obj()
-                .with("kind", p.damage.kind().into())
-                .with("message", p.damage.to_string().into())
-        }),
-    );
-    v.with("fileLen", opt(plan.map(|p| p.file_len)))
-        .with("keepLen", opt(plan.map(|p| p.keep_len)))
-        .with("removedBytes", opt(plan.map(|p| p.file_len - p.keep_len)))
-        .with("eventsKept", opt(plan.map(|p| p.events_kept)))
-        .with("eventsDropped", opt(plan.map(|p| p.events_dropped)))
-        .with(
-            "refusal",
-            plan.and_then(|p| p.refusal.clone())
-                .map_or(Value::Null, Value::from),
-        )
-        .with(
-            "savedTo",
-            saved.map_or(Value::Null, |s| Value::from(s.to_string())),
-        )
-        .with("repaired", (saved.is_some() && !dry_run).into())
-        .with("dryRun", dry_run.into())
-        .with("schema_version", SCHEMA_VERSION.into())
 }

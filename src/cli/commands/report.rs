@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use dsh::civil::Zone;
-use dsh::json::{OwnedValue, Value};
+use dsh::doc::report as doc;
 use dsh::log::LogSource;
 use dsh::meter::tokenizer::Encoding;
 use dsh::report::fleet::{Entry, Fleet, RefusedLog};
@@ -14,7 +14,7 @@ use dsh::report::html::PageOptions;
 use dsh::report::{ReportError, ReportOptions, SessionReport};
 use dsh::sessions::{ScanOptions, Session};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render;
 use crate::cli::render::outln;
@@ -94,7 +94,7 @@ pub struct ReportArgs {
 struct Page {
     file: String,
     bytes: u64,
-    json: OwnedValue,
+    json: doc::Page,
     line: String,
 }
 
@@ -325,15 +325,16 @@ fn page_of(r: &SessionReport, path: &Path, bytes: usize) -> Page {
     Page {
         file: r.file.clone(),
         bytes: bytes as u64,
-        json: Value::obj()
-            .with("file", r.file.as_str().into())
-            .with("session", r.session.as_str().into())
-            .with("path", path.display().to_string().into())
-            .with("bytes", (bytes as u64).into())
-            .with("requests", (requests as u64).into())
-            .with("compactions", (compactions as u64).into())
-            .with("prunes", (r.prunes.len() as u64).into())
-            .with("downsampled", downsampled.into()),
+        json: doc::Page {
+            file: r.file.clone(),
+            session: r.session.clone(),
+            path: path.display().to_string(),
+            bytes: bytes as u64,
+            requests: requests as u64,
+            compactions: compactions as u64,
+            prunes: r.prunes.len() as u64,
+            downsampled,
+        },
         line: format!(
             "wrote {} ({} bytes): session {}, {} requests, {compactions} compaction(s), {} prune(s){}",
             path.display(),
@@ -359,32 +360,20 @@ fn finish(
 ) -> Result<()> {
     let total: u64 = pages.iter().map(|p| p.bytes).sum::<u64>() + index.map_or(0, |i| i.1 as u64);
     if ctx.json {
-        let v = Value::obj()
-            .with("out", out.display().to_string().into())
-            .with(
-                "index",
-                index.map_or(Value::Null, |i| i.0.display().to_string().into()),
-            )
-            .with(
-                "pages",
-                Value::Arr(pages.iter().map(|p| p.json.clone()).collect()),
-            )
-            .with(
-                "refused",
-                Value::Arr(
-                    refused
-                        .iter()
-                        .map(|r| {
-                            Value::obj()
-                                .with("file", r.file.as_str().into())
-                                .with("error", r.reason.as_str().into())
-                        })
-                        .collect(),
-                ),
-            )
-            .with("bytes", total.into())
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        ctx.print_doc(&doc::Report {
+            out: out.display().to_string(),
+            index: index.map(|i| i.0.display().to_string()),
+            pages: pages.iter().map(|p| &p.json).collect(),
+            refused: refused
+                .iter()
+                .map(|r| doc::Refused {
+                    file: &r.file,
+                    error: &r.reason,
+                })
+                .collect(),
+            bytes: total,
+            schema_version: dsh::doc::SchemaVersion,
+        })?;
         return Ok(());
     }
     if ctx.quiet {

@@ -3,14 +3,14 @@
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::civil::{self, Zone};
-use dsh::json::{OwnedValue, Value};
+use dsh::doc::sessions as doc;
 use dsh::lock::LockState;
 use dsh::price::PriceTable;
 use dsh::sessions::{Filter, Refused, ScanOptions, Session, SortKey};
 use dsh::usage::{Sums, session_sums};
 
 use crate::cli::csv;
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{self, Tone, outln};
 
@@ -222,12 +222,6 @@ pub fn when(t: Option<i64>, tz: &Zone) -> String {
     t.map_or_else(|| "unknown".into(), |t| tz.date_time(t))
 }
 
-/// A time for JSON: RFC 3339 UTC, or null.
-pub fn when_json(t: Option<i64>) -> OwnedValue {
-    t.map(|t| Value::from(civil::rfc3339(t)))
-        .unwrap_or(Value::Null)
-}
-
 /// USD for a table (see [`render::usd`]).
 pub fn usd(x: Option<f64>) -> String {
     render::usd(x)
@@ -263,87 +257,6 @@ fn short_file(file: &str) -> String {
 
 fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
-}
-
-fn row_json(r: &Row) -> OwnedValue {
-    let s = &r.s;
-    let opt = |x: Option<f64>| x.map(Value::Num).unwrap_or(Value::Null);
-    let mut v = Value::obj()
-        .with("file", s.file.as_str().into())
-        .with("session", s.id.as_str().into())
-        .with("project", s.project.clone().into())
-        .with("parent", s.parent.clone().into())
-        .with("forkOf", s.fork_of.clone().into())
-        .with("inheritedRequests", s.inherited_requests.into())
-        .with("title", s.title.clone().into())
-        .with("started", when_json(s.started))
-        .with("startedMs", s.started.into())
-        .with("lastActivity", when_json(s.last_activity))
-        .with("lastActivityMs", s.last_activity.into())
-        .with("turns", s.turns.into())
-        .with("events", s.events.into())
-        .with("sizeBytes", s.size.into())
-        .with("surfaceTokens", opt(s.surface_tokens))
-        .with("contextWindow", opt(s.context_window))
-        .with(
-            "pressurePercent",
-            opt(s.pressure.map(|p| (p * 100.0).round() / 100.0)),
-        )
-        .with("overThreshold", s.over_threshold.into())
-        .with(
-            "route",
-            s.route.as_ref().map_or(Value::Null, |(p, m)| {
-                Value::obj()
-                    .with("provider", p.as_str().into())
-                    .with("model", m.as_str().into())
-            }),
-        )
-        .with("compactions", s.compactions.into())
-        .with("prunes", s.prunes.into())
-        .with(
-            "lock",
-            Value::obj()
-                .with("state", s.lock.as_str().into())
-                .with("busy", s.busy_locks.into())
-                .with("stale", s.stale_locks.into()),
-        )
-        .with("generation", s.generation.into())
-        .with(
-            "requests",
-            (r.sums.requests + r.sums.summariser_requests).into(),
-        )
-        .with("agentRequests", r.sums.requests.into())
-        .with("summariserRequests", r.sums.summariser_requests.into())
-        .with("costUsd", r.sums.cost().into())
-        .with("unpricedRequests", r.sums.without_cost().into());
-    if let Some(e) = &s.meter_error {
-        v = v.with("meterError", e.as_str().into());
-    }
-    if !s.older_generations.is_empty() {
-        v = v.with(
-            "olderGenerations",
-            Value::Arr(
-                s.older_generations
-                    .iter()
-                    .map(|f| f.as_str().into())
-                    .collect(),
-            ),
-        );
-    }
-    if !s.warnings.is_empty() {
-        v = v.with(
-            "warnings",
-            Value::Arr(s.warnings.iter().map(|w| w.as_str().into()).collect()),
-        );
-    }
-    v
-}
-
-fn refused_json(r: &Refused) -> OwnedValue {
-    let mut v = load_error_json(&r.error);
-    v.remove("schema_version");
-    v.set("file", r.file.as_str().into());
-    v.with("sizeBytes", r.size.into())
 }
 
 const CSV_HEAD: [&str; 24] = [
@@ -503,26 +416,33 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
     }
     let sum = |f: fn(&Session) -> u64| rows.iter().map(|r| f(&r.s)).sum::<u64>();
     if ctx.json {
-        let mut logs: Vec<OwnedValue> = rows.iter().map(row_json).collect();
-        logs.extend(refused.iter().map(refused_json));
-        let totals = Value::obj()
-            .with("sessions", rows.len().into())
-            .with("refused", refused_all.into())
-            .with("turns", sum(|s| s.turns).into())
-            .with("events", sum(|s| s.events).into())
-            .with("sizeBytes", sum(|s| s.size).into())
-            .with("costUsd", total.cost().into())
-            .with("unpricedRequests", total.without_cost().into())
-            .with("busy", sum(|s| s.busy_locks).into())
-            .with("stale", sum(|s| s.stale_locks).into());
-        ctx.print_json(
-            &Value::obj()
-                .with("logs", Value::Arr(logs))
-                .with("summary", totals)
-                .with("matched", matched.into())
-                .with("leftOutUnknownTime", unknown_time.into())
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        let mut logs: Vec<doc::Entry> = rows
+            .iter()
+            .map(|r| doc::Entry::Session(Box::new(doc::Row::of(&r.s, &r.sums))))
+            .collect();
+        logs.extend(
+            refused
+                .iter()
+                .map(|r| doc::Entry::Refused(doc::Refused::of(r))),
+        );
+        let summary = doc::Summary {
+            sessions: rows.len() as u64,
+            refused: refused_all as u64,
+            turns: sum(|s| s.turns),
+            events: sum(|s| s.events),
+            size_bytes: sum(|s| s.size),
+            cost_usd: total.cost(),
+            unpriced_requests: total.without_cost(),
+            busy: sum(|s| s.busy_locks),
+            stale: sum(|s| s.stale_locks),
+        };
+        ctx.print_doc(&doc::Sessions {
+            logs,
+            summary,
+            matched: matched as u64,
+            left_out_unknown_time: unknown_time,
+            schema_version: dsh::doc::SchemaVersion,
+        })?;
         return Ok(status);
     }
     if args.csv {

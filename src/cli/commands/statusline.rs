@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use dsh::json::Value;
 use dsh::log::LogSource;
 use dsh::sessions::ScanOptions;
 use dsh::status::cache::{Cache, Entry, Reading};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::gauge::{DEFAULT_FORMAT, bar, check_template, compact_tokens, fill, tone};
 use crate::cli::render::{self, outln};
@@ -144,39 +143,21 @@ pub fn run(ctx: &mut Ctx, args: &StatuslineArgs) -> Result<Status> {
     let value = |name: &str| -> String { field(&e, name, &money, money(Some(today))) };
     let mut line = fill(template, &value);
     if ctx.json {
-        let opt = |x: Option<f64>| x.map_or(Value::Null, Value::Num);
-        let route = e.route.as_ref().map_or(Value::Null, |(p, m)| {
-            Value::obj()
-                .with("provider", p.as_str().into())
-                .with("model", m.as_str().into())
-        });
-        let v = Value::obj()
-            .with("file", path.display().to_string().into())
-            .with("session", e.session.as_str().into())
-            .with("project", e.project.clone().into())
-            .with("route", route)
-            .with("tokens", opt(e.tokens))
-            .with("contextWindow", opt(e.window))
-            .with("thresholdTokens", opt(e.threshold))
-            .with(
-                "pressurePercent",
-                opt(e.pressure().map(|p| (p * 100.0).round() / 100.0)),
-            )
-            .with("toCompaction", opt(e.to_compaction()))
-            .with("costUsd", opt(e.cost))
-            .with("unpricedRequests", e.unpriced.into())
-            .with(
-                "today",
-                Value::obj()
-                    .with("date", day.as_str().into())
-                    .with("costUsd", today.into())
-                    .with("unpricedRequests", today_unpriced.into()),
-            )
-            .with("tz", zone.to_string().into())
-            .with("source", fresh.as_str().into())
-            .with("line", line.as_str().into())
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        use dsh::doc::status::{Statusline, Today};
+        let today = Today {
+            date: day,
+            cost_usd: today,
+            unpriced_requests: today_unpriced,
+        };
+        let doc = Statusline::of(
+            path.display().to_string(),
+            &e,
+            today,
+            zone.to_string(),
+            fresh.into(),
+            line,
+        );
+        ctx.print_doc(&doc)?;
         return Ok(Status::Ok);
     }
     if let Some(t) = tone(e.to_compaction(), e.threshold) {

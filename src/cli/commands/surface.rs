@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, preview};
+use crate::cli::ctx::{Ctx, preview};
 use crate::cli::exit::Status;
 use crate::cli::render;
 use crate::cli::render::outln;
@@ -37,56 +37,7 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
     let log = ctx.load(&args.log)?;
     let s = &log.surface;
     if ctx.json {
-        // Written piece by piece: a surface can have many thousand nodes and
-        // the document should not be built as values first. The first keys
-        // are `Surface::to_json`'s, in its order.
-        let mut out = String::with_capacity(64 * s.nodes.len() + 256);
-        out.push_str("{\"nodes\":[");
-        for (i, n) in s.nodes.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            push_u64(&mut out, n.seq);
-        }
-        out.push_str("],\"replaceGeneration\":");
-        push_u64(&mut out, s.replace_generation);
-        out.push_str(",\"replacements\":");
-        s.replacements_json().write_json(&mut out);
-        out.push_str(",\"positions\":[");
-        for (i, n) in s.nodes.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            // Written by hand: one row per node, and `format!` per row
-            // shows in profiles of large surfaces.
-            out.push_str("{\"position\":");
-            push_u64(&mut out, i as u64);
-            out.push_str(",\"seq\":");
-            push_u64(&mut out, n.seq);
-            out.push_str(",\"type\":\"");
-            out.push_str(render::kind_name(n.kind));
-            out.push_str("\",\"tokens\":");
-            push_u64(&mut out, n.tokens);
-            out.push_str(if n.derives {
-                ",\"derives\":true}"
-            } else {
-                ",\"derives\":false}"
-            });
-        }
-        let cg = log
-            .content_generation
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "null".into());
-        out.push_str(&format!(
-            "],\"version\":{},\"contentGeneration\":{cg},",
-            log.header.version
-        ));
-        out.push_str("\"file\":");
-        dsh::Value::from(log.source.display()).write_json(&mut out);
-        out.push_str(",\"session\":");
-        dsh::Value::from(log.header.id.as_str()).write_json(&mut out);
-        out.push_str(&format!(",\"schema_version\":{SCHEMA_VERSION}}}\n"));
-        ctx.out.write_all(out.as_bytes())?;
+        ctx.print_doc(&dsh::doc::surface::Surface::of(&log, log.source.display()))?;
         return Ok(Status::Ok);
     }
     ctx.page();
@@ -139,19 +90,4 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
         render::num(log.event_count())
     )?;
     Ok(Status::Ok)
-}
-
-/// Append `n` in decimal.
-fn push_u64(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(buf[i..].iter().map(|&d| d as char));
 }

@@ -3,14 +3,16 @@
 
 use anyhow::Result;
 use dsh::civil;
-use dsh::json::{OwnedValue, Value};
-use dsh::price::{PriceTable, Rates};
+use dsh::doc::error::LogRefusal;
+use dsh::doc::usage as doc;
+use dsh::json::Value;
+use dsh::price::PriceTable;
 use dsh::sessions::ScanOptions;
-use dsh::usage::{Group, GroupBy, Report, SessionRequests, Sums, Window};
+use dsh::usage::{GroupBy, Report, SessionRequests, Sums, Window};
 
 use crate::cli::commands::sessions::{TimeArgs, prices, project_filter, scan_all, usd};
 use crate::cli::csv;
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{self, outln};
 
@@ -117,69 +119,6 @@ impl UsageArgs {
     }
 }
 
-fn sums_json(s: &Sums) -> OwnedValue {
-    let t = &s.tokens;
-    Value::obj()
-        .with("requests", s.requests.into())
-        .with("summariserRequests", s.summariser_requests.into())
-        .with("inputTokens", t.input.into())
-        .with("cacheReadTokens", t.cache_read.into())
-        .with("cacheWriteTokens", t.cache_write.into())
-        .with("outputTokens", t.output.into())
-        .with("reasoningTokens", t.reasoning.into())
-        .with("totalTokens", t.total().into())
-        .with("costUsd", s.cost().into())
-        .with("pricedRequests", s.priced.into())
-        .with("unpricedRequests", s.unpriced.into())
-        .with("untimedRequests", s.untimed.into())
-        .with("unconfirmedRequests", s.unconfirmed.into())
-}
-
-fn models_json(models: &[(String, String, Sums)]) -> OwnedValue {
-    Value::Arr(
-        models
-            .iter()
-            .map(|(p, m, s)| {
-                let mut v = Value::obj()
-                    .with("provider", p.as_str().into())
-                    .with("model", m.as_str().into());
-                if let (Value::Obj(o), Value::Obj(rest)) = (&mut v, sums_json(s)) {
-                    o.extend(rest);
-                }
-                v
-            })
-            .collect(),
-    )
-}
-
-fn group_json(g: &Group, by: GroupBy, breakdown: bool) -> OwnedValue {
-    let mut v = Value::obj()
-        .with("key", g.key.as_str().into())
-        .with("known", g.known.into());
-    if by == GroupBy::Session {
-        v = v
-            .with("session", g.key.as_str().into())
-            .with("file", g.file.clone().into())
-            .with("project", g.project.clone().into());
-    }
-    if let (Value::Obj(o), Value::Obj(rest)) = (&mut v, sums_json(&g.sums)) {
-        o.extend(rest);
-    }
-    if breakdown {
-        v = v.with("models", models_json(&g.models));
-    }
-    v
-}
-
-fn rates_json(r: &Rates) -> OwnedValue {
-    Value::obj()
-        .with("input", r.input.into())
-        .with("cacheHit", r.cache_hit.into())
-        .with("cacheWrite", r.cache_write.into())
-        .with("cacheWrite1h", r.cache_write_1h.into())
-        .with("output", r.output.into())
-}
-
 /// Providers priced through another that reaches the same endpoint.
 fn alias_pairs(table: &PriceTable) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -215,56 +154,10 @@ fn aliases(table: &PriceTable) -> Vec<String> {
         .collect()
 }
 
-fn aliases_json(table: &PriceTable) -> OwnedValue {
-    Value::Arr(
-        alias_pairs(table)
-            .into_iter()
-            .map(|(p, a)| {
-                Value::obj()
-                    .with("provider", p.into())
-                    .with("pricedAs", a.into())
-            })
-            .collect(),
-    )
-}
-
 fn print_prices(ctx: &Ctx, table: &PriceTable) -> Result<Status> {
     let entries = table.entries();
-    let from = |ms: Option<i64>| ms.map(civil::rfc3339);
     if ctx.json {
-        let rows: Vec<OwnedValue> = entries
-            .iter()
-            .map(|p| {
-                let mut v = Value::obj()
-                    .with("provider", p.provider.as_str().into())
-                    .with("model", p.model.as_str().into())
-                    .with("from", from(p.from_ms).into())
-                    .with("fromMs", p.from_ms.into());
-                if let (Value::Obj(o), Value::Obj(rest)) = (&mut v, rates_json(&p.rates)) {
-                    o.extend(rest);
-                }
-                v.with(
-                    "offPeak",
-                    p.off_peak.as_ref().map_or(Value::Null, rates_json),
-                )
-                .with(
-                    "peakWindows",
-                    p.off_peak
-                        .map(|_| Value::from(p.windows.as_str()))
-                        .unwrap_or(Value::Null),
-                )
-                .with("origin", p.origin.as_str().into())
-                .with("source", p.source.as_str().into())
-                .with("read", p.read.clone().into())
-                .with("confirmed", p.confirmed.into())
-            })
-            .collect();
-        ctx.print_json(
-            &Value::obj()
-                .with("prices", Value::Arr(rows))
-                .with("aliases", aliases_json(table))
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        ctx.print_doc(&doc::Prices::of(&entries, alias_pairs(table)))?;
         return Ok(Status::Ok);
     }
     let mut t = render::table(&[
@@ -478,35 +371,12 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
     };
     let rep = dsh::usage::group(&sr, by, &times.tz, window, &table);
     if ctx.json {
-        let logs: Vec<OwnedValue> = refused
+        let logs = refused
             .iter()
-            .map(|r| {
-                let mut v = load_error_json(&r.error);
-                v.remove("schema_version");
-                v.set("file", r.file.as_str().into());
-                v
-            })
+            .map(|r| LogRefusal::of(&r.error, &r.file, true))
             .collect();
-        let mut totals = sums_json(&rep.totals);
-        totals.set("models", models_json(&rep.models));
-        ctx.print_json(
-            &Value::obj()
-                .with("groupBy", by.as_str().into())
-                .with("tz", times.tz.to_string().into())
-                .with(
-                    "groups",
-                    Value::Arr(
-                        rep.groups
-                            .iter()
-                            .map(|g| group_json(g, by, args.breakdown))
-                            .collect(),
-                    ),
-                )
-                .with("totals", totals)
-                .with("leftOutUnknownTime", rep.outside_unknown_time.into())
-                .with("logs", Value::Arr(logs))
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        let tz = times.tz.to_string();
+        ctx.print_doc(&doc::Usage::of(&rep, by, tz, args.breakdown, logs))?;
         return Ok(status);
     }
     if args.csv {

@@ -6,14 +6,12 @@ use std::path::Path;
 
 use anyhow::Result;
 use dsh::LogSource;
-use dsh::json::{OwnedValue, Value};
+use dsh::doc::verify as doc;
 use dsh::prune::PruneConfig;
-use dsh::verify::{
-    CheckId, Finding, REFERENCE_COMPANIONS, Report, Severity, Verdict, VerifyOptions,
-};
+use dsh::verify::{CheckId, Finding, Report, Severity, Verdict, VerifyOptions};
 
+use crate::cli::ctx::Ctx;
 use crate::cli::ctx::load_config;
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
@@ -205,13 +203,11 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     }
     match format {
         Format::Json => {
-            let v = if single {
-                report_json(&reports[0], args.deny_warnings)
-                    .with("schema_version", SCHEMA_VERSION.into())
+            if single {
+                ctx.print_doc(&doc::One::of(&reports[0], args.deny_warnings))?;
             } else {
-                many_json(&reports, args.deny_warnings)
-            };
-            ctx.print_json(&v)?;
+                ctx.print_doc(&doc::Many::of(&reports, args.deny_warnings))?;
+            }
         }
         Format::Github => ctx
             .out
@@ -228,21 +224,7 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
 /// `--list-checks`.
 fn list_checks(ctx: &Ctx, format: Format) -> Result<()> {
     if format == Format::Json {
-        let checks: Vec<OwnedValue> = CheckId::ALL
-            .iter()
-            .map(|c| {
-                Value::obj()
-                    .with("check", c.as_str().into())
-                    .with("severity", c.severity().as_str().into())
-                    .with("section", c.section().into())
-                    .with("package", c.package().map(|p| p.to_string()).into())
-                    .with("title", c.title().into())
-            })
-            .collect();
-        let v = Value::obj()
-            .with("checks", Value::Arr(checks))
-            .with("schema_version", SCHEMA_VERSION.into());
-        ctx.print_json(&v)?;
+        ctx.print_doc(&doc::Checks::all())?;
         return Ok(());
     }
     let mut t = render::table(&["check", "severity", "section", "requires"]);
@@ -258,121 +240,7 @@ fn list_checks(ctx: &Ctx, format: Format) -> Result<()> {
     Ok(())
 }
 
-fn opt(v: Option<u64>) -> OwnedValue {
-    v.map(Value::from).unwrap_or(Value::Null)
-}
-
-fn finding_json(f: &Finding) -> OwnedValue {
-    let mut v = Value::obj()
-        .with("check", f.check.as_str().into())
-        .with("severity", f.severity.as_str().into())
-        .with("section", f.check.section().into());
-    if let Some(p) = f.check.package() {
-        v = v.with("package", p.into());
-    }
-    v.with("file", f.file.as_str().into())
-        .with("seq", opt(f.seq))
-        .with("line", opt(f.line))
-        .with("synthetic", f.synthetic.into())
-        .with("message", f.message.as_str().into())
-}
-
-/// One log's document (without `schema_version`).
-fn report_json(r: &Report, deny_warnings: bool) -> OwnedValue {
-    let findings: Vec<OwnedValue> = r.findings.iter().map(finding_json).collect();
-    let counts = Value::obj()
-        .with("error", r.count(Severity::Error).into())
-        .with("warning", r.count(Severity::Warning).into());
-    let verdict = r.verdict(deny_warnings).as_str();
-    if let Some(e) = &r.refusal {
-        let mut v = load_error_json(e);
-        v.remove("schema_version");
-        if v.get("file").is_none() {
-            v = v.with("file", r.file.as_str().into());
-        }
-        return v
-            .with("verdict", verdict.into())
-            .with("findings", Value::Arr(findings))
-            .with("counts", counts);
-    }
-    let violations: Vec<OwnedValue> = r
-        .reference_violations()
-        .into_iter()
-        .map(|rv| {
-            Value::obj()
-                .with("package", rv.package.into())
-                .with("message", rv.message.into())
-        })
-        .collect();
-    let notes: Vec<OwnedValue> = r.notes.iter().map(|n| n.as_str().into()).collect();
-    Value::obj()
-        .with("file", r.file.as_str().into())
-        .with("session", r.session.clone().into())
-        .with("verdict", verdict.into())
-        .with("checked", REFERENCE_COMPANIONS.to_vec().into())
-        .with("violations", Value::Arr(violations))
-        .with("findings", Value::Arr(findings))
-        .with("counts", counts)
-        .with("events", r.events.into())
-        .with("closers", r.closers.into())
-        .with("endSeedAppended", r.end_seed_appended.into())
-        .with("loadWarnings", Value::Arr(notes))
-}
-
-#[derive(Default)]
-struct Totals {
-    clean: usize,
-    violations: usize,
-    refused: usize,
-    errors: usize,
-    warnings: usize,
-}
-
-fn totals(reports: &[Report], deny_warnings: bool) -> Totals {
-    let mut t = Totals::default();
-    for r in reports {
-        match r.verdict(deny_warnings) {
-            Verdict::Clean => t.clean += 1,
-            Verdict::Violations => t.violations += 1,
-            Verdict::Refused => t.refused += 1,
-        }
-        t.errors += r.count(Severity::Error);
-        t.warnings += r.count(Severity::Warning);
-    }
-    t
-}
-
-fn overall(t: &Totals) -> Verdict {
-    if t.refused > 0 {
-        Verdict::Refused
-    } else if t.violations > 0 {
-        Verdict::Violations
-    } else {
-        Verdict::Clean
-    }
-}
-
-fn many_json(reports: &[Report], deny_warnings: bool) -> OwnedValue {
-    let files: Vec<OwnedValue> = reports
-        .iter()
-        .map(|r| report_json(r, deny_warnings))
-        .collect();
-    let t = totals(reports, deny_warnings);
-    let summary = Value::obj()
-        .with("logs", reports.len().into())
-        .with("clean", t.clean.into())
-        .with("violations", t.violations.into())
-        .with("refused", t.refused.into())
-        .with("errors", t.errors.into())
-        .with("warnings", t.warnings.into());
-    Value::obj()
-        .with("logs", Value::Arr(files))
-        .with("summary", summary)
-        .with("verdict", overall(&t).as_str().into())
-        .with("schema_version", SCHEMA_VERSION.into())
-}
-
-fn plural(n: usize, what: &str) -> String {
+fn plural(n: u64, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {
@@ -440,8 +308,11 @@ fn human(reports: &[Report], deny_warnings: bool, home: Option<&std::path::Path>
                 let _ = writeln!(
                     out,
                     "{label}: {}, {} ({} events){}",
-                    toned(plural(r.count(Severity::Error), "error"), Tone::Bad),
-                    toned(plural(r.count(Severity::Warning), "warning"), Tone::Warn),
+                    toned(plural(r.count(Severity::Error) as u64, "error"), Tone::Bad),
+                    toned(
+                        plural(r.count(Severity::Warning) as u64, "warning"),
+                        Tone::Warn
+                    ),
                     r.events,
                     match verdict {
                         // A damaged end is not clean: writers refuse the log.
@@ -480,11 +351,11 @@ fn human(reports: &[Report], deny_warnings: bool, home: Option<&std::path::Path>
         }
     }
     if reports.len() > 1 {
-        let t = totals(reports, deny_warnings);
+        let t = doc::Summary::of(reports, deny_warnings);
         let _ = writeln!(
             out,
             "\n{}: {} clean, {} with violations, {} refused ({}, {})",
-            plural(reports.len(), "log"),
+            plural(reports.len() as u64, "log"),
             t.clean,
             t.violations,
             t.refused,
@@ -535,11 +406,11 @@ fn github(reports: &[Report], deny_warnings: bool) -> String {
             );
         }
     }
-    let t = totals(reports, deny_warnings);
+    let t = doc::Summary::of(reports, deny_warnings);
     let _ = writeln!(
         out,
         "dsh verify: {}: {} clean, {} with violations, {} refused ({}, {})",
-        plural(reports.len(), "log"),
+        plural(reports.len() as u64, "log"),
         t.clean,
         t.violations,
         t.refused,

@@ -8,7 +8,7 @@ use dsh::meter::tokenizer::Encoding;
 use dsh::survival::{Category, Survival};
 use dsh::view::{ModelSide, ReplacementKind, Row, SurfaceEntry, View, ViewOptions};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::render::{self, Tone, escape, paint};
 use crate::cli::rows::RowWindow;
@@ -68,59 +68,6 @@ pub struct ViewArgs {
     pub rows: RowWindow,
 }
 
-/// The `--json` document, written as it is made, one row or entry at a
-/// time: built as one value first, the document of a 100 MB log took
-/// seven times its text in memory. Objects keep the order their keys
-/// always had (a `serde_json` map's, sorted), so the bytes are the same.
-fn write_json(
-    w: &mut impl Write,
-    file: &str,
-    session: &str,
-    view: &View,
-    survival: &Survival,
-    provider: Option<&ProviderCount>,
-) -> Result<()> {
-    fn one<T: serde::Serialize + ?Sized>(w: &mut impl Write, x: &T) -> Result<()> {
-        serde_json::to_writer(&mut *w, &serde_json::to_value(x)?)?;
-        Ok(())
-    }
-    fn list<T: serde::Serialize>(w: &mut impl Write, xs: &[T]) -> Result<()> {
-        w.write_all(b"[")?;
-        for (i, x) in xs.iter().enumerate() {
-            if i > 0 {
-                w.write_all(b",")?;
-            }
-            one(w, x)?;
-        }
-        w.write_all(b"]")?;
-        Ok(())
-    }
-    w.write_all(br#"{"at":"#)?;
-    one(w, &view.at)?;
-    w.write_all(br#","file":"#)?;
-    one(w, file)?;
-    w.write_all(br#","lastSeq":"#)?;
-    one(w, &view.last_seq)?;
-    w.write_all(br#","replacements":"#)?;
-    list(w, &view.replacements)?;
-    w.write_all(br#","rows":"#)?;
-    list(w, &view.rows)?;
-    w.write_all(br#","schema_version":"#)?;
-    one(w, &SCHEMA_VERSION)?;
-    w.write_all(br#","session":"#)?;
-    one(w, session)?;
-    w.write_all(br#","surface":"#)?;
-    list(w, &view.surface)?;
-    w.write_all(br#","survival":"#)?;
-    one(w, survival)?;
-    if let Some(p) = provider {
-        w.write_all(br#","tokenizer":"#)?;
-        one(w, p)?;
-    }
-    w.write_all(b"}\n")?;
-    Ok(())
-}
-
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
     args.rows.whole_json_only(ctx.json)?;
@@ -163,10 +110,9 @@ pub fn run(ctx: &mut Ctx, args: &ViewArgs) -> Result<Status> {
     let provider = provider.as_ref();
     if ctx.json {
         let survival = dsh::survival::of_view(&log, &view)?;
-        let mut out = ctx.out.stream();
         let (file, id) = (src.display(), &log.header.id);
-        write_json(&mut out, &file, id, &view, &survival, provider)?;
-        out.flush()?;
+        let doc = dsh::doc::view::View::of(&view, &survival, file, id, provider);
+        ctx.print_doc(&doc)?;
         return Ok(Status::Ok);
     }
     ctx.page();
@@ -491,12 +437,12 @@ fn write_survival(out: &mut dyn Write, s: &Survival, width: usize) -> Result<()>
     Ok(())
 }
 
-/// The streamed document is the one a `serde_json` map of the whole
-/// view makes (every field, the same key order, the same bytes): a
-/// field added to `View` and not written here fails this.
+/// The document is the one a `serde_json` map of the whole view makes
+/// (every field, its keys sorted, the same bytes): the order the view's
+/// keys always had. A field added out of order fails this.
 #[cfg(test)]
 #[test]
-fn the_streamed_document_is_the_whole_view_as_one_value() {
+fn the_document_is_the_whole_view_as_one_sorted_value() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     for name in [
         "compacted.jsonl",
@@ -516,19 +462,16 @@ fn the_streamed_document_is_the_whole_view_as_one_value() {
         };
         doc.extend(m);
         doc.insert("survival".into(), serde_json::to_value(&survival).unwrap());
-        doc.insert("schema_version".into(), SCHEMA_VERSION.into());
-        let want = serde_json::to_string(&doc).unwrap() + "\n";
-        let mut got = Vec::new();
-        write_json(
-            &mut got,
-            &src.display(),
-            &log.header.id,
+        doc.insert("schema_version".into(), 1.into());
+        let want = serde_json::to_string(&doc).unwrap();
+        let got = dsh::doc::to_string(&dsh::doc::view::View::of(
             &view,
             &survival,
+            src.display(),
+            &log.header.id,
             None,
-        )
-        .unwrap();
-        assert_eq!(String::from_utf8(got).unwrap(), want, "{name}");
+        ));
+        assert_eq!(got, want, "{name}");
         assert!(!view.surface.is_empty(), "{name}");
     }
 }

@@ -6,14 +6,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use dsh::civil::Zone;
-use dsh::json::{OwnedValue, Value};
 use dsh::log::LogSource;
 use dsh::price::{PriceTable, Priced};
 use dsh::sessions::ScanOptions;
 use dsh::status::follow::{Follower, Update};
 use dsh::status::{Forecast, Snapshot, hit_rate};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::gauge::{bar, compact_tokens, tone};
 use crate::cli::render;
@@ -232,68 +231,6 @@ fn plain(s: &Snapshot, st: &State, prices: &PriceTable) -> String {
     line
 }
 
-fn json(s: &Snapshot, st: &State, prices: &PriceTable) -> OwnedValue {
-    let opt = |x: Option<f64>| x.map_or(Value::Null, Value::Num);
-    let forecast = match s.forecast() {
-        Forecast::Due => Value::obj().with("due", true.into()),
-        Forecast::In {
-            requests,
-            per_request,
-        } => Value::obj()
-            .with("due", false.into())
-            .with("requests", requests.into())
-            .with("perRequest", per_request.into()),
-        _ => Value::obj().with("due", false.into()),
-    };
-    let last = s.last_request().map_or(Value::Null, |r| {
-        let cost = match prices.price(&r.provider, &r.model, r.time, &r.tokens) {
-            Priced::Cost { usd, .. } => Value::Num(usd),
-            _ => Value::Null,
-        };
-        Value::obj()
-            .with("seq", r.seq.into())
-            .with("cacheHit", opt(hit_rate(&r.tokens)))
-            .with("costUsd", cost)
-    });
-    let cost = s.cost(prices);
-    Value::obj()
-        .with("file", s.file.as_str().into())
-        .with("session", s.session.as_str().into())
-        .with("project", s.project.clone().into())
-        .with(
-            "route",
-            s.route.as_ref().map_or(Value::Null, |(p, m)| {
-                Value::obj()
-                    .with("provider", p.as_str().into())
-                    .with("model", m.as_str().into())
-            }),
-        )
-        .with("tokens", opt(s.tokens))
-        .with("contextWindow", opt(s.window))
-        .with("thresholdTokens", opt(s.threshold))
-        .with(
-            "pressurePercent",
-            opt(s.pressure().map(|p| (p * 100.0).round() / 100.0)),
-        )
-        .with("toCompaction", opt(s.to_compaction()))
-        .with("forecast", forecast)
-        .with("lastRequest", last)
-        .with("costUsd", opt(cost.cost()))
-        .with(
-            "requests",
-            (cost.requests + cost.summariser_requests).into(),
-        )
-        .with("compactions", s.compactions.into())
-        .with("prunes", s.prunes.into())
-        .with("lifecycles", s.lifecycles.into())
-        .with("events", s.events.into())
-        .with("lastEventMs", s.last_time.into())
-        .with("writing", (s.torn > 0).into())
-        .with("busy", s.busy.into())
-        .with("error", st.error.clone().into())
-        .with("schema_version", SCHEMA_VERSION.into())
-}
-
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &WatchArgs) -> Result<Status> {
     let path = match ctx.resolve(&args.log)? {
@@ -338,7 +275,11 @@ pub fn run(ctx: &mut Ctx, args: &WatchArgs) -> Result<Status> {
                 .map(|e| format!("dsh watch: {e}"))
                 .unwrap_or_else(|| "reading…".into()),
             Some(s) if tty => screen(s, &st, &prices, &zone, columns()).join("\n"),
-            Some(s) if ctx.json => json(s, &st, &prices).to_json(),
+            Some(s) if ctx.json => dsh::doc::to_string(&dsh::doc::status::Watch::of(
+                s,
+                st.error.as_deref(),
+                &prices,
+            )),
             Some(s) => plain(s, &st, &prices),
         };
         if text != shown {

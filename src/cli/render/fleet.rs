@@ -1,37 +1,7 @@
-//! `export --incremental`: what a run read, as text and JSON.
-
-use dsh::json::{OwnedValue, Value};
+//! `export --incremental`: what a run read, as text (its JSON is
+//! [`dsh::doc::export::Incremental`]).
 
 use super::{Out, outln};
-
-/// `incremental` of `export --json`.
-pub fn json(r: &dsh::fleet::Report) -> OwnedValue {
-    let count = |c: dsh::fleet::Change| r.logs.iter().filter(|(_, x)| *x == c).count();
-    let rewritten: Vec<OwnedValue> = r
-        .rewritten
-        .iter()
-        .map(|(p, why)| {
-            Value::obj()
-                .with("home", p.home.as_str().into())
-                .with("log", p.log.as_str().into())
-                .with("why", why.as_str().into())
-        })
-        .collect();
-    Value::obj()
-        .with("run", r.run.into())
-        .with("read", r.read.into())
-        .with("new", count(dsh::fleet::Change::New).into())
-        .with("grown", count(dsh::fleet::Change::Grown).into())
-        .with("rewritten", Value::Arr(rewritten))
-        .with("unchanged", count(dsh::fleet::Change::Unchanged).into())
-        .with(
-            "missing",
-            Value::Arr(r.missing.iter().map(|m| m.as_str().into()).collect()),
-        )
-        .with("stillRefused", r.still_refused.len().into())
-        .with("recovered", r.recovered.into())
-        .with("files", r.files.iter().sum::<u64>().into())
-}
 
 /// The run's line, and one per log re-exported whole.
 pub fn print(o: &Out, r: &dsh::fleet::Report) -> std::io::Result<()> {

@@ -1,41 +1,15 @@
 //! `sessions --tree`: the delegation forest, drawn or as JSON.
 
 use anyhow::Result;
-use dsh::json::{OwnedValue, Value};
+use dsh::doc::error::LogRefusal;
+use dsh::doc::sessions as doc;
 use dsh::price::PriceTable;
 use dsh::sessions::{Refused, Session};
 use dsh::tree::Node;
 use dsh::usage::Sums;
 
 use super::{outln, usd};
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
-
-fn node_json(n: &Node, sessions: &[Session]) -> OwnedValue {
-    let s = &sessions[n.index];
-    let sums = |x: &Sums| {
-        Value::obj()
-            .with("requests", (x.requests + x.summariser_requests).into())
-            .with("agentRequests", x.requests.into())
-            .with("summariserRequests", x.summariser_requests.into())
-            .with("costUsd", x.cost.into())
-            .with("unpricedRequests", x.without_cost().into())
-    };
-    Value::obj()
-        .with("file", s.file.as_str().into())
-        .with("session", s.id.as_str().into())
-        .with("parent", s.parent.clone().into())
-        .with("relation", n.relation.as_str().into())
-        .with("title", s.title.clone().into())
-        .with("own", sums(&n.own))
-        .with(
-            "subtree",
-            sums(&n.subtree).with("sessions", n.sessions.into()),
-        )
-        .with(
-            "children",
-            Value::Arr(n.children.iter().map(|c| node_json(c, sessions)).collect()),
-        )
-}
+use crate::cli::ctx::Ctx;
 
 /// Lines of one subtree: `prefix` drawn before each child's branch.
 fn draw(
@@ -86,34 +60,24 @@ pub fn show(
         total.merge(&n.subtree);
     }
     if ctx.json {
-        let refused: Vec<OwnedValue> = refused
-            .iter()
-            .map(|r| {
-                let mut v = load_error_json(&r.error);
-                v.remove("schema_version");
-                v.set("file", r.file.as_str().into());
-                v
-            })
-            .collect();
-        let summary = Value::obj()
-            .with("sessions", sessions.len().into())
-            .with("roots", forest.len().into())
-            .with(
-                "requests",
-                (total.requests + total.summariser_requests).into(),
-            )
-            .with("costUsd", total.cost.into())
-            .with("unpricedRequests", total.without_cost().into());
-        ctx.print_json(
-            &Value::obj()
-                .with(
-                    "trees",
-                    Value::Arr(forest.iter().map(|n| node_json(n, sessions)).collect()),
-                )
-                .with("summary", summary)
-                .with("refused", Value::Arr(refused))
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        ctx.print_doc(&doc::Tree {
+            trees: forest
+                .iter()
+                .map(|n| doc::TreeNode::of(n, sessions))
+                .collect(),
+            summary: doc::TreeSummary {
+                sessions: sessions.len() as u64,
+                roots: forest.len() as u64,
+                requests: total.requests + total.summariser_requests,
+                cost_usd: total.cost,
+                unpriced_requests: total.without_cost(),
+            },
+            refused: refused
+                .iter()
+                .map(|r| LogRefusal::of(&r.error, &r.file, true))
+                .collect(),
+            schema_version: dsh::doc::SchemaVersion,
+        })?;
         return Ok(());
     }
     let mut t = super::table(&[

@@ -1622,6 +1622,32 @@ fn node_base(seq: u64) -> u64 {
 
 const ROOT: u64 = 0x5eed;
 
+/// What a `compaction/summary` at time `t` meters: its replacement, and
+/// the summarising call.
+fn summary_meter(ev: &Event<'_>, t: f64) -> (u64, ReplaceKind, Option<SummaryCall>) {
+    let d = ev.data();
+    let s = |k: &str| {
+        d.get(k)
+            .and_then(|v| v.as_str())
+            .map(|v| v.into_owned())
+            .unwrap_or_default()
+    };
+    (
+        ev.seq,
+        ReplaceKind::Compaction,
+        Some(SummaryCall {
+            seq: ev.seq,
+            provider: s("provider"),
+            model: s("model"),
+            time: t,
+            usage: d
+                .get("usage")
+                .filter(|u| !matches!(u, Value::Null))
+                .map(Reported::of),
+        }),
+    )
+}
+
 /// The header parts that changed between two requests.
 fn header_changes(p: &HeaderState, now: &HeaderState) -> Vec<HeaderPart> {
     let mut hc = Vec::new();
@@ -2764,29 +2790,7 @@ impl Collector {
                     self.inherited_cut = Some(ev.seq);
                 }
             }
-            Kind::CompactionSummary => {
-                let d = ev.data();
-                let s = |k: &str| {
-                    d.get(k)
-                        .and_then(|v| v.as_str())
-                        .map(|v| v.into_owned())
-                        .unwrap_or_default()
-                };
-                self.meter = Some((
-                    ev.seq,
-                    ReplaceKind::Compaction,
-                    Some(SummaryCall {
-                        seq: ev.seq,
-                        provider: s("provider"),
-                        model: s("model"),
-                        time: t,
-                        usage: d
-                            .get("usage")
-                            .filter(|u| !matches!(u, Value::Null))
-                            .map(Reported::of),
-                    }),
-                ));
-            }
+            Kind::CompactionSummary => self.meter = Some(summary_meter(ev, t)),
             Kind::CompactionPrune => self.meter = Some((ev.seq, ReplaceKind::Prune, None)),
             Kind::ImageOffload => {
                 if let Some(targets) = ev.data().get("targets").and_then(|t| t.as_arr()) {
@@ -2812,39 +2816,46 @@ impl Collector {
             }
         }
         if ev.kind == Kind::AssistantMessage {
-            let snap = match self.pending.take() {
-                Some(s) => s,
-                None => self.snapshot(folded.surface, Some(ev.seq)),
-            };
-            let surface = folded.surface;
-            // DeepSeek persists the output as generated; the next request
-            // reads it back as re-sent. A message whose reasoning the
-            // history drops (no tool call) never matches that unit.
-            let resent = project(ev).is_none_or(crate::meter::tokenizer::chat::resent_as_generated);
-            let out = surface
-                .position(ev.seq)
-                .map(|position| (position, &surface.nodes[position]))
-                .and_then(|(position, n)| {
-                    n.derives.then(|| Seg {
-                        id: mix(node_base(n.seq), 0),
-                        content: mix(self.content_of(n.seq), 0),
-                        tokens: self.node_tokens(n.seq, n.tokens),
-                        what: Segment::Node {
-                            seq: n.seq,
-                            kind: n.kind,
-                            position,
-                        },
-                    })
+            self.message(ev, folded, t);
+        }
+    }
+
+    /// An `assistant/message`: its request (from the snapshot taken when
+    /// its attempt began, else now) and its output.
+    #[inline]
+    fn message(&mut self, ev: &Event<'_>, folded: &Folded<'_>, t: f64) {
+        let snap = match self.pending.take() {
+            Some(s) => s,
+            None => self.snapshot(folded.surface, Some(ev.seq)),
+        };
+        let surface = folded.surface;
+        // DeepSeek persists the output as generated; the next request
+        // reads it back as re-sent. A message whose reasoning the
+        // history drops (no tool call) never matches that unit.
+        let resent = project(ev).is_none_or(crate::meter::tokenizer::chat::resent_as_generated);
+        let out = surface
+            .position(ev.seq)
+            .map(|position| (position, &surface.nodes[position]))
+            .and_then(|(position, n)| {
+                n.derives.then(|| Seg {
+                    id: mix(node_base(n.seq), 0),
+                    content: mix(self.content_of(n.seq), 0),
+                    tokens: self.node_tokens(n.seq, n.tokens),
+                    what: Segment::Node {
+                        seq: n.seq,
+                        kind: n.kind,
+                        position,
+                    },
                 })
-                .map(|seg| Output { seg, unit: resent });
-            if self.has_header {
-                let reported = ev
-                    .data()
-                    .get("usage")
-                    .filter(|u| !matches!(u, Value::Null))
-                    .map(Reported::of);
-                self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
-            }
+            })
+            .map(|seg| Output { seg, unit: resent });
+        if self.has_header {
+            let reported = ev
+                .data()
+                .get("usage")
+                .filter(|u| !matches!(u, Value::Null))
+                .map(Reported::of);
+            self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
         }
     }
 

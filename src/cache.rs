@@ -1622,6 +1622,50 @@ fn node_base(seq: u64) -> u64 {
 
 const ROOT: u64 = 0x5eed;
 
+/// What a `compaction/summary` at time `t` meters: its replacement, and
+/// the summarising call.
+fn summary_meter(ev: &Event<'_>, t: f64) -> (u64, ReplaceKind, Option<SummaryCall>) {
+    let d = ev.data();
+    let s = |k: &str| {
+        d.get(k)
+            .and_then(|v| v.as_str())
+            .map(|v| v.into_owned())
+            .unwrap_or_default()
+    };
+    (
+        ev.seq,
+        ReplaceKind::Compaction,
+        Some(SummaryCall {
+            seq: ev.seq,
+            provider: s("provider"),
+            model: s("model"),
+            time: t,
+            usage: d
+                .get("usage")
+                .filter(|u| !matches!(u, Value::Null))
+                .map(Reported::of),
+        }),
+    )
+}
+
+/// The header parts that changed between two requests.
+fn header_changes(p: &HeaderState, now: &HeaderState) -> Vec<HeaderPart> {
+    let mut hc = Vec::new();
+    if p.system.map(|s| s.0) != now.system.map(|s| s.0) {
+        hc.push(HeaderPart::System);
+    }
+    if p.tools.map(|s| s.0) != now.tools.map(|s| s.0) {
+        hc.push(HeaderPart::Tools);
+    }
+    if p.adapter != now.adapter {
+        hc.push(HeaderPart::AdapterDefaults);
+    }
+    if p.config != now.config {
+        hc.push(HeaderPart::Config);
+    }
+    hc
+}
+
 /// The folded header, as segments.
 #[derive(Debug, Clone, Default)]
 struct HeaderState {
@@ -2306,53 +2350,9 @@ impl Collector {
         let (at_seq, now, turn, step) = at;
         let segs = snap.segs;
         let n = segs.len();
-        // A prompt mostly repeats the previous one (and its output): over
-        // the segments both share, identity and tokens alike, the prefix
-        // hashes and offsets are the previous request's, so only the rest
-        // is hashed (hashing every segment of every request is quadratic
-        // in a session's length).
-        let (mut chain, mut ptok, mut cchain, same) = match self.prev.as_mut() {
-            Some(p) => {
-                let same = segs
-                    .iter()
-                    .zip(&p.ext)
-                    .take_while(|(a, b)| a.id == b.id && a.tokens == b.tokens)
-                    .count();
-                let (mut chain, mut ptok, mut cchain) = (
-                    std::mem::take(&mut p.chain),
-                    std::mem::take(&mut p.ptok),
-                    std::mem::take(&mut p.cchain),
-                );
-                chain.truncate(same + 1);
-                ptok.truncate(same + 1);
-                cchain.truncate(same + 1);
-                (chain, ptok, cchain, same)
-            }
-            None => (vec![ROOT], vec![0u64], vec![ROOT], 0),
-        };
-        for s in &segs[same..] {
-            cchain.push(mix(*cchain.last().unwrap(), s.content));
-        }
-        chain.reserve(n + 2 - chain.len());
-        ptok.reserve(n + 2 - ptok.len());
-        for s in &segs[same..] {
-            chain.push(mix(*chain.last().unwrap(), s.id));
-            ptok.push(ptok.last().unwrap() + s.tokens);
-        }
+        let (chain, ptok, cchain, same) = self.prefix_chains(&segs);
         let prompt = ptok[n];
-        // DeepSeek: the longest persisted unit this prompt matches completely.
-        let block = self.opts.deepseek.block.max(1);
-        let mut hit = 0;
-        let mut hit_at = 0;
-        for i in (1..=n).rev() {
-            if let Some(u) = self.units.get(&chain[i])
-                && !self.expired(u.used, now)
-            {
-                hit = ptok[i] / block * block;
-                hit_at = i;
-                break;
-            }
-        }
+        let (hit, hit_at) = self.deepseek_hit(&chain, &ptok, now);
         // Anthropic's rule only where it applies: its entries belong to
         // Anthropic routes, laid out in Anthropic's order.
         let (mut anthropic, spans) = if rule_for(&snap.header.provider) == "anthropic" {
@@ -2374,28 +2374,8 @@ impl Collector {
                         .zip(&p.ext[same..])
                         .position(|(a, b)| a.id != b.id)
                         .unwrap_or(n.min(p.ext.len()) - same);
-                let gap = now - p.time;
-                let idle = if !self.times_real {
-                    Idle::Unknown
-                } else {
-                    Idle::Gap {
-                        ms: gap.max(0.0) as u64,
-                        expired: lifetime.is_some_and(|l| gap > l as f64),
-                    }
-                };
-                let mut hc = Vec::new();
-                if p.header.system.map(|s| s.0) != snap.header.system.map(|s| s.0) {
-                    hc.push(HeaderPart::System);
-                }
-                if p.header.tools.map(|s| s.0) != snap.header.tools.map(|s| s.0) {
-                    hc.push(HeaderPart::Tools);
-                }
-                if p.header.adapter != snap.header.adapter {
-                    hc.push(HeaderPart::AdapterDefaults);
-                }
-                if p.header.config != snap.header.config {
-                    hc.push(HeaderPart::Config);
-                }
+                let idle = self.idle(now - p.time, lifetime);
+                let hc = header_changes(&p.header, &snap.header);
                 let (block, offset) = match segs.get(idx) {
                     Some(now) => self.block_at(now, p.ext.get(idx), &p.header, &snap.header),
                     None => (None, 0),
@@ -2414,85 +2394,23 @@ impl Collector {
                 } else {
                     self.cause_at(&segs, &p.ext, idx, &p.header, &snap.header)
                 };
-                // Old content from the first change on; under Anthropic's
-                // rule, the part of it that falls in the 1-hour (A..B) and
-                // 5-minute (B..C) writes.
-                let mut recomputed = 0;
-                if idx < p.ext.len() {
-                    let [ta, tb, tc] = spans;
-                    let overlap =
-                        |s: u64, e: u64, lo: u64, hi: u64| e.min(hi).saturating_sub(s.max(lo));
-                    for (k, sg) in segs.iter().enumerate().skip(idx) {
-                        if let Segment::Node { seq, .. } = sg.what
-                            && self.is_fresh(seq)
-                        {
-                            continue;
-                        }
-                        recomputed += sg.tokens;
-                        let (s, e) = (ptok[k], ptok[k + 1]);
-                        anthropic.recomputed_1h += overlap(s, e, ta, tb);
-                        anthropic.recomputed_5m += overlap(s, e, tb, tc);
-                    }
-                }
+                let recomputed = if idx < p.ext.len() {
+                    self.recomputed(&segs, &ptok, idx, spans, &mut anthropic)
+                } else {
+                    0
+                };
                 (Some(pos), cause, hc, recomputed, idle)
             }
         };
-        // The messages, and the tokens of those fresh since the last request.
-        let (mut messages, mut fresh_tokens) = (0, 0);
-        for s in &segs {
-            if let Segment::Node {
-                seq,
-                kind,
-                position,
-            } = s.what
-            {
-                // A G3 system head is the system prompt, as G0's header holds it.
-                messages += usize::from(!(kind == Kind::SystemMessage && position == 0));
-                if self.is_fresh(seq) {
-                    fresh_tokens += s.tokens;
-                }
-            }
-        }
-        // Persist this request's units: input end, output end, and the
-        // common prefix it shares with anything sent before.
-        let out_chain = out.as_ref().map(|o| mix(chain[n], o.id));
-        let lo = same.min(hit_at);
-        self.prefixes.push(Prefix {
-            lo,
-            chain: cchain[lo..=n].to_vec(),
-            ptok: ptok[lo..=n].to_vec(),
-            out: out
-                .as_ref()
-                .filter(|_| out_unit)
-                .map(|o| mix(cchain[n], o.content)),
-        });
+        let (messages, fresh_tokens) = self.messages(&segs);
         let out_tokens = out.as_ref().map_or(0, |o| o.tokens);
-        if self.opts.deepseek.common_prefix_units
-            && let Some(i) = (2..=n).rev().find(|&i| self.seen.contains(&chain[i]))
-        {
-            self.units.insert(chain[i], Unit { used: now });
-        }
-        // The units this request read are refreshed: only where units
-        // expire (a lifetime, on real times; `times_real` never comes back
-        // once lost), since `used` is read by nothing else.
-        if hit_at > 0 && self.opts.lifetime_ms.is_some() && self.times_real {
-            for c in &chain[1..=hit_at] {
-                if let Some(u) = self.units.get_mut(c) {
-                    u.used = now;
-                }
-            }
-        }
-        self.units.insert(chain[n], Unit { used: now });
-        if let Some(oc) = out_chain.filter(|_| out_unit) {
-            self.units.insert(oc, Unit { used: now });
-            self.seen.insert(oc);
-        }
-        // `seen` is prefix-closed: once a prefix is known, so are all shorter.
-        for c in chain[1..].iter().rev() {
-            if !self.seen.insert(*c) {
-                break;
-            }
-        }
+        let out_chain = self.persist_units(
+            (&chain, &ptok, &cchain),
+            same.min(hit_at),
+            hit_at,
+            out.as_ref().map(|o| (o, out_unit)),
+            now,
+        );
 
         let h = &snap.header;
         let req = Request {
@@ -2526,8 +2444,225 @@ impl Collector {
             output_tokens: out_tokens,
             cross_session: None,
         };
-        // Replacements: the first request after one, and savings after. A
-        // live replacement is a current node (it leaves `live` when shadowed).
+        self.track_replacements(index, &cause, recomputed);
+        self.requests.push(req);
+        self.remember(
+            segs,
+            (chain, ptok, cchain),
+            out,
+            out_chain,
+            snap.header,
+            now,
+        );
+    }
+
+    /// Keep this request (and its output) as the one the next is compared
+    /// with, and start a new gap.
+    fn remember(
+        &mut self,
+        segs: Vec<Seg>,
+        (mut chain, mut ptok, mut cchain): (Vec<u64>, Vec<u64>, Vec<u64>),
+        out: Option<Seg>,
+        out_chain: Option<u64>,
+        header: HeaderState,
+        now: f64,
+    ) {
+        let n = segs.len();
+        let mut ext = segs;
+        if let (Some(o), Some(oc)) = (&out, out_chain) {
+            chain.push(oc);
+            ptok.push(ptok[n] + o.tokens);
+            cchain.push(mix(cchain[n], o.content));
+        }
+        ext.extend(out);
+        self.prev = Some(Prev {
+            ext,
+            chain,
+            ptok,
+            cchain,
+            header,
+            time: now,
+        });
+        self.changes.clear();
+        self.offloads.clear();
+        self.fresh.clear();
+        self.fresh_min = u64::MAX;
+        self.end_seed = None;
+    }
+
+    /// The prefix hashes (identity and content) and token offsets of
+    /// `segs`, and how many segments lead the previous request unchanged.
+    /// A prompt mostly repeats the previous one (and its output): over
+    /// the segments both share, identity and tokens alike, the prefix
+    /// hashes and offsets are the previous request's, so only the rest
+    /// is hashed (hashing every segment of every request is quadratic
+    /// in a session's length).
+    fn prefix_chains(&mut self, segs: &[Seg]) -> (Vec<u64>, Vec<u64>, Vec<u64>, usize) {
+        let n = segs.len();
+        let (mut chain, mut ptok, mut cchain, same) = match self.prev.as_mut() {
+            Some(p) => {
+                let same = segs
+                    .iter()
+                    .zip(&p.ext)
+                    .take_while(|(a, b)| a.id == b.id && a.tokens == b.tokens)
+                    .count();
+                let (mut chain, mut ptok, mut cchain) = (
+                    std::mem::take(&mut p.chain),
+                    std::mem::take(&mut p.ptok),
+                    std::mem::take(&mut p.cchain),
+                );
+                chain.truncate(same + 1);
+                ptok.truncate(same + 1);
+                cchain.truncate(same + 1);
+                (chain, ptok, cchain, same)
+            }
+            None => (vec![ROOT], vec![0u64], vec![ROOT], 0),
+        };
+        for s in &segs[same..] {
+            cchain.push(mix(*cchain.last().unwrap(), s.content));
+        }
+        chain.reserve(n + 2 - chain.len());
+        ptok.reserve(n + 2 - ptok.len());
+        for s in &segs[same..] {
+            chain.push(mix(*chain.last().unwrap(), s.id));
+            ptok.push(ptok.last().unwrap() + s.tokens);
+        }
+        (chain, ptok, cchain, same)
+    }
+
+    /// DeepSeek: the longest persisted unit this prompt matches completely
+    /// (its tokens, in whole blocks, and its segment count).
+    fn deepseek_hit(&self, chain: &[u64], ptok: &[u64], now: f64) -> (u64, usize) {
+        let n = chain.len() - 1;
+        let block = self.opts.deepseek.block.max(1);
+        let mut hit = 0;
+        let mut hit_at = 0;
+        for i in (1..=n).rev() {
+            if let Some(u) = self.units.get(&chain[i])
+                && !self.expired(u.used, now)
+            {
+                hit = ptok[i] / block * block;
+                hit_at = i;
+                break;
+            }
+        }
+        (hit, hit_at)
+    }
+
+    /// Whether the gap since the previous request outlived the cache.
+    fn idle(&self, gap: f64, lifetime: Option<u64>) -> Idle {
+        if !self.times_real {
+            Idle::Unknown
+        } else {
+            Idle::Gap {
+                ms: gap.max(0.0) as u64,
+                expired: lifetime.is_some_and(|l| gap > l as f64),
+            }
+        }
+    }
+
+    /// Old content from the first change (`idx`) on; under Anthropic's
+    /// rule, the part of it that falls in the 1-hour (A..B) and 5-minute
+    /// (B..C) writes.
+    fn recomputed(
+        &self,
+        segs: &[Seg],
+        ptok: &[u64],
+        idx: usize,
+        spans: [u64; 3],
+        anthropic: &mut AnthropicPrediction,
+    ) -> u64 {
+        let mut recomputed = 0;
+        let [ta, tb, tc] = spans;
+        let overlap = |s: u64, e: u64, lo: u64, hi: u64| e.min(hi).saturating_sub(s.max(lo));
+        for (k, sg) in segs.iter().enumerate().skip(idx) {
+            if let Segment::Node { seq, .. } = sg.what
+                && self.is_fresh(seq)
+            {
+                continue;
+            }
+            recomputed += sg.tokens;
+            let (s, e) = (ptok[k], ptok[k + 1]);
+            anthropic.recomputed_1h += overlap(s, e, ta, tb);
+            anthropic.recomputed_5m += overlap(s, e, tb, tc);
+        }
+        recomputed
+    }
+
+    /// The messages, and the tokens of those fresh since the last request.
+    fn messages(&self, segs: &[Seg]) -> (usize, u64) {
+        let (mut messages, mut fresh_tokens) = (0, 0);
+        for s in segs {
+            if let Segment::Node {
+                seq,
+                kind,
+                position,
+            } = s.what
+            {
+                // A G3 system head is the system prompt, as G0's header holds it.
+                messages += usize::from(!(kind == Kind::SystemMessage && position == 0));
+                if self.is_fresh(seq) {
+                    fresh_tokens += s.tokens;
+                }
+            }
+        }
+        (messages, fresh_tokens)
+    }
+
+    /// Persist a request's units: input end, output end, and the common
+    /// prefix it shares with anything sent before (from segment `lo`).
+    /// `out`: the output and whether it is a unit. Returns the output's
+    /// chain hash.
+    fn persist_units(
+        &mut self,
+        (chain, ptok, cchain): (&[u64], &[u64], &[u64]),
+        lo: usize,
+        hit_at: usize,
+        out: Option<(&Seg, bool)>,
+        now: f64,
+    ) -> Option<u64> {
+        let n = chain.len() - 1;
+        let out_unit = out.is_some_and(|(_, u)| u);
+        let out = out.map(|(o, _)| o);
+        let out_chain = out.map(|o| mix(chain[n], o.id));
+        self.prefixes.push(Prefix {
+            lo,
+            chain: cchain[lo..=n].to_vec(),
+            ptok: ptok[lo..=n].to_vec(),
+            out: out.filter(|_| out_unit).map(|o| mix(cchain[n], o.content)),
+        });
+        if self.opts.deepseek.common_prefix_units
+            && let Some(i) = (2..=n).rev().find(|&i| self.seen.contains(&chain[i]))
+        {
+            self.units.insert(chain[i], Unit { used: now });
+        }
+        // The units this request read are refreshed: only where units
+        // expire (a lifetime, on real times; `times_real` never comes back
+        // once lost), since `used` is read by nothing else.
+        if hit_at > 0 && self.opts.lifetime_ms.is_some() && self.times_real {
+            for c in &chain[1..=hit_at] {
+                if let Some(u) = self.units.get_mut(c) {
+                    u.used = now;
+                }
+            }
+        }
+        self.units.insert(chain[n], Unit { used: now });
+        if let Some(oc) = out_chain.filter(|_| out_unit) {
+            self.units.insert(oc, Unit { used: now });
+            self.seen.insert(oc);
+        }
+        // `seen` is prefix-closed: once a prefix is known, so are all shorter.
+        for c in chain[1..].iter().rev() {
+            if !self.seen.insert(*c) {
+                break;
+            }
+        }
+        out_chain
+    }
+
+    /// Replacements: the first request after one, and savings after. A
+    /// live replacement is a current node (it leaves `live` when shadowed).
+    fn track_replacements(&mut self, index: usize, cause: &Cause, recomputed: u64) {
         for &ri in &self.live {
             let r = &mut self.replacements[ri];
             if r.next_request.is_none() {
@@ -2543,27 +2678,6 @@ impl Collector {
                 r.shadowed_tokens as i64 - r.replacement_tokens as i64,
             ));
         }
-        self.requests.push(req);
-        let mut ext = segs;
-        if let (Some(o), Some(oc)) = (&out, out_chain) {
-            chain.push(oc);
-            ptok.push(ptok[n] + o.tokens);
-            cchain.push(mix(cchain[n], o.content));
-        }
-        ext.extend(out);
-        self.prev = Some(Prev {
-            ext,
-            chain,
-            ptok,
-            cchain,
-            header: snap.header,
-            time: now,
-        });
-        self.changes.clear();
-        self.offloads.clear();
-        self.fresh.clear();
-        self.fresh_min = u64::MAX;
-        self.end_seed = None;
     }
 
     fn cause_at(
@@ -2676,29 +2790,7 @@ impl Collector {
                     self.inherited_cut = Some(ev.seq);
                 }
             }
-            Kind::CompactionSummary => {
-                let d = ev.data();
-                let s = |k: &str| {
-                    d.get(k)
-                        .and_then(|v| v.as_str())
-                        .map(|v| v.into_owned())
-                        .unwrap_or_default()
-                };
-                self.meter = Some((
-                    ev.seq,
-                    ReplaceKind::Compaction,
-                    Some(SummaryCall {
-                        seq: ev.seq,
-                        provider: s("provider"),
-                        model: s("model"),
-                        time: t,
-                        usage: d
-                            .get("usage")
-                            .filter(|u| !matches!(u, Value::Null))
-                            .map(Reported::of),
-                    }),
-                ));
-            }
+            Kind::CompactionSummary => self.meter = Some(summary_meter(ev, t)),
             Kind::CompactionPrune => self.meter = Some((ev.seq, ReplaceKind::Prune, None)),
             Kind::ImageOffload => {
                 if let Some(targets) = ev.data().get("targets").and_then(|t| t.as_arr()) {
@@ -2724,39 +2816,46 @@ impl Collector {
             }
         }
         if ev.kind == Kind::AssistantMessage {
-            let snap = match self.pending.take() {
-                Some(s) => s,
-                None => self.snapshot(folded.surface, Some(ev.seq)),
-            };
-            let surface = folded.surface;
-            // DeepSeek persists the output as generated; the next request
-            // reads it back as re-sent. A message whose reasoning the
-            // history drops (no tool call) never matches that unit.
-            let resent = project(ev).is_none_or(crate::meter::tokenizer::chat::resent_as_generated);
-            let out = surface
-                .position(ev.seq)
-                .map(|position| (position, &surface.nodes[position]))
-                .and_then(|(position, n)| {
-                    n.derives.then(|| Seg {
-                        id: mix(node_base(n.seq), 0),
-                        content: mix(self.content_of(n.seq), 0),
-                        tokens: self.node_tokens(n.seq, n.tokens),
-                        what: Segment::Node {
-                            seq: n.seq,
-                            kind: n.kind,
-                            position,
-                        },
-                    })
+            self.message(ev, folded, t);
+        }
+    }
+
+    /// An `assistant/message`: its request (from the snapshot taken when
+    /// its attempt began, else now) and its output.
+    #[inline]
+    fn message(&mut self, ev: &Event<'_>, folded: &Folded<'_>, t: f64) {
+        let snap = match self.pending.take() {
+            Some(s) => s,
+            None => self.snapshot(folded.surface, Some(ev.seq)),
+        };
+        let surface = folded.surface;
+        // DeepSeek persists the output as generated; the next request
+        // reads it back as re-sent. A message whose reasoning the
+        // history drops (no tool call) never matches that unit.
+        let resent = project(ev).is_none_or(crate::meter::tokenizer::chat::resent_as_generated);
+        let out = surface
+            .position(ev.seq)
+            .map(|position| (position, &surface.nodes[position]))
+            .and_then(|(position, n)| {
+                n.derives.then(|| Seg {
+                    id: mix(node_base(n.seq), 0),
+                    content: mix(self.content_of(n.seq), 0),
+                    tokens: self.node_tokens(n.seq, n.tokens),
+                    what: Segment::Node {
+                        seq: n.seq,
+                        kind: n.kind,
+                        position,
+                    },
                 })
-                .map(|seg| Output { seg, unit: resent });
-            if self.has_header {
-                let reported = ev
-                    .data()
-                    .get("usage")
-                    .filter(|u| !matches!(u, Value::Null))
-                    .map(Reported::of);
-                self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
-            }
+            })
+            .map(|seg| Output { seg, unit: resent });
+        if self.has_header {
+            let reported = ev
+                .data()
+                .get("usage")
+                .filter(|u| !matches!(u, Value::Null))
+                .map(Reported::of);
+            self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
         }
     }
 

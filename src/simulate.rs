@@ -53,7 +53,7 @@ use crate::meter::tokenizer::Encoding;
 use crate::meter::{Meter, MeterError};
 use crate::policy::Retention;
 use crate::prune::{PruneConfig, PruneError};
-use crate::range::{Selection, select_range};
+use crate::range::{Region, Selection, select_range};
 use crate::surface::{Applied, Node, NodeBody, NodeFacts, Surface, SurfaceError};
 
 /// Seqs of simulated events start here, far above any recorded seq.
@@ -771,52 +771,13 @@ impl Sim<'_> {
         let sum_seq = lane.next_seq;
         let cp_seq = sum_seq + 1;
         lane.next_seq += 2;
-        let sum = owned_event(
-            Kind::CompactionSummary,
-            sum_seq,
-            Value::obj()
-                .with("type", "compaction/summary".into())
-                .with("seq", sum_seq.into())
-                .with("time", self.time.into())
-                .with(
-                    "data",
-                    Value::obj()
-                        .with("provider", provider.clone().into())
-                        .with("model", model.clone().into()),
-                ),
-        );
+        let sum = self.summary_event(sum_seq, &provider, &model);
         if let Some(c) = &mut lane.cache {
             c.event(&sum, &lane_folded(&lane.surface, None));
         }
         let mut sources = vec![sum_seq];
         sources.extend_from_slice(&shadowed);
-        let cp = owned_event(
-            Kind::UserMessage,
-            cp_seq,
-            Value::obj()
-                .with("type", "user/message".into())
-                .with("seq", cp_seq.into())
-                .with("time", self.time.into())
-                .with(
-                    "data",
-                    Value::obj().with("role", "user".into()).with(
-                        "content",
-                        Value::Arr(vec![
-                            Value::obj()
-                                .with("type", "text".into())
-                                .with("text", "[simulated checkpoint]".into()),
-                        ]),
-                    ),
-                )
-                .with("sourceEventSeqs", sources.into())
-                .with(
-                    "surfaceOp",
-                    Value::obj()
-                        .with("op", "replace".into())
-                        .with("start", region.start.into())
-                        .with("end", region.end.into()),
-                ),
-        );
+        let cp = self.checkpoint_event(cp_seq, sources, &region);
         let facts = NodeFacts {
             tokens: cp_tokens,
             derives: true,
@@ -868,6 +829,55 @@ impl Sim<'_> {
             replacement_tokens: cp_tokens,
         });
         Ok(true)
+    }
+
+    /// The simulated bracket's `compaction/summary` at `seq`.
+    fn summary_event(&self, seq: u64, provider: &str, model: &str) -> OwnedEvent {
+        owned_event(
+            Kind::CompactionSummary,
+            seq,
+            Value::obj()
+                .with("type", "compaction/summary".into())
+                .with("seq", seq.into())
+                .with("time", self.time.into())
+                .with(
+                    "data",
+                    Value::obj()
+                        .with("provider", provider.to_string().into())
+                        .with("model", model.to_string().into()),
+                ),
+        )
+    }
+
+    /// The simulated checkpoint at `seq`, replacing `region`.
+    fn checkpoint_event(&self, seq: u64, sources: Vec<u64>, region: &Region) -> OwnedEvent {
+        owned_event(
+            Kind::UserMessage,
+            seq,
+            Value::obj()
+                .with("type", "user/message".into())
+                .with("seq", seq.into())
+                .with("time", self.time.into())
+                .with(
+                    "data",
+                    Value::obj().with("role", "user".into()).with(
+                        "content",
+                        Value::Arr(vec![
+                            Value::obj()
+                                .with("type", "text".into())
+                                .with("text", "[simulated checkpoint]".into()),
+                        ]),
+                    ),
+                )
+                .with("sourceEventSeqs", sources.into())
+                .with(
+                    "surfaceOp",
+                    Value::obj()
+                        .with("op", "replace".into())
+                        .with("start", region.start.into())
+                        .with("end", region.end.into()),
+                ),
+        )
     }
 
     /// The pre-step hook of one simulated lane (the pressure path).
@@ -1611,22 +1621,7 @@ fn simulate_with(
     prices: &dyn Prices,
     all_chunks: bool,
 ) -> Result<Simulation, SimError> {
-    for p in &opts.policies {
-        if let Some(t) = p.threshold_ratio
-            && !(t.is_finite() && t > 0.0)
-        {
-            return Err(SimError::Policy(format!(
-                "threshold ratio {t}: must be a positive number"
-            )));
-        }
-        if let Some(Retention::Ratio(r)) = p.retention
-            && !(r.is_finite() && r > 0.0)
-        {
-            return Err(SimError::Policy(format!(
-                "retain ratio {r}: must be a positive number"
-            )));
-        }
-    }
+    check_policies(&opts.policies)?;
     // With the provider's tokenizer, every lane's cache fold counts in its
     // tokens, a placeholder log's hidden head included.
     let mut cache = CacheOptions {
@@ -1689,14 +1684,7 @@ fn simulate_with(
     });
     drop(log);
     let recorded = std::mem::take(&mut first.recorded);
-    let summary = match opts.summary {
-        Some(SummarySize::Tokens(n)) => SummarySource::Tokens(n),
-        Some(SummarySize::Ratio(r)) => SummarySource::Ratio(r),
-        _ if recorded.shadowed > 0 => {
-            SummarySource::RecordedRatio(recorded.checkpoint as f64 / recorded.shadowed as f64)
-        }
-        _ => SummarySource::Cap,
-    };
+    let summary = summary_source(opts.summary, &recorded);
     let mut rows = Vec::new();
     let rec = first.lanes.pop().expect("the recorded lane");
     rows.push(finish_row(
@@ -1729,6 +1717,41 @@ fn simulate_with(
         tokenizer: opts.tokenizer,
         hidden_prefix: hidden,
     })
+}
+
+/// Refuse a policy whose threshold or retain ratio is not a positive
+/// number.
+fn check_policies(policies: &[SimPolicy]) -> Result<(), SimError> {
+    for p in policies {
+        if let Some(t) = p.threshold_ratio
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(SimError::Policy(format!(
+                "threshold ratio {t}: must be a positive number"
+            )));
+        }
+        if let Some(Retention::Ratio(r)) = p.retention
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(SimError::Policy(format!(
+                "retain ratio {r}: must be a positive number"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where the simulated summaries' sizes come from: the option, else the
+/// recorded run's checkpoint-to-shadowed ratio, else the cap.
+fn summary_source(size: Option<SummarySize>, recorded: &Recorded) -> SummarySource {
+    match size {
+        Some(SummarySize::Tokens(n)) => SummarySource::Tokens(n),
+        Some(SummarySize::Ratio(r)) => SummarySource::Ratio(r),
+        _ if recorded.shadowed > 0 => {
+            SummarySource::RecordedRatio(recorded.checkpoint as f64 / recorded.shadowed as f64)
+        }
+        _ => SummarySource::Cap,
+    }
 }
 
 /// Every cut a surface's nodes offer is balanced at its end: no tool call

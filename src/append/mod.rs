@@ -111,7 +111,7 @@ mod write;
 pub use error::{AppendError, Blocker};
 use lock::{LockKind, acquire};
 pub use write::zstd_frame;
-use write::{EncodeError, Sink, commit, encode, encoded_len, last_record_seq};
+use write::{EncodeError, Payload, Sink, commit, encode, encoded_len, last_record_seq};
 
 /// The events a resuming harness writes first: the crash-repair closers of an
 /// open final turn, then the `session/end-seed` marker unless the log already
@@ -867,13 +867,65 @@ impl Appender {
         self.write_batch(events, false, Some(observer))
     }
 
-    // One piece on purpose: the write protocol in order (validate, re-check the file, encode, write, sync, roll back on any error); each step depends on the previous one's state.
+    /// The write protocol in order: refuse a blocked log, validate against
+    /// scratch state, encode, re-check the file, write and sync, then
+    /// commit the scratch state.
     fn write_batch<E: BatchEvent>(
         &mut self,
         events: &[E],
         releasing: bool,
         observer: Option<&mut dyn Observer>,
     ) -> Result<AppendReport, AppendError> {
+        self.check_blocked(releasing)?;
+        let Scratch {
+            surface,
+            locks,
+            turn,
+            seq,
+        } = self.validate_batch(events, releasing)?;
+        let (encoded, bytes) = self.encode_batch(events)?;
+        let first_seq = self.next_seq;
+        let mut report = AppendReport {
+            first_seq,
+            events: events.len() as u64,
+            bytes,
+            written: 0,
+            offset: self.len,
+            path: None,
+        };
+        if let Some(sink) = &mut self.sink
+            && let Some((payload, _)) = &encoded
+            && !events.is_empty()
+        {
+            // The last look: the path still names the file, as long as validated.
+            recheck::recheck(sink, self.len)?;
+            let path = sink.path.clone();
+            let new_len = commit(sink, &path, self.len, payload, self.pause)?;
+            report.written = new_len - self.len;
+            report.path = Some(sink.path.clone());
+            self.len = new_len;
+        }
+        let before = self.surface.replace(surface);
+        self.locks = locks;
+        self.turn = turn;
+        self.next_seq = seq;
+        if let Some(observer) = observer {
+            self.observe_batch(before, events, observer);
+        }
+        if releasing {
+            self.foreign_busy = false;
+            self.blockers
+                .retain(|b| !matches!(b, Blocker::CompactionLock { .. }));
+        }
+        if !events.is_empty() {
+            self.batches += 1;
+        }
+        Ok(report)
+    }
+
+    /// A log another writer holds busy takes no batch but the one
+    /// releasing it.
+    fn check_blocked(&self, releasing: bool) -> Result<(), AppendError> {
         if self.foreign_busy && !releasing {
             let b = self
                 .blockers
@@ -891,7 +943,16 @@ impl Appender {
                 blocker: b,
             });
         }
-        // Validate against scratch state; commit it only once written.
+        Ok(())
+    }
+
+    /// Validate the batch against scratch state (committed only once
+    /// written).
+    fn validate_batch<E: BatchEvent>(
+        &self,
+        events: &[E],
+        releasing: bool,
+    ) -> Result<Scratch, AppendError> {
         let mut surface = self.surface().clone();
         let mut locks = self.locks.clone();
         let mut turn = self.turn;
@@ -911,6 +972,20 @@ impl Appender {
                 message: "the batch does not release the compaction lock".into(),
             });
         }
+        Ok(Scratch {
+            surface,
+            locks,
+            turn,
+            seq,
+        })
+    }
+
+    /// The batch as written (`None` for a dry run on a plain log), and its
+    /// byte count.
+    fn encode_batch<E: BatchEvent>(
+        &self,
+        events: &[E],
+    ) -> Result<(Option<(Payload, u64)>, u64), AppendError> {
         let path_of =
             |log: &LoadedLog| log.source.path().map(Path::to_path_buf).unwrap_or_default();
         // A dry run on a plain log needs only the byte count. (An artifact's
@@ -948,64 +1023,37 @@ impl Appender {
             (None, Some(stored)) => encoded_len(stored),
             (None, None) => encoded_len(events),
         };
-        let first_seq = self.next_seq;
-        let mut report = AppendReport {
-            first_seq,
-            events: events.len() as u64,
-            bytes,
-            written: 0,
-            offset: self.len,
-            path: None,
-        };
-        if let Some(sink) = &mut self.sink
-            && let Some((payload, _)) = &encoded
-            && !events.is_empty()
-        {
-            // The last look: the path still names the file, as long as validated.
-            recheck::recheck(sink, self.len)?;
-            let path = sink.path.clone();
-            let new_len = commit(sink, &path, self.len, payload, self.pause)?;
-            report.written = new_len - self.len;
-            report.path = Some(sink.path.clone());
-            self.len = new_len;
+        Ok((encoded, bytes))
+    }
+
+    /// Fold the written batch again, event by event, for the observer
+    /// (validated, so nothing can fail), from the surface `before` it.
+    fn observe_batch<E: BatchEvent>(
+        &self,
+        before: Option<Surface>,
+        events: &[E],
+        observer: &mut dyn Observer,
+    ) {
+        let mut s = before.unwrap_or_else(|| self.log.surface.clone());
+        for shared in events {
+            let ev = shared.borrow();
+            let applied = match check_local(ev) {
+                Ok(Some(op)) => s
+                    .apply(ev, op, node_facts(ev), NodeBody::Owned(shared.shared()))
+                    .ok(),
+                _ => None,
+            };
+            observer.event(
+                ev,
+                &Folded {
+                    applied: applied.as_ref(),
+                    surface: &s,
+                    synthetic: false,
+                    canonical_line: None,
+                    canonical_offset: None,
+                },
+            );
         }
-        let before = self.surface.replace(surface);
-        self.locks = locks;
-        self.turn = turn;
-        self.next_seq = seq;
-        if let Some(observer) = observer {
-            // Fold again, event by event, for the observer (validated above,
-            // so nothing can fail).
-            let mut s = before.unwrap_or_else(|| self.log.surface.clone());
-            for shared in events {
-                let ev = shared.borrow();
-                let applied = match check_local(ev) {
-                    Ok(Some(op)) => s
-                        .apply(ev, op, node_facts(ev), NodeBody::Owned(shared.shared()))
-                        .ok(),
-                    _ => None,
-                };
-                observer.event(
-                    ev,
-                    &Folded {
-                        applied: applied.as_ref(),
-                        surface: &s,
-                        synthetic: false,
-                        canonical_line: None,
-                        canonical_offset: None,
-                    },
-                );
-            }
-        }
-        if releasing {
-            self.foreign_busy = false;
-            self.blockers
-                .retain(|b| !matches!(b, Blocker::CompactionLock { .. }));
-        }
-        if !events.is_empty() {
-            self.batches += 1;
-        }
-        Ok(report)
     }
 
     /// One event, as the loader would check it at `seq`.
@@ -1131,6 +1179,15 @@ impl Appender {
 /// An event of a batch, and how the surface comes to hold it once the
 /// batch is folded: a copy of an event the caller owns, or a share of one
 /// it shares.
+/// What a validated batch leaves, committed once it is written.
+struct Scratch {
+    surface: Surface,
+    locks: LockScan,
+    turn: TurnState,
+    /// The next seq after the batch.
+    seq: u64,
+}
+
 trait BatchEvent: std::borrow::Borrow<OwnedEvent> {
     fn shared(&self) -> Arc<OwnedEvent>;
 }

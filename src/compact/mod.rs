@@ -41,7 +41,9 @@ use crate::cancel::{Cancel, INTERRUPTED};
 use crate::event::{Kind, OwnedEvent, owned_event};
 use crate::json::{OwnedValue, Value};
 use crate::lock::LockState;
-use crate::provider::{ErrorCode, Progress, ProviderError, Summarizer, Usage, WireRequest};
+use crate::provider::{
+    CompletionRequest, ErrorCode, Progress, ProviderError, Summarizer, Usage, WireRequest,
+};
 use crate::prune::{PruneConfig, PrunedResult};
 use crate::range::{self, Decline, Region, Selection};
 
@@ -488,7 +490,6 @@ impl Run<'_, '_, '_> {
 
     /// One bracket over `region` (§5). `owner` is the open turn for automatic
     /// brackets, `None` for manual ones.
-    // One piece on purpose: the bracket's steps (start, summarise, stability check, commit; or the error end) in the order of compaction §5, with one failure path.
     fn bracket(&mut self, region: Region, owner: Option<f64>) -> Step<()> {
         let nodes = &self.session.surface().nodes;
         let region = match range::validate_region(nodes, region.start, region.end) {
@@ -499,45 +500,12 @@ impl Run<'_, '_, '_> {
         let shadowed_tokens = region.tokens(nodes);
         let before: Vec<(u64, u64)> = nodes.iter().map(|n| (n.seq, n.tokens)).collect();
         self.busy_check()?;
-        match (owner, self.session.open_turn()) {
-            (Some(_), None) => {
-                return fail(
-                    FailureKind::Mode,
-                    "compactRegion: no open turn \u{2014} automatic compaction events must be enclosed in a turn",
-                );
-            }
-            (None, Some(_)) => {
-                return fail(
-                    FailureKind::Mode,
-                    "manual compaction: the session already has an open turn",
-                );
-            }
-            _ => {}
-        }
+        self.mode_check(owner)?;
         let lines = match self.session.node_lines(&shadowed) {
             Ok(l) => l,
             Err(e) => return fail(FailureKind::Corrupt, e.0),
         };
-        let messages = match lines.messages() {
-            Ok(m) => m,
-            Err(e) => return fail(FailureKind::Corrupt, e.0),
-        };
-        let (messages, images_replaced) = summary::request_messages(messages, self.opts.images);
-        let model = self.opts.target.1.clone();
-        let mut req = summary::build_request(
-            self.session.headers().header.as_ref(),
-            messages,
-            &model,
-            self.opts.max_tokens,
-            self.session.id(),
-        );
-        // G3: the request leads with the system/message head (compaction
-        // §12.2), not a header field.
-        match self.system_head_text() {
-            Ok(Some(text)) => req.system = (!text.is_empty()).then(|| text.into()),
-            Ok(None) => {}
-            Err(e) => return fail(FailureKind::Corrupt, e),
-        }
+        let (req, images_replaced) = self.summary_request(&lines)?;
         let request_tokens = summary::request_tokens(&req);
         let fits = self.opts.summarizer_window.map(|w| request_tokens <= w);
         let wire = self.env.summarizer.wire_request(&req);
@@ -562,26 +530,7 @@ impl Run<'_, '_, '_> {
             images_replaced,
             unsaved: None,
         };
-        // What is known before the call refuses the bracket before its
-        // compaction/start: a request the route cannot send, or one larger
-        // than the summarising model's window.
-        let refusal = match (&wire, fits) {
-            (Err(e), _) => Some(StepFailure::coded(
-                FailureKind::Unsendable,
-                e.message.clone(),
-                e.code.clone(),
-            )),
-            (Ok(_), Some(false)) => Some(StepFailure::coded(
-                FailureKind::TooLarge,
-                too_large_message(
-                    request_tokens,
-                    &self.opts.target,
-                    self.opts.summarizer_window.unwrap_or(0),
-                ),
-                ErrorCode::ContextWindowExceeded,
-            )),
-            _ => None,
-        };
+        let refusal = self.refusal(&wire, fits, request_tokens);
         if self.session.is_dry_run() || refusal.is_some() {
             self.report.brackets.push(br);
             return match refusal {
@@ -591,16 +540,6 @@ impl Run<'_, '_, '_> {
         }
         let cid = (self.env.ids)();
         br.compaction_id = cid.clone();
-        let ids_data = |extra: Vec<(&str, OwnedValue)>| {
-            let mut d = Value::obj().with("compactionId", cid.clone().into());
-            if let Some(s) = &self.opts.source_command_id {
-                d = d.with("sourceCommandId", s.clone().into());
-            }
-            for (k, v) in extra {
-                d = d.with(k, v);
-            }
-            d
-        };
         let start_seq = self.session.next_seq();
         let start = owned_event(
             Kind::CompactionStart,
@@ -609,7 +548,7 @@ impl Run<'_, '_, '_> {
                 "compaction/start",
                 start_seq,
                 (self.env.clock)(),
-                ids_data(vec![("turn", turn_value(owner))]),
+                self.ids_data(&cid, vec![("turn", turn_value(owner))]),
             ),
         );
         // Cancelled before the start: nothing of this bracket is written.
@@ -619,24 +558,7 @@ impl Run<'_, '_, '_> {
         let bi = self.report.brackets.len() - 1;
         self.append(vec![start])?;
 
-        // Summarise. Nothing is written while the model works.
-        let outcome: Step<summary::Summary> = match wire {
-            Err(e) => Err(provider_failure(e)),
-            Ok(_) => match self.env.summarizer.complete_cancellable(
-                &req,
-                self.env.progress,
-                self.env.cancel,
-            ) {
-                Err(_) if self.env.cancel.is_cancelled() => Err(cancelled()),
-                Err(e) => Err(provider_failure(e)),
-                Ok(c) => {
-                    self.report.brackets[bi].attempts = c.attempts;
-                    self.report.brackets[bi].usage = c.usage.clone();
-                    summary::process_reply(c)
-                        .map_err(|e| StepFailure::coded(FailureKind::Summary, e.message, e.code))
-                }
-            },
-        };
+        let outcome = self.summarise(wire, &req, bi);
         let committed = outcome.and_then(|s| {
             self.stability(&region, &shadowed, &before, owner)?;
             let content = summary::checkpoint_content(&s.summary);
@@ -661,56 +583,180 @@ impl Run<'_, '_, '_> {
             )
         });
         if let Err(failure) = committed {
-            let StepFailure {
-                kind,
-                message,
-                code,
-                provider,
-            } = *failure;
-            // Close the bracket with the error; the surface is unchanged.
-            let end_seq = self.session.next_seq();
-            let end = owned_event(
-                Kind::CompactionEnd,
-                end_seq,
-                envelope(
-                    "compaction/end",
-                    end_seq,
-                    (self.env.clock)(),
-                    ids_data(vec![
-                        ("turn", turn_value(owner)),
-                        ("error", message.clone().into()),
-                    ]),
-                ),
-            );
-            self.report.brackets[bi].error = Some(message.clone());
-            match self.append(vec![end]) {
-                Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
-                Err(werr) => {
-                    // A log replaced or held by another writer stays a
-                    // busy log (exit 4), whatever the second refusal said.
-                    let kind = match (kind, werr.kind) {
-                        (FailureKind::Busy, FailureKind::Busy) => FailureKind::Busy,
-                        _ => FailureKind::Commit,
-                    };
-                    let werr = werr.message;
-                    return Err(Box::new(StepFailure {
-                        kind,
-                        message: format!(
-                            "{message}; and the bracket could not be closed ({werr}): the compaction lock stays held"
-                        ),
-                        code,
-                        provider,
-                    }));
-                }
-            }
-            return Err(Box::new(StepFailure {
-                kind,
-                message,
-                code,
-                provider,
-            }));
+            return self.close_with_error(bi, &cid, owner, *failure);
         }
         Ok(())
+    }
+
+    /// An automatic bracket needs an open turn; a manual one, none.
+    fn mode_check(&self, owner: Option<f64>) -> Step<()> {
+        match (owner, self.session.open_turn()) {
+            (Some(_), None) => fail(
+                FailureKind::Mode,
+                "compactRegion: no open turn \u{2014} automatic compaction events must be enclosed in a turn",
+            ),
+            (None, Some(_)) => fail(
+                FailureKind::Mode,
+                "manual compaction: the session already has an open turn",
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// The summary request for the shadowed `lines`, and how many images
+    /// it replaced.
+    fn summary_request<'a>(
+        &self,
+        lines: &'a session::NodeLines,
+    ) -> Step<(CompletionRequest<'a>, u64)> {
+        let messages = match lines.messages() {
+            Ok(m) => m,
+            Err(e) => return fail(FailureKind::Corrupt, e.0),
+        };
+        let (messages, images_replaced) = summary::request_messages(messages, self.opts.images);
+        let model = self.opts.target.1.clone();
+        let mut req = summary::build_request(
+            self.session.headers().header.as_ref(),
+            messages,
+            &model,
+            self.opts.max_tokens,
+            self.session.id(),
+        );
+        // G3: the request leads with the system/message head (compaction
+        // §12.2), not a header field.
+        match self.system_head_text() {
+            Ok(Some(text)) => req.system = (!text.is_empty()).then(|| text.into()),
+            Ok(None) => {}
+            Err(e) => return fail(FailureKind::Corrupt, e),
+        }
+        Ok((req, images_replaced))
+    }
+
+    /// What is known before the call refuses the bracket before its
+    /// compaction/start: a request the route cannot send, or one larger
+    /// than the summarising model's window.
+    fn refusal(
+        &self,
+        wire: &Result<WireRequest, ProviderError>,
+        fits: Option<bool>,
+        request_tokens: u64,
+    ) -> Option<StepErr> {
+        match (wire, fits) {
+            (Err(e), _) => Some(StepFailure::coded(
+                FailureKind::Unsendable,
+                e.message.clone(),
+                e.code.clone(),
+            )),
+            (Ok(_), Some(false)) => Some(StepFailure::coded(
+                FailureKind::TooLarge,
+                too_large_message(
+                    request_tokens,
+                    &self.opts.target,
+                    self.opts.summarizer_window.unwrap_or(0),
+                ),
+                ErrorCode::ContextWindowExceeded,
+            )),
+            _ => None,
+        }
+    }
+
+    /// A bracket event's data: its ids, then `extra`.
+    fn ids_data(&self, cid: &str, extra: Vec<(&str, OwnedValue)>) -> OwnedValue {
+        let mut d = Value::obj().with("compactionId", cid.to_string().into());
+        if let Some(s) = &self.opts.source_command_id {
+            d = d.with("sourceCommandId", s.clone().into());
+        }
+        for (k, v) in extra {
+            d = d.with(k, v);
+        }
+        d
+    }
+
+    /// Summarise. Nothing is written while the model works.
+    fn summarise(
+        &mut self,
+        wire: Result<WireRequest, ProviderError>,
+        req: &CompletionRequest,
+        bi: usize,
+    ) -> Step<summary::Summary> {
+        match wire {
+            Err(e) => Err(provider_failure(e)),
+            Ok(_) => match self.env.summarizer.complete_cancellable(
+                req,
+                self.env.progress,
+                self.env.cancel,
+            ) {
+                Err(_) if self.env.cancel.is_cancelled() => Err(cancelled()),
+                Err(e) => Err(provider_failure(e)),
+                Ok(c) => {
+                    self.report.brackets[bi].attempts = c.attempts;
+                    self.report.brackets[bi].usage = c.usage.clone();
+                    summary::process_reply(c)
+                        .map_err(|e| StepFailure::coded(FailureKind::Summary, e.message, e.code))
+                }
+            },
+        }
+    }
+
+    /// Close bracket `bi` with the error: the surface is unchanged.
+    fn close_with_error(
+        &mut self,
+        bi: usize,
+        cid: &str,
+        owner: Option<f64>,
+        failure: StepFailure,
+    ) -> Step<()> {
+        let StepFailure {
+            kind,
+            message,
+            code,
+            provider,
+        } = failure;
+        // Close the bracket with the error; the surface is unchanged.
+        let end_seq = self.session.next_seq();
+        let end = owned_event(
+            Kind::CompactionEnd,
+            end_seq,
+            envelope(
+                "compaction/end",
+                end_seq,
+                (self.env.clock)(),
+                self.ids_data(
+                    cid,
+                    vec![
+                        ("turn", turn_value(owner)),
+                        ("error", message.clone().into()),
+                    ],
+                ),
+            ),
+        );
+        self.report.brackets[bi].error = Some(message.clone());
+        match self.append(vec![end]) {
+            Ok(()) => self.report.brackets[bi].end_seq = Some(end_seq),
+            Err(werr) => {
+                // A log replaced or held by another writer stays a
+                // busy log (exit 4), whatever the second refusal said.
+                let kind = match (kind, werr.kind) {
+                    (FailureKind::Busy, FailureKind::Busy) => FailureKind::Busy,
+                    _ => FailureKind::Commit,
+                };
+                let werr = werr.message;
+                return Err(Box::new(StepFailure {
+                    kind,
+                    message: format!(
+                        "{message}; and the bracket could not be closed ({werr}): the compaction lock stays held"
+                    ),
+                    code,
+                    provider,
+                }));
+            }
+        }
+        Err(Box::new(StepFailure {
+            kind,
+            message,
+            code,
+            provider,
+        }))
     }
 
     fn stability(

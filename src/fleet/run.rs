@@ -39,13 +39,78 @@ pub fn export(
         std::fs::create_dir_all(out.join("_dsh")).map_err(io(out))?;
         report.recovered = recover(out)?;
     }
-    let mut m = read_manifest(out)?.unwrap_or(Manifest {
+    let m = read_manifest(out)?.unwrap_or(Manifest {
         version: 1,
         ..Manifest::default()
     });
     let run = m.run + 1;
     report.run = run;
-    // What changed.
+    let Changes {
+        now,
+        change,
+        to_read,
+    } = what_changed(&m, inputs, &mut report);
+    let given: BTreeSet<String> = inputs.iter().map(|i| i.place.key()).collect();
+    report.missing = m
+        .logs
+        .keys()
+        .filter(|k| !given.contains(*k))
+        .cloned()
+        .collect();
+    if to_read.is_empty() {
+        // Nothing changed: no run.
+        report.run = m.run;
+        return Ok(report);
+    }
+    let (read, refused_now) = read_changed(&to_read, opts, jobs, on_log, &mut report)?;
+    report.read = read.len() as u64;
+    let mut state = if dry_run && m.state.is_none() {
+        State::new()
+    } else {
+        read_state(out, &m)?
+    };
+    let mut stage = Stage {
+        run,
+        now,
+        change,
+        moved: HashMap::new(),
+        staged: BTreeMap::new(),
+        delete: Vec::new(),
+    };
+    // A rewritten log's old event rows leave every file that held them.
+    let rewritten: BTreeSet<String> = read
+        .iter()
+        .map(|(p, _)| p.key())
+        .filter(|k| stage.change.get(k) == Some(&Change::Rewritten))
+        .collect();
+    stage.moved = rewrite_files(out, &m, &rewritten, &mut stage.staged, &mut stage.delete)?;
+    // New event rows, and every read log's state rows.
+    for (place, rows) in &read {
+        stage.log_rows(&m, place, rows, &mut state, &mut report);
+    }
+    stage.state_tables(&m, &state, &mut report);
+    stage.empty_tables(&m);
+    for (t, _) in stage.staged.keys() {
+        report.files[*t] += 1;
+    }
+    if dry_run {
+        return Ok(report);
+    }
+    commit(out, m, stage, &state, &read, &refused_now)?;
+    Ok(report)
+}
+
+/// Each input's change since the last run.
+struct Changes {
+    /// The new manifest entry of every log that is there now.
+    now: HashMap<String, LogEntry>,
+    change: HashMap<String, Change>,
+    /// The logs to read (changed or new).
+    to_read: Vec<(LogSource, Place)>,
+}
+
+/// Classify every input against the manifest (what changed).
+fn what_changed(m: &Manifest, inputs: &[Input], report: &mut Report) -> Changes {
     let mut now: HashMap<String, LogEntry> = HashMap::new();
     let mut change: HashMap<String, Change> = HashMap::new();
     let mut to_read = Vec::new();
@@ -77,22 +142,27 @@ pub fn export(
             to_read.push((i.source.clone(), i.place.clone()));
         }
     }
-    let given: BTreeSet<String> = inputs.iter().map(|i| i.place.key()).collect();
-    report.missing = m
-        .logs
-        .keys()
-        .filter(|k| !given.contains(*k))
-        .cloned()
-        .collect();
-    if to_read.is_empty() {
-        // Nothing changed: no run.
-        report.run = m.run;
-        return Ok(report);
+    Changes {
+        now,
+        change,
+        to_read,
     }
-    // Read it.
+}
+
+/// Rows of each log read, and (key, why) of each refused.
+type Read = (Vec<(Place, LogRows)>, Vec<(String, String)>);
+
+/// Read the changed logs (`jobs` at a time); a refused one goes in the report.
+fn read_changed(
+    to_read: &[(LogSource, Place)],
+    opts: &ExportOptions,
+    jobs: usize,
+    on_log: &mut dyn FnMut(),
+    report: &mut Report,
+) -> Result<Read, FleetError> {
     let mut read: Vec<(Place, LogRows)> = Vec::new();
     let mut refused_now: Vec<(String, String)> = Vec::new();
-    crate::export::export_many(&to_read, opts, jobs, &mut |i, r| {
+    crate::export::export_many(to_read, opts, jobs, &mut |i, r| {
         on_log();
         match r {
             Ok(rows) => read.push((to_read[i].1.clone(), rows)),
@@ -103,41 +173,52 @@ pub fn export(
         }
         Ok::<(), FleetError>(())
     })?;
-    report.read = read.len() as u64;
-    let mut state = if dry_run && m.state.is_none() {
-        State::new()
-    } else {
-        read_state(out, &m)?
-    };
-    let staging_rel = format!("_dsh/staging-{run:05}");
-    let mut staged: Staged = BTreeMap::new();
-    let mut delete: Vec<String> = Vec::new();
-    // A rewritten log's old event rows leave every file that held them.
-    let rewritten: BTreeSet<String> = read
-        .iter()
-        .map(|(p, _)| p.key())
-        .filter(|k| change.get(k) == Some(&Change::Rewritten))
-        .collect();
-    let moved = rewrite_files(out, &m, &rewritten, &mut staged, &mut delete)?;
-    // New event rows, and every read log's state rows.
-    for (place, rows) in &read {
+    Ok((read, refused_now))
+}
+
+/// What a run builds before it commits.
+struct Stage {
+    run: u64,
+    /// The new manifest entry of every log there now.
+    now: HashMap<String, LogEntry>,
+    change: HashMap<String, Change>,
+    /// Rewritten files: old name → new name.
+    moved: HashMap<String, String>,
+    staged: Staged,
+    /// Files deleted at the commit.
+    delete: Vec<String>,
+}
+
+impl Stage {
+    /// Stage a read log's new event rows and keep its state rows.
+    fn log_rows(
+        &mut self,
+        m: &Manifest,
+        place: &Place,
+        rows: &LogRows,
+        state: &mut State,
+        report: &mut Report,
+    ) {
         let key = place.key();
-        let old = m.logs.get(&key).filter(|_| change[&key] == Change::Grown);
-        let entry = now.entry(key.clone()).or_default();
+        let old = m
+            .logs
+            .get(&key)
+            .filter(|_| self.change[&key] == Change::Grown);
+        let entry = self.now.entry(key.clone()).or_default();
         entry.files = m
             .logs
             .get(&key)
             .map(|o| o.files.clone())
             .unwrap_or_default();
-        if change[&key] == Change::Rewritten {
+        if self.change[&key] == Change::Rewritten {
             entry.files.clear();
         }
         for f in &mut entry.files {
-            if let Some(n) = moved.get(f) {
+            if let Some(n) = self.moved.get(f) {
                 f.clone_from(n);
             }
         }
-        entry.files.retain(|f| !delete.contains(f));
+        entry.files.retain(|f| !self.delete.contains(f));
         let start = state_start(rows);
         for (t, table) in rows.tables.iter().enumerate() {
             let spec = &TABLES[t];
@@ -156,11 +237,11 @@ pub fn export(
                     continue;
                 }
                 last = last.max(seq);
-                let file = partition(spec.name, &date_of(spec, r, start), run);
+                let file = partition(spec.name, &date_of(spec, r, start), self.run);
                 if !entry.files.contains(&file) {
                     entry.files.push(file.clone());
                 }
-                staged.entry((t, file)).or_default().push(r.clone());
+                self.staged.entry((t, file)).or_default().push(r.clone());
                 report.rows[t] += 1;
             }
             if let Some(l) = last {
@@ -170,42 +251,64 @@ pub fn export(
         entry.home.clone_from(&place.home);
         entry.log.clone_from(&place.log);
     }
-    // State tables: rewritten whole from the state rows.
-    for (t, spec) in TABLES.iter().enumerate() {
-        if EVENT_TABLES.contains(&t) {
-            continue;
-        }
-        delete.extend(m.files.get(spec.name).cloned().unwrap_or_default());
-        for tables in state.values() {
-            let start = tables
-                .get(&0)
-                .and_then(|s| s.first())
-                .and_then(|r| super::cell_time(&TABLES[0], r, "started"));
-            for r in tables.get(&t).into_iter().flatten() {
-                let file = partition(spec.name, &date_of(spec, r, start), run);
-                staged.entry((t, file)).or_default().push(r.clone());
-                report.rows[t] += 1;
+
+    /// State tables: rewritten whole from the state rows.
+    fn state_tables(&mut self, m: &Manifest, state: &State, report: &mut Report) {
+        for (t, spec) in TABLES.iter().enumerate() {
+            if EVENT_TABLES.contains(&t) {
+                continue;
+            }
+            self.delete
+                .extend(m.files.get(spec.name).cloned().unwrap_or_default());
+            for tables in state.values() {
+                let start = tables
+                    .get(&0)
+                    .and_then(|s| s.first())
+                    .and_then(|r| super::cell_time(&TABLES[0], r, "started"));
+                for r in tables.get(&t).into_iter().flatten() {
+                    let file = partition(spec.name, &date_of(spec, r, start), self.run);
+                    self.staged.entry((t, file)).or_default().push(r.clone());
+                    report.rows[t] += 1;
+                }
             }
         }
     }
-    // A table with no rows at all still gets one (empty) file, so that a
-    // query of it finds a file and an empty table.
-    for (t, spec) in TABLES.iter().enumerate() {
-        let kept = m
-            .files
-            .get(spec.name)
-            .is_some_and(|fs| fs.iter().any(|f| !delete.contains(f)));
-        if !kept && !staged.keys().any(|(st, _)| *st == t) {
-            staged.insert((t, partition(spec.name, "unknown", run)), Vec::new());
+
+    /// A table with no rows at all still gets one (empty) file, so that a
+    /// query of it finds a file and an empty table.
+    fn empty_tables(&mut self, m: &Manifest) {
+        for (t, spec) in TABLES.iter().enumerate() {
+            let kept = m
+                .files
+                .get(spec.name)
+                .is_some_and(|fs| fs.iter().any(|f| !self.delete.contains(f)));
+            if !kept && !self.staged.keys().any(|(st, _)| *st == t) {
+                self.staged
+                    .insert((t, partition(spec.name, "unknown", self.run)), Vec::new());
+            }
         }
     }
-    for (t, _) in staged.keys() {
-        report.files[*t] += 1;
-    }
-    if dry_run {
-        return Ok(report);
-    }
-    // Stage, then commit.
+}
+
+/// Stage, then commit: write the staged files and the state, then the
+/// manifest naming them, then apply it.
+fn commit(
+    out: &Path,
+    mut m: Manifest,
+    stage: Stage,
+    state: &State,
+    read: &[(Place, LogRows)],
+    refused_now: &[(String, String)],
+) -> Result<(), FleetError> {
+    let Stage {
+        run,
+        now,
+        change,
+        moved,
+        staged,
+        mut delete,
+    } = stage;
+    let staging_rel = format!("_dsh/staging-{run:05}");
     let staging = out.join(&staging_rel);
     let mut pending = Vec::new();
     for ((t, file), rows) in &staged {
@@ -214,7 +317,7 @@ pub fn export(
         pending.push((format!("{staging_rel}/{file}"), file.clone()));
     }
     let state_rel = format!("_dsh/state-{run:05}.jsonl");
-    write_state(&staging.join("state.jsonl"), &state)?;
+    write_state(&staging.join("state.jsonl"), state)?;
     pending.push((format!("{staging_rel}/state.jsonl"), state_rel.clone()));
     if let Some(old) = m.state.take() {
         delete.push(old);
@@ -260,7 +363,7 @@ pub fn export(
     m.delete = delete;
     write_manifest(out, &m)?;
     recover(out)?;
-    Ok(report)
+    Ok(())
 }
 
 /// The session's start (for a finding's partition).

@@ -228,6 +228,51 @@ impl Cursor<'_> {
         Some(len16)
     }
 
+    /// The rest of a packed row's `dt` array (after its `[`): each delta
+    /// moves `last_time` on (within the safe integers); `in_order` turns
+    /// false at a negative one. Returns how many there were.
+    #[inline(always)]
+    fn dt_list(&mut self, last_time: &mut i64, in_order: &mut bool) -> Option<u64> {
+        let mut n = 0;
+        if self.lit(b"]").is_none() {
+            loop {
+                let d = self.int()?;
+                *in_order &= d >= 0;
+                *last_time += d;
+                if last_time.unsigned_abs() as f64 > MAX_SAFE {
+                    return None;
+                }
+                n += 1;
+                if self.lit(b",").is_none() {
+                    break;
+                }
+            }
+            self.lit(b"]")?;
+        }
+        Some(n)
+    }
+
+    /// The rest of an array of strings (after its `[`), each string's
+    /// length pushed to `lens` when given. Returns how many there were.
+    #[inline(always)]
+    fn string_list(&mut self, mut lens: Option<&mut Vec<u32>>) -> Option<u64> {
+        let mut n = 0;
+        if self.lit(b"]").is_none() {
+            loop {
+                let len = self.string()?;
+                if let Some(lens) = lens.as_mut() {
+                    lens.push(u32::try_from(len).ok()?);
+                }
+                n += 1;
+                if self.lit(b",").is_none() {
+                    break;
+                }
+            }
+            self.lit(b"]")?;
+        }
+        Some(n)
+    }
+
     fn end(&self) -> Option<()> {
         (self.i == self.b.len()).then_some(())
     }
@@ -387,7 +432,6 @@ fn chunk_line_facts(line: &[u8], at: usize) -> Option<Lane> {
 }
 
 /// A packed row, checked as [`super::packed::check`] does.
-// One piece on purpose: a byte-level scanner over one canonically spelled row; a straight-line state machine is what keeps it fast.
 fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
     let mut c = Cursor { b: line, i: 0 };
     c.lit(br#"{"type":""#)?;
@@ -455,38 +499,8 @@ fn packed_row(line: &[u8], with_lengths: bool) -> Option<Lane> {
             TURN => facts.turn = c.int()? as f64,
             STEP => facts.step = c.int()? as f64,
             INDEX => facts.index = c.int()? as f64,
-            DT => {
-                if c.lit(b"]").is_none() {
-                    loop {
-                        let d = c.int()?;
-                        in_order &= d >= 0;
-                        last_time += d;
-                        if last_time.unsigned_abs() as f64 > MAX_SAFE {
-                            return None;
-                        }
-                        dt_len += 1;
-                        if c.lit(b",").is_none() {
-                            break;
-                        }
-                    }
-                    c.lit(b"]")?;
-                }
-            }
-            PAYLOAD => {
-                if c.lit(b"]").is_none() {
-                    loop {
-                        let len = c.string()?;
-                        if with_lengths {
-                            facts.lens.push(u32::try_from(len).ok()?);
-                        }
-                        members += 1;
-                        if c.lit(b",").is_none() {
-                            break;
-                        }
-                    }
-                    c.lit(b"]")?;
-                }
-            }
+            DT => dt_len = c.dt_list(&mut last_time, &mut in_order)?,
+            PAYLOAD => members = c.string_list(with_lengths.then_some(&mut facts.lens))?,
             NAME => facts.name_len = Some(c.string()?).filter(|&n| n > 0),
             _ => {
                 c.string()?;

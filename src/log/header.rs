@@ -153,16 +153,9 @@ pub(crate) fn is_neg_zero(v: &Value<'_>) -> bool {
     matches!(v, Value::Num(n) if *n == 0.0 && n.is_sign_negative())
 }
 
-/// Parse and check the header line. `lenient` defaults a missing
-/// `delegationDepth` to 0; the returned warnings say so.
-// One piece on purpose: the reference's header checks in its order; the first that fails chooses the message, so they read best in sequence.
-pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<String>), LoadError> {
-    let text = String::from_utf8_lossy(line);
-    let v = Value::parse(&text).map_err(|_| {
-        LoadError::corrupt("corrupt session log: header line is not valid JSON").line(1)
-    })?;
-    let mut warnings = Vec::new();
-    // Version gate before shape checks.
+/// Versions this reader does not decode are refused before any shape
+/// check (so their message names the version).
+fn version_gate(v: &Value<'_>) -> Result<(), LoadError> {
     if let Some(Value::Num(ver)) = v.get("version")
         && v.is_obj()
         && *ver != 0.0
@@ -178,6 +171,57 @@ pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<St
             return Err(unsupported_version(&id, *ver));
         }
     }
+    Ok(())
+}
+
+/// `createdAt`: whole milliseconds since 1970, 0 or more.
+fn created_at(v: &Value<'_>) -> Result<i64, LoadError> {
+    let bad_created =
+        || bad_field("needs \"createdAt\" as whole milliseconds since 1970, 0 or more");
+    let created = v
+        .get("createdAt")
+        .ok_or_else(|| bad_field("has no \"createdAt\""))?;
+    if is_neg_zero(created) {
+        return Err(bad_created());
+    }
+    created
+        .as_safe_int()
+        .filter(|n| *n >= 0)
+        .ok_or_else(bad_created)
+}
+
+/// `delegationDepth`: a whole number, 0 or more; 0 with a warning when
+/// missing and `lenient`.
+fn delegation_depth(
+    v: &Value<'_>,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<u64, LoadError> {
+    let bad_depth = || bad_field("needs \"delegationDepth\" as a whole number, 0 or more");
+    match v.get("delegationDepth") {
+        Some(d) if !is_neg_zero(d) => d.as_count().ok_or_else(bad_depth),
+        Some(_) => Err(bad_depth()),
+        None if lenient => {
+            warnings.push("header has no delegationDepth; assumed 0 (--lenient)".to_string());
+            Ok(0)
+        }
+        None => Err(not_header(Hint::Lenient(
+            "the header has no \"delegationDepth\" (older harnesses did not write it)".into(),
+        ))),
+    }
+}
+
+/// Parse and check the header line. `lenient` defaults a missing
+/// `delegationDepth` to 0; the returned warnings say so. The checks run in
+/// the reference's order: the first that fails chooses the message.
+pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<String>), LoadError> {
+    let text = String::from_utf8_lossy(line);
+    let v = Value::parse(&text).map_err(|_| {
+        LoadError::corrupt("corrupt session log: header line is not valid JSON").line(1)
+    })?;
+    let mut warnings = Vec::new();
+    // Version gate before shape checks.
+    version_gate(&v)?;
     if !v.is_obj() || !v.get("type").is_some_and(|t| t.is_str("session")) {
         return Err(not_header(foreign(&v)));
     }
@@ -198,32 +242,8 @@ pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<St
         Some(_) => return Err(bad_field("has an \"id\" that is not a string")),
         None => return Err(bad_field("has no \"id\"")),
     };
-    let bad_created =
-        || bad_field("needs \"createdAt\" as whole milliseconds since 1970, 0 or more");
-    let created = v
-        .get("createdAt")
-        .ok_or_else(|| bad_field("has no \"createdAt\""))?;
-    if is_neg_zero(created) {
-        return Err(bad_created());
-    }
-    let created_at = created
-        .as_safe_int()
-        .filter(|n| *n >= 0)
-        .ok_or_else(bad_created)?;
-    let bad_depth = || bad_field("needs \"delegationDepth\" as a whole number, 0 or more");
-    let delegation_depth = match v.get("delegationDepth") {
-        Some(d) if !is_neg_zero(d) => d.as_count().ok_or_else(bad_depth)?,
-        Some(_) => return Err(bad_depth()),
-        None if lenient => {
-            warnings.push("header has no delegationDepth; assumed 0 (--lenient)".to_string());
-            0
-        }
-        None => {
-            return Err(not_header(Hint::Lenient(
-                "the header has no \"delegationDepth\" (older harnesses did not write it)".into(),
-            )));
-        }
-    };
+    let created_at = created_at(&v)?;
+    let delegation_depth = delegation_depth(&v, lenient, &mut warnings)?;
     let origin = match v.get("origin") {
         None => None,
         Some(o) if o.is_str("subagent") => Some("subagent".to_string()),

@@ -940,7 +940,76 @@ impl Pipeline<'_> {
     }
 }
 
-// One piece on purpose: the loader's hot loop. Fast-lane records, counted rows and decoded lines share the committed-prefix state line by line, on the hot path of every command, so it stays one loop. The shared ending is `finish_load`.
+/// The reference names the raw log in its "unsupported" refusals.
+fn raw_note(source: &LogSource, e: LoadError) -> LoadError {
+    if e.kind == LoadErrorKind::Unsupported {
+        let mut e = e;
+        e.message = format!("{} (raw log: {})", e.message, source.display());
+        e
+    } else {
+        e
+    }
+}
+
+/// What the parsing thread does with each kind of line. Chunk records
+/// exist only in G0 and G1; later generations parse every line the normal
+/// way (one event per line, streams embedded).
+fn lanes_for(generation: crate::Generation, opts: &LoadOptions) -> parse::Lanes {
+    parse::Lanes {
+        skip_streams: generation.embedded_streams() && opts.skip_chunk_events,
+        rows: generation.chunk_events() && opts.upto.is_none(),
+        chunk_lines: if opts.skip_chunk_events {
+            fastlane::ChunkLines::Count
+        } else {
+            fastlane::ChunkLines::Facts
+        },
+    }
+}
+
+/// How the surface reads node bodies back (only with `span_bodies`): a
+/// plain file by offset, an artifact through its frame table.
+fn reread_for(
+    source: &LogSource,
+    frames: &Option<reread::FrameTable>,
+    span_bodies: bool,
+) -> Option<Arc<dyn crate::surface::NodeLines>> {
+    match source {
+        LogSource::File(path) | LogSource::Spooled(path) if span_bodies => Some(match frames {
+            None => Arc::new(reread::PlainLines(path.clone())),
+            Some(frames) => Arc::new(reread::ZstdLines {
+                path: path.clone(),
+                frames: frames.clone(),
+            }),
+        }),
+        _ => None,
+    }
+}
+
+/// The notes of what the load did in memory (closers, decoded ranges,
+/// upgrades, skipped events).
+fn load_notes(p: &Pipeline<'_>, closers: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if closers > 0 {
+        notes.push(format!(
+            "the last turn is open: {closers} synthetic closer(s) computed in memory"
+        ));
+    }
+    if p.range_decoded > 0 {
+        notes.push(format!(
+            "{} range-encoded sourceEventSeqs decoded (--lenient)",
+            p.range_decoded
+        ));
+    }
+    if p.upgraded > 0 {
+        notes.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
+    }
+    if p.ignored > 0 {
+        notes.push(format!("{} unknown ignorable event(s) skipped", p.ignored));
+    }
+    notes
+}
+
+// Long because it is the loader's hot loop: fast-lane runs, counted rows and decoded lines share the committed prefix, the truncation point and the batch's values line by line; a helper per lane would pass all of that state to each.
 fn load_inner(
     source: &LogSource,
     opts: &LoadOptions,
@@ -949,33 +1018,13 @@ fn load_inner(
     // Damage before the first event is the header's; after it, the framing's.
     let (reader, header_line) =
         reader::LineReader::open(source, opts.limits).map_err(|e| e.or_rule(LoadRule::Header))?;
-    // The reference names the raw log in its "unsupported" refusals.
-    let raw_note = |e: LoadError| -> LoadError {
-        if e.kind == LoadErrorKind::Unsupported {
-            let mut e = e;
-            e.message = format!("{} (raw log: {})", e.message, source.display());
-            e
-        } else {
-            e
-        }
-    };
     let (header, warnings) = header::parse_header(&header_line, opts.lenient)
-        .map_err(|e| raw_note(e.rule(LoadRule::Header)))?;
+        .map_err(|e| raw_note(source, e.rule(LoadRule::Header)))?;
     let generation = header.generation;
     let container = reader.container();
     let frames = reader.frame_table();
     let span_bodies = !opts.keep_nodes && source.reread_path().is_some_and(source::is_regular);
-    // Chunk records exist only in G0 and G1; later generations parse every
-    // line the normal way (one event per line, streams embedded).
-    let lanes = parse::Lanes {
-        skip_streams: generation.embedded_streams() && opts.skip_chunk_events,
-        rows: generation.chunk_events() && opts.upto.is_none(),
-        chunk_lines: if opts.skip_chunk_events {
-            fastlane::ChunkLines::Count
-        } else {
-            fastlane::ChunkLines::Facts
-        },
-    };
+    let lanes = lanes_for(generation, opts);
     let mut p = Pipeline {
         id: header.id.clone(),
         generation,
@@ -984,18 +1033,7 @@ fn load_inner(
             .keep_results_over
             .filter(|_| container == Container::Zstd),
         surface: Surface {
-            reread: match source {
-                LogSource::File(path) | LogSource::Spooled(path) if span_bodies => {
-                    Some(match &frames {
-                        None => Arc::new(reread::PlainLines(path.clone())),
-                        Some(frames) => Arc::new(reread::ZstdLines {
-                            path: path.clone(),
-                            frames: frames.clone(),
-                        }),
-                    })
-                }
-                _ => None,
-            },
+            reread: reread_for(source, &frames, span_bodies),
             ..Surface::default()
         },
         headers: HeaderFold::default(),
@@ -1146,7 +1184,9 @@ fn load_inner(
                     spans: line.spans,
                     text: line.text,
                 });
-                let back = p.process(ev, span, false).map_err(raw_note)?;
+                let back = p
+                    .process(ev, span, false)
+                    .map_err(|e| raw_note(source, e))?;
                 if plain_line {
                     line.value = Some(back.value);
                 }
@@ -1175,25 +1215,7 @@ fn load_inner(
     for c in &closers {
         p.process(c.clone(), None, true)?;
     }
-    let mut notes = Vec::new();
-    if !closers.is_empty() {
-        notes.push(format!(
-            "the last turn is open: {} synthetic closer(s) computed in memory",
-            closers.len()
-        ));
-    }
-    if p.range_decoded > 0 {
-        notes.push(format!(
-            "{} range-encoded sourceEventSeqs decoded (--lenient)",
-            p.range_decoded
-        ));
-    }
-    if p.upgraded > 0 {
-        notes.push(format!("{} legacy event(s) upgraded in memory", p.upgraded));
-    }
-    if p.ignored > 0 {
-        notes.push(format!("{} unknown ignorable event(s) skipped", p.ignored));
-    }
+    let notes = load_notes(&p, closers.len());
     let mut log = finish_load(
         LoadStart {
             source,

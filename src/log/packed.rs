@@ -108,7 +108,52 @@ pub fn check(row: &Value<'_>) -> Result<RowSpan, RowError> {
         .map_err(RowError)
 }
 
-// One piece on purpose: one walk over a packed row both checks and expands it, so the check and the expansion can never disagree (session-log §3.5).
+/// A row's `data` has only the keys its kind allows, and all it requires.
+#[inline]
+fn check_data_keys(data: &Value<'_>, tool: bool, payload_key: &str) -> Result<(), String> {
+    let dobj = data.as_obj().unwrap();
+    let mut allowed: Vec<&str> = vec!["turn", "step", "index", "dt", payload_key];
+    if tool {
+        allowed.push("id");
+        allowed.push("name");
+    }
+    for (key, _) in dobj {
+        if !allowed.iter().any(|a| key.eq_str(a)) {
+            return Err(format!("unexpected data key {:?}", key.to_lossy()));
+        }
+    }
+    let required: &[&str] = if tool {
+        &["turn", "step", "index", "dt", "args", "id"]
+    } else {
+        &["turn", "step", "index", "dt", "texts"]
+    };
+    for r in required {
+        if !data.has(r) {
+            return Err(format!("missing data.{r}"));
+        }
+    }
+    Ok(())
+}
+
+/// A tool-call row's `data.id` and optional `data.name` (strings).
+#[inline]
+fn tool_id_name<'v, 'a>(
+    data: &'v Value<'a>,
+) -> Result<(&'v Value<'a>, Option<&'v Value<'a>>), String> {
+    let id = data
+        .get("id")
+        .filter(|v| matches!(v, Value::Str(_)))
+        .ok_or("data.id is not a string")?;
+    let name = match data.get("name") {
+        None => None,
+        Some(n @ Value::Str(_)) => Some(n),
+        Some(_) => return Err("data.name is not a string".into()),
+    };
+    Ok((id, name))
+}
+
+// One walk over a packed row both checks and expands it, so the check and
+// the expansion can never disagree (session-log §3.5).
 fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, RowSpan), String> {
     let obj = row.as_obj().ok_or("row is not an object")?;
     let tag = row
@@ -133,28 +178,8 @@ fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, 
         .get("data")
         .filter(|d| d.is_obj())
         .ok_or("data is not an object")?;
-    let dobj = data.as_obj().unwrap();
     let payload_key = if tool { "args" } else { "texts" };
-    let mut allowed: Vec<&str> = vec!["turn", "step", "index", "dt", payload_key];
-    if tool {
-        allowed.push("id");
-        allowed.push("name");
-    }
-    for (key, _) in dobj {
-        if !allowed.iter().any(|a| key.eq_str(a)) {
-            return Err(format!("unexpected data key {:?}", key.to_lossy()));
-        }
-    }
-    let required: &[&str] = if tool {
-        &["turn", "step", "index", "dt", "args", "id"]
-    } else {
-        &["turn", "step", "index", "dt", "texts"]
-    };
-    for r in required {
-        if !data.has(r) {
-            return Err(format!("missing data.{r}"));
-        }
-    }
+    check_data_keys(data, tool, payload_key)?;
     let turn = data.get("turn").unwrap();
     let step = data.get("step").unwrap();
     let index = data.get("index").unwrap();
@@ -184,15 +209,7 @@ fn expand_or_check<'a>(row: &Value<'a>, build: bool) -> Result<(Vec<Value<'a>>, 
         ));
     }
     let (id, name) = if tool {
-        let id = data
-            .get("id")
-            .filter(|v| matches!(v, Value::Str(_)))
-            .ok_or("data.id is not a string")?;
-        let name = match data.get("name") {
-            None => None,
-            Some(n @ Value::Str(_)) => Some(n),
-            Some(_) => return Err("data.name is not a string".into()),
-        };
+        let (id, name) = tool_id_name(data)?;
         (Some(id), name)
     } else {
         (None, None)

@@ -661,7 +661,6 @@ impl Meter {
         Ok(asm.price().map_err(|e| replay(e.0))?.map_or(0, |p| p + 4))
     }
 
-    // One piece on purpose: the meter's per-event fold (compaction §1.4–§1.9): one match over event kinds on the hot path.
     fn fold(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         let is_chunk = ev.kind == Kind::AssistantChunk;
         self.chunks.mark(ev.seq, is_chunk);
@@ -710,78 +709,13 @@ impl Meter {
         let node_tokens = folded.applied.map(|a| a.tokens);
         let mut next_anchor = None;
         if ev.kind == Kind::AssistantMessage {
-            let turn = Scalar::of(ev.data().get("turn"));
-            let step = Scalar::of(ev.data().get("step"));
-            let Some(open) = self
-                .step
-                .as_ref()
-                .filter(|s| s.turn.strict_eq(&turn) && s.step.strict_eq(&step))
-            else {
-                let msg = format!(
-                    "{} has no matching step/start event",
-                    at("assistant/message")
-                );
-                return self.fail(ev.seq, msg);
-            };
-            // The step's surface with the system head priced as it is
-            // now (a G0 header's prompt is read at the message).
-            let head = head_of(folded.surface);
-            let step_surface = open.surface_tokens - open.head_tokens + head.map_or(0, |h| h.1);
-            let event_tokens = node_tokens.unwrap_or(0);
-            let header_tokens = next_header.map_or(0, |h| h.tokens);
-            let usage = ev.data().get("usage");
-            let anchor = match (usage, next_header) {
-                (Some(usage), Some(_)) => {
-                    let provider = match self.provider_output(ev, event_tokens) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            self.error = Some(e);
-                            return;
-                        }
-                    };
-                    if matches!(usage, Value::Null) {
-                        return self.fail(
-                            ev.seq,
-                            "Cannot read properties of null (reading 'inputTokens')".into(),
-                        );
-                    }
-                    let anchor_surface = step_surface + provider;
-                    let provider_tokens = usage_tokens(usage);
-                    let estimated = (header_tokens + anchor_surface) as f64;
-                    let baseline = if provider_tokens >= estimated {
-                        Baseline {
-                            kind: BaselineKind::Usage,
-                            tokens: provider_tokens,
-                            usage: Some(usage.to_owned_value()),
-                        }
-                    } else {
-                        Baseline {
-                            kind: BaselineKind::Estimated,
-                            tokens: estimated,
-                            usage: None,
-                        }
-                    };
-                    (anchor_surface, baseline)
+            match self.message_anchor(ev, folded, next_header, node_tokens) {
+                Ok(a) => next_anchor = Some(a),
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
                 }
-                _ => {
-                    let anchor_surface = step_surface + event_tokens;
-                    (
-                        anchor_surface,
-                        Baseline {
-                            kind: BaselineKind::Estimated,
-                            tokens: (header_tokens + anchor_surface) as f64,
-                            usage: None,
-                        },
-                    )
-                }
-            };
-            next_anchor = Some(Anchor {
-                header: next_header.cloned(),
-                head: head.map(|h| h.0),
-                surface_tokens: anchor.0,
-                baseline: anchor.1,
-                seq: ev.seq,
-            });
+            }
         }
         // Commit.
         if let Some(h) = new_header {
@@ -810,6 +744,87 @@ impl Meter {
             }
             _ => self.projections.apply(ev, node_tokens),
         }
+    }
+
+    /// The anchor an `assistant/message` sets: the step's surface and the
+    /// baseline (the provider's usage, or the estimate); an error fails
+    /// the meter.
+    #[inline]
+    fn message_anchor(
+        &self,
+        ev: &Event<'_>,
+        folded: &Folded<'_>,
+        next_header: Option<&Arc<HeaderRec>>,
+        node_tokens: Option<u64>,
+    ) -> Result<Anchor, MeterError> {
+        let turn = Scalar::of(ev.data().get("turn"));
+        let step = Scalar::of(ev.data().get("step"));
+        let Some(open) = self
+            .step
+            .as_ref()
+            .filter(|s| s.turn.strict_eq(&turn) && s.step.strict_eq(&step))
+        else {
+            return Err(MeterError::Replay {
+                seq: ev.seq,
+                message: format!(
+                    "token meter: assistant/message at seq {} has no matching step/start event",
+                    ev.seq
+                ),
+            });
+        };
+        // The step's surface with the system head priced as it is
+        // now (a G0 header's prompt is read at the message).
+        let head = head_of(folded.surface);
+        let step_surface = open.surface_tokens - open.head_tokens + head.map_or(0, |h| h.1);
+        let event_tokens = node_tokens.unwrap_or(0);
+        let header_tokens = next_header.map_or(0, |h| h.tokens);
+        let usage = ev.data().get("usage");
+        let anchor = match (usage, next_header) {
+            (Some(usage), Some(_)) => {
+                let provider = self.provider_output(ev, event_tokens)?;
+                if matches!(usage, Value::Null) {
+                    return Err(MeterError::Replay {
+                        seq: ev.seq,
+                        message: "Cannot read properties of null (reading 'inputTokens')".into(),
+                    });
+                }
+                let anchor_surface = step_surface + provider;
+                let provider_tokens = usage_tokens(usage);
+                let estimated = (header_tokens + anchor_surface) as f64;
+                let baseline = if provider_tokens >= estimated {
+                    Baseline {
+                        kind: BaselineKind::Usage,
+                        tokens: provider_tokens,
+                        usage: Some(usage.to_owned_value()),
+                    }
+                } else {
+                    Baseline {
+                        kind: BaselineKind::Estimated,
+                        tokens: estimated,
+                        usage: None,
+                    }
+                };
+                (anchor_surface, baseline)
+            }
+            _ => {
+                let anchor_surface = step_surface + event_tokens;
+                (
+                    anchor_surface,
+                    Baseline {
+                        kind: BaselineKind::Estimated,
+                        tokens: (header_tokens + anchor_surface) as f64,
+                        usage: None,
+                    },
+                )
+            }
+        };
+        Ok(Anchor {
+            header: next_header.cloned(),
+            head: head.map(|h| h.0),
+            surface_tokens: anchor.0,
+            baseline: anchor.1,
+            seq: ev.seq,
+        })
     }
 
     fn observe_context(&mut self, ev: &Event<'_>) {

@@ -376,6 +376,25 @@ fn pressure_markers(
     markers
 }
 
+/// The pressure chart's text description: `peak` heuristic tokens, `over`
+/// requests over the window.
+fn pressure_desc(r: &SessionReport, peak: u64, over: usize) -> String {
+    format!(
+        "{} requests. DSH's heuristic prompt size peaks at {} tokens; the threshold is {} and the window {} tokens at the end. {} compaction(s) (triangles at the top), {} prune pass(es) (diamonds at the bottom){}.",
+        r.points.len(),
+        num(peak as f64),
+        r.threshold.map_or("unknown".into(), |t| num(t as f64)),
+        r.window.map_or("unknown".into(), |t| num(t as f64)),
+        r.landed_compactions(),
+        r.prunes.len(),
+        if over == 0 {
+            String::new()
+        } else {
+            format!("; {} request(s) over the window (dots)", num(over as f64))
+        }
+    )
+}
+
 fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
     let heur = axis.series(r.points.iter().map(|p| Some(p.heuristic as f64)).collect());
     let rep = axis.series(r.points.iter().map(|p| p.reported).collect());
@@ -405,23 +424,7 @@ fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
     let mut chart = Chart {
         id: "chart-pressure",
         title: "Context pressure per request",
-        desc: format!(
-            "{} requests. DSH's heuristic prompt size peaks at {} tokens; the threshold is {} and the window {} tokens at the end. {} compaction(s) (triangles at the top), {} prune pass(es) (diamonds at the bottom){}.",
-            r.points.len(),
-            num(peak as f64),
-            r.threshold.map_or("unknown".into(), |t| num(t as f64)),
-            r.window.map_or("unknown".into(), |t| num(t as f64)),
-            r.landed_compactions(),
-            r.prunes.len(),
-            if over.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; {} request(s) over the window (dots)",
-                    num(over.len() as f64)
-                )
-            }
-        ),
+        desc: pressure_desc(r, peak, over.len()),
         x: axis.x.clone(),
         unit: Unit::Tokens,
         series: vec![

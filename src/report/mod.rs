@@ -574,18 +574,7 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
     });
     let (measured, cache, findings) = finished?;
     let mut warnings: Vec<String> = log.warnings.iter().map(|w| w.to_string()).collect();
-    let (view, survival) = match survival {
-        Some(Ok(Ok(s))) => (view, Some(s)),
-        Some(Ok(Err(e))) => {
-            warnings.push(format!("no side-by-side view: {e}"));
-            (None, None)
-        }
-        Some(Err(_)) => {
-            warnings.push("no side-by-side view: the survival figures failed".into());
-            (None, None)
-        }
-        None => (None, None),
-    };
+    let (view, survival) = side_view(view, survival, &mut warnings);
     let mut compactions = folds.compactions.clone();
     for c in &mut compactions {
         if let Some(seq) = c.summary_seq {
@@ -626,25 +615,7 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         .iter()
         .map(|(k, n, miss, _)| (k.clone(), *n, *miss, costs.get(k).copied().flatten()))
         .collect();
-    let cost = folds
-        .usage
-        .clone()
-        .finish(log.header.parent_session.as_deref(), log.header.seed_length)
-        .into_iter()
-        .map(|r| {
-            let usd = match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens) {
-                Priced::Cost { usd, .. } => Some(usd),
-                _ => None,
-            };
-            CostPoint {
-                seq: r.seq,
-                time: r.time,
-                caller: r.caller,
-                usd,
-                tokens: r.tokens.total(),
-            }
-        })
-        .collect();
+    let cost = cost_points(folds.usage.clone(), &log, opts);
     Ok(SessionReport {
         file: src.display(),
         session: log.header.id.clone(),
@@ -671,6 +642,52 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         survival,
         tokenizer: opts.tokenizer.map(|e| e.name()),
     })
+}
+
+/// The side-by-side view with its survival figures, or neither and a
+/// warning why.
+fn side_view(
+    view: Option<crate::view::View>,
+    survival: Option<std::thread::Result<Result<crate::survival::Survival, LoadError>>>,
+    warnings: &mut Vec<String>,
+) -> (Option<crate::view::View>, Option<crate::survival::Survival>) {
+    match survival {
+        Some(Ok(Ok(s))) => (view, Some(s)),
+        Some(Ok(Err(e))) => {
+            warnings.push(format!("no side-by-side view: {e}"));
+            (None, None)
+        }
+        Some(Err(_)) => {
+            warnings.push("no side-by-side view: the survival figures failed".into());
+            (None, None)
+        }
+        None => (None, None),
+    }
+}
+
+/// Each provider call's cost (where the price table knows its route).
+fn cost_points(
+    usage: UsageFold,
+    log: &crate::log::LoadedLog,
+    opts: &ReportOptions,
+) -> Vec<CostPoint> {
+    usage
+        .finish(log.header.parent_session.as_deref(), log.header.seed_length)
+        .into_iter()
+        .map(|r| {
+            let usd = match opts.prices.price(&r.provider, &r.model, r.time, &r.tokens) {
+                Priced::Cost { usd, .. } => Some(usd),
+                _ => None,
+            };
+            CostPoint {
+                seq: r.seq,
+                time: r.time,
+                caller: r.caller,
+                usd,
+                tokens: r.tokens.total(),
+            }
+        })
+        .collect()
 }
 
 /// Each request's prompt in `report`'s tokens, by seq; with DeepSeek's

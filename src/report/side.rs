@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::markup::{Section, escape};
 use crate::survival::{Breakdown, Category, Survival};
-use crate::view::{ModelSide, ReplacementKind, View};
+use crate::view::{ModelSide, ReplacementKind, Row, View};
 
 /// Transcript rows shown at most; beyond, the last turns that fit are shown
 /// and the page says so (`dsh view` shows everything).
@@ -38,6 +38,48 @@ fn kind(k: ReplacementKind) -> &'static str {
         ReplacementKind::Pruned => "pruned result",
         ReplacementKind::SystemPrompt => "system prompt",
         ReplacementKind::Other => "replacement",
+    }
+}
+
+/// A row's right-hand cell: what the model sees of the event.
+fn model_cell(v: &View, r: &Row) -> String {
+    match &r.model {
+        ModelSide::Shown { position, .. } => match v.surface.get(*position) {
+            Some(e) => match &e.pruned {
+                Some(p) => format!(
+                    "#{position} {} <span class=\"muted\">({} tokens)</span><br>{} <strong>{}</strong> {}",
+                    escape(&e.event_type),
+                    e.tokens,
+                    escape(&p.head),
+                    escape(&p.marker),
+                    escape(&p.tail)
+                ),
+                None => format!(
+                    "#{position} {} <span class=\"muted\">({} tokens)</span> {}",
+                    escape(&e.event_type),
+                    e.tokens,
+                    escape(&e.preview)
+                ),
+            },
+            None => format!("#{position}"),
+        },
+        ModelSide::Replaced {
+            by,
+            replacement,
+            first,
+            ..
+        } => {
+            let mut s = format!("replaced: stands as {} seq {by}", kind(*replacement));
+            if *first && let Some(e) = v.surface.iter().find(|e| e.seq == *by) {
+                let _ = write!(s, "<br>{}", escape(&e.preview));
+            }
+            s
+        }
+        ModelSide::Marker { replacement } => match replacement {
+            Some(x) => format!("marker of seq {x}"),
+            None => "marker (no replacement)".into(),
+        },
+        ModelSide::Hidden => "<span class=\"muted\">—</span>".into(),
     }
 }
 
@@ -109,44 +151,7 @@ pub fn section(v: &View, survival: Option<&Survival>) -> Section {
                 ModelSide::Marker { .. } => " class=\"mark\"",
                 _ => "",
             };
-            let right = match &r.model {
-                ModelSide::Shown { position, .. } => match v.surface.get(*position) {
-                    Some(e) => match &e.pruned {
-                        Some(p) => format!(
-                            "#{position} {} <span class=\"muted\">({} tokens)</span><br>{} <strong>{}</strong> {}",
-                            escape(&e.event_type),
-                            e.tokens,
-                            escape(&p.head),
-                            escape(&p.marker),
-                            escape(&p.tail)
-                        ),
-                        None => format!(
-                            "#{position} {} <span class=\"muted\">({} tokens)</span> {}",
-                            escape(&e.event_type),
-                            e.tokens,
-                            escape(&e.preview)
-                        ),
-                    },
-                    None => format!("#{position}"),
-                },
-                ModelSide::Replaced {
-                    by,
-                    replacement,
-                    first,
-                    ..
-                } => {
-                    let mut s = format!("replaced: stands as {} seq {by}", kind(*replacement));
-                    if *first && let Some(e) = v.surface.iter().find(|e| e.seq == *by) {
-                        let _ = write!(s, "<br>{}", escape(&e.preview));
-                    }
-                    s
-                }
-                ModelSide::Marker { replacement } => match replacement {
-                    Some(x) => format!("marker of seq {x}"),
-                    None => "marker (no replacement)".into(),
-                },
-                ModelSide::Hidden => "<span class=\"muted\">—</span>".into(),
-            };
+            let right = model_cell(v, r);
             let _ = write!(
                 h,
                 "<tr{class}><td><span class=\"muted\">{} {}</span> {}</td><td>{right}</td></tr>",

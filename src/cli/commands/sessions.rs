@@ -328,8 +328,36 @@ fn csv_refused(r: &Refused, guard: bool) -> String {
     csv::record(&f, guard)
 }
 
-/// Run it.
-// About 150 lines on purpose: filter, order, then the three outputs in turn.
+/// What the filters left: the rows to show, the refused logs, and the
+/// counts the footers need.
+struct Listing {
+    rows: Vec<Row>,
+    refused: Vec<Refused>,
+    /// Refused logs before --limit.
+    refused_all: usize,
+    /// Rows and refusals before --limit.
+    matched: usize,
+    /// Sessions left out by --since/--until because their times are unknown.
+    unknown_time: u64,
+    /// Every shown row's sums, merged.
+    total: Sums,
+}
+
+impl Listing {
+    fn status(&self) -> Status {
+        if self.refused_all == 0 {
+            Status::Ok
+        } else {
+            Status::InvalidLog
+        }
+    }
+
+    fn sum(&self, f: fn(&Session) -> u64) -> u64 {
+        self.rows.iter().map(|r| f(&r.s)).sum()
+    }
+}
+
+/// Run it: filter, then the tree, or order and one of the three outputs.
 pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
     if args.csv && ctx.json {
         return Err(UsageError("--csv and --json: choose one".into()).into());
@@ -351,6 +379,35 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         busy: args.busy,
     };
     let scanned = scan_all(ctx, &args.paths, &opts, args.jobs)?;
+    let (rows, refused, unknown_time) = filtered(scanned, &filter, &prices);
+    if args.tree {
+        let sessions: Vec<Session> = rows.into_iter().map(|r| r.s).collect();
+        crate::cli::render::tree::show(ctx, &sessions, &prices, &refused)?;
+        return Ok(if refused.is_empty() {
+            Status::Ok
+        } else {
+            Status::InvalidLog
+        });
+    }
+    let listing = ordered(ctx, args, rows, refused, unknown_time);
+    if ctx.json {
+        print_json(ctx, &listing)?;
+    } else if args.csv {
+        print_csv(ctx, &listing, !args.csv_formulas)?;
+    } else {
+        print_table(ctx, &listing, &times.tz)?;
+    }
+    Ok(listing.status())
+}
+
+/// The sessions the filter admits, with their costs; the refused logs a
+/// filter could not have left out; how many sessions were left out for
+/// unknown times.
+fn filtered(
+    scanned: Vec<std::result::Result<Session, Refused>>,
+    filter: &Filter,
+    prices: &PriceTable,
+) -> (Vec<Row>, Vec<Refused>, u64) {
     let mut rows = Vec::new();
     let mut refused = Vec::new();
     let mut unknown_time = 0u64;
@@ -363,7 +420,7 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
                     }
                     continue;
                 }
-                let sums = session_sums(&s.requests, &prices);
+                let sums = session_sums(&s.requests, prices);
                 rows.push(Row { s, sums });
             }
             // A refused log has no project or time to filter by: it is shown
@@ -374,15 +431,18 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             Err(_) => {}
         }
     }
-    if args.tree {
-        let sessions: Vec<Session> = rows.into_iter().map(|r| r.s).collect();
-        crate::cli::render::tree::show(ctx, &sessions, &prices, &refused)?;
-        return Ok(if refused.is_empty() {
-            Status::Ok
-        } else {
-            Status::InvalidLog
-        });
-    }
+    (rows, refused, unknown_time)
+}
+
+/// Sorts the rows, says every refusal's reason on stderr, and applies
+/// --limit to rows and refusals alike.
+fn ordered(
+    ctx: &Ctx,
+    args: &SessionsArgs,
+    mut rows: Vec<Row>,
+    mut refused: Vec<Refused>,
+    unknown_time: u64,
+) -> Listing {
     let key = args.sort.key();
     dsh::sessions::sort(&mut rows, key, args.reverse, |r| match key {
         SortKey::Cost => r.sums.cost(),
@@ -405,67 +465,75 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         rows.truncate(n);
         refused.truncate(n - rows.len());
     }
-    let status = if refused_all == 0 {
-        Status::Ok
-    } else {
-        Status::InvalidLog
-    };
     let mut total = Sums::default();
     for r in &rows {
         total.merge(&r.sums);
     }
-    let sum = |f: fn(&Session) -> u64| rows.iter().map(|r| f(&r.s)).sum::<u64>();
-    if ctx.json {
-        let mut logs: Vec<doc::Entry> = rows
+    Listing {
+        rows,
+        refused,
+        refused_all,
+        matched,
+        unknown_time,
+        total,
+    }
+}
+
+fn print_json(ctx: &mut Ctx, l: &Listing) -> Result<()> {
+    let mut logs: Vec<doc::Entry> = l
+        .rows
+        .iter()
+        .map(|r| doc::Entry::Session(Box::new(doc::Row::of(&r.s, &r.sums))))
+        .collect();
+    logs.extend(
+        l.refused
             .iter()
-            .map(|r| doc::Entry::Session(Box::new(doc::Row::of(&r.s, &r.sums))))
-            .collect();
-        logs.extend(
-            refused
-                .iter()
-                .map(|r| doc::Entry::Refused(doc::Refused::of(r))),
-        );
-        let summary = doc::Summary {
-            sessions: rows.len() as u64,
-            refused: refused_all as u64,
-            turns: sum(|s| s.turns),
-            events: sum(|s| s.events),
-            size_bytes: sum(|s| s.size),
-            cost_usd: total.cost(),
-            unpriced_requests: total.without_cost(),
-            busy: sum(|s| s.busy_locks),
-            stale: sum(|s| s.stale_locks),
-        };
-        ctx.print_doc(&doc::Sessions {
-            logs,
-            summary,
-            matched: matched as u64,
-            left_out_unknown_time: unknown_time,
-            schema_version: dsh::doc::SchemaVersion,
-        })?;
-        return Ok(status);
+            .map(|r| doc::Entry::Refused(doc::Refused::of(r))),
+    );
+    let summary = doc::Summary {
+        sessions: l.rows.len() as u64,
+        refused: l.refused_all as u64,
+        turns: l.sum(|s| s.turns),
+        events: l.sum(|s| s.events),
+        size_bytes: l.sum(|s| s.size),
+        cost_usd: l.total.cost(),
+        unpriced_requests: l.total.without_cost(),
+        busy: l.sum(|s| s.busy_locks),
+        stale: l.sum(|s| s.stale_locks),
+    };
+    ctx.print_doc(&doc::Sessions {
+        logs,
+        summary,
+        matched: l.matched as u64,
+        left_out_unknown_time: l.unknown_time,
+        schema_version: dsh::doc::SchemaVersion,
+    })?;
+    Ok(())
+}
+
+fn print_csv(ctx: &mut Ctx, l: &Listing, guard: bool) -> Result<()> {
+    let mut out = csv::record(&CSV_HEAD, guard);
+    for r in &l.rows {
+        out.push_str(&csv_row(r, guard));
     }
-    if args.csv {
-        let guard = !args.csv_formulas;
-        let mut out = csv::record(&CSV_HEAD, guard);
-        for r in &rows {
-            out.push_str(&csv_row(r, guard));
-        }
-        for r in &refused {
-            out.push_str(&csv_refused(r, guard));
-        }
-        ctx.out.write_all(out.as_bytes())?;
-        return Ok(status);
+    for r in &l.refused {
+        out.push_str(&csv_refused(r, guard));
     }
-    if rows.is_empty() && refused.is_empty() {
+    ctx.out.write_all(out.as_bytes())?;
+    Ok(())
+}
+
+fn print_table(ctx: &mut Ctx, l: &Listing, tz: &Zone) -> Result<()> {
+    if l.rows.is_empty() && l.refused.is_empty() {
         outln!(ctx.out, "no sessions match")?;
-        if unknown_time > 0 {
+        if l.unknown_time > 0 {
             outln!(
                 ctx.out,
-                "{unknown_time} session(s) with unknown times were left out by --since/--until"
+                "{} session(s) with unknown times were left out by --since/--until",
+                l.unknown_time
             )?;
         }
-        return Ok(status);
+        return Ok(());
     }
     ctx.page();
     let mut t = render::table(&[
@@ -476,36 +544,10 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         "fork of", "gen", "events", "prunes", "cmp", "size", "turns", "started", "tokens",
         "project",
     ]);
-    let tz = &times.tz;
-    for r in &rows {
-        let s = &r.s;
-        let lock = match s.lock {
-            LockState::Busy => ("busy".to_string(), Some(Tone::Bad)),
-            LockState::Stale => ("stale".to_string(), Some(Tone::Warn)),
-            LockState::Free if s.stale_locks > 0 => ("stale".to_string(), Some(Tone::Warn)),
-            LockState::Free => (String::new(), None),
-        };
-        let hot = (s.over_threshold == Some(true)).then_some(Tone::Bad);
-        t.add_toned_row(vec![
-            (s.project.clone().unwrap_or_else(|| "—".into()), None),
-            (short_id(&s.id), None),
-            (s.title.clone().unwrap_or_default(), None),
-            (when(s.started, tz), None),
-            (when(s.last_activity, tz), None),
-            (render::num(s.turns), None),
-            (render::num(s.events), None),
-            (size(s.size), None),
-            (s.surface_tokens.map_or("—".into(), render::num_f64), None),
-            (s.pressure.map_or("—".into(), |p| format!("{p:.1}%")), hot),
-            (render::num(s.compactions), None),
-            (render::num(s.prunes), None),
-            lock,
-            (s.generation.to_string(), None),
-            (usd(r.sums.cost()), None),
-            (s.fork_of.as_deref().map(short_id).unwrap_or_default(), None),
-        ]);
+    for r in &l.rows {
+        t.add_toned_row(session_cells(r, tz));
     }
-    for r in &refused {
+    for r in &l.refused {
         let mut cells = vec![
             ("—".into(), None),
             ("—".into(), None),
@@ -517,50 +559,92 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
         cells.extend((0..13).map(|_| (String::new(), None)));
         t.add_toned_row(cells);
     }
-    t.add_row(vec![
+    t.add_row(total_cells(l));
+    outln!(ctx.out, "{t}")?;
+    print_footnotes(ctx, l)
+}
+
+/// A session's row of the table, with the tones of its lock and pressure.
+fn session_cells(r: &Row, tz: &Zone) -> Vec<(String, Option<Tone>)> {
+    let s = &r.s;
+    let lock = match s.lock {
+        LockState::Busy => ("busy".to_string(), Some(Tone::Bad)),
+        LockState::Stale => ("stale".to_string(), Some(Tone::Warn)),
+        LockState::Free if s.stale_locks > 0 => ("stale".to_string(), Some(Tone::Warn)),
+        LockState::Free => (String::new(), None),
+    };
+    let hot = (s.over_threshold == Some(true)).then_some(Tone::Bad);
+    vec![
+        (s.project.clone().unwrap_or_else(|| "—".into()), None),
+        (short_id(&s.id), None),
+        (s.title.clone().unwrap_or_default(), None),
+        (when(s.started, tz), None),
+        (when(s.last_activity, tz), None),
+        (render::num(s.turns), None),
+        (render::num(s.events), None),
+        (size(s.size), None),
+        (s.surface_tokens.map_or("—".into(), render::num_f64), None),
+        (s.pressure.map_or("—".into(), |p| format!("{p:.1}%")), hot),
+        (render::num(s.compactions), None),
+        (render::num(s.prunes), None),
+        lock,
+        (s.generation.to_string(), None),
+        (usd(r.sums.cost()), None),
+        (s.fork_of.as_deref().map(short_id).unwrap_or_default(), None),
+    ]
+}
+
+fn total_cells(l: &Listing) -> Vec<String> {
+    vec![
         String::new(),
         "total".into(),
-        format!("{} session(s)", render::num(rows.len() as u64)),
+        format!("{} session(s)", render::num(l.rows.len() as u64)),
         String::new(),
         String::new(),
-        render::num(sum(|s| s.turns)),
-        render::num(sum(|s| s.events)),
-        size(sum(|s| s.size)),
+        render::num(l.sum(|s| s.turns)),
+        render::num(l.sum(|s| s.events)),
+        size(l.sum(|s| s.size)),
         String::new(),
         String::new(),
-        render::num(sum(|s| s.compactions)),
-        render::num(sum(|s| s.prunes)),
-        match sum(|s| s.busy_locks) {
+        render::num(l.sum(|s| s.compactions)),
+        render::num(l.sum(|s| s.prunes)),
+        match l.sum(|s| s.busy_locks) {
             0 => String::new(),
             n => format!("{n} busy"),
         },
         String::new(),
-        usd(total.cost()),
+        usd(l.total.cost()),
         String::new(),
-    ]);
-    outln!(ctx.out, "{t}")?;
-    if matched > rows.len() + refused.len() {
+    ]
+}
+
+/// The lines under the table: what --limit, the time filters, prices,
+/// forks, older generations and refusals left out or changed.
+fn print_footnotes(ctx: &mut Ctx, l: &Listing) -> Result<()> {
+    let shown = l.rows.len() + l.refused.len();
+    if l.matched > shown {
         outln!(
             ctx.out,
             "showing the first {} of {} rows (--limit)",
-            render::num((rows.len() + refused.len()) as u64),
-            render::num(matched as u64)
+            render::num(shown as u64),
+            render::num(l.matched as u64)
         )?;
     }
-    if unknown_time > 0 {
+    if l.unknown_time > 0 {
         outln!(
             ctx.out,
-            "{unknown_time} session(s) with unknown times were left out by --since/--until"
+            "{} session(s) with unknown times were left out by --since/--until",
+            l.unknown_time
         )?;
     }
-    if total.without_cost() > 0 {
+    if l.total.without_cost() > 0 {
         outln!(
             ctx.out,
             "cost: {} request(s) have no price (none for their model at their date, or one that depends on a time the log does not record); their tokens are in `dsh usage`",
-            render::num(total.without_cost())
+            render::num(l.total.without_cost())
         )?;
     }
-    let inherited = sum(|s| s.inherited_requests);
+    let inherited = l.sum(|s| s.inherited_requests);
     if inherited > 0 {
         outln!(
             ctx.out,
@@ -568,7 +652,8 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             render::num(inherited)
         )?;
     }
-    let older = rows
+    let older = l
+        .rows
         .iter()
         .filter(|r| !r.s.older_generations.is_empty())
         .count();
@@ -578,11 +663,12 @@ pub fn run(ctx: &mut Ctx, args: &SessionsArgs) -> Result<Status> {
             "{older} session(s) also keep older format generations beside the newest (DSH keeps the file it migrated from); each is listed once, from its newest file"
         )?;
     }
-    if refused_all > 0 {
+    if l.refused_all > 0 {
         outln!(
             ctx.out,
-            "{refused_all} log(s) refused to load (reasons on stderr)"
+            "{} log(s) refused to load (reasons on stderr)",
+            l.refused_all
         )?;
     }
-    Ok(status)
+    Ok(())
 }

@@ -212,11 +212,9 @@ fn human_line(head: &str, mark: &str, tail: &str, term: Option<usize>) -> String
 /// row's `onSurface`); rows that outgrow [`HOLD_BYTES`] (`--json` rows are
 /// whole events) make it read the log twice instead: the surface first,
 /// then the rows, streamed.
-// About 100 lines on purpose: both ways share the selection, the row window and the footer.
 pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     // Standard input is spooled so that a second pass can read it again.
     let src = ctx.resolve_rereadable(&args.log)?;
-    let opts = ctx.load_options();
     // Chunks change no turn and no surface: unless one can be shown, they
     // are counted, not built.
     let names_chunks = |t: &String| match t.strip_suffix('/') {
@@ -226,23 +224,81 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let chunks_shown = (args.all || !args.types.is_empty())
         && (args.types.is_empty() || args.types.iter().any(names_chunks));
     let term = render::width();
-    // seq, turn, type and mark take about 47 columns before the preview.
-    let width = args
-        .width
-        .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20)));
-    let surface_of = |log: &dsh::LoadedLog| -> HashSet<u64> {
-        log.surface.nodes.iter().map(|n| n.seq).collect()
-    };
     let file = src.display();
-    let tail = EventRow::tail(&file);
-    // One pass: the rows wait (up to `debug_hold_bytes`) for the surface at
-    // the end, which says which events it still shows. Past that, the pass
-    // only finds the surface, and a second one writes the rows. A `--json`
-    // row waits without its event when the event is its line as the log
-    // holds it (nearly always): the line is read again when the row is
-    // written, which costs a fraction of a second pass. Chunk rows are one
-    // per chunk: then a file larger than that budget (compressed or not)
-    // goes straight to two passes, the first building no rows.
+    let shape = Shape {
+        json: ctx.json,
+        // seq, turn, type and mark take about 47 columns before the preview.
+        width: args
+            .width
+            .unwrap_or_else(|| term.map_or(100, |w| w.saturating_sub(47).max(20))),
+        term,
+        tail: EventRow::tail(&file),
+        file,
+    };
+    let (log, held) = first_pass(ctx, args, &src, &shape, chunks_shown)?;
+    // The loader's warnings once, from the first pass.
+    ctx.warn_all(&log);
+    let current: HashSet<u64> = log.surface.nodes.iter().map(|n| n.seq).collect();
+    ctx.page();
+    let mut rows = Rows::new(args.rows, ctx.out.stream());
+    match held {
+        Some(held) => write_held(&mut rows, held, &log, &src, &shape, &current)?,
+        None => {
+            let opts = dsh::log::LoadOptions {
+                skip_chunk_events: !chunks_shown,
+                ..ctx.load_options()
+            };
+            second_pass(&mut rows, args, &src, &opts, &shape, &current)?
+        }
+    }
+    let shown = rows.seen();
+    let mut out = rows.finish()?;
+    if !ctx.json {
+        match args.rows.note(shown, "events") {
+            Some(note) => writeln!(out, "{note}")?,
+            None => writeln!(out, "{} event(s) shown", render::num(shown as u64))?,
+        }
+    }
+    out.flush()?;
+    Ok(Status::Ok)
+}
+
+/// How rows are drawn: JSON or text, the preview's width, the terminal's.
+struct Shape {
+    json: bool,
+    width: usize,
+    term: Option<usize>,
+    file: String,
+    /// A JSON row's closing text (after its event).
+    tail: String,
+}
+
+/// The mark column: what the current surface says of an event.
+fn mark(current: &HashSet<u64>, seq: u64, message: bool, synthetic: bool) -> &'static str {
+    if synthetic {
+        "synthetic"
+    } else if message && !current.contains(&seq) {
+        "shadowed"
+    } else {
+        ""
+    }
+}
+
+/// One pass: the rows wait (up to `debug_hold_bytes`) for the surface at
+/// the end, which says which events it still shows. Past that, the pass
+/// only finds the surface (no rows held: `None`), and a second one writes
+/// the rows. A `--json` row waits without its event when the event is its
+/// line as the log holds it (nearly always): the line is read again when
+/// the row is written, which costs a fraction of a second pass. Chunk rows
+/// are one per chunk: then a file larger than that budget (compressed or
+/// not) goes straight to two passes, the first building no rows.
+fn first_pass(
+    ctx: &Ctx,
+    args: &EventsArgs,
+    src: &dsh::LogSource,
+    shape: &Shape,
+    chunks_shown: bool,
+) -> Result<(dsh::LoadedLog, Option<Vec<Held>>)> {
     let reread = src.reread_path();
     let lines_again = reread.is_some();
     let too_large = chunks_shown
@@ -252,13 +308,13 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     let mut overflow = too_large;
     let one_pass = dsh::log::LoadOptions {
         skip_chunk_events: !chunks_shown || too_large,
-        ..opts.clone()
+        ..ctx.load_options()
     };
     let mut rows: Vec<Held> = Vec::new();
     let mut bytes = 0usize;
     let mut sel = Selection { args, turn: None };
     let log = dsh::log::load(
-        &src,
+        src,
         &one_pass,
         &mut |ev: &Event<'_>, folded: &Folded<'_>| {
             let Some((name, turn, origin)) = sel.select(ev, folded) else {
@@ -268,8 +324,8 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                 return;
             }
             let shown = (name.as_str(), turn, origin);
-            let held = if !ctx.json {
-                let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
+            let held = if !shape.json {
+                let (head, tail) = human_parts(ev, folded, &name, turn, origin, shape.width);
                 Held::Human {
                     seq: ev.seq,
                     message: ev.kind.is_surface(),
@@ -284,7 +340,7 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
                     }
                     _ => None,
                 };
-                let row = json_row(ev, folded, shown, &file, false);
+                let row = json_row(ev, folded, shown, &shape.file, false);
                 let (row, at) = match line {
                     Some(_) => row.head(),
                     None => row.line(),
@@ -309,117 +365,117 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
             rows.push(held);
         },
     )?;
-    // The loader's warnings once, from the first pass.
-    ctx.warn_all(&log);
-    let current: HashSet<u64> = surface_of(&log);
-    let held = (!overflow).then_some(rows);
-    let mark = |seq: u64, message: bool, synthetic: bool| {
-        if synthetic {
-            "synthetic"
-        } else if message && !current.contains(&seq) {
-            "shadowed"
+    Ok((log, (!overflow).then_some(rows)))
+}
+
+/// Writes the rows the first pass held, marked by the final surface; a
+/// held `--json` row gets its event's line read again from the log.
+fn write_held<W: Write>(
+    rows: &mut Rows<W>,
+    held: Vec<Held>,
+    log: &dsh::LoadedLog,
+    src: &dsh::LogSource,
+    shape: &Shape,
+    current: &HashSet<u64>,
+) -> Result<()> {
+    let mut lines = None;
+    for h in held {
+        if !rows.admit() {
+            continue;
+        }
+        rows.push(match h {
+            Held::Human {
+                seq,
+                message,
+                synthetic,
+                head,
+                tail,
+            } => human_line(
+                &head,
+                mark(current, seq, message, synthetic),
+                &tail,
+                shape.term,
+            ),
+            Held::Json {
+                seq,
+                mut row,
+                at,
+                line,
+            } => {
+                if current.contains(&seq) {
+                    row.replace_range(at..at + "false".len(), "true");
+                }
+                if let Some((offset, len)) = line {
+                    let len = len as usize;
+                    let lines = match &mut lines {
+                        Some(w) => w,
+                        None => lines.insert(log.span_window().ok_or_else(|| {
+                            anyhow::anyhow!("{}: cannot read the log again", src.display())
+                        })?),
+                    };
+                    if !lines.holds(offset, len) {
+                        lines.fill(offset, len)?;
+                    }
+                    // The line was read as UTF-8 text (`canonical_offset`);
+                    // an append-only log keeps it so.
+                    let text = std::str::from_utf8(lines.slice(offset, len)).map_err(|_| {
+                        anyhow::anyhow!(
+                            "{}: the log changed while it was being read",
+                            src.display()
+                        )
+                    })?;
+                    row.reserve(text.len() + shape.tail.len());
+                    row.push_str(text);
+                    row.push_str(&shape.tail);
+                }
+                row
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// The second pass, when the rows did not fit: each row written as it is
+/// read, marked by the surface the first pass found.
+fn second_pass<W: Write>(
+    rows: &mut Rows<W>,
+    args: &EventsArgs,
+    src: &dsh::LogSource,
+    opts: &dsh::log::LoadOptions,
+    shape: &Shape,
+    current: &HashSet<u64>,
+) -> Result<()> {
+    let mut sel = Selection { args, turn: None };
+    let mut werr: Option<std::io::Error> = None;
+    let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
+        if werr.is_some() {
+            return;
+        }
+        let Some((name, turn, origin)) = sel.select(ev, folded) else {
+            return;
+        };
+        if !rows.admit() {
+            return;
+        }
+        let row = if shape.json {
+            let shown = (name.as_str(), turn, origin);
+            json_row(ev, folded, shown, &shape.file, current.contains(&ev.seq))
+                .line()
+                .0
         } else {
-            ""
+            let (head, tail) = human_parts(ev, folded, &name, turn, origin, shape.width);
+            let m = mark(current, ev.seq, ev.kind.is_surface(), folded.synthetic);
+            human_line(&head, m, &tail, shape.term)
+        };
+        if let Err(e) = rows.push(row) {
+            werr = Some(e);
         }
     };
-    ctx.page();
-    let mut rows = Rows::new(args.rows, ctx.out.stream());
-    if let Some(held) = held {
-        let mut lines = None;
-        for h in held {
-            if !rows.admit() {
-                continue;
-            }
-            rows.push(match h {
-                Held::Human {
-                    seq,
-                    message,
-                    synthetic,
-                    head,
-                    tail,
-                } => human_line(&head, mark(seq, message, synthetic), &tail, term),
-                Held::Json {
-                    seq,
-                    mut row,
-                    at,
-                    line,
-                } => {
-                    if current.contains(&seq) {
-                        row.replace_range(at..at + "false".len(), "true");
-                    }
-                    if let Some((offset, len)) = line {
-                        let len = len as usize;
-                        let lines = match &mut lines {
-                            Some(w) => w,
-                            None => lines.insert(log.span_window().ok_or_else(|| {
-                                anyhow::anyhow!("{}: cannot read the log again", src.display())
-                            })?),
-                        };
-                        if !lines.holds(offset, len) {
-                            lines.fill(offset, len)?;
-                        }
-                        // The line was read as UTF-8 text (`canonical_offset`);
-                        // an append-only log keeps it so.
-                        let text = std::str::from_utf8(lines.slice(offset, len)).map_err(|_| {
-                            anyhow::anyhow!(
-                                "{}: the log changed while it was being read",
-                                src.display()
-                            )
-                        })?;
-                        row.reserve(text.len() + tail.len());
-                        row.push_str(text);
-                        row.push_str(&tail);
-                    }
-                    row
-                }
-            })?;
-        }
-    } else {
-        let mut sel = Selection { args, turn: None };
-        let mut werr: Option<std::io::Error> = None;
-        let mut obs = |ev: &Event<'_>, folded: &Folded<'_>| {
-            if werr.is_some() {
-                return;
-            }
-            let Some((name, turn, origin)) = sel.select(ev, folded) else {
-                return;
-            };
-            if !rows.admit() {
-                return;
-            }
-            let row = if ctx.json {
-                let shown = (name.as_str(), turn, origin);
-                json_row(ev, folded, shown, &file, current.contains(&ev.seq))
-                    .line()
-                    .0
-            } else {
-                let (head, tail) = human_parts(ev, folded, &name, turn, origin, width);
-                let m = mark(ev.seq, ev.kind.is_surface(), folded.synthetic);
-                human_line(&head, m, &tail, term)
-            };
-            if let Err(e) = rows.push(row) {
-                werr = Some(e);
-            }
-        };
-        let opts = dsh::log::LoadOptions {
-            skip_chunk_events: !chunks_shown,
-            ..opts
-        };
-        dsh::log::load(&src, &opts, &mut obs)?;
-        if let Some(e) = werr {
-            return Err(e.into());
-        }
+    dsh::log::load(src, opts, &mut obs)?;
+    match werr {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
     }
-    let shown = rows.seen();
-    let mut out = rows.finish()?;
-    if !ctx.json {
-        match args.rows.note(shown, "events") {
-            Some(note) => writeln!(out, "{note}")?,
-            None => writeln!(out, "{} event(s) shown", render::num(shown as u64))?,
-        }
-    }
-    out.flush()?;
-    Ok(Status::Ok)
 }
 
 fn describe(ev: &Event<'_>, folded: &Folded<'_>, width: usize) -> String {

@@ -316,8 +316,85 @@ fn print_csv(ctx: &Ctx, rep: &Report, by: GroupBy, breakdown: bool, guard: bool)
     Ok(())
 }
 
-/// Run it.
-// About 120 lines on purpose: gather, group, then the three outputs in turn.
+/// The readable table, its total row and the notes under it.
+fn print_table(ctx: &mut Ctx, rep: &Report, by: GroupBy, breakdown: bool) -> Result<()> {
+    ctx.page();
+    let first = match by {
+        GroupBy::Day => "date",
+        GroupBy::Week => "week of",
+        GroupBy::Month => "month",
+        GroupBy::Session => "session",
+        GroupBy::Project => "project",
+    };
+    let mut t = render::table(&[
+        first,
+        "requests",
+        "summariser",
+        "input",
+        "cache read",
+        "cache write",
+        "output",
+        "reasoning",
+        "total",
+        "cost $",
+        "no price",
+    ]);
+    t.drop_first(&[
+        "cache write",
+        "reasoning",
+        "total",
+        "requests",
+        "no price",
+        "summariser",
+    ]);
+    for g in &rep.groups {
+        let mut row = vec![g.key.clone()];
+        row.extend(sum_cells(&g.sums));
+        t.add_row(row);
+        if breakdown {
+            for (p, m, s) in &g.models {
+                let mut row = vec![format!("└ {m} ({p})")];
+                row.extend(sum_cells(s));
+                t.add_row(row);
+            }
+        }
+    }
+    let mut row = vec!["total".to_string()];
+    row.extend(sum_cells(&rep.totals));
+    t.add_row(row);
+    outln!(ctx.out, "{t}")?;
+    if rep.groups.is_empty() {
+        outln!(ctx.out, "no requests with reported usage")?;
+    }
+    if rep.outside_unknown_time > 0 {
+        outln!(
+            ctx.out,
+            "{} request(s) with unknown times were left out by --since/--until",
+            render::num(rep.outside_unknown_time)
+        )?;
+    }
+    let t = &rep.totals;
+    if t.unconfirmed > 0 {
+        outln!(
+            ctx.out,
+            "* unconfirmed price: {} request(s), {} USD of the cost, priced with an entry not confirmed on the provider's own page; `dsh usage --prices` marks them",
+            render::num(t.unconfirmed),
+            usd(Some(t.unconfirmed_cost))
+        )?;
+    }
+    if t.without_cost() > 0 {
+        outln!(
+            ctx.out,
+            "no price: {} request(s) are counted in tokens but not in cost ({} with no price for their model at their date, {} whose price depends on a time the log does not record); `dsh usage --prices` lists the table",
+            render::num(t.without_cost()),
+            render::num(t.unpriced),
+            render::num(t.untimed)
+        )?;
+    }
+    Ok(())
+}
+
+/// Run it: gather, group, then one of the three outputs.
 pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
     if args.csv && ctx.json {
         return Err(UsageError("--csv and --json: choose one".into()).into());
@@ -383,79 +460,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         print_csv(ctx, &rep, by, args.breakdown, !args.csv_formulas)?;
         return Ok(status);
     }
-    ctx.page();
-    let first = match by {
-        GroupBy::Day => "date",
-        GroupBy::Week => "week of",
-        GroupBy::Month => "month",
-        GroupBy::Session => "session",
-        GroupBy::Project => "project",
-    };
-    let mut t = render::table(&[
-        first,
-        "requests",
-        "summariser",
-        "input",
-        "cache read",
-        "cache write",
-        "output",
-        "reasoning",
-        "total",
-        "cost $",
-        "no price",
-    ]);
-    t.drop_first(&[
-        "cache write",
-        "reasoning",
-        "total",
-        "requests",
-        "no price",
-        "summariser",
-    ]);
-    for g in &rep.groups {
-        let mut row = vec![g.key.clone()];
-        row.extend(sum_cells(&g.sums));
-        t.add_row(row);
-        if args.breakdown {
-            for (p, m, s) in &g.models {
-                let mut row = vec![format!("└ {m} ({p})")];
-                row.extend(sum_cells(s));
-                t.add_row(row);
-            }
-        }
-    }
-    let mut row = vec!["total".to_string()];
-    row.extend(sum_cells(&rep.totals));
-    t.add_row(row);
-    outln!(ctx.out, "{t}")?;
-    if rep.groups.is_empty() {
-        outln!(ctx.out, "no requests with reported usage")?;
-    }
-    if rep.outside_unknown_time > 0 {
-        outln!(
-            ctx.out,
-            "{} request(s) with unknown times were left out by --since/--until",
-            render::num(rep.outside_unknown_time)
-        )?;
-    }
-    let t = &rep.totals;
-    if t.unconfirmed > 0 {
-        outln!(
-            ctx.out,
-            "* unconfirmed price: {} request(s), {} USD of the cost, priced with an entry not confirmed on the provider's own page; `dsh usage --prices` marks them",
-            render::num(t.unconfirmed),
-            usd(Some(t.unconfirmed_cost))
-        )?;
-    }
-    if t.without_cost() > 0 {
-        outln!(
-            ctx.out,
-            "no price: {} request(s) are counted in tokens but not in cost ({} with no price for their model at their date, {} whose price depends on a time the log does not record); `dsh usage --prices` lists the table",
-            render::num(t.without_cost()),
-            render::num(t.unpriced),
-            render::num(t.untimed)
-        )?;
-    }
+    print_table(ctx, &rep, by, args.breakdown)?;
     if !refused.is_empty() {
         for r in &refused {
             eprintln!(

@@ -128,26 +128,7 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         return incremental(ctx, args);
     }
     let out = &args.out;
-    if out.as_os_str() == "-" {
-        // `-` means standard output everywhere else; never a directory named `-`.
-        return Err(UsageError(
-            "--out -: export writes a directory of tables, which standard output cannot take: name a directory".into(),
-        )
-        .into());
-    }
-    if !args.force
-        && let Ok(mut d) = std::fs::read_dir(out)
-        && d.next().is_some()
-    {
-        return Err(UsageError(format!(
-            "{}: exists and is not empty (--force replaces it)",
-            out.display()
-        ))
-        .into());
-    }
-    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
-        return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
-    }
+    check_out(args)?;
     let opts = options(ctx, args)?;
     let (sources, mut refused) = crate::cli::homes::homes(ctx, &args.paths, &args.home_label)?;
     let parent = match out.parent() {
@@ -224,23 +205,7 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         w.finish().map_err(|e| failed(spec.name, e))?;
     }
     if let Some(t) = tmp {
-        if std::fs::symlink_metadata(out).is_ok() {
-            // --force (or an empty directory): the old one goes only once
-            // the new one is whole.
-            let old = tempfile::Builder::new()
-                .prefix(".dsh-export-old-")
-                .tempdir_in(&parent)?;
-            std::fs::rename(out, old.path().join("old"))
-                .with_context(|| format!("{}: cannot replace", out.display()))?;
-            let kept = t.keep();
-            std::fs::rename(&kept, out)
-                .with_context(|| format!("{}: cannot write", out.display()))?;
-            drop(old);
-        } else {
-            let kept = t.keep();
-            std::fs::rename(&kept, out)
-                .with_context(|| format!("{}: cannot write", out.display()))?;
-        }
+        publish(t, out, &parent)?;
     }
     let status = if refused.is_empty() {
         Status::Ok
@@ -249,6 +214,54 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     };
     report(ctx, args, format, logs, &counts, &refused, &file_name, None)?;
     Ok(status)
+}
+
+/// --out must name a directory dsh may fill: not `-`, not a non-empty one
+/// without --force, not a file.
+fn check_out(args: &ExportArgs) -> Result<()> {
+    let out = &args.out;
+    if out.as_os_str() == "-" {
+        // `-` means standard output everywhere else; never a directory named `-`.
+        return Err(UsageError(
+            "--out -: export writes a directory of tables, which standard output cannot take: name a directory".into(),
+        )
+        .into());
+    }
+    if !args.force
+        && let Ok(mut d) = std::fs::read_dir(out)
+        && d.next().is_some()
+    {
+        return Err(UsageError(format!(
+            "{}: exists and is not empty (--force replaces it)",
+            out.display()
+        ))
+        .into());
+    }
+    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
+        return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
+    }
+    Ok(())
+}
+
+/// Moves the finished tables into place: a directory already at --out
+/// goes only once the new one is whole.
+fn publish(t: tempfile::TempDir, out: &Path, parent: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(out).is_ok() {
+        // --force (or an empty directory): the old one goes only once
+        // the new one is whole.
+        let old = tempfile::Builder::new()
+            .prefix(".dsh-export-old-")
+            .tempdir_in(parent)?;
+        std::fs::rename(out, old.path().join("old"))
+            .with_context(|| format!("{}: cannot replace", out.display()))?;
+        let kept = t.keep();
+        std::fs::rename(&kept, out).with_context(|| format!("{}: cannot write", out.display()))?;
+        drop(old);
+    } else {
+        let kept = t.keep();
+        std::fs::rename(&kept, out).with_context(|| format!("{}: cannot write", out.display()))?;
+    }
+    Ok(())
 }
 
 fn options(ctx: &Ctx, args: &ExportArgs) -> Result<ExportOptions> {

@@ -308,8 +308,54 @@ fn human(
     outln!(ctx.out, "session {}  ({file})", sim.session)?;
     outln!(ctx.out, "{}", summary_line(sim.summary))?;
     let cheapest = sim.cheapest();
-    let best = cheapest.map(|c| c.0);
     let tok = sim.tokenizer.map(|e| e.name());
+    let t = policy_table(sim, cheapest.map(|c| c.0), tok);
+    outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
+    if let Some((_, by)) = cheapest {
+        let by = match by {
+            Ranking::Cost => "ranked by total cost",
+            Ranking::Tokens => "a row has no cost: ranked by cache-missed plus summariser tokens",
+        };
+        outln!(ctx.out, "* the cheapest policy that never overflows ({by})")?;
+    }
+    let unpriced = sim
+        .rows
+        .iter()
+        .map(|r| r.unpriced_requests)
+        .max()
+        .unwrap_or(0);
+    if unpriced > 0 {
+        outln!(
+            ctx.out,
+            "¹ up to {} requests (agent or summariser) have no known price for their route at their time: costs sum the priced ones (`dsh usage --prices`)",
+            render::num(unpriced as u64)
+        )?;
+    }
+    for r in &sim.rows {
+        row_details(ctx, r, steps)?;
+    }
+    outln!(
+        ctx.out,
+        "cmp: compaction brackets, p/o/m: of them pressure/overflow/manual; ovf: requests over the window where they were sent (recorded: or refused with CONTEXT_WINDOW_EXCEEDED); cost: cache misses and hits at the route's rates plus the summariser calls; billed in: the sum of the request sizes (DSH's estimate)."
+    )?;
+    if let Some(tok) = tok {
+        outln!(
+            ctx.out,
+            "{tok}: ovf, missed, cost and the provider columns count each request as the provider does ({tok} tokens); peak, mean and billed in are DSH's estimate, which the compaction threshold is judged by."
+        )?;
+    }
+    if let Some(h) = &sim.hidden_prefix {
+        outln!(ctx.out, "{}", crate::cli::render::hidden::hidden_line(h))?;
+    }
+    outln!(ctx.out, "{OPEN_LOOP}")?;
+    if !ctx.quiet {
+        eprintln!("replayed in {:.2}s", elapsed.as_secs_f64());
+    }
+    Ok(())
+}
+
+/// One row per policy; the provider's columns with a tokenizer.
+fn policy_table(sim: &Simulation, best: Option<usize>, tok: Option<&str>) -> render::table::Tbl {
     let mut head = vec![
         "policy",
         "cmp",
@@ -353,77 +399,42 @@ fn human(
         }
         t.add_row(cells);
     }
-    outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
-    if let Some((_, by)) = cheapest {
-        let by = match by {
-            Ranking::Cost => "ranked by total cost",
-            Ranking::Tokens => "a row has no cost: ranked by cache-missed plus summariser tokens",
-        };
-        outln!(ctx.out, "* the cheapest policy that never overflows ({by})")?;
+    t
+}
+
+/// A policy's first notes and, with --steps, its compactions and prunes.
+fn row_details(ctx: &mut Ctx, r: &Row, steps: bool) -> Result<()> {
+    for n in r.notes.iter().take(2) {
+        outln!(ctx.out, "{}: {n}", r.label)?;
     }
-    let unpriced = sim
-        .rows
-        .iter()
-        .map(|r| r.unpriced_requests)
-        .max()
-        .unwrap_or(0);
-    if unpriced > 0 {
+    if r.notes.len() > 2 {
         outln!(
             ctx.out,
-            "¹ up to {} requests (agent or summariser) have no known price for their route at their time: costs sum the priced ones (`dsh usage --prices`)",
-            render::num(unpriced as u64)
+            "{}: … {} more notes (--json)",
+            r.label,
+            r.notes.len() - 2
         )?;
     }
-    for r in &sim.rows {
-        for n in r.notes.iter().take(2) {
-            outln!(ctx.out, "{}: {n}", r.label)?;
-        }
-        if r.notes.len() > 2 {
-            outln!(
-                ctx.out,
-                "{}: … {} more notes (--json)",
-                r.label,
-                r.notes.len() - 2
-            )?;
-        }
-        if steps {
-            let mut t = render::table(&[
-                "request", "seq", "what", "before", "after", "shadowed", "tokens",
+    if steps {
+        let mut t = render::table(&[
+            "request", "seq", "what", "before", "after", "shadowed", "tokens",
+        ]);
+        for s in &r.steps {
+            let w = r.context_window.unwrap_or(0).max(1) as f64;
+            t.add_row(vec![
+                s.request.to_string(),
+                s.request_seq.to_string(),
+                s.kind.as_str().to_string(),
+                pct(s.tokens_before / w),
+                pct(s.tokens_after / w),
+                shadow_range(&s.shadowed),
+                render::num(s.shadowed_tokens),
             ]);
-            for s in &r.steps {
-                let w = r.context_window.unwrap_or(0).max(1) as f64;
-                t.add_row(vec![
-                    s.request.to_string(),
-                    s.request_seq.to_string(),
-                    s.kind.as_str().to_string(),
-                    pct(s.tokens_before / w),
-                    pct(s.tokens_after / w),
-                    shadow_range(&s.shadowed),
-                    render::num(s.shadowed_tokens),
-                ]);
-            }
-            if !r.steps.is_empty() {
-                outln!(ctx.out, "{}:", r.label)?;
-                outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
-            }
         }
-    }
-    outln!(
-        ctx.out,
-        "cmp: compaction brackets, p/o/m: of them pressure/overflow/manual; ovf: requests over the window where they were sent (recorded: or refused with CONTEXT_WINDOW_EXCEEDED); cost: cache misses and hits at the route's rates plus the summariser calls; billed in: the sum of the request sizes (DSH's estimate)."
-    )?;
-    if let Some(tok) = tok {
-        outln!(
-            ctx.out,
-            "{tok}: ovf, missed, cost and the provider columns count each request as the provider does ({tok} tokens); peak, mean and billed in are DSH's estimate, which the compaction threshold is judged by."
-        )?;
-    }
-    if let Some(h) = &sim.hidden_prefix {
-        outln!(ctx.out, "{}", crate::cli::render::hidden::hidden_line(h))?;
-    }
-    outln!(ctx.out, "{OPEN_LOOP}")?;
-    if !ctx.quiet {
-        eprintln!("replayed in {:.2}s", elapsed.as_secs_f64());
+        if !r.steps.is_empty() {
+            outln!(ctx.out, "{}:", r.label)?;
+            outln!(ctx.out, "{}", t.fitted(render::table::width()))?;
+        }
     }
     Ok(())
 }

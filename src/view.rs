@@ -416,53 +416,7 @@ impl Builder {
                 ..NodeInfo::default()
             };
             if let SurfaceOp::Replace(op) = applied.op {
-                let kind = replacement_kind(ev);
-                info.replacement = Some(kind);
-                info.replaces = applied.shadowed.iter().map(|n| n.seq).collect();
-                if kind == ReplacementKind::Pruned {
-                    info.pruned = msg.and_then(|m| pruned_parts(m, width));
-                }
-                for n in &applied.shadowed {
-                    self.removed_by.insert(n.seq, ev.seq);
-                    self.shadowed_bodies.insert(n.seq, n.body.clone());
-                }
-                let compaction_id = msg
-                    .and_then(|m| m.get("source"))
-                    .and_then(|s| s.get("compactionId"))
-                    .and_then(|c| c.as_str())
-                    .map(|c| c.into_owned());
-                let mut r = Replacement {
-                    seq: ev.seq,
-                    kind,
-                    start: op.start,
-                    end: op.end,
-                    shadowed: info.replaces.clone(),
-                    stands_for: Vec::new(),
-                    source_event_seqs: info.source_event_seqs.clone(),
-                    compaction_id: compaction_id.clone(),
-                    markers: Vec::new(),
-                    summary_seq: compaction_id
-                        .as_ref()
-                        .and_then(|c| self.summaries.get(c).copied()),
-                    current: ev.seq,
-                };
-                // Markers written before it: the compaction's start and
-                // summary (same id), or the prune event just before.
-                self.markers.retain(|(row, id, prune)| {
-                    let mine = match (&compaction_id, prune) {
-                        (Some(c), false) => id.as_deref() == Some(c.as_str()),
-                        (None, true) => kind == ReplacementKind::Pruned,
-                        _ => false,
-                    };
-                    if mine {
-                        r.markers.push(self.rows[*row].seq);
-                        self.rows[*row].model = ModelSide::Marker {
-                            replacement: Some(ev.seq),
-                        };
-                    }
-                    !mine
-                });
-                self.replacements.push(r);
+                self.replacement(ev, applied, op, &mut info, width);
             }
             self.nodes.insert(ev.seq, info);
         }
@@ -473,63 +427,129 @@ impl Builder {
                 | Kind::CompactionEnd
                 | Kind::CompactionPrune
         ) {
-            let id = ev
-                .data()
-                .get("compactionId")
-                .and_then(|c| c.as_str())
-                .map(|c| c.into_owned());
-            if ev.kind == Kind::CompactionSummary
-                && let Some(c) = &id
-            {
-                self.summaries.insert(c.clone(), ev.seq);
-                let mut text = String::new();
-                for b in ev
-                    .data()
-                    .get("summary")
-                    .and_then(|s| s.as_arr())
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(t) = b.get("text").and_then(|t| t.as_jstr()) {
-                        if !text.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(&t.to_lossy());
-                    }
-                }
-                self.summary_texts.insert(ev.seq, text);
-            }
-            // An end after its checkpoint joins it at once.
-            let done = match (&id, ev.kind) {
-                (Some(c), Kind::CompactionEnd) => self
-                    .replacements
-                    .iter_mut()
-                    .rev()
-                    .find(|r| r.compaction_id.as_deref() == Some(c.as_str())),
-                _ => None,
-            };
-            let model = match done {
-                Some(r) => {
-                    r.markers.push(ev.seq);
-                    ModelSide::Marker {
-                        replacement: Some(r.seq),
-                    }
-                }
-                None => {
-                    self.markers.push((
-                        self.rows.len(),
-                        id.clone(),
-                        ev.kind == Kind::CompactionPrune,
-                    ));
-                    ModelSide::Marker { replacement: None }
-                }
-            };
+            let model = self.marker(ev);
             self.push_row(ev, folded, turn, event_type, origin, model);
         } else if self.shown(ev) {
             self.push_row(ev, folded, turn, event_type, origin, ModelSide::Hidden);
         }
         if ev.kind == Kind::TurnEnd {
             self.turn = None;
+        }
+    }
+
+    /// A replacement on the surface: what it shadows, the compaction or
+    /// prune it closes, and the markers written before it that join it.
+    fn replacement(
+        &mut self,
+        ev: &Event<'_>,
+        applied: &crate::surface::Applied,
+        op: crate::event::ReplaceOp,
+        info: &mut NodeInfo,
+        width: usize,
+    ) {
+        let msg = ev.message();
+        let kind = replacement_kind(ev);
+        info.replacement = Some(kind);
+        info.replaces = applied.shadowed.iter().map(|n| n.seq).collect();
+        if kind == ReplacementKind::Pruned {
+            info.pruned = msg.and_then(|m| pruned_parts(m, width));
+        }
+        for n in &applied.shadowed {
+            self.removed_by.insert(n.seq, ev.seq);
+            self.shadowed_bodies.insert(n.seq, n.body.clone());
+        }
+        let compaction_id = msg
+            .and_then(|m| m.get("source"))
+            .and_then(|s| s.get("compactionId"))
+            .and_then(|c| c.as_str())
+            .map(|c| c.into_owned());
+        let mut r = Replacement {
+            seq: ev.seq,
+            kind,
+            start: op.start,
+            end: op.end,
+            shadowed: info.replaces.clone(),
+            stands_for: Vec::new(),
+            source_event_seqs: info.source_event_seqs.clone(),
+            compaction_id: compaction_id.clone(),
+            markers: Vec::new(),
+            summary_seq: compaction_id
+                .as_ref()
+                .and_then(|c| self.summaries.get(c).copied()),
+            current: ev.seq,
+        };
+        // Markers written before it: the compaction's start and
+        // summary (same id), or the prune event just before.
+        self.markers.retain(|(row, id, prune)| {
+            let mine = match (&compaction_id, prune) {
+                (Some(c), false) => id.as_deref() == Some(c.as_str()),
+                (None, true) => kind == ReplacementKind::Pruned,
+                _ => false,
+            };
+            if mine {
+                r.markers.push(self.rows[*row].seq);
+                self.rows[*row].model = ModelSide::Marker {
+                    replacement: Some(ev.seq),
+                };
+            }
+            !mine
+        });
+        self.replacements.push(r);
+    }
+
+    /// A compaction or prune marker's row: joined to its replacement when
+    /// that came first (an end after its checkpoint), else waiting for it.
+    fn marker(&mut self, ev: &Event<'_>) -> ModelSide {
+        let id = ev
+            .data()
+            .get("compactionId")
+            .and_then(|c| c.as_str())
+            .map(|c| c.into_owned());
+        if ev.kind == Kind::CompactionSummary
+            && let Some(c) = &id
+        {
+            self.summaries.insert(c.clone(), ev.seq);
+            let mut text = String::new();
+            for b in ev
+                .data()
+                .get("summary")
+                .and_then(|s| s.as_arr())
+                .into_iter()
+                .flatten()
+            {
+                if let Some(t) = b.get("text").and_then(|t| t.as_jstr()) {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&t.to_lossy());
+                }
+            }
+            self.summary_texts.insert(ev.seq, text);
+        }
+        // An end after its checkpoint joins it at once.
+        let done = match (&id, ev.kind) {
+            (Some(c), Kind::CompactionEnd) => self
+                .replacements
+                .iter_mut()
+                .rev()
+                .find(|r| r.compaction_id.as_deref() == Some(c.as_str())),
+            _ => None,
+        };
+        match done {
+            Some(r) => {
+                r.markers.push(ev.seq);
+                ModelSide::Marker {
+                    replacement: Some(r.seq),
+                }
+            }
+            None => {
+                self.markers.push((
+                    self.rows.len(),
+                    id.clone(),
+                    ev.kind == Kind::CompactionPrune,
+                ));
+                ModelSide::Marker { replacement: None }
+            }
         }
     }
 

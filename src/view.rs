@@ -588,6 +588,28 @@ impl Builder {
         });
     }
 
+    /// What each node stands for, transitively (replacements come after
+    /// what they replace, so one pass in seq order builds them).
+    fn stands_for(&self) -> HashMap<u64, Vec<u64>> {
+        let mut seqs: Vec<u64> = self.nodes.keys().copied().collect();
+        seqs.sort_unstable();
+        let mut stands: HashMap<u64, Vec<u64>> = HashMap::new();
+        for s in &seqs {
+            let n = &self.nodes[s];
+            let mut v = Vec::new();
+            if n.replacement.is_none() {
+                v.push(*s);
+            }
+            for r in &n.replaces {
+                v.extend(stands.get(r).into_iter().flatten().copied());
+            }
+            v.sort_unstable();
+            v.dedup();
+            stands.insert(*s, v);
+        }
+        stands
+    }
+
     fn finish(mut self, log: &LoadedLog, at: Option<u64>) -> View {
         let position: HashMap<u64, usize> = log
             .surface
@@ -609,24 +631,7 @@ impl Builder {
             }
             via
         };
-        // What each node stands for, transitively (replacements come after
-        // what they replace, so one pass in seq order builds them).
-        let mut seqs: Vec<u64> = self.nodes.keys().copied().collect();
-        seqs.sort_unstable();
-        let mut stands: HashMap<u64, Vec<u64>> = HashMap::new();
-        for s in &seqs {
-            let n = &self.nodes[s];
-            let mut v = Vec::new();
-            if n.replacement.is_none() {
-                v.push(*s);
-            }
-            for r in &n.replaces {
-                v.extend(stands.get(r).into_iter().flatten().copied());
-            }
-            v.sort_unstable();
-            v.dedup();
-            stands.insert(*s, v);
-        }
+        let mut stands = self.stands_for();
         let kind_of = |s: u64| {
             self.nodes
                 .get(&s)

@@ -2377,6 +2377,7 @@ impl<'a> Parser<'a> {
     /// stack instead of recursion: the same grammar, errors, duplicate-key
     /// rule and canonical bookkeeping as [`Self::value`] (no spans: they
     /// are only recorded near the top of a line).
+    // Long because it is one explicit-stack loop: every token is an arm over the shared stack, and a helper per arm would pass the stack and the open containers to each.
     fn deep_value(&mut self) -> Result<Value<'a>, ParseError> {
         enum Open<'a> {
             Arr(Vec<Value<'a>>),

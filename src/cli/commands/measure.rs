@@ -316,7 +316,6 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     })
 }
 
-// About 125 lines on purpose: the many-log table and its totals are built in the one loop over the results, in output order.
 fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     // Resolve every argument; one that names nothing is a bad row, not a stop.
     let mut items: Vec<Result<LogSource, (String, dsh::LoadError)>> = Vec::new();

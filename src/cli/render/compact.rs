@@ -190,7 +190,6 @@ pub fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool)
     v
 }
 
-// About 130 lines on purpose: the human report, section by section in the order it prints.
 pub fn print_human(
     o: &Out,
     r: &Report,

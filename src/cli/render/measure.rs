@@ -153,7 +153,6 @@ pub fn kind_name(k: dsh::Kind) -> &'static str {
     render::kind_name(k)
 }
 
-// About 130 lines on purpose: the rest is the composition table, row by row in the order it prints.
 pub fn print_report(o: &Out, r: &Report, at: Option<u64>, nodes: bool) -> std::io::Result<()> {
     let m = &r.m;
     outln!(o, "session {}  ({})", r.session, r.file)?;

@@ -137,8 +137,9 @@ fn watch_bursts(cols: u16, zstd: bool) {
     let s = t.wait_for("a line being written", |s| s.contains("writing a line"));
     assert!(!s.contains("error"), "a torn tail is not damage:\n{s}");
     w.write(&bytes[half..]);
+    // A screen caught mid-redraw shows neither; wait for the figures.
     let s = t.wait_for("the message read", |s| {
-        !s.contains("writing a line") && !s.contains("streaming (")
+        !s.contains("writing a line") && !s.contains("streaming (") && s.contains("pressure")
     });
     assert!(!s.contains("error"), "{s}");
     assert!(s.contains("cache hit"), "the last request: {s}");

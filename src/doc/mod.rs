@@ -35,6 +35,7 @@ pub mod export;
 pub mod header;
 pub mod health;
 pub mod load;
+pub mod locks;
 pub mod messages;
 pub mod pack;
 pub mod repair;
@@ -123,6 +124,8 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<header::Header<'static>>(),
         one::<health::Health<'static>>(),
         one::<load::Load<'static>>(),
+        one::<locks::Locks>(),
+        one::<locks::Release>(),
         one::<messages::Messages<'static>>(),
         one::<pack::Pack>(),
         one::<pack::Unpack>(),

@@ -38,6 +38,7 @@ pub mod load;
 pub mod locks;
 pub mod messages;
 pub mod pack;
+pub mod prune;
 pub mod repair;
 pub mod report;
 pub mod sessions;
@@ -129,6 +130,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<messages::Messages<'static>>(),
         one::<pack::Pack>(),
         one::<pack::Unpack>(),
+        one::<prune::Prune<'static>>(),
         one::<repair::Repair>(),
         one::<report::Report<'static>>(),
         one::<sessions::Sessions<'static>>(),

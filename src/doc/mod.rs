@@ -35,8 +35,10 @@ pub mod export;
 pub mod header;
 pub mod health;
 pub mod load;
+pub mod locks;
 pub mod messages;
 pub mod pack;
+pub mod prune;
 pub mod repair;
 pub mod report;
 pub mod sessions;
@@ -123,9 +125,12 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<header::Header<'static>>(),
         one::<health::Health<'static>>(),
         one::<load::Load<'static>>(),
+        one::<locks::Locks>(),
+        one::<locks::Release>(),
         one::<messages::Messages<'static>>(),
         one::<pack::Pack>(),
         one::<pack::Unpack>(),
+        one::<prune::Prune<'static>>(),
         one::<repair::Repair>(),
         one::<report::Report<'static>>(),
         one::<sessions::Sessions<'static>>(),

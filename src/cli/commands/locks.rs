@@ -5,15 +5,15 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::append::{AppendTarget, Appender};
+use dsh::doc::locks::{Entry, Locks, LogLocks, Refused, Release, Released, True};
 use dsh::lock::{LockReport, LockScan, LockState, LockStatus};
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
 use crate::cli::render::locks::{
-    add_rows, envelope, print_nothing_to_release, print_released, print_summary, refused_json,
-    release_json, release_plan, report_json,
+    add_rows, print_nothing_to_release, print_released, print_summary, release_plan, released,
 };
 use crate::cli::render::outln;
 use crate::cli::writes::{append_error, append_options, is_broken_pipe, now_ms};
@@ -157,7 +157,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
         let found = dsh::log::source::discover(&root);
         if found.is_empty() {
             if ctx.json {
-                ctx.print_json(&envelope(Vec::new(), [0; 5], json_now(args)))?;
+                ctx.print_doc(&Locks::of(Vec::new(), [0; 5], json_now(args)))?;
             } else {
                 outln!(ctx.out, "no session logs under {}", root.display())?;
             }
@@ -200,7 +200,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                         ctx.describe_load_error(&e)
                     );
                 }
-                logs.push(refused_json(file, &e));
+                logs.push(Entry::Refused(Refused::of(file, &e)));
             }
             Ok(Scanned {
                 report: rep,
@@ -244,12 +244,18 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                     status = status.worst(Status::Findings);
                     notes.push(format!("{file}: damaged end: {d}"));
                 }
-                logs.push(report_json(src, &rep, Some(session), damage, asked));
+                logs.push(Entry::Scanned(LogLocks::of(
+                    src.display(),
+                    &rep,
+                    session,
+                    damage,
+                    asked,
+                )));
             }
         }
     }
     if ctx.json {
-        ctx.print_json(&envelope(
+        ctx.print_doc(&Locks::of(
             logs,
             [busy, stale, anomalies, errors, damaged],
             asked,
@@ -304,12 +310,10 @@ fn release(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     let plan = release_plan(&file, &b, &prefix, now, args.dry_run);
     if args.dry_run {
         if ctx.json {
-            ctx.print_json(
-                &release_json(&file, &session, &b, asked, report.state.as_str(), &prefix)
-                    .with("released", false.into())
-                    .with("dryRun", true.into())
-                    .with("schema_version", SCHEMA_VERSION.into()),
-            )?;
+            ctx.print_doc(&Release::Done(Box::new(Released {
+                dry_run: Some(True),
+                ..released(&file, &session, &b, asked, report.state, &prefix)
+            })))?;
         } else {
             outln!(
                 ctx.out,

@@ -287,7 +287,7 @@ pub fn run(ctx: &mut Ctx, args: &PruneArgs) -> Result<Status> {
                 &outcome,
                 config.path.as_deref(),
             );
-            ctx.print_json(&v)?;
+            ctx.print_doc(&v)?;
             return Ok(());
         }
         print_readable(

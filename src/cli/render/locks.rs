@@ -2,12 +2,12 @@
 //! and what a release says before and after it writes.
 
 use anyhow::Result;
-use dsh::LogSource;
-use dsh::json::{OwnedValue, Value};
-use dsh::lock::{Bracket, LockReport, LockStatus};
+use dsh::doc::SchemaVersion;
+use dsh::doc::locks::{Bracket, False, NothingToRelease, Release, Released};
+use dsh::lock::{LockReport, LockStatus};
 
 use super::{Tone, outln};
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 
 /// A human age: `3d 4h`, `5m 2s`.
 pub fn age(ms: f64) -> String {
@@ -36,82 +36,8 @@ pub fn duration(ms: f64) -> String {
     }
 }
 
-pub fn opt_seq(v: Option<u64>) -> OwnedValue {
-    v.map(Value::from).unwrap_or(Value::Null)
-}
-
-/// One bracket; `ageMs` only when a reference time is given.
-pub fn bracket_json(b: &Bracket, now: Option<f64>) -> OwnedValue {
-    let mut v = Value::obj()
-        .with("seq", b.seq.into())
-        .with("compactionId", b.compaction_id.clone());
-    if let Some(s) = &b.source_command_id {
-        v = v.with("sourceCommandId", s.clone());
-    }
-    let outcome = match b.status {
-        LockStatus::Matched if b.error.is_some() => Value::from("failed"),
-        LockStatus::Matched => Value::from("ok"),
-        _ => Value::Null,
-    };
-    v = v
-        .with("turn", b.turn.clone())
-        .with(
-            "openTurn",
-            b.open_turn.map(Value::from).unwrap_or(Value::Null),
-        )
-        .with("time", b.time.into());
-    if let Some(now) = now {
-        // Never negative: a start stamped ahead of this clock has age 0 and
-        // says by how much it is ahead.
-        let age = now - b.time;
-        v = v.with("ageMs", age.max(0.0).into());
-        if age < 0.0 {
-            v = v.with("clockSkewMs", (-age).into());
-        }
-    }
-    v.with("status", b.status.as_str().into())
-        .with("outcome", outcome)
-        .with("endSeq", opt_seq(b.end_seq))
-        .with("error", b.error.clone().unwrap_or(Value::Null))
-        .with("endSeedSeq", opt_seq(b.end_seed_seq))
-        .with("supersededBy", opt_seq(b.superseded_by))
-        .with("summarySeq", opt_seq(b.summary_seq))
-        .with("checkpointSeq", opt_seq(b.checkpoint_seq))
-}
-
-pub fn report_json(
-    src: &LogSource,
-    r: &LockReport,
-    session: Option<String>,
-    damage: Option<String>,
-    now: Option<f64>,
-) -> OwnedValue {
-    let anomalies: Vec<OwnedValue> = r
-        .anomalies
-        .iter()
-        .map(|a| {
-            Value::obj()
-                .with("seq", a.seq.into())
-                .with("message", a.message.clone().into())
-        })
-        .collect();
-    Value::obj()
-        .with("file", src.display().into())
-        .with("session", session.into())
-        .with("state", r.state.as_str().into())
-        .with("lastBracketSeq", opt_seq(r.last_bracket_seq))
-        .with("lastEndSeedSeq", opt_seq(r.last_end_seed_seq))
-        .with("lastSeq", opt_seq(r.last_seq))
-        .with(
-            "brackets",
-            Value::Arr(r.brackets.iter().map(|b| bracket_json(b, now)).collect()),
-        )
-        .with("anomalies", Value::Arr(anomalies))
-        .with("damage", damage.map_or(Value::Null, Value::from))
-}
-
-pub fn detail(b: &Bracket) -> String {
-    let landed = |b: &Bracket| {
+pub fn detail(b: &dsh::lock::Bracket) -> String {
+    let landed = |b: &dsh::lock::Bracket| {
         let mut l = Vec::new();
         if let Some(s) = b.summary_seq {
             l.push(format!("summary @{s}"));
@@ -154,26 +80,6 @@ pub fn detail(b: &Bracket) -> String {
     }
 }
 
-/// The many-log envelope: `{"logs", "summary", "now"?, "schema_version"}`.
-pub fn envelope(logs: Vec<OwnedValue>, counts: [u64; 5], now: Option<f64>) -> OwnedValue {
-    let [busy, stale, anomalies, errors, damaged] = counts;
-    let summary = Value::obj()
-        .with("logs", (logs.len() as u64).into())
-        .with("busy", busy.into())
-        .with("stale", stale.into())
-        .with("anomalies", anomalies.into())
-        .with("errors", errors.into())
-        .with("damaged", damaged.into());
-    let mut v = Value::obj()
-        .with("logs", Value::Arr(logs))
-        .with("summary", summary);
-    if let Some(now) = now {
-        v = v.with("now", now.into());
-    }
-    v.with("schema_version", SCHEMA_VERSION.into())
-}
-
-/// Run it.
 /// The table rows of one log: one per bracket, or one "free" row; without
 /// `all`, only the brackets worth a look (busy, stale, orphaned). Returns
 /// how many rows it added.
@@ -225,20 +131,6 @@ pub fn add_rows(
     added
 }
 
-/// A refused log's entry: the same as a refused log of `measure` and
-/// `verify`.
-pub fn refused_json(file: String, e: &dsh::LoadError) -> OwnedValue {
-    let mut entry = Value::obj().with("file", file.into());
-    if let Value::Obj(o) = load_error_json(e) {
-        for (k, v) in o {
-            if !k.eq_str("schema_version") && !k.eq_str("file") {
-                entry = entry.with(&k.to_lossy(), v);
-            }
-        }
-    }
-    entry
-}
-
 /// The closing lines of the default output: logs left out, the counts
 /// (`[busy, stale, anomalies, unreadable, damaged]`), what a busy lock means.
 pub fn print_summary(ctx: &Ctx, logs: usize, quiet_logs: usize, counts: [u64; 5]) -> Result<()> {
@@ -266,7 +158,7 @@ pub fn print_summary(ctx: &Ctx, logs: usize, quiet_logs: usize, counts: [u64; 5]
 /// What a release appends, said before it does (or, dry, instead).
 pub fn release_plan(
     file: &str,
-    b: &Bracket,
+    b: &dsh::lock::Bracket,
     prefix: &[dsh::OwnedEvent],
     now: f64,
     dry_run: bool,
@@ -325,12 +217,11 @@ pub fn print_released(
     written: &str,
 ) -> Result<()> {
     if ctx.json {
-        ctx.print_json(
-            &release_json(file, session, b, asked, after.as_str(), prefix)
-                .with("out", out.map(|o| o.display().to_string()).into())
-                .with("released", true.into())
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        ctx.print_doc(&Release::Done(Box::new(Released {
+            out: Some(out.map(|o| o.display().to_string())),
+            released: true,
+            ..released(file, session, b, asked, after, prefix)
+        })))?;
     } else {
         outln!(
             ctx.out,
@@ -345,28 +236,6 @@ pub fn print_released(
     Ok(())
 }
 
-/// What `--release --json` prints in its dry run and its real run alike:
-/// the file, the lock state after the run, the bracket and the events
-/// appended (the caller adds its own keys and `schema_version`).
-pub fn release_json(
-    file: &str,
-    session: &str,
-    b: &dsh::lock::Bracket,
-    now: Option<f64>,
-    state: &str,
-    appended: &[dsh::OwnedEvent],
-) -> OwnedValue {
-    Value::obj()
-        .with("file", file.into())
-        .with("session", session.into())
-        .with("state", state.into())
-        .with("bracket", bracket_json(b, now))
-        .with(
-            "appended",
-            Value::Arr(appended.iter().map(|e| e.value.clone()).collect()),
-        )
-}
-
 /// `--release` on a log whose lock is not busy: nothing to do.
 pub fn print_nothing_to_release(
     ctx: &Ctx,
@@ -375,16 +244,15 @@ pub fn print_nothing_to_release(
     state: dsh::lock::LockState,
 ) -> Result<()> {
     if ctx.json {
-        ctx.print_json(
-            &Value::obj()
-                .with("file", file.into())
-                .with("session", session.into())
-                .with("released", false.into())
-                .with("state", state.as_str().into())
-                .with("bracket", Value::Null)
-                .with("appended", Value::Arr(Vec::new()))
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        ctx.print_doc(&Release::Nothing(NothingToRelease {
+            file,
+            session,
+            released: False,
+            state: state.into(),
+            bracket: (),
+            appended: [],
+            schema_version: SchemaVersion,
+        }))?;
     } else {
         outln!(
             ctx.out,
@@ -393,4 +261,28 @@ pub fn print_nothing_to_release(
         )?;
     }
     Ok(())
+}
+
+/// What `--release --json` prints in its dry run and its real run alike:
+/// the file, the lock state after the run, the bracket and the events
+/// appended (the caller sets `out`, `released` and `dryRun`).
+pub fn released(
+    file: &str,
+    session: &str,
+    b: &dsh::lock::Bracket,
+    now: Option<f64>,
+    state: dsh::lock::LockState,
+    appended: &[dsh::OwnedEvent],
+) -> Released {
+    Released {
+        file: file.to_string(),
+        session: session.to_string(),
+        state: state.into(),
+        bracket: Bracket::of(b, now),
+        appended: appended.iter().map(|e| e.value.clone()).collect(),
+        out: None,
+        released: false,
+        dry_run: None,
+        schema_version: SchemaVersion,
+    }
 }

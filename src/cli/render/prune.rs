@@ -1,23 +1,15 @@
 //! `dsh prune`'s output: the `--json` document (the reference's fields
 //! and dsh's write) and the readable report.
 
-use std::borrow::Borrow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh::json::{OwnedValue, Value};
+use dsh::doc::SchemaVersion;
+use dsh::doc::prune::{Events, Prune, Reported, SurfaceTokens, Tokenizer, Write};
 use dsh::prune::PrunePlan;
 use dsh::prune_write::BpeSavings;
 
 use super::{Out, num, outln};
-use crate::cli::ctx::SCHEMA_VERSION;
-
-/// The events as a JSON array that borrows their strings (the report is
-/// written and dropped; copying megabytes of results for it was a tenth of
-/// a dry run).
-fn events_json<E: Borrow<dsh::OwnedEvent>>(evs: &[E]) -> Value<'_> {
-    Value::Arr(evs.iter().map(|e| e.borrow().value.borrowed()).collect())
-}
 
 /// What the run did, for the JSON report.
 pub struct Facts<'a> {
@@ -38,105 +30,40 @@ pub struct Facts<'a> {
 /// The `--json` document.
 /// `plan` comes with its events (moved out of it into the batch).
 pub fn report_json<'p>(
-    (plan, appended): (&'p dsh::prune::PrunePlan, &'p [Arc<dsh::OwnedEvent>]),
-    reference: Option<&'p dsh::prune::PrunePlan>,
+    (plan, appended): (&'p PrunePlan, &'p [Arc<dsh::OwnedEvent>]),
+    reference: Option<&'p PrunePlan>,
     prefix: &'p [dsh::OwnedEvent],
     bpe: &[BpeSavings],
-    o: &Facts<'_>,
+    o: &Facts<'p>,
     config_path: Option<&std::path::Path>,
-) -> Value<'p> {
-    let path_json = |p: Option<&std::path::Path>| {
-        p.map(|p| Value::from(p.display().to_string()))
-            .unwrap_or(Value::Null)
-    };
-    let reported = match reference {
-        Some(r) => to_json((r, &r.events[..]), prefix),
-        None => to_json((plan, appended), prefix),
-    };
-    let v = reported
-        .with(
-            "write",
-            Value::obj()
-                .with("baseSeq", plan.base_seq.into())
-                .with("appended", events_json(appended)),
-        )
-        .with("lifecycle", o.lifecycle.as_str().into())
-        .with("surfaceTokens", tokens_json(plan))
-        .with("openTurn", o.turn_open.into())
-        .with("fileTurnOpen", o.file_turn_open.into())
-        .with("allowClosedTurn", o.allow_closed_turn.into())
-        .with(
-            "refused",
-            o.refused.clone().map(Value::from).unwrap_or(Value::Null),
-        )
-        .with("dryRun", o.dry_run.into())
-        .with("written", o.written.into())
-        .with("file", o.file.to_string().into())
-        .with("session", o.session.into())
-        .with("out", path_json(o.out.map(|p| p.as_path())))
-        .with("events", o.events.into())
-        .with("bytes", o.bytes.into())
-        .with("configFile", path_json(config_path));
-    let v = if bpe.is_empty() {
-        v
-    } else {
-        v.with("tokenizers", Value::Arr(bpe.iter().map(bpe_json).collect()))
-    };
-    v.with("schema_version", SCHEMA_VERSION.into())
-}
-
-/// One encoding's savings as JSON.
-fn bpe_json(b: &BpeSavings) -> OwnedValue {
-    let pruned: Vec<OwnedValue> = b
-        .pruned
-        .iter()
-        .map(|&(seq, before, after)| {
-            Value::obj()
-                .with("originalSeq", seq.into())
-                .with("before", before.into())
-                .with("after", after.into())
-        })
-        .collect();
-    Value::obj()
-        .with("encoding", b.encoding.name().into())
-        .with("before", b.surface_before.into())
-        .with("after", b.surface_after().into())
-        .with("saved", b.saved().into())
-        .with("pruned", Value::Arr(pruned))
-}
-
-/// The reference's prune output plus the lifecycle prefix (`plan` with its
-/// events).
-fn to_json<'p, E: Borrow<dsh::OwnedEvent>>(
-    (plan, events): (&'p PrunePlan, &'p [E]),
-    prefix: &'p [dsh::OwnedEvent],
-) -> Value<'p> {
-    let pruned: Vec<OwnedValue> = plan
-        .pruned
-        .iter()
-        .map(|p| {
-            p.to_json()
-                .with("tokensBefore", p.tokens_before.into())
-                .with("tokensAfter", p.tokens_after.into())
-        })
-        .collect();
-    Value::obj()
-        .with("config", plan.config.to_json())
-        .with("baseSeq", plan.base_seq.into())
-        .with("appended", events_json(events))
-        .with("pruned", Value::Arr(pruned))
-        .with("charsRemoved", plan.chars_removed.into())
-        .with("lifecycleEvents", events_json(prefix))
-}
-
-fn tokens_json(plan: &PrunePlan) -> OwnedValue {
-    Value::obj()
-        .with("before", plan.surface_tokens_before.into())
-        .with("after", plan.surface_tokens_after.into())
-        .with(
-            "saved",
-            (plan.surface_tokens_before - plan.surface_tokens_after).into(),
-        )
+) -> Prune<'p> {
+    let path = |p: Option<&std::path::Path>| p.map(|p| p.display().to_string());
+    Prune {
+        reference: match reference {
+            Some(r) => Reported::of(r, Events::Owned(&r.events), prefix),
+            None => Reported::of(plan, Events::Shared(appended), prefix),
+        },
+        write: Write {
+            base_seq: plan.base_seq,
+            appended: Events::Shared(appended),
+        },
+        lifecycle: o.lifecycle.into(),
+        surface_tokens: SurfaceTokens::of(plan),
+        open_turn: o.turn_open,
+        file_turn_open: o.file_turn_open,
+        allow_closed_turn: o.allow_closed_turn,
+        refused: o.refused.clone(),
+        dry_run: o.dry_run,
+        written: o.written,
+        file: o.file,
+        session: o.session,
+        out: path(o.out.map(|p| p.as_path())),
+        events: o.events,
+        bytes: o.bytes,
+        config_file: path(config_path),
+        tokenizers: bpe.iter().map(Tokenizer::from).collect(),
+        schema_version: SchemaVersion,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -134,14 +134,6 @@ impl PruneConfig {
             config.get("tailChars"),
         )
     }
-
-    /// The reference's `config` object.
-    pub fn to_json(&self) -> OwnedValue {
-        Value::obj()
-            .with("thresholdChars", self.threshold_chars.into())
-            .with("headChars", self.head_chars.into())
-            .with("tailChars", self.tail_chars.into())
-    }
 }
 
 /// Why a pass stopped (the reference throws at that node; earlier pairs of
@@ -673,8 +665,8 @@ mod tests {
         let c = PruneConfig::resolve(None, None, None).unwrap();
         assert_eq!(c, PruneConfig::default());
         assert_eq!(
-            c.to_json().to_json(),
-            r#"{"thresholdChars":8192,"headChars":4096,"tailChars":1024}"#
+            (c.threshold_chars, c.head_chars, c.tail_chars),
+            (8192, 4096, 1024)
         );
         let v = |s: &str| Value::parse(s).unwrap().into_owned();
         assert_eq!(

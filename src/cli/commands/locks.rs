@@ -148,24 +148,31 @@ fn json_now(args: &LocksArgs) -> Option<f64> {
     }
 }
 
+/// The logs to scan: those named, else every session of the home (`None`
+/// once an empty home has been reported).
+fn sources(ctx: &mut Ctx, args: &LocksArgs) -> Result<Option<Vec<LogSource>>> {
+    if !args.logs.is_empty() {
+        return Ok(Some(ctx.resolve_many(&args.logs)?));
+    }
+    let root = ctx.home_sessions()?;
+    let found = dsh::log::source::discover(&root);
+    if found.is_empty() {
+        if ctx.json {
+            ctx.print_doc(&Locks::of(Vec::new(), [0; 5], json_now(args)))?;
+        } else {
+            outln!(ctx.out, "no session logs under {}", root.display())?;
+        }
+        return Ok(None);
+    }
+    Ok(Some(found.into_iter().map(LogSource::File).collect()))
+}
+
 pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
     if args.release {
         return release(ctx, args);
     }
-    let sources = if args.logs.is_empty() {
-        let root = ctx.home_sessions()?;
-        let found = dsh::log::source::discover(&root);
-        if found.is_empty() {
-            if ctx.json {
-                ctx.print_doc(&Locks::of(Vec::new(), [0; 5], json_now(args)))?;
-            } else {
-                outln!(ctx.out, "no session logs under {}", root.display())?;
-            }
-            return Ok(Status::Ok);
-        }
-        found.into_iter().map(LogSource::File).collect()
-    } else {
-        ctx.resolve_many(&args.logs)?
+    let Some(sources) = sources(ctx, args)? else {
+        return Ok(Status::Ok);
     };
     let c: &Ctx = ctx;
     let results = run_many(c, &sources, args.jobs, "scanning locks", &|s| scan(c, s));

@@ -239,16 +239,21 @@ impl Ctx {
     /// Report a refused log: `{"error": …}` on stdout with `--json`, one line
     /// on stderr always.
     pub fn report_load_error(&self, e: &LoadError) -> Status {
-        eprintln!(
-            "{} {}",
-            crate::cli::render::error_tag(),
-            self.describe_load_error(e)
-        );
+        self.say_load_error(e);
         if self.json {
             let doc = Refusal::load(e).hint(e.hint.as_ref().map(|h| self.render_hint(h, e)));
             let _ = self.print_doc(&doc);
         }
         Status::InvalidLog
+    }
+
+    /// One line on stderr: the error tag and [`Self::describe_load_error`].
+    pub fn say_load_error(&self, e: &LoadError) {
+        eprintln!(
+            "{} {}",
+            crate::cli::render::error_tag(),
+            self.describe_load_error(e)
+        );
     }
 
     /// `path: line N: what is wrong: what to do`, the hint naming this

@@ -399,11 +399,7 @@ fn report(
         )?;
     }
     for r in refused {
-        eprintln!(
-            "{} {}",
-            render::error_tag(),
-            ctx.describe_load_error(&r.error)
-        );
+        ctx.say_load_error(&r.error);
     }
     if !refused.is_empty() {
         outln!(

@@ -201,11 +201,7 @@ pub fn run(ctx: &mut Ctx, args: &LocksArgs) -> Result<Status> {
                 errors += 1;
                 status = status.worst(Status::InvalidLog);
                 if !ctx.quiet || ctx.json {
-                    eprintln!(
-                        "{} {}",
-                        crate::cli::render::error_tag(),
-                        ctx.describe_load_error(&e)
-                    );
+                    ctx.say_load_error(&e);
                 }
                 logs.push(Entry::Refused(Refused::of(file, &e)));
             }

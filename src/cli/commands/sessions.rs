@@ -451,11 +451,7 @@ fn ordered(
     // Every refusal's reason and what to do, on stderr, shown or not.
     if !ctx.quiet || ctx.json {
         for r in &refused {
-            eprintln!(
-                "{} {}",
-                render::error_tag(),
-                ctx.describe_load_error(&r.error)
-            );
+            ctx.say_load_error(&r.error);
         }
     }
     // --limit counts every row, refused ones (which sort last) included.

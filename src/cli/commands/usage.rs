@@ -463,11 +463,7 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
     print_table(ctx, &rep, by, args.breakdown)?;
     if !refused.is_empty() {
         for r in &refused {
-            eprintln!(
-                "{} {}",
-                render::error_tag(),
-                ctx.describe_load_error(&r.error)
-            );
+            ctx.say_load_error(&r.error);
         }
         outln!(
             ctx.out,

@@ -194,11 +194,7 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     // A refusal's reason and what to do, on stderr as every command says it.
     if !ctx.quiet || format == Format::Json {
         for e in reports.iter().filter_map(|r| r.refusal.as_ref()) {
-            eprintln!(
-                "{} {}",
-                crate::cli::render::error_tag(),
-                ctx.describe_load_error(e)
-            );
+            ctx.say_load_error(e);
         }
     }
     match format {

@@ -109,11 +109,7 @@ pub fn show(
         )?;
     }
     for r in refused {
-        eprintln!(
-            "{} {}",
-            super::error_tag(),
-            ctx.describe_load_error(&r.error)
-        );
+        ctx.say_load_error(&r.error);
     }
     Ok(())
 }

@@ -96,10 +96,7 @@ pub fn estimate_for(
     if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
         return Ok(None);
     }
-    let mut a = crate::cache::Analysis::new(opts);
-    let log = crate::log::load(src, load, &mut a)?;
-    let report = a.finish(&log);
-    Ok(estimate(placeholders(log.headers.header.as_ref()), &report))
+    Ok(analyse_once(src, load, opts)?.1)
 }
 
 /// [`crate::cache::analyse`], with the hidden prefix estimated and added
@@ -110,13 +107,8 @@ pub fn analyse(
     load: &LoadOptions,
     opts: &CacheOptions,
 ) -> Result<(CacheReport, Option<HiddenPrefix>), CacheError> {
-    let mut a = crate::cache::Analysis::new(opts);
-    let log = crate::log::load(src, load, &mut a)?;
-    let report = a.finish(&log);
-    if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
-        return Ok((report, None));
-    }
-    let Some(hidden) = estimate(placeholders(log.headers.header.as_ref()), &report) else {
+    let (report, hidden) = analyse_once(src, load, opts)?;
+    let Some(hidden) = hidden else {
         return Ok((report, None));
     };
     let with = CacheOptions {
@@ -124,6 +116,24 @@ pub fn analyse(
         ..opts.clone()
     };
     Ok((cache_analyse(src, load, &with)?, Some(hidden)))
+}
+
+/// One analysis as `opts` says, and the hidden prefix it shows (none when
+/// `opts` already has one or the log is standard input, read once).
+fn analyse_once(
+    src: &LogSource,
+    load: &LoadOptions,
+    opts: &CacheOptions,
+) -> Result<(CacheReport, Option<HiddenPrefix>), CacheError> {
+    let mut a = crate::cache::Analysis::new(opts);
+    let log = crate::log::load(src, load, &mut a)?;
+    let report = a.finish(&log);
+    let hidden = if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
+        None
+    } else {
+        estimate(placeholders(log.headers.header.as_ref()), &report)
+    };
+    Ok((report, hidden))
 }
 
 /// A log's request as it stands, counted in a provider's own tokens: the

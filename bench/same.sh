@@ -122,6 +122,16 @@ per_log=(
     '$DSH health "$L"'
     '$DSH --json health --all "$L"'
     '$DSH --json sessions "$L"'
+    '$DSH cache "$L"'
+    '$DSH --json cache "$L"'
+    '$DSH cache --by cause --calibrate "$L"'
+    '$DSH --json cache --anthropic-breakpoints tools:1h,system:1h,last --lifetime 5m --calibrate "$L"'
+    '$DSH --json cache --tokenizer deepseek-v4 "$L"'
+    '$DSH simulate "$L"'
+    '$DSH --json simulate "$L"'
+    '$DSH simulate --steps --no-prune --summary-ratio 0.1 "$L"'
+    '$DSH --json simulate --steps --sweep threshold=0.5:0.9:0.2,retain=0.1:0.2:0.1 "$L"'
+    '$DSH --json simulate --tokenizer deepseek-v4 --summary-tokens 2000 "$L"'
 )
 once=(
     '$DSH completions bash'
@@ -159,6 +169,15 @@ once=(
     '$DSH sessions --tree "$S/home"'
     '$DSH --json health "$S/home"'
     '$DSH --json health --all "$S/home"'
+    '$DSH cache "$S"/*.jsonl'
+    '$DSH --json cache "$S"/*.jsonl'
+    '$DSH --json cache --cross-session-lifetime 0 "$S/home" /nonexistent/log.jsonl'
+    'DSH_HOME="$S/home" $DSH --json cache --by cause'
+    '$DSH --json cache /nonexistent/log.jsonl'
+    '$DSH simulate "$S/home"'
+    '$DSH --json simulate "$S"/*.jsonl'
+    '$DSH --json simulate --steps "$S/home"'
+    '$DSH --json simulate --sweep threshold=2:1:1 "$S/compacted.jsonl"'
 )
 S="$root/samples"
 export S
@@ -211,6 +230,8 @@ unit() {
         if grep -qF -e "$bin" -e "$wd" "$ud/$i.out" "$ud/$i.err"; then
             sed -i "s#$bin#DSH#g; s#$wd#WORK#g" "$ud/$i.out" "$ud/$i.err"
         fi
+        # simulate's stderr says how long it took: a clock reading.
+        sed -i 's#^replayed in [0-9.]*s$#replayed in Ts#' "$ud/$i.err"
     done < "$work/forms"
     rm -rf "$wd"
 }

@@ -1412,6 +1412,61 @@ struct Shared {
     session: usize,
 }
 
+/// The sentence every report carries.
+pub const NOT_A_BILL: &str = "Predictions are what the provider's published cache rule implies on dsh's token positions, not the provider's bill: the provider decides what it keeps.";
+
+/// What one log cannot see.
+pub const ONE_LOG: &str = "one log alone: hits on prefixes other sessions left in the provider's cache are invisible to it (give several logs or a home)";
+
+/// Requests whose predicted hit is another session's prefix.
+pub fn cross_hits(reports: &[CacheReport]) -> usize {
+    reports
+        .iter()
+        .flat_map(|r| &r.requests)
+        .filter(|q| q.cross_session.is_some())
+        .count()
+}
+
+/// The predicted prompt cost of many reports: the sum over the priced
+/// requests and the count of the rest; `None` when requests exist and none
+/// has a price.
+pub fn predicted_cost(reports: &[CacheReport], prices: &dyn Prices) -> Option<RequestCost> {
+    let mut all = RequestCost::zero();
+    let mut any = false;
+    for r in reports {
+        match r.predicted_cost(prices) {
+            Some(c) => {
+                all.add(&c);
+                any |= c.unpriced < r.totals().requests || r.totals().requests == 0;
+            }
+            None => all.unpriced += r.totals().requests,
+        }
+    }
+    (any || all.unpriced == 0).then_some(all)
+}
+
+/// Per cause: what its priced requests' predicted misses cost, over many
+/// reports (`None`: none of them priced), and how many had no price.
+pub type CauseCosts = HashMap<String, (Option<f64>, usize)>;
+
+/// [`CauseCosts`] of many reports.
+pub fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> CauseCosts {
+    let mut out = CauseCosts::new();
+    for r in reports {
+        let unpriced = r.unpriced_by_cause(prices);
+        for (k, c) in r.miss_cost_by_cause(prices) {
+            let n = unpriced.get(&k).copied().unwrap_or(0);
+            let e = out.entry(k).or_insert((None, 0));
+            e.0 = match (e.0, c) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
+            e.1 += n;
+        }
+    }
+    out
+}
+
 /// Cache across sessions. Analysed one by one, each log starts with an
 /// empty cache: every session's first request is predicted a miss. A
 /// provider's cache is not per session, though: DeepSeek keeps one per

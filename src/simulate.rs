@@ -1577,6 +1577,70 @@ impl Simulation {
     }
 }
 
+/// The policies of a `--sweep` grid (`threshold=FROM:TO:STEP,retain=FROM:TO:STEP`)
+/// over `base`, leaving out a retain ratio at or over its threshold.
+pub fn sweep(spec: &str, base: &SimPolicy) -> Result<Vec<SimPolicy>, SimError> {
+    let (mut ts, mut rs) = (None, None);
+    for part in spec.split(',') {
+        match part.split_once('=') {
+            Some(("threshold", r)) => ts = Some(sweep_axis(r)?),
+            Some(("retain", r)) => rs = Some(sweep_axis(r)?),
+            _ => {
+                return Err(SimError::Policy(format!(
+                    "--sweep: {part:?}: expected threshold=FROM:TO:STEP or retain=FROM:TO:STEP"
+                )));
+            }
+        }
+    }
+    let ts: Vec<Option<f64>> = ts.map_or(vec![base.threshold_ratio], |v| {
+        v.into_iter().map(Some).collect()
+    });
+    let rs: Vec<Option<Retention>> = rs.map_or(vec![base.retention], |v| {
+        v.into_iter().map(|r| Some(Retention::Ratio(r))).collect()
+    });
+    let mut out = Vec::new();
+    for t in &ts {
+        for r in &rs {
+            if let (Some(t), Some(Retention::Ratio(r))) = (t, r)
+                && r >= t
+            {
+                continue;
+            }
+            out.push(SimPolicy {
+                threshold_ratio: *t,
+                retention: *r,
+                ..base.clone()
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One axis of a sweep: `FROM:TO:STEP`, at most 200 values.
+fn sweep_axis(spec: &str) -> Result<Vec<f64>, SimError> {
+    let bad = || SimError::Policy(format!("--sweep: {spec:?} must be FROM:TO:STEP"));
+    let p: Vec<f64> = spec
+        .split(':')
+        .map(|x| x.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    let [from, to, step] = p[..] else {
+        return Err(bad());
+    };
+    if !(step > 0.0 && from > 0.0 && to >= from) {
+        return Err(bad());
+    }
+    let n = ((to - from) / step + 1e-9).floor() as usize + 1;
+    if n > 200 {
+        return Err(SimError::Policy(
+            "--sweep: at most 200 values per axis".into(),
+        ));
+    }
+    Ok((0..n)
+        .map(|i| ((from + step * i as f64) * 1e6).round() / 1e6)
+        .collect())
+}
+
 /// A short label for a policy: `t0.80 r0.16 prune`.
 pub fn label(p: &SimPolicy) -> String {
     let mut s = String::new();

@@ -29,6 +29,7 @@ use serde::Serialize;
 
 pub use crate::json::ser::{WriteError, to_string, to_writer};
 
+pub mod cache;
 pub mod error;
 pub mod events;
 pub mod export;
@@ -43,6 +44,7 @@ pub mod repair;
 pub mod report;
 pub mod sessions;
 pub mod shape;
+pub mod simulate;
 pub mod status;
 pub mod surface;
 pub mod usage;
@@ -119,6 +121,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         (D::NAME, schema::<D>())
     }
     vec![
+        one::<cache::Cache<'static>>(),
         one::<error::Refusal>(),
         one::<events::EventRow<'static>>(),
         one::<export::Export<'static>>(),
@@ -135,6 +138,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<report::Report<'static>>(),
         one::<sessions::Sessions<'static>>(),
         one::<sessions::Tree<'static>>(),
+        one::<simulate::Simulate<'static>>(),
         one::<status::Statusline<'static>>(),
         one::<status::Watch<'static>>(),
         one::<surface::Surface<'static>>(),

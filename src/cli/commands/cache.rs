@@ -6,15 +6,13 @@ use dsh::LogSource;
 use dsh::cache::{AnthropicRule, Breakpoints, CacheOptions, CacheReport, DeepSeekRule, Ttl};
 use dsh::meter::tokenizer::Encoding;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use dsh::doc::cache::Cache;
+
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many::run_many;
 use crate::cli::render;
-use crate::cli::render::cache::{
-    ONE_LOG, cause_costs, cause_table, human_one, many_json, print_many, report_json,
-};
-use crate::cli::render::hidden::{hidden_json, hidden_line};
-use crate::cli::render::outln;
+use crate::cli::render::cache::{print_many, print_one};
 
 /// Show what each model request could reuse from the provider's prompt cache.
 ///
@@ -251,30 +249,17 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
     }
     let by_cause = args.by.is_some();
     if ctx.json {
-        let v = if single {
-            report_json(&reports[0], &prices)
-                .with("crossSession", ONE_LOG.into())
-                .with("hiddenPrefix", hidden_json(&hidden[0]))
-                .with("schema_version", SCHEMA_VERSION.into())
+        let doc = if single {
+            Cache::one(&reports[0], &hidden[0], &prices)
         } else {
-            many_json(&reports, &hidden, &errors, cross, &prices)
+            Cache::many(&reports, &hidden, &errors, cross, &prices)
         };
-        ctx.print_json(&v)?;
+        ctx.print_doc(&doc)?;
         return Ok(status);
     }
     ctx.page();
     if single {
-        let r = &reports[0];
-        if by_cause {
-            let costs = cause_costs(std::slice::from_ref(r), &prices);
-            outln!(ctx.out, "{}", cause_table(&r.totals(), &costs))?;
-        } else {
-            human_one(ctx, r, &prices)?;
-            if let Some(h) = &hidden[0] {
-                outln!(ctx.out, "{}", hidden_line(h))?;
-            }
-        }
-        outln!(ctx.out, "{ONE_LOG}")?;
+        print_one(ctx, &reports[0], &hidden[0], by_cause, &prices)?;
     } else {
         print_many(ctx, &reports, errors.len(), cross, by_cause, &prices)?;
     }

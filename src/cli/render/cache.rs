@@ -3,61 +3,35 @@
 
 use anyhow::Result;
 use dsh::cache::{
-    Block, BreakEven, CacheReport, Cause, Idle, Position, Prices, Replacement, Request,
-    RequestCost, Segment, Totals,
+    Block, BreakEven, CacheReport, CauseCosts as Costs, NOT_A_BILL, ONE_LOG, Position, Prices,
+    Replacement, Request, RequestCost, Segment, Totals, cause_costs, cross_hits, predicted_cost,
 };
-use dsh::json::{OwnedValue, Value};
+use dsh::hidden_prefix::HiddenPrefix;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 use crate::cli::render;
-use crate::cli::render::hidden::hidden_json;
+use crate::cli::render::hidden::hidden_line;
 use crate::cli::render::outln;
 
-/// The sentence every report carries.
-pub const NOT_A_BILL: &str = "Predictions are what the provider's published cache rule implies on dsh's token positions, not the provider's bill: the provider decides what it keeps.";
-
-/// The `--json` document of many logs (refused ones listed by file).
-pub fn many_json(
-    reports: &[CacheReport],
-    hidden: &[Option<dsh::hidden_prefix::HiddenPrefix>],
-    errors: &[(String, dsh::LoadError)],
-    cross: Option<u64>,
+/// The default output for one log (`--by cause`: only the causes).
+pub fn print_one(
+    ctx: &Ctx,
+    r: &CacheReport,
+    hidden: &Option<HiddenPrefix>,
+    by_cause: bool,
     prices: &dyn Prices,
-) -> OwnedValue {
-    let mut totals = Totals::default();
-    let mut logs: Vec<OwnedValue> = Vec::new();
-    for (r, h) in reports.iter().zip(hidden) {
-        totals.add(r);
-        logs.push(report_json(r, prices).with("hiddenPrefix", hidden_json(h)));
-    }
-    // Refused logs as measure and verify list them: flat, named by file.
-    for (file, e) in errors {
-        let mut v = load_error_json(e);
-        if let Value::Obj(o) = &mut v {
-            o.retain(|(k, _)| !k.eq_str("schema_version") && !k.eq_str("file"));
-            o.insert(0, (dsh::json::JStr::from_text("file"), file.clone().into()));
+) -> Result<()> {
+    if by_cause {
+        let costs = cause_costs(std::slice::from_ref(r), prices);
+        outln!(ctx.out, "{}", cause_table(&r.totals(), &costs))?;
+    } else {
+        human_one(ctx, r, prices)?;
+        if let Some(h) = hidden {
+            outln!(ctx.out, "{}", hidden_line(h))?;
         }
-        logs.push(v);
     }
-    Value::obj()
-        .with("logs", Value::Arr(logs))
-        .with(
-            "summary",
-            Value::obj()
-                .with("logs", (reports.len() as u64).into())
-                .with("errors", (errors.len() as u64).into())
-                .with("crossSession", cross_json(cross, reports))
-                .with(
-                    "totals",
-                    totals_json(
-                        &totals,
-                        &cause_costs(reports, prices),
-                        predicted_cost(reports, prices),
-                    ),
-                ),
-        )
-        .with("note", NOT_A_BILL.into())
-        .with("schema_version", SCHEMA_VERSION.into())
+    outln!(ctx.out, "{ONE_LOG}")?;
+    Ok(())
 }
 
 /// The default output for many logs: one row each, the causes, the totals.
@@ -146,27 +120,6 @@ pub fn human_ms(ms: u64) -> String {
     }
 }
 
-/// What one log cannot see.
-pub const ONE_LOG: &str = "one log alone: hits on prefixes other sessions left in the provider's cache are invisible to it (give several logs or a home)";
-
-/// Requests whose predicted hit is another session's prefix.
-pub fn cross_hits(reports: &[CacheReport]) -> usize {
-    reports
-        .iter()
-        .flat_map(|r| &r.requests)
-        .filter(|q| q.cross_session.is_some())
-        .count()
-}
-
-pub fn cross_json(lifetime: Option<u64>, reports: &[CacheReport]) -> OwnedValue {
-    match lifetime {
-        None => Value::Null,
-        Some(lt) => Value::obj()
-            .with("lifetimeMs", lt.into())
-            .with("hits", (cross_hits(reports) as u64).into()),
-    }
-}
-
 /// The predicted cache writes and prompt cost, when there are any.
 pub fn cost_lines(ctx: &Ctx, t: &Totals, cost: Option<RequestCost>) -> Result<()> {
     if t.predicted_write_5m + t.predicted_write_1h > 0 {
@@ -246,90 +199,12 @@ pub fn position(p: &Option<Position>) -> String {
     }
 }
 
-pub fn block_json(b: &Option<Block>) -> OwnedValue {
-    match b {
-        None => Value::Null,
-        Some(b) => {
-            let mut v = Value::obj().with("part", b.as_str().into());
-            match b {
-                Block::System => {}
-                Block::Tools { tool } => v = v.with("tool", tool.as_deref().into()),
-                Block::Content {
-                    index,
-                    kind,
-                    tool_call,
-                    result_content,
-                } => {
-                    v = v
-                        .with("index", (*index as u64).into())
-                        .with("type", kind.as_str().into())
-                        .with("toolCall", tool_call.map(|x| x as u64).into())
-                        .with("resultContent", result_content.map(|x| x as u64).into())
-                }
-            }
-            v
-        }
-    }
-}
-
 pub fn break_even(b: BreakEven) -> String {
     match b {
         BreakEven::At { request, after } => format!("at request {request} ({after} after)"),
         BreakEven::NotPaidBack => "not paid back by the end of the log".into(),
         BreakEven::Unknown => "—".into(),
     }
-}
-
-/// The predicted prompt cost of many reports: the sum over the priced
-/// requests and the count of the rest; `None` when requests exist and none
-/// has a price.
-pub fn predicted_cost(reports: &[CacheReport], prices: &dyn Prices) -> Option<RequestCost> {
-    let mut all = RequestCost::zero();
-    let mut any = false;
-    for r in reports {
-        match r.predicted_cost(prices) {
-            Some(c) => {
-                all.add(&c);
-                any |= c.unpriced < r.totals().requests || r.totals().requests == 0;
-            }
-            None => all.unpriced += r.totals().requests,
-        }
-    }
-    (any || all.unpriced == 0).then_some(all)
-}
-
-pub fn cost_json(c: Option<RequestCost>) -> OwnedValue {
-    match c {
-        None => Value::Null,
-        Some(c) => Value::obj()
-            .with("hit", c.hit.into())
-            .with("write", c.write.into())
-            .with("uncached", c.uncached.into())
-            .with("total", c.total().into())
-            .with("currency", c.currency.into())
-            .with("unpricedRequests", (c.unpriced as u64).into()),
-    }
-}
-
-/// Per cause: what its priced requests' predicted misses cost, over many
-/// reports (`None`: none of them priced), and how many had no price.
-pub type Costs = std::collections::HashMap<String, (Option<f64>, usize)>;
-
-pub fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> Costs {
-    let mut out = Costs::new();
-    for r in reports {
-        let unpriced = r.unpriced_by_cause(prices);
-        for (k, c) in r.miss_cost_by_cause(prices) {
-            let n = unpriced.get(&k).copied().unwrap_or(0);
-            let e = out.entry(k).or_insert((None, 0));
-            e.0 = match (e.0, c) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, b) => a.or(b),
-            };
-            e.1 += n;
-        }
-    }
-    out
 }
 
 /// A cause's cost cell: the priced sum, and how many were left out.
@@ -599,286 +474,4 @@ pub fn recomputed_cell(x: &Replacement) -> String {
         (Some(c), _) => format!("0 (within {})", c.describe()),
         (None, _) => render::num(x.recomputed_tokens),
     }
-}
-
-pub fn cause_json(c: &Cause) -> OwnedValue {
-    let mut v = Value::obj().with("kind", c.key().into());
-    match c {
-        Cause::Header { part } => v = v.with("part", part.as_str().into()),
-        Cause::Route { from, to } => {
-            v = v
-                .with("from", from.as_str().into())
-                .with("to", to.as_str().into())
-        }
-        Cause::Idle { gap_ms } => v = v.with("gapMs", (*gap_ms).into()),
-        Cause::Fork { parent } => v = v.with("parent", parent.as_str().into()),
-        Cause::CrossSession { session } => v = v.with("session", session.as_str().into()),
-        _ => {}
-    }
-    if let Some(s) = c.seq() {
-        v = v.with("seq", s.into());
-    }
-    v
-}
-
-pub fn reported_json(u: &dsh::cache::Reported) -> OwnedValue {
-    Value::obj()
-        .with("inputTokens", u.input_tokens.into())
-        .with("cacheReadTokens", u.cache_read_tokens.into())
-        .with("cacheWriteTokens", u.cache_write_tokens.into())
-        .with("outputTokens", u.output_tokens.into())
-        .with("promptTokens", u.prompt().into())
-}
-
-pub fn break_even_json(b: BreakEven) -> OwnedValue {
-    match b {
-        BreakEven::At { request, after } => Value::obj()
-            .with("request", (request as u64).into())
-            .with("after", (after as u64).into()),
-        BreakEven::NotPaidBack => "not paid back by the end of the log".into(),
-        BreakEven::Unknown => Value::Null,
-    }
-}
-
-pub fn request_json(r: &CacheReport, q: &Request, prices: &dyn Prices) -> OwnedValue {
-    let first = match &q.first_changed {
-        None => Value::Null,
-        Some(p) => {
-            let mut v = Value::obj()
-                .with("tokens", p.tokens.into())
-                .with("segment", p.segment.as_str().into())
-                .with("block", block_json(&p.block))
-                .with("blockTokens", p.block_tokens.into());
-            if let Segment::Node {
-                seq,
-                position,
-                kind,
-            } = &p.segment
-            {
-                v = v
-                    .with("seq", (*seq).into())
-                    .with("position", (*position as u64).into())
-                    .with("type", kind_name(*kind).into());
-            }
-            v
-        }
-    };
-    let idle: OwnedValue = match q.idle {
-        Idle::None => Value::Null,
-        Idle::Unknown => "unknown".into(),
-        Idle::Gap { ms, expired } => Value::obj()
-            .with("gapMs", ms.into())
-            .with("expired", expired.into()),
-    };
-    Value::obj()
-        .with("index", (q.index as u64).into())
-        .with("seq", q.seq.into())
-        .with("inherited", q.inherited.into())
-        .with(
-            "failed",
-            q.failed.as_ref().map_or(Value::Null, |f| {
-                Value::obj().with("code", f.code.as_str().into())
-            }),
-        )
-        .with("turn", q.turn.into())
-        .with("step", q.step.into())
-        .with("route", q.route.as_str().into())
-        .with("promptTokens", q.prompt_tokens.into())
-        .with("messages", (q.messages as u64).into())
-        .with("firstChanged", first)
-        .with("cause", cause_json(&q.cause))
-        .with("crossSession", q.cross_session.clone().into())
-        .with(
-            "headerChanges",
-            Value::Arr(q.header_changes.iter().map(|h| h.as_str().into()).collect()),
-        )
-        .with("freshTokens", q.fresh_tokens.into())
-        .with("recomputedTokens", q.recomputed_tokens.into())
-        .with("predictedHit", q.predicted_hit.into())
-        .with("rule", dsh::cache::rule_for(&q.provider).into())
-        .with(
-            "predicted",
-            Value::obj().with("deepseek", q.deepseek_hit.into()).with(
-                "anthropic",
-                Value::obj()
-                    .with("hit", q.anthropic.hit.into())
-                    .with("write", q.anthropic.write().into())
-                    .with("write5m", q.anthropic.write_5m.into())
-                    .with("write1h", q.anthropic.write_1h.into()),
-            ),
-        )
-        .with("predictedMiss", q.predicted_miss().into())
-        .with("predictedCost", cost_json(r.request_cost(q, prices)))
-        .with(
-            "reported",
-            q.reported.as_ref().map_or(Value::Null, reported_json),
-        )
-        .with("idle", idle)
-}
-
-pub fn kind_name(k: dsh::Kind) -> &'static str {
-    match k {
-        dsh::Kind::UserMessage => "user/message",
-        dsh::Kind::AssistantMessage => "assistant/message",
-        dsh::Kind::ToolResult => "tool/result",
-        dsh::Kind::SystemMessage => "system/message",
-        _ => "other",
-    }
-}
-
-pub fn replacement_json(r: &CacheReport, i: usize, prices: &dyn Prices) -> OwnedValue {
-    let x = &r.replacements[i];
-    let summary = match &x.summary {
-        None => Value::Null,
-        Some(s) => Value::obj()
-            .with("seq", s.seq.into())
-            .with("provider", s.provider.as_str().into())
-            .with("model", s.model.as_str().into())
-            .with("usage", s.usage.as_ref().map_or(Value::Null, reported_json))
-            .with("tokens", s.tokens().into()),
-    };
-    let cost = match r.replacement_cost(i, prices) {
-        None => Value::Null,
-        Some(c) => Value::obj()
-            .with("recompute", c.recompute.into())
-            .with("recomputeWrite", c.recompute_write.into())
-            .with("summary", c.summary.into())
-            .with("saved", c.saved.into())
-            .with("breakEven", break_even_json(c.break_even))
-            .with("currency", c.currency.into()),
-    };
-    let (w5, w1) = match (x.next_request, &x.covered_by) {
-        (Some(n), None) => r.requests[n].recomputed_writes(),
-        _ => (0, 0),
-    };
-    Value::obj()
-        .with("seq", x.seq.into())
-        .with("kind", x.kind.as_str().into())
-        .with("position", (x.position as u64).into())
-        .with("shadowedTokens", x.shadowed_tokens.into())
-        .with("replacementTokens", x.replacement_tokens.into())
-        .with("nextRequest", x.next_request.map(|n| n as u64).into())
-        .with("recomputedTokens", x.recomputed_tokens.into())
-        .with("recomputedWrite5m", w5.into())
-        .with("recomputedWrite1h", w1.into())
-        .with(
-            "coveredBy",
-            x.covered_by.as_ref().map_or(Value::Null, cause_json),
-        )
-        .with("summary", summary)
-        .with("savedTokens", (x.saved_tokens() as f64).into())
-        .with("savedRequests", (x.saved.len() as u64).into())
-        .with("supersededBy", x.superseded_by.into())
-        .with("breakEven", break_even_json(x.break_even_tokens))
-        .with("cost", cost)
-}
-
-pub fn totals_json(t: &Totals, costs: &Costs, cost: Option<RequestCost>) -> OwnedValue {
-    Value::obj()
-        .with("requests", (t.requests as u64).into())
-        .with("failedRequests", (t.failed_requests as u64).into())
-        .with("promptTokens", t.prompt_tokens.into())
-        .with("predictedHit", t.predicted_hit.into())
-        .with("predictedRate", t.predicted_rate().into())
-        .with("predictedWrite5m", t.predicted_write_5m.into())
-        .with("predictedWrite1h", t.predicted_write_1h.into())
-        .with("predictedCost", cost_json(cost))
-        .with(
-            "unpricedRequests",
-            (cost.map_or(t.requests, |c| c.unpriced) as u64).into(),
-        )
-        .with("reportedRequests", (t.reported_requests as u64).into())
-        .with("reportedPrompt", t.reported_prompt.into())
-        .with("reportedHit", t.reported_hit.into())
-        .with("reportedRate", t.reported_rate().into())
-        .with("calibration", t.calibration().into())
-        .with(
-            "byCause",
-            Value::Arr(
-                t.by_cause
-                    .iter()
-                    .map(|(k, n, miss, rec)| {
-                        Value::obj()
-                            .with("cause", k.as_str().into())
-                            .with("requests", (*n as u64).into())
-                            .with("predictedMiss", (*miss).into())
-                            .with("recomputedTokens", (*rec).into())
-                            .with("missCostUsd", costs.get(k).and_then(|c| c.0).into())
-                            .with(
-                                "unpricedRequests",
-                                (costs.get(k).map_or(0, |c| c.1) as u64).into(),
-                            )
-                    })
-                    .collect(),
-            ),
-        )
-}
-
-pub fn report_json(r: &CacheReport, prices: &dyn Prices) -> OwnedValue {
-    Value::obj()
-        .with("file", r.file.as_str().into())
-        .with("session", r.session.as_str().into())
-        .with("timesReal", r.times_real.into())
-        .with("attemptsNotSent", (r.attempts_not_sent as u64).into())
-        .with("calibrated", r.calibrated.into())
-        .with("tokenizer", r.tokenizer.map(|e| e.name()).into())
-        .with(
-            "rule",
-            Value::obj()
-                .with(
-                    "deepseek",
-                    Value::obj()
-                        .with("block", r.deepseek.block.into())
-                        .with("commonPrefixUnits", r.deepseek.common_prefix_units.into()),
-                )
-                .with(
-                    "anthropic",
-                    Value::obj()
-                        .with("breakpoints", r.anthropic.breakpoints.to_string().into())
-                        .with(
-                            "layout",
-                            Value::Arr(
-                                r.anthropic
-                                    .breakpoints
-                                    .list()
-                                    .iter()
-                                    .map(|b| {
-                                        Value::obj()
-                                            .with("at", b.at.as_str().into())
-                                            .with("ttl", b.ttl.as_str().into())
-                                            .with("ttlMs", b.ttl.ms().into())
-                                    })
-                                    .collect(),
-                            ),
-                        )
-                        .with("minTokens", r.anthropic.min_tokens.into())
-                        .with("lookbackBlocks", (r.anthropic.lookback as u64).into()),
-                ),
-        )
-        .with(
-            "requests",
-            Value::Arr(
-                r.requests
-                    .iter()
-                    .map(|q| request_json(r, q, prices))
-                    .collect(),
-            ),
-        )
-        .with(
-            "replacements",
-            Value::Arr(
-                (0..r.replacements.len())
-                    .map(|i| replacement_json(r, i, prices))
-                    .collect(),
-            ),
-        )
-        .with(
-            "totals",
-            totals_json(
-                &r.totals(),
-                &cause_costs(std::slice::from_ref(r), prices),
-                r.predicted_cost(prices),
-            ),
-        )
-        .with("note", NOT_A_BILL.into())
 }

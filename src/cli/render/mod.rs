@@ -12,6 +12,7 @@ pub mod measure;
 pub mod out;
 pub mod pager;
 pub mod prune;
+pub mod simulate;
 pub mod table;
 pub mod tree;
 

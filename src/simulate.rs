@@ -133,7 +133,8 @@ impl SummarySource {
 }
 
 /// What one step of a lane did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum StepKind {
     /// A pruner pass that replaced at least one tool result.
     Prune,
@@ -167,23 +168,25 @@ impl StepKind {
     }
 }
 
-/// One simulated (or recorded) replacement.
-#[derive(Debug, Clone, PartialEq)]
+/// One simulated (or recorded) replacement (`steps` of `dsh simulate --json`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Step {
     /// What it was.
     pub kind: StepKind,
+    /// The request's index (0-based, among sent attempts).
+    pub request: usize,
     /// The seq where the request it ran before was sent (its attempt's
     /// first record; a pressure step after the log's last request: that
     /// step's `step/start`).
     pub request_seq: u64,
-    /// The request's index (0-based, among sent attempts).
-    pub request: usize,
-    /// The meter's total before and after.
+    /// The meter's total before.
     pub tokens_before: f64,
     /// After.
     pub tokens_after: f64,
     /// Shadowed node seqs (compaction: the range, in surface order; prune:
-    /// the original tool results).
+    /// the original tool results); simulated seqs start at 2^48.
+    #[serde(rename = "shadowedSeqs")]
     pub shadowed: Vec<u64>,
     /// Shadowed tokens.
     pub shadowed_tokens: u64,
@@ -279,13 +282,17 @@ pub struct Row {
 }
 
 /// A row's requests counted in the provider's tokens ([`SimOptions::tokenizer`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderFigures {
     /// Σ request sizes over the requests the provider received.
+    #[serde(rename = "billedInputTokens")]
     pub billed_input: u64,
     /// Peak request size ÷ window.
+    #[schemars(range(min = 0))]
     pub peak_pressure: f64,
     /// Mean request size ÷ window.
+    #[schemars(range(min = 0))]
     pub mean_pressure: f64,
 }
 
@@ -301,7 +308,7 @@ impl Row {
 }
 
 /// Compaction brackets by mode.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ModeCounts {
     /// Pressure (pre-step) brackets.
     pub pressure: usize,

@@ -144,7 +144,7 @@ pub struct Report<'a> {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub calibrated: Option<f64>,
     /// --tokenizer, or null for the heuristic.
-    pub tokenizer: Option<Tokenizer>,
+    pub tokenizer: Option<Encoding>,
     /// The cache rules applied.
     pub rule: Rule,
     /// One entry per model request.
@@ -155,30 +155,6 @@ pub struct Report<'a> {
     pub totals: Totals,
     /// Predictions are what the provider's published cache rule implies, not the provider's bill.
     pub note: &'static str,
-}
-
-/// A tokenizer.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub enum Tokenizer {
-    /// OpenAI's o200k.
-    #[serde(rename = "o200k")]
-    O200k,
-    /// OpenAI's cl100k.
-    #[serde(rename = "cl100k")]
-    Cl100k,
-    /// DeepSeek's own.
-    #[serde(rename = "deepseek-v4")]
-    DeepSeekV4,
-}
-
-impl From<Encoding> for Tokenizer {
-    fn from(e: Encoding) -> Tokenizer {
-        match e {
-            Encoding::O200k => Tokenizer::O200k,
-            Encoding::Cl100k => Tokenizer::Cl100k,
-            Encoding::DeepSeekV4 => Tokenizer::DeepSeekV4,
-        }
-    }
 }
 
 /// The cache rules.
@@ -802,7 +778,7 @@ impl<'a> Report<'a> {
             times_real: r.times_real,
             attempts_not_sent: r.attempts_not_sent as u64,
             calibrated: r.calibrated,
-            tokenizer: r.tokenizer.map(Tokenizer::from),
+            tokenizer: r.tokenizer,
             rule: Rule {
                 deepseek: DeepSeekRule {
                     block: r.deepseek.block,

@@ -4,9 +4,10 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::cache::{Hidden, Tokenizer};
+use super::cache::Hidden;
 use super::{Document, SchemaVersion};
-use crate::simulate::{self, Simulation, SummarySource};
+use crate::meter::tokenizer::Encoding;
+use crate::simulate::{self, ModeCounts, ProviderFigures, Simulation, Step, SummarySource};
 
 /// The sentence every replay carries.
 pub const OPEN_LOOP: &str = "Open-loop replay: the agent's behaviour is taken as recorded; a different policy would have changed what the agent did next.";
@@ -59,7 +60,7 @@ pub struct Log<'a> {
     /// How simulated summaries are sized.
     pub summary: Summary,
     /// --tokenizer: the encoding requests are counted with where the provider counts them; null without it.
-    pub tokenizer: Option<Tokenizer>,
+    pub tokenizer: Option<Encoding>,
     /// The hidden prefix estimate (--tokenizer deepseek-v4), else null.
     pub hidden_prefix: Option<Hidden>,
     /// The recorded run, then one row per policy.
@@ -110,7 +111,7 @@ pub struct Row<'a> {
     /// Compaction brackets (every mode).
     pub compactions: u64,
     /// The compactions by mode.
-    pub compaction_modes: Modes,
+    pub compaction_modes: ModeCounts,
     /// Of the requests, the recorded attempts that failed.
     pub failed_attempts: u64,
     /// Requests in a fork's inherited seed, left out of every figure.
@@ -150,63 +151,15 @@ pub struct Row<'a> {
     /// Pressure hooks that left the request at or over the threshold.
     pub above_threshold_after: u64,
     /// With --tokenizer: the requests in the provider's tokens; null without it.
-    pub provider: Option<Provider>,
+    pub provider: Option<ProviderFigures>,
     /// Requests whose simulated surface held an orphaned tool call or result.
     pub unbalanced: u64,
     /// Why a compaction left the pressure high, or a lane stopped.
     pub notes: &'a [String],
     /// With --steps: every prune and compaction.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Vec<Step<'a>>")]
-    pub steps: Option<Vec<Step<'a>>>,
-}
-
-/// Compactions by mode.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Modes {
-    /// Before a step, at the threshold.
-    pub pressure: u64,
-    /// After a request over the window.
-    pub overflow: u64,
-    /// `/compact` (recorded only).
-    pub manual: u64,
-}
-
-/// A row's requests in the provider's tokens.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Provider {
-    /// Σ request sizes over the requests the provider received.
-    pub billed_input_tokens: u64,
-    /// Peak request size ÷ window.
-    #[schemars(range(min = 0))]
-    pub peak_pressure: f64,
-    /// Mean request size ÷ window.
-    #[schemars(range(min = 0))]
-    pub mean_pressure: f64,
-}
-
-/// One step of a replay.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Step<'a> {
-    /// A pruner pass, a pressure, overflow or recorded manual compaction.
-    #[schemars(extend("enum" = ["prune", "compaction", "overflow", "manual"]))]
-    pub kind: &'static str,
-    /// The request (0-based among the sent attempts) it ran before.
-    pub request: u64,
-    /// The seq that request was sent at.
-    pub request_seq: u64,
-    /// The meter's total before.
-    pub tokens_before: f64,
-    /// The meter's total after.
-    pub tokens_after: f64,
-    /// Shadowed nodes in surface order; simulated seqs start at 2^48.
-    pub shadowed_seqs: &'a [u64],
-    /// Tokens shadowed.
-    pub shadowed_tokens: u64,
-    /// Tokens of the replacement.
-    pub replacement_tokens: u64,
+    #[schemars(with = "Vec<Step>")]
+    pub steps: Option<&'a [Step]>,
 }
 
 impl<'a> Simulate<'a> {
@@ -244,7 +197,7 @@ impl<'a> Log<'a> {
                     _ => None,
                 },
             },
-            tokenizer: sim.tokenizer.map(Tokenizer::from),
+            tokenizer: sim.tokenizer,
             hidden_prefix: Hidden::of(&sim.hidden_prefix),
             rows: sim.rows.iter().map(|r| Row::new(r, steps)).collect(),
             cheapest: cheapest.map(|c| c.0 as u64),
@@ -265,11 +218,7 @@ impl<'a> Row<'a> {
             context_window: r.context_window,
             requests: n(r.requests),
             compactions: n(r.compactions),
-            compaction_modes: Modes {
-                pressure: n(r.compaction_modes.pressure),
-                overflow: n(r.compaction_modes.overflow),
-                manual: n(r.compaction_modes.manual),
-            },
+            compaction_modes: r.compaction_modes,
             failed_attempts: n(r.failed),
             inherited_requests: n(r.inherited_requests),
             prunes: n(r.prunes),
@@ -289,27 +238,10 @@ impl<'a> Row<'a> {
             summariser_calls: n(r.summariser_calls),
             currency: r.currency,
             above_threshold_after: n(r.above_after),
-            provider: r.provider.map(|p| Provider {
-                billed_input_tokens: p.billed_input,
-                peak_pressure: p.peak_pressure,
-                mean_pressure: p.mean_pressure,
-            }),
+            provider: r.provider,
             unbalanced: n(r.unbalanced),
             notes: &r.notes,
-            steps: steps.then(|| {
-                (r.steps.iter())
-                    .map(|s| Step {
-                        kind: s.kind.as_str(),
-                        request: n(s.request),
-                        request_seq: s.request_seq,
-                        tokens_before: s.tokens_before,
-                        tokens_after: s.tokens_after,
-                        shadowed_seqs: &s.shadowed,
-                        shadowed_tokens: s.shadowed_tokens,
-                        replacement_tokens: s.replacement_tokens,
-                    })
-                    .collect()
-            }),
+            steps: steps.then_some(&r.steps[..]),
         }
     }
 }

@@ -36,15 +36,18 @@ pub(crate) mod tiktoken;
 
 use bpe::Sym;
 
-/// A tokenizer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A tokenizer (in documents: its `--tokenizer` name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 pub enum Encoding {
     /// `o200k_base` (GPT-4o family).
+    #[serde(rename = "o200k")]
     O200k,
     /// `cl100k_base` (GPT-4 / GPT-3.5 family).
+    #[serde(rename = "cl100k")]
     Cl100k,
     /// DeepSeek's V4 tokenizer (`deepseek-v4-flash`, `deepseek-v4-pro`; V3's
     /// ordinary vocabulary is the same).
+    #[serde(rename = "deepseek-v4")]
     DeepSeekV4,
 }
 

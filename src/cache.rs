@@ -612,17 +612,6 @@ pub enum Block {
     },
 }
 
-impl Block {
-    /// `system`, `tools`, `content`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Block::System => "system",
-            Block::Tools { .. } => "tools",
-            Block::Content { .. } => "content",
-        }
-    }
-}
-
 /// The first changed position of a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Position {

@@ -101,6 +101,12 @@ per_log=(
     '$DSH prune --dry-run --allow-closed-turn --threshold-chars 2000 "$L"'
     '$DSH --json prune --time 1800000000000 "$COPY"'
     '$DSH prune --time 1800000000000 --out "$OUT/pruned.jsonl" "$L"'
+    '$DSH measure "$L"'
+    '$DSH --json measure "$L"'
+    '$DSH --json measure --fill --at 20 "$L"'
+    '$DSH measure --fill --nodes "$L"'
+    "\$DSH --json measure --tokenizer o200k --route $route --context-window 2000 --fail-over \"\$L\""
+    "\$DSH --json compact --route $route \"\$COPY\""
     "\$DSH compact -n --route $route \"\$L\""
     "\$DSH --json compact -n --route $route \"\$L\""
     "\$DSH --json compact -n --route $route --mode full --retain-tokens 100 \"\$L\""
@@ -160,6 +166,10 @@ once=(
     '$DSH --json surface --tail 2 "$S/compacted.jsonl"'
     '$DSH prune "$S/compacted.jsonl"'
     '$DSH --json compact --route nowhere/none -n "$S/compacted.jsonl"'
+    '$DSH measure "$S"/*.jsonl /nonexistent/log.jsonl'
+    '$DSH --json measure --fill --fail-over "$S"/*.jsonl /nonexistent/log.jsonl'
+    'DSH_HOME="$S/home" $DSH --json measure'
+    'cp "$S/coding-session.jsonl" "$OUT/c.jsonl" && DEEPSEEK_API_KEY=sk-0123456789abcdef $DSH --json compact --base-url http://127.0.0.1:9 "$OUT/c.jsonl"'
     '$DSH statusline --format "{nope}" "$S/compacted.jsonl"'
     '$DSH completions nosh'
     '$DSH --json export --format jsonl "$S/home" -o "$OUT/x"'

@@ -117,48 +117,6 @@ impl Fill {
             + self.tool_calls())
         .saturating_add_signed(self.adjustment)
     }
-
-    /// The `fill` JSON object (docs/measure.md).
-    pub fn to_value(&self) -> crate::json::OwnedValue {
-        let tools: Vec<crate::json::OwnedValue> = self
-            .tools
-            .iter()
-            .map(|t| {
-                let largest = t
-                    .largest
-                    .iter()
-                    .map(|(seq, tokens)| {
-                        Value::obj()
-                            .with("seq", (*seq).into())
-                            .with("tokens", (*tokens).into())
-                    })
-                    .collect();
-                Value::obj()
-                    .with("name", t.name.as_str().into())
-                    .with("resultTokens", t.result_tokens.into())
-                    .with("results", t.results.into())
-                    .with("callTokens", t.call_tokens.into())
-                    .with("calls", t.calls.into())
-                    .with("largest", Value::Arr(largest))
-            })
-            .collect();
-        Value::obj()
-            .with("totalTokens", self.total().into())
-            .with("conversationTokens", self.conversation().into())
-            .with("userTokens", self.user.into())
-            .with("contextTokens", self.context.into())
-            .with("assistantTokens", self.assistant.into())
-            .with("summaryTokens", self.summaries.into())
-            .with("reasoningTokens", self.reasoning.into())
-            .with("systemTokens", self.system.into())
-            .with("otherTokens", self.other.into())
-            .with("toolResultTokens", self.tool_results().into())
-            .with("toolCallTokens", self.tool_calls().into())
-            .with("tools", Value::Arr(tools))
-            .with("nodes", self.nodes.into())
-            .with("adjustedNodes", self.adjusted_nodes.into())
-            .with("adjustmentTokens", self.adjustment.into())
-    }
 }
 
 /// Tool names by call id, from `tool/call` events and the assistant's

@@ -62,6 +62,7 @@ pub mod json;
 pub mod lifecycle;
 pub mod lock;
 pub mod log;
+pub mod measure;
 pub mod meter;
 pub mod pack;
 mod par;

@@ -37,6 +37,7 @@ pub mod header;
 pub mod health;
 pub mod load;
 pub mod locks;
+pub mod measure;
 pub mod messages;
 pub mod pack;
 pub mod prune;
@@ -130,6 +131,8 @@ pub fn schemas() -> Vec<(&'static str, String)> {
         one::<load::Load<'static>>(),
         one::<locks::Locks>(),
         one::<locks::Release>(),
+        one::<measure::Many<'static>>(),
+        one::<measure::One<'static>>(),
         one::<messages::Messages<'static>>(),
         one::<pack::Pack>(),
         one::<pack::Unpack>(),

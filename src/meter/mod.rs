@@ -38,6 +38,9 @@ pub(crate) mod projection;
 pub mod tokenizer;
 
 use std::collections::HashSet;
+
+use schemars::JsonSchema;
+use serde::Serialize;
 use std::sync::Arc;
 
 use crate::event::{Event, Kind};
@@ -131,7 +134,7 @@ pub struct Baseline {
 }
 
 /// One surface node's price.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct NodeTokens {
     /// The node's seq.
     pub seq: u64,
@@ -141,7 +144,8 @@ pub struct NodeTokens {
 
 /// Where the total comes from: envelope, surface by role, and the provider's
 /// correction (compaction §1.3, §1.8).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Composition {
     /// System prompt price: of the measured header (G0–G2), or of the
     /// `system/message` nodes (G3).
@@ -165,6 +169,7 @@ pub struct Composition {
     pub tool_result_nodes: u64,
     /// `totalTokens − (system + tools + messages)`: what the provider-usage
     /// anchor adds to (or takes from) the pure heuristic.
+    #[serde(rename = "anchorAdjustmentTokens")]
     pub anchor_adjustment: f64,
 }
 
@@ -212,48 +217,6 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// The reference's `measure()` object (keys and values as the oracle prints).
-    pub fn to_value(&self) -> OwnedValue {
-        let mut baseline = Value::obj()
-            .with("kind", self.baseline.kind.as_str().into())
-            .with("tokens", self.baseline.tokens.into());
-        if let Some(u) = &self.baseline.usage {
-            baseline = baseline.with("usage", u.clone());
-        }
-        let nodes: Vec<OwnedValue> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                Value::obj()
-                    .with("seq", n.seq.into())
-                    .with("tokens", n.tokens.into())
-            })
-            .collect();
-        Value::obj()
-            .with("logRevision", self.log_revision.into())
-            .with("baseline", baseline)
-            .with("surfaceDeltaTokens", self.surface_delta_tokens.into())
-            .with("totalTokens", self.total_tokens.into())
-            .with("surfaceTokens", self.surface_tokens.into())
-            .with("nodes", Value::Arr(nodes))
-    }
-
-    /// The composition as JSON.
-    pub fn composition_value(&self) -> OwnedValue {
-        let c = &self.composition;
-        Value::obj()
-            .with("systemTokens", c.system_tokens.into())
-            .with("toolsTokens", c.tools_tokens.into())
-            .with("messageTokens", c.message_tokens.into())
-            .with("userTokens", c.user_tokens.into())
-            .with("assistantTokens", c.assistant_tokens.into())
-            .with("toolResultTokens", c.tool_result_tokens.into())
-            .with("userNodes", c.user_nodes.into())
-            .with("assistantNodes", c.assistant_nodes.into())
-            .with("toolResultNodes", c.tool_result_nodes.into())
-            .with("anchorAdjustmentTokens", c.anchor_adjustment.into())
-    }
-
     /// The latest logged context window for a provider/model, with its seq.
     pub fn logged_context_window(&self, provider: &str, model: &str) -> Option<(f64, u64)> {
         self.contexts

@@ -5,6 +5,9 @@
 //! Numbers here are JavaScript numbers (`f64`): provider usage is whatever the
 //! log holds, and the folds add and subtract it as the reference does.
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
 use crate::meter::assemble::Scalar;
@@ -20,7 +23,8 @@ struct Claim {
 }
 
 /// `{systemTokens, toolsTokens, messageTokens}`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextBreakdown {
     /// System prompt price of the latest header.
     pub system_tokens: u64,
@@ -31,18 +35,26 @@ pub struct ContextBreakdown {
 }
 
 /// `{contextWindow?, pressureTokens?, projectedTokens?}`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ContextPressure {
     /// Last-wins `request/context.data.contextWindow`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub context_window: Option<OwnedValue>,
     /// Prompt-side tokens of the latest usage sample.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub pressure_tokens: Option<f64>,
     /// `max(0, pressure + surface − sampledSurface)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub projected_tokens: Option<f64>,
 }
 
 /// Cumulative usage buckets.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenUsage {
     /// Σ `inputTokens`.
     pub uncached_input_tokens: f64,
@@ -55,7 +67,8 @@ pub struct TokenUsage {
 }
 
 /// The projections' views at the end of the fold.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Projections {
     /// `contextBreakdown`.
     pub context_breakdown: ContextBreakdown,
@@ -358,42 +371,6 @@ pub fn js_max0(x: f64) -> f64 {
         0.0
     } else {
         x
-    }
-}
-
-impl Projections {
-    /// `{contextBreakdown, contextPressure, tokenUsage}` with the reference's keys.
-    pub fn to_value(&self) -> OwnedValue {
-        let b = &self.context_breakdown;
-        let p = &self.context_pressure;
-        let u = &self.token_usage;
-        let mut pressure = Value::obj();
-        if let Some(c) = &p.context_window {
-            pressure = pressure.with("contextWindow", c.clone());
-        }
-        if let Some(t) = p.pressure_tokens {
-            pressure = pressure.with("pressureTokens", t.into());
-        }
-        if let Some(t) = p.projected_tokens {
-            pressure = pressure.with("projectedTokens", t.into());
-        }
-        Value::obj()
-            .with(
-                "contextBreakdown",
-                Value::obj()
-                    .with("systemTokens", b.system_tokens.into())
-                    .with("toolsTokens", b.tools_tokens.into())
-                    .with("messageTokens", b.message_tokens.into()),
-            )
-            .with("contextPressure", pressure)
-            .with(
-                "tokenUsage",
-                Value::obj()
-                    .with("uncachedInputTokens", u.uncached_input_tokens.into())
-                    .with("outputTokens", u.output_tokens.into())
-                    .with("cacheReadTokens", u.cache_read_tokens.into())
-                    .with("cacheWriteTokens", u.cache_write_tokens.into()),
-            )
     }
 }
 

@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
         "status",
         "tree",
     ],
-    &["compact", "survival", "export", "prune_write"],
+    &["compact", "survival", "export", "prune_write", "measure"],
     &["simulate", "report", "fleet"],
     &["doc"],
 ];

@@ -60,6 +60,11 @@ fn example_logs() -> Vec<PathBuf> {
     v
 }
 
+/// The library's `measure()` object, as `measure --json` prints it.
+fn reference(m: &dsh::meter::Measurement) -> String {
+    dsh::doc::to_string(&dsh::doc::measure::Reference::of(m))
+}
+
 fn oracle_keys(v: &J) -> J {
     let keys = [
         "logRevision",
@@ -83,7 +88,7 @@ fn worked_example_a_final_output_byte_for_byte() {
         // (key order and number formatting included).
         let (loaded, m) = measure(&file(&log), &LoadOptions::default(), None).unwrap();
         assert_eq!(
-            m.to_value().to_json(),
+            reference(&m),
             r#"{"logRevision":32,"baseline":{"kind":"usage","tokens":346,"usage":{"inputTokens":200,"outputTokens":18,"cacheReadTokens":128}},"surfaceDeltaTokens":16,"totalTokens":362,"surfaceTokens":126,"nodes":[{"seq":2,"tokens":26},{"seq":13,"tokens":27},{"seq":15,"tokens":34},{"seq":23,"tokens":23},{"seq":28,"tokens":16}]}"#
         );
         assert_eq!(m.log_revision, loaded.session_length());
@@ -99,9 +104,8 @@ fn worked_example_a_final_output_byte_for_byte() {
             (42, 50, 34)
         );
         assert_eq!(c.anchor_adjustment, 362.0 - 190.0);
-        let p = m.projections.as_ref().unwrap();
         assert_eq!(
-            p.to_value().to_json(),
+            dsh::doc::to_string(&dsh::doc::measure::Projections::of(&m.projections)),
             r#"{"contextBreakdown":{"systemTokens":16,"toolsTokens":48,"messageTokens":126},"contextPressure":{"contextWindow":1000000,"pressureTokens":328,"projectedTokens":367},"tokenUsage":{"uncachedInputTokens":240,"outputTokens":43,"cacheReadTokens":192,"cacheWriteTokens":0}}"#
         );
         // Policy: the logged window, default ratios.
@@ -247,7 +251,7 @@ fn corpus_matches_the_oracle_through_the_library() {
                 (Some(e), Ok(_)) => panic!("{name}: the reference refuses ({e}) but dsh measured"),
                 (None, Err(e)) => panic!("{name}: dsh refused: {e}"),
                 (None, Ok((_, m))) => {
-                    let mine: J = serde_json::from_str(&m.to_value().to_json()).unwrap();
+                    let mine: J = serde_json::from_str(&reference(&m)).unwrap();
                     assert_eq!(mine, expected, "{name}");
                 }
             }
@@ -321,7 +325,7 @@ fn anchor_reassembles_the_cited_chunks() {
     )
     .unwrap();
     assert_eq!(
-        m.to_value().to_json(),
+        reference(&m),
         r#"{"logRevision":23,"baseline":{"kind":"usage","tokens":96,"usage":{"inputTokens":50,"outputTokens":9,"cacheReadTokens":37}},"surfaceDeltaTokens":28,"totalTokens":124,"surfaceTokens":53,"nodes":[{"seq":2,"tokens":13},{"seq":14,"tokens":25},{"seq":19,"tokens":15}]}"#
     );
     // An explicit empty source list prices 0; usage below the estimate gives
@@ -333,7 +337,7 @@ fn anchor_reassembles_the_cited_chunks() {
     )
     .unwrap();
     assert_eq!(
-        m.to_value().to_json(),
+        reference(&m),
         r#"{"logRevision":16,"baseline":{"kind":"estimated","tokens":113},"surfaceDeltaTokens":0,"totalTokens":113,"surfaceTokens":82,"nodes":[{"seq":2,"tokens":73},{"seq":5,"tokens":0},{"seq":12,"tokens":9}]}"#
     );
 }
@@ -352,7 +356,7 @@ fn chunks_of_an_earlier_step_with_the_same_labels() {
     ));
     let (_, m) = measure(&src, &LoadOptions::default(), None).unwrap();
     assert_eq!(
-        m.to_value().to_json(),
+        reference(&m),
         r#"{"logRevision":21,"baseline":{"kind":"estimated","tokens":127},"surfaceDeltaTokens":-68,"totalTokens":59,"surfaceTokens":28,"nodes":[{"seq":2,"tokens":18},{"seq":17,"tokens":10}]}"#
     );
 }

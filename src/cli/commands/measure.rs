@@ -2,23 +2,20 @@
 //! tokenizer counts beside it.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{Context, Result};
-use dsh::config::Config;
+use dsh::doc::error::LogRefusal;
+use dsh::doc::measure as doc;
 use dsh::json::{OwnedValue, Value};
-use dsh::log::{LoadOptions, LoadedLog, LogSource};
-use dsh::meter::tokenizer::{self, Encoding};
-use dsh::meter::{MeasureError, Measurement};
+use dsh::log::LogSource;
+use dsh::measure::Job;
+use dsh::meter::MeasureError;
+use dsh::meter::tokenizer::Encoding;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION, load_error_json};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::Tone;
-use crate::cli::render::measure::{
-    PolicyReport, Report, fmt_tokens, policy_cells, print_many, print_report, report_json,
-    short_name,
-};
-use crate::cli::{many, render};
+use crate::cli::many;
+use crate::cli::render::measure::{Outcome, print_many, print_report};
 
 /// Measure context pressure exactly as the DSH harness does.
 ///
@@ -99,17 +96,6 @@ pub struct MeasureArgs {
     pub jobs: usize,
 }
 
-/// Options shared by every job.
-struct Job<'a> {
-    opts: LoadOptions,
-    header: Option<OwnedValue>,
-    route: Option<(String, String)>,
-    context_window: Option<u64>,
-    config: &'a Config,
-    encoding: Option<Encoding>,
-    fill: bool,
-}
-
 fn parse_header(arg: &str) -> Result<OwnedValue> {
     let text = match arg.strip_prefix('@') {
         Some(f) => std::fs::read_to_string(f)
@@ -132,98 +118,6 @@ fn parse_header(arg: &str) -> Result<OwnedValue> {
     Ok(v)
 }
 
-impl Job<'_> {
-    fn policy(&self, log: &LoadedLog, m: &Measurement) -> Result<PolicyReport, String> {
-        let (provider, model) = match self.route.clone().or_else(|| log.headers.route()) {
-            Some(r) if !r.0.is_empty() && !r.1.is_empty() => r,
-            _ => {
-                return Err("no routed target: the log has no request/header (use --route)".into());
-            }
-        };
-        let policy = self.config.policy_for(&provider, &model);
-        let logged = m.logged_context_window(&provider, &model);
-        let capacity = self
-            .config
-            .capacity(&provider, &model, self.context_window, logged.map(|l| l.0))
-            .ok_or_else(|| dsh::policy::no_capacity_message(&provider, &model))?;
-        let budgets = policy
-            .budgets(capacity.context_window)
-            .map_err(|e| e.message)?;
-        Ok(PolicyReport {
-            logged_seq: logged
-                .filter(|_| capacity.source == dsh::policy::CapacitySource::Logged)
-                .map(|l| l.1),
-            policy,
-            capacity,
-            budgets,
-        })
-    }
-
-    fn run(&self, src: &LogSource) -> Result<(Report, Vec<String>), MeasureError> {
-        let (log, m) = dsh::meter::measure(src, &self.opts, self.header.clone())?;
-        // `--at` names a seq of this log; past its end there is nothing it
-        // could mean (the full log would silently be measured).
-        if let Some(at) = self.opts.upto
-            && log.truncated_at.is_none()
-            && at >= log.stored_events
-        {
-            let last = match log.stored_events {
-                0 => "it has no events".to_string(),
-                n => format!("its last seq is {}", n - 1),
-            };
-            return Err(MeasureError::Load(
-                dsh::LoadError::invalid(format!(
-                    "--at {at} is past the end of the log ({last}): give a seq up to the last one"
-                ))
-                .file(src.display()),
-            ));
-        }
-        let policy = self.policy(&log, &m);
-        let tokens = match self.encoding {
-            None => None,
-            Some(enc) => {
-                let header = self
-                    .header
-                    .clone()
-                    .map(|h| dsh::request_header::canonical(&h));
-                let header = header.as_ref().or(log.headers.header.as_ref());
-                enc.load();
-                let t0 = Instant::now();
-                let counts = tokenizer::count(&log, header, enc)?;
-                Some((counts, t0.elapsed().as_secs_f64()))
-            }
-        };
-        let hidden = match (&tokens, &self.header) {
-            (Some((c, _)), None) if c.encoding == Encoding::DeepSeekV4 => {
-                let opts = dsh::cache::CacheOptions {
-                    tokenizer: Some(c.encoding),
-                    ..Default::default()
-                };
-                dsh::hidden_prefix::analyse(src, &self.opts, &opts)
-                    .ok()
-                    .and_then(|(_, h)| h)
-                    .map(|h| h.tokens)
-            }
-            _ => None,
-        };
-        let fill = match self.fill {
-            true => Some(dsh::fill::measure(src, &self.opts)?.1),
-            false => None,
-        };
-        let report = Report {
-            fill,
-            file: src.display(),
-            session: log.header.id.clone(),
-            node_kinds: log.surface.nodes.iter().map(|n| n.kind).collect(),
-            m,
-            policy,
-            tokens,
-            hidden,
-        };
-        Ok((report, log.warnings.clone()))
-    }
-}
-
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
@@ -241,16 +135,18 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
     }
     let header = args.header_json.as_deref().map(parse_header).transpose()?;
     let job = Job {
-        opts: LoadOptions {
-            upto: args.at,
-            ..ctx.load_options()
-        },
         header,
         route,
         context_window: args.context_window,
-        config: &config,
         encoding: args.tokenizer.as_deref().and_then(Encoding::parse),
         fill: args.fill,
+        ..Job::new(
+            dsh::LoadOptions {
+                upto: args.at,
+                ..ctx.load_options()
+            },
+            &config,
+        )
     };
     if args.logs.is_empty() {
         let mut all = MeasureArgs::clone(args);
@@ -266,16 +162,6 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
     }
 }
 
-fn meter_error_json(e: &dsh::meter::MeterError, file: &str) -> OwnedValue {
-    Value::obj()
-        .with("error", e.to_string().into())
-        .with("kind", "replay".into())
-        .with("stage", "measure".into())
-        .with("file", file.into())
-        .with("seq", e.seq().into())
-        .with("schema_version", SCHEMA_VERSION.into())
-}
-
 fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     // Read twice when step labels repeat (see `dsh::meter::measure`).
     let src = ctx.resolve_rereadable(&args.logs[0])?;
@@ -283,14 +169,14 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
         Ok(x) => x,
         Err(MeasureError::Load(e)) => return Err(e.into()),
         Err(MeasureError::Meter(e)) => {
+            let file = src.display();
             eprintln!(
-                "{} {}: {e} (seq {})",
+                "{} {file}: {e} (seq {})",
                 crate::cli::render::error_tag(),
-                src.display(),
                 e.seq()
             );
             if ctx.json {
-                ctx.print_json(&meter_error_json(&e, &src.display()))?;
+                ctx.print_doc(&doc::replay_refusal(&e, &file))?;
             }
             return Ok(Status::InvalidLog);
         }
@@ -300,16 +186,12 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
             eprintln!("{} {}: {w}", crate::cli::render::warning_tag(), r.file);
         }
     }
-    let over = r
-        .policy
-        .as_ref()
-        .is_ok_and(|p| p.budgets.over_threshold(r.m.total_tokens));
     if ctx.json {
-        ctx.print_json(&report_json(&r, args.at, true))?;
+        ctx.print_doc(&doc::One::of(&r))?;
     } else {
-        print_report(&ctx.out, &r, args.at, args.nodes)?;
+        print_report(&ctx.out, &r, args.nodes)?;
     }
-    Ok(if args.fail_over && over {
+    Ok(if args.fail_over && r.over_threshold() {
         Status::Findings
     } else {
         Status::Ok
@@ -329,120 +211,45 @@ fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> 
         .iter()
         .filter_map(|i| i.as_ref().ok().cloned())
         .collect();
-    let results = many::run_many(ctx, &sources, args.jobs, "measuring", &|s| job.run(s));
-    let mut results = results.into_iter();
-    let dir_args: Vec<&Path> = args
+    let mut results =
+        many::run_many(ctx, &sources, args.jobs, "measuring", &|s| job.run(s)).into_iter();
+    let logs: Vec<(String, Outcome)> = items
+        .iter()
+        .map(|item| match item {
+            Err((arg, e)) => (arg.clone(), Err(refusal(ctx, e, arg))),
+            Ok(src) => {
+                let file = src.display();
+                let outcome = match results.next().expect("one result per source") {
+                    Ok(x) => Ok(x),
+                    Err(MeasureError::Load(e)) => Err(refusal(ctx, &e, &file)),
+                    Err(MeasureError::Meter(e)) => Err((
+                        doc::unreplayable(&e, &file),
+                        format!("{file}: {e} (seq {})", e.seq()),
+                    )),
+                };
+                (file, outcome)
+            }
+        })
+        .collect();
+    let dirs: Vec<&Path> = args
         .logs
         .iter()
         .map(Path::new)
         .filter(|p| p.is_dir())
         .collect();
-    let mut status = Status::Ok;
-    let (mut measured, mut over_threshold, mut refused) = (0u64, 0u64, 0u64);
-    let mut json_rows = Vec::new();
-    let mut errors = Vec::new();
-    let mut table = render::table(&[
-        "log",
-        "route",
-        "tokens",
-        "window",
-        "%",
-        "threshold",
-        "headroom",
-        "baseline",
-    ]);
-    table.drop_first(&["baseline", "route", "window", "threshold"]);
-    for item in &items {
-        let (file, outcome) = match item {
-            Err((arg, e)) => (
-                arg.clone(),
-                Err((load_error_json(e), ctx.describe_load_error(e))),
-            ),
-            Ok(src) => {
-                let r = results.next().expect("one result per source");
-                (src.display(), outcome_of(ctx, src, r))
-            }
-        };
-        let shown = match render::log_label(&file, ctx.home.as_deref()) {
-            label if label != file => label,
-            _ => short_name(&file, &dir_args),
-        };
-        match outcome {
-            Err((mut ev, msg)) => {
-                refused += 1;
-                // The reason and what to do, on one line, naming the file once.
-                if msg.starts_with(&format!("{file}: ")) {
-                    eprintln!("{} {msg}", crate::cli::render::error_tag());
-                } else {
-                    eprintln!("{} {file}: {msg}", crate::cli::render::error_tag());
-                }
-                ev.remove("schema_version");
-                ev.set("file", file.as_str().into());
-                json_rows.push(ev);
-                // The reason is on stderr, once; the row only marks the log.
-                // (In the tokens column, which a narrow terminal keeps.)
-                table.add_toned_row(vec![
-                    (shown.clone(), None),
-                    (String::new(), None),
-                    ("refused".into(), Some(Tone::Bad)),
-                ]);
-            }
-            Ok((r, warnings)) => {
-                if !ctx.quiet {
-                    for w in &warnings {
-                        eprintln!("{} {}: {w}", crate::cli::render::warning_tag(), r.file);
-                    }
-                }
-                let total = r.m.total_tokens;
-                let over = r
-                    .policy
-                    .as_ref()
-                    .is_ok_and(|p| p.budgets.over_threshold(total));
-                if let Err(e) = &r.policy {
-                    errors.push(format!("{shown}: policy: {e}"));
-                }
-                let [route, window, pct, thr, head] = policy_cells(&r.policy, total);
-                measured += 1;
-                over_threshold += u64::from(over);
-                let hot = over.then_some(Tone::Bad);
-                table.add_toned_row(vec![
-                    (shown, None),
-                    (route, None),
-                    (fmt_tokens(total), hot),
-                    (window, None),
-                    (pct, hot),
-                    (thr, None),
-                    (head, hot),
-                    (r.m.baseline.kind.as_str().to_string(), None),
-                ]);
-                json_rows.push(report_json(&r, args.at, false));
-            }
-        }
-    }
+    let s = print_many(ctx, &logs, &dirs)?;
     // Over the threshold decides --fail-over; refused logs are reported
     // on stderr and fail the run only when nothing could be measured.
-    if args.fail_over && over_threshold > 0 {
-        status = Status::Findings;
-    } else if refused > 0 && (measured == 0 || !args.fail_over) {
-        status = Status::InvalidLog;
-    }
-    let counts = [measured, over_threshold, refused];
-    print_many(ctx, json_rows, &table, &errors, counts)?;
-    Ok(status)
+    Ok(if args.fail_over && s.over_threshold > 0 {
+        Status::Findings
+    } else if s.refused > 0 && (s.measured == 0 || !args.fail_over) {
+        Status::InvalidLog
+    } else {
+        Status::Ok
+    })
 }
 
-/// A log's measurement, or its refusal: the JSON row and the message.
-fn outcome_of(
-    ctx: &Ctx,
-    src: &LogSource,
-    r: Result<(Report, Vec<String>), MeasureError>,
-) -> Result<(Report, Vec<String>), (OwnedValue, String)> {
-    match r {
-        Ok(x) => Ok(x),
-        Err(MeasureError::Load(e)) => Err((load_error_json(&e), ctx.describe_load_error(&e))),
-        Err(MeasureError::Meter(e)) => Err((
-            meter_error_json(&e, &src.display()),
-            format!("{}: {e} (seq {})", src.display(), e.seq()),
-        )),
-    }
+/// A log refused while loading: its JSON entry and the message.
+fn refusal(ctx: &Ctx, e: &dsh::LoadError, file: &str) -> (LogRefusal, String) {
+    (LogRefusal::of(e, file, true), ctx.describe_load_error(e))
 }

@@ -1,135 +1,18 @@
 //! `dsh measure`'s output: the report of one log (its `--json` document
 //! and its readable form) and the cells the many-log table shares.
 
-use dsh::json::{OwnedValue, Value};
-use dsh::meter::Measurement;
+use dsh::doc::SchemaVersion;
+use dsh::doc::error::LogRefusal;
+use dsh::doc::measure as doc;
+use dsh::json::Value;
+use dsh::measure::{PolicyReport, Report};
 use dsh::meter::tokenizer::{Encoding, TokenCounts};
-use dsh::policy::{Budgets, Capacity, Policy, Retention};
 
 use std::path::Path;
 
-use crate::cli::ctx::{Ctx, SCHEMA_VERSION};
+use crate::cli::ctx::Ctx;
 use crate::cli::render;
 use crate::cli::render::{Out, Tone, outln, paint};
-
-/// The policy resolved for one log.
-pub struct PolicyReport {
-    pub policy: Policy,
-    pub capacity: Capacity,
-    pub budgets: Budgets,
-    pub logged_seq: Option<u64>,
-}
-
-/// Everything measured for one log.
-pub struct Report {
-    pub file: String,
-    pub session: String,
-    pub m: Measurement,
-    pub node_kinds: Vec<dsh::Kind>,
-    pub policy: Result<PolicyReport, String>,
-    pub tokens: Option<(TokenCounts, f64)>,
-    /// With DeepSeek's tokenizer on a log whose system prompt or tools are
-    /// placeholders: the hidden prefix estimated from the first usage.
-    pub hidden: Option<u64>,
-    pub fill: Option<dsh::fill::Fill>,
-}
-
-pub fn num(x: f64) -> OwnedValue {
-    Value::Num(x)
-}
-
-pub fn policy_json(p: &Result<PolicyReport, String>, total: f64) -> OwnedValue {
-    match p {
-        Err(e) => Value::obj().with("error", e.as_str().into()),
-        Ok(p) => {
-            let b = &p.budgets;
-            let mut v = Value::obj()
-                .with("provider", p.policy.provider.as_str().into())
-                .with("model", p.policy.model.as_str().into())
-                .with("modelPolicy", p.policy.overridden.into())
-                .with("contextWindow", num(p.capacity.context_window))
-                .with("contextWindowSource", p.capacity.source.as_str().into());
-            if let Some(s) = p.logged_seq {
-                v = v.with("contextSeq", s.into());
-            }
-            v = v.with("thresholdRatio", num(p.policy.threshold_ratio));
-            v = match p.policy.retention {
-                Retention::Ratio(r) => v.with("retainRatio", num(r)),
-                Retention::Tokens(t) => v.with("retainTokensAbsolute", t.into()),
-            };
-            v.with("thresholdTokens", b.threshold_tokens.into())
-                .with("retainTokens", b.retain_tokens.into())
-                .with("overThreshold", b.over_threshold(total).into())
-                .with("headroomTokens", num(b.headroom(total)))
-                .with(
-                    "percentOfWindow",
-                    num(round2(total / b.context_window as f64 * 100.0)),
-                )
-        }
-    }
-}
-
-pub fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
-pub fn tokenizer_json(t: &(TokenCounts, f64)) -> OwnedValue {
-    let (c, _elapsed) = t;
-    let nodes: Vec<OwnedValue> = c
-        .nodes
-        .iter()
-        .map(|n| {
-            Value::obj()
-                .with("seq", n.seq.into())
-                .with("tokens", n.tokens.into())
-        })
-        .collect();
-    Value::obj()
-        .with("encoding", c.encoding.name().into())
-        .with("systemTokens", c.system_tokens.into())
-        .with("toolsTokens", c.tools_tokens.into())
-        .with("messageTokens", c.message_tokens.into())
-        .with("totalTokens", c.total_tokens.into())
-        .with("textBytes", c.text_bytes.into())
-        .with("nodes", Value::Arr(nodes))
-}
-
-pub fn report_json(r: &Report, at: Option<u64>, with_schema: bool) -> OwnedValue {
-    let mut v = r.m.to_value();
-    v = v
-        .with("file", r.file.as_str().into())
-        .with("session", r.session.as_str().into())
-        .with("composition", r.m.composition_value())
-        .with(
-            "projections",
-            match &r.m.projections {
-                Ok(p) => p.to_value(),
-                Err((seq, msg)) => Value::obj()
-                    .with("error", msg.as_str().into())
-                    .with("seq", (*seq).into()),
-            },
-        )
-        .with("policy", policy_json(&r.policy, r.m.total_tokens))
-        .with("anchorSeq", r.m.anchor_seq.into())
-        .with("headerSeq", r.m.header_seq.into())
-        .with("headerOverride", r.m.header_override.into());
-    if let Some(a) = at {
-        v = v.with("at", a.into());
-    }
-    if let Some(t) = &r.tokens {
-        v = v.with(
-            "tokenizer",
-            tokenizer_json(t).with("hiddenPrefixTokens", r.hidden.into()),
-        );
-    }
-    if let Some(f) = &r.fill {
-        v = v.with("fill", f.to_value());
-    }
-    if with_schema {
-        v = v.with("schema_version", SCHEMA_VERSION.into());
-    }
-    v
-}
 
 pub fn fmt_tokens(x: f64) -> String {
     render::num_f64(x)
@@ -153,10 +36,10 @@ pub fn kind_name(k: dsh::Kind) -> &'static str {
     render::kind_name(k)
 }
 
-pub fn print_report(o: &Out, r: &Report, at: Option<u64>, nodes: bool) -> std::io::Result<()> {
+pub fn print_report(o: &Out, r: &Report, nodes: bool) -> std::io::Result<()> {
     let m = &r.m;
     outln!(o, "session {}  ({})", r.session, r.file)?;
-    if let Some(at) = at {
+    if let Some(at) = r.at {
         outln!(o, "as it stood at seq {at}")?;
     }
     let total = m.total_tokens;
@@ -407,7 +290,7 @@ pub fn print_pressure(o: &Out, r: &Report, total: f64) -> std::io::Result<()> {
                 "tokens    {} (DSH estimate) · threshold {} ({}%) · {} {}",
                 fmt_tokens(total),
                 fmt_u(b.threshold_tokens),
-                Value::Num(round2(b.threshold_ratio * 100.0)).to_json(),
+                Value::Num(((b.threshold_ratio * 100.0) * 100.0).round() / 100.0).to_json(),
                 if b.over_threshold(total) {
                     paint("OVER by", Tone::Bad)
                 } else {
@@ -482,37 +365,106 @@ pub fn print_nodes(
     Ok(())
 }
 
-/// The many-log output: the JSON document, or the table, the policy
-/// errors and the closing line (`counts`: measured, over the threshold,
-/// refused).
+/// One log of many: its report and the loader's warnings, or its refusal
+/// (the JSON entry and the message for stderr).
+pub type Outcome = Result<(Report, Vec<String>), (LogRefusal, String)>;
+
+/// The many-log output: each log's refusal or warnings on stderr, then the
+/// JSON document, or the table, the policy errors and the closing line.
+/// `dirs`: the arguments that are directories. Returns the counts.
 pub fn print_many(
     ctx: &Ctx,
-    json_rows: Vec<OwnedValue>,
-    table: &render::table::Tbl,
-    errors: &[String],
-    counts: [u64; 3],
-) -> anyhow::Result<()> {
-    let [measured, over_threshold, refused] = counts;
+    logs: &[(String, Outcome)],
+    dirs: &[&Path],
+) -> anyhow::Result<doc::Summary> {
+    let mut summary = doc::Summary {
+        logs: logs.len() as u64,
+        ..doc::Summary::default()
+    };
+    let mut entries = Vec::new();
+    let mut errors = Vec::new();
+    let mut table = render::table(&[
+        "log",
+        "route",
+        "tokens",
+        "window",
+        "%",
+        "threshold",
+        "headroom",
+        "baseline",
+    ]);
+    table.drop_first(&["baseline", "route", "window", "threshold"]);
+    for (file, outcome) in logs {
+        let shown = match render::log_label(file, ctx.home.as_deref()) {
+            label if label != *file => label,
+            _ => short_name(file, dirs),
+        };
+        match outcome {
+            Err((refusal, msg)) => {
+                summary.refused += 1;
+                // The reason and what to do, on one line, naming the file once.
+                if msg.starts_with(&format!("{file}: ")) {
+                    eprintln!("{} {msg}", render::error_tag());
+                } else {
+                    eprintln!("{} {file}: {msg}", render::error_tag());
+                }
+                entries.push(doc::Entry::Refused(refusal.clone()));
+                // The reason is on stderr, once; the row only marks the log.
+                // (In the tokens column, which a narrow terminal keeps.)
+                table.add_toned_row(vec![
+                    (shown.clone(), None),
+                    (String::new(), None),
+                    ("refused".into(), Some(Tone::Bad)),
+                ]);
+            }
+            Ok((r, warnings)) => {
+                if !ctx.quiet {
+                    for w in warnings {
+                        eprintln!("{} {}: {w}", render::warning_tag(), r.file);
+                    }
+                }
+                let total = r.m.total_tokens;
+                let over = r.over_threshold();
+                if let Err(e) = &r.policy {
+                    errors.push(format!("{shown}: policy: {e}"));
+                }
+                let [route, window, pct, thr, head] = policy_cells(&r.policy, total);
+                summary.measured += 1;
+                summary.over_threshold += u64::from(over);
+                let hot = over.then_some(Tone::Bad);
+                table.add_toned_row(vec![
+                    (shown, None),
+                    (route, None),
+                    (fmt_tokens(total), hot),
+                    (window, None),
+                    (pct, hot),
+                    (thr, None),
+                    (head, hot),
+                    (r.m.baseline.kind.as_str().to_string(), None),
+                ]);
+                entries.push(doc::Entry::Measured(Box::new(doc::Measured::of(r))));
+            }
+        }
+    }
     if ctx.json {
-        let summary = Value::obj()
-            .with("logs", (json_rows.len() as u64).into())
-            .with("measured", measured.into())
-            .with("overThreshold", over_threshold.into())
-            .with("refused", refused.into());
-        ctx.print_json(
-            &Value::obj()
-                .with("logs", Value::Arr(json_rows))
-                .with("summary", summary)
-                .with("schema_version", SCHEMA_VERSION.into()),
-        )?;
+        ctx.print_doc(&doc::Many {
+            logs: entries,
+            summary,
+            schema_version: SchemaVersion,
+        })?;
     } else {
         outln!(ctx.out, "{table}")?;
-        for e in errors {
+        for e in &errors {
             outln!(ctx.out, "{e}")?;
         }
-        outln!(ctx.out, "{}", over_line(over_threshold, measured, refused))?;
+        let s = &summary;
+        outln!(
+            ctx.out,
+            "{}",
+            over_line(s.over_threshold, s.measured, s.refused)
+        )?;
     }
-    Ok(())
+    Ok(summary)
 }
 
 /// The route, window, %, threshold and headroom cells of a measured log.

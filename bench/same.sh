@@ -170,6 +170,8 @@ once=(
     '$DSH --json measure --fill --fail-over "$S"/*.jsonl /nonexistent/log.jsonl'
     'DSH_HOME="$S/home" $DSH --json measure'
     'cp "$S/coding-session.jsonl" "$OUT/c.jsonl" && DEEPSEEK_API_KEY=sk-0123456789abcdef $DSH --json compact --base-url http://127.0.0.1:9 "$OUT/c.jsonl"'
+    'cp "$S/locks-busy.jsonl" "$OUT/b.jsonl" && DEEPSEEK_API_KEY=sk-0123456789abcdef $DSH --json compact --base-url http://127.0.0.1:9 "$OUT/b.jsonl"'
+    'cp "$S/locks-busy.jsonl" "$OUT/b.jsonl" && DEEPSEEK_API_KEY=sk-0123456789abcdef $DSH compact --base-url http://127.0.0.1:9 "$OUT/b.jsonl"'
     '$DSH statusline --format "{nope}" "$S/compacted.jsonl"'
     '$DSH completions nosh'
     '$DSH --json export --format jsonl "$S/home" -o "$OUT/x"'

@@ -365,35 +365,26 @@ fn prune_content_counted(
 }
 
 /// One rewritten tool result (the reference's `pruned[]` entry, plus prices).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PrunedResult {
     /// The shadowed node.
     pub original_seq: u64,
     /// The replacing `tool/result`.
     pub replacement_seq: u64,
     /// `message.source.callId`, as logged.
+    #[schemars(with = "String")]
     pub call_id: OwnedValue,
     /// Text code points before.
     pub chars_before: u64,
     /// Text code points after.
     pub chars_after: u64,
     /// Heuristic price of the original node (`shadowedTokenCount`).
+    #[serde(skip)]
     pub tokens_before: u64,
     /// Heuristic price of the replacement.
+    #[serde(skip)]
     pub tokens_after: u64,
-}
-
-impl PrunedResult {
-    /// The reference's entry: `{originalSeq, replacementSeq, callId,
-    /// charsBefore, charsAfter}`.
-    pub fn to_json(&self) -> OwnedValue {
-        Value::obj()
-            .with("originalSeq", self.original_seq.into())
-            .with("replacementSeq", self.replacement_seq.into())
-            .with("callId", self.call_id.clone())
-            .with("charsBefore", self.chars_before.into())
-            .with("charsAfter", self.chars_after.into())
-    }
 }
 
 /// What a pass would append, and what it saves.

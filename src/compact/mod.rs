@@ -49,7 +49,7 @@ use crate::range::{self, Decline, Region, Selection};
 
 pub use session::{OpenError, Session};
 pub use summary::{COMPACTION_INSTRUCTION, PREAMBLE};
-pub use unsaved::{save_unsaved, unsaved_text};
+pub use unsaved::{Unsaved, keep_unsaved, save_unsaved, unsaved_text};
 
 /// Which semantics to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,6 +309,14 @@ pub fn too_large_message(request_tokens: u64, target: &(String, String), window:
     format!(
         "the summariser request ({request_tokens} estimated tokens) does not fit the context window of {}/{} ({window} tokens)",
         target.0, target.1
+    )
+}
+
+/// The warning for a range whose request does not fit the summarising
+/// model's window.
+pub fn too_wide_warning(request_tokens: u64, window: f64) -> String {
+    format!(
+        "the range does not fit the summarising model's window: {request_tokens} > {window} tokens"
     )
 }
 

@@ -3,7 +3,132 @@
 //! what the real run would fail at, and the next step for each failure.
 
 use super::plan::{Plan, Problem};
-use super::{BUSY, Failure, FailureKind, Mode, too_large_message};
+use super::{
+    BUSY, Env, Failure, FailureKind, Mode, Options, Report, Session, Unsaved, too_large_message,
+};
+use crate::cancel::Cancel;
+use crate::provider::{HttpSummarizer, Progress};
+
+/// A run refused before its first byte: nothing written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Its class: `unreachable`, or the failure's kind (`unsendable`, `toolarge`).
+    pub kind: String,
+    /// What is wrong.
+    pub message: String,
+    /// What to do, one line.
+    pub hint: String,
+    /// The failure the rehearsal met, when it was one.
+    pub failure: Option<FailureKind>,
+}
+
+impl Refusal {
+    /// A configuration problem, at which a real run refuses (exit 2).
+    pub fn config(p: &Problem) -> Refusal {
+        Refusal {
+            kind: "config".into(),
+            message: p.message.clone(),
+            hint: p.hint.clone(),
+            failure: None,
+        }
+    }
+}
+
+/// A real run first plays the run dry on `dry` (the log it holds locked,
+/// opened as a dry run): a request the route cannot send, or one too large
+/// for the summarising model, is refused before the first byte (the prune
+/// pairs of an automatic run included), and so is a provider that does not
+/// accept a connection when a bracket is due.
+pub fn rehearse(
+    dry: &mut Session,
+    summarizer: &HttpSummarizer,
+    options: &Options,
+    clock: &dyn Fn() -> f64,
+    cancel: &Cancel,
+) -> Option<Refusal> {
+    let mut ids = String::new;
+    let mut quiet = |_: &Progress| {};
+    let mut env = Env {
+        summarizer,
+        clock,
+        ids: &mut ids,
+        progress: &mut quiet,
+        cancel,
+    };
+    match super::run(dry, &mut env, options) {
+        Err(f) => refusal_hint(&f).map(|hint| Refusal {
+            kind: format!("{:?}", f.kind).to_lowercase(),
+            message: f.message.clone(),
+            hint,
+            failure: Some(f.kind),
+        }),
+        // A bracket is due: the provider must at least accept a
+        // connection, or the attempt would only record its failure.
+        Ok(r) if !r.brackets.is_empty() => summarizer.endpoint.probe().err().map(|e| Refusal {
+            kind: "unreachable".into(),
+            message: e.message,
+            hint: "check --base-url (or the route's baseURL) and that the provider is reachable from here".into(),
+            failure: None,
+        }),
+        Ok(_) => None,
+    }
+}
+
+/// How a run ends, for the person running it.
+#[derive(Debug)]
+pub enum Ending<'a> {
+    /// What the run did; a dry run's (`would_fail: Some`) is what the real
+    /// run would do, with the problems it would fail at (exit 1 when there
+    /// are any, never 5).
+    Report {
+        /// The run's report.
+        report: &'a Report,
+        /// A dry run: what the real run would fail at.
+        would_fail: Option<Vec<Problem>>,
+    },
+    /// A failed run: what was written, the next step where one is known,
+    /// and a summary received but not appended, kept beside the log.
+    Failed {
+        /// The failure.
+        failure: &'a Failure,
+        /// What to do.
+        hint: Option<String>,
+        /// The summary kept.
+        unsaved: Option<Unsaved>,
+    },
+}
+
+/// How the run of `plan` on `log` (as the person named it, at `path`) with
+/// `result` ends; `problems`: those a dry run knew before it ran.
+pub fn ending<'a>(
+    result: &'a Result<Report, Box<Failure>>,
+    plan: &Plan,
+    mut problems: Vec<Problem>,
+    dry_run: bool,
+    (log, path): (&str, &std::path::Path),
+) -> Ending<'a> {
+    let would_fail = dry_run.then_some(());
+    match result {
+        Ok(report) => Ending::Report {
+            report,
+            would_fail: would_fail.map(|_| problems),
+        },
+        Err(f) => match would_fail.and_then(|_| would_fail_at(f, plan)) {
+            Some(more) => {
+                problems.extend(more);
+                Ending::Report {
+                    report: &f.report,
+                    would_fail: Some(problems),
+                }
+            }
+            None => Ending::Failed {
+                failure: f,
+                hint: failure_hint(f, plan, log),
+                unsaved: super::keep_unsaved(path, f),
+            },
+        },
+    }
+}
 
 /// What to do about a request larger than the summarising model's window.
 const TOO_LARGE_HINT: &str = "summarise through a model with a larger window (--route P/M, or --summarizer-context-window if the window is known better), or keep more of the tail verbatim (--retain-tokens)";
@@ -36,7 +161,7 @@ pub fn refusal_hint(f: &Failure) -> Option<String> {
 /// What a dry run reports for a failure, as what the real run would fail
 /// at (a dry run calls no one): the problems, or `None` when the failure is
 /// not one a dry run stands in for.
-pub fn would_fail(f: &Failure, plan: &Plan) -> Option<Vec<Problem>> {
+fn would_fail_at(f: &Failure, plan: &Plan) -> Option<Vec<Problem>> {
     if !matches!(
         f.kind,
         FailureKind::Summary | FailureKind::Unsendable | FailureKind::TooLarge

@@ -10,11 +10,12 @@
 //! [`PlanInputs::default_base_url`].
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::config::Config;
 use crate::json::Value;
 use crate::policy::{Budgets, Capacity, Policy, Retention};
-use crate::provider::Protocol;
+use crate::provider::{ApiKey, Endpoint, HttpSummarizer, Protocol};
 use crate::prune::PruneConfig;
 
 use super::session::Session;
@@ -129,6 +130,22 @@ impl Plan {
             images,
             summarizer_window: self.summarizer_capacity.map(|c| c.context_window as u64),
         }
+    }
+
+    /// The summariser this plan names, with the key, the retries after a
+    /// transient failure and the timing (idle timeout, first retry delay).
+    pub fn summarizer(
+        &self,
+        key: ApiKey,
+        retries: u32,
+        timing: (Duration, Duration),
+    ) -> HttpSummarizer {
+        let mut endpoint = Endpoint::new(self.protocol, self.base_url.clone(), key);
+        endpoint.reasoning_effort = self.reasoning_effort.clone();
+        endpoint.idle_timeout = timing.0.max(Duration::from_millis(1));
+        endpoint.max_retries = retries;
+        endpoint.retry_base = timing.1;
+        HttpSummarizer { endpoint }
     }
 }
 
@@ -331,7 +348,7 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
 
 /// Something a run would refuse before writing its first byte, with the
 /// next step.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Problem {
     /// What is wrong (never the key, never a URL's userinfo).
     pub message: String,

@@ -7,6 +7,32 @@ use std::path::{Path, PathBuf};
 
 use crate::event::{Kind, OwnedEvent};
 
+/// A summary paid for but not appended (`unsavedSummary` of `--json`).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Unsaved {
+    /// The bracket's compactionId.
+    pub compaction_id: String,
+    /// The file it was kept in, or null when it could not be written.
+    pub saved_to: Option<String>,
+    /// The summary's text.
+    pub text: String,
+}
+
+/// Keep the summary a failed run received but could not append beside
+/// `log` ([`save_unsaved`]); `None` when there is none.
+pub fn keep_unsaved(log: &Path, f: &super::Failure) -> Option<Unsaved> {
+    let b = f.report.brackets.iter().find(|b| b.unsaved.is_some())?;
+    let batch = b.unsaved.as_deref()?;
+    Some(Unsaved {
+        compaction_id: b.compaction_id.clone(),
+        saved_to: save_unsaved(log, &b.compaction_id, batch)
+            .ok()
+            .map(|p| p.display().to_string()),
+        text: unsaved_text(batch),
+    })
+}
+
 /// The summary's text: the text blocks of the `compaction/summary`'s
 /// `summary`, joined by blank lines.
 pub fn unsaved_text(batch: &[OwnedEvent]) -> String {

@@ -5,11 +5,10 @@ use serde::Serialize;
 
 use super::error::{Kind, LogRefusal, Refusal, Stage};
 use super::view::EncodingName;
-use super::{Document, SchemaVersion, shape};
-use crate::json::OwnedValue;
+use super::{Document, SchemaVersion};
 use crate::measure::{PolicyReport, Report};
 use crate::meter::tokenizer::Encoding;
-use crate::meter::{BaselineKind, Measurement, MeterError, NodeTokens};
+use crate::meter::{Measurement, MeterError, NodeTokens};
 use crate::policy::Retention;
 
 /// Context pressure of one log, as the harness's token meter and routed
@@ -116,7 +115,7 @@ pub struct Reference<'a> {
     /// Events folded.
     pub log_revision: u64,
     /// What the total is anchored on.
-    pub baseline: Baseline<'a>,
+    pub baseline: &'a crate::meter::Baseline,
     /// Surface movement since the anchor.
     pub surface_delta_tokens: i64,
     /// The harness's pressure figure: what triggers compaction.
@@ -125,31 +124,6 @@ pub struct Reference<'a> {
     pub surface_tokens: u64,
     /// The surface's nodes and their prices, in surface order.
     pub nodes: &'a [NodeTokens],
-}
-
-/// What the total is anchored on.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Baseline<'a> {
-    /// usage, estimated or none.
-    pub kind: BaselineName,
-    /// Its tokens.
-    pub tokens: f64,
-    /// The provider's usage object, as logged (kind usage).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "shape::Object")]
-    pub usage: Option<&'a OwnedValue>,
-}
-
-/// A baseline's kind.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum BaselineName {
-    /// No header and an empty surface.
-    None,
-    /// Header price plus surface price.
-    Estimated,
-    /// The anchoring assistant/message's reported usage.
-    Usage,
 }
 
 /// The reference's projections, or where they failed.
@@ -338,15 +312,7 @@ impl<'a> Reference<'a> {
     pub fn of(m: &'a Measurement) -> Reference<'a> {
         Reference {
             log_revision: m.log_revision,
-            baseline: Baseline {
-                kind: match m.baseline.kind {
-                    BaselineKind::None => BaselineName::None,
-                    BaselineKind::Estimated => BaselineName::Estimated,
-                    BaselineKind::Usage => BaselineName::Usage,
-                },
-                tokens: m.baseline.tokens,
-                usage: m.baseline.usage.as_ref(),
-            },
+            baseline: &m.baseline,
             surface_delta_tokens: m.surface_delta_tokens,
             total_tokens: m.total_tokens,
             surface_tokens: m.surface_tokens,

@@ -30,6 +30,7 @@ use serde::Serialize;
 pub use crate::json::ser::{WriteError, to_string, to_writer};
 
 pub mod cache;
+pub mod compact;
 pub mod error;
 pub mod events;
 pub mod export;
@@ -123,6 +124,7 @@ pub fn schemas() -> Vec<(&'static str, String)> {
     }
     vec![
         one::<cache::Cache<'static>>(),
+        one::<compact::Compact<'static>>(),
         one::<error::Refusal>(),
         one::<events::EventRow<'static>>(),
         one::<export::Export<'static>>(),

@@ -101,7 +101,8 @@ pub enum MeasureError {
 }
 
 /// `baseline.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum BaselineKind {
     /// No header and an empty surface.
     None,
@@ -123,13 +124,15 @@ impl BaselineKind {
 }
 
 /// `baseline`: what the total is anchored on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Baseline {
     /// Its kind.
     pub kind: BaselineKind,
     /// Tokens (a JavaScript number: usage is summed as logged).
     pub tokens: f64,
     /// The logged `usage` object (kind `usage` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub usage: Option<OwnedValue>,
 }
 

@@ -360,20 +360,6 @@ impl WireRequest {
             })
             .collect()
     }
-
-    /// `{method, url, path, headers (redacted), body}`.
-    pub fn to_value(&self) -> OwnedValue {
-        let mut h = Value::obj();
-        for (k, v) in self.redacted_headers() {
-            h = h.with(&k, v.into());
-        }
-        Value::obj()
-            .with("method", self.method.into())
-            .with("url", redact_url(&self.url).into())
-            .with("path", self.path().into())
-            .with("headers", h)
-            .with("body", self.body.clone())
-    }
 }
 
 /// The userinfo (`user:password`) of a URL's authority, if it has one.
@@ -399,17 +385,24 @@ pub fn redact_userinfo(text: &str, url: &str) -> String {
 }
 
 /// Provider usage in DSH's disjoint form (§6.4 `mapUsage`, §6.7).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Uncached prompt tokens.
     pub input_tokens: f64,
     /// Generated tokens (reasoning included).
     pub output_tokens: f64,
     /// Prompt tokens served from the cache, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub cache_read_tokens: Option<f64>,
     /// Prompt tokens written to the cache, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub cache_write_tokens: Option<f64>,
     /// Reasoning share of the output, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "f64")]
     pub reasoning_tokens: Option<f64>,
 }
 
@@ -890,7 +883,7 @@ mod tests {
             body: Value::obj(),
         };
         assert_eq!(w.path(), "/chat/completions");
-        assert!(!w.to_value().to_json().contains("sk-x"));
+        assert!(!format!("{:?}", w.redacted_headers()).contains("sk-x"));
     }
 }
 

@@ -83,7 +83,7 @@ fn prune_example_reproduced_byte_for_byte() {
         assert_eq!(got.to_json(), *want, "seq {}", ev.seq);
     }
     assert_eq!(plan.chars_removed, 7682);
-    let p: Vec<_> = plan.pruned.iter().map(|p| p.to_json().to_json()).collect();
+    let p: Vec<_> = plan.pruned.iter().map(dsh::doc::to_string).collect();
     assert_eq!(
         p,
         [

@@ -1,193 +1,162 @@
 //! `dsh compact`'s output: the run's `--json` document and its readable
 //! report, a dry run's would-fail problems, the spinner's lines.
 
-use dsh::append::Lifecycle;
-use dsh::compact::plan::Plan;
-use dsh::compact::{self, BracketReport, Mode, Outcome, Report};
-use dsh::json::{OwnedValue, Value};
-use dsh::policy::{Policy, Retention};
-use dsh::provider::Progress;
+use std::time::Duration;
 
-use crate::cli::render::{Out, outln};
+use dsh::OwnedEvent;
+use dsh::append::{Blocker, Lifecycle};
+use dsh::compact::outcome::Ending;
+use dsh::compact::plan::{Plan, Problem};
+use dsh::compact::{self, BracketReport, Failure, Mode, Outcome, Report, Session, Unsaved};
+use dsh::doc::compact as doc;
+use dsh::json::Value;
+use dsh::provider::{ApiKey, Progress};
 
-pub fn outcome_name(o: Option<Outcome>) -> &'static str {
-    match o {
-        Some(Outcome::Compacted) => "compacted",
-        Some(Outcome::BelowThreshold) => "below-threshold",
-        Some(Outcome::PrunedBelowThreshold) => "pruned-below-threshold",
-        Some(Outcome::Declined(_)) => "declined",
-        Some(Outcome::DryRun) => "dry-run",
-        Some(Outcome::OverflowDisabled) => "overflow-disabled",
-        None => "failed",
+use crate::cli::ctx::Ctx;
+use crate::cli::render::{Out, error_tag, outln, warning_tag};
+
+/// A refusal before anything was written: with --json its document; the
+/// message and a one-line hint on stderr.
+pub fn print_refusal(ctx: &Ctx, file: &str, error: doc::Refusal<'_>) -> std::io::Result<()> {
+    if ctx.json {
+        ctx.print_doc(&doc::Compact::Refused(doc::Refused {
+            file,
+            written: false,
+            error,
+            schema_version: dsh::doc::SchemaVersion,
+        }))?;
     }
+    eprintln!("{} {file}: {}; nothing written", error_tag(), error.message);
+    eprintln!("dsh: hint: {}", error.hint);
+    Ok(())
 }
 
-pub fn opt<T: Into<OwnedValue>>(v: Option<T>) -> OwnedValue {
-    v.map(Into::into).unwrap_or(Value::Null)
-}
-
-pub fn bracket_json(b: &BracketReport, with_request: bool) -> OwnedValue {
-    let mut v = Value::obj()
-        .with("compactionId", b.compaction_id.clone().into())
-        .with("turn", opt(b.turn))
-        .with(
-            "shadowedRange",
-            Value::obj()
-                .with("start", b.start.into())
-                .with("end", b.end.into()),
-        )
-        .with("shadowedSeqs", b.shadowed_seqs.clone().into())
-        .with("shadowedTokenCount", b.shadowed_tokens.into())
-        .with("startSeq", opt(b.start_seq))
-        .with("summarySeq", opt(b.summary_seq))
-        .with("checkpointSeq", opt(b.checkpoint_seq))
-        .with("endSeq", opt(b.end_seq))
-        .with("checkpointTokens", opt(b.checkpoint_tokens))
-        .with(
-            "usage",
-            b.usage
-                .as_ref()
-                .map(|u| u.to_value())
-                .unwrap_or(Value::Null),
-        )
-        .with("attempts", u64::from(b.attempts).into())
-        .with("error", opt(b.error.clone()))
-        .with("requestTokens", b.request_tokens.into())
-        .with("fits", opt(b.fits))
-        .with("imagesReplaced", b.images_replaced.into());
-    if with_request && let Some(r) = &b.request {
-        v = v.with("request", r.to_value());
-    }
-    v
-}
-
-pub fn policy_json(p: &Policy) -> OwnedValue {
-    let v = Value::obj().with("thresholdRatio", p.threshold_ratio.into());
-    let v = match p.retention {
-        Retention::Ratio(r) => v.with("retainRatio", r.into()),
-        Retention::Tokens(t) => v.with("retainTokensAbsolute", t.into()),
+/// How a run ended: its document, or the readable report (with what the
+/// real run would fail at, for a dry run, paged: the exact request can be
+/// long), then a failure's error on stderr. `to`: the file written.
+pub fn print_ending(
+    ctx: &mut Ctx,
+    e: &Ending<'_>,
+    run: doc::Run<'_>,
+    plan: &Plan,
+    lifecycle: Lifecycle,
+    to: &str,
+) -> anyhow::Result<()> {
+    let (report, written) = match e {
+        Ending::Report {
+            report,
+            would_fail: Some(_),
+        } => {
+            ctx.page();
+            (*report, &[][..])
+        }
+        Ending::Report { report, .. } => (*report, &report.appended[..]),
+        Ending::Failed { failure, .. } => (&*failure.report, &failure.report.appended[..]),
     };
-    v.with("maxTokens", p.max_tokens.into())
-        .with("compactionRetries", p.compaction_retries.into())
-        .with("maxOverflowRetries", p.max_overflow_retries.into())
-        .with(
-            "summarizationProvider",
-            p.summarization_provider.clone().into(),
+    let printed = if ctx.json {
+        ctx.print_doc(&doc::Compact::Run(Box::new(run)))
+    } else {
+        print_human(
+            &ctx.out,
+            report,
+            plan,
+            lifecycle,
+            run.would_append.is_some(),
         )
-        .with("summarizationModel", p.summarization_model.clone().into())
-        .with("modelPolicy", p.overridden.into())
+        .and_then(|()| print_would_fail(&ctx.out, run.would_fail.unwrap_or_default()))
+    };
+    landed(printed, to, written)?;
+    if let Ending::Failed {
+        failure,
+        hint,
+        unsaved,
+    } = e
+    {
+        say_failure(failure, hint.as_deref(), unsaved.as_ref());
+    }
+    Ok(())
 }
 
-pub fn report_json(r: &Report, plan: &Plan, lifecycle: Lifecycle, dry_run: bool) -> OwnedValue {
-    let pruned: Vec<OwnedValue> = r.pruned.iter().map(|p| p.to_json()).collect();
-    let end_seed = r
-        .appended
-        .iter()
-        .find(|e| e.kind == dsh::Kind::SessionEndSeed)
-        .map(|e| e.seq);
-    let mut v = Value::obj()
-        .with("mode", r.mode.name().into())
-        .with("lifecycle", lifecycle.as_str().into())
-        .with("outcome", outcome_name(r.outcome).into())
-        .with(
-            "route",
-            format!("{}/{}", plan.target.0, plan.target.1).into(),
-        )
-        .with(
-            "routedTarget",
-            opt(plan.routed.as_ref().map(|(p, m)| format!("{p}/{m}"))),
-        )
-        .with("openTurn", opt(r.open_turn))
-        .with(
-            "contextWindow",
-            opt(plan.capacity.map(|c| c.context_window)),
-        )
-        .with(
-            "contextWindowSource",
-            opt(plan.capacity.map(|c| c.source.as_str())),
-        )
-        .with(
-            "thresholdTokens",
-            opt(plan.budgets.map(|b| b.threshold_tokens)),
-        )
-        .with(
-            "retainTokens",
-            plan.budgets.map_or(0, |b| b.retain_tokens).into(),
-        )
-        .with("policy", policy_json(&plan.policy))
-        .with(
-            "summarizer",
-            Value::obj()
-                .with("kind", plan.protocol.as_str().into())
-                .with("baseURL", dsh::provider::redact_url(&plan.base_url).into())
-                .with("apiKeyEnv", plan.key_env.clone().into())
-                .with("reasoningEffort", opt(plan.reasoning_effort.clone())),
-        )
-        .with(
-            "summarizerWindow",
-            plan.summarizer_capacity.map_or(Value::Null, |c| {
-                Value::obj()
-                    .with("tokens", c.context_window.into())
-                    .with("source", c.source.as_str().into())
-            }),
-        )
-        .with(
-            "config",
-            opt(plan.config_path.as_ref().map(|p| p.display().to_string())),
-        )
-        .with("tokensBefore", opt(r.tokens_before))
-        .with("tokensAfterPrune", opt(r.tokens_after_prune))
-        .with("tokensAfter", opt(r.tokens_after))
-        .with("surfaceTokensBefore", r.surface_before.into())
-        .with("surfaceTokensAfter", r.surface_after.into())
-        .with("replaceGenerationBefore", r.generation_before.into())
-        .with("replaceGenerationAfter", r.generation_after.into())
-        .with("pruned", Value::Arr(pruned))
-        .with(
-            "brackets",
-            Value::Arr(
-                r.brackets
-                    .iter()
-                    .map(|b| bracket_json(b, dry_run))
-                    .collect(),
-            ),
-        )
-        .with(
-            "appendedSeqs",
-            r.appended
-                .iter()
-                .map(|e| e.seq)
-                .collect::<Vec<u64>>()
-                .into(),
-        )
-        .with("endSeedSeq", opt(end_seed));
-    let warnings: Vec<OwnedValue> = r
-        .brackets
-        .iter()
-        .filter(|b| b.fits == Some(false))
-        .map(|b| {
-            format!(
-                "the range does not fit the summarising model's window: {} > {} tokens",
-                b.request_tokens,
-                plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
-            )
-            .into()
-        })
-        .collect();
-    v = v.with("warnings", Value::Arr(warnings));
-    if let Some(Outcome::Declined(d)) = r.outcome {
-        v = v.with("declined", d.explain().into());
+/// A report that failed to print after events were appended: the error
+/// says the write landed (exit 70 is about the report, not the log). A
+/// closed pipe stays quiet.
+fn landed(printed: std::io::Result<()>, to: &str, appended: &[OwnedEvent]) -> anyhow::Result<()> {
+    match printed {
+        Err(e) if !appended.is_empty() && e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(crate::cli::exit::StatusError {
+                status: crate::cli::exit::Status::Internal,
+                message: format!(
+                    "{to}: the write landed ({} event(s) appended, seq {}–{}); only printing the report failed: {e}",
+                    appended.len(),
+                    appended[0].seq,
+                    appended[appended.len() - 1].seq
+                ),
+            }
+            .into())
+        }
+        r => r.map_err(Into::into),
     }
-    if r.mode == Mode::Overflow {
-        v = v.with("retryAuthorized", r.retry_authorized().into());
+}
+
+/// A failed run, on stderr: the error, the next step, and where a summary
+/// received but not appended is kept.
+fn say_failure(f: &Failure, hint: Option<&str>, unsaved: Option<&Unsaved>) {
+    eprintln!("dsh: compact failed: {}", f.message);
+    if let Some(h) = hint {
+        eprintln!("dsh: hint: {h}");
     }
-    if dry_run {
-        v = v.with(
-            "wouldAppend",
-            Value::Arr(r.appended.iter().map(|e| e.value.clone()).collect()),
+    match unsaved {
+        Some(Unsaved {
+            saved_to: Some(p), ..
+        }) => eprintln!(
+            "dsh: the summary was received but not appended; it is kept in {p} (the events that would have been appended); `dsh locks` on the log tells whether its compaction/start is held"
+        ),
+        Some(u) => eprintln!(
+            "dsh: the summary was received but not appended, and could not be kept beside the log: it is in `unsavedSummary` of --json; here it is:\n{}",
+            u.text
+        ),
+        None => {}
+    }
+}
+
+/// What a real run would refuse, said by a dry run (a compaction lock is
+/// the run's own report).
+pub fn warn_refusals(session: &Session) {
+    for b in session.blockers() {
+        if !matches!(b, Blocker::CompactionLock { .. }) {
+            eprintln!("{} a real run would refuse: {b}", warning_tag());
+        }
+    }
+}
+
+/// Said before anything is sent: a key too short to scrub, and where the
+/// key would go.
+pub fn warn_before_sending(ctx: &Ctx, plan: &Plan, key: &ApiKey) {
+    if ctx.quiet {
+        return;
+    }
+    if !key.is_empty() && !key.scrubbable() {
+        eprintln!(
+            "{} the API key in ${} is shorter than {} characters: dsh does not scrub it from what the provider returns (it would corrupt every word it occurs in); dsh itself never prints it",
+            warning_tag(),
+            plan.key_env,
+            dsh::provider::MIN_SCRUB_CHARS
         );
     }
-    v
+    for w in compact::plan::base_url_warnings(&plan.base_url) {
+        eprintln!("{} {w}", warning_tag());
+    }
+}
+
+/// The spinner shown while the summariser works.
+pub fn spinner(plan: &Plan) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb.set_message(format!(
+        "summarising with {}/{}",
+        plan.target.0, plan.target.1
+    ));
+    pb
 }
 
 pub fn print_human(
@@ -292,13 +261,9 @@ pub fn print_bracket(
         )?,
     }
     if b.fits == Some(false) {
-        outln!(
-            o,
-            "{} the range does not fit the summarising model's window: {} > {} tokens",
-            crate::cli::render::warning_tag(),
-            b.request_tokens,
-            plan.summarizer_capacity.map_or(0.0, |c| c.context_window)
-        )?;
+        let window = plan.summarizer_capacity.map_or(0.0, |c| c.context_window);
+        let warning = compact::too_wide_warning(b.request_tokens, window);
+        outln!(o, "{} {warning}", warning_tag())?;
     }
     if b.images_replaced > 0 {
         outln!(
@@ -396,20 +361,7 @@ pub fn seq_list(seqs: &[u64]) -> String {
     )
 }
 
-pub fn would_fail_json(problems: &[compact::plan::Problem]) -> OwnedValue {
-    Value::Arr(
-        problems
-            .iter()
-            .map(|p| {
-                Value::obj()
-                    .with("message", p.message.clone().into())
-                    .with("hint", p.hint.clone().into())
-            })
-            .collect(),
-    )
-}
-
-pub fn print_would_fail(o: &Out, problems: &[compact::plan::Problem]) -> std::io::Result<()> {
+pub fn print_would_fail(o: &Out, problems: &[Problem]) -> std::io::Result<()> {
     for p in problems {
         outln!(o, "would fail: {}", p.message)?;
         outln!(o, "  hint: {}", p.hint)?;

@@ -138,19 +138,20 @@ pub struct Env<'a> {
 }
 
 /// One bracket, as written (or as it would be, in a dry run).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct BracketReport {
     /// `compactionId` (empty in a dry run).
     pub compaction_id: String,
     /// Owner: the open turn, or `None` for a standalone bracket.
+    #[schemars(with = "Option<u64>")]
     pub turn: Option<f64>,
     /// `shadowedRange`.
-    pub start: u64,
-    /// `shadowedRange.end`.
-    pub end: u64,
+    pub shadowed_range: ShadowedRange,
     /// `shadowedSeqs`.
     pub shadowed_seqs: Vec<u64>,
     /// `shadowedTokenCount`.
+    #[serde(rename = "shadowedTokenCount")]
     pub shadowed_tokens: u64,
     /// Seq of `compaction/start`.
     pub start_seq: Option<u64>,
@@ -169,6 +170,7 @@ pub struct BracketReport {
     /// The error recorded in `compaction/end`.
     pub error: Option<String>,
     /// The request (always built; shown by `--dry-run`).
+    #[serde(skip)]
     pub request: Option<WireRequest>,
     /// DSH heuristic price of the summariser request's input (system,
     /// tools, the shadowed messages and the instruction).
@@ -182,7 +184,18 @@ pub struct BracketReport {
     /// `compaction/end`) when the summary was received (and paid for) but
     /// could not be appended: the log was replaced, deleted or changed
     /// meanwhile. The caller keeps it ([`save_unsaved`]) so nothing is lost.
+    #[serde(skip)]
     pub unsaved: Option<Vec<OwnedEvent>>,
+}
+
+/// The seqs of a bracket's first and last shadowed nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ShadowedRange {
+    /// The first.
+    pub start: u64,
+    /// The last (numerically smaller than `start` when a checkpoint at the
+    /// head has a newer seq).
+    pub end: u64,
 }
 
 /// How a run ended without failing.
@@ -520,8 +533,10 @@ impl Run<'_, '_, '_> {
         let mut br = BracketReport {
             compaction_id: String::new(),
             turn: owner,
-            start: region.start,
-            end: region.end,
+            shadowed_range: ShadowedRange {
+                start: region.start,
+                end: region.end,
+            },
             shadowed_seqs: shadowed.clone(),
             shadowed_tokens,
             start_seq: None,

@@ -12,7 +12,7 @@ use crate::compact::plan::{Plan, Problem};
 use crate::compact::{BracketReport, Failure, Outcome, Report, Unsaved};
 use crate::json::OwnedValue;
 use crate::policy::Retention;
-use crate::provider::{Usage, WireRequest, redact_url};
+use crate::provider::{WireRequest, redact_url};
 use crate::prune::PrunedResult;
 
 /// What a compaction did (or, with --dry-run, would do), also when it
@@ -247,56 +247,16 @@ pub struct Window {
     pub source: &'static str,
 }
 
-/// One bracket.
+/// One bracket (with its request, in a dry run).
 #[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
 pub struct Bracket<'a> {
-    /// compactionId (empty in a dry run).
-    pub compaction_id: &'a str,
-    /// Its owner: the open turn, or null.
-    #[schemars(with = "Option<u64>")]
-    pub turn: Option<f64>,
-    /// The shadowed range.
-    pub shadowed_range: Range,
-    /// The shadowed nodes.
-    pub shadowed_seqs: &'a [u64],
-    /// Their price.
-    pub shadowed_token_count: u64,
-    /// compaction/start.
-    pub start_seq: Option<u64>,
-    /// compaction/summary.
-    pub summary_seq: Option<u64>,
-    /// The checkpoint.
-    pub checkpoint_seq: Option<u64>,
-    /// compaction/end.
-    pub end_seq: Option<u64>,
-    /// The checkpoint's price.
-    pub checkpoint_tokens: Option<u64>,
-    /// The provider's usage of the summary call.
-    pub usage: Option<&'a Usage>,
-    /// HTTP attempts.
-    pub attempts: u32,
-    /// The error recorded in compaction/end.
-    pub error: Option<&'a str>,
-    /// DSH heuristic price of the summariser request's input.
-    pub request_tokens: u64,
-    /// Whether it fits the summarising model's window (null: unknown).
-    pub fits: Option<bool>,
-    /// Images sent as placeholder text.
-    pub images_replaced: u64,
+    /// The bracket.
+    #[serde(flatten)]
+    pub report: &'a BracketReport,
     /// Dry runs: the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Request")]
     pub request: Option<Request<'a>>,
-}
-
-/// A shadowed range.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Range {
-    /// First seq.
-    pub start: u64,
-    /// Last seq.
-    pub end: u64,
 }
 
 /// The summariser request, credentials redacted.
@@ -497,25 +457,7 @@ impl<'a> Bracket<'a> {
     /// A bracket (its request with `with_request`).
     pub fn of(b: &'a BracketReport, with_request: bool) -> Bracket<'a> {
         Bracket {
-            compaction_id: &b.compaction_id,
-            turn: b.turn,
-            shadowed_range: Range {
-                start: b.start,
-                end: b.end,
-            },
-            shadowed_seqs: &b.shadowed_seqs,
-            shadowed_token_count: b.shadowed_tokens,
-            start_seq: b.start_seq,
-            summary_seq: b.summary_seq,
-            checkpoint_seq: b.checkpoint_seq,
-            end_seq: b.end_seq,
-            checkpoint_tokens: b.checkpoint_tokens,
-            usage: b.usage.as_ref(),
-            attempts: b.attempts,
-            error: b.error.as_deref(),
-            request_tokens: b.request_tokens,
-            fits: b.fits,
-            images_replaced: b.images_replaced,
+            report: b,
             request: b.request.as_ref().filter(|_| with_request).map(Request::of),
         }
     }

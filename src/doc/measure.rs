@@ -4,10 +4,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::error::{Kind, LogRefusal, Refusal, Stage};
-use super::view::EncodingName;
 use super::{Document, SchemaVersion};
 use crate::measure::{PolicyReport, Report};
-use crate::meter::tokenizer::Encoding;
+use crate::meter::tokenizer::TokenCounts;
 use crate::meter::{Measurement, MeterError, NodeTokens};
 use crate::policy::Retention;
 
@@ -199,20 +198,9 @@ pub struct Policy<'a> {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tokenizer<'a> {
-    /// The encoding.
-    pub encoding: EncodingName,
-    /// System prompt tokens.
-    pub system_tokens: u64,
-    /// Tool schema tokens.
-    pub tools_tokens: u64,
-    /// Surface tokens.
-    pub message_tokens: u64,
-    /// system + tools + messages.
-    pub total_tokens: u64,
-    /// UTF-8 bytes encoded.
-    pub text_bytes: u64,
-    /// Per surface node.
-    pub nodes: &'a [NodeTokens],
+    /// The counts.
+    #[serde(flatten)]
+    pub counts: &'a TokenCounts,
     /// deepseek-v4 on a placeholder log: the estimated hidden prefix, else null.
     #[schemars(range(min = 1))]
     pub hidden_prefix_tokens: Option<u64>,
@@ -292,14 +280,8 @@ impl<'a> Measured<'a> {
             header_seq: m.header_seq,
             header_override: m.header_override,
             at: r.at,
-            tokenizer: r.tokens.as_ref().map(|(c, _)| Tokenizer {
-                encoding: EncodingName::from(c.encoding),
-                system_tokens: c.system_tokens,
-                tools_tokens: c.tools_tokens,
-                message_tokens: c.message_tokens,
-                total_tokens: c.total_tokens,
-                text_bytes: c.text_bytes,
-                nodes: &c.nodes,
+            tokenizer: r.tokens.as_ref().map(|(counts, _)| Tokenizer {
+                counts,
                 hidden_prefix_tokens: r.hidden,
             }),
             fill: r.fill.as_ref().map(Fill::of),
@@ -394,16 +376,6 @@ impl Fill {
             nodes: f.nodes,
             adjusted_nodes: f.adjusted_nodes,
             adjustment_tokens: f.adjustment,
-        }
-    }
-}
-
-impl From<Encoding> for EncodingName {
-    fn from(e: Encoding) -> EncodingName {
-        match e {
-            Encoding::O200k => EncodingName::O200k,
-            Encoding::Cl100k => EncodingName::Cl100k,
-            Encoding::DeepSeekV4 => EncodingName::DeepseekV4,
         }
     }
 }

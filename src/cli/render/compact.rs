@@ -238,8 +238,8 @@ pub fn print_bracket(
     outln!(
         o,
         "range seqs {}..{} ({} nodes, {} tokens): {}",
-        b.start,
-        b.end,
+        b.shadowed_range.start,
+        b.shadowed_range.end,
         b.shadowed_seqs.len(),
         b.shadowed_tokens,
         seq_list(&b.shadowed_seqs)

@@ -93,7 +93,8 @@ impl Encoding {
 }
 
 /// Token counts of one encoding.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct TokenCounts {
     /// The encoding.
     pub encoding: Encoding,
@@ -105,10 +106,10 @@ pub struct TokenCounts {
     pub message_tokens: u64,
     /// `system + tools + messages`.
     pub total_tokens: u64,
-    /// Per surface node, in surface order.
-    pub nodes: Vec<NodeTokens>,
     /// UTF-8 bytes of text encoded.
     pub text_bytes: u64,
+    /// Per surface node, in surface order.
+    pub nodes: Vec<NodeTokens>,
 }
 
 /// An encoding's pre-tokenizer and merges, with one worker's caches of its

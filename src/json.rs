@@ -1559,68 +1559,6 @@ impl<'a> Value<'a> {
         }
     }
 
-    /// [`Self::write_json`] into `buf`, handing `buf` to `flush` whenever
-    /// it holds [`Self::CHUNK`] bytes or more after a member or element: a
-    /// large document is written in pieces, never held whole.
-    pub fn write_json_chunked(
-        &self,
-        buf: &mut String,
-        flush: &mut dyn FnMut(&mut String) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        self.chunked(buf, flush, 0)
-    }
-
-    /// [`Self::write_json_chunked`] at `depth`: chunks are cut in the top
-    /// few levels only (a document's bulk is an array of rows); deeper
-    /// values are written whole by [`Self::write_json`].
-    fn chunked(
-        &self,
-        buf: &mut String,
-        flush: &mut dyn FnMut(&mut String) -> std::io::Result<()>,
-        depth: usize,
-    ) -> std::io::Result<()> {
-        const CHUNKED_LEVELS: usize = 4;
-        if depth >= CHUNKED_LEVELS {
-            self.write_json(buf);
-            return Ok(());
-        }
-        match self {
-            Value::Arr(a) => {
-                buf.push('[');
-                for (i, v) in a.iter().enumerate() {
-                    if i > 0 {
-                        buf.push(',');
-                    }
-                    v.chunked(buf, flush, depth + 1)?;
-                    if buf.len() >= Self::CHUNK {
-                        flush(buf)?;
-                    }
-                }
-                buf.push(']');
-            }
-            Value::Obj(o) => {
-                buf.push('{');
-                for (i, (k, v)) in o.iter().enumerate() {
-                    if i > 0 {
-                        buf.push(',');
-                    }
-                    k.write_json(buf);
-                    buf.push(':');
-                    v.chunked(buf, flush, depth + 1)?;
-                    if buf.len() >= Self::CHUNK {
-                        flush(buf)?;
-                    }
-                }
-                buf.push('}');
-            }
-            v => v.write_json(buf),
-        }
-        Ok(())
-    }
-
-    /// See [`Self::write_json_chunked`].
-    pub const CHUNK: usize = 1 << 16;
-
     /// UTF-16 length of `JSON.stringify(value)`.
     pub fn json_len16(&self) -> usize {
         let s = self.to_json();
@@ -3555,44 +3493,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn a_document_written_in_chunks_is_the_document_written_whole() {
-        // Rows of objects with escapes, astral characters and nesting past
-        // the chunked levels: many flushes, the same bytes.
-        let mut rows = String::from("[");
-        for i in 0..3000 {
-            if i > 0 {
-                rows.push(',');
-            }
-            rows.push_str(&format!(
-                r#"{{"n":{i},"t":"row \"{i}\"\n😀 {}","deep":[[[[[{{"x":[1,{{"y":"z"}}]}}]]]]]}}"#,
-                "é".repeat(i % 40)
-            ));
-        }
-        rows.push(']');
-        let text = format!(r#"{{"head":{{"a":[]}},"rows":{rows},"tail":null,"empty":{{}}}}"#);
-        let v = Value::parse(&text).unwrap();
-        let mut chunks = Vec::new();
-        let mut buf = String::new();
-        v.write_json_chunked(&mut buf, &mut |b: &mut String| {
-            chunks.push(std::mem::take(b));
-            Ok(())
-        })
-        .unwrap();
-        chunks.push(buf);
-        assert!(chunks.len() > 3, "{} chunks", chunks.len());
-        assert!(chunks.iter().all(|c| c.len() < 2 * Value::CHUNK));
-        assert_eq!(chunks.concat(), v.to_json());
-        // A flush that fails stops the writing with its error.
-        let mut calls = 0;
-        let r = v.write_json_chunked(&mut String::new(), &mut |_| {
-            calls += 1;
-            Err(std::io::Error::other("gone"))
-        });
-        assert!(r.is_err());
-        assert_eq!(calls, 1);
     }
 
     #[test]

@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 use dsh::LoadError;
 use dsh::config::Config;
 use dsh::doc::error::Refusal;
-use dsh::json::{OwnedValue, Value};
+use dsh::json::Value;
 use dsh::log::{LoadOptions, LoadedLog, LogSource, Observer};
 
 use super::exit::Status;
-
-/// Version of every `--json` shape dsh prints; bumped on a breaking change.
-pub const SCHEMA_VERSION: u64 = 1;
 
 /// Shared command context.
 pub struct Ctx {
@@ -214,22 +211,6 @@ impl Ctx {
         }
     }
 
-    /// Print a JSON document on stdout (compact, one line).
-    pub fn print_json(&self, v: &Value<'_>) -> std::io::Result<()> {
-        // Written in pieces: a large document (a prune's appended events)
-        // is never held whole as text.
-        let mut out = self.out.stream();
-        let mut buf = String::with_capacity(Value::CHUNK + (Value::CHUNK >> 2));
-        v.write_json_chunked(&mut buf, &mut |b: &mut String| {
-            out.write_all(b.as_bytes())?;
-            b.clear();
-            Ok(())
-        })?;
-        buf.push('\n');
-        out.write_all(buf.as_bytes())?;
-        out.flush()
-    }
-
     /// Print a document on stdout (compact, one line), written as every
     /// document is ([`dsh::doc::write`]).
     pub fn print_doc<D: serde::Serialize + ?Sized>(&self, doc: &D) -> std::io::Result<()> {
@@ -326,33 +307,6 @@ fn lookup_error(e: dsh::log::lookup::LookupError) -> anyhow::Error {
         dsh::log::lookup::LookupError::NotFound(le) => le.into(),
         ambiguous => super::exit::UsageError(ambiguous.to_string()).into(),
     }
-}
-
-/// The `{"error": …}` object for a refused log.
-pub fn load_error_json(e: &LoadError) -> OwnedValue {
-    let kind = match e.kind {
-        dsh::LoadErrorKind::Io => "io",
-        dsh::LoadErrorKind::Corrupt => "corrupt",
-        dsh::LoadErrorKind::Unsupported => "unsupported",
-        dsh::LoadErrorKind::Invalid => "invalid",
-        dsh::LoadErrorKind::NotFound => "not-found",
-        dsh::LoadErrorKind::Limit => "limit",
-        _ => "other",
-    };
-    let mut v = Value::obj()
-        .with("error", e.message().into())
-        .with("kind", kind.into())
-        .with("stage", "load".into());
-    if let Some(f) = &e.file {
-        v = v.with("file", f.display().to_string().into());
-    }
-    if let Some(l) = e.at.line {
-        v = v.with("line", l.into());
-    }
-    if let Some(s) = e.at.seq {
-        v = v.with("seq", s.into());
-    }
-    v.with("schema_version", SCHEMA_VERSION.into())
 }
 
 /// One-line preview of a message for tables: its blocks' previews joined

@@ -10,7 +10,7 @@ use dsh::append::{AppendOptions, AppendTarget, Appender};
 use dsh::json::Value;
 use dsh::log::LogSource;
 
-use super::prune::{copy_of, load, sample};
+use crate::support::{copy_of, load, sample};
 
 /// A tiny deterministic generator (no dependency).
 struct Lcg(u64);

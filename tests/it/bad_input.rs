@@ -632,7 +632,7 @@ fn deep_nesting_is_accepted_and_refused_as_the_reference_does() {
             let err = String::from_utf8_lossy(&out.stderr);
             if accepted {
                 assert_eq!(out.status.code(), Some(0), "{case}: {err}");
-                let v = crate::prune::json(&out.stdout);
+                let v = crate::support::json(&out.stdout);
                 assert_eq!(
                     v.get("storedEvents").and_then(|n| n.as_count()),
                     Some(2),
@@ -708,7 +708,7 @@ fn pipes_and_devices_are_read_as_streams_and_not_written() {
         .output()
         .unwrap();
     let strip = |o: &[u8]| {
-        let mut v = crate::prune::json(o);
+        let mut v = crate::support::json(o);
         if let dsh::Value::Obj(m) = &mut v {
             m.retain(|(k, _)| !k.eq_str("file"));
         }

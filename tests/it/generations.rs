@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use dsh::log::{LoadOptions, LogSource};
 use serde_json::Value as J;
 
-use crate::support::{TestEnv, shared};
+use crate::support::{TestEnv, appends, assert_verifies, shared};
 
 /// What a reading must agree on, with the migration's own differences
 /// taken out: seqs (G2 renumbers them), the G3 `system/message` head (the
@@ -299,11 +299,11 @@ fn sample_copy(dir: &Path, name: &str, v: u64) -> PathBuf {
     to
 }
 
-fn appended(before: &str, after: &Path) -> Vec<J> {
-    let after = std::fs::read_to_string(after).unwrap();
-    assert!(after.starts_with(before), "a writer never rewrites a byte");
-    after[before.len()..]
-        .lines()
+/// The events a writer appended to the generation-`v` copy `log`.
+#[track_caller]
+fn appended(writer: &mut assert_cmd::Command, log: &Path, v: u64) -> Vec<J> {
+    let (text, _) = appends(writer, log, &format!("v{v}"));
+    text.lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
@@ -341,20 +341,7 @@ fn prune_appends_in_the_logs_generation() {
     let dir = tempfile::tempdir().unwrap();
     for v in 1..=3 {
         let log = sample_copy(dir.path(), "prune-example", v);
-        let before = std::fs::read_to_string(&log).unwrap();
-        let out = env
-            .dsh()
-            .args(["prune", "--json"])
-            .arg(&log)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let new = appended(&before, &log);
+        let new = appended(env.dsh().args(["prune", "--json"]), &log, v);
         let types: Vec<&str> = new.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(
             types,
@@ -367,13 +354,7 @@ fn prune_appends_in_the_logs_generation() {
             "v{v}"
         );
         assert_stored_in_generation(v, &new);
-        let ok = env.dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
-        assert_eq!(
-            ok.status.code(),
-            Some(0),
-            "v{v}: {}",
-            String::from_utf8_lossy(&ok.stdout)
-        );
+        assert_verifies(env.dsh(), &log, &format!("v{v}"));
         if let Some(shared) = shared("prune_appends_in_the_logs_generation (official read-back)")
             && let Some(r) = official_check(&shared, &log)
         {
@@ -390,10 +371,9 @@ fn compact_appends_in_the_logs_generation_and_keeps_the_system_head() {
     let summary = "## Primary Request and Intent\n- Prune.\n\n## Current Work\n- Done.";
     for v in 1..=3 {
         let log = sample_copy(dir.path(), "prune-closed", v);
-        let before = std::fs::read_to_string(&log).unwrap();
         let server = Server::start(vec![Reply::Sse(deepseek_sse(summary))]);
-        let out = env
-            .dsh()
+        let mut compact = env.dsh();
+        compact
             .env("DEEPSEEK_API_KEY", "sk-test-generations")
             .args([
                 "compact",
@@ -408,18 +388,8 @@ fn compact_appends_in_the_logs_generation_and_keeps_the_system_head() {
                 "deepseek-official/deepseek-v4-flash",
                 "--base-url",
             ])
-            .arg(&server.base)
-            .arg(&log)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "v{v}: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let new = appended(&before, &log);
+            .arg(&server.base);
+        let new = appended(&mut compact, &log, v);
         let types: Vec<&str> = new.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert!(
             types.ends_with(&[
@@ -445,13 +415,7 @@ fn compact_appends_in_the_logs_generation_and_keeps_the_system_head() {
             assert_eq!(s["positions"][0]["type"], "system/message", "{s}");
             assert_eq!(body["messages"][0]["role"], "system", "{body}");
         }
-        let ok = env.dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
-        assert_eq!(
-            ok.status.code(),
-            Some(0),
-            "v{v}: {}",
-            String::from_utf8_lossy(&ok.stdout)
-        );
+        assert_verifies(env.dsh(), &log, &format!("v{v}"));
         if let Some(shared) = shared("compact_appends_in_the_logs_generation (official read-back)")
             && let Some(r) = official_check(&shared, &log)
         {
@@ -466,20 +430,7 @@ fn locks_release_appends_in_the_logs_generation() {
     let dir = tempfile::tempdir().unwrap();
     for v in 1..=3 {
         let log = sample_copy(dir.path(), "locks-busy", v);
-        let before = std::fs::read_to_string(&log).unwrap();
-        let out = env
-            .dsh()
-            .args(["locks", "--release", "--yes"])
-            .arg(&log)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "v{v}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let new = appended(&before, &log);
+        let new = appended(env.dsh().args(["locks", "--release", "--yes"]), &log, v);
         // Released as a resuming harness does: a new lifecycle's marker.
         assert_eq!(new.last().unwrap()["type"], "session/end-seed", "v{v}");
         assert_eq!(new.last().unwrap()["data"], serde_json::json!({}), "v{v}");

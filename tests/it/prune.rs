@@ -2,42 +2,15 @@
 //! writer's refusals as the command shows them.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dsh::json::Value;
 use dsh::log::{LoadOptions, LoadedLog, LogSource};
 
 pub use crate::support::dsh;
 
+use crate::support::{appends, assert_verifies, copy_of, json, load};
 pub use crate::support::{contains, sample, shared};
-
-/// A writable copy of a file in a fresh temporary directory.
-pub fn copy_of(src: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join(name);
-    fs::copy(src, &p).unwrap();
-    let mut perm = fs::metadata(&p).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    perm.set_readonly(false);
-    fs::set_permissions(&p, perm).unwrap();
-    (dir, p)
-}
-
-pub fn load(p: &Path) -> LoadedLog {
-    dsh::log::load(
-        &LogSource::File(p.to_path_buf()),
-        &LoadOptions::default(),
-        &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
-    )
-    .unwrap()
-}
-
-pub fn json(out: &[u8]) -> Value<'static> {
-    let text = String::from_utf8_lossy(out);
-    Value::parse(text.trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {text:.300}"))
-        .into_owned()
-}
 
 fn lines(p: &Path) -> Vec<String> {
     fs::read_to_string(p)
@@ -124,31 +97,13 @@ fn prune_example_reproduced_byte_for_byte() {
         assert_eq!(with_time(g, want), *want);
     }
     let (_d, copy) = copy_of(&ex.join("prune.input.jsonl"), "session.jsonl");
-    let before = fs::read(&copy).unwrap();
-    let out = dsh().args(["prune", "-q"]).arg(&copy).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let after = fs::read(&copy).unwrap();
-    assert_eq!(&after[..before.len()], &before[..]);
-    let appended: Vec<&str> = std::str::from_utf8(&after[before.len()..])
-        .unwrap()
-        .lines()
-        .collect();
+    let (appended, _) = appends(dsh().args(["prune", "-q"]), &copy, "prune");
+    let appended: Vec<&str> = appended.lines().collect();
     assert_eq!(appended.len(), expected.len());
     for (g, want) in appended.iter().zip(&expected) {
         assert_eq!(with_time(g, want), *want);
     }
-    let v = dsh().args(["verify", "-q"]).arg(&copy).output().unwrap();
-    assert_eq!(
-        v.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&v.stdout)
-    );
+    assert_verifies(dsh(), &copy, "prune");
 
     // --resume: the reference's resumed session (what the oracle reports):
     // the same pairs after the resume prefix (closer at 10, end-seed at 11),
@@ -266,32 +221,13 @@ fn prune_example_of_our_own_reproduced_byte_for_byte() {
         String::from_utf8(expected.clone()).unwrap()
     );
     let (_d, log) = copy_of(&sample("prune-example.jsonl"), "session.jsonl");
-    let before = fs::read(&log).unwrap();
-    let out = dsh()
-        .args(["prune", "-q"])
-        .args(time)
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let after = fs::read(&log).unwrap();
-    assert_eq!(&after[..before.len()], &before[..]);
+    let (appended, _) = appends(dsh().args(["prune", "-q"]).args(time), &log, "prune");
     assert!(
-        after[before.len()..] == expected[..],
+        appended.as_bytes() == &expected[..],
         "the appended bytes differ from samples/prune-example.appended.jsonl"
     );
-    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
-    assert_eq!(
-        v.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&v.stdout)
-    );
+    let after = fs::read(&log).unwrap();
+    assert_verifies(dsh(), &log, "prune");
     // Still the open turn (one closer in memory), and a second pass appends nothing.
     let l = load(&log);
     assert_eq!((l.stored_events, l.closers.len()), (14, 1));
@@ -307,7 +243,6 @@ fn prune_example_of_our_own_reproduced_byte_for_byte() {
 #[test]
 fn prune_on_an_open_turn_continues_it() {
     let (_d, log) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
-    let before = fs::read(&log).unwrap();
     let orig = load(&log);
     assert_eq!((orig.stored_events, orig.closers.len()), (9, 3));
     // What the live agent's pruner appends: the stored surface (no closers),
@@ -329,28 +264,17 @@ fn prune_on_an_open_turn_continues_it() {
     )
     .unwrap();
     assert_eq!(plan.events.len(), 4);
-    let out = dsh()
-        .args(["prune", "--time", "1767230000000"])
-        .arg(&log)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (appended, out) = appends(
+        dsh().args(["prune", "--time", "1767230000000"]),
+        &log,
+        "prune",
     );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("appended 4 event(s) (seq 9–12: 2 prune pair(s)) inside the open turn"),
         "{text}"
     );
-    let after = fs::read(&log).unwrap();
-    assert_eq!(&after[..before.len()], &before[..]);
-    let appended: Vec<&str> = std::str::from_utf8(&after[before.len()..])
-        .unwrap()
-        .lines()
-        .collect();
+    let appended: Vec<&str> = appended.lines().collect();
     let want: Vec<String> = plan.events.iter().map(|e| e.value.to_json()).collect();
     assert_eq!(appended, want);
     // Still the same open turn: the loader computes the same closers, the
@@ -358,13 +282,7 @@ fn prune_on_an_open_turn_continues_it() {
     let l = load(&log);
     assert_eq!((l.stored_events, l.closers.len()), (13, 3));
     assert_eq!(l.surface.replace_generation, 2);
-    let v = dsh().args(["verify", "-q"]).arg(&log).output().unwrap();
-    assert_eq!(
-        v.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&v.stdout)
-    );
+    assert_verifies(dsh(), &log, "prune");
     // The JSON names the lifecycle.
     let (_d2, log2) = copy_of(&sample("prune-open-turn.jsonl"), "session.jsonl");
     let out = dsh()

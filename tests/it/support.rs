@@ -195,6 +195,74 @@ pub fn stdout_ok(out: std::process::Output) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A writable copy of a file in a fresh temporary directory.
+pub fn copy_of(src: &Path, name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join(name);
+    std::fs::copy(src, &p).unwrap();
+    let mut perm = std::fs::metadata(&p).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&p, perm).unwrap();
+    (dir, p)
+}
+
+/// A log loaded as it is stored, no observer.
+pub fn load(p: &Path) -> dsh::LoadedLog {
+    dsh::log::load(
+        &dsh::log::LogSource::File(p.to_path_buf()),
+        &dsh::log::LoadOptions::default(),
+        &mut |_: &dsh::Event<'_>, _: &dsh::log::Folded<'_>| {},
+    )
+    .unwrap()
+}
+
+/// A command's output parsed as one JSON document.
+pub fn json(out: &[u8]) -> Value<'static> {
+    let text = String::from_utf8_lossy(out);
+    Value::parse(text.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {text:.300}"))
+        .into_owned()
+}
+
+/// Runs a writer on `log` (its last argument): it must succeed (`what`,
+/// its stdout and stderr otherwise) and only append. What it appended,
+/// and its output.
+#[track_caller]
+pub fn appends(cmd: &mut Command, log: &Path, what: &str) -> (String, std::process::Output) {
+    let before = std::fs::read(log).unwrap();
+    let out = cmd.arg(log).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::fs::read(log).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "{what}: a writer never rewrites a byte"
+    );
+    (
+        String::from_utf8(after[before.len()..].to_vec()).unwrap(),
+        out,
+    )
+}
+
+/// `dsh verify -q` finds the log clean: exit 0 (`what` and its findings
+/// otherwise).
+#[track_caller]
+pub fn assert_verifies(mut dsh: Command, log: &Path, what: &str) {
+    let v = dsh.args(["verify", "-q"]).arg(log).output().unwrap();
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{what}: {}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}
+
 /// Parse a file as one JSON document.
 pub fn read_json(p: &Path) -> Value<'static> {
     let bytes = std::fs::read(p).unwrap();

@@ -403,8 +403,31 @@ impl Filter {
     }
 
     /// Whether a time bound is set.
-    pub fn has_time(&self) -> bool {
+    fn has_time(&self) -> bool {
         self.since.is_some() || self.until.is_some()
+    }
+
+    /// The scanned logs split: the sessions it admits; the refused logs it
+    /// could not have left out (they have no project or time to filter by);
+    /// how many sessions it left out for their unknown times.
+    pub fn split(
+        &self,
+        scanned: Vec<Result<Session, Refused>>,
+    ) -> (Vec<Session>, Vec<Refused>, u64) {
+        let keeps_refused = self.project.is_none() && !self.has_time() && !self.busy;
+        let (mut shown, mut refused, mut unknown_time) = (Vec::new(), Vec::new(), 0);
+        for r in scanned {
+            match r {
+                Ok(s) if self.admits(&s) => shown.push(s),
+                Ok(s) => {
+                    let unknown = s.started.is_none() && s.last_activity.is_none();
+                    unknown_time += u64::from(self.has_time() && unknown);
+                }
+                Err(e) if keeps_refused => refused.push(e),
+                Err(_) => {}
+            }
+        }
+        (shown, refused, unknown_time)
     }
 }
 

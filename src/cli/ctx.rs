@@ -309,14 +309,6 @@ fn lookup_error(e: dsh::log::lookup::LookupError) -> anyhow::Error {
     }
 }
 
-/// One-line preview of a message for tables: its blocks' previews joined
-/// by spaces, every run of whitespace one space, cut to `width` characters.
-/// The library's [`dsh::view::preview`], which `dsh view` shows too; only
-/// the characters that can show are read.
-pub fn preview(msg: Option<&Value<'_>>, width: usize) -> String {
-    dsh::view::preview(msg, width)
-}
-
 /// Cut a string to `width` characters with an ellipsis.
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
@@ -414,6 +406,8 @@ mod tests {
         )
     }
 
+    /// The library's [`dsh::view::preview`], which `events`, `surface`
+    /// and `view` show.
     #[test]
     fn preview_reads_only_what_shows_and_shows_what_it_did() {
         let msgs = [
@@ -431,12 +425,12 @@ mod tests {
             let v = Value::parse(m).unwrap();
             for width in 0..40 {
                 assert_eq!(
-                    preview(Some(&v), width),
+                    dsh::view::preview(Some(&v), width),
                     reference(&v, width),
                     "{m} at {width}"
                 );
             }
         }
-        assert_eq!(preview(None, 10), "");
+        assert_eq!(dsh::view::preview(None, 10), "");
     }
 }

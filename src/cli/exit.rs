@@ -27,6 +27,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// 0 when no log was refused, else 3: the status of a command that
+    /// reads many logs and goes on past the refused ones.
+    pub fn of_refusals(refused: usize) -> Status {
+        if refused == 0 {
+            Status::Ok
+        } else {
+            Status::InvalidLog
+        }
+    }
+
     /// The process exit code.
     pub fn code(self) -> u8 {
         self as u8

@@ -101,22 +101,6 @@ pub fn fit_all_examples(cmd: clap::Command) -> clap::Command {
     })
 }
 
-/// Levenshtein distance in characters.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// How close a flag's name is to what was typed, by meaning first: the
 /// typed words all in the flag's (`--threshold` → `--threshold-ratio`,
 /// `--window` → `--context-window`), then by spelling. `None`: not close.
@@ -128,7 +112,7 @@ fn closeness(typed: &str, name: &str) -> Option<usize> {
     if name.starts_with(typed) || typed.starts_with(name) {
         return Some(1);
     }
-    let d = distance(typed, name);
+    let d = dsh::log::lookup::edit_distance(typed, name);
     (d <= (typed.chars().count() / 3).clamp(1, 3)).then_some(d + 1)
 }
 

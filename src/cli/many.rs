@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dsh::LogSource;
-use dsh::sessions::Refused;
+use dsh::sessions::{Refused, ScanOptions, Session};
 
 use super::ctx::Ctx;
 use super::render;
@@ -21,18 +21,13 @@ pub fn run_many<T: Send, E: Send>(
     job: &(dyn Fn(&LogSource) -> Result<T, E> + Sync),
 ) -> Vec<Result<T, E>> {
     let n = sources.len();
-    let workers = if jobs == 0 {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
-    } else {
-        jobs
-    }
-    .min(n.max(1));
+    let workers = workers(jobs).min(n.max(1));
     match sources {
         [] => {}
         [one] => crate::keep_freed_pages_for(one),
         _ => crate::keep_freed_pages_longer(),
     }
-    let bar = render::progress(ctx.stderr_tty && !ctx.quiet, n as u64, what);
+    let bar = render::progress(ctx, n, what);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<T, E>>>> = Mutex::new((0..n).map(|_| None).collect());
     let work = || {
@@ -43,9 +38,7 @@ pub fn run_many<T: Send, E: Send>(
             }
             let r = job(&sources[i]);
             results.lock().unwrap()[i] = Some(r);
-            if let Some(b) = &bar {
-                b.inc(1);
-            }
+            bar.inc(1);
         }
     };
     std::thread::scope(|s| {
@@ -58,15 +51,21 @@ pub fn run_many<T: Send, E: Send>(
         }
         work();
     });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     results
         .into_inner()
         .unwrap()
         .into_iter()
         .map(|r| r.expect("every job ran"))
         .collect()
+}
+
+/// `--jobs N`: N, or one per core for 0.
+pub fn workers(jobs: usize) -> usize {
+    match jobs {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n,
+    }
 }
 
 /// Every log the arguments name (no argument: every session under the
@@ -99,4 +98,109 @@ pub fn sources_of(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<Result<LogS
         }
     }
     Ok(items)
+}
+
+/// Run `job` on every log the arguments name (see [`sources_of`]), `jobs`
+/// at a time, in input order: each result with its log; an argument that
+/// names nothing readable is its refusal.
+pub fn run_named<T: Send>(
+    ctx: &Ctx,
+    paths: &[String],
+    jobs: usize,
+    what: &str,
+    job: &(dyn Fn(&LogSource) -> Result<T, Refused> + Sync),
+) -> anyhow::Result<Vec<Result<(LogSource, T), Refused>>> {
+    let items = sources_of(ctx, paths)?;
+    let sources: Vec<LogSource> = items
+        .iter()
+        .filter_map(|i| i.as_ref().ok().cloned())
+        .collect();
+    let mut results = run_many(ctx, &sources, jobs, what, job).into_iter();
+    Ok(items
+        .into_iter()
+        .map(|i| {
+            let src = i?;
+            let r = results.next().expect("one result per source")?;
+            Ok((src, r))
+        })
+        .collect())
+}
+
+/// Every session the arguments name (no argument: every session under
+/// the home), scanned as `dsh sessions` does, in parallel, in input order.
+pub fn scan_all(
+    ctx: &Ctx,
+    paths: &[String],
+    opts: &ScanOptions,
+    jobs: usize,
+) -> anyhow::Result<Vec<Result<Session, Refused>>> {
+    let scanned = run_named(ctx, paths, jobs, "reading sessions", &|s| {
+        dsh::sessions::scan(s, opts)
+    })?;
+    Ok(scanned.into_iter().map(|r| r.map(|(_, s)| s)).collect())
+}
+
+/// `--project` / `--cwd PATH`: the path made absolute, and its canonical
+/// spelling when that differs (the harness records the cwd it started in,
+/// usually canonical).
+pub fn project_filter(arg: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(p) = arg else {
+        return (None, None);
+    };
+    let abs = std::path::absolute(p)
+        .map(|a| a.display().to_string())
+        .unwrap_or_else(|_| p.to_string());
+    let canonical = std::fs::canonicalize(p)
+        .ok()
+        .map(|c| c.display().to_string())
+        .filter(|c| *c != abs);
+    (Some(abs), canonical)
+}
+
+/// `--since`, `--until`, `--tz`: shared by `sessions` and `usage`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TimeArgs {
+    /// From this date or time on (2026-07-01 or 20260701, 2026-07-01T09:30Z),
+    /// or this long back from now (7d, 2w, 12h).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Before this date or time (or this long back from now).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// The time zone dates are shown and typed in (default: the local one,
+    /// from $TZ, else the system's): UTC, a fixed offset such as +08:00, or
+    /// a zone name such as Asia/Shanghai (read from $TZDIR, else
+    /// /usr/share/zoneinfo).
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+    /// Show and type dates in UTC (the same as --tz UTC).
+    #[arg(long, conflicts_with = "tz")]
+    pub utc: bool,
+}
+
+/// The parsed time flags.
+pub struct Times {
+    /// `--tz` / `--utc`, else the local zone.
+    pub tz: dsh::civil::Zone,
+    /// `--since` (epoch ms).
+    pub since: Option<i64>,
+    /// `--until` (epoch ms).
+    pub until: Option<i64>,
+}
+
+impl TimeArgs {
+    /// Parse against the clock.
+    pub fn parse(&self) -> anyhow::Result<Times> {
+        let tz = super::zone::of_flags(self.tz.as_deref(), self.utc)?;
+        let now = super::writes::now_ms() as i64;
+        let bound = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<i64>> {
+            v.as_deref()
+                .map(|s| tz.parse_bound(s, now))
+                .transpose()
+                .map_err(|e| super::exit::UsageError(format!("--{flag} {e}")).into())
+        };
+        let since = bound("since", &self.since)?;
+        let until = bound("until", &self.until)?;
+        Ok(Times { tz, since, until })
+    }
 }

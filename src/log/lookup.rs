@@ -249,8 +249,9 @@ pub fn near_miss(arg: &str) -> Option<PathBuf> {
     best.map(|(_, p)| p)
 }
 
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance in characters (also what `dsh` suggests for a
+/// mistyped flag).
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

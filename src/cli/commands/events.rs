@@ -4,16 +4,15 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use anyhow::Result;
-use dsh::doc::SchemaVersion;
-use dsh::doc::events::{EventRow, Stored};
+use dsh::doc::events::EventRow;
 use dsh::event::{Event, Kind, SurfaceOp};
-use dsh::json::Value;
 use dsh::log::Folded;
 use dsh::view::Origin;
 
-use crate::cli::ctx::{Ctx, preview};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::Status;
-use crate::cli::render::{self, escape};
+use crate::cli::render;
+use crate::cli::render::events::{Shape, human_line, human_parts, json_row, mark};
 use crate::cli::rows::{RowWindow, Rows};
 
 /// Show the raw log as a human transcript.
@@ -143,68 +142,6 @@ impl Selection<'_> {
     }
 }
 
-/// A `--json` row of `file`, its event not copied yet.
-fn json_row<'a>(
-    ev: &'a Event<'_>,
-    folded: &Folded<'a>,
-    (kind, turn, origin): (&'a str, Option<u64>, Origin),
-    file: &'a str,
-    on_surface: bool,
-) -> EventRow<'a> {
-    EventRow {
-        seq: ev.seq,
-        line: (ev.line > 0).then_some(ev.line),
-        kind,
-        turn,
-        origin,
-        on_surface,
-        synthetic: folded.synthetic,
-        // The event is copied from its line when the line is what
-        // serialising it would write (nearly always).
-        event: folded
-            .canonical_line
-            .map_or(Stored::Value(&ev.value), Stored::Line),
-        file,
-        schema_version: SchemaVersion,
-    }
-}
-
-/// A human row: the seq, turn and type columns before the mark, the detail
-/// after it.
-fn human_parts(
-    ev: &Event<'_>,
-    folded: &Folded<'_>,
-    name: &str,
-    turn: Option<u64>,
-    origin: Origin,
-    width: usize,
-) -> (String, String) {
-    let t = turn.map(|t| format!("t{t}")).unwrap_or_else(|| "-".into());
-    let arrow = if origin == Origin::Replace {
-        "⟲"
-    } else {
-        " "
-    };
-    (
-        format!(
-            "{:>7}  {:<4} {arrow} {:<20} ",
-            ev.seq,
-            t,
-            escape::line(name)
-        ),
-        format!(" {}", escape::line(&describe(ev, folded, width))),
-    )
-}
-
-/// The row's line: cut to the terminal, never wrapped by it.
-fn human_line(head: &str, mark: &str, tail: &str, term: Option<usize>) -> String {
-    let line = format!("{head}{mark:<9}{tail}");
-    match term {
-        Some(w) => render::cut(line.trim_end_matches('\n'), w) + "\n",
-        None => line + "\n",
-    }
-}
-
 /// Run it.
 ///
 /// Every view reads the log once and holds its rows until the surface at
@@ -261,27 +198,6 @@ pub fn run(ctx: &mut Ctx, args: &EventsArgs) -> Result<Status> {
     }
     out.flush()?;
     Ok(Status::Ok)
-}
-
-/// How rows are drawn: JSON or text, the preview's width, the terminal's.
-struct Shape {
-    json: bool,
-    width: usize,
-    term: Option<usize>,
-    file: String,
-    /// A JSON row's closing text (after its event).
-    tail: String,
-}
-
-/// The mark column: what the current surface says of an event.
-fn mark(current: &HashSet<u64>, seq: u64, message: bool, synthetic: bool) -> &'static str {
-    if synthetic {
-        "synthetic"
-    } else if message && !current.contains(&seq) {
-        "shadowed"
-    } else {
-        ""
-    }
 }
 
 /// One pass: the rows wait (up to `debug_hold_bytes`) for the surface at
@@ -457,16 +373,7 @@ fn second_pass<W: Write>(
         if !rows.admit() {
             return;
         }
-        let row = if shape.json {
-            let shown = (name.as_str(), turn, origin);
-            json_row(ev, folded, shown, &shape.file, current.contains(&ev.seq))
-                .line()
-                .0
-        } else {
-            let (head, tail) = human_parts(ev, folded, &name, turn, origin, shape.width);
-            let m = mark(current, ev.seq, ev.kind.is_surface(), folded.synthetic);
-            human_line(&head, m, &tail, shape.term)
-        };
+        let row = shape.row(ev, folded, (name.as_str(), turn, origin), current);
         if let Err(e) = rows.push(row) {
             werr = Some(e);
         }
@@ -475,24 +382,5 @@ fn second_pass<W: Write>(
     match werr {
         Some(e) => Err(e.into()),
         None => Ok(()),
-    }
-}
-
-fn describe(ev: &Event<'_>, folded: &Folded<'_>, width: usize) -> String {
-    match ev.kind {
-        Kind::UserMessage | Kind::AssistantMessage | Kind::ToolResult => {
-            let mut s = preview(ev.message(), width);
-            if let Some(a) = folded.applied
-                && !a.shadowed.is_empty()
-            {
-                let seqs: Vec<String> = a.shadowed.iter().map(|n| n.seq.to_string()).collect();
-                s = format!("replaces [{}]: {s}", seqs.join(", "));
-            }
-            s
-        }
-        // Token counts with their thousands grouped, as every table here.
-        _ => dsh::view::describe(ev, width, &|v: &Value<'_>| {
-            v.as_f64().map_or_else(|| v.to_json(), render::num_f64)
-        }),
     }
 }

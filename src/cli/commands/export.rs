@@ -3,15 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use dsh::doc::error::LogRefusal;
-use dsh::doc::export as doc;
 use dsh::export::{ExportOptions, Format, TABLES, TableWriter};
 use dsh::meter::tokenizer::Encoding;
-use dsh::sessions::{Refused, ScanOptions};
+use dsh::sessions::ScanOptions;
 
 use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::{self, outln};
+use crate::cli::render::{self, export as show};
 
 /// Export sessions as tables: sessions, requests, compactions, prunes,
 /// locks, findings.
@@ -169,21 +167,11 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         }
     }
     let mut counts = [0u64; 6];
-    let jobs = if args.jobs == 0 {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
-    } else {
-        args.jobs
-    };
-    let bar = render::progress(
-        ctx.stderr_tty && !ctx.quiet,
-        sources.len() as u64,
-        "exporting sessions",
-    );
+    let jobs = crate::cli::many::workers(args.jobs);
+    let bar = render::progress(ctx, sources.len(), "exporting sessions");
     let mut logs = 0u64;
     dsh::export::export_many(&sources, &opts, jobs, &mut |_, r| {
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
+        bar.inc(1);
         match r {
             Ok(rows) => {
                 logs += 1;
@@ -198,22 +186,24 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         }
         Ok::<(), anyhow::Error>(())
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     for (w, spec) in writers.into_iter().zip(&TABLES) {
         w.finish().map_err(|e| failed(spec.name, e))?;
     }
     if let Some(t) = tmp {
         publish(t, out, &parent)?;
     }
-    let status = if refused.is_empty() {
-        Status::Ok
-    } else {
-        Status::InvalidLog
-    };
-    report(ctx, args, format, logs, &counts, &refused, &file_name, None)?;
-    Ok(status)
+    show::report(
+        ctx,
+        (&args.out, args.dry_run),
+        format,
+        logs,
+        &counts,
+        &refused,
+        &file_name,
+        None,
+    )?;
+    Ok(Status::of_refusals(refused.len()))
 }
 
 /// --out must name a directory dsh may fill: not `-`, not a non-empty one
@@ -237,6 +227,12 @@ fn check_out(args: &ExportArgs) -> Result<()> {
         ))
         .into());
     }
+    not_a_file(out)?;
+    Ok(())
+}
+
+/// OUT must not be a file (or a link to one).
+fn not_a_file(out: &Path) -> Result<()> {
     if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
         return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
     }
@@ -289,9 +285,7 @@ pub fn incremental(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         return Err(UsageError("--incremental extends OUT: --force does not apply".into()).into());
     }
     let out = &args.out;
-    if std::fs::symlink_metadata(out).is_ok_and(|m| !m.is_dir()) {
-        return Err(UsageError(format!("{}: exists and is not a directory", out.display())).into());
-    }
+    not_a_file(out)?;
     let fresh = std::fs::read_dir(out).map_or(true, |mut d| d.next().is_none());
     if !fresh && !out.join(dsh::fleet::MANIFEST).is_file() {
         return Err(UsageError(format!(
@@ -307,34 +301,17 @@ pub fn incremental(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         .into_iter()
         .map(|(source, place)| dsh::fleet::Input { source, place })
         .collect();
-    let bar = render::progress(
-        ctx.stderr_tty && !ctx.quiet,
-        inputs.len() as u64,
-        "exporting sessions",
-    );
-    let jobs = if args.jobs == 0 {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
-    } else {
-        args.jobs
-    };
+    let bar = render::progress(ctx, inputs.len(), "exporting sessions");
+    let jobs = crate::cli::many::workers(args.jobs);
     let mut rep = dsh::fleet::export(out, &inputs, &opts, jobs, args.dry_run, &mut || {
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
+        bar.inc(1);
     })?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish_and_clear();
     refused.append(&mut rep.refused);
-    let status = if refused.is_empty() {
-        Status::Ok
-    } else {
-        Status::InvalidLog
-    };
     let file_name = |name: &str| format!("{name}/");
-    report(
+    show::report(
         ctx,
-        args,
+        (&args.out, args.dry_run),
         Format::Parquet,
         rep.read,
         &rep.rows,
@@ -342,71 +319,5 @@ pub fn incremental(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         &file_name,
         Some(&rep),
     )?;
-    Ok(status)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn report(
-    ctx: &mut Ctx,
-    args: &ExportArgs,
-    format: Format,
-    logs: u64,
-    counts: &[u64; 6],
-    refused: &[Refused],
-    file_name: &dyn Fn(&str) -> String,
-    fleet: Option<&dsh::fleet::Report>,
-) -> Result<()> {
-    let path = |name: &str| Path::new(&args.out).join(file_name(name));
-    if ctx.json {
-        let tables = std::array::from_fn(|i| {
-            let spec = &TABLES[i];
-            let file = path(spec.name).display().to_string();
-            doc::Table::of(spec, file, counts[i])
-        });
-        ctx.print_doc(&doc::Export {
-            out: args.out.display().to_string(),
-            format: format.into(),
-            dry_run: args.dry_run,
-            logs,
-            tables,
-            refused: refused
-                .iter()
-                .map(|r| LogRefusal::of(&r.error, &r.file, true))
-                .collect(),
-            incremental: fleet.map(doc::Incremental::of),
-            schema_version: dsh::doc::SchemaVersion,
-        })?;
-        return Ok(());
-    }
-    if let Some(r) = fleet {
-        render::fleet::print(&ctx.out, r)?;
-    }
-    let verb = if args.dry_run { "would write" } else { "wrote" };
-    outln!(
-        ctx.out,
-        "{verb} {} ({} session(s), {})",
-        args.out.display(),
-        render::num(logs),
-        format.as_str()
-    )?;
-    for (spec, n) in TABLES.iter().zip(counts) {
-        outln!(
-            ctx.out,
-            "  {:<12} {:>10} rows  {}",
-            spec.name,
-            render::num(*n),
-            path(spec.name).display()
-        )?;
-    }
-    for r in refused {
-        ctx.say_load_error(&r.error);
-    }
-    if !refused.is_empty() {
-        outln!(
-            ctx.out,
-            "{} log(s) refused to load and left out (reasons on stderr)",
-            refused.len()
-        )?;
-    }
-    Ok(())
+    Ok(Status::of_refusals(refused.len()))
 }

@@ -106,21 +106,15 @@ pub fn run(ctx: &mut Ctx, args: &HealthArgs) -> Result<Status> {
         },
         now: Some(crate::cli::writes::now_ms() as i64),
     };
-    let items = crate::cli::many::sources_of(ctx, &args.paths)?;
-    let sources: Vec<dsh::LogSource> = items
-        .iter()
-        .filter_map(|i| i.as_ref().ok().cloned())
-        .collect();
-    let mut results =
-        crate::cli::many::run_many(ctx, &sources, args.jobs, "checking sessions", &|s| {
+    let results =
+        crate::cli::many::run_named(ctx, &args.paths, args.jobs, "checking sessions", &|s| {
             dsh::health::scan(s, &opts)
-        })
-        .into_iter();
+        })?;
     let (mut sessions, mut refused) = (Vec::new(), Vec::new());
-    for i in items {
-        match i.map(|_| results.next().expect("one result per source")) {
-            Ok(Ok(h)) => sessions.push(h),
-            Ok(Err(r)) | Err(r) => refused.push(r),
+    for r in results {
+        match r {
+            Ok((_, h)) => sessions.push(h),
+            Err(r) => refused.push(r),
         }
     }
     let summary = dsh::health::summarise(&sessions);
@@ -134,13 +128,8 @@ pub fn run(ctx: &mut Ctx, args: &HealthArgs) -> Result<Status> {
     } else {
         print_text(ctx, args, &sessions, &refused, &summary)?;
     }
-    Ok(if !refused.is_empty() {
-        Status::InvalidLog
-    } else if failed {
-        Status::Findings
-    } else {
-        Status::Ok
-    })
+    let findings = if failed { Status::Findings } else { Status::Ok };
+    Ok(Status::of_refusals(refused.len()).worst(findings))
 }
 
 fn print_json(

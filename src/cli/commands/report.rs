@@ -2,22 +2,20 @@
 //! for many.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use dsh::civil::Zone;
-use dsh::doc::report as doc;
 use dsh::log::LogSource;
 use dsh::meter::tokenizer::Encoding;
 use dsh::report::fleet::{Entry, Fleet, RefusedLog};
 use dsh::report::html::PageOptions;
-use dsh::report::{ReportError, ReportOptions, SessionReport};
+use dsh::report::{ReportError, ReportOptions};
 use dsh::sessions::{ScanOptions, Session};
 
 use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render;
-use crate::cli::render::outln;
+use crate::cli::render::{self, report as show};
 
 /// Write a session as one self-contained HTML page, or a home as a
 /// dashboard with one page per session.
@@ -89,15 +87,6 @@ pub struct ReportArgs {
     pub jobs: usize,
 }
 
-/// What one page held: its file, its size, its `--json` entry and its
-/// line of text.
-struct Page {
-    file: String,
-    bytes: u64,
-    json: doc::Page,
-    line: String,
-}
-
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
     let config = crate::cli::ctx::load_config(args.config.as_deref())?;
@@ -127,7 +116,7 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
         Err(ReportError::Load(e)) => return Ok(ctx.report_load_error(&e)),
         Err(e) => return Err(e.into()),
     };
-    warn(ctx, &r.file, &r.warnings);
+    show::warn(ctx, &r.file, &r.warnings);
     let html = dsh::report::html::session_page(
         &r,
         &[],
@@ -143,13 +132,13 @@ pub fn run(ctx: &mut Ctx, args: &ReportArgs) -> Result<Status> {
         return Ok(Status::Ok);
     }
     crate::cli::writes::write_whole(&args.out, src.path(), args.force, html.as_bytes())?;
-    let page = page_of(&r, &args.out, html.len());
-    finish(ctx, &args.out, None, &[page], &[])?;
+    let page = show::page_of(&r, &args.out, html.len());
+    show::finish(ctx, &args.out, None, &[page], &[])?;
     Ok(Status::Ok)
 }
 
 /// What building one session's page gave.
-type Built = (Entry, Page, Vec<String>);
+type Built = (Entry, show::Page, Vec<String>);
 
 /// A session to write: its log, its page's name, its `sessions` row and
 /// its `dsh health` findings.
@@ -202,11 +191,6 @@ fn plan(
         no_meter: false,
         config: opts.config.clone(),
     };
-    let items = crate::cli::many::sources_of(ctx, &args.logs)?;
-    let sources: Vec<LogSource> = items
-        .iter()
-        .filter_map(|i| i.as_ref().ok().cloned())
-        .collect();
     // The sessions' rows and `dsh health`'s findings, in one pass each.
     let health = dsh::health::HealthOptions {
         scan,
@@ -214,26 +198,20 @@ fn plan(
         now: Some(crate::cli::writes::now_ms() as i64),
         ..dsh::health::HealthOptions::default()
     };
-    let mut scanned =
-        crate::cli::many::run_many(ctx, &sources, args.jobs, "reading sessions", &|s| {
+    let scanned =
+        crate::cli::many::run_named(ctx, &args.logs, args.jobs, "reading sessions", &|s| {
             dsh::health::scan_with(s, &health, None).map(|(h, s, _)| (s, h))
-        })
-        .into_iter()
-        .zip(sources.iter().cloned());
+        })?;
     let mut todo = Vec::new();
     let mut refused = Vec::new();
     let mut used = std::collections::HashSet::new();
-    for item in items {
-        let r = match item {
-            Ok(_) => scanned.next().expect("one scan per source"),
-            Err(e) => (Err(e), LogSource::Stdin),
-        };
+    for r in scanned {
         match r {
-            (Ok((s, h)), src) => {
+            Ok((src, (s, h))) => {
                 let name = dsh::report::fleet::page_name(&s.id, &mut used);
                 todo.push((src, name, s, h));
             }
-            (Err(e), _) => refused.push(RefusedLog {
+            Err(e) => refused.push(RefusedLog {
                 file: e.file.clone(),
                 reason: ctx.describe_load_error(&e.error),
             }),
@@ -276,7 +254,11 @@ fn many(ctx: &mut Ctx, args: &ReportArgs, opts: &ReportOptions, zone: Zone) -> R
             Some(health),
             &opts.prices,
         );
-        Ok((entry, page_of(&r, &path, html.len()), r.warnings.clone()))
+        Ok((
+            entry,
+            show::page_of(&r, &path, html.len()),
+            r.warnings.clone(),
+        ))
     };
     let built = crate::cli::many::run_many(ctx, &sources, args.jobs, "writing pages", &job);
     let mut pages = Vec::new();
@@ -284,7 +266,7 @@ fn many(ctx: &mut Ctx, args: &ReportArgs, opts: &ReportOptions, zone: Zone) -> R
     for (b, src) in built.into_iter().zip(&sources) {
         match b {
             Ok((entry, page, warnings)) => {
-                warn(ctx, &page.file, &warnings);
+                show::warn(ctx, &page.file, &warnings);
                 entries.push(entry);
                 pages.push(page);
             }
@@ -303,102 +285,6 @@ fn many(ctx: &mut Ctx, args: &ReportArgs, opts: &ReportOptions, zone: Zone) -> R
     let fleet = Fleet::new(entries, refused, &opts.prices, zone);
     let html = dsh::report::dashboard::index_page(&fleet);
     crate::cli::writes::write_whole(&index, None, args.force, html.as_bytes())?;
-    finish(ctx, dir, Some((&index, html.len())), &pages, &fleet.refused)?;
-    Ok(if fleet.refused.is_empty() {
-        Status::Ok
-    } else {
-        Status::InvalidLog
-    })
-}
-
-fn warn(ctx: &Ctx, file: &str, warnings: &[String]) {
-    if !ctx.quiet && !ctx.json {
-        for w in warnings {
-            eprintln!("{} {file}: {w}", render::warning_tag());
-        }
-    }
-}
-
-fn page_of(r: &SessionReport, path: &Path, bytes: usize) -> Page {
-    let (requests, compactions) = (r.points.len(), r.landed_compactions());
-    let downsampled = requests > r.max_points;
-    Page {
-        file: r.file.clone(),
-        bytes: bytes as u64,
-        json: doc::Page {
-            file: r.file.clone(),
-            session: r.session.clone(),
-            path: path.display().to_string(),
-            bytes: bytes as u64,
-            requests: requests as u64,
-            compactions: compactions as u64,
-            prunes: r.prunes.len() as u64,
-            downsampled,
-        },
-        line: format!(
-            "wrote {} ({} bytes): session {}, {} requests, {compactions} compaction(s), {} prune(s){}",
-            path.display(),
-            render::num(bytes as u64),
-            r.session,
-            render::num(requests as u64),
-            r.prunes.len(),
-            if downsampled {
-                ", charts downsampled"
-            } else {
-                ""
-            }
-        ),
-    }
-}
-
-fn finish(
-    ctx: &mut Ctx,
-    out: &Path,
-    index: Option<(&Path, usize)>,
-    pages: &[Page],
-    refused: &[RefusedLog],
-) -> Result<()> {
-    let total: u64 = pages.iter().map(|p| p.bytes).sum::<u64>() + index.map_or(0, |i| i.1 as u64);
-    if ctx.json {
-        ctx.print_doc(&doc::Report {
-            out: out.display().to_string(),
-            index: index.map(|i| i.0.display().to_string()),
-            pages: pages.iter().map(|p| &p.json).collect(),
-            refused: refused
-                .iter()
-                .map(|r| doc::Refused {
-                    file: &r.file,
-                    error: &r.reason,
-                })
-                .collect(),
-            bytes: total,
-            schema_version: dsh::doc::SchemaVersion,
-        })?;
-        return Ok(());
-    }
-    if ctx.quiet {
-        return Ok(());
-    }
-    match index {
-        // One page: what it holds.
-        None => {
-            for p in pages {
-                outln!(ctx.out, "{}", p.line)?;
-            }
-        }
-        // A dashboard: one line (--json lists every page).
-        Some((i, n)) => outln!(
-            ctx.out,
-            "wrote {} ({} bytes) and {} session page(s) beside it ({} bytes in all){}",
-            i.display(),
-            render::num(n as u64),
-            pages.len(),
-            render::num(total),
-            match refused.len() {
-                0 => String::new(),
-                k => format!("; {k} log(s) refused, listed on the dashboard"),
-            }
-        )?,
-    }
-    Ok(())
+    show::finish(ctx, dir, Some((&index, html.len())), &pages, &fleet.refused)?;
+    Ok(Status::of_refusals(fleet.refused.len()))
 }

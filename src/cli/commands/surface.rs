@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use crate::cli::ctx::{Ctx, preview};
+use crate::cli::ctx::Ctx;
 use crate::cli::exit::Status;
 use crate::cli::render;
 use crate::cli::render::outln;
@@ -73,7 +73,7 @@ pub fn run(ctx: &mut Ctx, args: &SurfaceArgs) -> Result<Status> {
             render::kind_name(n.kind).to_string(),
             role,
             render::num(n.tokens),
-            preview(ev.message(), preview_chars),
+            dsh::view::preview(ev.message(), preview_chars),
             shadows,
         ]);
     }

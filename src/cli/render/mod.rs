@@ -4,6 +4,8 @@ pub mod cache;
 pub mod color;
 pub mod compact;
 pub mod escape;
+pub mod events;
+pub mod export;
 pub mod fill;
 pub mod fleet;
 pub mod hidden;
@@ -12,9 +14,14 @@ pub mod measure;
 pub mod out;
 pub mod pager;
 pub mod prune;
+pub mod report;
+pub mod sessions;
 pub mod simulate;
 pub mod table;
 pub mod tree;
+pub mod usage;
+pub mod verify;
+pub mod view;
 
 pub(crate) use out::{Out, outln, outp};
 
@@ -235,20 +242,21 @@ pub fn num_f64(x: f64) -> String {
     }
 }
 
-/// A progress bar on stderr when it is a terminal and the work is long
-/// (a few logs finish before a bar could tell anything).
-pub fn progress(enabled: bool, len: u64, what: &str) -> Option<indicatif::ProgressBar> {
-    if !enabled || len < 16 {
-        return None;
+/// A progress bar on stderr when it is a terminal, not `--quiet`, and the
+/// work is long (a few logs finish before a bar could tell anything);
+/// else a hidden one.
+pub fn progress(ctx: &crate::cli::ctx::Ctx, len: usize, what: &str) -> indicatif::ProgressBar {
+    if !ctx.stderr_tty || ctx.quiet || len < 16 {
+        return indicatif::ProgressBar::hidden();
     }
-    let pb = indicatif::ProgressBar::new(len);
+    let pb = indicatif::ProgressBar::new(len as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} ({eta})")
             .unwrap()
             .progress_chars("=> "),
     );
     pb.set_message(what.to_string());
-    Some(pb)
+    pb
 }
 
 /// USD for a table, one rule everywhere: four decimals, thousands

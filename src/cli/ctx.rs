@@ -58,6 +58,12 @@ impl Ctx {
         }
     }
 
+    /// A progress bar for `len` logs on stderr, drawn only on a terminal
+    /// and not with --quiet (see [`super::render::progress`]).
+    pub fn progress(&self, len: usize, what: &str) -> indicatif::ProgressBar {
+        super::render::progress(self.stderr_tty && !self.quiet, len, what)
+    }
+
     /// Send the rest of this command's output through the pager once it is
     /// longer than the terminal (when standard output is one and paging is
     /// on). Commands with long human output call it once they know they
@@ -309,6 +315,19 @@ fn lookup_error(e: dsh::log::lookup::LookupError) -> anyhow::Error {
     }
 }
 
+/// A message content block's `type`, and a reader of its string fields
+/// (empty when absent).
+pub fn block_fields<'a>(b: &'a Value<'_>) -> (String, impl Fn(&str) -> String + 'a) {
+    let ty = b.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    let text = move |k: &str| {
+        b.get(k)
+            .and_then(|t| t.as_jstr())
+            .map(|t| t.to_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    (ty.into_owned(), text)
+}
+
 /// Cut a string to `width` characters with an ellipsis.
 pub fn truncate(s: &str, width: usize) -> String {
     if s.chars().count() <= width {
@@ -364,17 +383,7 @@ mod tests {
     /// The preview as it was first written: everything built, then cut.
     fn reference(msg: &Value<'_>, width: usize) -> String {
         fn block(b: &Value<'_>) -> String {
-            let ty = b
-                .get("type")
-                .and_then(|t| t.as_str())
-                .unwrap_or_default()
-                .into_owned();
-            let text = |k: &str| {
-                b.get(k)
-                    .and_then(|t| t.as_jstr())
-                    .map(|t| t.to_lossy().into_owned())
-                    .unwrap_or_default()
-            };
+            let (ty, text) = block_fields(b);
             match ty.as_str() {
                 "text" => text("text"),
                 "reasoning" => format!("(thinking) {}", text("text")),

@@ -8,7 +8,6 @@ use dsh::LogSource;
 use dsh::sessions::{Refused, ScanOptions, Session};
 
 use super::ctx::Ctx;
-use super::render;
 
 /// Run `job` on every source, `jobs` at a time (0: one per core), and return
 /// the results in input order. A progress bar is drawn on stderr only when it
@@ -27,7 +26,7 @@ pub fn run_many<T: Send, E: Send>(
         [one] => crate::keep_freed_pages_for(one),
         _ => crate::keep_freed_pages_longer(),
     }
-    let bar = render::progress(ctx, n, what);
+    let bar = ctx.progress(n, what);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<T, E>>>> = Mutex::new((0..n).map(|_| None).collect());
     let work = || {

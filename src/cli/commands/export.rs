@@ -9,7 +9,7 @@ use dsh::sessions::ScanOptions;
 
 use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::render::{self, export as show};
+use crate::cli::render::export as show;
 
 /// Export sessions as tables: sessions, requests, compactions, prunes,
 /// locks, findings.
@@ -168,7 +168,7 @@ pub fn run(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
     }
     let mut counts = [0u64; 6];
     let jobs = crate::cli::many::workers(args.jobs);
-    let bar = render::progress(ctx, sources.len(), "exporting sessions");
+    let bar = ctx.progress(sources.len(), "exporting sessions");
     let mut logs = 0u64;
     dsh::export::export_many(&sources, &opts, jobs, &mut |_, r| {
         bar.inc(1);
@@ -301,7 +301,7 @@ pub fn incremental(ctx: &mut Ctx, args: &ExportArgs) -> Result<Status> {
         .into_iter()
         .map(|(source, place)| dsh::fleet::Input { source, place })
         .collect();
-    let bar = render::progress(ctx, inputs.len(), "exporting sessions");
+    let bar = ctx.progress(inputs.len(), "exporting sessions");
     let jobs = crate::cli::many::workers(args.jobs);
     let mut rep = dsh::fleet::export(out, &inputs, &opts, jobs, args.dry_run, &mut || {
         bar.inc(1);

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use crate::cli::ctx::{Ctx, truncate};
+use crate::cli::ctx::{Ctx, block_fields, truncate};
 use crate::cli::exit::Status;
 use crate::cli::render::escape;
 use crate::cli::rows::{RowWindow, Rows};
@@ -117,17 +117,7 @@ pub fn run(ctx: &mut Ctx, args: &MessagesArgs) -> Result<Status> {
 }
 
 fn render_block(b: &dsh::Value<'_>, s: &mut String, indent: &str, cut: &dyn Fn(&str) -> String) {
-    let ty = b
-        .get("type")
-        .and_then(|t| t.as_str())
-        .unwrap_or_default()
-        .into_owned();
-    let text = |k: &str| {
-        b.get(k)
-            .and_then(|t| t.as_jstr())
-            .map(|t| t.to_lossy().into_owned())
-            .unwrap_or_default()
-    };
+    let (ty, text) = block_fields(b);
     match ty.as_str() {
         "text" => s.push_str(&format!("{indent}{}\n", cut(&text("text")))),
         "reasoning" => s.push_str(&format!("{indent}(thinking) {}\n", cut(&text("text")))),

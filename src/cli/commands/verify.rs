@@ -1,5 +1,7 @@
 //! `dsh verify`: audit logs against every check of compaction spec §7.
 
+use std::convert::Infallible;
+
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::doc::verify as doc;
@@ -101,12 +103,6 @@ pub enum Format {
     Github,
 }
 
-/// What to audit: each entry is a log, or an argument that did not resolve.
-enum Target {
-    Log(LogSource),
-    Unresolved(String, dsh::LoadError),
-}
-
 /// Run it.
 pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     let format = match (ctx.json, args.format) {
@@ -127,19 +123,17 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
     }
     let single =
         inputs.len() == 1 && !all && !dsh::log::lookup::is_tree(&inputs[0], ctx.home.as_deref());
-    let mut targets = Vec::new();
+    // What to audit: each a log, or the report of an argument that did not resolve.
+    let mut targets: Vec<Result<LogSource, Report>> = Vec::new();
     for (arg, found) in inputs.iter().zip(ctx.resolve_each(&inputs)?) {
         match found {
-            Ok(found) => targets.extend(found.into_iter().map(Target::Log)),
-            Err(e) => targets.push(Target::Unresolved(arg.clone(), e)),
+            Ok(found) => targets.extend(found.into_iter().map(Ok)),
+            Err(e) => targets.push(Err(Report::refused(arg.clone(), e))),
         }
     }
     let sources: Vec<LogSource> = targets
         .iter()
-        .filter_map(|t| match t {
-            Target::Log(s) => Some(s.clone()),
-            Target::Unresolved(..) => None,
-        })
+        .filter_map(|t| t.as_ref().ok().cloned())
         .collect();
     let config = load_config(args.config.as_deref())?;
     let p = config.pruner;
@@ -151,20 +145,15 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         },
     };
     let opts = ctx.load_options();
-    let job = |s: &LogSource| -> Result<Report, std::convert::Infallible> {
-        Ok(dsh::verify::verify_with(s, &opts, &options))
-    };
+    let job = |s: &LogSource| Ok::<_, Infallible>(dsh::verify::verify_with(s, &opts, &options));
     let mut checked = run_many(ctx, &sources, args.jobs, "verifying", &job).into_iter();
+    let mut next = || match checked.next().expect("one report per source") {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
     let reports: Vec<Report> = targets
         .into_iter()
-        .map(|t| match t {
-            Target::Log(_) => match checked.next() {
-                Some(Ok(r)) => r,
-                Some(Err(never)) => match never {},
-                None => unreachable!("one report per source"),
-            },
-            Target::Unresolved(arg, e) => Report::refused(arg, e),
-        })
+        .map(|t| t.map_or_else(|refused| refused, |_| next()))
         .collect();
 
     let mut status = Status::Ok;

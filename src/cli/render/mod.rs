@@ -242,11 +242,11 @@ pub fn num_f64(x: f64) -> String {
     }
 }
 
-/// A progress bar on stderr when it is a terminal, not `--quiet`, and the
-/// work is long (a few logs finish before a bar could tell anything);
-/// else a hidden one.
-pub fn progress(ctx: &crate::cli::ctx::Ctx, len: usize, what: &str) -> indicatif::ProgressBar {
-    if !ctx.stderr_tty || ctx.quiet || len < 16 {
+/// A progress bar on stderr when it is enabled (a terminal, not `--quiet`:
+/// see [`Ctx::progress`](crate::cli::ctx::Ctx::progress)) and the work is
+/// long (a few logs finish before a bar could tell anything); else a hidden one.
+pub fn progress(enabled: bool, len: usize, what: &str) -> indicatif::ProgressBar {
+    if !enabled || len < 16 {
         return indicatif::ProgressBar::hidden();
     }
     let pb = indicatif::ProgressBar::new(len as u64);

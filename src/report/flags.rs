@@ -23,7 +23,7 @@ pub enum Level {
 
 impl Level {
     /// `error` / `warning`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Error => "error",
             Level::Warning => "warning",
@@ -45,7 +45,7 @@ pub struct Flag {
 }
 
 /// Every flag of a session, most severe first (then in source order).
-pub fn of_session(r: &SessionReport) -> Vec<Flag> {
+pub(crate) fn of_session(r: &SessionReport) -> Vec<Flag> {
     let mut flags = Vec::new();
     for source in [verify, locks, window, load] {
         flags.extend(source(r));
@@ -57,7 +57,7 @@ pub fn of_session(r: &SessionReport) -> Vec<Flag> {
 /// `dsh health`'s findings (compaction loops, re-reads after a compaction
 /// or prune, summary failures, overflows, cache churn, stale locks,
 /// abandoned turns), each with what it cost.
-pub fn of_health(h: &crate::health::SessionHealth) -> Vec<Flag> {
+pub(crate) fn of_health(h: &crate::health::SessionHealth) -> Vec<Flag> {
     h.findings
         .iter()
         .map(|f| Flag {

@@ -80,7 +80,7 @@ pub enum Severity {
 
 impl Severity {
     /// `error` or `warning`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -122,7 +122,7 @@ macro_rules! checks {
 
             /// The reference package whose invariant companion enforces it,
             /// when one does.
-            pub fn package(self) -> Option<&'static str> {
+            pub(crate) fn package(self) -> Option<&'static str> {
                 match self { $(CheckId::$var => $pkg,)* }
             }
 
@@ -132,7 +132,7 @@ macro_rules! checks {
             }
 
             /// Look an id up.
-            pub fn parse(s: &str) -> Option<CheckId> {
+            fn parse(s: &str) -> Option<CheckId> {
                 match s { $($id => Some(CheckId::$var),)* _ => None }
             }
         }

@@ -46,7 +46,7 @@ pub enum Damage {
 
 impl Damage {
     /// `cut-frame`, `torn-line` or `dropped-region` (the JSON `kind`).
-    pub fn kind(&self) -> &'static str {
+    fn kind(&self) -> &'static str {
         match self {
             Damage::CutFrame { .. } => "cut-frame",
             Damage::TornLine { .. } => "torn-line",

@@ -188,7 +188,7 @@ fn would_fail_at(f: &Failure, plan: &Plan) -> Option<Vec<Problem>> {
 }
 
 /// What to do about a busy log: see the lock, or release a stale one.
-pub fn busy_hint(log: &str) -> String {
+fn busy_hint(log: &str) -> String {
     format!(
         "a compaction/start has no compaction/end (see `dsh locks {log}`); if the compacting process is gone, run `dsh locks --release --yes {log}` (appends session/end-seed, as a resumed harness does)"
     )

@@ -59,7 +59,7 @@ pub struct CacheOptions {
     /// log's times are real.
     pub lifetime_ms: Option<u64>,
     /// Rescale token figures by the session's measured ratio of reported to
-    /// computed prompt size ([`CacheReport::calibrate`]).
+    /// computed prompt size (`CacheReport::calibrate`).
     pub calibrate: bool,
     /// Tokens the log does not show at the head of every request (a system
     /// prompt or tools left as placeholders), counted with the system
@@ -127,7 +127,7 @@ impl Ttl {
     }
 
     /// The TTL of exactly this lifetime, if Anthropic offers it.
-    pub fn from_ms(ms: u64) -> Option<Ttl> {
+    fn from_ms(ms: u64) -> Option<Ttl> {
         match ms {
             300_000 => Some(Ttl::FiveMinutes),
             3_600_000 => Some(Ttl::OneHour),
@@ -167,7 +167,7 @@ pub enum Place {
 
 impl Place {
     /// Every place, in prompt order.
-    pub const ALL: [Place; 5] = [
+    const ALL: [Place; 5] = [
         Place::Tools,
         Place::System,
         Place::FirstUser,
@@ -201,7 +201,7 @@ pub struct Breakpoint {
 }
 
 /// Anthropic's limit of `cache_control` breakpoints per request.
-pub const MAX_BREAKPOINTS: usize = 4;
+const MAX_BREAKPOINTS: usize = 4;
 
 /// A breakpoint layout that Anthropic's API would refuse, or that does not
 /// parse.
@@ -222,7 +222,7 @@ pub enum LayoutError {
     /// `none` with other places.
     #[error("`none` cannot be combined with breakpoints")]
     NoneWithOthers,
-    /// More than [`MAX_BREAKPOINTS`].
+    /// More than `MAX_BREAKPOINTS`.
     #[error(
         "{0} breakpoints given: Anthropic accepts at most {MAX_BREAKPOINTS} cache_control breakpoints per request"
     )]
@@ -244,7 +244,7 @@ pub enum LayoutError {
 }
 
 /// Where `cache_control` breakpoints sit in a request, in prompt order (at
-/// most [`MAX_BREAKPOINTS`], TTLs never increasing). Empty: what DSH's
+/// most `MAX_BREAKPOINTS`, TTLs never increasing). Empty: what DSH's
 /// Anthropic-compatible adapters send (no `cache_control` anywhere), so
 /// nothing is cached.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -259,7 +259,7 @@ impl Breakpoints {
     }
 
     /// One 5-minute breakpoint on the last message.
-    pub fn last() -> Breakpoints {
+    fn last() -> Breakpoints {
         Breakpoints {
             list: vec![Breakpoint {
                 at: Place::Last,
@@ -271,7 +271,7 @@ impl Breakpoints {
     /// A validated layout: sorted into prompt order, then refused when it
     /// names a place twice, has more than [`MAX_BREAKPOINTS`], or puts a
     /// shorter TTL before a longer one.
-    pub fn new(mut list: Vec<Breakpoint>) -> Result<Breakpoints, LayoutError> {
+    fn new(mut list: Vec<Breakpoint>) -> Result<Breakpoints, LayoutError> {
         list.sort_by_key(|b| b.at);
         if let Some(w) = list.windows(2).find(|w| w[0].at == w[1].at) {
             return Err(LayoutError::Duplicate(w[0].at.as_str()));
@@ -342,7 +342,7 @@ impl Breakpoints {
     }
 
     /// The shortest TTL of the layout (`None` without breakpoints).
-    pub fn shortest_ttl(&self) -> Option<Ttl> {
+    fn shortest_ttl(&self) -> Option<Ttl> {
         self.list.iter().map(|b| b.ttl).min()
     }
 }
@@ -650,7 +650,7 @@ pub enum Idle {
 /// A model attempt that failed after the provider received it.
 ///
 /// **Rule.** A failed attempt (how attempts begin and end, and which the
-/// log shows the provider received: [`crate::attempt`]) is a request for
+/// log shows the provider received: `crate::attempt`) is a request for
 /// the cache when the provider received it. DeepSeek persists a request's
 /// input prefix unit once it has processed the input, whatever happens to
 /// the answer, so such an attempt leaves its prompt in the cache (its
@@ -859,7 +859,7 @@ impl Replacement {
     }
 
     /// What it cost in tokens: recomputed prompt + the summariser call.
-    pub fn cost_tokens(&self) -> f64 {
+    fn cost_tokens(&self) -> f64 {
         self.recomputed_tokens as f64 + self.summary.as_ref().map_or(0.0, |s| s.tokens())
     }
 }
@@ -953,7 +953,7 @@ impl RequestCost {
     }
 
     /// What the miss costs: writes and uncached input.
-    pub fn miss(&self) -> f64 {
+    pub(crate) fn miss(&self) -> f64 {
         self.write + self.uncached
     }
 
@@ -1111,7 +1111,7 @@ pub struct CacheReport {
     /// Failed attempts not counted as requests: nothing shows the provider
     /// received them ([`Failure`]).
     pub attempts_not_sent: usize,
-    /// The factor token figures were rescaled by ([`CacheReport::calibrate`]).
+    /// The factor token figures were rescaled by (`CacheReport::calibrate`).
     pub calibrated: Option<f64>,
     /// Per request: its content prefixes, for [`cross_session`].
     pub(crate) prefixes: Vec<Prefix>,
@@ -1303,7 +1303,7 @@ impl CacheReport {
     /// rounded down to whole blocks again. Returns the factor, or `None`
     /// (and changes nothing) when no request has usage. Reported figures
     /// are never touched.
-    pub fn calibrate(&mut self) -> Option<f64> {
+    fn calibrate(&mut self) -> Option<f64> {
         let k = self
             .totals()
             .calibration()
@@ -1392,7 +1392,7 @@ pub(crate) fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
 /// its documentation says unused entries are cleared "typically within a
 /// few hours to a few days" and publishes no fixed lifetime, so this is an
 /// assumption (`dsh cache --cross-session-lifetime`).
-pub const CROSS_SESSION_LIFETIME_MS: u64 = 6 * 3_600_000;
+const CROSS_SESSION_LIFETIME_MS: u64 = 6 * 3_600_000;
 
 /// One unit of the shared cache: when it was last used, and the session
 /// whose request persisted it.
@@ -1587,16 +1587,16 @@ pub fn analyse(
 /// The analysis as an observer of a log's loading ([`crate::log::load`]),
 /// for a caller that reads the log once for several purposes
 /// ([`crate::log::Tee`]); [`analyse`] is one fed alone.
-pub struct Analysis(Collector);
+pub(crate) struct Analysis(Collector);
 
 impl Analysis {
     /// Ready to see a log's events.
-    pub fn new(opts: &CacheOptions) -> Analysis {
+    pub(crate) fn new(opts: &CacheOptions) -> Analysis {
         Analysis(Collector::new(opts))
     }
 
     /// The report, once the log it saw is loaded.
-    pub fn finish(self, log: &LoadedLog) -> CacheReport {
+    pub(crate) fn finish(self, log: &LoadedLog) -> CacheReport {
         let c = self.0;
         let calibrate = c.opts.calibrate;
         let inherited_cut = c.inherited_cut;

@@ -43,7 +43,7 @@
 //!
 //! API: [`Config::load`] (a path) and [`Config::from_toml_str`] (a text) give
 //! a [`Config`]; [`Config::policy_for`] resolves the per-route [`Policy`];
-//! [`Config::route`] the wire/capacity settings of a target ([`Route`]);
+//! `Config::route` the wire/capacity settings of a target (`Route`);
 //! [`Config::pruner`] holds the pruner budgets. [`default_path`] computes
 //! the location from values the caller read from the environment
 //! (`--config`, else `$DSH_CONFIG`, else `$XDG_CONFIG_HOME/dsh/config.toml`,
@@ -62,7 +62,7 @@ use crate::policy::{
 use crate::provider::Protocol;
 
 /// The pruner marker length in code points (`"\n\n[... tool result middle pruned ...]\n\n"`).
-pub const PRUNE_MARKER_CHARS: u64 = 39;
+const PRUNE_MARKER_CHARS: u64 = 39;
 
 /// A configuration that could not be read or is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,7 +132,7 @@ pub struct RouteConfig {
 
 /// The settings for one `(provider, model)` target, configured or built in.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
+struct Route {
     /// Provider.
     pub provider: String,
     /// Model.
@@ -573,7 +573,7 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
 /// The highest price a config may give, in USD per million tokens: a dollar
 /// a token, far above any model's, low enough that no sum of a home's
 /// tokens times it leaves the finite numbers.
-pub const MAX_PRICE_PER_MILLION: f64 = 1_000_000.0;
+const MAX_PRICE_PER_MILLION: f64 = 1_000_000.0;
 
 fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
     let rate = |k: &str| -> Result<Option<f64>, ConfigError> {
@@ -765,7 +765,7 @@ impl Config {
     }
 
     /// The configured `[[routes]]` entry of a provider.
-    pub fn route_config(&self, provider: &str) -> Option<&RouteConfig> {
+    pub(crate) fn route_config(&self, provider: &str) -> Option<&RouteConfig> {
         self.routes.iter().find(|r| r.provider == provider)
     }
 
@@ -773,7 +773,7 @@ impl Config {
     /// DeepSeek adapter defaults filling what a `deepseek-official` route
     /// leaves out (or standing in for it). `None` for an unconfigured provider
     /// other than `deepseek-official`.
-    pub fn route(&self, provider: &str, model: &str) -> Option<Route> {
+    fn route(&self, provider: &str, model: &str) -> Option<Route> {
         let cfg = self.route_config(provider);
         let builtin = provider == DEEPSEEK_PROVIDER;
         if cfg.is_none() && !builtin {
@@ -811,7 +811,7 @@ impl Config {
         })
     }
 
-    /// The context window of a target ([`resolve_capacity`]'s order): the
+    /// The context window of a target (`resolve_capacity`'s order): the
     /// `flag` (`--context-window`), this config's model entry, the `logged`
     /// `request/context` window, this config's route default, the built-in
     /// table; `None` when none of them has one.

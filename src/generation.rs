@@ -38,7 +38,7 @@ pub enum Generation {
 
 impl Generation {
     /// Every generation, oldest first.
-    pub const ALL: [Generation; 4] = [
+    const ALL: [Generation; 4] = [
         Generation::V0,
         Generation::V1,
         Generation::V2,
@@ -46,15 +46,15 @@ impl Generation {
     ];
 
     /// The newest generation this reader decodes.
-    pub const NEWEST: Generation = Generation::V3;
+    pub(crate) const NEWEST: Generation = Generation::V3;
 
     /// The generation a header's `version` names, if this reader decodes it.
-    pub fn of_version(version: u64) -> Option<Generation> {
+    pub(crate) fn of_version(version: u64) -> Option<Generation> {
         Generation::ALL.get(usize::try_from(version).ok()?).copied()
     }
 
     /// The header's `version` number.
-    pub fn number(self) -> u64 {
+    pub(crate) fn number(self) -> u64 {
         self as u64
     }
 
@@ -85,7 +85,7 @@ impl Generation {
 
     /// The canonical file name of this generation's log, plain or
     /// Zstandard-compressed.
-    pub fn file_name(self, zstd: bool) -> String {
+    fn file_name(self, zstd: bool) -> String {
         let base = match self {
             Generation::V0 => "session.jsonl".to_string(),
             g => format!("session.v{}.jsonl", g.number()),
@@ -103,7 +103,7 @@ impl fmt::Display for Generation {
 /// What a canonical session-log file name says: the generation number (any
 /// N, also ones this reader does not decode) and whether it is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct LogFileName {
+pub(crate) struct LogFileName {
     /// The `N` of `session.vN.jsonl` (0 for `session.jsonl`).
     pub version: u64,
     /// `….jsonl.zstd`.
@@ -116,7 +116,7 @@ pub struct LogFileName {
 /// `session.vN.jsonl` with N ≥ 1 in lowercase and without leading zeros.
 /// Temporaries, `.v0`, `.V3`, `.v03` and any other name are not canonical
 /// (`None`).
-pub fn parse_log_file_name(name: &str) -> Option<LogFileName> {
+pub(crate) fn parse_log_file_name(name: &str) -> Option<LogFileName> {
     let (stem, zstd) = match name.strip_suffix(".zstd") {
         Some(s) => (s, true),
         None => (name, false),

@@ -120,7 +120,7 @@ pub struct Bracket {
 
 impl Bracket {
     /// A matched bracket whose end carries an `error`.
-    pub fn failed(&self) -> bool {
+    fn failed(&self) -> bool {
         self.status == LockStatus::Matched && self.error.is_some()
     }
 
@@ -423,7 +423,7 @@ impl LockScan {
     }
 
     /// The lock state so far (§10.4).
-    pub fn state(&self) -> LockState {
+    pub(crate) fn state(&self) -> LockState {
         match self.last_marker {
             None | Some((_, false)) => LockState::Free,
             Some((s, true)) if self.last_end_seed.is_some_and(|e| e > s) => LockState::Stale,

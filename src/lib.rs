@@ -87,6 +87,6 @@ pub mod verify;
 pub mod view;
 
 pub use event::{Event, Kind, OwnedEvent};
-use generation::Generation;
+pub use generation::Generation;
 pub use json::{OwnedValue, Value};
 pub use log::{LoadError, LoadErrorKind, LoadOptions, LoadedLog, LogSource};

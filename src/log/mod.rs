@@ -19,7 +19,7 @@
 
 mod error;
 pub(crate) mod fastlane;
-mod header;
+pub mod header;
 pub(crate) mod later;
 pub(crate) mod legacy;
 pub mod lookup;
@@ -31,7 +31,7 @@ pub(crate) mod repair;
 pub(crate) mod reread;
 pub(crate) mod run;
 pub mod source;
-pub(crate) mod tail;
+pub mod tail;
 pub(crate) mod tee;
 pub(crate) mod validate;
 
@@ -39,12 +39,13 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-pub use error::{Hint, LoadRule, Location};
-pub use error::{LoadError, LoadErrorKind};
-use header::SessionHeader;
+pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
+pub use fastlane::{BlockKind, ChunkFact, ChunkFacts, UsageFacts};
+pub use header::SessionHeader;
+pub use packed::RowFacts;
 pub use reader::{Container, CutFrame, Limits, TornTail};
-pub(crate) use reread::Reread;
-pub(crate) use run::{ChunkRun, Deltas, RunFacts};
+pub use reread::Reread;
+pub use run::{ChunkRun, RunFacts};
 pub use source::LogSource;
 pub use tee::Tee;
 
@@ -208,18 +209,6 @@ impl LoadedLog {
     /// The format generation.
     pub(crate) fn generation(&self) -> crate::Generation {
         self.header.generation
-    }
-
-    /// How many leading events a fork inherited from its parent: the
-    /// header's `seedLength` (G0, G1), or the seq of the last
-    /// `session/end-seed {inherited:true}` (G2+, where that marker is the
-    /// cut).
-    fn seed_cut(&self) -> Option<u64> {
-        if self.header.generation.embedded_streams() {
-            self.inherited_cut
-        } else {
-            self.header.seed_length
-        }
     }
 
     /// The G3 `system/message` surface head, if the surface has one.
@@ -1368,9 +1357,4 @@ pub(crate) fn finish_load(
         inherited_cut: fold.inherited_cut,
         frames: None,
     }
-}
-
-/// An owned JSON value for an event, as written in a log line.
-fn event_line(ev: &OwnedValue) -> String {
-    ev.to_json()
 }

@@ -9,7 +9,7 @@ use crate::event::{Event, Kind};
 use crate::json::Value;
 
 use super::Folded;
-pub(crate) use super::fastlane::{BlockKind, ChunkFact, ChunkFacts, UsageFacts};
+pub(crate) use super::fastlane::{ChunkFact, ChunkFacts};
 pub(crate) use super::packed::RowFacts;
 
 /// Consecutive log-only `assistant/chunk` events, stored events
@@ -47,7 +47,7 @@ pub enum RunFacts<'c> {
     /// One chunk line's chunk, in a spelling [`ChunkFact`] describes.
     Line(&'c ChunkFacts),
     /// No facts: the one chunk is at hand as an event
-    /// ([`ChunkRun::each_event`]).
+    /// (`ChunkRun::each_event`).
     Event,
 }
 

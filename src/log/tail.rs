@@ -165,7 +165,7 @@ fn line_time(line: &[u8]) -> Option<i64> {
     civil::recorded(v.get(key)?.as_f64()?)
 }
 
-/// Where a full read of a log ended, for [`follow`]ing what is appended.
+/// Where a full read of a log ended, for `follow`ing what is appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Mark {
     /// A Zstandard artifact (else plain).

@@ -53,7 +53,8 @@ use crate::request_header::{canonical, headers_equal};
 use crate::surface::Surface;
 
 use assemble::{Assembler, ChunkOp, Scalar};
-use projection::{ProjectionFold, Projections};
+use projection::ProjectionFold;
+pub use projection::{ContextBreakdown, ContextPressure, Projections, TokenUsage};
 
 /// A replay error (§1.5, §1.7): the reference's `measure()` throws it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

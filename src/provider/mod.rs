@@ -37,7 +37,7 @@ use std::time::Duration;
 use crate::cancel::{Cancel, INTERRUPTED};
 use crate::json::{JStr, OwnedValue, Value};
 
-pub(crate) use assemble::{Assembler, Chunk, Finish};
+pub use assemble::Finish;
 
 /// An API key. Its `Debug` never shows the value and it has no `Display`.
 #[derive(Clone, Default)]
@@ -140,20 +140,6 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// Parse the config spelling (`deepseek`, `anthropic`).
-    fn parse(s: &str) -> Option<Protocol> {
-        match s {
-            "deepseek" | "chat-completions" => Some(Protocol::DeepSeek),
-            "anthropic" | "messages" => Some(Protocol::Anthropic),
-            _ => None,
-        }
-    }
-
-    /// The config spelling.
-    fn name(self) -> &'static str {
-        self.as_str()
-    }
-
     /// The config spelling (`"deepseek"` / `"anthropic"`).
     pub fn as_str(self) -> &'static str {
         match self {

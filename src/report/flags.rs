@@ -1,9 +1,9 @@
 //! Health flags: what the home dashboard lists as needing a look, one line
 //! each, from the figures a session's report already holds.
 //!
-//! [`of_session`] is the one place flags are gathered: each source is one
+//! `of_session` is the one place flags are gathered: each source is one
 //! function below it (verify findings, compaction locks, the window, the
-//! reader's warnings); [`of_health`] adds `dsh health`'s findings, which
+//! reader's warnings); `of_health` adds `dsh health`'s findings, which
 //! the dashboard computes in the pass that reads the session's row. A new
 //! source of flags is one more function; the dashboard shows whatever comes
 //! back, most severe first.

@@ -1,9 +1,8 @@
 //! What every page of a report shares: escaping, number formats, the page
-//! head (CSS and the inline script) and tables. The charts ([`svg`]), the
+//! head (CSS and the inline script) and tables. The charts (`svg`), the
 //! session page ([`html`]) and the home dashboard ([`dashboard`]) all build
 //! on this module and on nothing of each other's but the charts.
 //!
-//! [`svg`]: super::svg
 //! [`html`]: super::html
 //! [`dashboard`]: super::dashboard
 

@@ -15,10 +15,10 @@
 //! the environment, and nothing on the page loads anything from elsewhere.
 
 pub mod dashboard;
-mod flags;
+pub mod flags;
 pub mod fleet;
 pub mod html;
-mod markup;
+pub mod markup;
 mod side;
 mod svg;
 
@@ -109,15 +109,7 @@ pub enum MarkerKind {
     Prune,
 }
 
-impl MarkerKind {
-    /// `compaction` / `prune`.
-    fn as_str(self) -> &'static str {
-        match self {
-            MarkerKind::Compaction => "compaction",
-            MarkerKind::Prune => "prune",
-        }
-    }
-}
+impl MarkerKind {}
 
 /// Where a replacement happened on the per-request axis.
 #[derive(Debug, Clone, PartialEq)]

@@ -170,11 +170,6 @@ pub(crate) struct Attempts {
 }
 
 impl Attempts {
-    /// Whether an attempt is streaming.
-    fn open(&self) -> bool {
-        self.state == State::Open
-    }
-
     fn begin(&mut self) {
         self.state = State::Open;
         self.chunks = 0;

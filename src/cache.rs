@@ -126,15 +126,6 @@ impl Ttl {
         }
     }
 
-    /// The TTL of exactly this lifetime, if Anthropic offers it.
-    fn from_ms(ms: u64) -> Option<Ttl> {
-        match ms {
-            300_000 => Some(Ttl::FiveMinutes),
-            3_600_000 => Some(Ttl::OneHour),
-            _ => None,
-        }
-    }
-
     /// `5m` or `1h` (also `300s`, `60m`, `3600s`: the same lifetimes).
     pub fn parse(s: &str) -> Option<Ttl> {
         match s {
@@ -259,6 +250,7 @@ impl Breakpoints {
     }
 
     /// One 5-minute breakpoint on the last message.
+    #[cfg(test)]
     fn last() -> Breakpoints {
         Breakpoints {
             list: vec![Breakpoint {
@@ -1385,14 +1377,6 @@ pub(crate) fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
         break;
     }
 }
-
-/// How long a prefix unit left by one session stays usable by another
-/// when several logs are analysed together ([`cross_session`]): 6 hours.
-/// DeepSeek's cache is per account and keyed by prefix, not by session;
-/// its documentation says unused entries are cleared "typically within a
-/// few hours to a few days" and publishes no fixed lifetime, so this is an
-/// assumption (`dsh cache --cross-session-lifetime`).
-const CROSS_SESSION_LIFETIME_MS: u64 = 6 * 3_600_000;
 
 /// One unit of the shared cache: when it was last used, and the session
 /// whose request persisted it.
@@ -3263,8 +3247,6 @@ mod tests {
             p("first-user:1h,last").unwrap().shortest_ttl(),
             Some(Ttl::FiveMinutes)
         );
-        assert_eq!(Ttl::from_ms(3_600_000), Some(Ttl::OneHour));
-        assert_eq!(Ttl::from_ms(600_000), None);
     }
 
     #[test]

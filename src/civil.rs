@@ -278,14 +278,6 @@ fn parse_span(s: &str) -> Option<i64> {
     (n >= 0).then(|| n.checked_mul(per)).flatten()
 }
 
-/// `--since` / `--until`: a span back from `now_ms`, or an instant.
-fn parse_bound(s: &str, now_ms: i64, off: Offset) -> Result<i64, TimeError> {
-    match parse_span(s) {
-        Some(span) => Ok(now_ms - span),
-        None => parse_instant(s, off),
-    }
-}
-
 /// Days in a month of a year.
 fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
@@ -656,7 +648,6 @@ mod tests {
         assert_eq!(parse_instant("20260426T12:15Z", Offset::UTC), Ok(t));
         assert!(parse_instant("202604261", Offset::UTC).is_err());
         assert!(parse_instant("20260230", Offset::UTC).is_err());
-        assert_eq!(parse_bound("2d", 10 * DAY_MS, Offset::UTC), Ok(8 * DAY_MS));
         assert_eq!(parse_span("2w"), Some(14 * DAY_MS));
         assert_eq!(parse_span("7"), None);
     }

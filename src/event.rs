@@ -218,15 +218,7 @@ pub(crate) enum StreamRecord<'v, 'a> {
     },
 }
 
-impl StreamRecord<'_, '_> {
-    /// The chunk's `type`, for a single chunk.
-    fn chunk_type(&self) -> Option<std::borrow::Cow<'_, str>> {
-        match self {
-            StreamRecord::Chunk(c) => c.get("type").and_then(|t| t.as_str()),
-            StreamRecord::Run { .. } => None,
-        }
-    }
-}
+impl StreamRecord<'_, '_> {}
 
 /// A replace operation (position span named by endpoint seqs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,16 +350,6 @@ impl<'a> Event<'a> {
     /// `data.step` as a number.
     pub(crate) fn step(&self) -> Option<f64> {
         self.data().get("step").and_then(|v| v.as_f64())
-    }
-
-    /// Deep copy.
-    fn into_owned(self) -> OwnedEvent {
-        Event {
-            kind: self.kind,
-            seq: self.seq,
-            line: self.line,
-            value: self.value.into_owned(),
-        }
     }
 
     /// A deep copy that keeps `self`.

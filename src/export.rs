@@ -56,18 +56,7 @@ pub enum ColumnType {
     Time,
 }
 
-impl ColumnType {
-    /// `string`, `int64`, `float64`, `bool`, `timestamp`.
-    fn as_str(self) -> &'static str {
-        match self {
-            ColumnType::Str => "string",
-            ColumnType::Int => "int64",
-            ColumnType::Float => "float64",
-            ColumnType::Bool => "bool",
-            ColumnType::Time => "timestamp",
-        }
-    }
-}
+impl ColumnType {}
 
 /// One column: a stable snake-case name and its type. Every column may be
 /// null.

@@ -152,17 +152,7 @@ pub enum Change {
     Unchanged,
 }
 
-impl Change {
-    /// `new`, `grown`, `rewritten`, `unchanged`.
-    fn as_str(self) -> &'static str {
-        match self {
-            Change::New => "new",
-            Change::Grown => "grown",
-            Change::Rewritten => "rewritten",
-            Change::Unchanged => "unchanged",
-        }
-    }
-}
+impl Change {}
 
 /// What a run did.
 #[derive(Debug, Clone, Default)]

@@ -82,16 +82,6 @@ impl Generation {
     pub(crate) fn system_head(self) -> bool {
         self >= Generation::V3
     }
-
-    /// The canonical file name of this generation's log, plain or
-    /// Zstandard-compressed.
-    fn file_name(self, zstd: bool) -> String {
-        let base = match self {
-            Generation::V0 => "session.jsonl".to_string(),
-            g => format!("session.v{}.jsonl", g.number()),
-        };
-        if zstd { base + ".zstd" } else { base }
-    }
 }
 
 impl fmt::Display for Generation {
@@ -166,24 +156,5 @@ mod tests {
         ] {
             assert_eq!(parse_log_file_name(not), None, "{not}");
         }
-    }
-
-    #[test]
-    fn file_names_round_trip() {
-        for g in Generation::ALL {
-            for zstd in [false, true] {
-                let name = g.file_name(zstd);
-                assert_eq!(
-                    parse_log_file_name(&name),
-                    Some(LogFileName {
-                        version: g.number(),
-                        zstd
-                    })
-                );
-                assert_eq!(Generation::of_version(g.number()), Some(g));
-            }
-        }
-        assert_eq!(Generation::of_version(4), None);
-        assert_eq!(Generation::V3.to_string(), "v3");
     }
 }

@@ -156,15 +156,6 @@ impl ProviderCount {
     pub fn total(&self) -> u64 {
         self.counts.total_tokens + self.hidden.unwrap_or(0)
     }
-
-    /// Surface node `seq`'s count, if it is on the surface.
-    fn node(&self, seq: u64) -> Option<u64> {
-        self.counts
-            .nodes
-            .iter()
-            .find(|n| n.seq == seq)
-            .map(|n| n.tokens)
-    }
 }
 
 /// The JSON `measure`, `view` give it: `{"encoding", "systemTokens",

@@ -155,14 +155,6 @@ pub enum Windows {
 }
 
 impl Windows {
-    /// `deepseek` (peak hours) / `night` (the 2025 discount).
-    fn as_str(self) -> &'static str {
-        match self {
-            Windows::Peak => "deepseek",
-            Windows::Night => "night",
-        }
-    }
-
     /// Whether `rates` (not `off_peak`) apply at `ms`.
     fn standard(self, ms: i64) -> bool {
         match self {
@@ -653,15 +645,6 @@ impl PriceTable {
         v
     }
 
-    /// Whether any entry exists for this provider (or one reaching the
-    /// same endpoint) and model.
-    fn knows(&self, provider: &str, model: &str) -> bool {
-        let aliases = self.aliases(provider);
-        self.entries
-            .iter()
-            .any(|p| aliases.contains(&p.provider) && p.model == model)
-    }
-
     /// The entry in force at `time` (`None`: the time is unknown — then
     /// only a model with one undated-in-effect entry has one).
     pub(crate) fn entry(
@@ -906,7 +889,6 @@ mod tests {
             table.price("my-proxy", "deepseek-v4-flash", when, &one),
             official
         );
-        assert!(table.knows("my-proxy", "deepseek-v4-flash"));
         assert_eq!(
             endpoint_host("https://api.deepseek.com/v1?x"),
             "api.deepseek.com"

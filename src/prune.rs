@@ -64,9 +64,6 @@ impl Default for PruneConfig {
 #[error("{0}")]
 pub struct PruneConfigError(pub String);
 
-/// The configuration keys, in the reference's order.
-const CONFIG_KEYS: [&str; 3] = ["thresholdChars", "headChars", "tailChars"];
-
 impl PruneConfig {
     /// Resolve a configuration from optional values, as `resolveConfig`
     /// does (missing values take the defaults; the same checks and messages).
@@ -113,26 +110,6 @@ impl PruneConfig {
             head_chars: head,
             tail_chars: tail,
         })
-    }
-
-    /// Resolve from a configuration object (a composition file's pruner
-    /// config, or dsh's `[pruner]` table as JSON): unknown keys are refused.
-    fn from_json(config: &Value<'_>) -> Result<PruneConfig, PruneConfigError> {
-        if let Some(members) = config.as_obj() {
-            for (k, _) in members {
-                if !CONFIG_KEYS.iter().any(|c| k.eq_str(c)) {
-                    return Err(PruneConfigError(format!(
-                        "ToolResultPruneConfig: unknown key \"{}\" (allowed: thresholdChars, headChars, tailChars)",
-                        k.to_lossy()
-                    )));
-                }
-            }
-        }
-        PruneConfig::resolve(
-            config.get("thresholdChars"),
-            config.get("headChars"),
-            config.get("tailChars"),
-        )
     }
 }
 
@@ -678,17 +655,6 @@ mod tests {
                 .0,
             "ToolResultPruneConfig: headChars (1.5) must be a non-negative integer"
         );
-        assert_eq!(
-            PruneConfig::from_json(&v(r#"{"tailChars":10,"extra":1}"#))
-                .unwrap_err()
-                .0,
-            "ToolResultPruneConfig: unknown key \"extra\" (allowed: thresholdChars, headChars, tailChars)"
-        );
-        let small = PruneConfig::from_json(&v(
-            r#"{"thresholdChars":100,"headChars":30,"tailChars":31}"#,
-        ))
-        .unwrap();
-        assert_eq!(small.head_chars + MARKER_CHARS + small.tail_chars, 100);
     }
 
     #[test]

@@ -198,9 +198,4 @@ impl HeaderFold {
             c.get("model")?.as_str()?.into_owned(),
         ))
     }
-
-    /// The latest logged context window.
-    fn context_window(&self) -> Option<f64> {
-        self.context.as_ref()?.get("contextWindow")?.as_f64()
-    }
 }

@@ -110,7 +110,6 @@ mod write;
 
 pub use error::{AppendError, Blocker};
 use lock::{LockKind, acquire};
-use write::zstd_frame;
 use write::{EncodeError, Payload, Sink, commit, encode, encoded_len, last_record_seq};
 
 /// The events a resuming harness writes first: the crash-repair closers of an
@@ -792,11 +791,6 @@ impl Appender {
             Some(s) => s.remember(known),
             None => self.log.surface.remember(known),
         }
-    }
-
-    /// Batches appended so far.
-    fn batches(&self) -> u64 {
-        self.batches
     }
 
     /// The lifecycle prefix still to be written (empty after the first batch,

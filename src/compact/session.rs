@@ -267,6 +267,7 @@ impl Session {
     }
 
     /// The full event of a current surface node.
+    #[cfg(test)]
     fn node_event(
         &self,
         seq: u64,
@@ -282,6 +283,7 @@ impl Session {
     }
 
     /// The full event of `node`, a current surface node (no search).
+    #[cfg(test)]
     fn event_of(
         &self,
         node: &crate::surface::Node,

@@ -103,18 +103,7 @@ impl From<Kind> for NodeType {
     }
 }
 
-impl NodeType {
-    /// The type's name (`user/message`, …).
-    fn name(self) -> &'static str {
-        match self {
-            NodeType::UserMessage => "user/message",
-            NodeType::AssistantMessage => "assistant/message",
-            NodeType::ToolResult => "tool/result",
-            NodeType::SystemMessage => "system/message",
-            NodeType::Other => "other",
-        }
-    }
-}
+impl NodeType {}
 
 /// The nodes' seqs, written as they are read (a surface may have many
 /// thousand nodes: nothing is collected first).

@@ -13,12 +13,7 @@ pub struct Location {
     pub seq: Option<u64>,
 }
 
-impl Location {
-    /// A location naming a line and maybe a seq.
-    fn new(line: Option<u64>, seq: Option<u64>) -> Self {
-        Location { line, seq }
-    }
-}
+impl Location {}
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -175,6 +170,7 @@ impl LoadError {
     }
 
     /// Attach a location.
+    #[cfg(test)]
     pub(crate) fn at(mut self, at: Location) -> Self {
         self.at = at;
         self

@@ -119,11 +119,6 @@ fn session_files_in(dir: &Path) -> Vec<(LogFileName, PathBuf)> {
     found
 }
 
-/// Whether a file name is one of DSH's canonical session-log names.
-fn is_session_file_name(name: &str) -> bool {
-    parse_log_file_name(name).is_some()
-}
-
 /// The older generation files beside a session log (DSH keeps every
 /// generation it migrated from): empty unless the log is a canonical file
 /// of a session directory that also holds lower generations.

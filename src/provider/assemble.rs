@@ -46,17 +46,6 @@ impl Finish {
             code: ErrorCode::from_stop_reason(reason),
         }
     }
-
-    /// The DSH `kind` spelling.
-    fn kind(&self) -> &'static str {
-        match self {
-            Finish::Stop => "stop",
-            Finish::ToolCalls => "tool-calls",
-            Finish::MaxTokens => "max-tokens",
-            Finish::Error { .. } => "error",
-            Finish::Aborted => "aborted",
-        }
-    }
 }
 
 /// One stream chunk (the `assistant/chunk` vocabulary).
@@ -193,11 +182,6 @@ impl Assembler {
     /// Whether any block was opened.
     pub(crate) fn has_blocks(&self) -> bool {
         !self.slots.is_empty()
-    }
-
-    /// The finish seen so far (`None` if none yet).
-    fn finish_seen(&self) -> Option<&Finish> {
-        self.finish.as_ref()
     }
 
     /// The blocks, usage and finish.

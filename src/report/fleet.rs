@@ -97,11 +97,6 @@ impl Entry {
     pub(crate) fn label(&self) -> &str {
         self.session.title.as_deref().unwrap_or(&self.session.id)
     }
-
-    /// Whether the next request would not fit the window.
-    fn over_window(&self) -> bool {
-        self.session.pressure.is_some_and(|p| p > 100.0)
-    }
 }
 
 /// A file name for a session's page: its id with anything but

@@ -129,16 +129,7 @@ pub enum Fresh {
     Read,
 }
 
-impl Fresh {
-    /// `cached`, `followed`, `read`.
-    fn as_str(self) -> &'static str {
-        match self {
-            Fresh::Cached => "cached",
-            Fresh::Followed => "followed",
-            Fresh::Read => "read",
-        }
-    }
-}
+impl Fresh {}
 
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Doc {

@@ -90,16 +90,7 @@ pub enum Verdict {
     Refused,
 }
 
-impl Verdict {
-    /// `clean`, `violations` or `refused`.
-    fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Clean => "clean",
-            Verdict::Violations => "violations",
-            Verdict::Refused => "refused",
-        }
-    }
-}
+impl Verdict {}
 
 /// One entry of the reference's `violations` list.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -111,7 +111,7 @@ pub enum Ttl {
 
 impl Ttl {
     /// `5m`, `1h`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ttl::FiveMinutes => "5m",
             Ttl::OneHour => "1h",
@@ -119,7 +119,7 @@ impl Ttl {
     }
 
     /// The lifetime in milliseconds.
-    pub fn ms(self) -> u64 {
+    pub(crate) fn ms(self) -> u64 {
         match self {
             Ttl::FiveMinutes => 300_000,
             Ttl::OneHour => 3_600_000,
@@ -140,7 +140,7 @@ impl Ttl {
 /// (tools → system → messages). A place a request does not have (no tools,
 /// a single user message) puts no breakpoint in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Place {
+pub(crate) enum Place {
     /// After the tool definitions (on the last tool).
     Tools,
     /// After the system prompt (generation 3: after the leading
@@ -167,7 +167,7 @@ impl Place {
     ];
 
     /// `tools`, `system`, `first-user`, `prev-user`, `last`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Place::Tools => "tools",
             Place::System => "system",
@@ -184,7 +184,7 @@ impl Place {
 
 /// One `cache_control` breakpoint: where, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Breakpoint {
+pub(crate) struct Breakpoint {
     /// Its place.
     pub at: Place,
     /// Its lifetime.
@@ -324,7 +324,7 @@ impl Breakpoints {
     }
 
     /// The breakpoints, in prompt order.
-    pub fn list(&self) -> &[Breakpoint] {
+    pub(crate) fn list(&self) -> &[Breakpoint] {
         &self.list
     }
 
@@ -412,7 +412,7 @@ pub enum HeaderPart {
 
 impl HeaderPart {
     /// `system`, `tools`, `adapterDefaults`, `config`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HeaderPart::System => "system",
             HeaderPart::Tools => "tools",
@@ -493,7 +493,7 @@ impl Cause {
     /// A stable key for grouping: `first`, `append`, `compaction`, `prune`,
     /// `replacement`, `header:system`, `header:tools`, `image-offload`,
     /// `route`, `lifecycle`, `idle`, `fork`, `cross-session`, `unknown`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             Cause::First => "first".into(),
             Cause::Append => "append".into(),
@@ -512,7 +512,7 @@ impl Cause {
     }
 
     /// The seq the cause names, if any.
-    pub fn seq(&self) -> Option<u64> {
+    pub(crate) fn seq(&self) -> Option<u64> {
         match self {
             Cause::Compaction { seq }
             | Cause::Prune { seq }
@@ -743,7 +743,7 @@ pub struct AnthropicPrediction {
 
 impl AnthropicPrediction {
     /// All tokens written (`cache_creation_input_tokens`).
-    pub fn write(&self) -> u64 {
+    pub(crate) fn write(&self) -> u64 {
         self.write_5m + self.write_1h
     }
 }
@@ -929,7 +929,7 @@ pub struct RequestCost {
 
 impl RequestCost {
     /// Nothing yet.
-    pub fn zero() -> RequestCost {
+    fn zero() -> RequestCost {
         RequestCost {
             hit: 0.0,
             write: 0.0,
@@ -950,7 +950,7 @@ impl RequestCost {
     }
 
     /// Add another cost (same currency assumed: every rate is USD).
-    pub fn add(&mut self, o: &RequestCost) {
+    fn add(&mut self, o: &RequestCost) {
         self.hit += o.hit;
         self.write += o.write;
         self.uncached += o.uncached;
@@ -973,7 +973,7 @@ impl Request {
 impl Request {
     /// Of the recomputed tokens, those predicted written to the cache
     /// (5-minute, 1-hour): Anthropic's rule only.
-    pub fn recomputed_writes(&self) -> (u64, u64) {
+    pub(crate) fn recomputed_writes(&self) -> (u64, u64) {
         if rule_for(&self.provider) == "anthropic" {
             let a = &self.anthropic;
             let w1 = a.recomputed_1h.min(self.recomputed_tokens);
@@ -1028,7 +1028,7 @@ impl CacheReport {
     /// rates, the rest at the uncached input rate), per cause key: the sum
     /// over its priced requests ([`Self::unpriced_by_cause`] counts the
     /// rest); `None` for a cause none of whose requests has a price.
-    pub fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
+    pub(crate) fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
         let mut out: HashMap<String, (f64, usize, usize)> = HashMap::new();
         for q in self.requests.iter().filter(|q| !q.inherited) {
             let e = out.entry(q.cause.key()).or_default();
@@ -1047,7 +1047,7 @@ impl CacheReport {
 
     /// Per cause key: its own requests without a known price (left out of
     /// [`Self::miss_cost_by_cause`]'s sums); causes with none are absent.
-    pub fn unpriced_by_cause(&self, prices: &dyn Prices) -> HashMap<String, usize> {
+    fn unpriced_by_cause(&self, prices: &dyn Prices) -> HashMap<String, usize> {
         let mut out: HashMap<String, usize> = HashMap::new();
         for q in self.requests.iter().filter(|q| !q.inherited) {
             if self.request_cost(q, prices).is_none() {

@@ -122,7 +122,7 @@ pub enum SummarySource {
 
 impl SummarySource {
     /// `recorded-ratio`, `tokens`, `ratio`, `cap`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SummarySource::RecordedRatio(_) => "recorded-ratio",
             SummarySource::Tokens(_) => "tokens",
@@ -1553,7 +1553,7 @@ pub enum Ranking {
 
 impl Ranking {
     /// `cost`, `tokens`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ranking::Cost => "cost",
             Ranking::Tokens => "tokens",

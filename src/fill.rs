@@ -92,12 +92,12 @@ pub struct Fill {
 
 impl Fill {
     /// Conversation: user, context and assistant text.
-    fn conversation(&self) -> u64 {
+    pub(crate) fn conversation(&self) -> u64 {
         self.user + self.context + self.assistant
     }
 
     /// Tool results of every tool.
-    fn tool_results(&self) -> u64 {
+    pub(crate) fn tool_results(&self) -> u64 {
         self.tools.iter().map(|t| t.result_tokens).sum()
     }
 

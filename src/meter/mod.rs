@@ -222,7 +222,7 @@ pub struct Measurement {
 
 impl Measurement {
     /// The latest logged context window for a provider/model, with its seq.
-    pub fn logged_context_window(&self, provider: &str, model: &str) -> Option<(f64, u64)> {
+    pub(crate) fn logged_context_window(&self, provider: &str, model: &str) -> Option<(f64, u64)> {
         self.contexts
             .iter()
             .find(|c| c.provider == provider && c.model == model)

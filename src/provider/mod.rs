@@ -141,7 +141,7 @@ pub enum Protocol {
 
 impl Protocol {
     /// The config spelling (`"deepseek"` / `"anthropic"`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Protocol::DeepSeek => "deepseek",
             Protocol::Anthropic => "anthropic",
@@ -206,7 +206,7 @@ impl Endpoint {
     /// Whether the provider's host accepts a TCP connection at all (name
     /// resolved, port open), within the connect timeout (at most 10 s):
     /// what a caller can learn before it records anything. Sends nothing.
-    pub fn probe(&self) -> Result<(), ProviderError> {
+    pub(crate) fn probe(&self) -> Result<(), ProviderError> {
         use std::net::{TcpStream, ToSocketAddrs};
         let url = &self.base_url;
         let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
@@ -327,7 +327,7 @@ pub struct WireRequest {
 
 impl WireRequest {
     /// The path part of the URL.
-    fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         let rest = self.url.split_once("://").map_or(&*self.url, |(_, r)| r);
         rest.find('/').map_or("/", |i| &rest[i..])
     }

@@ -84,7 +84,7 @@ impl Encoding {
 
     /// Build the encoding's tables now (they are built once per process, on
     /// first use), e.g. to keep that out of a timing.
-    pub fn load(self) {
+    pub(crate) fn load(self) {
         match self {
             Encoding::O200k => std::sync::LazyLock::force(&tiktoken::O200K).touch(),
             Encoding::Cl100k => std::sync::LazyLock::force(&tiktoken::CL100K).touch(),

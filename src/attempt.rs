@@ -38,7 +38,7 @@ use crate::event::{Event, Kind, StreamRecord};
 use crate::json::Value;
 
 /// Failure codes returned only by a provider that read the request.
-pub const PROCESSED_CODES: [&str; 4] = [
+const PROCESSED_CODES: [&str; 4] = [
     "EMPTY_RESPONSE",
     "MALFORMED_RESPONSE",
     "STREAM_CLOSED",
@@ -46,7 +46,7 @@ pub const PROCESSED_CODES: [&str; 4] = [
 ];
 
 /// The failure code of a context-window overflow (compaction §6.5).
-pub const OVERFLOW_CODE: &str = "CONTEXT_WINDOW_EXCEEDED";
+const OVERFLOW_CODE: &str = "CONTEXT_WINDOW_EXCEEDED";
 
 /// What the provider reported for a request (`assistant/message.usage`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -68,7 +68,7 @@ impl Reported {
     }
 
     /// Read a usage object (missing fields are 0).
-    pub fn of(u: &Value<'_>) -> Reported {
+    pub(crate) fn of(u: &Value<'_>) -> Reported {
         let n = |k: &str| u.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
         Reported {
             input_tokens: n("inputTokens"),
@@ -81,7 +81,7 @@ impl Reported {
 
 /// Where an attempt got to: its last record's seq, time, turn and step.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct At {
+pub(crate) struct At {
     /// Seq of the attempt's last record.
     pub seq: u64,
     /// Its `time`.
@@ -105,7 +105,7 @@ impl At {
 
 /// A failed attempt.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failed {
+pub(crate) struct Failed {
     /// `LlmFailure.code`, `aborted`, or `unfinished`.
     pub code: String,
     /// The log shows the provider received it (module doc).
@@ -118,14 +118,14 @@ pub struct Failed {
 
 impl Failed {
     /// Failed with a context-window overflow.
-    pub fn overflow(&self) -> bool {
+    pub(crate) fn overflow(&self) -> bool {
         self.code == OVERFLOW_CODE
     }
 }
 
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Its `assistant/message` (the event being seen).
     Answered,
     /// It failed.
@@ -139,7 +139,7 @@ pub enum Outcome {
 /// attempt `closed` before it, an attempt that `begins` at it (sent on the
 /// log as it stood before it), and an attempt it `ended`.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// The attempt that was open before this event and ended without it.
     pub closed: Option<Outcome>,
     /// An attempt begins at this event: its request is the log before it.
@@ -161,7 +161,7 @@ enum State {
 /// The attempt state of one log, fed every event in order ([`Self::event`])
 /// and every packed row of delta chunks taken whole ([`Self::chunk_row`]).
 #[derive(Debug, Clone, Default)]
-pub struct Attempts {
+pub(crate) struct Attempts {
     state: State,
     /// Chunks of the open attempt besides `finish`.
     chunks: u64,
@@ -170,11 +170,6 @@ pub struct Attempts {
 }
 
 impl Attempts {
-    /// Whether an attempt is streaming.
-    pub fn open(&self) -> bool {
-        self.state == State::Open
-    }
-
     fn begin(&mut self) {
         self.state = State::Open;
         self.chunks = 0;
@@ -207,7 +202,7 @@ impl Attempts {
     }
 
     /// One event.
-    pub fn event(&mut self, ev: &Event<'_>) -> Seen {
+    pub(crate) fn event(&mut self, ev: &Event<'_>) -> Seen {
         let mut seen = Seen::default();
         match ev.kind {
             Kind::StepStart | Kind::TurnStart | Kind::TurnEnd | Kind::SessionEndSeed => {
@@ -277,7 +272,7 @@ impl Attempts {
 
     /// A packed row of `count` delta chunks (never `finish` or `usage`),
     /// the last at `last`: `true` when an attempt begins with it.
-    pub fn chunk_row(&mut self, count: u64, last: At) -> (Option<Outcome>, bool) {
+    pub(crate) fn chunk_row(&mut self, count: u64, last: At) -> (Option<Outcome>, bool) {
         if count == 0 {
             return (None, false);
         }
@@ -303,7 +298,7 @@ fn failure_code(reason: Option<&Value<'_>>) -> Option<String> {
 
 /// Which path wrote a compaction bracket (compaction §2.5–§2.8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CompactionMode {
+pub(crate) enum CompactionMode {
     /// The pre-step pressure path: between steps, owned by the open turn.
     Pressure,
     /// The overflow path: inside a step, after an attempt that failed with
@@ -315,7 +310,7 @@ pub enum CompactionMode {
 
 impl CompactionMode {
     /// `pressure`, `overflow`, `manual`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CompactionMode::Pressure => "pressure",
             CompactionMode::Overflow => "overflow",
@@ -328,7 +323,7 @@ impl CompactionMode {
 /// every event in order (with what [`Attempts::event`] saw of it), it names
 /// the mode of each `compaction/start`.
 #[derive(Debug, Clone, Default)]
-pub struct Modes {
+pub(crate) struct Modes {
     /// The last attempt of the current step failed with an overflow, and
     /// no attempt has begun since.
     overflowed: bool,
@@ -336,7 +331,7 @@ pub struct Modes {
 
 impl Modes {
     /// One event; `Some(mode)` at a `compaction/start`.
-    pub fn event(&mut self, ev: &Event<'_>, seen: &Seen) -> Option<CompactionMode> {
+    pub(crate) fn event(&mut self, ev: &Event<'_>, seen: &Seen) -> Option<CompactionMode> {
         let failed_over =
             |o: &Option<Outcome>| matches!(o, Some(Outcome::Failed(f)) if f.overflow());
         if seen.begins || matches!(ev.kind, Kind::StepStart | Kind::TurnStart | Kind::TurnEnd) {

@@ -59,7 +59,7 @@ pub struct CacheOptions {
     /// log's times are real.
     pub lifetime_ms: Option<u64>,
     /// Rescale token figures by the session's measured ratio of reported to
-    /// computed prompt size ([`CacheReport::calibrate`]).
+    /// computed prompt size (`CacheReport::calibrate`).
     pub calibrate: bool,
     /// Tokens the log does not show at the head of every request (a system
     /// prompt or tools left as placeholders), counted with the system
@@ -111,7 +111,7 @@ pub enum Ttl {
 
 impl Ttl {
     /// `5m`, `1h`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ttl::FiveMinutes => "5m",
             Ttl::OneHour => "1h",
@@ -119,19 +119,10 @@ impl Ttl {
     }
 
     /// The lifetime in milliseconds.
-    pub fn ms(self) -> u64 {
+    pub(crate) fn ms(self) -> u64 {
         match self {
             Ttl::FiveMinutes => 300_000,
             Ttl::OneHour => 3_600_000,
-        }
-    }
-
-    /// The TTL of exactly this lifetime, if Anthropic offers it.
-    pub fn from_ms(ms: u64) -> Option<Ttl> {
-        match ms {
-            300_000 => Some(Ttl::FiveMinutes),
-            3_600_000 => Some(Ttl::OneHour),
-            _ => None,
         }
     }
 
@@ -149,7 +140,7 @@ impl Ttl {
 /// (tools → system → messages). A place a request does not have (no tools,
 /// a single user message) puts no breakpoint in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Place {
+pub(crate) enum Place {
     /// After the tool definitions (on the last tool).
     Tools,
     /// After the system prompt (generation 3: after the leading
@@ -167,7 +158,7 @@ pub enum Place {
 
 impl Place {
     /// Every place, in prompt order.
-    pub const ALL: [Place; 5] = [
+    const ALL: [Place; 5] = [
         Place::Tools,
         Place::System,
         Place::FirstUser,
@@ -176,7 +167,7 @@ impl Place {
     ];
 
     /// `tools`, `system`, `first-user`, `prev-user`, `last`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Place::Tools => "tools",
             Place::System => "system",
@@ -193,7 +184,7 @@ impl Place {
 
 /// One `cache_control` breakpoint: where, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Breakpoint {
+pub(crate) struct Breakpoint {
     /// Its place.
     pub at: Place,
     /// Its lifetime.
@@ -201,7 +192,7 @@ pub struct Breakpoint {
 }
 
 /// Anthropic's limit of `cache_control` breakpoints per request.
-pub const MAX_BREAKPOINTS: usize = 4;
+const MAX_BREAKPOINTS: usize = 4;
 
 /// A breakpoint layout that Anthropic's API would refuse, or that does not
 /// parse.
@@ -222,7 +213,7 @@ pub enum LayoutError {
     /// `none` with other places.
     #[error("`none` cannot be combined with breakpoints")]
     NoneWithOthers,
-    /// More than [`MAX_BREAKPOINTS`].
+    /// More than `MAX_BREAKPOINTS`.
     #[error(
         "{0} breakpoints given: Anthropic accepts at most {MAX_BREAKPOINTS} cache_control breakpoints per request"
     )]
@@ -244,7 +235,7 @@ pub enum LayoutError {
 }
 
 /// Where `cache_control` breakpoints sit in a request, in prompt order (at
-/// most [`MAX_BREAKPOINTS`], TTLs never increasing). Empty: what DSH's
+/// most `MAX_BREAKPOINTS`, TTLs never increasing). Empty: what DSH's
 /// Anthropic-compatible adapters send (no `cache_control` anywhere), so
 /// nothing is cached.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -259,7 +250,8 @@ impl Breakpoints {
     }
 
     /// One 5-minute breakpoint on the last message.
-    pub fn last() -> Breakpoints {
+    #[cfg(test)]
+    fn last() -> Breakpoints {
         Breakpoints {
             list: vec![Breakpoint {
                 at: Place::Last,
@@ -271,7 +263,7 @@ impl Breakpoints {
     /// A validated layout: sorted into prompt order, then refused when it
     /// names a place twice, has more than [`MAX_BREAKPOINTS`], or puts a
     /// shorter TTL before a longer one.
-    pub fn new(mut list: Vec<Breakpoint>) -> Result<Breakpoints, LayoutError> {
+    fn new(mut list: Vec<Breakpoint>) -> Result<Breakpoints, LayoutError> {
         list.sort_by_key(|b| b.at);
         if let Some(w) = list.windows(2).find(|w| w[0].at == w[1].at) {
             return Err(LayoutError::Duplicate(w[0].at.as_str()));
@@ -332,7 +324,7 @@ impl Breakpoints {
     }
 
     /// The breakpoints, in prompt order.
-    pub fn list(&self) -> &[Breakpoint] {
+    pub(crate) fn list(&self) -> &[Breakpoint] {
         &self.list
     }
 
@@ -342,7 +334,7 @@ impl Breakpoints {
     }
 
     /// The shortest TTL of the layout (`None` without breakpoints).
-    pub fn shortest_ttl(&self) -> Option<Ttl> {
+    fn shortest_ttl(&self) -> Option<Ttl> {
         self.list.iter().map(|b| b.ttl).min()
     }
 }
@@ -420,7 +412,7 @@ pub enum HeaderPart {
 
 impl HeaderPart {
     /// `system`, `tools`, `adapterDefaults`, `config`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HeaderPart::System => "system",
             HeaderPart::Tools => "tools",
@@ -501,7 +493,7 @@ impl Cause {
     /// A stable key for grouping: `first`, `append`, `compaction`, `prune`,
     /// `replacement`, `header:system`, `header:tools`, `image-offload`,
     /// `route`, `lifecycle`, `idle`, `fork`, `cross-session`, `unknown`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             Cause::First => "first".into(),
             Cause::Append => "append".into(),
@@ -520,7 +512,7 @@ impl Cause {
     }
 
     /// The seq the cause names, if any.
-    pub fn seq(&self) -> Option<u64> {
+    pub(crate) fn seq(&self) -> Option<u64> {
         match self {
             Cause::Compaction { seq }
             | Cause::Prune { seq }
@@ -650,7 +642,7 @@ pub enum Idle {
 /// A model attempt that failed after the provider received it.
 ///
 /// **Rule.** A failed attempt (how attempts begin and end, and which the
-/// log shows the provider received: [`crate::attempt`]) is a request for
+/// log shows the provider received: `crate::attempt`) is a request for
 /// the cache when the provider received it. DeepSeek persists a request's
 /// input prefix unit once it has processed the input, whatever happens to
 /// the answer, so such an attempt leaves its prompt in the cache (its
@@ -751,7 +743,7 @@ pub struct AnthropicPrediction {
 
 impl AnthropicPrediction {
     /// All tokens written (`cache_creation_input_tokens`).
-    pub fn write(&self) -> u64 {
+    pub(crate) fn write(&self) -> u64 {
         self.write_5m + self.write_1h
     }
 }
@@ -859,7 +851,7 @@ impl Replacement {
     }
 
     /// What it cost in tokens: recomputed prompt + the summariser call.
-    pub fn cost_tokens(&self) -> f64 {
+    fn cost_tokens(&self) -> f64 {
         self.recomputed_tokens as f64 + self.summary.as_ref().map_or(0.0, |s| s.tokens())
     }
 }
@@ -937,7 +929,7 @@ pub struct RequestCost {
 
 impl RequestCost {
     /// Nothing yet.
-    pub fn zero() -> RequestCost {
+    fn zero() -> RequestCost {
         RequestCost {
             hit: 0.0,
             write: 0.0,
@@ -953,12 +945,12 @@ impl RequestCost {
     }
 
     /// What the miss costs: writes and uncached input.
-    pub fn miss(&self) -> f64 {
+    pub(crate) fn miss(&self) -> f64 {
         self.write + self.uncached
     }
 
     /// Add another cost (same currency assumed: every rate is USD).
-    pub fn add(&mut self, o: &RequestCost) {
+    fn add(&mut self, o: &RequestCost) {
         self.hit += o.hit;
         self.write += o.write;
         self.uncached += o.uncached;
@@ -981,7 +973,7 @@ impl Request {
 impl Request {
     /// Of the recomputed tokens, those predicted written to the cache
     /// (5-minute, 1-hour): Anthropic's rule only.
-    pub fn recomputed_writes(&self) -> (u64, u64) {
+    pub(crate) fn recomputed_writes(&self) -> (u64, u64) {
         if rule_for(&self.provider) == "anthropic" {
             let a = &self.anthropic;
             let w1 = a.recomputed_1h.min(self.recomputed_tokens);
@@ -1036,7 +1028,7 @@ impl CacheReport {
     /// rates, the rest at the uncached input rate), per cause key: the sum
     /// over its priced requests ([`Self::unpriced_by_cause`] counts the
     /// rest); `None` for a cause none of whose requests has a price.
-    pub fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
+    pub(crate) fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
         let mut out: HashMap<String, (f64, usize, usize)> = HashMap::new();
         for q in self.requests.iter().filter(|q| !q.inherited) {
             let e = out.entry(q.cause.key()).or_default();
@@ -1055,7 +1047,7 @@ impl CacheReport {
 
     /// Per cause key: its own requests without a known price (left out of
     /// [`Self::miss_cost_by_cause`]'s sums); causes with none are absent.
-    pub fn unpriced_by_cause(&self, prices: &dyn Prices) -> HashMap<String, usize> {
+    fn unpriced_by_cause(&self, prices: &dyn Prices) -> HashMap<String, usize> {
         let mut out: HashMap<String, usize> = HashMap::new();
         for q in self.requests.iter().filter(|q| !q.inherited) {
             if self.request_cost(q, prices).is_none() {
@@ -1111,7 +1103,7 @@ pub struct CacheReport {
     /// Failed attempts not counted as requests: nothing shows the provider
     /// received them ([`Failure`]).
     pub attempts_not_sent: usize,
-    /// The factor token figures were rescaled by ([`CacheReport::calibrate`]).
+    /// The factor token figures were rescaled by (`CacheReport::calibrate`).
     pub calibrated: Option<f64>,
     /// Per request: its content prefixes, for [`cross_session`].
     pub(crate) prefixes: Vec<Prefix>,
@@ -1303,7 +1295,7 @@ impl CacheReport {
     /// rounded down to whole blocks again. Returns the factor, or `None`
     /// (and changes nothing) when no request has usage. Reported figures
     /// are never touched.
-    pub fn calibrate(&mut self) -> Option<f64> {
+    fn calibrate(&mut self) -> Option<f64> {
         let k = self
             .totals()
             .calibration()
@@ -1385,14 +1377,6 @@ pub(crate) fn fork(r: &mut CacheReport, cut: u64, parent: &str) {
         break;
     }
 }
-
-/// How long a prefix unit left by one session stays usable by another
-/// when several logs are analysed together ([`cross_session`]): 6 hours.
-/// DeepSeek's cache is per account and keyed by prefix, not by session;
-/// its documentation says unused entries are cleared "typically within a
-/// few hours to a few days" and publishes no fixed lifetime, so this is an
-/// assumption (`dsh cache --cross-session-lifetime`).
-pub const CROSS_SESSION_LIFETIME_MS: u64 = 6 * 3_600_000;
 
 /// One unit of the shared cache: when it was last used, and the session
 /// whose request persisted it.
@@ -1587,16 +1571,16 @@ pub fn analyse(
 /// The analysis as an observer of a log's loading ([`crate::log::load`]),
 /// for a caller that reads the log once for several purposes
 /// ([`crate::log::Tee`]); [`analyse`] is one fed alone.
-pub struct Analysis(Collector);
+pub(crate) struct Analysis(Collector);
 
 impl Analysis {
     /// Ready to see a log's events.
-    pub fn new(opts: &CacheOptions) -> Analysis {
+    pub(crate) fn new(opts: &CacheOptions) -> Analysis {
         Analysis(Collector::new(opts))
     }
 
     /// The report, once the log it saw is loaded.
-    pub fn finish(self, log: &LoadedLog) -> CacheReport {
+    pub(crate) fn finish(self, log: &LoadedLog) -> CacheReport {
         let c = self.0;
         let calibrate = c.opts.calibrate;
         let inherited_cut = c.inherited_cut;
@@ -3263,8 +3247,6 @@ mod tests {
             p("first-user:1h,last").unwrap().shortest_ttl(),
             Some(Ttl::FiveMinutes)
         );
-        assert_eq!(Ttl::from_ms(3_600_000), Some(Ttl::OneHour));
-        assert_eq!(Ttl::from_ms(600_000), None);
     }
 
     #[test]

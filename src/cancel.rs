@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The text recorded in `compaction/end.error` when a compaction is
 /// cancelled (compaction §5.6: the abort reason, rendered by `errorChain`).
-pub const INTERRUPTED: &str = "interrupted";
+pub(crate) const INTERRUPTED: &str = "interrupted";
 
 /// A one-shot cancellation request carrying a nonzero code (for a signal,
 /// its number). The first request wins.
@@ -35,7 +35,7 @@ impl Cancel {
     }
 
     /// Whether cancellation was requested.
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.code().is_some()
     }
 }

@@ -25,12 +25,12 @@ use std::fmt;
 pub struct TimeError(pub String);
 
 /// Milliseconds in a day.
-pub const DAY_MS: i64 = 86_400_000;
+pub(crate) const DAY_MS: i64 = 86_400_000;
 
 /// 2000-01-01T00:00:00Z: times before it are normalised placeholders.
-pub const EARLIEST_MS: i64 = 946_684_800_000;
+pub(crate) const EARLIEST_MS: i64 = 946_684_800_000;
 /// 2100-01-01T00:00:00Z: times from it on are not plausible recordings.
-pub const LATEST_MS: i64 = 4_102_444_800_000;
+const LATEST_MS: i64 = 4_102_444_800_000;
 
 /// The time an event records, when it is a plausible date (whole
 /// milliseconds from 2000-01-01 up to 2100, UTC): `0`, negative and absurd
@@ -44,7 +44,7 @@ pub fn recorded(ms: f64) -> Option<i64> {
 }
 
 /// Days since 1970-01-01 of a civil date (H. Hinnant's algorithm).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -55,7 +55,7 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// The civil date of a day number (inverse of [`days_from_civil`]).
-pub fn civil_from_days(z: i64) -> Date {
+fn civil_from_days(z: i64) -> Date {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -85,23 +85,23 @@ pub struct Date {
 
 impl Date {
     /// Days since 1970-01-01.
-    pub fn days(self) -> i64 {
+    fn days(self) -> i64 {
         days_from_civil(self.year, self.month, self.day)
     }
 
     /// Day of the week, 0 = Monday … 6 = Sunday.
-    pub fn weekday(self) -> u32 {
+    pub(crate) fn weekday(self) -> u32 {
         // 1970-01-01 was a Thursday.
         (self.days() + 3).rem_euclid(7) as u32
     }
 
     /// The Monday of this date's week.
-    pub fn week_start(self) -> Date {
+    pub(crate) fn week_start(self) -> Date {
         civil_from_days(self.days() - i64::from(self.weekday()))
     }
 
     /// `YYYY-MM`.
-    pub fn month_label(self) -> String {
+    pub(crate) fn month_label(self) -> String {
         format!("{:04}-{:02}", self.year, self.month)
     }
 }
@@ -159,7 +159,7 @@ impl Offset {
     }
 
     /// The offset in milliseconds.
-    pub fn ms(self) -> i64 {
+    pub(crate) fn ms(self) -> i64 {
         i64::from(self.0) * 60_000
     }
 }
@@ -265,7 +265,7 @@ pub fn parse_instant(s: &str, off: Offset) -> Result<i64, TimeError> {
 }
 
 /// A span back from now: `7d`, `2w`, `12h`. `None` when `s` is not one.
-pub fn parse_span(s: &str) -> Option<i64> {
+fn parse_span(s: &str) -> Option<i64> {
     let t = s.trim();
     let unit = t.chars().last()?;
     let n: i64 = t[..t.len() - unit.len_utf8()].parse().ok()?;
@@ -278,16 +278,8 @@ pub fn parse_span(s: &str) -> Option<i64> {
     (n >= 0).then(|| n.checked_mul(per)).flatten()
 }
 
-/// `--since` / `--until`: a span back from `now_ms`, or an instant.
-pub fn parse_bound(s: &str, now_ms: i64, off: Offset) -> Result<i64, TimeError> {
-    match parse_span(s) {
-        Some(span) => Ok(now_ms - span),
-        None => parse_instant(s, off),
-    }
-}
-
 /// Days in a month of a year.
-pub fn days_in_month(y: i64, m: u32) -> u32 {
+fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
@@ -444,7 +436,7 @@ impl Zone {
     }
 
     /// The civil date of an instant in this zone.
-    pub fn date(&self, ms: i64) -> Date {
+    pub(crate) fn date(&self, ms: i64) -> Date {
         date(ms, self.offset_at(ms))
     }
 
@@ -454,7 +446,7 @@ impl Zone {
     }
 
     /// [`parse_instant`] with local times in this zone.
-    pub fn parse_instant(&self, s: &str) -> Result<i64, TimeError> {
+    pub(crate) fn parse_instant(&self, s: &str) -> Result<i64, TimeError> {
         // Interpret at the offset in force then: guess with the offset at the
         // UTC reading, then correct once (exact except inside a DST change).
         let guess = parse_instant(s, Offset::UTC)?;
@@ -656,7 +648,6 @@ mod tests {
         assert_eq!(parse_instant("20260426T12:15Z", Offset::UTC), Ok(t));
         assert!(parse_instant("202604261", Offset::UTC).is_err());
         assert!(parse_instant("20260230", Offset::UTC).is_err());
-        assert_eq!(parse_bound("2d", 10 * DAY_MS, Offset::UTC), Ok(8 * DAY_MS));
         assert_eq!(parse_span("2w"), Some(14 * DAY_MS));
         assert_eq!(parse_span("7"), None);
     }

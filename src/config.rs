@@ -43,7 +43,6 @@
 //!
 //! API: [`Config::load`] (a path) and [`Config::from_toml_str`] (a text) give
 //! a [`Config`]; [`Config::policy_for`] resolves the per-route [`Policy`];
-//! [`Config::route`] the wire/capacity settings of a target ([`Route`]);
 //! [`Config::pruner`] holds the pruner budgets. [`default_path`] computes
 //! the location from values the caller read from the environment
 //! (`--config`, else `$DSH_CONFIG`, else `$XDG_CONFIG_HOME/dsh/config.toml`,
@@ -56,13 +55,12 @@ use toml::{Table, Value as T};
 
 use crate::json::{OwnedValue, Value, js_number};
 use crate::policy::{
-    Capacity, CapacityInputs, DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER, ModelPolicy,
-    Policy, PolicyConfig, Retention, resolve_capacity,
+    Capacity, CapacityInputs, ModelPolicy, Policy, PolicyConfig, Retention, resolve_capacity,
 };
 use crate::provider::Protocol;
 
 /// The pruner marker length in code points (`"\n\n[... tool result middle pruned ...]\n\n"`).
-pub const PRUNE_MARKER_CHARS: u64 = 39;
+const PRUNE_MARKER_CHARS: u64 = 39;
 
 /// A configuration that could not be read or is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,29 +126,6 @@ pub struct RouteConfig {
     pub api_key_env: Option<String>,
     /// `reasoningEffort` for summary calls.
     pub reasoning_effort: Option<String>,
-}
-
-/// The settings for one `(provider, model)` target, configured or built in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
-    /// Provider.
-    pub provider: String,
-    /// Model.
-    pub model: String,
-    /// Wire protocol.
-    pub kind: Protocol,
-    /// `baseURL`.
-    pub base_url: Option<String>,
-    /// Name of the API-key variable.
-    pub api_key_env: Option<String>,
-    /// Capacity: the model entry's, else the route default, else built in.
-    pub context_window: Option<u64>,
-    /// Where `context_window` came from: `"config-model"`, `"config-route"`, `"built-in"`.
-    pub context_window_source: Option<&'static str>,
-    /// `reasoningEffort`.
-    pub reasoning_effort: Option<String>,
-    /// Whether a `[[routes]]` entry exists for the provider.
-    pub configured: bool,
 }
 
 /// The whole configuration.
@@ -573,7 +548,7 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
 /// The highest price a config may give, in USD per million tokens: a dollar
 /// a token, far above any model's, low enough that no sum of a home's
 /// tokens times it leaves the finite numbers.
-pub const MAX_PRICE_PER_MILLION: f64 = 1_000_000.0;
+const MAX_PRICE_PER_MILLION: f64 = 1_000_000.0;
 
 fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
     let rate = |k: &str| -> Result<Option<f64>, ConfigError> {
@@ -765,53 +740,11 @@ impl Config {
     }
 
     /// The configured `[[routes]]` entry of a provider.
-    pub fn route_config(&self, provider: &str) -> Option<&RouteConfig> {
+    pub(crate) fn route_config(&self, provider: &str) -> Option<&RouteConfig> {
         self.routes.iter().find(|r| r.provider == provider)
     }
 
-    /// The settings for a target: its `[[routes]]` entry, with the built-in
-    /// DeepSeek adapter defaults filling what a `deepseek-official` route
-    /// leaves out (or standing in for it). `None` for an unconfigured provider
-    /// other than `deepseek-official`.
-    pub fn route(&self, provider: &str, model: &str) -> Option<Route> {
-        let cfg = self.route_config(provider);
-        let builtin = provider == DEEPSEEK_PROVIDER;
-        if cfg.is_none() && !builtin {
-            return None;
-        }
-        let default = RouteConfig::default();
-        let r = cfg.unwrap_or(&default);
-        let model_cw = r
-            .models
-            .iter()
-            .find(|m| m.id == model)
-            .and_then(|m| m.context_window);
-        let (context_window, source) = match (model_cw, r.default_context_window) {
-            (Some(c), _) => (Some(c), Some("config-model")),
-            (None, Some(c)) => (Some(c), Some("config-route")),
-            (None, None) if builtin => (Some(DEEPSEEK_DEFAULT_CONTEXT_WINDOW), Some("built-in")),
-            _ => (None, None),
-        };
-        let or_builtin =
-            |v: &Option<String>, b: &str| v.clone().or_else(|| builtin.then(|| b.to_string()));
-        Some(Route {
-            provider: provider.to_string(),
-            model: model.to_string(),
-            kind: if cfg.is_some() {
-                r.kind
-            } else {
-                Protocol::DeepSeek
-            },
-            base_url: or_builtin(&r.base_url, "https://api.deepseek.com"),
-            api_key_env: or_builtin(&r.api_key_env, "DEEPSEEK_API_KEY"),
-            context_window,
-            context_window_source: source,
-            reasoning_effort: r.reasoning_effort.clone(),
-            configured: cfg.is_some(),
-        })
-    }
-
-    /// The context window of a target ([`resolve_capacity`]'s order): the
+    /// The context window of a target (`resolve_capacity`'s order): the
     /// `flag` (`--context-window`), this config's model entry, the `logged`
     /// `request/context` window, this config's route default, the built-in
     /// table; `None` when none of them has one.
@@ -850,6 +783,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::{DEEPSEEK_DEFAULT_CONTEXT_WINDOW, DEEPSEEK_PROVIDER};
 
     fn err(text: &str) -> String {
         Config::from_toml_str(text).unwrap_err().message
@@ -929,23 +863,7 @@ reasoningEffort = "high"
         assert_eq!(p.retention, Retention::Ratio(0.16));
         assert_eq!(p.budgets(1e6).unwrap().threshold_tokens, 750_000);
         assert_eq!(cfg.policy_for("x", "y").threshold_ratio, 0.8);
-        let r = cfg.route("deepseek-official", "deepseek-v4-pro").unwrap();
-        assert_eq!(r.context_window, Some(1_000_000));
-        assert_eq!(r.reasoning_effort.as_deref(), Some("high"));
-        assert_eq!(r.kind, Protocol::DeepSeek);
         assert_eq!(cfg.pruner, PrunerConfig::default());
-    }
-
-    #[test]
-    fn defaults_and_builtin_route() {
-        let cfg = Config::from_toml_str("").unwrap();
-        assert_eq!(cfg.compaction, PolicyConfig::default());
-        let r = cfg.route("deepseek-official", "anything").unwrap();
-        assert_eq!(r.context_window, Some(1_000_000));
-        assert_eq!(r.context_window_source, Some("built-in"));
-        assert_eq!(r.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));
-        assert!(!r.configured);
-        assert!(cfg.route("other", "m").is_none());
     }
 
     #[test]
@@ -1060,13 +978,6 @@ reasoningEffort = "high"
             "[[routes]]\nprovider = \"anth\"\nkind = \"anthropic\"\ndefaultContextWindow = 200000\nmodels = [{id = \"big\", contextWindow = 500000}]",
         )
         .unwrap();
-        let r = cfg.route("anth", "small").unwrap();
-        assert_eq!(r.kind, Protocol::Anthropic);
-        assert_eq!(
-            (r.context_window, r.context_window_source),
-            (Some(200_000), Some("config-route"))
-        );
-        assert_eq!(r.base_url, None);
         assert_eq!(
             cfg.configured_capacity("anth", "big"),
             (Some(500_000), Some(200_000))

@@ -171,7 +171,7 @@ pub fn offloaded_image_text(block: &crate::json::Value<'_>) -> String {
 
 /// The request projection of a message: every image block marked
 /// `offloaded: true` (nested ones included) becomes its placeholder text block.
-pub fn request_projection(msg: &crate::json::Value<'_>) -> crate::json::OwnedValue {
+pub(crate) fn request_projection(msg: &crate::json::Value<'_>) -> crate::json::OwnedValue {
     use crate::json::Value;
     fn blocks(content: &Value<'_>) -> Value<'static> {
         match content.as_arr() {

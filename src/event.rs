@@ -41,7 +41,7 @@ pub enum Kind {
 }
 
 /// The 48 event types rc.8 knows (session-log §5.1).
-pub const KNOWN_TYPES: [&str; 48] = [
+const KNOWN_TYPES: [&str; 48] = [
     "agent-preset/selected",
     "agent/inbox/spliced",
     "approval/asked",
@@ -94,7 +94,7 @@ pub const KNOWN_TYPES: [&str; 48] = [
 
 impl Kind {
     /// Classify a type name.
-    pub fn of(name: &str) -> Kind {
+    pub(crate) fn of(name: &str) -> Kind {
         match name {
             "user/message" => Kind::UserMessage,
             "assistant/message" => Kind::AssistantMessage,
@@ -133,7 +133,7 @@ impl Kind {
     /// G0; DSH's frozen released-v0 inventory in G1 (rc.8's and three more);
     /// G2 trades `assistant/chunk` for `assistant/attempt`; G3 as
     /// [`Kind::of_g3`].
-    pub fn in_generation(name: &str, generation: crate::Generation) -> Kind {
+    pub(crate) fn in_generation(name: &str, generation: crate::Generation) -> Kind {
         use crate::Generation as G;
         const V1_EXTRA: [&str; 3] = [
             "model/selection",
@@ -155,7 +155,7 @@ impl Kind {
     /// Classify a surface node's type name read again: a node is a surface
     /// event of its log's generation, and only G3's `system/message` is
     /// missing from rc.8's vocabulary.
-    pub fn of_node(name: &str) -> Kind {
+    pub(crate) fn of_node(name: &str) -> Kind {
         match name {
             "system/message" => Kind::SystemMessage,
             n => Kind::of(n),
@@ -163,7 +163,7 @@ impl Kind {
     }
 
     /// Classify a type name in generation 3 (session-log §13.5).
-    pub fn of_g3(name: &str) -> Kind {
+    fn of_g3(name: &str) -> Kind {
         match name {
             "assistant/chunk" | "tool/code-dispatch" | "tool/code-dispatch-start" => Kind::Unknown,
             "system/message" => Kind::SystemMessage,
@@ -175,7 +175,7 @@ impl Kind {
 }
 
 /// Types generation 3 adds to the rc.8 vocabulary (session-log §13.5).
-pub const G3_EXTRA_TYPES: [&str; 12] = [
+const G3_EXTRA_TYPES: [&str; 12] = [
     "assistant/attempt",
     "deliverables/presented",
     "feedback/message-delete",
@@ -208,7 +208,7 @@ pub type OwnedEvent = Event<'static>;
 
 /// One record of an embedded assistant stream ([`Event::stream`]).
 #[derive(Debug, Clone, Copy)]
-pub enum StreamRecord<'v, 'a> {
+pub(crate) enum StreamRecord<'v, 'a> {
     /// A single chunk (`{type: "chunk", time, chunk}`): the chunk.
     Chunk(&'v Value<'a>),
     /// A run of text, reasoning or tool-call deltas: how many.
@@ -218,15 +218,7 @@ pub enum StreamRecord<'v, 'a> {
     },
 }
 
-impl StreamRecord<'_, '_> {
-    /// The chunk's `type`, for a single chunk.
-    pub fn chunk_type(&self) -> Option<std::borrow::Cow<'_, str>> {
-        match self {
-            StreamRecord::Chunk(c) => c.get("type").and_then(|t| t.as_str()),
-            StreamRecord::Run { .. } => None,
-        }
-    }
-}
+impl StreamRecord<'_, '_> {}
 
 /// A replace operation (position span named by endpoint seqs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,7 +255,7 @@ impl<'a> Event<'a> {
     }
 
     /// The `time` member.
-    pub fn time(&self) -> f64 {
+    pub(crate) fn time(&self) -> f64 {
         self.value
             .get("time")
             .and_then(|t| t.as_f64())
@@ -271,7 +263,7 @@ impl<'a> Event<'a> {
     }
 
     /// The parsed surface op, when valid (either generation's spelling).
-    pub fn surface_op(&self) -> Option<SurfaceOp> {
+    pub(crate) fn surface_op(&self) -> Option<SurfaceOp> {
         let raw = self.value.get("surfaceOp")?;
         // G3 spells a replace `{op, startSeq, endSeq}`; the loader checked
         // the spelling of the event's own generation.
@@ -287,7 +279,7 @@ impl<'a> Event<'a> {
     }
 
     /// `sourceEventSeqs` as counts (invalid members skipped).
-    pub fn sources(&self) -> Option<Vec<u64>> {
+    pub(crate) fn sources(&self) -> Option<Vec<u64>> {
         let a = self.value.get("sourceEventSeqs")?.as_arr()?;
         Some(a.iter().filter_map(|v| v.as_count()).collect())
     }
@@ -307,7 +299,7 @@ impl<'a> Event<'a> {
     /// The times of the chunks a G2+ `stream` embeds, in stream order (a
     /// run's members from `time0` by its `dt` gaps): the times a G0 log
     /// gives its `assistant/chunk` events. Empty for every other event.
-    pub fn stream_times(&self) -> impl Iterator<Item = f64> + '_ {
+    pub(crate) fn stream_times(&self) -> impl Iterator<Item = f64> + '_ {
         let records = match self.kind {
             Kind::AssistantMessage | Kind::Other => {
                 self.data().get("stream").and_then(|s| s.as_arr())
@@ -331,7 +323,7 @@ impl<'a> Event<'a> {
     /// The records of a G2+ `assistant/message` or `assistant/attempt`'s
     /// embedded `stream` (session-log §13.2), as the chunks they stand for
     /// (empty for any other event, and for every G0 event).
-    pub fn stream(&self) -> impl Iterator<Item = StreamRecord<'_, 'a>> {
+    pub(crate) fn stream(&self) -> impl Iterator<Item = StreamRecord<'_, 'a>> {
         let records = match self.kind {
             Kind::AssistantMessage | Kind::Other => {
                 self.data().get("stream").and_then(|s| s.as_arr())
@@ -356,22 +348,12 @@ impl<'a> Event<'a> {
     }
 
     /// `data.step` as a number.
-    pub fn step(&self) -> Option<f64> {
+    pub(crate) fn step(&self) -> Option<f64> {
         self.data().get("step").and_then(|v| v.as_f64())
     }
 
-    /// Deep copy.
-    pub fn into_owned(self) -> OwnedEvent {
-        Event {
-            kind: self.kind,
-            seq: self.seq,
-            line: self.line,
-            value: self.value.into_owned(),
-        }
-    }
-
     /// A deep copy that keeps `self`.
-    pub fn to_owned_event(&self) -> OwnedEvent {
+    pub(crate) fn to_owned_event(&self) -> OwnedEvent {
         Event {
             kind: self.kind,
             seq: self.seq,
@@ -382,7 +364,7 @@ impl<'a> Event<'a> {
 }
 
 /// Parse a G0 `surfaceOp` value; `None` when it is not one of the exact shapes.
-pub fn parse_surface_op(v: &Value<'_>) -> Option<SurfaceOp> {
+pub(crate) fn parse_surface_op(v: &Value<'_>) -> Option<SurfaceOp> {
     match v {
         Value::Str(s) if s.eq_str("append") => Some(SurfaceOp::Append),
         Value::Obj(o) if o.len() == 3 => {

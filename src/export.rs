@@ -56,18 +56,7 @@ pub enum ColumnType {
     Time,
 }
 
-impl ColumnType {
-    /// `string`, `int64`, `float64`, `bool`, `timestamp`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ColumnType::Str => "string",
-            ColumnType::Int => "int64",
-            ColumnType::Float => "float64",
-            ColumnType::Bool => "bool",
-            ColumnType::Time => "timestamp",
-        }
-    }
-}
+impl ColumnType {}
 
 /// One column: a stable snake-case name and its type. Every column may be
 /// null.
@@ -277,7 +266,7 @@ pub struct Place {
 
 impl Place {
     /// The session row's key: `HOME:LOG`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("{}:{}", self.home, self.log)
     }
 }
@@ -313,7 +302,7 @@ impl Cell {
         t.map_or(Cell::Null, Cell::Time)
     }
     /// As JSON (times as RFC 3339 strings).
-    pub fn to_value(&self) -> OwnedValue {
+    fn to_value(&self) -> OwnedValue {
         match self {
             Cell::Null => Value::Null,
             Cell::Str(s) => s.as_str().into(),
@@ -326,7 +315,7 @@ impl Cell {
 }
 
 /// One row: one [`Cell`] per column of its table.
-pub type Row = Vec<Cell>;
+pub(crate) type Row = Vec<Cell>;
 
 /// The rows of one log, per table ([`TABLES`] order).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -764,7 +753,10 @@ fn compaction_rows(
 
 /// Read back the rows of a Parquet file written for `table` (an
 /// incremental export rewrites the files that held a changed log's rows).
-pub fn read_parquet(path: &std::path::Path, table: &TableSpec) -> Result<Vec<Row>, ExportError> {
+pub(crate) fn read_parquet(
+    path: &std::path::Path,
+    table: &TableSpec,
+) -> Result<Vec<Row>, ExportError> {
     #[cfg(feature = "parquet")]
     {
         parquet_writer::read(path, table)
@@ -876,14 +868,14 @@ pub trait TableWriter {
 /// One CSV record (RFC 4180: a field with a comma, quote or line break is
 /// quoted), with its line end; a cell a spreadsheet would evaluate is
 /// neutralised ([`csv_record_with`]).
-pub fn csv_record(fields: &[String]) -> String {
+fn csv_record(fields: &[String]) -> String {
     csv_record_with(fields, true)
 }
 
 /// Whether a spreadsheet would read this CSV cell as a formula: it starts
 /// with `=`, `+`, `-`, `@`, a tab or a carriage return (OWASP's list) and
 /// is not a plain number (`-3`, `-0.25`, `-1e-7` stay numbers).
-pub fn csv_formula(f: &str) -> bool {
+fn csv_formula(f: &str) -> bool {
     f.starts_with(['=', '+', '-', '@', '\t', '\r']) && !plain_number(f)
 }
 
@@ -897,7 +889,7 @@ fn plain_number(f: &str) -> bool {
 }
 
 /// One CSV record of `fields`. With `guard`, a cell a spreadsheet would
-/// evaluate ([`csv_formula`]) gets a leading `'` and is quoted, as OWASP
+/// evaluate (`csv_formula`) gets a leading `'` and is quoted, as OWASP
 /// recommends against CSV injection: `=HYPERLINK(…)` is written
 /// `"'=HYPERLINK(…)"` and shows as text. Without it, every cell is written
 /// as it is (for pipelines that want the raw values).

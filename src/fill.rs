@@ -44,7 +44,7 @@ use crate::json::Value;
 use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource};
 
 /// How many of a tool's largest results are kept.
-pub const LARGEST: usize = 3;
+const LARGEST: usize = 3;
 
 /// One tool's share.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -59,7 +59,7 @@ pub struct ToolFill {
     pub call_tokens: u64,
     /// Calls on the surface.
     pub calls: u64,
-    /// Its largest results: (seq, tokens), largest first, at most [`LARGEST`].
+    /// Its largest results: (seq, tokens), largest first, at most `LARGEST`.
     pub largest: Vec<(u64, u64)>,
 }
 
@@ -92,12 +92,12 @@ pub struct Fill {
 
 impl Fill {
     /// Conversation: user, context and assistant text.
-    pub fn conversation(&self) -> u64 {
+    pub(crate) fn conversation(&self) -> u64 {
         self.user + self.context + self.assistant
     }
 
     /// Tool results of every tool.
-    pub fn tool_results(&self) -> u64 {
+    pub(crate) fn tool_results(&self) -> u64 {
         self.tools.iter().map(|t| t.result_tokens).sum()
     }
 
@@ -122,11 +122,11 @@ impl Fill {
 /// Tool names by call id, from `tool/call` events and the assistant's
 /// `tool-call` blocks (the first name seen for an id wins).
 #[derive(Debug, Clone, Default)]
-pub struct ToolNames(HashMap<String, String>);
+struct ToolNames(HashMap<String, String>);
 
 impl ToolNames {
     /// Learn from the next event (any kind; only calls teach).
-    pub fn observe(&mut self, ev: &Event<'_>) {
+    fn observe(&mut self, ev: &Event<'_>) {
         match ev.kind {
             Kind::ToolCall => {
                 let d = ev.data();
@@ -149,7 +149,7 @@ impl ToolNames {
     }
 
     /// The name of the tool a call id belongs to.
-    pub fn name(&self, call_id: &str) -> Option<&str> {
+    fn name(&self, call_id: &str) -> Option<&str> {
         self.0.get(call_id).map(String::as_str)
     }
 }
@@ -180,7 +180,7 @@ pub fn measure(src: &LogSource, opts: &LoadOptions) -> Result<(LoadedLog, Fill),
 
 /// Break a loaded log's surface down, with the tool names seen while it
 /// was read. Reads every node's event again.
-pub fn of(log: &LoadedLog, names: &ToolNames) -> Result<Fill, LoadError> {
+fn of(log: &LoadedLog, names: &ToolNames) -> Result<Fill, LoadError> {
     let mut acc = Acc::default();
     let mut file = None;
     let mut buf = Vec::new();

@@ -17,7 +17,7 @@
 //!
 //! **What is read again.** The manifest remembers each log by its home and
 //! path: size, device and inode, modification time and a hash of its last
-//! bytes (up to [`TAIL`]). A log whose size, inode and time are unchanged
+//! bytes (up to `TAIL`). A log whose size, inode and time are unchanged
 //! is not read. One that grew, and whose bytes up to the old size still end
 //! with the remembered tail, is read again and only its new requests and
 //! prunes are appended (its state rows are replaced). One that shrank, was
@@ -31,7 +31,7 @@
 //! files moved into the table directories and the superseded ones deleted.
 //! The manifest lists those moves and deletions, so a run killed at any
 //! point leaves the previous export whole (before the commit) or is
-//! completed by the next run ([`recover`], which every run starts with).
+//! completed by the next run (`recover`, which every run starts with).
 //!
 //! Parquet only: rewriting a changed log's files reads them back.
 
@@ -46,7 +46,7 @@ use crate::export::{Cell, ColumnType, ExportError, Place, Row, TABLES, TableSpec
 use crate::sessions::Refused;
 
 /// Bytes at the end of a log the manifest hashes.
-pub const TAIL: u64 = 4096;
+const TAIL: u64 = 4096;
 
 /// The tables whose rows are appended (one row per logged event that never
 /// changes); the others are rewritten whole each run.
@@ -90,7 +90,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FleetError + '_ {
 /// One log as the manifest remembers it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct LogEntry {
+struct LogEntry {
     /// Home label.
     pub home: String,
     /// Path relative to the home.
@@ -122,7 +122,7 @@ pub struct LogEntry {
 /// The manifest.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct Manifest {
+struct Manifest {
     /// `1`.
     pub version: u32,
     /// The last committed run.
@@ -152,17 +152,7 @@ pub enum Change {
     Unchanged,
 }
 
-impl Change {
-    /// `new`, `grown`, `rewritten`, `unchanged`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Change::New => "new",
-            Change::Grown => "grown",
-            Change::Rewritten => "rewritten",
-            Change::Unchanged => "unchanged",
-        }
-    }
-}
+impl Change {}
 
 /// What a run did.
 #[derive(Debug, Clone, Default)]
@@ -292,7 +282,7 @@ fn write_manifest(out: &Path, m: &Manifest) -> Result<(), FleetError> {
 /// Complete a committed run's moves and deletions, and clear what a run
 /// killed before its commit left (staging directories, stray files in the
 /// tables). `true` when there was something to complete.
-pub fn recover(out: &Path) -> Result<bool, FleetError> {
+fn recover(out: &Path) -> Result<bool, FleetError> {
     let Some(mut m) = read_manifest(out)? else {
         return Ok(false);
     };

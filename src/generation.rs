@@ -38,7 +38,7 @@ pub enum Generation {
 
 impl Generation {
     /// Every generation, oldest first.
-    pub const ALL: [Generation; 4] = [
+    const ALL: [Generation; 4] = [
         Generation::V0,
         Generation::V1,
         Generation::V2,
@@ -46,15 +46,15 @@ impl Generation {
     ];
 
     /// The newest generation this reader decodes.
-    pub const NEWEST: Generation = Generation::V3;
+    pub(crate) const NEWEST: Generation = Generation::V3;
 
     /// The generation a header's `version` names, if this reader decodes it.
-    pub fn of_version(version: u64) -> Option<Generation> {
+    pub(crate) fn of_version(version: u64) -> Option<Generation> {
         Generation::ALL.get(usize::try_from(version).ok()?).copied()
     }
 
     /// The header's `version` number.
-    pub fn number(self) -> u64 {
+    pub(crate) fn number(self) -> u64 {
         self as u64
     }
 
@@ -82,16 +82,6 @@ impl Generation {
     pub(crate) fn system_head(self) -> bool {
         self >= Generation::V3
     }
-
-    /// The canonical file name of this generation's log, plain or
-    /// Zstandard-compressed.
-    pub fn file_name(self, zstd: bool) -> String {
-        let base = match self {
-            Generation::V0 => "session.jsonl".to_string(),
-            g => format!("session.v{}.jsonl", g.number()),
-        };
-        if zstd { base + ".zstd" } else { base }
-    }
 }
 
 impl fmt::Display for Generation {
@@ -103,7 +93,7 @@ impl fmt::Display for Generation {
 /// What a canonical session-log file name says: the generation number (any
 /// N, also ones this reader does not decode) and whether it is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct LogFileName {
+pub(crate) struct LogFileName {
     /// The `N` of `session.vN.jsonl` (0 for `session.jsonl`).
     pub version: u64,
     /// `….jsonl.zstd`.
@@ -116,7 +106,7 @@ pub struct LogFileName {
 /// `session.vN.jsonl` with N ≥ 1 in lowercase and without leading zeros.
 /// Temporaries, `.v0`, `.V3`, `.v03` and any other name are not canonical
 /// (`None`).
-pub fn parse_log_file_name(name: &str) -> Option<LogFileName> {
+pub(crate) fn parse_log_file_name(name: &str) -> Option<LogFileName> {
     let (stem, zstd) = match name.strip_suffix(".zstd") {
         Some(s) => (s, true),
         None => (name, false),
@@ -166,24 +156,5 @@ mod tests {
         ] {
             assert_eq!(parse_log_file_name(not), None, "{not}");
         }
-    }
-
-    #[test]
-    fn file_names_round_trip() {
-        for g in Generation::ALL {
-            for zstd in [false, true] {
-                let name = g.file_name(zstd);
-                assert_eq!(
-                    parse_log_file_name(&name),
-                    Some(LogFileName {
-                        version: g.number(),
-                        zstd
-                    })
-                );
-                assert_eq!(Generation::of_version(g.number()), Some(g));
-            }
-        }
-        assert_eq!(Generation::of_version(4), None);
-        assert_eq!(Generation::V3.to_string(), "v3");
     }
 }

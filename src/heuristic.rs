@@ -7,7 +7,7 @@
 use crate::json::Value;
 
 /// `ceil(n / 4)`.
-pub fn q(n: usize) -> u64 {
+pub(crate) fn q(n: usize) -> u64 {
     (n as u64).div_ceil(4)
 }
 
@@ -19,7 +19,7 @@ fn len16(v: Option<&Value<'_>>) -> usize {
 }
 
 /// Price of one content block.
-pub fn price_block(b: &Value<'_>) -> u64 {
+pub(crate) fn price_block(b: &Value<'_>) -> u64 {
     let ty = b.get("type");
     let is = |t: &str| ty.is_some_and(|x| x.is_str(t));
     if is("text") || is("reasoning") {
@@ -34,7 +34,7 @@ pub fn price_block(b: &Value<'_>) -> u64 {
 }
 
 /// Price of a content-block list.
-pub fn price_blocks(content: Option<&Value<'_>>) -> u64 {
+pub(crate) fn price_blocks(content: Option<&Value<'_>>) -> u64 {
     match content.and_then(|c| c.as_arr()) {
         Some(a) => a.iter().map(price_block).sum(),
         None => 0,
@@ -50,7 +50,7 @@ pub fn price_message(msg: &Value<'_>) -> u64 {
 /// prompt's own price, `q(total text length) + 4` with no per-block
 /// overhead, so that a prompt costs the same as a node as it did in the
 /// request header of earlier generations; 0 for no text.
-pub fn price_system_message(msg: &Value<'_>) -> u64 {
+pub(crate) fn price_system_message(msg: &Value<'_>) -> u64 {
     let units: usize = match msg.get("content").and_then(|c| c.as_arr()) {
         Some(blocks) => blocks.iter().map(|b| len16(b.get("text"))).sum(),
         None => 0,

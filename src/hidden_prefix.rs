@@ -16,7 +16,7 @@ use crate::log::{LoadOptions, LogSource};
 
 /// An offset smaller than this, with only the tools empty, is no sign of
 /// hidden tools (a session may have none).
-pub const TOOLS_MIN: u64 = 1000;
+const TOOLS_MIN: u64 = 1000;
 
 /// The estimated hidden prefix of a log.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +38,7 @@ pub struct HiddenPrefix {
 
 /// The header's parts that are placeholders (`system` holding `{{…}}`,
 /// `tools` missing, empty or a `{{…}}` string).
-pub fn placeholders(header: Option<&Value<'_>>) -> Vec<&'static str> {
+pub(crate) fn placeholders(header: Option<&Value<'_>>) -> Vec<&'static str> {
     let mut out = Vec::new();
     let is_placeholder = |v: &Value<'_>| {
         v.as_str()
@@ -61,7 +61,10 @@ pub fn placeholders(header: Option<&Value<'_>>) -> Vec<&'static str> {
 
 /// The estimate from an analysis without a prefix, if the header has
 /// placeholders and the provider saw more than dsh computes.
-pub fn estimate(placeholders: Vec<&'static str>, report: &CacheReport) -> Option<HiddenPrefix> {
+pub(crate) fn estimate(
+    placeholders: Vec<&'static str>,
+    report: &CacheReport,
+) -> Option<HiddenPrefix> {
     if placeholders.is_empty() {
         return None;
     }
@@ -88,7 +91,7 @@ pub fn estimate(placeholders: Vec<&'static str>, report: &CacheReport) -> Option
 /// that sizes requests but does not report the cache: `simulate`). `None`
 /// when `opts` already has a prefix, the log is standard input (read once)
 /// or it hides nothing.
-pub fn estimate_for(
+pub(crate) fn estimate_for(
     src: &LogSource,
     load: &LoadOptions,
     opts: &CacheOptions,
@@ -144,7 +147,7 @@ fn analyse_once(
 pub struct ProviderCount {
     /// The counts of what the log shows.
     pub counts: crate::meter::tokenizer::TokenCounts,
-    /// The estimated hidden prefix ([`estimate_for`]), if the log hides one.
+    /// The estimated hidden prefix (`estimate_for`), if the log hides one.
     pub hidden: Option<u64>,
 }
 
@@ -152,15 +155,6 @@ impl ProviderCount {
     /// The request's size: what the log shows and the hidden prefix.
     pub fn total(&self) -> u64 {
         self.counts.total_tokens + self.hidden.unwrap_or(0)
-    }
-
-    /// Surface node `seq`'s count, if it is on the surface.
-    pub fn node(&self, seq: u64) -> Option<u64> {
-        self.counts
-            .nodes
-            .iter()
-            .find(|n| n.seq == seq)
-            .map(|n| n.tokens)
     }
 }
 

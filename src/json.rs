@@ -15,16 +15,16 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-pub mod ser;
+pub(crate) mod ser;
 
 /// A JSON string. Either decoded UTF-8 text, or the escaped source text of a
 /// string that had backslash escapes (decoded on demand, because it may hold
 /// lone surrogates that no Rust `str` can).
 ///
 /// Invariant: `raw` is always valid UTF-8. Unescaped strings are slices of
-/// a `&str` the parser was given (or text from [`JStr::from_text`]); escaped
+/// a `&str` the parser was given (or text from `JStr::from_text`); escaped
 /// ones are such slices too, or text with `\uXXXX` escapes written by
-/// [`JStr::from_units`]. The `unsafe` reads of `raw` as `str` below rest on
+/// `JStr::from_units`. The `unsafe` reads of `raw` as `str` below rest on
 /// this, and it is why [`Value::parse`] takes `&str`, not bytes.
 #[derive(Clone, Debug)]
 pub struct JStr<'a> {
@@ -121,7 +121,7 @@ impl<'a> JStr<'a> {
     };
 
     /// A string from text.
-    pub fn from_text(s: impl Into<Cow<'a, str>>) -> Self {
+    pub(crate) fn from_text(s: impl Into<Cow<'a, str>>) -> Self {
         let raw = match s.into() {
             Cow::Borrowed(b) => Cow::Borrowed(b.as_bytes()),
             Cow::Owned(o) => Cow::Owned(o.into_bytes()),
@@ -134,7 +134,7 @@ impl<'a> JStr<'a> {
     }
 
     /// A string from UTF-16 code units (any, including lone surrogates).
-    pub fn from_units(units: &[u16]) -> JStr<'static> {
+    pub(crate) fn from_units(units: &[u16]) -> JStr<'static> {
         match String::from_utf16(units) {
             Ok(s) => JStr::from_text(s),
             Err(_) => {
@@ -150,7 +150,7 @@ impl<'a> JStr<'a> {
     }
 
     /// The text, when it has no lone surrogate.
-    pub fn as_str(&self) -> Option<Cow<'_, str>> {
+    pub(crate) fn as_str(&self) -> Option<Cow<'_, str>> {
         if !self.escaped {
             // SAFETY: unescaped strings are built only from valid UTF-8.
             return Some(Cow::Borrowed(unsafe {
@@ -170,7 +170,7 @@ impl<'a> JStr<'a> {
 
     /// The characters of [`Self::to_lossy`], in order, to `f` until it
     /// returns `false` (a lone surrogate is U+FFFD), without building them.
-    pub fn each_char_lossy(&self, mut f: impl FnMut(char) -> bool) {
+    pub(crate) fn each_char_lossy(&self, mut f: impl FnMut(char) -> bool) {
         if !self.escaped {
             // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
@@ -209,7 +209,7 @@ impl<'a> JStr<'a> {
     }
 
     /// The UTF-16 code units (JavaScript's view of the string).
-    pub fn units(&self) -> Vec<u16> {
+    pub(crate) fn units(&self) -> Vec<u16> {
         if !self.escaped {
             // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
             let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
@@ -263,50 +263,9 @@ impl<'a> JStr<'a> {
         out
     }
 
-    /// The code points of [`Self::code_points`], in order, to `f`, without
-    /// building them.
-    pub fn each_code_point(&self, mut f: impl FnMut(u32)) {
-        if !self.escaped {
-            // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
-            let s = unsafe { std::str::from_utf8_unchecked(&self.raw) };
-            s.chars().for_each(|c| f(c as u32));
-            return;
-        }
-        // A high surrogate from an escape waits for a low one to pair with.
-        let mut pending: Option<u32> = None;
-        walk_escaped(&self.raw, |p| match p {
-            Piece::Plain(seg) => {
-                if let Some(hi) = pending.take() {
-                    f(hi);
-                }
-                seg.chars().for_each(|c| f(c as u32));
-            }
-            Piece::Escape(u) => {
-                let u = u as u32;
-                match pending.take() {
-                    Some(hi) if (0xDC00..0xE000).contains(&u) => {
-                        f(0x10000 + ((hi - 0xD800) << 10) + (u - 0xDC00));
-                    }
-                    prev => {
-                        if let Some(hi) = prev {
-                            f(hi);
-                        }
-                        if (0xD800..0xDC00).contains(&u) {
-                            pending = Some(u);
-                        } else {
-                            f(u);
-                        }
-                    }
-                }
-            }
-        });
-        if let Some(hi) = pending {
-            f(hi);
-        }
-    }
-
     /// Number of code points.
-    pub fn count_code_points(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn count_code_points(&self) -> usize {
         scan_code_points(&self.raw, self.escaped, ScanPoint::START, &[], &mut [])
     }
 
@@ -315,7 +274,7 @@ impl<'a> JStr<'a> {
     /// code points are its UTF-16 units (known from the parse) less one for
     /// each character written as four UTF-8 bytes and for each escaped
     /// surrogate pair, both found at memory speed.
-    pub fn count_code_points_marked(&self) -> CodePointCount {
+    pub(crate) fn count_code_points_marked(&self) -> CodePointCount {
         let raw = &self.raw[..];
         let mut n = self.len16() - count_four_byte_leads(raw);
         if self.escaped {
@@ -359,7 +318,7 @@ impl<'a> JStr<'a> {
     /// The UTF-16 units of code points `..a` and of `b..` (`a <= b`), as
     /// `Array.from(s).slice(0, a)` and `.slice(b)` joined give them, without
     /// decoding what lies between.
-    pub fn units_around(&self, a: usize, b: usize) -> (Vec<u16>, Vec<u16>) {
+    pub(crate) fn units_around(&self, a: usize, b: usize) -> (Vec<u16>, Vec<u16>) {
         let (oa, ob) = self.code_point_offsets(a, b);
         (
             self.part(0..oa).units(),
@@ -371,7 +330,7 @@ impl<'a> JStr<'a> {
     /// what joining `Array.from(s).slice(0, a)`, `between` and
     /// `.slice(b)` gives in JavaScript, built from the raw text without
     /// decoding any of it (the pruner's head, marker and tail).
-    pub fn cut_around(&self, a: usize, b: usize, between: &str) -> JStr<'static> {
+    pub(crate) fn cut_around(&self, a: usize, b: usize, between: &str) -> JStr<'static> {
         let (oa, ob) = self.code_point_offsets(a, b);
         self.cut_at(oa, ob, between)
     }
@@ -380,7 +339,7 @@ impl<'a> JStr<'a> {
     /// [`Self::count_code_points_marked`] (`count`): the head is found from
     /// the start, the tail from a place near the end, so a long string is
     /// never scanned through.
-    pub fn cut_around_counted(
+    pub(crate) fn cut_around_counted(
         &self,
         count: &CodePointCount,
         a: usize,
@@ -480,7 +439,7 @@ impl<'a> JStr<'a> {
     /// surrogate at the end of one pairs with a lone low one at the start of
     /// the next), without going through UTF-16: escaped source text joins
     /// as it stands.
-    pub fn concat(parts: &[&JStr<'_>]) -> JStr<'static> {
+    pub(crate) fn concat(parts: &[&JStr<'_>]) -> JStr<'static> {
         let len: usize = parts.iter().map(|p| p.raw.len()).sum();
         let escaped = parts.iter().any(|p| p.escaped);
         let mut raw: Vec<u8> = Vec::with_capacity(len + len / 16);
@@ -511,12 +470,12 @@ impl<'a> JStr<'a> {
     }
 
     /// Whether the string is empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }
 
     /// Copy into an owned string.
-    pub fn into_owned(self) -> JStr<'static> {
+    fn into_owned(self) -> JStr<'static> {
         JStr {
             raw: Cow::Owned(self.raw.into_owned()),
             escaped: self.escaped,
@@ -525,7 +484,7 @@ impl<'a> JStr<'a> {
     }
 
     /// Compare by UTF-16 code units (JavaScript `<` on strings / `Array#sort`).
-    pub fn cmp_units(&self, other: &JStr<'_>) -> std::cmp::Ordering {
+    pub(crate) fn cmp_units(&self, other: &JStr<'_>) -> std::cmp::Ordering {
         if !self.escaped && !other.escaped && self.raw.is_ascii() && other.raw.is_ascii() {
             return self.raw.cmp(&other.raw);
         }
@@ -546,7 +505,7 @@ impl<'a> JStr<'a> {
     }
 
     /// Append the JSON form (with quotes, JavaScript escaping) to `out`.
-    pub fn write_json(&self, out: &mut String) {
+    fn write_json(&self, out: &mut String) {
         out.push('"');
         if !self.escaped {
             // SAFETY: `raw` is UTF-8 (the invariant on `JStr`).
@@ -953,7 +912,7 @@ impl ScanPoint {
 /// A string's code points counted ([`JStr::count_code_points_marked`]),
 /// for cutting it.
 #[derive(Debug, Clone)]
-pub struct CodePointCount {
+pub(crate) struct CodePointCount {
     n: usize,
 }
 
@@ -997,13 +956,8 @@ fn is_escaper(raw: &[u8], s: usize) -> bool {
 
 impl CodePointCount {
     /// The number of code points.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.n
-    }
-
-    /// No code points.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
     }
 }
 
@@ -1233,7 +1187,7 @@ impl<'a> Value<'a> {
     /// Parse one complete JSON text (surrounding whitespace allowed).
     ///
     /// The text is `&str` because the parser keeps unescaped strings as
-    /// borrowed bytes and hands them out as `&str` later ([`JStr::as_str`]):
+    /// borrowed bytes and hands them out as `&str` later (`JStr::as_str`):
     /// the UTF-8 guarantee has to come from the caller's type.
     ///
     /// ```
@@ -1254,7 +1208,7 @@ impl<'a> Value<'a> {
     /// writes for the value (no whitespace, JavaScript's escapes and number
     /// spelling, no duplicate keys). For such a text any member's bytes can
     /// be copied instead of re-serialised.
-    pub fn parse_canonical(text: &'a str) -> Result<(Value<'a>, bool), ParseError> {
+    fn parse_canonical(text: &'a str) -> Result<(Value<'a>, bool), ParseError> {
         Self::parse_with(text.as_bytes(), false, None).map(|(v, c, _)| (v, c))
     }
 
@@ -1326,7 +1280,7 @@ impl<'a> Value<'a> {
     /// Deep copy of an object with member `key` set to `v` (in place when
     /// present, else last): `to_owned_value()` then [`Self::set`], without
     /// copying the member that is replaced.
-    pub fn to_owned_with(&self, key: &str, v: OwnedValue) -> OwnedValue {
+    pub(crate) fn to_owned_with(&self, key: &str, v: OwnedValue) -> OwnedValue {
         let Value::Obj(o) = self else {
             return self.to_owned_value();
         };
@@ -1349,17 +1303,6 @@ impl<'a> Value<'a> {
     /// container and string allocated once (not cloned, then copied again).
     pub fn to_owned_value(&self) -> OwnedValue {
         self.copy_strs(&|s: &JStr<'a>| s.clone().into_owned())
-    }
-
-    /// A copy of the value whose strings borrow this one's bytes: the
-    /// containers are new, no string is copied (for putting a value into
-    /// a document that is written and dropped).
-    pub fn borrowed(&self) -> Value<'_> {
-        self.copy_strs(&|s: &JStr<'a>| JStr {
-            raw: Cow::Borrowed(&s.raw[..]),
-            escaped: s.escaped,
-            len16: s.len16,
-        })
     }
 
     /// A copy of the value with every string and key given by `f`. Plain
@@ -1471,7 +1414,7 @@ impl<'a> Value<'a> {
     }
 
     /// Whether this is a non-empty string.
-    pub fn is_nonempty_str(&self) -> bool {
+    pub(crate) fn is_nonempty_str(&self) -> bool {
         matches!(self, Value::Str(j) if !j.is_empty())
     }
 
@@ -1484,7 +1427,7 @@ impl<'a> Value<'a> {
     }
 
     /// `Number.isSafeInteger`.
-    pub fn is_safe_int(&self) -> bool {
+    pub(crate) fn is_safe_int(&self) -> bool {
         matches!(self, Value::Num(n) if safe_int(*n).is_some())
     }
 
@@ -1497,7 +1440,7 @@ impl<'a> Value<'a> {
     }
 
     /// A safe integer.
-    pub fn as_safe_int(&self) -> Option<i64> {
+    pub(crate) fn as_safe_int(&self) -> Option<i64> {
         match self {
             Value::Num(n) => safe_int(*n),
             _ => None,
@@ -1510,7 +1453,7 @@ impl<'a> Value<'a> {
     }
 
     /// Whether this is an array.
-    pub fn is_arr(&self) -> bool {
+    pub(crate) fn is_arr(&self) -> bool {
         matches!(self, Value::Arr(_))
     }
 
@@ -1527,7 +1470,7 @@ impl<'a> Value<'a> {
     }
 
     /// Append `JSON.stringify(value)` to `out`.
-    pub fn write_json(&self, out: &mut String) {
+    pub(crate) fn write_json(&self, out: &mut String) {
         match self {
             Value::Null => out.push_str("null"),
             Value::Bool(true) => out.push_str("true"),
@@ -1560,14 +1503,14 @@ impl<'a> Value<'a> {
     }
 
     /// UTF-16 length of `JSON.stringify(value)`.
-    pub fn json_len16(&self) -> usize {
+    pub(crate) fn json_len16(&self) -> usize {
         let s = self.to_json();
         utf16_len_of_utf8(s.as_bytes())
     }
 
     /// The oracle's canonical form: keys sorted by UTF-16 code units,
     /// two-space indentation, no trailing newline.
-    pub fn to_canonical_pretty(&self) -> String {
+    pub(crate) fn to_canonical_pretty(&self) -> String {
         let mut s = String::new();
         self.write_pretty(&mut s, 0, true);
         s
@@ -1575,7 +1518,7 @@ impl<'a> Value<'a> {
 
     /// Pretty JSON with 2-space indentation (`JSON.stringify(v, null, 2)`),
     /// keys sorted when `sort` is set.
-    pub fn write_pretty(&self, out: &mut String, depth: usize, sort: bool) {
+    fn write_pretty(&self, out: &mut String, depth: usize, sort: bool) {
         match self {
             Value::Arr(a) if !a.is_empty() => {
                 out.push('[');
@@ -1708,9 +1651,9 @@ impl<T: Into<Value<'static>>> From<Option<T>> for Value<'static> {
 /// oracle): it refuses the log ("Maximum call stack size exceeded"). This
 /// budget accepts what it accepts at those depths and refuses what it
 /// refuses, within a few levels of its (stack-dependent) edge.
-pub const MAX_NEST: usize = 3200;
+const MAX_NEST: usize = 3200;
 /// Nesting units of one object level.
-pub const OBJECT_UNITS: usize = 2;
+const OBJECT_UNITS: usize = 2;
 /// Nesting (in units) beyond which the parser stops recursing and parses
 /// the rest of the value with an explicit stack ([`Parser::deep_value`]),
 /// so that a deep value needs no deep call stack.
@@ -1719,9 +1662,9 @@ const RECURSE_NEST: usize = 96;
 /// stack, but copying, comparing, writing and dropping a value recurse once
 /// per level (up to [`MAX_NEST`] levels), which a debug build's frames make
 /// too deep for the default 2 MiB. Reserved address space, not memory.
-pub const THREAD_STACK: usize = 16 << 20;
+pub(crate) const THREAD_STACK: usize = 16 << 20;
 /// The error of a value nested deeper than [`MAX_NEST`].
-pub const TOO_DEEP: &str = "nesting too deep";
+pub(crate) const TOO_DEEP: &str = "nesting too deep";
 
 /// Bytes that end a run of plain string content: `"`, `\\` and control characters.
 static NEEDS_LOOK: [bool; 256] = {
@@ -2645,7 +2588,7 @@ fn push_in_place<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) -> &mut T {
 /// result content so. The one implementation in the crate: the meter's
 /// UTF-16 length, the pruner, the config's and the verifier's messages all
 /// come here.
-pub fn js_string(v: Option<&Value<'_>>) -> String {
+pub(crate) fn js_string(v: Option<&Value<'_>>) -> String {
     fn put(v: &Value<'_>, out: &mut String) {
         match v {
             Value::Null => out.push_str("null"),
@@ -3493,19 +3436,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn a_borrowed_value_is_the_value_without_copied_strings() {
-        let text = r#"{"a":["x\ny",{"b":"😀","c":[1,true,null]}],"d":"plain"}"#;
-        let owned = Value::parse(text).unwrap().into_owned();
-        let view = owned.borrowed();
-        assert!(view.deep_eq(&owned));
-        assert_eq!(view.to_json(), owned.to_json());
-        let (Some(Value::Str(a)), Some(Value::Str(b))) = (owned.get("d"), view.get("d")) else {
-            panic!("strings");
-        };
-        assert_eq!(a.raw.as_ptr(), b.raw.as_ptr(), "the view copies no string");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! * **load** ([`log`]): bytes (plain or Zstandard) → validated events, each
 //!   streamed once to an [`log::Observer`] as it is folded into the
 //!   [`surface`] and the [`request_header`] fold, in every format
-//!   [`generation`] DSH writes (v0–v3);
+//!   `generation` DSH writes (v0–v3);
 //! * **derive** ([`derive`](mod@derive)): the model-visible messages;
 //! * **measure** ([`meter`], [`policy`], [`config`]): DSH's token figure and
 //!   the routed pressure policy;
@@ -42,7 +42,7 @@
 //! is a thin layer over it.
 
 pub mod append;
-pub mod attempt;
+mod attempt;
 pub mod cache;
 pub mod cancel;
 pub mod civil;
@@ -54,7 +54,7 @@ pub mod event;
 pub mod export;
 pub mod fill;
 pub mod fleet;
-pub mod generation;
+mod generation;
 pub mod health;
 pub mod heuristic;
 pub mod hidden_prefix;

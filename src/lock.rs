@@ -119,11 +119,6 @@ pub struct Bracket {
 }
 
 impl Bracket {
-    /// A matched bracket whose end carries an `error`.
-    pub fn failed(&self) -> bool {
-        self.status == LockStatus::Matched && self.error.is_some()
-    }
-
     /// The owner as text: `turn N` or `standalone`.
     pub fn owner(&self) -> String {
         owner_name(&self.turn)
@@ -423,7 +418,7 @@ impl LockScan {
     }
 
     /// The lock state so far (§10.4).
-    pub fn state(&self) -> LockState {
+    pub(crate) fn state(&self) -> LockState {
         match self.last_marker {
             None | Some((_, false)) => LockState::Free,
             Some((s, true)) if self.last_end_seed.is_some_and(|e| e > s) => LockState::Stale,
@@ -554,7 +549,6 @@ mod tests {
         assert!(r.anomalies.is_empty());
         let end_err = r#"{"type":"compaction/end","seq":2,"time":4,"data":{"compactionId":"c1","turn":1,"error":"boom"}}"#;
         let r = scan(&[TS1, CS1, end_err]);
-        assert!(r.brackets[0].failed());
         assert!(r.anomalies.is_empty());
         let end_ok_no_summary =
             r#"{"type":"compaction/end","seq":2,"time":4,"data":{"compactionId":"c1","turn":1}}"#;

@@ -83,7 +83,7 @@ pub enum PackError {
 }
 
 /// The Zstandard level the harness's writer uses (Node's default).
-pub const LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
+const LEVEL: i32 = zstd::DEFAULT_COMPRESSION_LEVEL;
 
 /// Write `source` to `out` as a multi-frame artifact: the header line alone
 /// in the first frame, then one frame per batch of lines.

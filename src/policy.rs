@@ -8,7 +8,7 @@
 //!   over the top level, field by field, with the retention rule of §2.2.
 //! * [`Policy::budgets`] scales a policy by a context window in IEEE double
 //!   arithmetic (`floor(cw × ratio)`, as JavaScript computes it).
-//! * [`resolve_capacity`] picks the context window: flag, config model entry,
+//! * `resolve_capacity` picks the context window: flag, config model entry,
 //!   logged `request/context`, config route default, built-in adapter table.
 //!
 //! ```
@@ -21,19 +21,19 @@
 //! ```
 
 /// Default `thresholdRatio`.
-pub const DEFAULT_THRESHOLD_RATIO: f64 = 0.8;
+pub(crate) const DEFAULT_THRESHOLD_RATIO: f64 = 0.8;
 /// Default `retainRatio`.
-pub const DEFAULT_RETAIN_RATIO: f64 = 0.16;
+pub(crate) const DEFAULT_RETAIN_RATIO: f64 = 0.16;
 /// Default summary `maxTokens`.
-pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+pub(crate) const DEFAULT_MAX_TOKENS: u64 = 8192;
 /// Default `compactionRetries`.
-pub const DEFAULT_COMPACTION_RETRIES: u64 = 1;
+pub(crate) const DEFAULT_COMPACTION_RETRIES: u64 = 1;
 /// Default `maxOverflowRetries`.
-pub const DEFAULT_MAX_OVERFLOW_RETRIES: u64 = 1;
+pub(crate) const DEFAULT_MAX_OVERFLOW_RETRIES: u64 = 1;
 /// The DeepSeek adapter's `defaultContextWindow` (and its catalog's value).
-pub const DEEPSEEK_DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
+pub(crate) const DEEPSEEK_DEFAULT_CONTEXT_WINDOW: u64 = 1_000_000;
 /// The provider name of the built-in DeepSeek route.
-pub const DEEPSEEK_PROVIDER: &str = "deepseek-official";
+pub(crate) const DEEPSEEK_PROVIDER: &str = "deepseek-official";
 
 /// How much of the tail compaction keeps verbatim.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -182,7 +182,7 @@ impl Budgets {
 }
 
 /// `Math.floor(a * b)` on doubles, for a finite non-negative product.
-pub fn floor_mul(a: f64, b: f64) -> u64 {
+fn floor_mul(a: f64, b: f64) -> u64 {
     (a * b).floor() as u64
 }
 
@@ -304,7 +304,7 @@ pub struct Capacity {
 
 /// The capacity facts available for one routed target.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct CapacityInputs {
+pub(crate) struct CapacityInputs {
     /// `--context-window`.
     pub flag: Option<u64>,
     /// The config route's model entry `contextWindow`.
@@ -319,7 +319,7 @@ pub struct CapacityInputs {
 /// flag first and a route's `defaultContextWindow` as the fallback it is in
 /// the adapters): flag → config model entry → logged `request/context` →
 /// config route default → built-in table → none.
-pub fn resolve_capacity(provider: &str, inputs: &CapacityInputs) -> Option<Capacity> {
+pub(crate) fn resolve_capacity(provider: &str, inputs: &CapacityInputs) -> Option<Capacity> {
     let pick = |v: Option<f64>, source| {
         v.map(|context_window| Capacity {
             context_window,

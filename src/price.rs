@@ -49,7 +49,7 @@ pub struct Tokens {
 
 impl Tokens {
     /// Add another count.
-    pub fn add(&mut self, o: &Tokens) {
+    pub(crate) fn add(&mut self, o: &Tokens) {
         self.input += o.input;
         self.cache_read += o.cache_read;
         self.cache_write += o.cache_write;
@@ -84,7 +84,7 @@ pub struct Rates {
 
 impl Rates {
     /// The cost of `t` at these rates, in USD.
-    pub fn cost(&self, t: &Tokens) -> f64 {
+    fn cost(&self, t: &Tokens) -> f64 {
         (t.input * self.input
             + t.cache_read * self.cache_hit
             + t.cache_write * self.cache_write
@@ -145,26 +145,18 @@ pub struct Price {
 /// Which hours an entry's `rates` (not its `off_peak` rates) apply in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Windows {
-    /// DeepSeek V4's peak hours ([`deepseek_peak`]), from mid-2026.
+    /// DeepSeek V4's peak hours (`deepseek_peak`), from mid-2026.
     #[default]
     Peak,
     /// DeepSeek's 2025 night discount: the discount (`off_peak`) applies
-    /// daily 16:30–00:30 UTC ([`deepseek_night`]), the standard rates the
+    /// daily 16:30–00:30 UTC (`deepseek_night`), the standard rates the
     /// rest of the day.
     Night,
 }
 
 impl Windows {
-    /// `deepseek` (peak hours) / `night` (the 2025 discount).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Windows::Peak => "deepseek",
-            Windows::Night => "night",
-        }
-    }
-
     /// Whether `rates` (not `off_peak`) apply at `ms`.
-    pub fn standard(self, ms: i64) -> bool {
+    fn standard(self, ms: i64) -> bool {
         match self {
             Windows::Peak => deepseek_peak(ms),
             Windows::Night => !deepseek_night(ms),
@@ -176,7 +168,7 @@ impl Price {
     /// The rates in force at `time` (`None`: they depend on the hour and
     /// the time is unknown), and whether they are the standard (peak) ones
     /// when the entry has off-peak rates.
-    pub fn rates_at(&self, time: Option<i64>) -> Option<(Rates, Option<bool>)> {
+    pub(crate) fn rates_at(&self, time: Option<i64>) -> Option<(Rates, Option<bool>)> {
         match (&self.off_peak, time) {
             (None, _) => Some((self.rates, None)),
             (Some(off), Some(t)) => Some(if self.windows.standard(t) {
@@ -191,7 +183,7 @@ impl Price {
 
 /// DeepSeek's 2025 night discount hours: every day 16:30–00:30 UTC
 /// (00:30–08:30 Beijing time).
-pub fn deepseek_night(ms: i64) -> bool {
+fn deepseek_night(ms: i64) -> bool {
     let minute = ms.rem_euclid(civil::DAY_MS) / 60_000;
     !(30..16 * 60 + 30).contains(&minute)
 }
@@ -219,7 +211,7 @@ pub enum Priced {
 /// UTC (09:00–12:00 and 14:00–18:00 Beijing time). Chinese public holidays,
 /// which the pricing page bills off-peak, are not modelled: a request on one
 /// is priced at the peak rate.
-pub fn deepseek_peak(ms: i64) -> bool {
+fn deepseek_peak(ms: i64) -> bool {
     let d = civil::date(ms, civil::Offset::UTC);
     if d.weekday() >= 5 {
         return false;
@@ -520,7 +512,7 @@ const ENDPOINTS: &[(&str, &str)] = &[
 
 /// The host a base URL reaches (`https://api.deepseek.com/anthropic` →
 /// `api.deepseek.com`).
-pub fn endpoint_host(url: &str) -> String {
+fn endpoint_host(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     rest.split(['/', '?', '#'])
         .next()
@@ -596,7 +588,7 @@ impl PriceTable {
     /// This table with the base URLs of configured routes: a provider
     /// whose base URL reaches the host of a priced provider shares its
     /// prices (a configured base URL replaces the built-in one).
-    pub fn with_endpoints<'a>(
+    pub(crate) fn with_endpoints<'a>(
         mut self,
         routes: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> PriceTable {
@@ -653,18 +645,14 @@ impl PriceTable {
         v
     }
 
-    /// Whether any entry exists for this provider (or one reaching the
-    /// same endpoint) and model.
-    pub fn knows(&self, provider: &str, model: &str) -> bool {
-        let aliases = self.aliases(provider);
-        self.entries
-            .iter()
-            .any(|p| aliases.contains(&p.provider) && p.model == model)
-    }
-
     /// The entry in force at `time` (`None`: the time is unknown — then
     /// only a model with one undated-in-effect entry has one).
-    pub fn entry(&self, provider: &str, model: &str, time: Option<i64>) -> Result<&Price, Priced> {
+    pub(crate) fn entry(
+        &self,
+        provider: &str,
+        model: &str,
+        time: Option<i64>,
+    ) -> Result<&Price, Priced> {
         // The provider's own entries, else those of the first provider that
         // reaches the same endpoint and has some for the model.
         let mut cands: Vec<&Price> = Vec::new();
@@ -901,7 +889,6 @@ mod tests {
             table.price("my-proxy", "deepseek-v4-flash", when, &one),
             official
         );
-        assert!(table.knows("my-proxy", "deepseek-v4-flash"));
         assert_eq!(
             endpoint_host("https://api.deepseek.com/v1?x"),
             "api.deepseek.com"

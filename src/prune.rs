@@ -11,7 +11,7 @@
 //! of exactly that node.
 //!
 //! [`plan`] computes the events (never writes) on the session as the
-//! reference resumes it; [`plan_on`] on a writer's view (see
+//! reference resumes it; `plan_on` on a writer's view (see
 //! [`crate::lifecycle`]). Give them to [`crate::append::Appender`] after the
 //! lifecycle prefix, if any.
 //!
@@ -35,7 +35,7 @@ use crate::surface::{KnownOriginals, Surface};
 pub const PRUNE_MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
 
 /// Code points in [`PRUNE_MARKER`].
-pub const MARKER_CHARS: u64 = 39;
+const MARKER_CHARS: u64 = 39;
 
 /// The pruner's budgets, in Unicode code points (reference names:
 /// `thresholdChars`, `headChars`, `tailChars`).
@@ -63,9 +63,6 @@ impl Default for PruneConfig {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct PruneConfigError(pub String);
-
-/// The configuration keys, in the reference's order.
-pub const CONFIG_KEYS: [&str; 3] = ["thresholdChars", "headChars", "tailChars"];
 
 impl PruneConfig {
     /// Resolve a configuration from optional values, as `resolveConfig`
@@ -113,26 +110,6 @@ impl PruneConfig {
             head_chars: head,
             tail_chars: tail,
         })
-    }
-
-    /// Resolve from a configuration object (a composition file's pruner
-    /// config, or dsh's `[pruner]` table as JSON): unknown keys are refused.
-    pub fn from_json(config: &Value<'_>) -> Result<PruneConfig, PruneConfigError> {
-        if let Some(members) = config.as_obj() {
-            for (k, _) in members {
-                if !CONFIG_KEYS.iter().any(|c| k.eq_str(c)) {
-                    return Err(PruneConfigError(format!(
-                        "ToolResultPruneConfig: unknown key \"{}\" (allowed: thresholdChars, headChars, tailChars)",
-                        k.to_lossy()
-                    )));
-                }
-            }
-        }
-        PruneConfig::resolve(
-            config.get("thresholdChars"),
-            config.get("headChars"),
-            config.get("tailChars"),
-        )
     }
 }
 
@@ -240,11 +217,11 @@ fn is_text_block(b: &Value<'_>) -> Result<bool, String> {
 /// (a JavaScript `TypeError`'s, or its own).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ContentError(pub String);
+pub(crate) struct ContentError(pub String);
 
 /// `measureContent`: code points over the text blocks of a tool-result
 /// content list.
-pub fn measure_content(blocks: &[Value<'_>]) -> Result<u64, ContentError> {
+pub(crate) fn measure_content(blocks: &[Value<'_>]) -> Result<u64, ContentError> {
     let counts = measure_blocks(blocks).map_err(ContentError)?;
     Ok(counts.iter().map(|(n, _)| n).sum())
 }
@@ -272,7 +249,7 @@ fn measure_blocks(blocks: &[Value<'_>]) -> Result<Vec<(u64, Option<CodePointCoun
 }
 
 /// `pruneContent`: the pruned list, or `None` when the text is within budget.
-pub fn prune_content(
+pub(crate) fn prune_content(
     cfg: &PruneConfig,
     blocks: &[Value<'_>],
 ) -> Result<Option<Vec<OwnedValue>>, ContentError> {
@@ -405,7 +382,7 @@ pub struct PrunePlan {
     /// Surface price after (heuristic).
     pub surface_tokens_after: u64,
     /// The rewritten results as read, for a writer's rule R16
-    /// ([`crate::surface::Surface::remember`]).
+    /// (`crate::surface::Surface::remember`).
     pub originals: KnownOriginals,
 }
 
@@ -580,7 +557,7 @@ pub fn plan(log: &LoadedLog, cfg: &PruneConfig, time: f64) -> Result<PrunePlan, 
 /// continue lifecycle the stored surface without closers, under resume the
 /// loaded one), the first event getting `base_seq` (the seq after the
 /// events the write puts first, if any).
-pub fn plan_on(
+pub(crate) fn plan_on(
     log: &LoadedLog,
     surface: &Surface,
     base_seq: u64,
@@ -678,17 +655,6 @@ mod tests {
                 .0,
             "ToolResultPruneConfig: headChars (1.5) must be a non-negative integer"
         );
-        assert_eq!(
-            PruneConfig::from_json(&v(r#"{"tailChars":10,"extra":1}"#))
-                .unwrap_err()
-                .0,
-            "ToolResultPruneConfig: unknown key \"extra\" (allowed: thresholdChars, headChars, tailChars)"
-        );
-        let small = PruneConfig::from_json(&v(
-            r#"{"thresholdChars":100,"headChars":30,"tailChars":31}"#,
-        ))
-        .unwrap();
-        assert_eq!(small.head_chars + MARKER_CHARS + small.tail_chars, 100);
     }
 
     #[test]

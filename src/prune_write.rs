@@ -236,7 +236,7 @@ impl BpeSavings {
 }
 
 /// Count the savings of `plan` (its events still in it) with `enc`.
-pub fn bpe_savings(
+fn bpe_savings(
     log: &LoadedLog,
     plan: &PrunePlan,
     enc: Encoding,

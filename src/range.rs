@@ -40,17 +40,17 @@ pub struct Region {
 
 impl Region {
     /// The shadowed nodes.
-    pub fn nodes<'a>(&self, surface: &'a [Node]) -> &'a [Node] {
+    pub(crate) fn nodes<'a>(&self, surface: &'a [Node]) -> &'a [Node] {
         &surface[self.start_pos..=self.end_pos]
     }
 
     /// The shadowed seqs, in surface order.
-    pub fn seqs(&self, surface: &[Node]) -> Vec<u64> {
+    pub(crate) fn seqs(&self, surface: &[Node]) -> Vec<u64> {
         self.nodes(surface).iter().map(|n| n.seq).collect()
     }
 
     /// Sum of the shadowed node prices (`shadowedTokenCount`).
-    pub fn tokens(&self, surface: &[Node]) -> u64 {
+    pub(crate) fn tokens(&self, surface: &[Node]) -> u64 {
         self.nodes(surface).iter().map(|n| n.tokens).sum()
     }
 }
@@ -113,7 +113,7 @@ fn delta(n: &Node) -> i64 {
 
 /// `cutBalanced[0..=n]`: whether the cut before each position (and after the
 /// last) is balanced.
-pub fn cut_balanced(nodes: &[Node]) -> Result<Vec<bool>, RangeError> {
+fn cut_balanced(nodes: &[Node]) -> Result<Vec<bool>, RangeError> {
     let mut out = Vec::with_capacity(nodes.len() + 1);
     out.push(true);
     let mut open: i64 = 0;
@@ -170,7 +170,7 @@ pub fn select_range(nodes: &[Node], retain_tokens: u64) -> Result<Selection, Ran
 }
 
 /// Re-validate a region on a surface (§4.2, `compactRegion`).
-pub fn validate_region(nodes: &[Node], start: u64, end: u64) -> Result<Region, RangeError> {
+pub(crate) fn validate_region(nodes: &[Node], start: u64, end: u64) -> Result<Region, RangeError> {
     let pos = |seq: u64, which: &str| {
         nodes.iter().position(|n| n.seq == seq).ok_or_else(|| {
             RangeError(format!(

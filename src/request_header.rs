@@ -74,7 +74,7 @@ pub fn canonical(h: &Value<'_>) -> OwnedValue {
 
 /// `headersEqual` of the token meter (compaction §1.6): config fields,
 /// adapter-default markers, system, and tools by their JSON text.
-pub fn headers_equal(a: Option<&Value<'_>>, b: Option<&Value<'_>>) -> bool {
+pub(crate) fn headers_equal(a: Option<&Value<'_>>, b: Option<&Value<'_>>) -> bool {
     let (a, b) = match (a, b) {
         (None, None) => return true,
         (Some(a), Some(b)) => (a, b),
@@ -168,7 +168,7 @@ impl HeaderFold {
     }
 
     /// Observe one event.
-    pub fn observe(&mut self, ev: &Event<'_>) {
+    pub(crate) fn observe(&mut self, ev: &Event<'_>) {
         match ev.kind {
             Kind::RequestHeader => {
                 let d = ev.data();
@@ -197,10 +197,5 @@ impl HeaderFold {
             c.get("provider")?.as_str()?.into_owned(),
             c.get("model")?.as_str()?.into_owned(),
         ))
-    }
-
-    /// The latest logged context window.
-    pub fn context_window(&self) -> Option<f64> {
-        self.context.as_ref()?.get("contextWindow")?.as_f64()
     }
 }

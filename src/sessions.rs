@@ -26,7 +26,7 @@ use crate::meter::{Meter, MeterError};
 use crate::usage::{Request, UsageFold};
 
 /// The longest title kept (characters); lists cut it further.
-pub const TITLE_CHARS: usize = 200;
+const TITLE_CHARS: usize = 200;
 
 /// One session.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,7 +46,7 @@ pub struct Session {
     /// left out of [`Session::requests`].
     pub inherited_requests: u64,
     /// The text of the first user-authored `user/message`, whitespace
-    /// collapsed, at most [`TITLE_CHARS`] characters.
+    /// collapsed, at most `TITLE_CHARS` characters.
     pub title: Option<String>,
     /// Header `createdAt`, when a plausible date ([`civil::recorded`]).
     pub started: Option<i64>,
@@ -120,7 +120,7 @@ pub struct ScanOptions {
     pub config: Config,
 }
 
-/// More facts wanted from the same pass ([`scan_with`]): sees every stored
+/// More facts wanted from the same pass (`scan_with`): sees every stored
 /// event (not the synthetic closers) but the chunks of packed rows, which
 /// the pass takes whole.
 pub trait Extra {
@@ -241,7 +241,7 @@ pub fn scan(src: &LogSource, opts: &ScanOptions) -> Result<Session, Refused> {
 
 /// [`scan`], also returning the compaction-lock report and showing every
 /// stored event to `extra` in the same pass.
-pub fn scan_with(
+pub(crate) fn scan_with(
     src: &LogSource,
     opts: &ScanOptions,
     extra: Option<&mut dyn Extra>,
@@ -478,7 +478,7 @@ impl Session {
     }
 
     /// Whether a compaction lock is live.
-    pub fn busy(&self) -> bool {
+    fn busy(&self) -> bool {
         self.lock == LockState::Busy
     }
 }

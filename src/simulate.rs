@@ -12,13 +12,13 @@
 //! `maxOverflowRetries` times). The agent's behaviour is taken as recorded: a
 //! different policy would have changed what the agent did next.
 //!
-//! Requests are sized at the point they were sent ([`crate::attempt`]: the
+//! Requests are sized at the point they were sent (`crate::attempt`: the
 //! log as it stood just before the attempt's first record, after the turn's
 //! user message, the request header and any splices), failed attempts
 //! included: the recorded lane's figure there is `dsh measure --at SEQ-1`.
 //! The overflow path runs at that point too (a request over the window
 //! fails, is compacted and retried). Recorded brackets are named by their
-//! mode as the log places them ([`crate::attempt::Modes`]): an attempt that
+//! mode as the log places them (`crate::attempt::Modes`): an attempt that
 //! failed with `CONTEXT_WINDOW_EXCEEDED` and the bracket after it count as
 //! an overflow and an overflow compaction.
 //!
@@ -122,7 +122,7 @@ pub enum SummarySource {
 
 impl SummarySource {
     /// `recorded-ratio`, `tokens`, `ratio`, `cap`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SummarySource::RecordedRatio(_) => "recorded-ratio",
             SummarySource::Tokens(_) => "tokens",
@@ -158,7 +158,7 @@ impl StepKind {
     }
 
     /// The compaction mode of a bracket step (`None` for a prune).
-    pub fn mode(self) -> Option<CompactionMode> {
+    fn mode(self) -> Option<CompactionMode> {
         match self {
             StepKind::Prune => None,
             StepKind::Compaction => Some(CompactionMode::Pressure),
@@ -233,7 +233,7 @@ pub struct Row {
     pub mean_pressure: f64,
     /// Σ request sizes (the meter's figure at each request) over the
     /// requests the provider received (a failed attempt the log shows no
-    /// sign of reaching it is left out: [`crate::attempt`]).
+    /// sign of reaching it is left out: `crate::attempt`).
     pub billed_input: f64,
     /// Every request's size, in order, with the seq it was sent at (the
     /// first record of its attempt: sized on the log up to the seq before).
@@ -1553,7 +1553,7 @@ pub enum Ranking {
 
 impl Ranking {
     /// `cost`, `tokens`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Ranking::Cost => "cost",
             Ranking::Tokens => "tokens",
@@ -1649,7 +1649,7 @@ fn sweep_axis(spec: &str) -> Result<Vec<f64>, SimError> {
 }
 
 /// A short label for a policy: `t0.80 r0.16 prune`.
-pub fn label(p: &SimPolicy) -> String {
+fn label(p: &SimPolicy) -> String {
     let mut s = String::new();
     match p.threshold_ratio {
         Some(t) => s.push_str(&format!("t{t:.2}")),
@@ -1828,7 +1828,7 @@ fn summary_source(size: Option<SummarySize>, recorded: &Recorded) -> SummarySour
 /// Every cut a surface's nodes offer is balanced at its end: no tool call
 /// without its result, no result without its call (the property every
 /// simulated surface keeps).
-pub fn balanced(nodes: &[Node]) -> bool {
+fn balanced(nodes: &[Node]) -> bool {
     let mut open: Vec<&str> = Vec::new();
     for n in nodes {
         match n.kind {

@@ -5,7 +5,7 @@
 //! both still current, removes that inclusive run and puts its own seq where
 //! the start node stood. Endpoints are found by membership, never by comparing
 //! seqs: after the first replacement the list is no longer sorted by seq.
-//! Checks run before an event changes anything, so a [`SurfaceError`] shows the
+//! Checks run before an event changes anything, so a `SurfaceError` shows the
 //! surface as it was. Spec: session-log §7 (rules R1–R16).
 //!
 //! ```
@@ -86,7 +86,7 @@ pub struct Replacement {
 
 /// A rule of session-log §7.4 that an event broke.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SurfaceError {
+pub(crate) struct SurfaceError {
     /// `R1` … `R16`.
     pub rule: &'static str,
     /// What was wrong, in the reference's words where it has them.
@@ -130,13 +130,14 @@ pub struct Surface {
 
 /// R16 fingerprints of events a caller read itself (a pruner reads every
 /// result it rewrites), so that a replacement of one is checked without
-/// reading its line again (see [`Surface::remember`]).
+/// reading its line again (see `Surface::remember`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct KnownOriginals(std::collections::HashMap<u64, u64>);
 
 impl KnownOriginals {
     /// Record `data`: the `data` of the event at `seq`, as the log holds it.
-    pub fn insert(&mut self, seq: u64, data: &Value<'_>) {
+    #[cfg(test)]
+    fn insert(&mut self, seq: u64, data: &Value<'_>) {
         self.0.insert(seq, rewrite_key(data));
     }
 
@@ -165,7 +166,7 @@ fn err(rule: &'static str, message: impl Into<String>) -> SurfaceError {
 }
 
 /// Event-local rules R1–R4.
-pub fn check_local(ev: &Event<'_>) -> Result<Option<SurfaceOp>, SurfaceError> {
+pub(crate) fn check_local(ev: &Event<'_>) -> Result<Option<SurfaceOp>, SurfaceError> {
     check_local_with(
         ev,
         ev.value.has("surfaceOp"),
@@ -174,7 +175,7 @@ pub fn check_local(ev: &Event<'_>) -> Result<Option<SurfaceOp>, SurfaceError> {
 }
 
 /// [`check_local`] when the envelope was already scanned.
-pub fn check_local_with(
+pub(crate) fn check_local_with(
     ev: &Event<'_>,
     has_op: bool,
     has_src: bool,
@@ -354,7 +355,7 @@ fn hash_str(s: &crate::json::JStr<'_>, h: &mut impl Hasher) {
 }
 
 /// Facts about a surface event's message, computed once when it joins.
-pub struct NodeFacts {
+pub(crate) struct NodeFacts {
     /// Price.
     pub tokens: u64,
     /// Derives a message.
@@ -370,7 +371,7 @@ pub struct NodeFacts {
 }
 
 /// Compute [`NodeFacts`] for a surface event.
-pub fn node_facts(ev: &Event<'_>) -> NodeFacts {
+pub(crate) fn node_facts(ev: &Event<'_>) -> NodeFacts {
     let msg = ev.message();
     let projected = project(ev);
     let derives = projected.is_some();
@@ -466,7 +467,7 @@ pub fn project<'e, 'a>(ev: &'e Event<'a>) -> Option<&'e Value<'a>> {
 }
 
 /// [`project`] by value: the message taken out of the event, not copied.
-pub fn into_projected(ev: Event<'_>) -> Option<Value<'_>> {
+pub(crate) fn into_projected(ev: Event<'_>) -> Option<Value<'_>> {
     project(&ev)?;
     let kind = ev.kind;
     let mut value = ev.value;
@@ -481,7 +482,7 @@ pub fn into_projected(ev: Event<'_>) -> Option<Value<'_>> {
 impl Surface {
     /// Take R16 fingerprints a caller recorded from events it read, so
     /// that replacing one of those nodes does not read its line again.
-    pub fn remember(&mut self, known: &KnownOriginals) {
+    pub(crate) fn remember(&mut self, known: &KnownOriginals) {
         self.known
             .0
             .extend(known.0.iter().map(|(&seq, &key)| (seq, key)));
@@ -497,7 +498,7 @@ impl Surface {
     }
 
     /// The `replacements` member of [`Self::to_json`].
-    pub fn replacements_json(&self) -> crate::json::OwnedValue {
+    fn replacements_json(&self) -> crate::json::OwnedValue {
         Value::Arr(
             self.replacements
                 .iter()
@@ -547,7 +548,7 @@ impl Surface {
     }
 
     /// Position of a node by seq (membership lookup).
-    pub fn position(&self, seq: u64) -> Option<usize> {
+    pub(crate) fn position(&self, seq: u64) -> Option<usize> {
         if let Some(&i) = self.at.get(&seq)
             && self.nodes.get(i).is_some_and(|n| n.seq == seq)
         {
@@ -563,7 +564,7 @@ impl Surface {
 
     /// Apply one surface event (rules R5–R16), or refuse it leaving the
     /// surface untouched.
-    pub fn apply(
+    pub(crate) fn apply(
         &mut self,
         ev: &Event<'_>,
         op: SurfaceOp,

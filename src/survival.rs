@@ -14,24 +14,24 @@
 //! Five categories of terms are extracted from the span, each a list of
 //! distinct terms in order of first appearance, case kept:
 //!
-//! * **URLs** ([`urls`]): `http://`, `https://`, `ftp://` or `file://`, not
+//! * **URLs** (`urls`): `http://`, `https://`, `ftp://` or `file://`, not
 //!   preceded by a letter or digit, up to the next whitespace or one of
 //!   `<>"'` and backtick; then trailing `.,;:!?` and unbalanced closing
 //!   `)`, `]`, `}` are left out. At least one character must follow `://`.
-//! * **Paths** ([`paths`], in the text with the URLs blanked): maximal runs of
+//! * **Paths** (`paths`, in the text with the URLs blanked): maximal runs of
 //!   `A-Z a-z 0-9 _ . - ~ / + @`, trailing dots left out, holding a letter
 //!   or digit, that either contain a `/` and (start with `/`, `~/`, `./` or
 //!   `../`; or have at least three non-empty `/`-separated segments; or end
 //!   in a file extension), or contain no `/` and end in one of the common
-//!   extensions of [`FILE_EXTENSIONS`] (`main.rs`, `Cargo.toml`). A file
+//!   extensions of `FILE_EXTENSIONS` (`main.rs`, `Cargo.toml`). A file
 //!   extension is a non-empty stem, a dot and 1–10 letters or digits with at
 //!   least one letter. A run that starts with `-` (a flag) or right after a
 //!   `<` (markup such as `</compacted-summary>`) is not a path.
-//! * **Commands** ([`command_of`]): from each tool call's `arguments`, parsed
+//! * **Commands** (`command_of`): from each tool call's `arguments`, parsed
 //!   as a JSON object, the `command` or else `cmd` member: a string, or an
 //!   array of strings joined by single spaces; whitespace collapsed. Empty
 //!   commands are left out.
-//! * **Identifiers** ([`identifiers`], with URLs and paths blanked): names
+//! * **Identifiers** (`identifiers`, with URLs and paths blanked): names
 //!   `[A-Za-z_][A-Za-z0-9_]*` not preceded by a letter, digit or `_`, joined
 //!   into one term by `.` or `::` when a name follows directly (`os.path`,
 //!   `serde_json::Value`), that look like code: a part holds `_` beside a
@@ -39,7 +39,7 @@
 //!   case with an uppercase letter after its first character (camelCase,
 //!   `HashMap`, `JSONValue`), or there are two or more parts of which one
 //!   has at least two characters (`e.g` is not one).
-//! * **Numbers** ([`numbers`], with URLs, paths and identifiers blanked): in
+//! * **Numbers** (`numbers`, with URLs, paths and identifiers blanked): in
 //!   each maximal run of `A-Z a-z 0-9 _ . ,` that starts with a digit, its
 //!   leading digits, dots and commas, trailing dots and commas left out
 //!   (`400`, `7,270`, `3.14`, `0.1.0`; `200` of `200ms`), when that holds at
@@ -77,7 +77,7 @@ use crate::log::{LoadError, LoadedLog, Reread};
 use crate::view::{Replacement, ReplacementKind, View};
 
 /// Extensions that make a name without `/` a file path.
-pub const FILE_EXTENSIONS: &[&str] = &[
+const FILE_EXTENSIONS: &[&str] = &[
     "c", "cc", "cfg", "conf", "cpp", "cs", "css", "csv", "go", "gz", "h", "hpp", "html", "ini",
     "java", "js", "json", "jsonl", "jsx", "kt", "lock", "log", "md", "mjs", "php", "png", "py",
     "rb", "rs", "scss", "sh", "sql", "svg", "swift", "tar", "toml", "ts", "tsx", "txt", "xml",
@@ -139,7 +139,7 @@ pub struct Terms {
 
 impl Terms {
     /// The terms of one category.
-    pub fn get(&self, c: Category) -> &[String] {
+    fn get(&self, c: Category) -> &[String] {
         match c {
             Category::Paths => &self.paths,
             Category::Commands => &self.commands,
@@ -198,16 +198,6 @@ impl Breakdown {
             Category::Numbers => &mut self.numbers,
             Category::Urls => &mut self.urls,
         }
-    }
-
-    /// Terms over all categories.
-    pub fn total(&self) -> usize {
-        Category::ALL.iter().map(|c| self.get(*c).total).sum()
-    }
-
-    /// Survivors over all categories.
-    pub fn kept(&self) -> usize {
-        Category::ALL.iter().map(|c| self.get(*c).kept).sum()
     }
 }
 
@@ -369,7 +359,7 @@ fn span_of(
 
 /// The text of a replaced span and the commands of its tool calls.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SpanText {
+struct SpanText {
     /// The span's text, one block a line.
     pub text: String,
     /// The commands of its tool calls, in order (duplicates kept).
@@ -378,7 +368,7 @@ pub struct SpanText {
 
 impl SpanText {
     /// Add one message (`{role, content: [...]}`).
-    pub fn add_message(&mut self, msg: &Value<'_>) {
+    fn add_message(&mut self, msg: &Value<'_>) {
         if let Some(blocks) = msg.get("content").and_then(|c| c.as_arr()) {
             self.add_blocks(blocks);
         }
@@ -439,7 +429,7 @@ impl SpanText {
     }
 
     /// The span's terms: [`extract`] of the text, with the commands.
-    pub fn terms(&self) -> Terms {
+    fn terms(&self) -> Terms {
         let mut t = extract(&self.text);
         t.commands = dedup(self.commands.iter().cloned());
         t
@@ -447,7 +437,7 @@ impl SpanText {
 }
 
 /// Compare a span's terms with a summary.
-pub fn compare(span: &Terms, summary: &str) -> Breakdown {
+fn compare(span: &Terms, summary: &str) -> Breakdown {
     let mut out = Breakdown::default();
     // Commands are compared whitespace-collapsed: collapse the summary once.
     let collapsed = collapse(summary);
@@ -510,7 +500,7 @@ pub fn survives(c: Category, term: &str, summary: &str) -> bool {
 /// A tool call's command: its `arguments` parsed as a JSON object, the
 /// `command` (else `cmd`) member as a string, or an array of strings joined
 /// by spaces; whitespace collapsed; `None` when absent or empty.
-pub fn command_of(arguments: &str) -> Option<String> {
+fn command_of(arguments: &str) -> Option<String> {
     let v = Value::parse(arguments).ok()?;
     let c = v.get("command").or_else(|| v.get("cmd"))?;
     let s = match c {
@@ -559,22 +549,26 @@ pub fn extract(text: &str) -> Terms {
 }
 
 /// The URLs of `text`.
-pub fn urls(text: &str) -> Vec<String> {
+#[cfg(test)]
+fn urls(text: &str) -> Vec<String> {
     extract(text).urls
 }
 
 /// The paths of `text` (URLs blanked first).
-pub fn paths(text: &str) -> Vec<String> {
+#[cfg(test)]
+fn paths(text: &str) -> Vec<String> {
     extract(text).paths
 }
 
 /// The identifiers of `text` (URLs and paths blanked first).
-pub fn identifiers(text: &str) -> Vec<String> {
+#[cfg(test)]
+fn identifiers(text: &str) -> Vec<String> {
     extract(text).identifiers
 }
 
 /// The numbers of `text` (URLs, paths and identifiers blanked first).
-pub fn numbers(text: &str) -> Vec<String> {
+#[cfg(test)]
+fn numbers(text: &str) -> Vec<String> {
     extract(text).numbers
 }
 
@@ -1067,7 +1061,7 @@ mod tests {
             ch.is_ascii_alphanumeric() || ch == '_'
         }
 
-        pub fn extract(text: &str) -> Terms {
+        pub(crate) fn extract(text: &str) -> Terms {
             let mut chars: Vec<char> = text.chars().collect();
             let mut take = |find: fn(&[char]) -> Spans| {
                 let spans = find(&chars);
@@ -1200,7 +1194,7 @@ mod tests {
             out
         }
 
-        pub fn survives_command(term: &str, summary: &str) -> bool {
+        pub(crate) fn survives_command(term: &str, summary: &str) -> bool {
             !term.is_empty() && collapse(summary).contains(&collapse(term))
         }
     }
@@ -1345,6 +1339,5 @@ mod tests {
         assert_eq!(b.identifiers.survived, ["fix_it"]);
         assert_eq!(b.numbers.lost, ["120"]);
         assert_eq!(b.commands.lost, ["cargo test"]);
-        assert_eq!((b.total(), b.kept()), (4, 2));
     }
 }

@@ -39,7 +39,7 @@ pub enum Caller {
 
 impl Caller {
     /// `agent` / `summariser`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Caller::Agent => "agent",
             Caller::Summariser => "summariser",
@@ -87,7 +87,7 @@ fn num(v: &Value<'_>, k: &str) -> f64 {
 }
 
 /// A `TokenUsage` object as [`Tokens`]; absent or non-numeric fields count 0.
-pub fn tokens_of(usage: &Value<'_>) -> Tokens {
+pub(crate) fn tokens_of(usage: &Value<'_>) -> Tokens {
     Tokens {
         input: num(usage, "inputTokens"),
         cache_read: num(usage, "cacheReadTokens"),
@@ -151,7 +151,7 @@ impl UsageFold {
     }
 
     /// The requests the session made, in log order: a fork child's
-    /// inherited seed left out ([`Self::inherited_cut`]).
+    /// inherited seed left out (`Self::inherited_cut`).
     pub fn finish(self, parent: Option<&str>, seed_length: Option<u64>) -> Vec<Request> {
         let cut = self.inherited_cut(parent, seed_length);
         let mut r = self.requests;
@@ -165,13 +165,17 @@ impl UsageFold {
     /// the `session/end-seed {inherited: true}` marker, else the header's
     /// `seedLength`; `None` for a log that is not a fork child (no
     /// `parentSession` in its header).
-    pub fn inherited_cut(&self, parent: Option<&str>, seed_length: Option<u64>) -> Option<u64> {
+    pub(crate) fn inherited_cut(
+        &self,
+        parent: Option<&str>,
+        seed_length: Option<u64>,
+    ) -> Option<u64> {
         parent?;
         self.inherited_cut.or(seed_length)
     }
 
     /// Requests of the seed (the parent's), left out by [`Self::finish`].
-    pub fn inherited(&self, parent: Option<&str>, seed_length: Option<u64>) -> usize {
+    pub(crate) fn inherited(&self, parent: Option<&str>, seed_length: Option<u64>) -> usize {
         match self.inherited_cut(parent, seed_length) {
             Some(cut) => self.requests.iter().filter(|q| q.seq < cut).count(),
             None => 0,
@@ -207,7 +211,7 @@ impl GroupBy {
     }
 
     /// Whether groups are periods of time.
-    pub fn is_time(self) -> bool {
+    fn is_time(self) -> bool {
         matches!(self, GroupBy::Day | GroupBy::Week | GroupBy::Month)
     }
 }
@@ -251,7 +255,7 @@ pub struct Sums {
 
 impl Sums {
     /// Count one request and its price.
-    pub fn add(&mut self, r: &Request, priced: Priced) {
+    pub(crate) fn add(&mut self, r: &Request, priced: Priced) {
         match r.caller {
             Caller::Agent => self.requests += 1,
             Caller::Summariser => self.summariser_requests += 1,
@@ -326,13 +330,13 @@ pub struct Window {
 
 impl Window {
     /// Whether no bound is set.
-    pub fn is_open(&self) -> bool {
+    fn is_open(&self) -> bool {
         self.since.is_none() && self.until.is_none()
     }
 
     /// Whether a request at `time` counts: with a bound, a request of
     /// unknown time does not (it cannot be shown to be inside).
-    pub fn admits(&self, time: Option<i64>) -> bool {
+    fn admits(&self, time: Option<i64>) -> bool {
         if self.is_open() {
             return true;
         }

@@ -327,11 +327,11 @@ pub fn align_log(
 /// [`ViewOptions::all_events`], chunk events are passed over (packed rows
 /// taken whole), as [`align_log`] has the loader skip them; the view is
 /// [`align_log`]'s for the same log, `last_seq` counting no chunk.
-pub struct Aligner(Builder);
+pub(crate) struct Aligner(Builder);
 
 impl Aligner {
     /// Ready to see a log's events.
-    pub fn new(view: &ViewOptions) -> Aligner {
+    pub(crate) fn new(view: &ViewOptions) -> Aligner {
         Aligner(Builder {
             opts: *view,
             ..Builder::default()
@@ -339,7 +339,7 @@ impl Aligner {
     }
 
     /// The view, once the (whole) log it saw is loaded.
-    pub fn finish(self, log: &LoadedLog) -> View {
+    pub(crate) fn finish(self, log: &LoadedLog) -> View {
         self.0.finish(log, None)
     }
 }

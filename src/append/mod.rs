@@ -110,13 +110,12 @@ mod write;
 
 pub use error::{AppendError, Blocker};
 use lock::{LockKind, acquire};
-pub use write::zstd_frame;
 use write::{EncodeError, Payload, Sink, commit, encode, encoded_len, last_record_seq};
 
 /// The events a resuming harness writes first: the crash-repair closers of an
 /// open final turn, then the `session/end-seed` marker unless the log already
 /// ends with one (stamped `time`; the closers keep the last event's time).
-pub fn lifecycle_prefix(log: &LoadedLog, time: f64) -> Vec<OwnedEvent> {
+fn lifecycle_prefix(log: &LoadedLog, time: f64) -> Vec<OwnedEvent> {
     let mut out: Vec<OwnedEvent> = log.closers.clone();
     if log.end_seed_appended() {
         let seq = log.event_count();
@@ -671,7 +670,7 @@ impl Appender {
     /// Choose the lifecycle after looking at the loaded log (e.g. Continue
     /// when [`Appender::file_turn_open`]), instead of in
     /// [`AppendOptions::lifecycle`]. Only before the first batch.
-    pub fn set_lifecycle(&mut self, lifecycle: Lifecycle) -> Result<(), AppendError> {
+    pub(crate) fn set_lifecycle(&mut self, lifecycle: Lifecycle) -> Result<(), AppendError> {
         if self.batches > 0 {
             return Err(AppendError::Invalid {
                 seq: self.next_seq,
@@ -683,7 +682,7 @@ impl Appender {
     }
 
     /// The lifecycle the appends belong to.
-    pub fn lifecycle(&self) -> Lifecycle {
+    pub(crate) fn lifecycle(&self) -> Lifecycle {
         self.lifecycle
     }
 
@@ -737,7 +736,7 @@ impl Appender {
     }
 
     /// Where the batches go.
-    pub fn target(&self) -> &AppendTarget {
+    pub(crate) fn target(&self) -> &AppendTarget {
         &self.target
     }
 
@@ -778,25 +777,20 @@ impl Appender {
     }
 
     /// The surface as the appends so far left it.
-    pub fn surface(&self) -> &Surface {
+    pub(crate) fn surface(&self) -> &Surface {
         self.surface.as_ref().unwrap_or(&self.log.surface)
     }
 
     /// Take R16 fingerprints of events the caller read itself (a prune
     /// plan's [`crate::prune::PrunePlan::originals`]), so that validating
     /// a replacement of one does not read its line again.
-    pub fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
+    pub(crate) fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
         // Fingerprints change no fold: the loaded surface may take them
         // while it stands for the appends' one.
         match &mut self.surface {
             Some(s) => s.remember(known),
             None => self.log.surface.remember(known),
         }
-    }
-
-    /// Batches appended so far.
-    pub fn batches(&self) -> u64 {
-        self.batches
     }
 
     /// The lifecycle prefix still to be written (empty after the first batch,
@@ -845,7 +839,7 @@ impl Appender {
     /// [`Appender::append`] of events the caller shares: the surface keeps
     /// its new nodes' events without copying them (a pruner's batch carries
     /// megabytes of kept text).
-    pub fn append_shared(
+    pub(crate) fn append_shared(
         &mut self,
         events: &[Arc<OwnedEvent>],
     ) -> Result<AppendReport, AppendError> {
@@ -859,7 +853,7 @@ impl Appender {
     /// [`Appender::open`] — a [`crate::meter::Meter`], say — follow the
     /// appends without re-reading the log. Nothing is streamed when the
     /// write fails.
-    pub fn append_observed(
+    pub(crate) fn append_observed(
         &mut self,
         events: &[OwnedEvent],
         observer: &mut dyn Observer,

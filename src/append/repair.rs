@@ -44,16 +44,7 @@ pub enum Damage {
     },
 }
 
-impl Damage {
-    /// `cut-frame`, `torn-line` or `dropped-region` (the JSON `kind`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Damage::CutFrame { .. } => "cut-frame",
-            Damage::TornLine { .. } => "torn-line",
-            Damage::Dropped { .. } => "dropped-region",
-        }
-    }
-}
+impl Damage {}
 
 impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -443,7 +443,8 @@ pub(super) fn encoded_len<E: Borrow<OwnedEvent>>(events: &[E]) -> u64 {
 }
 
 /// One complete, checksummed Zstandard frame (level 3, as Node's default).
-pub fn zstd_frame(plain: &[u8]) -> io::Result<Vec<u8>> {
+#[cfg(test)]
+pub(crate) fn zstd_frame(plain: &[u8]) -> io::Result<Vec<u8>> {
     let mut c = zstd::bulk::Compressor::new(zstd::DEFAULT_COMPRESSION_LEVEL)?;
     c.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true))?;
     c.compress(plain)

@@ -27,12 +27,12 @@
 //! JSONL or one Zstandard frame per batch) in the lifecycle the tail calls
 //! for (manual: Resume, the `session/end-seed` first; automatic: Continue,
 //! inside the open turn), re-measures with the token meter
-//! ([`crate::meter::Meter::snapshot`]) after each batch, and prunes with
+//! (`crate::meter::Meter::snapshot`) after each batch, and prunes with
 //! [`crate::prune`].
 
 pub mod outcome;
 pub mod plan;
-pub mod session;
+mod session;
 pub(crate) mod summary;
 mod unsaved;
 
@@ -48,7 +48,6 @@ use crate::prune::{PruneConfig, PrunedResult};
 use crate::range::{self, Decline, Region, Selection};
 
 pub use session::{OpenError, Session};
-pub use summary::{COMPACTION_INSTRUCTION, PREAMBLE};
 pub use unsaved::{Unsaved, keep_unsaved, save_unsaved, unsaved_text};
 
 /// Which semantics to run.
@@ -311,14 +310,14 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// The busy message (§5.1).
-pub const BUSY: &str =
+const BUSY: &str =
     "compaction: compaction already in progress; the session compaction lock is already active";
 
 /// The "no target" message (§5.6).
-pub const NO_TARGET: &str = "no provider/model available for summarization: set both BasicCompactionConfig summarization fields, route one request, or set both AgentOptions fields";
+const NO_TARGET: &str = "no provider/model available for summarization: set both BasicCompactionConfig summarization fields, route one request, or set both AgentOptions fields";
 
 /// The message of a [`FailureKind::TooLarge`] refusal.
-pub fn too_large_message(request_tokens: u64, target: &(String, String), window: u64) -> String {
+fn too_large_message(request_tokens: u64, target: &(String, String), window: u64) -> String {
     format!(
         "the summariser request ({request_tokens} estimated tokens) does not fit the context window of {}/{} ({window} tokens)",
         target.0, target.1

@@ -148,7 +148,7 @@ fn too_large_hint(mode: Mode) -> &'static str {
 /// cannot send, or one too large for the summarising model); `None` for a
 /// failure only a real run meets. A real run that meets one of these while
 /// it plays the run dry refuses before the first byte.
-pub fn refusal_hint(f: &Failure) -> Option<String> {
+fn refusal_hint(f: &Failure) -> Option<String> {
     match f.kind {
         FailureKind::Unsendable => Some(
             "the range holds images and the route sends text only: pass --images placeholder to send each one as the harness's image-offload placeholder text".into(),
@@ -188,7 +188,7 @@ fn would_fail_at(f: &Failure, plan: &Plan) -> Option<Vec<Problem>> {
 }
 
 /// What to do about a busy log: see the lock, or release a stale one.
-pub fn busy_hint(log: &str) -> String {
+fn busy_hint(log: &str) -> String {
     format!(
         "a compaction/start has no compaction/end (see `dsh locks {log}`); if the compacting process is gone, run `dsh locks --release --yes {log}` (appends session/end-seed, as a resumed harness does)"
     )
@@ -196,7 +196,7 @@ pub fn busy_hint(log: &str) -> String {
 
 /// The next step after a failed run of `log` (as the person named it),
 /// where one is known.
-pub fn failure_hint(f: &Failure, plan: &Plan, log: &str) -> Option<String> {
+fn failure_hint(f: &Failure, plan: &Plan, log: &str) -> Option<String> {
     match (&f.provider, f.kind) {
         (Some(p), _) if p.code == crate::provider::ErrorCode::Auth => Some(format!(
             "the provider rejected the API key (HTTP {}): check ${}",

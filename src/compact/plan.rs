@@ -22,18 +22,18 @@ use super::session::Session;
 use super::{Images, Mode, NO_TARGET, Options};
 
 /// The DeepSeek API root used when neither the caller nor the config names one.
-pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
+const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 
 /// The variable that holds the API key when neither the caller nor the
 /// config names one.
-pub const DEFAULT_API_KEY_ENV: &str = "DEEPSEEK_API_KEY";
+const DEFAULT_API_KEY_ENV: &str = "DEEPSEEK_API_KEY";
 
 /// The mode a run takes on a log whose last turn is `open_turn`.
 ///
 /// A closed tail allows only manual compaction (maintenance of a resumed
 /// session), whatever was asked; an open turn takes the requested automatic
 /// path, `Auto` meaning pressure.
-pub fn mode_for_tail(requested: Mode, open_turn: Option<f64>) -> Mode {
+pub(crate) fn mode_for_tail(requested: Mode, open_turn: Option<f64>) -> Mode {
     match (requested, open_turn) {
         (_, None) => Mode::Manual,
         (Mode::Auto, Some(_)) => Mode::Pressure,
@@ -45,7 +45,7 @@ pub fn mode_for_tail(requested: Mode, open_turn: Option<f64>) -> Mode {
 /// log, else the default".
 #[derive(Debug, Clone, Default)]
 pub struct PlanInputs {
-    /// The requested mode (see [`mode_for_tail`]); `None` is `Auto`.
+    /// The requested mode (see `mode_for_tail`); `None` is `Auto`.
     pub mode: Option<Mode>,
     /// The summarisation target as `PROVIDER/MODEL`.
     pub route: Option<String>,
@@ -165,7 +165,7 @@ fn check_ratio(flag: &str, v: Option<f64>) -> Result<Option<f64>, PlanError> {
 }
 
 /// `PROVIDER/MODEL` as a pair.
-pub fn split_route(s: &str) -> Result<(String, String), PlanError> {
+fn split_route(s: &str) -> Result<(String, String), PlanError> {
     match s.split_once('/') {
         Some((p, m)) if !p.is_empty() && !m.is_empty() => Ok((p.to_string(), m.to_string())),
         _ => Err(PlanError(format!(
@@ -414,7 +414,7 @@ pub fn preflight(
 
 /// Whether `url` is an absolute `http`/`https` URL with a host (and a
 /// numeric port, if any).
-pub fn check_base_url(url: &str) -> Result<(), PlanError> {
+fn check_base_url(url: &str) -> Result<(), PlanError> {
     base_url_problem(url).map_err(PlanError)
 }
 
@@ -453,7 +453,7 @@ fn base_url_problem(url: &str) -> Result<(), String> {
 }
 
 /// What is risky about sending the API key to `url` (which passed
-/// [`check_base_url`]): a link-local or cloud metadata host (169.254.0.0/16
+/// `check_base_url`): a link-local or cloud metadata host (169.254.0.0/16
 /// such as 169.254.169.254, fe80::/10, fd00:ec2::254, 100.100.100.200,
 /// metadata.google.internal), or plain `http` to a host that is not this
 /// machine (the key would cross the network unencrypted). Empty when
@@ -501,7 +501,7 @@ pub fn base_url_warnings(url: &str) -> Vec<String> {
 }
 
 /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
-pub fn is_env_name(s: &str) -> bool {
+fn is_env_name(s: &str) -> bool {
     let mut b = s.bytes();
     matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
         && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')

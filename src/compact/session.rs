@@ -39,10 +39,10 @@ pub enum OpenError {
 /// log changed under the reader, its line unreadable).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ReadBackError(pub String);
+pub(crate) struct ReadBackError(pub String);
 
 /// Surface nodes' lines read back from the log ([`Session::node_lines`]).
-pub struct NodeLines {
+pub(crate) struct NodeLines {
     lines: Vec<NodeLine>,
     /// The stretch of a plain log file the lines lie in.
     map: Option<crate::log::MappedSpans>,
@@ -62,7 +62,7 @@ impl NodeLines {
     /// are skipped), parsed on every core. They borrow the lines' text: a
     /// compaction's range is most of a log, and copying it all again was
     /// a tenth of the command's work.
-    pub fn messages(&self) -> Result<Vec<Value<'_>>, ReadBackError> {
+    pub(crate) fn messages(&self) -> Result<Vec<Value<'_>>, ReadBackError> {
         let changed = |seq: u64| {
             ReadBackError(format!(
                 "the log changed while it was being read (seq {seq})"
@@ -204,7 +204,7 @@ impl Session {
     }
 
     /// Session id (header `id`).
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.app.log().header.id
     }
 
@@ -231,43 +231,44 @@ impl Session {
 
     /// The current surface (the file's, without closers under Continue,
     /// plus the appends so far).
-    pub fn surface(&self) -> &Surface {
+    pub(crate) fn surface(&self) -> &Surface {
         self.app.surface()
     }
 
     /// The seq the next planned event gets: after the appends so far and
     /// the lifecycle prefix still to be written.
-    pub fn next_seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         self.app.next_seq() + self.app.lifecycle_prefix(0.0).len() as u64
     }
 
     /// The request-header fold of the loaded log (compaction writes none).
-    pub fn headers(&self) -> &HeaderFold {
+    pub(crate) fn headers(&self) -> &HeaderFold {
         &self.app.log().headers
     }
 
     /// The open turn number (Continue), or `None`.
-    pub fn open_turn(&self) -> Option<f64> {
+    pub(crate) fn open_turn(&self) -> Option<f64> {
         self.tracker.open_turn
     }
 
     /// The compaction-lock scan, own appends included.
-    pub fn lock(&self) -> LockReport {
+    pub(crate) fn lock(&self) -> LockReport {
         self.app.compaction_lock()
     }
 
     /// `measure()` now (compaction §1.6), without re-reading the log.
-    pub fn measure(&self) -> Result<Measurement, MeterError> {
+    pub(crate) fn measure(&self) -> Result<Measurement, MeterError> {
         self.meter.snapshot(self.app.surface())
     }
 
     /// `measure().totalTokens` now.
-    pub fn total_tokens(&self) -> Result<f64, MeterError> {
+    pub(crate) fn total_tokens(&self) -> Result<f64, MeterError> {
         self.measure().map(|m| m.total_tokens)
     }
 
     /// The full event of a current surface node.
-    pub fn node_event(
+    #[cfg(test)]
+    fn node_event(
         &self,
         seq: u64,
         file: &mut Option<crate::log::Reread>,
@@ -282,7 +283,8 @@ impl Session {
     }
 
     /// The full event of `node`, a current surface node (no search).
-    pub fn event_of(
+    #[cfg(test)]
+    fn event_of(
         &self,
         node: &crate::surface::Node,
         file: &mut Option<crate::log::Reread>,
@@ -297,7 +299,7 @@ impl Session {
     /// that their messages ([`NodeLines::messages`]) borrow from them
     /// instead of being copied: a plain file's stretch mapped once (no read
     /// per line), an artifact's lines decompressed on every core.
-    pub fn node_lines(&self, seqs: &[u64]) -> Result<NodeLines, ReadBackError> {
+    pub(crate) fn node_lines(&self, seqs: &[u64]) -> Result<NodeLines, ReadBackError> {
         // Found by seq once, not by a search per node.
         let nodes = &self.surface().nodes;
         let mut at: std::collections::HashMap<u64, usize> =
@@ -365,14 +367,14 @@ impl Session {
 
     /// Take R16 fingerprints of events read here (a prune plan's
     /// originals), so that writing their replacements reads nothing again.
-    pub fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
+    pub(crate) fn remember_originals(&mut self, known: &crate::surface::KnownOriginals) {
         self.app.remember_originals(known);
     }
 
     /// Append one batch (seqs planned from [`Session::next_seq`]), preceded
     /// by the lifecycle prefix if it is still due, and fold it into the view.
     /// Returns everything appended, prefix included.
-    pub fn write(
+    pub(crate) fn write(
         &mut self,
         events: Vec<OwnedEvent>,
         time: f64,

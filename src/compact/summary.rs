@@ -7,18 +7,18 @@ use crate::provider::ErrorCode;
 use crate::provider::{Completion, CompletionRequest, Finish, Usage, has_image};
 
 /// `COMPACTION_INSTRUCTION` **\[CONST\]**: 1802 UTF-16 units, no trailing newline.
-pub const COMPACTION_INSTRUCTION: &str = include_str!("instruction.txt");
+pub(crate) const COMPACTION_INSTRUCTION: &str = include_str!("instruction.txt");
 
 /// The checkpoint preamble **\[CONST\]** (300 UTF-16 units).
-pub const PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.";
+pub(crate) const PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.";
 
 /// Opening tag **\[CONST\]**.
-pub const OPEN_TAG: &str = "<compacted-summary>";
+const OPEN_TAG: &str = "<compacted-summary>";
 /// Closing tag **\[CONST\]**.
-pub const CLOSE_TAG: &str = "</compacted-summary>";
+const CLOSE_TAG: &str = "</compacted-summary>";
 
 /// The final user message of every summariser request.
-pub fn instruction_message() -> OwnedValue {
+pub(crate) fn instruction_message() -> OwnedValue {
     Value::obj()
         .with("role", "user".into())
         .with(
@@ -40,7 +40,7 @@ pub fn instruction_message() -> OwnedValue {
 /// Build the request: system and tools from the latest canonical header,
 /// the shadowed messages (already derived, in surface order), then the
 /// instruction.
-pub fn build_request<'a>(
+pub(crate) fn build_request<'a>(
     header: Option<&Value<'_>>,
     shadowed_messages: Vec<Value<'a>>,
     model: &str,
@@ -71,7 +71,10 @@ pub fn build_request<'a>(
 /// projection), and with [`super::Images::Placeholder`] every other image
 /// block too, nested ones included. Returns the messages and the number of
 /// images replaced.
-pub fn request_messages(messages: Vec<Value<'_>>, images: super::Images) -> (Vec<Value<'_>>, u64) {
+pub(crate) fn request_messages(
+    messages: Vec<Value<'_>>,
+    images: super::Images,
+) -> (Vec<Value<'_>>, u64) {
     let mut replaced = 0u64;
     let out = messages
         .into_iter()
@@ -119,7 +122,7 @@ fn placeholder_blocks(blocks: &[Value<'_>], replaced: &mut u64) -> Vec<OwnedValu
 
 /// The DSH heuristic price of a request's input: system, tools, every
 /// message.
-pub fn request_tokens(req: &CompletionRequest) -> u64 {
+pub(crate) fn request_tokens(req: &CompletionRequest) -> u64 {
     crate::heuristic::system_tokens(req.system.as_ref())
         + crate::heuristic::tools_tokens(req.tools.as_ref())
         // A range is often most of a log: priced on every core.
@@ -131,7 +134,7 @@ pub fn request_tokens(req: &CompletionRequest) -> u64 {
 /// A reply rejected by §6.2, with the text `compaction/end.error` records.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
-pub struct SummaryError {
+pub(crate) struct SummaryError {
     /// DSH code (`MAX_TOKENS`, `UNSUPPORTED_CONTENT`, the finish failure's
     /// code, or `EMPTY_SUMMARY`).
     pub code: ErrorCode,
@@ -141,7 +144,7 @@ pub struct SummaryError {
 
 /// What a successful reply gives the bracket.
 #[derive(Debug, Clone)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// The text blocks, in order (`compaction/summary.summary`).
     pub summary: Vec<OwnedValue>,
     /// Every assembled block (`rawOutput`).
@@ -152,7 +155,7 @@ pub struct Summary {
 
 /// JavaScript `String.prototype.trim() !== ""` (WhiteSpace and
 /// LineTerminator, U+FEFF included).
-pub fn js_has_non_whitespace(s: &JStr<'_>) -> bool {
+fn js_has_non_whitespace(s: &JStr<'_>) -> bool {
     s.units().iter().any(|&u| {
         !matches!(
             u,
@@ -164,7 +167,7 @@ pub fn js_has_non_whitespace(s: &JStr<'_>) -> bool {
 
 /// §6.2: map the finish, refuse images, split summary from raw output,
 /// require some text.
-pub fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
+pub(crate) fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
     match &c.finish {
         Finish::Error { message, code } => {
             return Err(SummaryError {
@@ -218,7 +221,7 @@ pub fn process_reply(c: Completion) -> Result<Summary, SummaryError> {
 
 /// The checkpoint `content`: preamble + open tag, the summary blocks, the
 /// close tag.
-pub fn checkpoint_content(summary: &[OwnedValue]) -> Vec<OwnedValue> {
+pub(crate) fn checkpoint_content(summary: &[OwnedValue]) -> Vec<OwnedValue> {
     let mut out = Vec::with_capacity(summary.len() + 2);
     out.push(
         Value::obj()
@@ -235,13 +238,13 @@ pub fn checkpoint_content(summary: &[OwnedValue]) -> Vec<OwnedValue> {
 }
 
 /// The heuristic price of the framed checkpoint message.
-pub fn framed_price(content: &[OwnedValue]) -> u64 {
+pub(crate) fn framed_price(content: &[OwnedValue]) -> u64 {
     price_message(&Value::obj().with("content", Value::Arr(content.to_vec())))
 }
 
 /// The shrink check **\[CONST\]** message, or `None` when the checkpoint is
 /// smaller than its source.
-pub fn shrink_violation(framed: u64, shadowed_tokens: u64) -> Option<String> {
+pub(crate) fn shrink_violation(framed: u64, shadowed_tokens: u64) -> Option<String> {
     (framed >= shadowed_tokens).then(|| {
         format!(
             "summary is not smaller than the shadowed content ({framed} estimated framed tokens >= {shadowed_tokens})"

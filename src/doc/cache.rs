@@ -693,7 +693,7 @@ pub struct Without {
 
 impl Hidden {
     /// The estimate of `h`, if any.
-    pub fn of(h: &Option<HiddenPrefix>) -> Option<Hidden> {
+    pub(crate) fn of(h: &Option<HiddenPrefix>) -> Option<Hidden> {
         let h = h.as_ref()?;
         let w = &h.without;
         Some(Hidden {
@@ -770,7 +770,7 @@ impl<'a> Cache<'a> {
 
 impl<'a> Report<'a> {
     /// The report of `r`, priced with `prices`.
-    pub fn new(r: &'a CacheReport, prices: &dyn Prices) -> Self {
+    fn new(r: &'a CacheReport, prices: &dyn Prices) -> Self {
         let a = &r.anthropic;
         Report {
             file: &r.file,
@@ -975,7 +975,7 @@ impl<'a> Replacement<'a> {
 
 impl Totals {
     /// The totals `t`, with the costs per cause and in all.
-    pub fn new(t: &cache::Totals, costs: &CauseCosts, cost: Option<RequestCost>) -> Self {
+    fn new(t: &cache::Totals, costs: &CauseCosts, cost: Option<RequestCost>) -> Self {
         Totals {
             requests: t.requests as u64,
             failed_requests: t.failed_requests as u64,

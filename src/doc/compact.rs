@@ -314,7 +314,7 @@ pub struct Error<'a> {
 impl<'a> Run<'a> {
     /// The document of report `r` of a run of `plan` on the log `file`
     /// (session `session`).
-    pub fn of(
+    fn of(
         r: &'a Report,
         plan: &'a Plan,
         lifecycle: Lifecycle,
@@ -434,7 +434,7 @@ impl From<Option<Outcome>> for OutcomeName {
 
 impl<'a> Policy<'a> {
     /// The document of a policy.
-    pub fn of(p: &'a crate::policy::Policy) -> Policy<'a> {
+    fn of(p: &'a crate::policy::Policy) -> Policy<'a> {
         let (retain_ratio, retain_tokens_absolute) = match p.retention {
             Retention::Ratio(r) => (Some(r), None),
             Retention::Tokens(t) => (None, Some(t)),
@@ -455,7 +455,7 @@ impl<'a> Policy<'a> {
 
 impl<'a> Bracket<'a> {
     /// A bracket (its request with `with_request`).
-    pub fn of(b: &'a BracketReport, with_request: bool) -> Bracket<'a> {
+    fn of(b: &'a BracketReport, with_request: bool) -> Bracket<'a> {
         Bracket {
             report: b,
             request: b.request.as_ref().filter(|_| with_request).map(Request::of),
@@ -465,7 +465,7 @@ impl<'a> Bracket<'a> {
 
 impl<'a> Request<'a> {
     /// A request, credentials redacted.
-    pub fn of(r: &'a WireRequest) -> Request<'a> {
+    fn of(r: &'a WireRequest) -> Request<'a> {
         Request {
             method: r.method,
             url: redact_url(&r.url),
@@ -478,7 +478,7 @@ impl<'a> Request<'a> {
 
 impl<'a> Failed<'a> {
     /// A failure, its hint and its unsaved summary.
-    pub fn of(f: &'a Failure, hint: Option<&'a str>, unsaved: Option<&'a Unsaved>) -> Failed<'a> {
+    fn of(f: &'a Failure, hint: Option<&'a str>, unsaved: Option<&'a Unsaved>) -> Failed<'a> {
         Failed {
             error: Error {
                 message: &f.message,

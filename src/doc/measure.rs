@@ -317,7 +317,7 @@ impl<'a> Projections<'a> {
 
 impl<'a> Policy<'a> {
     /// A resolved policy, with `total` against it.
-    pub fn of(p: &'a PolicyReport, total: f64) -> Policy<'a> {
+    fn of(p: &'a PolicyReport, total: f64) -> Policy<'a> {
         let b = &p.budgets;
         let (retain_ratio, retain_tokens_absolute) = match p.policy.retention {
             Retention::Ratio(r) => (Some(r), None),
@@ -344,7 +344,7 @@ impl<'a> Policy<'a> {
 
 impl Fill {
     /// The document of a fill.
-    pub fn of(f: &crate::fill::Fill) -> Fill {
+    fn of(f: &crate::fill::Fill) -> Fill {
         Fill {
             total_tokens: f.total(),
             conversation_tokens: f.conversation(),

@@ -4,8 +4,8 @@
 //! A document is a plain Rust type that derives `serde::Serialize` (its
 //! fields in the order of the document's keys, `camelCase` names,
 //! `skip_serializing_if` for keys that are sometimes absent) and
-//! `schemars::JsonSchema`, and implements [`Document`] (the schema's name
-//! and title). [`write()`] prints it with [`crate::json::ser`], the writer
+//! `schemars::JsonSchema`, and implements `Document` (the schema's name
+//! and title). [`write()`] prints it with `crate::json::ser`, the writer
 //! that spells numbers and escapes strings as JavaScript's `JSON.stringify`
 //! does; [`schemas`] generates `schemas/NAME.schema.json` for every
 //! document, and a test fails when a committed schema differs from the one
@@ -55,9 +55,9 @@ pub mod view;
 
 /// The version of every document's shape (`"schema_version": 1`), bumped
 /// on a breaking change.
-pub const SCHEMA_VERSION: u64 = 1;
+const SCHEMA_VERSION: u64 = 1;
 
-/// The `schema_version` key: always [`SCHEMA_VERSION`].
+/// The `schema_version` key: always `SCHEMA_VERSION`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SchemaVersion;
 
@@ -80,7 +80,7 @@ impl JsonSchema for SchemaVersion {
 }
 
 /// A document a command prints.
-pub trait Document: Serialize + JsonSchema {
+trait Document: Serialize + JsonSchema {
     /// Its schema's name: `schemas/NAME.schema.json`, `$id`
     /// `urn:dsh:schema:NAME`.
     const NAME: &'static str;
@@ -98,7 +98,7 @@ pub fn write<D: Serialize + ?Sized>(mut w: impl Write, doc: &D) -> Result<(), Wr
 
 /// The JSON Schema (draft 2020-12) of document `D`, as the text committed
 /// in `schemas/` (keys sorted, two-space indentation, a final newline).
-pub fn schema<D: Document>() -> String {
+fn schema<D: Document>() -> String {
     let settings = SchemaSettings::draft2020_12()
         .for_serialize()
         .with_transform(Strict);

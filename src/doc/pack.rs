@@ -72,7 +72,7 @@ impl Document for Pack {
 /// --dry-run, what would be written): the same shape as `dsh pack --json`.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Unpack(pub Pack);
+pub(crate) struct Unpack(pub Pack);
 
 impl Document for Unpack {
     const NAME: &'static str = "unpack";

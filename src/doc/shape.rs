@@ -10,7 +10,7 @@ use serde::Serialize;
 /// harness's own shape.
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(extend("additionalProperties" = true))]
-pub struct Event {
+pub(crate) struct Event {
     /// The event type (`user/message`, `compaction/start`, …).
     #[serde(rename = "type")]
     pub kind: String,
@@ -19,7 +19,7 @@ pub struct Event {
 /// A message exactly as stored: the harness's own shape.
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(extend("additionalProperties" = true))]
-pub struct Message {
+pub(crate) struct Message {
     /// The message id.
     pub id: String,
     /// Who speaks.
@@ -47,11 +47,11 @@ pub enum Role {
 /// A content block.
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(extend("additionalProperties" = true))]
-pub struct Block {
+pub(crate) struct Block {
     /// `text`, `reasoning`, `tool-call`, `tool-result`, `image`, …
     #[serde(rename = "type")]
     pub kind: String,
 }
 
 /// An object of the log (a header, a config): any keys.
-pub type Object = serde_json::Map<String, serde_json::Value>;
+pub(crate) type Object = serde_json::Map<String, serde_json::Value>;

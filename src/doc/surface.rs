@@ -57,7 +57,7 @@ pub struct Replacement<'a> {
 
 /// A node of the surface.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Position {
+struct Position {
     /// Its place in the surface, from 0.
     pub position: u64,
     /// Its event.
@@ -73,7 +73,7 @@ pub struct Position {
 
 /// The type of a node's event.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub enum NodeType {
+enum NodeType {
     /// A user message.
     #[serde(rename = "user/message")]
     UserMessage,
@@ -103,18 +103,7 @@ impl From<Kind> for NodeType {
     }
 }
 
-impl NodeType {
-    /// The type's name (`user/message`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            NodeType::UserMessage => "user/message",
-            NodeType::AssistantMessage => "assistant/message",
-            NodeType::ToolResult => "tool/result",
-            NodeType::SystemMessage => "system/message",
-            NodeType::Other => "other",
-        }
-    }
-}
+impl NodeType {}
 
 /// The nodes' seqs, written as they are read (a surface may have many
 /// thousand nodes: nothing is collected first).

@@ -194,7 +194,7 @@ fn models(models: &[(String, String, Sums)]) -> Vec<ModelSums<'_>> {
 
 impl<'a> GroupSums<'a> {
     /// One group of a report grouped `by`.
-    pub fn of(g: &'a Group, by: GroupBy, breakdown: bool) -> GroupSums<'a> {
+    fn of(g: &'a Group, by: GroupBy, breakdown: bool) -> GroupSums<'a> {
         GroupSums {
             key: &g.key,
             known: g.known,
@@ -354,7 +354,7 @@ pub enum OriginName {
 
 impl<'a> PriceRow<'a> {
     /// The row of one entry.
-    pub fn of(p: &'a Price) -> PriceRow<'a> {
+    fn of(p: &'a Price) -> PriceRow<'a> {
         PriceRow {
             provider: &p.provider,
             model: &p.model,

@@ -264,7 +264,7 @@ impl Summary {
     }
 
     /// The worst verdict: refused, then violations, then clean.
-    pub fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> Verdict {
         if self.refused > 0 {
             Verdict::Refused
         } else if self.violations > 0 {
@@ -277,7 +277,7 @@ impl Summary {
 
 impl<'a> Entry<'a> {
     /// The entry of one log's report.
-    pub fn of(r: &'a Report, deny_warnings: bool) -> Entry<'a> {
+    fn of(r: &'a Report, deny_warnings: bool) -> Entry<'a> {
         let findings = r.findings.iter().map(Finding::from).collect();
         let counts = Counts {
             error: r.count(verify::Severity::Error) as u64,

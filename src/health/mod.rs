@@ -70,7 +70,7 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// Every kind, in report order.
-    pub const ALL: [FindingKind; 7] = [
+    const ALL: [FindingKind; 7] = [
         FindingKind::CompactionLoop,
         FindingKind::LostContextReread,
         FindingKind::SummaryFailure,
@@ -130,7 +130,7 @@ pub struct Cost {
 
 impl Cost {
     /// Add another.
-    pub fn add(&mut self, o: &Cost) {
+    fn add(&mut self, o: &Cost) {
         self.tokens += o.tokens;
         self.usd += o.usd;
         self.unpriced += o.unpriced;
@@ -227,7 +227,7 @@ impl SessionHealth {
     }
 
     /// The findings' total cost.
-    pub fn cost(&self) -> Cost {
+    pub(crate) fn cost(&self) -> Cost {
         let mut c = Cost::default();
         for f in &self.findings {
             c.add(&f.cost);

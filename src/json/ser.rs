@@ -26,10 +26,10 @@ use super::{JStr, MAX_SAFE, Value, js_number};
 /// The name of the newtype struct whose content (a `&str`) is JSON text to
 /// be written verbatim. Only this serializer knows it; any other writes the
 /// text as a string.
-pub const RAW: &str = "$dsh::json::raw";
+pub(crate) const RAW: &str = "$dsh::json::raw";
 
 /// How much is buffered before it is handed on.
-pub const CHUNK: usize = 1 << 16;
+const CHUNK: usize = 1 << 16;
 
 /// Why a document could not be written: the destination failed, or a
 /// value could not be written as JSON (a map key that is not a string).
@@ -140,7 +140,7 @@ impl<W: Write> Serializer<W> {
 }
 
 /// Append `s` as a JSON string, escaped as `JSON.stringify` escapes it.
-pub fn push_str_json(out: &mut String, s: &str) {
+fn push_str_json(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut run = 0;
@@ -351,7 +351,7 @@ impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
 }
 
 /// An array or object being written.
-pub struct Compound<'s, W: Write> {
+struct Compound<'s, W: Write> {
     s: &'s mut Serializer<W>,
     first: bool,
     close: &'static str,
@@ -598,7 +598,7 @@ impl<W: Write> ser::Serializer for KeySerializer<'_, W> {
 
 /// A string of the log, written as the loader read it: escapes that
 /// `JSON.stringify` would write differently are rewritten, lone
-/// surrogates kept (through [`RAW`]).
+/// surrogates kept (through `RAW`).
 impl Serialize for JStr<'_> {
     fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if !self.escaped {
@@ -612,7 +612,7 @@ impl Serialize for JStr<'_> {
 }
 
 /// A value of the log, written as `JSON.stringify` writes it (the same
-/// bytes as [`Value::write_json`]).
+/// bytes as `Value::write_json`).
 impl Serialize for Value<'_> {
     fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use ser::SerializeMap;

@@ -13,12 +13,7 @@ pub struct Location {
     pub seq: Option<u64>,
 }
 
-impl Location {
-    /// A location naming a line and maybe a seq.
-    pub fn new(line: Option<u64>, seq: Option<u64>) -> Self {
-        Location { line, seq }
-    }
-}
+impl Location {}
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -149,7 +144,7 @@ pub(crate) fn too_deep(no: u64) -> LoadError {
 
 impl LoadError {
     /// A new error without a location.
-    pub fn new(kind: LoadErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: LoadErrorKind, message: impl Into<String>) -> Self {
         LoadError {
             kind,
             message: message.into(),
@@ -175,19 +170,20 @@ impl LoadError {
     }
 
     /// Attach a location.
-    pub fn at(mut self, at: Location) -> Self {
+    #[cfg(test)]
+    pub(crate) fn at(mut self, at: Location) -> Self {
         self.at = at;
         self
     }
 
     /// Name the rule broken.
-    pub fn rule(mut self, rule: LoadRule) -> Self {
+    pub(crate) fn rule(mut self, rule: LoadRule) -> Self {
         self.rule = Some(rule);
         self
     }
 
     /// Name the rule broken by a corruption refusal, unless one is named.
-    pub fn or_rule(mut self, rule: LoadRule) -> Self {
+    pub(crate) fn or_rule(mut self, rule: LoadRule) -> Self {
         if self.rule.is_none() && self.kind == LoadErrorKind::Corrupt {
             self.rule = Some(rule);
         }
@@ -195,13 +191,13 @@ impl LoadError {
     }
 
     /// Attach a next step.
-    pub fn hint(mut self, hint: Hint) -> Self {
+    pub(crate) fn hint(mut self, hint: Hint) -> Self {
         self.hint = Some(Box::new(hint));
         self
     }
 
     /// Attach a line.
-    pub fn line(mut self, line: u64) -> Self {
+    pub(crate) fn line(mut self, line: u64) -> Self {
         self.at.line = Some(line);
         self
     }
@@ -221,7 +217,7 @@ impl LoadError {
     }
 
     /// Shorthand for [`LoadErrorKind::Corrupt`].
-    pub fn corrupt(msg: impl Into<String>) -> Self {
+    pub(crate) fn corrupt(msg: impl Into<String>) -> Self {
         Self::new(LoadErrorKind::Corrupt, msg)
     }
 
@@ -231,7 +227,7 @@ impl LoadError {
     }
 
     /// Shorthand for [`LoadErrorKind::Unsupported`].
-    pub fn unsupported(msg: impl Into<String>) -> Self {
+    pub(crate) fn unsupported(msg: impl Into<String>) -> Self {
         Self::new(LoadErrorKind::Unsupported, msg)
     }
 

@@ -24,7 +24,7 @@ use super::packed::{RowFacts, RowSpan};
 
 /// A line the lane took, and what the loader needs from it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Lane {
+pub(crate) enum Lane {
     /// A valid packed row.
     Row(RowSpan, RowFacts),
     /// A valid `assistant/chunk` event line.
@@ -141,7 +141,7 @@ pub struct UsageFacts {
 
 /// Which chunk lines [`classify`] takes, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ChunkLines {
+pub(crate) enum ChunkLines {
     /// None: they go the normal way.
     #[default]
     Parse,
@@ -157,7 +157,7 @@ pub enum ChunkLines {
 /// spelling and valid; `None` means "read it the normal way", not "invalid".
 /// Readers that count chunk lines want nothing of chunks: their rows' facts
 /// carry no lengths.
-pub fn classify(line: &[u8], chunk_lines: ChunkLines) -> Option<Lane> {
+pub(crate) fn classify(line: &[u8], chunk_lines: ChunkLines) -> Option<Lane> {
     const CHUNK: &[u8] = br#"{"type":"assistant/chunk","seq":"#;
     if line.starts_with(CHUNK) {
         return match chunk_lines {

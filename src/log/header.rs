@@ -214,7 +214,10 @@ fn delegation_depth(
 /// Parse and check the header line. `lenient` defaults a missing
 /// `delegationDepth` to 0; the returned warnings say so. The checks run in
 /// the reference's order: the first that fails chooses the message.
-pub fn parse_header(line: &[u8], lenient: bool) -> Result<(SessionHeader, Vec<String>), LoadError> {
+pub(crate) fn parse_header(
+    line: &[u8],
+    lenient: bool,
+) -> Result<(SessionHeader, Vec<String>), LoadError> {
     let text = String::from_utf8_lossy(line);
     let v = Value::parse(&text).map_err(|_| {
         LoadError::corrupt("corrupt session log: header line is not valid JSON").line(1)

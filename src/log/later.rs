@@ -24,10 +24,10 @@ use crate::surface::{NodeBody, Surface, SurfaceError};
 /// Why `sourceEventSeqs` cannot be decoded (the message says what is wrong).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SourcesError(pub String);
+pub(crate) struct SourcesError(pub String);
 
 /// Decode range-encoded `sourceEventSeqs` (§13.2).
-pub fn decode_sources(v: &Value<'_>, seq: u64) -> Result<Vec<u64>, SourcesError> {
+pub(crate) fn decode_sources(v: &Value<'_>, seq: u64) -> Result<Vec<u64>, SourcesError> {
     decode(v, seq).map_err(SourcesError)
 }
 

@@ -11,7 +11,7 @@ fn k(s: &'static str) -> JStr<'static> {
 }
 
 /// Refuse retired shapes (§12.1).
-pub fn check_retired(ev: &Event<'_>, session_id: &str) -> Result<(), LoadError> {
+pub(crate) fn check_retired(ev: &Event<'_>, session_id: &str) -> Result<(), LoadError> {
     if ev.kind != Kind::Unknown && ev.kind != Kind::RequestHeader {
         return Ok(());
     }
@@ -66,7 +66,7 @@ fn is_turn_number(v: Option<&Value<'_>>) -> bool {
 /// Upgrade one event in place. `message_id_of(seq)` gives the (upgraded)
 /// message id of an earlier surface event, for legacy replacements that
 /// inherit their target's identity. Returns whether anything changed.
-pub fn upgrade(
+pub(crate) fn upgrade(
     ev: &mut Event<'_>,
     session_id: &str,
     message_id_of: &dyn Fn(u64) -> Option<String>,

@@ -63,7 +63,7 @@ fn project_sessions(home: &Path, cwd: &str) -> Vec<PathBuf> {
 /// The session logs recorded for working directory `dir` under `home`,
 /// newest last (by the time of each log's last event, not the file's
 /// modification time). Empty when there are none.
-pub fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
+fn sessions_of_cwd(dir: &Path, home: &Path) -> Vec<PathBuf> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut candidates = vec![abs.clone()];
     // The harness records the cwd it was started in, which is usually the
@@ -116,7 +116,7 @@ pub struct Picked {
     pub arg: String,
     /// How many sessions the project has.
     pub of: usize,
-    /// The picked log's last event time ([`super::tail::last_event_time`]).
+    /// The picked log's last event time (`super::tail::last_event_time`).
     pub last_time: Option<i64>,
 }
 
@@ -225,7 +225,7 @@ fn resolve_named(arg: &str, home: Option<&Path>) -> Result<LogSource, LookupErro
 /// A log file beside a mistyped path whose name is close to it, if any:
 /// `sampels/x.jsonl` finds nothing, `samples/coding-sesion.jsonl` finds
 /// `samples/coding-session.jsonl`.
-pub fn near_miss(arg: &str) -> Option<PathBuf> {
+fn near_miss(arg: &str) -> Option<PathBuf> {
     let p = Path::new(arg);
     let name = p.file_name()?.to_str()?;
     let dir = match p.parent() {

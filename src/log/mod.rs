@@ -17,7 +17,7 @@
 //! rest, so on a log with several defects the first refusal reported can
 //! differ from the reference's, never whether the log is refused.
 
-pub mod error;
+mod error;
 pub(crate) mod fastlane;
 pub mod header;
 pub(crate) mod later;
@@ -29,7 +29,7 @@ pub(crate) mod prefix;
 pub(crate) mod reader;
 pub(crate) mod repair;
 pub(crate) mod reread;
-pub mod run;
+pub(crate) mod run;
 pub mod source;
 pub mod tail;
 pub(crate) mod tee;
@@ -40,10 +40,12 @@ use std::io::{Read, Seek, SeekFrom};
 use std::sync::Arc;
 
 pub use error::{Hint, LoadError, LoadErrorKind, LoadRule, Location};
+pub use fastlane::{BlockKind, ChunkFact, ChunkFacts, UsageFacts};
 pub use header::SessionHeader;
+pub use packed::RowFacts;
 pub use reader::{Container, CutFrame, Limits, TornTail};
 pub use reread::Reread;
-pub use run::{ChunkRun, Deltas, RunFacts};
+pub use run::{ChunkRun, RunFacts};
 pub use source::LogSource;
 pub use tee::Tee;
 
@@ -66,7 +68,7 @@ pub struct LoadOptions {
     pub keep_nodes: bool,
     /// Validate and count `assistant/chunk` events (packed rows and plain
     /// chunk lines) but do not build them: the observer sees them as
-    /// counted runs ([`RunFacts::Counted`]), by seqs and times only. For
+    /// counted runs (`RunFacts::Counted`), by seqs and times only. For
     /// commands that need only the surface, the headers and the counts
     /// (chunks never change those). In generations 2 and later, where the
     /// chunks are embedded, the `stream` of an assistant message or attempt
@@ -105,11 +107,11 @@ pub struct Folded<'s> {
 /// Sees every validated event, in order, after it was folded.
 ///
 /// The log-only chunks of a G0 or G1 log come in one shape only, as
-/// [`ChunkRun`]s (a packed row's chunks, or one chunk line as a run of
+/// `ChunkRun`s (a packed row's chunks, or one chunk line as a run of
 /// one), whatever the log's spelling or container; every other event comes
 /// to [`Self::event`]. A reader that wants chunks only by their seqs, times
-/// or [`RunFacts`] takes the run as it is; one that wants the chunk events
-/// themselves asks the run for them ([`ChunkRun::each_event`]), which is
+/// or `RunFacts` takes the run as it is; one that wants the chunk events
+/// themselves asks the run for them (`ChunkRun::each_event`), which is
 /// what the default does.
 pub trait Observer {
     /// One event that is not a log-only chunk (`assistant/chunk`).
@@ -118,7 +120,7 @@ pub trait Observer {
     /// A run of log-only chunks, `folded` the fold after them (chunks never
     /// change the surface). The default shows each chunk to
     /// [`Self::event`]; under [`LoadOptions::skip_chunk_events`] most runs
-    /// are only counted ([`RunFacts::Counted`]) and have no events.
+    /// are only counted (`RunFacts::Counted`) and have no events.
     fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
         run.each_event(folded, |ev, f| self.event(ev, f));
     }
@@ -196,7 +198,7 @@ pub struct LoadedLog {
     pub content_generation: Option<u64>,
     /// Generation 2 and later: the seq of the last
     /// `session/end-seed {inherited:true}`, where a fork's inherited prefix
-    /// ends (see [`Self::seed_cut`]).
+    /// ends (see `Self::seed_cut`).
     pub inherited_cut: Option<u64>,
     /// Where a Zstandard artifact's frames start, for reading node spans
     /// again (`None` for a plain log, or when no node is a span).
@@ -205,24 +207,12 @@ pub struct LoadedLog {
 
 impl LoadedLog {
     /// The format generation.
-    pub fn generation(&self) -> crate::Generation {
+    pub(crate) fn generation(&self) -> crate::Generation {
         self.header.generation
     }
 
-    /// How many leading events a fork inherited from its parent: the
-    /// header's `seedLength` (G0, G1), or the seq of the last
-    /// `session/end-seed {inherited:true}` (G2+, where that marker is the
-    /// cut).
-    pub fn seed_cut(&self) -> Option<u64> {
-        if self.header.generation.embedded_streams() {
-            self.inherited_cut
-        } else {
-            self.header.seed_length
-        }
-    }
-
     /// The G3 `system/message` surface head, if the surface has one.
-    pub fn system_head(&self) -> Option<&crate::surface::Node> {
+    fn system_head(&self) -> Option<&crate::surface::Node> {
         self.surface
             .nodes
             .first()
@@ -327,7 +317,7 @@ impl LoadedLog {
 
     /// The raw bytes of a node's line, when it is a span of the log; `file`
     /// keeps the open file (and an artifact's decoder) between calls.
-    pub fn read_span(
+    pub(crate) fn read_span(
         &self,
         body: &NodeBody,
         file: &mut Option<Reread>,
@@ -399,7 +389,7 @@ impl LoadedLog {
     /// whose lines are read with [`Self::read_span`] instead. Sound as
     /// [`SpanWindow`]'s maps are: an append-only log never shrinks under
     /// them, and nothing past the file's length is mapped.
-    pub fn map_plain(&self, start: u64, end: u64) -> Result<Option<MappedSpans>, LoadError> {
+    pub(crate) fn map_plain(&self, start: u64, end: u64) -> Result<Option<MappedSpans>, LoadError> {
         let (Container::Plain, Some(path)) = (&self.container, self.source.reread_path()) else {
             return Ok(None);
         };
@@ -429,7 +419,7 @@ impl LoadedLog {
 
     /// [`Self::read_body`] without the copy: the event, borrowed from
     /// `buf` (a buffer the caller keeps between calls), handed to `f`.
-    pub fn with_body<R>(
+    pub(crate) fn with_body<R>(
         &self,
         body: &NodeBody,
         seq: u64,
@@ -492,7 +482,7 @@ fn map_log_range(
 }
 
 /// A mapped stretch of a plain log ([`LoadedLog::map_plain`]).
-pub struct MappedSpans {
+pub(crate) struct MappedSpans {
     map: Option<memmap2::Mmap>,
     /// File offset of the map's first byte.
     at: u64,
@@ -500,7 +490,7 @@ pub struct MappedSpans {
 
 impl MappedSpans {
     /// The bytes `offset .. offset + len`, when the map holds them.
-    pub fn get(&self, offset: u64, len: usize) -> Option<&[u8]> {
+    pub(crate) fn get(&self, offset: u64, len: usize) -> Option<&[u8]> {
         let start = usize::try_from(offset.checked_sub(self.at)?).ok()?;
         match &self.map {
             Some(m) => m.get(start..start.checked_add(len)?),
@@ -1367,9 +1357,4 @@ pub(crate) fn finish_load(
         inherited_cut: fold.inherited_cut,
         frames: None,
     }
-}
-
-/// An owned JSON value for an event, as written in a log line.
-pub fn event_line(ev: &OwnedValue) -> String {
-    ev.to_json()
 }

@@ -4,7 +4,7 @@
 use crate::json::{JStr, MAX_SAFE, Value};
 
 /// The three row tags and the chunk type each expands to.
-pub fn row_chunk_type(tag: &str) -> Option<&'static str> {
+fn row_chunk_type(tag: &str) -> Option<&'static str> {
     match tag {
         "text-chunks" => Some("text-delta"),
         "reasoning-chunks" => Some("reasoning-delta"),
@@ -14,7 +14,7 @@ pub fn row_chunk_type(tag: &str) -> Option<&'static str> {
 }
 
 /// Whether a parsed line is a packed row (by its `type` tag).
-pub fn is_row(v: &Value<'_>) -> bool {
+pub(crate) fn is_row(v: &Value<'_>) -> bool {
     v.get("type")
         .and_then(|t| t.as_str())
         .is_some_and(|t| row_chunk_type(&t).is_some())
@@ -26,7 +26,7 @@ fn k(s: &'static str) -> JStr<'static> {
 
 /// A validated row: where its members sit and when they happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowSpan {
+pub(crate) struct RowSpan {
     /// Seq of the first member.
     pub seq0: u64,
     /// Number of members.
@@ -93,16 +93,16 @@ impl RowFacts {
 /// Why a packed row is malformed (the message names the rule it breaks).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct RowError(pub String);
+pub(crate) struct RowError(pub String);
 
 /// Expand a packed row into its chunk events, or say why it is malformed.
-pub fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, RowError> {
+pub(crate) fn expand<'a>(row: &Value<'a>) -> Result<Vec<Value<'a>>, RowError> {
     expand_or_check(row, true).map(|(v, _)| v).map_err(RowError)
 }
 
 /// Validate a packed row exactly as [`expand`] does, without building its
 /// events (for readers that need only the surface).
-pub fn check(row: &Value<'_>) -> Result<RowSpan, RowError> {
+pub(crate) fn check(row: &Value<'_>) -> Result<RowSpan, RowError> {
     expand_or_check(row, false)
         .map(|(_, s)| s)
         .map_err(RowError)

@@ -28,7 +28,7 @@ use super::reader::{BatchText, LineReader, LineSpan};
 
 /// Which chunk records skip the parser (see [`fastlane`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Lanes {
+pub(crate) struct Lanes {
     /// Packed rows.
     pub rows: bool,
     /// What becomes of plain `assistant/chunk` lines (only with `rows`).
@@ -40,7 +40,7 @@ pub struct Lanes {
 
 /// One complete line, parsed; `'b` is the batch it belongs to (see
 /// [`Batch::each_line`]).
-pub struct ParsedLine<'b> {
+pub(crate) struct ParsedLine<'b> {
     /// 1-based line number.
     pub no: u64,
     /// Logical byte offset.
@@ -67,7 +67,7 @@ pub struct ParsedLine<'b> {
 }
 
 /// A run of parsed lines and the bytes their values borrow.
-pub struct Batch {
+pub(crate) struct Batch {
     // Declared first so the values are dropped before the buffers. `'static`
     // stands for "as long as this batch": private, and handed out only under
     // a lifetime the caller cannot choose (`each_line`).
@@ -83,7 +83,7 @@ impl Batch {
     /// line of any lifetime `'b`, so it can keep nothing of a line past its
     /// call, and put into a line only what it made from that line (or owns
     /// outright): the lines' borrows of the batch's bytes cannot escape it.
-    pub fn each_line<E>(
+    pub(crate) fn each_line<E>(
         &mut self,
         f: impl for<'b> FnMut(&mut ParsedLine<'b>) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -92,7 +92,7 @@ impl Batch {
 }
 
 /// Lines cut from the log but not parsed yet.
-pub struct RawBatch {
+struct RawBatch {
     text: BatchText,
     spans: Vec<LineSpan>,
 }
@@ -100,7 +100,7 @@ pub struct RawBatch {
 impl RawBatch {
     /// Parse every line (on whichever thread calls this); the chunk records
     /// `lanes` names go through the fast lane instead.
-    pub fn parse(self, recycle: bool, lanes: Lanes) -> Batch {
+    fn parse(self, recycle: bool, lanes: Lanes) -> Batch {
         let RawBatch { text, spans } = self;
         let mut lossy: Vec<Box<str>> = Vec::new();
         let mut lines: Vec<ParsedLine<'static>> = Vec::with_capacity(spans.len());
@@ -299,7 +299,7 @@ impl Ahead {
 const MAX_SLOTS: usize = 24;
 
 /// The folder's end of the queue.
-pub struct Incoming {
+pub(crate) struct Incoming {
     queue: Arc<Queue>,
     lanes: Lanes,
     /// The reader, when the folding thread reads the rest of the log itself
@@ -312,7 +312,7 @@ pub struct Incoming {
 impl Incoming {
     /// The next batch in file order, parsed (here, if nobody had), or the
     /// reading error; `None` at the end.
-    pub fn next_batch(&mut self) -> Option<Result<Batch, LoadError>> {
+    pub(crate) fn next_batch(&mut self) -> Option<Result<Batch, LoadError>> {
         let mut st = lock(&self.queue.state);
         loop {
             match st.slots.front() {
@@ -357,12 +357,12 @@ fn lock(m: &Mutex<QueueState>) -> std::sync::MutexGuard<'_, QueueState> {
 
 /// Hands finished batches back to the parsing thread, which frees them: the
 /// memory goes back to the allocator arena it came from without contention.
-pub struct Recycler(Sender<Batch>);
+pub(crate) struct Recycler(Sender<Batch>);
 
 impl Recycler {
     /// Give a batch back (dropped here if the parsing thread is gone, or if
     /// this thread parsed it).
-    pub fn send(&self, batch: Batch) {
+    pub(crate) fn send(&self, batch: Batch) {
         if batch.recycle {
             let _ = self.0.send(batch);
         }
@@ -379,7 +379,7 @@ const INLINE_BYTES: usize = 256 << 10;
 /// The reader's end: a thread still reading, the reader that read
 /// everything before the fold started, or the folding thread reading as it
 /// goes.
-pub enum Reading {
+pub(crate) enum Reading {
     /// The reading thread.
     Thread(JoinHandle<LineReader>),
     /// Everything was read on the folding thread.
@@ -391,7 +391,7 @@ pub enum Reading {
 impl Reading {
     /// The reader, once it has read everything (for its torn-tail report);
     /// `Err` when the reading thread panicked.
-    pub fn join(self, incoming: Incoming) -> Result<LineReader, ()> {
+    pub(crate) fn join(self, incoming: Incoming) -> Result<LineReader, ()> {
         match self {
             Reading::Thread(h) => h.join().map_err(|_| ()),
             Reading::Inline(r) => Ok(*r),
@@ -406,7 +406,7 @@ impl Reading {
 /// Start reading `reader`: the first lines here, and the rest, if the log is
 /// larger than [`INLINE_BYTES`], on a new thread, or, while other loads keep
 /// every core busy, here too, batch by batch as the fold asks for them.
-pub fn spawn(
+pub(crate) fn spawn(
     mut reader: LineReader,
     lanes: Lanes,
 ) -> Result<(Incoming, Recycler, Reading), LoadError> {

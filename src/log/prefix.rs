@@ -27,14 +27,14 @@ fn corrupt(why: &str, line: u64, rule: LoadRule) -> LoadError {
 
 impl CommittedPrefix {
     /// Nothing has been dropped so far.
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.issue.is_none()
     }
 
     /// A line (physical line `no`) that is not JSON, or a malformed packed
     /// row. Fatal inside a complete Zstandard frame (`strict`); otherwise the
     /// start (or part) of a torn tail.
-    pub fn undecodable(&mut self, no: u64, strict: bool) -> Result<(), LoadError> {
+    pub(crate) fn undecodable(&mut self, no: u64, strict: bool) -> Result<(), LoadError> {
         // The reference counts event lines from 1, after the header.
         let why = format!("unparsable committed event at line {}", no - 1);
         if strict {
@@ -51,7 +51,7 @@ impl CommittedPrefix {
     /// the records join the log, with seqs from [`Self::expected`] on (the
     /// caller advances it). `Ok(false)`: the line is dropped as torn tail.
     /// A damaged region followed by a committed `turn/end` is corruption.
-    pub fn decoded(
+    pub(crate) fn decoded(
         &mut self,
         no: u64,
         strict: bool,
@@ -93,7 +93,7 @@ impl CommittedPrefix {
     }
 
     /// The dropped region, if any, and a warning describing it.
-    pub fn finish(self) -> Option<(DroppedRegion, String)> {
+    pub(crate) fn finish(self) -> Option<(DroppedRegion, String)> {
         let (line, reason, _) = self.issue?;
         let warning = format!(
             "dropped {} line(s) from line {line} on as a torn tail: {reason}",

@@ -25,7 +25,7 @@ pub enum Container {
 
 /// One complete (`\n`-terminated) line.
 #[derive(Debug)]
-pub struct RawLine<'b> {
+pub(crate) struct RawLine<'b> {
     /// 1-based line number; the header is line 1.
     pub no: u64,
     /// Byte offset of the line in the logical (decompressed) text.
@@ -39,7 +39,7 @@ pub struct RawLine<'b> {
 
 /// Where one line of a batch sits (see [`LineReader::next_lines`]).
 #[derive(Debug, Clone, Copy)]
-pub struct LineSpan {
+pub(crate) struct LineSpan {
     /// 1-based line number; the header is line 1.
     pub no: u64,
     /// Byte offset of the line in the logical (decompressed) text.
@@ -74,7 +74,7 @@ pub struct TornTail {
 }
 
 /// Reads lines from a log, one at a time.
-pub struct LineReader {
+pub(crate) struct LineReader {
     container: Container,
     inner: Inner,
     next_no: u64,
@@ -115,7 +115,7 @@ const RELEASE_BLOCK: usize = 1 << 20;
 
 /// The bytes a batch's lines sit in: read into a buffer of the batch's own,
 /// or a stretch of the mapped file.
-pub enum BatchText {
+pub(crate) enum BatchText {
     /// Read (or decompressed) into this buffer.
     Read(Vec<u8>),
     /// A stretch of the mapped file.
@@ -135,7 +135,7 @@ pub enum BatchText {
 impl BatchText {
     /// The bytes. They never move while the value lives: a `Vec`'s heap
     /// buffer stays put when the `Vec` is moved, and so does a map.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             BatchText::Read(v) => v,
             BatchText::Mapped(m) => &m.map[m.start..m.end],
@@ -148,7 +148,7 @@ impl BatchText {
 ///
 /// Sound for the same reason as the rereads' maps (`map_log_range`): a DSH
 /// log is append-only, and only the file's length at open is mapped.
-pub struct MappedStretch {
+pub(crate) struct MappedStretch {
     map: Arc<memmap2::Mmap>,
     start: usize,
     end: usize,
@@ -240,9 +240,9 @@ const DECODE_STEP: usize = 1 << 20;
 
 /// Default for [`Limits::max_line_bytes`]: far above any real event line,
 /// low enough that a line that never ends cannot exhaust memory.
-pub const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
+const DEFAULT_MAX_LINE_BYTES: u64 = 64 << 20;
 /// Default for [`Limits::max_decompressed`]: far above any real session.
-pub const DEFAULT_MAX_DECOMPRESSED: u64 = 64 << 30;
+const DEFAULT_MAX_DECOMPRESSED: u64 = 64 << 30;
 
 /// Bounds on what one log may make the reader hold or produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,7 +301,10 @@ fn io_err(e: io::Error, what: &str) -> LoadError {
 impl LineReader {
     /// Open a source and read its header line (returned as bytes), holding
     /// the reader to `limits`.
-    pub fn open(source: &LogSource, limits: Limits) -> Result<(LineReader, Vec<u8>), LoadError> {
+    pub(crate) fn open(
+        source: &LogSource,
+        limits: Limits,
+    ) -> Result<(LineReader, Vec<u8>), LoadError> {
         Self::open_mapping_from(source, limits, MAP_FROM)
     }
 
@@ -428,12 +431,12 @@ impl LineReader {
     }
 
     /// The container kind.
-    pub fn container(&self) -> Container {
+    pub(crate) fn container(&self) -> Container {
         self.container
     }
 
     /// The torn tail found after the last complete line, once reading ended.
-    pub fn torn_tail(&self) -> Option<TornTail> {
+    pub(crate) fn torn_tail(&self) -> Option<TornTail> {
         self.torn
     }
 
@@ -448,7 +451,7 @@ impl LineReader {
 
     /// The last frame of a Zstandard artifact, when it was cut short (known
     /// once reading ended).
-    pub fn cut_frame(&self) -> Option<CutFrame> {
+    pub(crate) fn cut_frame(&self) -> Option<CutFrame> {
         match &self.inner {
             Inner::Zstd(z) => z.cut,
             Inner::Plain { .. } | Inner::Mapped { .. } => None,
@@ -456,7 +459,7 @@ impl LineReader {
     }
 
     /// Zstandard frames started so far (0 for a plain log).
-    pub fn frames_read(&self) -> u64 {
+    pub(crate) fn frames_read(&self) -> u64 {
         match &self.inner {
             Inner::Zstd(z) => z.frames,
             Inner::Plain { .. } | Inner::Mapped { .. } => 0,
@@ -464,7 +467,7 @@ impl LineReader {
     }
 
     /// Logical bytes consumed so far.
-    pub fn logical_offset(&self) -> u64 {
+    pub(crate) fn logical_offset(&self) -> u64 {
         self.offset
     }
 
@@ -532,7 +535,7 @@ impl LineReader {
     /// `spans`; and `false` once the log has no more lines. A mapped file's
     /// batch is a stretch of the map; others are read into a buffer of the
     /// batch's own.
-    pub fn next_lines(
+    pub(crate) fn next_lines(
         &mut self,
         spans: &mut Vec<LineSpan>,
         min: usize,
@@ -754,7 +757,7 @@ impl LineReader {
     }
 
     /// The next complete line, or `None` at the end (a torn tail is recorded).
-    pub fn next_line(&mut self) -> Result<Option<RawLine<'_>>, LoadError> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<RawLine<'_>>, LoadError> {
         if matches!(self.inner, Inner::Zstd(_)) {
             return self.zstd_next_line();
         }
@@ -1173,7 +1176,7 @@ impl ZstdState {
 
 /// Walk the Zstandard frames of `data` structurally: the end of the last
 /// complete frame, and whether the data ends exactly there.
-pub fn complete_frames_end(data: &[u8]) -> (u64, bool) {
+pub(crate) fn complete_frames_end(data: &[u8]) -> (u64, bool) {
     let mut pos = 0usize;
     while pos < data.len() {
         match scan_frame(&data[pos..]) {

@@ -5,9 +5,9 @@ use crate::event::{Event, Kind, OwnedEvent, owned_event};
 use crate::json::{OwnedValue, Value};
 
 /// Repair text for a call that was recorded as started (T1).
-pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
+const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
 /// Repair text for a call that never started (T2).
-pub const NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
+const NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
 
 #[derive(Debug, Clone)]
 struct Pending {
@@ -18,7 +18,7 @@ struct Pending {
 
 /// Follows the log and computes the closers at the end.
 #[derive(Debug, Default, Clone)]
-pub struct RepairTracker {
+pub(crate) struct RepairTracker {
     open_turn: Option<OwnedValue>,
     open_step: Option<OwnedValue>,
     pending: Vec<Pending>,
@@ -32,12 +32,12 @@ fn key_eq(a: &Value<'_>, b: &Value<'_>) -> bool {
 impl RepairTracker {
     /// Note the last event without observing it (a log-only event that
     /// cannot change the repair state, e.g. a chunk).
-    pub fn note_last(&mut self, seq: u64, time: f64) {
+    pub(crate) fn note_last(&mut self, seq: u64, time: f64) {
         self.last = Some((seq, time));
     }
 
     /// Observe the next event, whose time is already known.
-    pub fn observe_at(&mut self, ev: &Event<'_>, time: f64) {
+    pub(crate) fn observe_at(&mut self, ev: &Event<'_>, time: f64) {
         self.last = Some((ev.seq, time));
         if !matches!(
             ev.kind,
@@ -131,7 +131,7 @@ impl RepairTracker {
     }
 
     /// The closers, in order, starting after the last observed event.
-    pub fn closers(&self) -> Vec<OwnedEvent> {
+    pub(crate) fn closers(&self) -> Vec<OwnedEvent> {
         let Some((last_seq, time)) = self.last else {
             return Vec::new();
         };

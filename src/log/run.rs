@@ -9,8 +9,8 @@ use crate::event::{Event, Kind};
 use crate::json::Value;
 
 use super::Folded;
-pub use super::fastlane::{BlockKind, ChunkFact, ChunkFacts, UsageFacts};
-pub use super::packed::RowFacts;
+pub(crate) use super::fastlane::{ChunkFact, ChunkFacts};
+pub(crate) use super::packed::RowFacts;
 
 /// Consecutive log-only `assistant/chunk` events, stored events
 /// `seq0 ..= seq0 + count - 1`, that change nothing but counts and the
@@ -47,13 +47,13 @@ pub enum RunFacts<'c> {
     /// One chunk line's chunk, in a spelling [`ChunkFact`] describes.
     Line(&'c ChunkFacts),
     /// No facts: the one chunk is at hand as an event
-    /// ([`ChunkRun::each_event`]).
+    /// (`ChunkRun::each_event`).
     Event,
 }
 
 /// The labels of a run of delta chunks ([`ChunkRun::deltas`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Deltas {
+pub(crate) struct Deltas {
     /// `data.turn`.
     pub turn: f64,
     /// `data.step`.
@@ -187,21 +187,21 @@ impl<'c> ChunkRun<'c> {
     }
 
     /// The seq of the last chunk.
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         self.seq0 + self.count.saturating_sub(1)
     }
 
     /// Whether every chunk's time, taken in turn after `prev`, is at least
     /// `min` and at least the time before it: the clock check that readers
     /// wanting real times make event by event, for the whole run at once.
-    pub fn times_rise_from(&self, prev: f64, min: f64) -> bool {
+    pub(crate) fn times_rise_from(&self, prev: f64, min: f64) -> bool {
         self.in_order && self.first_time >= min && self.first_time >= prev
     }
 
     /// The labels of the run when every chunk in it is a delta (a packed
     /// row's, or a chunk line's text, reasoning or tool-call delta): such
     /// chunks open or go on with an attempt and carry no finish or usage.
-    pub fn deltas(&self) -> Option<Deltas> {
+    pub(crate) fn deltas(&self) -> Option<Deltas> {
         match self.facts {
             RunFacts::Row(f) => Some(Deltas {
                 turn: f.turn,
@@ -226,7 +226,11 @@ impl<'c> ChunkRun<'c> {
     /// order, with `folded` (the fold after the run), a chunk line's own
     /// text as its canonical line when it is one. Nothing for a counted
     /// run. The events are built once, whoever asks first.
-    pub fn each_event(&self, folded: &Folded<'_>, mut f: impl FnMut(&Event<'_>, &Folded<'_>)) {
+    pub(crate) fn each_event(
+        &self,
+        folded: &Folded<'_>,
+        mut f: impl FnMut(&Event<'_>, &Folded<'_>),
+    ) {
         let (line, offset) = match self.source {
             Source::None => return,
             Source::Event(ev) => return f(ev, folded),

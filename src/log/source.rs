@@ -80,7 +80,7 @@ pub fn is_stream(p: &Path) -> bool {
 }
 
 /// Whether `p` is a regular file (followed through symbolic links).
-pub fn is_regular(p: &Path) -> bool {
+pub(crate) fn is_regular(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file())
 }
 
@@ -103,7 +103,7 @@ fn unreadable_kind(p: &Path) -> Option<&'static str> {
 /// [`crate::generation`]), newest generation first and, within one, the
 /// compressed file first (the backend's default). Other names (temporaries,
 /// `.v0`, `.V3`, `.v03`) are ignored, as DSH ignores them.
-pub fn session_files_in(dir: &Path) -> Vec<(LogFileName, PathBuf)> {
+fn session_files_in(dir: &Path) -> Vec<(LogFileName, PathBuf)> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -119,15 +119,10 @@ pub fn session_files_in(dir: &Path) -> Vec<(LogFileName, PathBuf)> {
     found
 }
 
-/// Whether a file name is one of DSH's canonical session-log names.
-pub fn is_session_file_name(name: &str) -> bool {
-    parse_log_file_name(name).is_some()
-}
-
 /// The older generation files beside a session log (DSH keeps every
 /// generation it migrated from): empty unless the log is a canonical file
 /// of a session directory that also holds lower generations.
-pub fn older_generations(log: &Path) -> Vec<PathBuf> {
+pub(crate) fn older_generations(log: &Path) -> Vec<PathBuf> {
     let Some(this) = log
         .file_name()
         .and_then(|n| n.to_str())
@@ -205,14 +200,14 @@ pub fn project_dir_name(cwd: Option<&str>) -> String {
 
 /// The session log of a session directory, if it is one: the file of the
 /// highest generation it holds ([`session_files_in`]).
-pub fn session_file_in(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn session_file_in(dir: &Path) -> Option<PathBuf> {
     session_files_in(dir).into_iter().next().map(|(_, p)| p)
 }
 
 /// The session logs of the project whose working directory is `cwd`
 /// under the `sessions` directory of a home, oldest first (by the file's
 /// modification time).
-pub fn project_sessions(sessions: &Path, cwd: &str) -> Vec<PathBuf> {
+pub(crate) fn project_sessions(sessions: &Path, cwd: &str) -> Vec<PathBuf> {
     let proj = sessions.join(project_dir_name(Some(cwd)));
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = discover(&proj)
         .into_iter()
@@ -302,7 +297,7 @@ fn is_log_name(p: &Path) -> bool {
 /// session directory (or hold exactly one session); anything else is looked
 /// up under `home/sessions` as a session id, or as a working directory whose
 /// newest session is taken.
-pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
+pub(crate) fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
     if arg == "-" {
         return Ok(LogSource::Stdin);
     }
@@ -375,7 +370,7 @@ pub fn resolve(arg: &str, home: Option<&Path>) -> Result<LogSource, LoadError> {
 }
 
 /// Resolve an argument that may name many logs (a directory tree or a home).
-pub fn resolve_many(arg: &str, home: Option<&Path>) -> Result<Vec<LogSource>, LoadError> {
+pub(crate) fn resolve_many(arg: &str, home: Option<&Path>) -> Result<Vec<LogSource>, LoadError> {
     let p = Path::new(arg);
     if arg != "-" && p.is_dir() && session_file_in(p).is_none() {
         let found = discover(p);

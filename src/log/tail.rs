@@ -35,7 +35,7 @@ const FOLLOW_MAX: u64 = 64 << 20;
 /// event), read from its end; `None` when none is plausible or the file
 /// cannot be read. For a log written in time order this is its last
 /// event's time.
-pub fn last_event_time(path: &Path) -> Option<i64> {
+pub(crate) fn last_event_time(path: &Path) -> Option<i64> {
     let mut f = File::open(path).ok()?;
     let mut magic = [0u8; 4];
     let zstd = f.read_exact(&mut magic).is_ok() && magic == ZSTD_MAGIC;
@@ -165,7 +165,7 @@ fn line_time(line: &[u8]) -> Option<i64> {
     civil::recorded(v.get(key)?.as_f64()?)
 }
 
-/// Where a full read of a log ended, for [`follow`]ing what is appended.
+/// Where a full read of a log ended, for `follow`ing what is appended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Mark {
     /// A Zstandard artifact (else plain).
@@ -185,7 +185,7 @@ impl Mark {
     /// followed: a generation-0 log read to its end with nothing dropped,
     /// an artifact whose read ended at a frame boundary (frames that state
     /// their size, as the harness's and `dsh pack`'s do).
-    pub fn after(path: &Path, log: &LoadedLog) -> Option<Mark> {
+    pub(crate) fn after(path: &Path, log: &LoadedLog) -> Option<Mark> {
         if log.header.version != 0 || log.dropped.is_some() || log.truncated_at.is_some() {
             return None;
         }
@@ -222,7 +222,7 @@ impl Mark {
 
 /// What was appended to a log since a [`Mark`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Appended {
+pub(crate) struct Appended {
     /// The mark after it (complete lines, or complete frames, taken).
     pub mark: Mark,
     /// `assistant/chunk` events appended.
@@ -235,7 +235,7 @@ pub struct Appended {
 
 /// How a log changed since a [`Mark`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Growth {
+pub(crate) enum Growth {
     /// Not at all: the same length.
     Same,
     /// Only by valid `assistant/chunk` records with the next seqs, and
@@ -248,7 +248,7 @@ pub enum Growth {
 }
 
 /// What was appended to `path` since `mark` (see [`Growth`]).
-pub fn follow(path: &Path, mark: &Mark) -> io::Result<Growth> {
+pub(crate) fn follow(path: &Path, mark: &Mark) -> io::Result<Growth> {
     let mut f = File::open(path)?;
     let size = f.metadata()?.len();
     if size == mark.size {

@@ -5,7 +5,7 @@ use crate::event::Event;
 
 /// Feeds every observer it holds from one pass of the loader, each seeing
 /// exactly what it would see if it were fed alone: every event and every
-/// [`ChunkRun`] in order (a run's events, when some want them, are built
+/// `ChunkRun` in order (a run's events, when some want them, are built
 /// once for all).
 ///
 /// ```

@@ -7,7 +7,7 @@ use crate::surface::{SurfaceError, check_local_with};
 
 /// What one pass over an envelope learnt.
 #[derive(Debug, Clone, Copy)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// `time`.
     pub time: f64,
     /// Has `surfaceOp`.
@@ -18,7 +18,7 @@ pub struct Envelope {
 
 /// Check the envelope in one pass over its keys ([`EventRule::Envelope`]
 /// says what is wrong).
-pub fn scan_envelope(ev: &Event<'_>) -> Result<Envelope, EventRule> {
+pub(crate) fn scan_envelope(ev: &Event<'_>) -> Result<Envelope, EventRule> {
     envelope(ev).map_err(EventRule::Envelope)
 }
 
@@ -74,7 +74,7 @@ fn nonempty_str(v: Option<&Value<'_>>) -> bool {
 }
 
 /// Message-shape checks for user, assistant and tool-result events (§6.6).
-pub fn check_message_shape(ev: &Event<'_>) -> Result<(), EventRule> {
+pub(crate) fn check_message_shape(ev: &Event<'_>) -> Result<(), EventRule> {
     message_shape(ev).map_err(EventRule::Shape)
 }
 
@@ -145,7 +145,7 @@ fn message_shape(ev: &Event<'_>) -> Result<(), String> {
 
 /// `request/header` load checks (§9.1); `reason: "fallback"` is handled with
 /// the retired shapes.
-pub fn check_request_header(ev: &Event<'_>) -> Result<(), EventRule> {
+pub(crate) fn check_request_header(ev: &Event<'_>) -> Result<(), EventRule> {
     request_header(ev).map_err(EventRule::RequestHeader)
 }
 
@@ -183,7 +183,7 @@ fn request_header(ev: &Event<'_>) -> Result<(), String> {
 
 /// Which per-event rule an event broke (see [`check_event`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventRule {
+pub(crate) enum EventRule {
     /// A message-shape rule (§6.6).
     Shape(String),
     /// An unknown type not marked `ignorable` (§4.3): the log is unsupported.
@@ -215,7 +215,7 @@ impl std::fmt::Display for EventRule {
 /// envelope and the surface op to fold; the fold rules (R5–R16) need the
 /// surface and are [`crate::surface::Surface::apply`]'s. The loader and the
 /// writer both check events through here, so they accept the same events.
-pub fn check_event(ev: &Event<'_>) -> Result<(Envelope, Option<SurfaceOp>), EventRule> {
+pub(crate) fn check_event(ev: &Event<'_>) -> Result<(Envelope, Option<SurfaceOp>), EventRule> {
     check_message_shape(ev)?;
     if ev.kind == Kind::Unknown && !ev.value.get("ignorable").is_some_and(|i| i.is_true()) {
         return Err(EventRule::UnknownType(ev.type_name().into_owned()));

@@ -24,7 +24,7 @@ use crate::log::packed::RowFacts;
 /// A JavaScript value compared with `===` (labels such as `turn`/`step`).
 /// Objects and arrays are never equal to anything: two events never share one.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Scalar {
+pub(crate) enum Scalar {
     /// `undefined` (the member is absent).
     Undefined,
     /// `null`.
@@ -41,7 +41,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// The value of an optional JSON member.
-    pub fn of(v: Option<&Value<'_>>) -> Scalar {
+    pub(crate) fn of(v: Option<&Value<'_>>) -> Scalar {
         match v {
             None => Scalar::Undefined,
             Some(Value::Null) => Scalar::Null,
@@ -53,7 +53,7 @@ impl Scalar {
     }
 
     /// JavaScript `a === b`.
-    pub fn strict_eq(&self, other: &Scalar) -> bool {
+    pub(crate) fn strict_eq(&self, other: &Scalar) -> bool {
         match (self, other) {
             (Scalar::Object, _) | (_, Scalar::Object) => false,
             (a, b) => a == b,
@@ -61,7 +61,7 @@ impl Scalar {
     }
 
     /// JavaScript `String(v)`, for messages.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         match self {
             Scalar::Undefined => "undefined".into(),
             Scalar::Null => "null".into(),
@@ -80,7 +80,7 @@ impl Scalar {
 /// UTF-16 length of JavaScript `String(v)` (what `s += v` appends): a
 /// string's own length without building anything (nearly every call), any
 /// other value measured on [`js_string`].
-pub fn js_string_len16(v: Option<&Value<'_>>) -> usize {
+fn js_string_len16(v: Option<&Value<'_>>) -> usize {
     match v {
         Some(Value::Str(s)) => s.len16(),
         v => js_string(v).encode_utf16().count(),
@@ -89,7 +89,7 @@ pub fn js_string_len16(v: Option<&Value<'_>>) -> usize {
 
 /// A `Map` key compared with SameValueZero.
 #[derive(Debug, Clone)]
-pub enum IndexKey {
+pub(crate) enum IndexKey {
     /// A scalar key (numbers normalised so `-0` equals `0`).
     Scalar(Scalar),
     /// An object key: equal only to itself (unique per chunk).
@@ -111,7 +111,7 @@ impl IndexKey {
 
 /// The type a block will assemble as.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BlockType {
+pub(crate) enum BlockType {
     /// `text`
     Text,
     /// `reasoning`
@@ -135,7 +135,7 @@ impl BlockType {
 
 /// One chunk, reduced to what assembly and pricing need.
 #[derive(Debug, Clone)]
-pub enum ChunkOp {
+pub(crate) enum ChunkOp {
     /// `block-start{index, blockType}`.
     BlockStart {
         /// The index.
@@ -213,7 +213,7 @@ impl ChunkOp {
     /// [`ChunkOp::of`] the chunk a packed-row member expands to, without
     /// building it: `{type: "<kind>-delta", index, [id, name,] text |
     /// argumentsDelta}`, where the delta is a string of UTF-16 length `len`.
-    pub fn of_packed(row: &RowFacts, len: usize) -> ChunkOp {
+    pub(crate) fn of_packed(row: &RowFacts, len: usize) -> ChunkOp {
         // A row's index is a number: SameValueZero makes -0 and 0 one key.
         let index = IndexKey::Scalar(Scalar::Num(row.index + 0.0));
         if row.tool {
@@ -233,7 +233,7 @@ impl ChunkOp {
 
     /// [`ChunkOp::of`] the chunk of a plain chunk line the loader described
     /// by its facts instead of building it.
-    pub fn of_line(chunk: &ChunkFact) -> ChunkOp {
+    pub(crate) fn of_line(chunk: &ChunkFact) -> ChunkOp {
         // A number index: SameValueZero makes -0 and 0 one key.
         let key = |index: f64| IndexKey::Scalar(Scalar::Num(index + 0.0));
         let block_type = |kind: BlockKind| match kind {
@@ -294,7 +294,7 @@ impl ChunkOp {
 
     /// Reduce one `assistant/chunk`'s `data.chunk`. `object_id` numbers
     /// object-valued indexes so that each is a distinct key.
-    pub fn of(chunk: Option<&Value<'_>>, object_id: &mut u64) -> ChunkOp {
+    pub(crate) fn of(chunk: Option<&Value<'_>>, object_id: &mut u64) -> ChunkOp {
         let Some(c) = chunk.filter(|c| c.is_obj()) else {
             let what = match chunk {
                 Some(Value::Null) => "null",
@@ -377,14 +377,14 @@ impl ChunkOp {
 /// Why chunks cannot be assembled: the reference's throw, in its words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct AssembleError(pub String);
+pub(crate) struct AssembleError(pub String);
 
 /// The price of the provider output a G2+ `assistant/message` embeds as its
 /// `stream` (session-log §13.2): assembled as its chunks one by one would
 /// be, a run's members being deltas of one index (their lengths add up), a
 /// `chunk` record its own chunk. `price + 4`, or 0 when nothing assembled,
 /// as for chunks cited by a G0 message.
-pub fn price_stream(records: &[Value<'_>]) -> Result<u64, AssembleError> {
+pub(crate) fn price_stream(records: &[Value<'_>]) -> Result<u64, AssembleError> {
     let mut asm = Assembler::new();
     let mut object_id = 0u64;
     for r in records {
@@ -438,14 +438,14 @@ struct Partial {
 
 /// Re-assembles priced blocks from [`ChunkOp`]s fed in the cited order.
 #[derive(Debug, Default)]
-pub struct Assembler {
+pub(crate) struct Assembler {
     partials: Vec<Partial>,
     max_tokens: bool,
 }
 
 impl Assembler {
     /// A fresh assembler.
-    pub fn new() -> Assembler {
+    pub(crate) fn new() -> Assembler {
         Assembler::default()
     }
 
@@ -471,7 +471,7 @@ impl Assembler {
     /// a packed-row member (the row's op and the member's length), or a
     /// run of them (their lengths summed: deltas to one index add up). Any
     /// other op is pushed as it is.
-    pub fn push_delta(&mut self, op: &ChunkOp, len: usize) -> Result<(), AssembleError> {
+    pub(crate) fn push_delta(&mut self, op: &ChunkOp, len: usize) -> Result<(), AssembleError> {
         if self.add_delta(op, len) {
             Ok(())
         } else {
@@ -480,7 +480,7 @@ impl Assembler {
     }
 
     /// Feed one chunk (`BlockAssembler.push`); an error is the reference's throw.
-    pub fn push(&mut self, op: &ChunkOp) -> Result<(), AssembleError> {
+    pub(crate) fn push(&mut self, op: &ChunkOp) -> Result<(), AssembleError> {
         match op {
             ChunkOp::BlockStart { index, block_type } => {
                 self.ensure(index, block_type.clone());
@@ -544,7 +544,7 @@ impl Assembler {
     /// `estimateContent(blocks())`, or `None` when no block was assembled
     /// (the reference's "0, not +4" case); an error is the reference's throw
     /// for an unclosed block of an unknown type.
-    pub fn price(&self) -> Result<Option<u64>, AssembleError> {
+    pub(crate) fn price(&self) -> Result<Option<u64>, AssembleError> {
         let mut total = 0u64;
         let mut kept = 0usize;
         for p in &self.partials {

@@ -53,7 +53,8 @@ use crate::request_header::{canonical, headers_equal};
 use crate::surface::Surface;
 
 use assemble::{Assembler, ChunkOp, Scalar};
-use projection::{ProjectionFold, Projections};
+use projection::ProjectionFold;
+pub use projection::{ContextBreakdown, ContextPressure, Projections, TokenUsage};
 
 /// A replay error (§1.5, §1.7): the reference's `measure()` throws it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -221,7 +222,7 @@ pub struct Measurement {
 
 impl Measurement {
     /// The latest logged context window for a provider/model, with its seq.
-    pub fn logged_context_window(&self, provider: &str, model: &str) -> Option<(f64, u64)> {
+    pub(crate) fn logged_context_window(&self, provider: &str, model: &str) -> Option<(f64, u64)> {
         self.contexts
             .iter()
             .find(|c| c.provider == provider && c.model == model)
@@ -511,7 +512,7 @@ impl Meter {
     }
 
     /// The first replay error so far.
-    pub fn error(&self) -> Option<&MeterError> {
+    pub(crate) fn error(&self) -> Option<&MeterError> {
         self.error.as_ref()
     }
 
@@ -898,7 +899,7 @@ impl Meter {
     /// `measure().totalTokens` now, without the per-node table of
     /// [`Meter::snapshot`]: what a caller that measures at every request
     /// (a replay) needs.
-    pub fn total_tokens(&self, surface: &Surface) -> Result<f64, MeterError> {
+    pub(crate) fn total_tokens(&self, surface: &Surface) -> Result<f64, MeterError> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
@@ -910,7 +911,7 @@ impl Meter {
     /// figure just before a node the surface already holds joined it (the
     /// sent point of a request whose `assistant/message` began its attempt,
     /// [`crate::attempt`]).
-    pub fn total_tokens_of(
+    pub(crate) fn total_tokens_of(
         &self,
         surface: &Surface,
         surface_tokens: u64,
@@ -934,7 +935,7 @@ impl Meter {
     /// Unlike [`Meter::finish`], it folds no `session/end-seed` marker (a
     /// non-surface event: it changes no total) and `logRevision` counts the
     /// events fed so far.
-    pub fn snapshot(&self, surface: &Surface) -> Result<Measurement, MeterError> {
+    pub(crate) fn snapshot(&self, surface: &Surface) -> Result<Measurement, MeterError> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }

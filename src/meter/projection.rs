@@ -80,7 +80,7 @@ pub struct Projections {
 
 /// Running state of the three folds.
 #[derive(Debug, Default)]
-pub struct ProjectionFold {
+pub(crate) struct ProjectionFold {
     claim: Option<Claim>,
     // contextBreakdown
     system_tokens: u64,
@@ -147,7 +147,7 @@ fn buckets_eq(a: &TokenUsage, b: &TokenUsage) -> bool {
 }
 
 /// Prompt-side pressure: input plus cache traffic, no output.
-pub fn pressure_from(usage: &Value<'_>) -> f64 {
+fn pressure_from(usage: &Value<'_>) -> f64 {
     num(usage.get("inputTokens"))
         + num_or_zero(usage.get("cacheReadTokens"))
         + num_or_zero(usage.get("cacheWriteTokens"))
@@ -156,12 +156,12 @@ pub fn pressure_from(usage: &Value<'_>) -> f64 {
 impl ProjectionFold {
     /// The first error a projection threw, with the seq of its event. After
     /// it the folds stop (the reference's projection would refuse the event).
-    pub fn error(&self) -> Option<&(u64, String)> {
+    pub(crate) fn error(&self) -> Option<&(u64, String)> {
         self.error.as_ref()
     }
 
     /// Fold one event; `node_tokens` is its node price when it is a surface event.
-    pub fn apply(&mut self, ev: &Event<'_>, node_tokens: Option<u64>) {
+    pub(crate) fn apply(&mut self, ev: &Event<'_>, node_tokens: Option<u64>) {
         if self.error.is_some() {
             return;
         }
@@ -173,7 +173,7 @@ impl ProjectionFold {
     /// [`Self::apply`] for a G3 `system/message` that became the surface
     /// head: the system prompt changed, as a G0 request header's `system`
     /// would, so it prices the breakdown's system part, not the messages.
-    pub fn apply_head(&mut self, tokens: u64) {
+    pub(crate) fn apply_head(&mut self, tokens: u64) {
         if self.error.is_none() {
             self.head_tokens = tokens;
             self.claim = None;
@@ -182,7 +182,7 @@ impl ProjectionFold {
 
     /// [`Self::apply`] for delta chunks (never a usage sample, never a
     /// surface change): all they do is disarm a shadow-price claim.
-    pub fn apply_delta_chunks(&mut self) {
+    pub(crate) fn apply_delta_chunks(&mut self) {
         if self.error.is_none() {
             self.claim = None;
         }
@@ -191,7 +191,7 @@ impl ProjectionFold {
     /// [`Self::apply`] for a usage chunk the loader described by its facts
     /// (`usage` holds the members the projections read): a usage sample,
     /// never a surface change.
-    pub fn apply_usage_chunk(&mut self, seq: u64, turn: f64, step: f64, usage: &Value<'_>) {
+    pub(crate) fn apply_usage_chunk(&mut self, seq: u64, turn: f64, step: f64, usage: &Value<'_>) {
         if self.error.is_some() {
             return;
         }
@@ -343,7 +343,7 @@ impl ProjectionFold {
     }
 
     /// The views.
-    pub fn view(&self) -> Projections {
+    pub(crate) fn view(&self) -> Projections {
         Projections {
             context_breakdown: ContextBreakdown {
                 system_tokens: self.system_tokens + self.head_tokens,
@@ -364,7 +364,7 @@ impl ProjectionFold {
 }
 
 /// `Math.max(0, x)` (NaN stays NaN).
-pub fn js_max0(x: f64) -> f64 {
+pub(crate) fn js_max0(x: f64) -> f64 {
     if x.is_nan() {
         x
     } else if x < 0.0 {

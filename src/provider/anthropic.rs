@@ -18,7 +18,7 @@ use super::{CompletionRequest, Endpoint, ProviderError, Usage, WireRequest, conc
 use crate::json::{OwnedValue, Value};
 
 /// `anthropic-version` **\[CONST\]**.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 fn text_block(t: OwnedValue) -> OwnedValue {
     Value::obj().with("type", "text".into()).with("text", t)
@@ -119,7 +119,7 @@ fn assistant_blocks(blocks: &[Value<'_>]) -> Vec<OwnedValue> {
 }
 
 /// DSH messages → Messages-protocol messages.
-pub fn map_messages(messages: &[Value<'_>]) -> Result<Vec<OwnedValue>, ProviderError> {
+fn map_messages(messages: &[Value<'_>]) -> Result<Vec<OwnedValue>, ProviderError> {
     // (role, tool results, other blocks) per merged turn
     let mut turns: Vec<(String, Vec<OwnedValue>, Vec<OwnedValue>)> = Vec::new();
     static EMPTY: Vec<Value<'static>> = Vec::new();
@@ -164,7 +164,7 @@ pub fn map_messages(messages: &[Value<'_>]) -> Result<Vec<OwnedValue>, ProviderE
 
 /// The request body: `{model, stream, messages, max_tokens, thinking,
 /// output_config?, system?, tools?}`.
-pub fn body(endpoint: &Endpoint, req: &CompletionRequest) -> Result<OwnedValue, ProviderError> {
+fn body(endpoint: &Endpoint, req: &CompletionRequest) -> Result<OwnedValue, ProviderError> {
     let mut b = Value::obj()
         .with("model", req.model.clone().into())
         .with("stream", true.into())
@@ -211,7 +211,7 @@ pub fn body(endpoint: &Endpoint, req: &CompletionRequest) -> Result<OwnedValue, 
 }
 
 /// The complete HTTP request.
-pub fn wire_request(
+pub(crate) fn wire_request(
     endpoint: &Endpoint,
     req: &CompletionRequest,
 ) -> Result<WireRequest, ProviderError> {
@@ -233,7 +233,7 @@ pub fn wire_request(
 }
 
 /// Map a `stop_reason`.
-pub fn map_stop(reason: Option<&str>) -> Finish {
+fn map_stop(reason: Option<&str>) -> Finish {
     match reason {
         None | Some("end_turn") | Some("stop_sequence") => Finish::Stop,
         Some("tool_use") => Finish::ToolCalls,
@@ -244,7 +244,7 @@ pub fn map_stop(reason: Option<&str>) -> Finish {
 
 /// Translates the Messages SSE stream.
 #[derive(Debug, Default)]
-pub struct Decoder {
+pub(crate) struct Decoder {
     asm: Assembler,
     opened: Vec<u64>,
     input: Option<f64>,

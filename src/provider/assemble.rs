@@ -40,28 +40,17 @@ pub enum Finish {
 impl Finish {
     /// A provider's stop reason that means none of the others: an error
     /// naming it (`content_filter` → code `CONTENT_FILTER`).
-    pub fn unknown(reason: &str) -> Finish {
+    pub(crate) fn unknown(reason: &str) -> Finish {
         Finish::Error {
             message: format!("model stopped: {reason}"),
             code: ErrorCode::from_stop_reason(reason),
-        }
-    }
-
-    /// The DSH `kind` spelling.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Finish::Stop => "stop",
-            Finish::ToolCalls => "tool-calls",
-            Finish::MaxTokens => "max-tokens",
-            Finish::Error { .. } => "error",
-            Finish::Aborted => "aborted",
         }
     }
 }
 
 /// One stream chunk (the `assistant/chunk` vocabulary).
 #[derive(Debug, Clone)]
-pub enum Chunk {
+pub(crate) enum Chunk {
     /// A block opens.
     BlockStart {
         /// Block index.
@@ -119,7 +108,7 @@ struct Slot {
 
 /// Assembles chunks into blocks.
 #[derive(Debug, Default)]
-pub struct Assembler {
+pub(crate) struct Assembler {
     slots: Vec<Slot>,
     usage: Option<Usage>,
     finish: Option<Finish>,
@@ -145,7 +134,7 @@ impl Assembler {
     }
 
     /// Feed one chunk.
-    pub fn push(&mut self, chunk: Chunk) {
+    pub(crate) fn push(&mut self, chunk: Chunk) {
         match chunk {
             Chunk::BlockStart { index, block_type } => {
                 self.slot(index, &block_type);
@@ -191,17 +180,12 @@ impl Assembler {
     }
 
     /// Whether any block was opened.
-    pub fn has_blocks(&self) -> bool {
+    pub(crate) fn has_blocks(&self) -> bool {
         !self.slots.is_empty()
     }
 
-    /// The finish seen so far (`None` if none yet).
-    pub fn finish_seen(&self) -> Option<&Finish> {
-        self.finish.as_ref()
-    }
-
     /// The blocks, usage and finish.
-    pub fn finish(self) -> (Vec<OwnedValue>, Finish, Option<Usage>) {
+    pub(crate) fn finish(self) -> (Vec<OwnedValue>, Finish, Option<Usage>) {
         let finish = self.finish.unwrap_or(Finish::Stop);
         let mut blocks = Vec::with_capacity(self.slots.len());
         for s in self.slots {
@@ -234,7 +218,7 @@ impl Assembler {
 }
 
 /// UTF-16 units of a string value.
-pub fn units_of(v: Option<&Value<'_>>) -> Vec<u16> {
+pub(crate) fn units_of(v: Option<&Value<'_>>) -> Vec<u16> {
     match v {
         Some(Value::Str(s)) => s.units(),
         _ => Vec::new(),

@@ -43,18 +43,18 @@ fn quota_patterns() -> &'static [Regex] {
 }
 
 /// `isContextWindowExceededError` on a message.
-pub fn is_context_window_exceeded(text: &str) -> bool {
+fn is_context_window_exceeded(text: &str) -> bool {
     context_patterns().iter().any(|r| r.is_match(text))
 }
 
 /// The quota wording check.
-pub fn is_quota(text: &str) -> bool {
+fn is_quota(text: &str) -> bool {
     quota_patterns().iter().any(|r| r.is_match(text))
 }
 
 /// The parts of an error body.
 #[derive(Debug, Default, Clone)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// `error.message`
     pub message: Option<String>,
     /// `error.type`
@@ -66,7 +66,7 @@ pub struct ErrorBody {
 impl ErrorBody {
     /// Read `{error:{message, type, code}}` from a body text (anything else
     /// gives empty parts).
-    pub fn parse(body: &str) -> ErrorBody {
+    pub(crate) fn parse(body: &str) -> ErrorBody {
         let Ok(v) = Value::parse(body) else {
             return ErrorBody::default();
         };
@@ -74,7 +74,7 @@ impl ErrorBody {
     }
 
     /// Read the parts from an `error` object.
-    pub fn from_value(e: &Value<'_>) -> ErrorBody {
+    pub(crate) fn from_value(e: &Value<'_>) -> ErrorBody {
         let s = |k: &str| match e.get(k) {
             Some(Value::Str(s)) if !s.is_empty() => Some(s.to_lossy().into_owned()),
             Some(Value::Num(n)) => Some(Value::Num(*n).to_json()),
@@ -88,7 +88,7 @@ impl ErrorBody {
     }
 
     /// `[code, type, message]` joined by spaces, empty parts skipped.
-    pub fn detail(&self) -> String {
+    fn detail(&self) -> String {
         [&self.code, &self.kind, &self.message]
             .iter()
             .filter_map(|p| p.as_deref())
@@ -100,7 +100,7 @@ impl ErrorBody {
 
 /// Parse a `retry-after` header (seconds; HTTP dates are not used by these
 /// providers and are ignored).
-pub fn retry_after(value: Option<&str>) -> Option<Duration> {
+pub(crate) fn retry_after(value: Option<&str>) -> Option<Duration> {
     let s = value?.trim();
     let secs: f64 = s.parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
@@ -119,7 +119,7 @@ fn error(code: ErrorCode, message: String, status: u16) -> ProviderError {
 }
 
 /// The DeepSeek chat-completions classification of a non-2xx response.
-pub fn deepseek_http(status: u16, body: &ErrorBody) -> ProviderError {
+pub(crate) fn deepseek_http(status: u16, body: &ErrorBody) -> ProviderError {
     let detail = body.detail();
     let code = if status == 401 || status == 403 {
         ErrorCode::Auth
@@ -147,7 +147,7 @@ pub fn deepseek_http(status: u16, body: &ErrorBody) -> ProviderError {
 
 /// The Anthropic-compatible classification (§6.7): the error `type` counts
 /// too, and context wording wins for any status.
-pub fn anthropic_http(status: u16, body: &ErrorBody) -> ProviderError {
+pub(crate) fn anthropic_http(status: u16, body: &ErrorBody) -> ProviderError {
     let detail = body.detail();
     let kind = body.kind.as_deref().unwrap_or("");
     let code = if matches!(kind, "authentication_error" | "permission_error")
@@ -176,7 +176,7 @@ pub fn anthropic_http(status: u16, body: &ErrorBody) -> ProviderError {
 }
 
 /// Classify an error object that arrived inside a stream (no status).
-pub fn stream_error(body: &ErrorBody, anthropic: bool) -> ProviderError {
+pub(crate) fn stream_error(body: &ErrorBody, anthropic: bool) -> ProviderError {
     let detail = body.detail();
     let kind = body.kind.as_deref().unwrap_or("");
     let code = if is_context_window_exceeded(&detail) {

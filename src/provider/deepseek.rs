@@ -16,7 +16,7 @@ use super::{CompletionRequest, Endpoint, ProviderError, Usage, WireRequest, conc
 use crate::json::{OwnedValue, Value};
 
 /// `(no output)` **\[CONST\]**: the content of a tool message with no text.
-pub const NO_OUTPUT: &str = "(no output)";
+pub(crate) const NO_OUTPUT: &str = "(no output)";
 
 fn unsupported(what: &str) -> ProviderError {
     ProviderError::new(
@@ -26,7 +26,7 @@ fn unsupported(what: &str) -> ProviderError {
 }
 
 /// The text-only message mapping: DSH messages → chat-completions messages.
-pub fn map_messages(
+fn map_messages(
     system: Option<&Value<'_>>,
     messages: &[Value<'_>],
 ) -> Result<Vec<OwnedValue>, ProviderError> {
@@ -124,7 +124,7 @@ pub fn map_messages(
 }
 
 /// `[{type:"function", function:{name, description, parameters}}]`.
-pub fn map_tools(tools: &Value<'_>) -> Option<OwnedValue> {
+fn map_tools(tools: &Value<'_>) -> Option<OwnedValue> {
     let arr = tools.as_arr()?;
     if arr.is_empty() {
         return None;
@@ -147,7 +147,7 @@ pub fn map_tools(tools: &Value<'_>) -> Option<OwnedValue> {
 }
 
 /// The request body, in the reference's key order.
-pub fn body(endpoint: &Endpoint, req: &CompletionRequest) -> Result<OwnedValue, ProviderError> {
+fn body(endpoint: &Endpoint, req: &CompletionRequest) -> Result<OwnedValue, ProviderError> {
     let messages = map_messages(req.system.as_ref(), &req.messages)?;
     let mut b = Value::obj()
         .with("model", req.model.clone().into())
@@ -174,12 +174,12 @@ pub fn body(endpoint: &Endpoint, req: &CompletionRequest) -> Result<OwnedValue, 
 }
 
 /// Join a base URL and a path.
-pub fn join_url(base: &str, path: &str) -> String {
+pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!("{}{}", base.trim_end_matches('/'), path)
 }
 
 /// The complete HTTP request.
-pub fn wire_request(
+pub(crate) fn wire_request(
     endpoint: &Endpoint,
     req: &CompletionRequest,
 ) -> Result<WireRequest, ProviderError> {
@@ -200,7 +200,7 @@ pub fn wire_request(
 }
 
 /// `mapUsage`: DeepSeek usage → disjoint counts (§6.4).
-pub fn map_usage(u: &Value<'_>) -> Usage {
+fn map_usage(u: &Value<'_>) -> Usage {
     let num = |v: Option<&Value<'_>>| v.and_then(|x| x.as_f64());
     let cache_read = num(u
         .get("prompt_tokens_details")
@@ -219,7 +219,7 @@ pub fn map_usage(u: &Value<'_>) -> Usage {
 }
 
 /// Map a `finish_reason` (§6.4).
-pub fn map_finish(reason: Option<&str>) -> Finish {
+fn map_finish(reason: Option<&str>) -> Finish {
     match reason {
         None | Some("stop") => Finish::Stop,
         Some("tool_calls") => Finish::ToolCalls,
@@ -230,7 +230,7 @@ pub fn map_finish(reason: Option<&str>) -> Finish {
 
 /// Translates the DeepSeek SSE stream.
 #[derive(Debug, Default)]
-pub struct Decoder {
+pub(crate) struct Decoder {
     asm: Assembler,
     next: u64,
     reasoning: Option<u64>,
@@ -359,7 +359,7 @@ impl StreamDecoder for Decoder {
 }
 
 /// `EMPTY_RESPONSE`: a completed response with no content.
-pub fn empty_response() -> Finish {
+pub(crate) fn empty_response() -> Finish {
     Finish::Error {
         message: "model returned a completed response with no content".into(),
         code: ErrorCode::EmptyResponse,
@@ -367,7 +367,7 @@ pub fn empty_response() -> Finish {
 }
 
 /// `MALFORMED_RESPONSE` with the first 120 characters of the payload.
-pub fn malformed(data: &str) -> ProviderError {
+pub(crate) fn malformed(data: &str) -> ProviderError {
     let units: Vec<u16> = data.encode_utf16().take(120).collect();
     ProviderError::new(
         ErrorCode::MalformedResponse,

@@ -15,10 +15,10 @@ use super::{Completion, Endpoint, Progress, ProviderError, Usage, WireRequest};
 use crate::json::OwnedValue;
 
 /// Assembled blocks, the finish and the last usage.
-pub type Assembled = (Vec<OwnedValue>, Finish, Option<Usage>);
+type Assembled = (Vec<OwnedValue>, Finish, Option<Usage>);
 
 /// A protocol's stream translation.
-pub trait StreamDecoder {
+pub(crate) trait StreamDecoder {
     /// `DeepSeek`, … (used in messages).
     fn label(&self) -> &'static str;
     /// The payload or event that ends a complete stream (`[DONE]`).
@@ -153,7 +153,7 @@ fn stream(
 
 /// Send `wire` and decode the streamed reply, retrying retryable failures
 /// up to `ep.max_retries` times.
-pub fn call(
+pub(crate) fn call(
     ep: &Endpoint,
     wire: &WireRequest,
     progress: &mut dyn FnMut(&Progress),

@@ -37,7 +37,7 @@ use std::time::Duration;
 use crate::cancel::{Cancel, INTERRUPTED};
 use crate::json::{JStr, OwnedValue, Value};
 
-pub use assemble::{Assembler, Chunk, Finish};
+pub use assemble::Finish;
 
 /// An API key. Its `Debug` never shows the value and it has no `Display`.
 #[derive(Clone, Default)]
@@ -50,7 +50,7 @@ impl ApiKey {
     }
 
     /// The key itself, for the one header that carries it.
-    pub fn expose(&self) -> &str {
+    fn expose(&self) -> &str {
         &self.0
     }
 
@@ -71,7 +71,7 @@ impl ApiKey {
     /// where the key itself ends in one (so `sk-abc123` inside
     /// `sk-abc1234` is left alone). A key shorter than [`MIN_SCRUB_CHARS`]
     /// is not scrubbed at all: it would corrupt text it happens to occur in.
-    pub fn scrub(&self, text: &str) -> String {
+    fn scrub(&self, text: &str) -> String {
         match self.find_in(text) {
             None => text.to_string(),
             Some(_) => scrub_tokens(text, &self.0),
@@ -140,22 +140,8 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// Parse the config spelling (`deepseek`, `anthropic`).
-    pub fn parse(s: &str) -> Option<Protocol> {
-        match s {
-            "deepseek" | "chat-completions" => Some(Protocol::DeepSeek),
-            "anthropic" | "messages" => Some(Protocol::Anthropic),
-            _ => None,
-        }
-    }
-
-    /// The config spelling.
-    pub fn name(self) -> &'static str {
-        self.as_str()
-    }
-
     /// The config spelling (`"deepseek"` / `"anthropic"`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Protocol::DeepSeek => "deepseek",
             Protocol::Anthropic => "anthropic",
@@ -213,14 +199,14 @@ impl Endpoint {
     }
 
     /// The effort a summary call uses: the route's, else `high` (§6.1).
-    pub fn effort(&self) -> &str {
+    fn effort(&self) -> &str {
         self.reasoning_effort.as_deref().unwrap_or("high")
     }
 
     /// Whether the provider's host accepts a TCP connection at all (name
     /// resolved, port open), within the connect timeout (at most 10 s):
     /// what a caller can learn before it records anything. Sends nothing.
-    pub fn probe(&self) -> Result<(), ProviderError> {
+    pub(crate) fn probe(&self) -> Result<(), ProviderError> {
         use std::net::{TcpStream, ToSocketAddrs};
         let url = &self.base_url;
         let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
@@ -293,7 +279,7 @@ pub struct CompletionRequest<'a> {
 impl CompletionRequest<'_> {
     /// A copy that borrows nothing (for a thread that may outlive the
     /// lines the messages were read from).
-    pub fn to_owned_request(&self) -> CompletionRequest<'static> {
+    fn to_owned_request(&self) -> CompletionRequest<'static> {
         CompletionRequest {
             model: self.model.clone(),
             system: self.system.clone(),
@@ -341,7 +327,7 @@ pub struct WireRequest {
 
 impl WireRequest {
     /// The path part of the URL.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         let rest = self.url.split_once("://").map_or(&*self.url, |(_, r)| r);
         rest.find('/').map_or("/", |i| &rest[i..])
     }
@@ -363,7 +349,7 @@ impl WireRequest {
 }
 
 /// The userinfo (`user:password`) of a URL's authority, if it has one.
-pub fn url_userinfo(url: &str) -> Option<&str> {
+fn url_userinfo(url: &str) -> Option<&str> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
     authority.rfind('@').map(|i| &authority[..i])
@@ -377,7 +363,7 @@ pub fn redact_url(url: &str) -> String {
 
 /// `text` with the userinfo of `url` (if any) replaced by `***` wherever it
 /// occurs, for messages that may quote the URL.
-pub fn redact_userinfo(text: &str, url: &str) -> String {
+fn redact_userinfo(text: &str, url: &str) -> String {
     match url_userinfo(url) {
         Some(u) if !u.is_empty() => text.replace(u, "***"),
         _ => text.to_string(),
@@ -510,13 +496,13 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Whether a retry may succeed for this kind of failure by itself.
-    pub fn is_retryable(&self) -> bool {
+    fn is_retryable(&self) -> bool {
         matches!(self, ErrorCode::RateLimit | ErrorCode::Server)
     }
 
     /// The code for a provider's stop reason that means an error
     /// (`content_filter` → [`ErrorCode::ContentFilter`]).
-    pub fn from_stop_reason(reason: &str) -> ErrorCode {
+    fn from_stop_reason(reason: &str) -> ErrorCode {
         match reason.to_uppercase().as_str() {
             "CONTENT_FILTER" => ErrorCode::ContentFilter,
             other => ErrorCode::Stopped(other.to_string()),
@@ -560,7 +546,7 @@ impl PartialEq<&str> for ErrorCode {
 
 impl ProviderError {
     /// A failure with a code and message, not retryable.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> ProviderError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> ProviderError {
         ProviderError {
             code,
             message: message.into(),
@@ -572,7 +558,7 @@ impl ProviderError {
     }
 
     /// Scrub the key out of the message.
-    pub fn scrubbed(mut self, key: &ApiKey) -> ProviderError {
+    fn scrubbed(mut self, key: &ApiKey) -> ProviderError {
         self.message = key.scrub(&self.message);
         self
     }
@@ -775,7 +761,7 @@ pub(crate) fn concat_text(blocks: &[Value<'_>], ty: &str) -> JStr<'static> {
 }
 
 /// Whether a block list holds an `image` block, at any tool-result depth.
-pub fn has_image(blocks: &[Value<'_>]) -> bool {
+pub(crate) fn has_image(blocks: &[Value<'_>]) -> bool {
     blocks.iter().any(|b| {
         b.get("type").is_some_and(|t| t.is_str("image"))
             || b.get("content")

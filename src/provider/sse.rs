@@ -9,7 +9,7 @@
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event:` field, if any.
     pub event: Option<String>,
     /// The `data:` lines joined with `\n`.
@@ -18,7 +18,7 @@ pub struct SseEvent {
 
 /// What a parsed line produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SseItem {
+pub(crate) enum SseItem {
     /// A complete event.
     Event(SseEvent),
     /// A comment line (keep-alive).
@@ -27,7 +27,7 @@ pub enum SseItem {
 
 /// The parser state.
 #[derive(Debug, Default)]
-pub struct SseParser {
+pub(crate) struct SseParser {
     line: Vec<u8>,
     /// The previous byte was `\r` (a following `\n` belongs to it).
     after_cr: bool,
@@ -37,7 +37,7 @@ pub struct SseParser {
 
 impl SseParser {
     /// Feed bytes; complete items are pushed to `out`.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseItem>) {
+    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseItem>) {
         for &b in bytes {
             if self.after_cr {
                 self.after_cr = false;
@@ -58,7 +58,7 @@ impl SseParser {
 
     /// The stream ended: a final event not followed by a blank line is still
     /// dispatched (servers commonly omit the last blank line).
-    pub fn finish(&mut self, out: &mut Vec<SseItem>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<SseItem>) {
         if !self.line.is_empty() {
             self.end_line(out);
         }

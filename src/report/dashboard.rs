@@ -13,7 +13,7 @@ use super::markup::{self, cut_words, escape, num, pct, table, table_or, usd};
 use super::svg::{self, Bars, Stack, Swatch, Unit};
 
 /// The most sessions the "nearest their window" and "cost most" lists show.
-pub const TOP: usize = 5;
+const TOP: usize = 5;
 
 /// Titles in the sessions table are cut to this many characters.
 const TITLE_CHARS: usize = 90;

@@ -1,9 +1,9 @@
 //! Health flags: what the home dashboard lists as needing a look, one line
 //! each, from the figures a session's report already holds.
 //!
-//! [`of_session`] is the one place flags are gathered: each source is one
+//! `of_session` is the one place flags are gathered: each source is one
 //! function below it (verify findings, compaction locks, the window, the
-//! reader's warnings); [`of_health`] adds `dsh health`'s findings, which
+//! reader's warnings); `of_health` adds `dsh health`'s findings, which
 //! the dashboard computes in the pass that reads the session's row. A new
 //! source of flags is one more function; the dashboard shows whatever comes
 //! back, most severe first.
@@ -23,7 +23,7 @@ pub enum Level {
 
 impl Level {
     /// `error` / `warning`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Error => "error",
             Level::Warning => "warning",
@@ -45,7 +45,7 @@ pub struct Flag {
 }
 
 /// Every flag of a session, most severe first (then in source order).
-pub fn of_session(r: &SessionReport) -> Vec<Flag> {
+pub(crate) fn of_session(r: &SessionReport) -> Vec<Flag> {
     let mut flags = Vec::new();
     for source in [verify, locks, window, load] {
         flags.extend(source(r));
@@ -57,7 +57,7 @@ pub fn of_session(r: &SessionReport) -> Vec<Flag> {
 /// `dsh health`'s findings (compaction loops, re-reads after a compaction
 /// or prune, summary failures, overflows, cache churn, stale locks,
 /// abandoned turns), each with what it cost.
-pub fn of_health(h: &crate::health::SessionHealth) -> Vec<Flag> {
+pub(crate) fn of_health(h: &crate::health::SessionHealth) -> Vec<Flag> {
     h.findings
         .iter()
         .map(|f| Flag {

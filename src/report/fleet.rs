@@ -5,7 +5,7 @@
 //! figures `dsh sessions` lists: last activity, project, title, requests,
 //! pressure, compactions, prunes, cost) with what its report computed: the
 //! cache totals, what each compaction cost and whether it paid back (as
-//! `dsh cache`), and its [`flags`] (`dsh health`'s findings among them). [`Fleet`] sums
+//! `dsh cache`), and its `flags` (`dsh health`'s findings among them). [`Fleet`] sums
 //! them: totals, cost per day by model (as `dsh usage --by day`), the
 //! sessions nearest their window and the compactions that cost most.
 
@@ -94,13 +94,8 @@ impl Entry {
     }
 
     /// The title, or the session id when the session has none.
-    pub fn label(&self) -> &str {
+    pub(crate) fn label(&self) -> &str {
         self.session.title.as_deref().unwrap_or(&self.session.id)
-    }
-
-    /// Whether the next request would not fit the window.
-    pub fn over_window(&self) -> bool {
-        self.session.pressure.is_some_and(|p| p > 100.0)
     }
 }
 
@@ -155,12 +150,12 @@ pub struct Hits {
 
 impl Hits {
     /// The predicted hit rate (0..1).
-    pub fn predicted_rate(&self) -> Option<f64> {
+    pub(crate) fn predicted_rate(&self) -> Option<f64> {
         (self.prompt_tokens > 0).then(|| self.predicted_hit as f64 / self.prompt_tokens as f64)
     }
 
     /// The reported hit rate (0..1).
-    pub fn reported_rate(&self) -> Option<f64> {
+    pub(crate) fn reported_rate(&self) -> Option<f64> {
         (self.reported_prompt > 0.0).then(|| self.reported_hit / self.reported_prompt)
     }
 }
@@ -223,7 +218,7 @@ impl Fleet {
     }
 
     /// The `n` sessions with the highest pressure, highest first.
-    pub fn nearest_window(&self, n: usize) -> Vec<&Entry> {
+    pub(crate) fn nearest_window(&self, n: usize) -> Vec<&Entry> {
         let mut v: Vec<&Entry> = self
             .entries
             .iter()
@@ -236,7 +231,7 @@ impl Fleet {
 
     /// The `n` compactions that cost most (in money; in tokens when none
     /// is priced), the costliest first, and whether that is in money.
-    pub fn costliest_compactions(&self, n: usize) -> (Vec<(&Entry, &CompactionCost)>, bool) {
+    pub(crate) fn costliest_compactions(&self, n: usize) -> (Vec<(&Entry, &CompactionCost)>, bool) {
         let mut v: Vec<(&Entry, &CompactionCost)> = self
             .entries
             .iter()
@@ -250,7 +245,7 @@ impl Fleet {
     }
 
     /// The sessions with flags, the most severe first (then by activity).
-    pub fn flagged(&self) -> Vec<&Entry> {
+    pub(crate) fn flagged(&self) -> Vec<&Entry> {
         let mut v: Vec<&Entry> = self
             .entries
             .iter()
@@ -261,7 +256,7 @@ impl Fleet {
     }
 
     /// The projects, in order.
-    pub fn projects(&self) -> Vec<&str> {
+    pub(crate) fn projects(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self
             .entries
             .iter()
@@ -273,7 +268,7 @@ impl Fleet {
     }
 
     /// The first and last activity of the home.
-    pub fn span(&self) -> Option<(i64, i64)> {
+    pub(crate) fn span(&self) -> Option<(i64, i64)> {
         let times = self
             .entries
             .iter()

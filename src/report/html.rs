@@ -1,5 +1,5 @@
 //! The HTML of one session's page: one self-contained document (inline CSS,
-//! inline SVG, the one small inline script of [`markup::head`]).
+//! inline SVG, the one small inline script of `markup::head`).
 
 use std::fmt::Write;
 
@@ -694,7 +694,7 @@ fn cost_chart(s: &mut String, r: &SessionReport, axis: &Axis, zone: &Zone) {
 }
 
 /// A break-even in words.
-pub fn break_even_text(b: BreakEven) -> String {
+pub(crate) fn break_even_text(b: BreakEven) -> String {
     match b {
         BreakEven::At { after: 1, .. } => "paid back at once".into(),
         BreakEven::At { after, .. } => format!("paid back after {after} requests"),

@@ -1,9 +1,8 @@
 //! What every page of a report shares: escaping, number formats, the page
-//! head (CSS and the inline script) and tables. The charts ([`svg`]), the
+//! head (CSS and the inline script) and tables. The charts (`svg`), the
 //! session page ([`html`]) and the home dashboard ([`dashboard`]) all build
 //! on this module and on nothing of each other's but the charts.
 //!
-//! [`svg`]: super::svg
 //! [`html`]: super::html
 //! [`dashboard`]: super::dashboard
 
@@ -23,7 +22,7 @@ pub struct Section {
 /// Text as HTML content or attribute value: `& < > " '` as entities, control
 /// characters (but tab and newline) as their visible Control Pictures, so no
 /// log text can open an element, end an attribute or vanish.
-pub fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + s.len() / 8);
     for c in s.chars() {
         match c {
@@ -46,7 +45,7 @@ pub fn escape(s: &str) -> String {
 }
 
 /// A number with thousands separators, rounded to a whole.
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "—".into();
     }
@@ -64,14 +63,14 @@ pub fn num(v: f64) -> String {
 }
 
 /// An optional number ([`num`]), `—` when unknown.
-pub fn opt_num(v: Option<f64>) -> String {
+pub(crate) fn opt_num(v: Option<f64>) -> String {
     v.map_or("—".into(), num)
 }
 
 /// US dollars, one rule on every page: cents from $1 up, four decimals
 /// below (`$0.0078`), `<$0.0001` (`>-$0.0001`) for a smaller amount that
 /// is not zero, `—` when unknown.
-pub fn usd(v: Option<f64>) -> String {
+pub(crate) fn usd(v: Option<f64>) -> String {
     match v {
         None => "—".into(),
         Some(v) if !v.is_finite() => "—".into(),
@@ -91,14 +90,14 @@ pub fn usd(v: Option<f64>) -> String {
 }
 
 /// A rate (0..1) as a percentage with one decimal, `—` when unknown.
-pub fn pct(v: Option<f64>) -> String {
+pub(crate) fn pct(v: Option<f64>) -> String {
     v.filter(|x| x.is_finite())
         .map_or("—".into(), |x| format!("{:.1}%", x * 100.0))
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with `…`
 /// when cut (a single longer word is cut inside).
-pub fn cut_words(text: &str, max: usize) -> String {
+pub(crate) fn cut_words(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
@@ -204,7 +203,7 @@ const SCRIPT: &str = "(function(){var d=document.documentElement;window.addEvent
 
 /// The start of a page up to and including `<body>`: its title, the style
 /// sheet, and the page's one script (the error recorder, then `script`).
-pub fn head(title: &str, script: &str) -> String {
+pub(crate) fn head(title: &str, script: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\"><meta name=\"generator\" content=\"dsh {}\"><title>{}</title><style>{CSS}</style><script>{SCRIPT}{script}</script></head><body>",
         env!("CARGO_PKG_VERSION"),
@@ -215,7 +214,12 @@ pub fn head(title: &str, script: &str) -> String {
 /// A table in its own scrolling box: header cells (name, numeric?) and rows
 /// of escaped cells. `class` may name more than one class (`"x wide"`);
 /// with `cards`, each row becomes a card of labelled cells on a phone.
-pub fn table(class: &str, caption: &str, head: &[(&str, bool)], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(
+    class: &str,
+    caption: &str,
+    head: &[(&str, bool)],
+    rows: &[Vec<String>],
+) -> String {
     let mut s = format!(
         "<div class=\"tbl\"><table class=\"{class}\"><caption>{}</caption><thead><tr>",
         escape(caption)
@@ -252,7 +256,7 @@ pub fn table(class: &str, caption: &str, head: &[(&str, bool)], rows: &[Vec<Stri
 
 /// [`table`], or one line saying there is nothing (`empty`) when `rows`
 /// is empty.
-pub fn table_or(
+pub(crate) fn table_or(
     class: &str,
     caption: &str,
     head: &[(&str, bool)],

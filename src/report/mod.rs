@@ -7,11 +7,11 @@
 //! the [side-by-side view](crate::view) all observe the same pass
 //! ([`Tee`]); the [survival](crate::survival) figures follow from the view;
 //! [`html::session_page`] renders the result as one HTML document with
-//! inline CSS and hand-written inline SVG charts ([`svg`]), every log text
-//! escaped ([`markup`]). For a home, [`fleet::Entry`] joins each session's
+//! inline CSS and hand-written inline SVG charts (`svg`), every log text
+//! escaped (`markup`). For a home, [`fleet::Entry`] joins each session's
 //! report with its [`sessions`](crate::sessions) row, [`fleet::Fleet`] sums
 //! them and [`dashboard::index_page`] renders the index; health
-//! [`flags`] are gathered in one place. Nothing here touches a terminal or
+//! `flags` are gathered in one place. Nothing here touches a terminal or
 //! the environment, and nothing on the page loads anything from elsewhere.
 
 pub mod dashboard;
@@ -19,8 +19,8 @@ pub mod flags;
 pub mod fleet;
 pub mod html;
 pub mod markup;
-pub mod side;
-pub mod svg;
+mod side;
+mod svg;
 
 use crate::cache::{
     Analysis, BreakEven, CacheOptions, CacheReport, Prices, ReplaceKind, ReplacementCost, Totals,
@@ -109,15 +109,7 @@ pub enum MarkerKind {
     Prune,
 }
 
-impl MarkerKind {
-    /// `compaction` / `prune`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MarkerKind::Compaction => "compaction",
-            MarkerKind::Prune => "prune",
-        }
-    }
-}
+impl MarkerKind {}
 
 /// Where a replacement happened on the per-request axis.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,17 +179,17 @@ pub struct Payback {
 
 impl Payback {
     /// What it cost (recompute and summariser call), USD, when priced.
-    pub fn cost_usd(&self) -> Option<f64> {
+    fn cost_usd(&self) -> Option<f64> {
         self.cost.map(|c| c.recompute + c.summary)
     }
 
     /// What it saved, USD, when priced.
-    pub fn saved_usd(&self) -> Option<f64> {
+    fn saved_usd(&self) -> Option<f64> {
         self.cost.map(|c| c.saved)
     }
 
     /// When it paid back: in money when priced, else in tokens.
-    pub fn break_even(&self) -> BreakEven {
+    fn break_even(&self) -> BreakEven {
         self.cost.map_or(self.break_even_tokens, |c| c.break_even)
     }
 }
@@ -287,7 +279,7 @@ pub struct SessionReport {
 impl SessionReport {
     /// The current estimate over the window, as a fraction (1.0 = full),
     /// when both are known.
-    pub fn fill(&self) -> Option<f64> {
+    fn fill(&self) -> Option<f64> {
         match (self.total_tokens, self.window) {
             (Some(t), Some(w)) if w > 0 => Some(t / w as f64),
             _ => None,
@@ -303,14 +295,14 @@ impl SessionReport {
     }
 
     /// The requests whose heuristic prompt size was over their window.
-    pub fn over_window(&self) -> impl Iterator<Item = &Point> {
+    fn over_window(&self) -> impl Iterator<Item = &Point> {
         self.points
             .iter()
             .filter(|p| p.window.is_some_and(|w| p.heuristic > w))
     }
 
     /// The total cost of the priced requests, and how many were unpriced.
-    pub fn cost_total(&self) -> (f64, usize) {
+    fn cost_total(&self) -> (f64, usize) {
         let mut t = 0.0;
         let mut unpriced = 0;
         for c in &self.cost {

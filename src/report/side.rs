@@ -10,10 +10,10 @@ use crate::view::{ModelSide, ReplacementKind, Row, View};
 
 /// Transcript rows shown at most; beyond, the last turns that fit are shown
 /// and the page says so (`dsh view` shows everything).
-pub const MAX_ROWS: usize = 3000;
+const MAX_ROWS: usize = 3000;
 
 /// A compaction's survival in words: `paths 3/10 · commands 0/2 …`.
-pub fn survival_text(b: &Breakdown) -> String {
+fn survival_text(b: &Breakdown) -> String {
     Category::ALL
         .iter()
         .map(|c| {
@@ -25,7 +25,7 @@ pub fn survival_text(b: &Breakdown) -> String {
 }
 
 /// The survival text of the compaction whose summary is `summary_seq`.
-pub fn survival_of(s: &Survival, summary_seq: u64) -> Option<String> {
+pub(crate) fn survival_of(s: &Survival, summary_seq: u64) -> Option<String> {
     s.compactions
         .iter()
         .find(|c| c.summary_seq == Some(summary_seq))
@@ -84,7 +84,7 @@ fn model_cell(v: &View, r: &Row) -> String {
 }
 
 /// The section.
-pub fn section(v: &View, survival: Option<&Survival>) -> Section {
+pub(crate) fn section(v: &View, survival: Option<&Survival>) -> Section {
     let mut h = String::new();
     if let Some(s) = survival {
         let t = &s.totals;

@@ -16,7 +16,7 @@ use super::markup::escape;
 use crate::civil::Zone;
 
 /// Plot height (CSS pixels).
-pub const PLOT_H: f64 = 220.0;
+const PLOT_H: f64 = 220.0;
 /// Room under the plot for the x tick labels.
 const BELOW: f64 = 22.0;
 /// The inner plot's view-box width.
@@ -24,7 +24,7 @@ const VB_W: f64 = 1000.0;
 
 /// What the y values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Tokens.
     Tokens,
     /// US dollars.
@@ -42,7 +42,7 @@ impl Unit {
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// A solid line from point to point.
     Solid,
     /// A dashed line from point to point.
@@ -54,7 +54,7 @@ pub enum Style {
 
 /// One line of a chart: points (x, value); a `None` value is a gap.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     /// Its name (legend, tooltip).
     pub name: String,
     /// Its CSS class (`s1`…`s5`).
@@ -67,7 +67,7 @@ pub struct Series {
 
 /// The shape of a marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// A triangle pointing down, at the top of the plot.
     Triangle,
     /// A diamond, at the bottom of the plot.
@@ -78,7 +78,7 @@ pub enum Shape {
 
 impl Shape {
     /// The path of the shape around (0, 0), in pixels.
-    pub fn path(self) -> &'static str {
+    fn path(self) -> &'static str {
         match self {
             Shape::Triangle => "M-6,-1L6,-1L0,9Z",
             Shape::Diamond => "M0,-6L6,0L0,6L-6,0Z",
@@ -90,7 +90,7 @@ impl Shape {
 /// A marker: a shape, and a vertical rule for events that change the
 /// prompt.
 #[derive(Debug, Clone)]
-pub struct Marker {
+pub(crate) struct Marker {
     /// Its kind, a CSS class suffix (`compaction`, `prune`, `overflow`).
     pub kind: &'static str,
     /// Its shape.
@@ -109,7 +109,7 @@ pub struct Marker {
 
 /// The x axis: its range, labelled ticks and name.
 #[derive(Debug, Clone, PartialEq)]
-pub struct XAxis {
+pub(crate) struct XAxis {
     /// What x is (`time (UTC)`, `turn`, `request`).
     pub title: String,
     /// The smallest x.
@@ -123,7 +123,7 @@ pub struct XAxis {
 impl XAxis {
     /// Where `x` falls, as a fraction of the width (a single point: the
     /// middle).
-    pub fn frac(&self, x: f64) -> f64 {
+    fn frac(&self, x: f64) -> f64 {
         if self.max > self.min {
             ((x - self.min) / (self.max - self.min)).clamp(0.0, 1.0)
         } else {
@@ -134,7 +134,7 @@ impl XAxis {
 
 /// A line chart.
 #[derive(Debug, Clone)]
-pub struct Chart<'a> {
+pub(crate) struct Chart<'a> {
     /// Element id.
     pub id: &'a str,
     /// The `<title>`.
@@ -153,7 +153,7 @@ pub struct Chart<'a> {
 
 /// A round step for an axis spanning `span` in about `target` steps: 1, 2
 /// or 5 times a power of ten.
-pub fn nice_step(span: f64, target: f64) -> f64 {
+fn nice_step(span: f64, target: f64) -> f64 {
     if span.is_nan() || span <= 0.0 || !span.is_finite() {
         return 1.0;
     }
@@ -173,7 +173,7 @@ pub fn nice_step(span: f64, target: f64) -> f64 {
 }
 
 /// Round y ticks from 0 to at least `max`: (step, top).
-pub fn y_ticks(max: f64) -> (f64, f64) {
+fn y_ticks(max: f64) -> (f64, f64) {
     let max = if max > 0.0 && max.is_finite() {
         max
     } else {
@@ -185,7 +185,7 @@ pub fn y_ticks(max: f64) -> (f64, f64) {
 }
 
 /// A tick label for `v` on an axis of round `step`.
-pub fn tick_label(v: f64, step: f64, unit: Unit) -> String {
+fn tick_label(v: f64, step: f64, unit: Unit) -> String {
     let decimals = |scaled_step: f64| -> usize {
         if scaled_step >= 1.0 {
             0
@@ -219,7 +219,7 @@ const DAY: i64 = 24 * HOUR;
 
 /// A time axis from `min` to `max` (epoch ms), ticks on whole seconds,
 /// minutes, hours or days of `zone`, at most about six.
-pub fn time_axis(min: i64, max: i64, zone: &Zone) -> XAxis {
+pub(crate) fn time_axis(min: i64, max: i64, zone: &Zone) -> XAxis {
     const STEPS: [i64; 22] = [
         1000,
         2000,
@@ -305,7 +305,7 @@ pub fn time_axis(min: i64, max: i64, zone: &Zone) -> XAxis {
 /// An axis over `n` requests (x = 0 … n−1), labelled by turn when
 /// `turns` gives one per request, else by request number; at most about
 /// six ticks, on round numbers.
-pub fn request_axis(n: usize, turns: &[Option<u64>]) -> XAxis {
+pub(crate) fn request_axis(n: usize, turns: &[Option<u64>]) -> XAxis {
     let max = n.saturating_sub(1) as f64;
     let mut ticks = Vec::new();
     let known: Vec<u64> = turns.iter().flatten().copied().collect();
@@ -428,7 +428,7 @@ impl Chart<'_> {
     }
 
     /// The `<svg>` element.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let (step, top) = y_ticks(self.max());
         let xs = |x: f64| self.x.frac(x) * VB_W;
         let ys = |v: f64| PLOT_H - PLOT_H * (v / top).clamp(0.0, 1.0);
@@ -527,7 +527,7 @@ impl Chart<'_> {
 
 /// One stack of a bar chart: a value per category.
 #[derive(Debug, Clone)]
-pub struct Stack {
+pub(crate) struct Stack {
     /// Its name (legend, tooltip).
     pub name: String,
     /// Its CSS class (`b1`…`b8`).
@@ -539,7 +539,7 @@ pub struct Stack {
 /// A stacked bar chart: one bar per category (a day), one colour per stack
 /// (a model).
 #[derive(Debug, Clone)]
-pub struct Bars<'a> {
+pub(crate) struct Bars<'a> {
     /// Element id.
     pub id: &'a str,
     /// The `<title>`.
@@ -558,7 +558,7 @@ pub struct Bars<'a> {
 
 impl Bars<'_> {
     /// The `<svg>` element.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let n = self.categories.len().max(1);
         let totals: Vec<f64> = (0..n)
             .map(|i| {
@@ -621,7 +621,7 @@ impl Bars<'_> {
 
 /// A legend entry's swatch: a short line (solid, dashed) or a shape.
 #[derive(Debug, Clone, Copy)]
-pub enum Swatch {
+pub(crate) enum Swatch {
     /// A line of series class `s1`…`s5`.
     Line(&'static str, Style),
     /// A marker shape of kind `compaction`, `prune`, `overflow`.
@@ -631,7 +631,7 @@ pub enum Swatch {
 }
 
 /// The legend of a chart: one item per swatch, with its name.
-pub fn legend(items: &[(Swatch, &str)]) -> String {
+pub(crate) fn legend(items: &[(Swatch, &str)]) -> String {
     let mut s = String::from("<ul class=\"legend\">");
     for (sw, name) in items {
         let icon = match sw {
@@ -663,7 +663,7 @@ pub fn legend(items: &[(Swatch, &str)]) -> String {
 }
 
 /// Bucket `n` positions into at most `max` of them: the size of a bucket.
-pub fn bucket(n: usize, max: usize) -> usize {
+pub(crate) fn bucket(n: usize, max: usize) -> usize {
     if n <= max || max == 0 {
         1
     } else {
@@ -672,7 +672,7 @@ pub fn bucket(n: usize, max: usize) -> usize {
 }
 
 /// Downsample per position values by keeping each bucket's largest.
-pub fn downsample(values: &[Option<f64>], b: usize) -> Vec<Option<f64>> {
+pub(crate) fn downsample(values: &[Option<f64>], b: usize) -> Vec<Option<f64>> {
     if b <= 1 {
         return values.to_vec();
     }

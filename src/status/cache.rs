@@ -1,10 +1,10 @@
 //! The status line's memory between runs: per log file (device and inode),
 //! the figures of its last whole read, its length and modification time
-//! then, and the [`Mark`] where that read ended.
+//! then, and the `Mark` where that read ended.
 //!
 //! A log of the same length and time is answered from here; one that grew
 //! by chunks only (the model streaming) is answered from here after reading
-//! just the appended bytes ([`crate::log::tail::follow`]); anything else is
+//! just the appended bytes (`crate::log::tail::follow`); anything else is
 //! read whole again and remembered. The file is one small JSON document in
 //! the directory the caller names (the command line uses the XDG cache
 //! directory); it is replaced whole (written beside, then renamed), never
@@ -23,7 +23,7 @@ use crate::sessions::{Refused, ScanOptions};
 use super::Snapshot;
 
 /// The cache file's name inside its directory.
-pub const FILE: &str = "statusline.json";
+const FILE: &str = "statusline.json";
 
 /// Entries kept at most of the sessions shown (the least recently used go
 /// first).
@@ -110,7 +110,7 @@ impl Entry {
     }
 
     /// The cost of day `key` (`YYYY-MM-DD`) and its requests without a price.
-    pub fn day(&self, key: &str) -> (f64, u64) {
+    fn day(&self, key: &str) -> (f64, u64) {
         self.days
             .iter()
             .find(|(d, _, _)| d == key)
@@ -129,16 +129,7 @@ pub enum Fresh {
     Read,
 }
 
-impl Fresh {
-    /// `cached`, `followed`, `read`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Fresh::Cached => "cached",
-            Fresh::Followed => "followed",
-            Fresh::Read => "read",
-        }
-    }
-}
+impl Fresh {}
 
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Doc {
@@ -220,8 +211,8 @@ impl Part {
 }
 
 /// The cache: the sessions shown (with the meter's figures, a few) in
-/// [`FILE`], and the other sessions of the home (their costs per day, many,
-/// rarely changed) in [`DAYS_FILE`], so that following the session shown
+/// `FILE`, and the other sessions of the home (their costs per day, many,
+/// rarely changed) in `DAYS_FILE`, so that following the session shown
 /// rewrites only the small file.
 #[derive(Debug)]
 pub struct Cache {
@@ -231,7 +222,7 @@ pub struct Cache {
 }
 
 /// The file of the other sessions' costs per day.
-pub const DAYS_FILE: &str = "statusline-days.json";
+const DAYS_FILE: &str = "statusline-days.json";
 
 /// Entries kept at most of the other sessions.
 const MAX_OTHERS: usize = 65_536;
@@ -247,7 +238,7 @@ pub struct Reading<'a> {
 }
 
 impl Cache {
-    /// The cache kept in `dir` ([`FILE`] and [`DAYS_FILE`]); empty when
+    /// The cache kept in `dir` (`FILE` and `DAYS_FILE`); empty when
     /// there is none or it cannot be read. `now_s`: the clock, for ageing
     /// entries out.
     pub fn open(dir: &Path, now_s: i64) -> Cache {

@@ -3,13 +3,13 @@
 //!
 //! [`Follower::poll`] looks at the file (device, inode, length, time). An
 //! unchanged file costs one `stat`. A file that grew by streamed chunks only
-//! is followed from the last read's [`crate::log::tail::Mark`] (only the new
+//! is followed from the last read's `crate::log::tail::Mark` (only the new
 //! bytes are read); anything else (a new event, a compaction, a new
 //! lifecycle, a replaced or shortened file) is read whole again. A line
 //! still being written is a torn tail, which a read leaves out and reports
 //! in [`Snapshot::torn`], not an error; a read that fails while the file
 //! keeps changing is retried at the next change, and reported only once
-//! the file has stood still for [`SETTLE`].
+//! the file has stood still for `SETTLE`.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ use crate::sessions::{Refused, ScanOptions};
 use super::Snapshot;
 
 /// How long a file must stand still before a failed read is reported.
-pub const SETTLE: Duration = Duration::from_secs(2);
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// What a file looked like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl Follower {
         self.snap.as_ref()
     }
 
-    /// Look again; `now` is the clock (for [`SETTLE`]).
+    /// Look again; `now` is the clock (for `SETTLE`).
     pub fn poll(&mut self, now: Instant) -> Update {
         let seen = match look(&self.path) {
             Ok(s) => s,

@@ -2,12 +2,12 @@
 //! token meter's figure against the routed window and threshold, what the
 //! session cost, and where its growth is heading.
 //!
-//! [`Snapshot::read`] reads a log once with [`crate::sessions::scan_with`]
+//! [`Snapshot::read`] reads a log once with `crate::sessions::scan_with`
 //! (the meter, the usage fold and the lock scan of `dsh sessions`, in one
 //! pass) and keeps what a live view needs besides: the requests, where
 //! compactions and prunes reset the surface, the lifecycles, and a
-//! [`Mark`] for following what the harness appends
-//! ([`crate::log::tail::follow`]). The figures are the library's own: no
+//! `Mark` for following what the harness appends
+//! (`crate::log::tail::follow`). The figures are the library's own: no
 //! number here is computed a second way.
 //!
 //! [`cache`] keeps the figures of whole reads on disk, keyed by file (device
@@ -33,7 +33,7 @@ use crate::sessions::{self, Extra, Refused, ScanOptions};
 use crate::usage::{self, Caller, GroupBy, Request, SessionRequests, Sums, Window};
 
 /// The agent requests a growth is measured over, at most.
-pub const GROWTH_REQUESTS: usize = 8;
+const GROWTH_REQUESTS: usize = 8;
 
 /// One session now.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +129,7 @@ impl Extra for Collect {
 }
 
 /// The prompt a request sent, as its provider reported it.
-pub fn prompt_tokens(t: &Tokens) -> f64 {
+fn prompt_tokens(t: &Tokens) -> f64 {
     t.input + t.cache_read + t.cache_write
 }
 
@@ -182,7 +182,7 @@ impl Snapshot {
     /// Take in what [`crate::log::tail::follow`] found appended: chunks
     /// only, so every figure holds; the counts, the clock and the write in
     /// progress move on.
-    pub fn apply(&mut self, a: &Appended) {
+    fn apply(&mut self, a: &Appended) {
         self.events += a.chunks;
         if let Some(t) = a.last_time {
             self.last_time = Some(self.last_time.map_or(t, |l| l.max(t)));
@@ -216,7 +216,7 @@ impl Snapshot {
     /// [`GROWTH_REQUESTS`] agent requests since the last compaction or
     /// prune (as their providers reported the prompts); `None` with fewer
     /// than two.
-    pub fn growth(&self) -> Option<f64> {
+    fn growth(&self) -> Option<f64> {
         let recent: Vec<f64> = self
             .since_reset()
             .map(|r| prompt_tokens(&r.tokens))
@@ -260,7 +260,7 @@ impl Snapshot {
     }
 
     /// The session's costs per day in `zone` (`YYYY-MM-DD`, known days only).
-    pub fn days(&self, prices: &PriceTable, zone: &Zone) -> Vec<(String, Sums)> {
+    fn days(&self, prices: &PriceTable, zone: &Zone) -> Vec<(String, Sums)> {
         let s = [SessionRequests {
             file: &self.file,
             session: &self.session,

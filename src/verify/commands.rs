@@ -18,7 +18,7 @@ pub(crate) struct CommandTrace {
 
 impl CommandTrace {
     /// Validate one event.
-    pub fn observe(&mut self, ev: &Event<'_>, at: At, sink: &mut Sink) {
+    pub(crate) fn observe(&mut self, ev: &Event<'_>, at: At, sink: &mut Sink) {
         match ev.kind {
             Kind::CommandRun => run(self, ev, at, sink),
             Kind::CommandDone => done(self, ev, at, sink),

@@ -57,7 +57,7 @@ pub(crate) fn is_checkpoint(ev: &Event<'_>) -> bool {
 
 impl CompactionTrace {
     /// Validate one event and apply its transition.
-    pub fn observe(&mut self, ev: &Event<'_>, at: At, sink: &mut Sink) {
+    pub(crate) fn observe(&mut self, ev: &Event<'_>, at: At, sink: &mut Sink) {
         if matches!(ev.kind, Kind::TurnStart | Kind::TurnEnd) {
             turn_boundary(self, ev, at, sink);
         }
@@ -86,7 +86,7 @@ impl CompactionTrace {
     /// End of log: a bracket still open was never followed by an end-seed
     /// (the reference's seeded session always appends one, so this only
     /// happens for a prefix); its crossings stay unproven and are dropped.
-    pub fn finish(&mut self, _sink: &mut Sink) {
+    pub(crate) fn finish(&mut self, _sink: &mut Sink) {
         self.compaction = None;
     }
 

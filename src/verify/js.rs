@@ -6,7 +6,7 @@ use crate::json::{Value, js_number_string, js_string};
 
 /// A JavaScript value as the companions see a JSON field.
 #[derive(Debug, Clone)]
-pub enum Js {
+pub(crate) enum Js {
     /// The field is absent.
     Undefined,
     /// `null`
@@ -24,7 +24,7 @@ pub enum Js {
 
 impl Js {
     /// The value of an optional JSON field.
-    pub fn of(v: Option<&Value<'_>>) -> Js {
+    pub(crate) fn of(v: Option<&Value<'_>>) -> Js {
         match v {
             None => Js::Undefined,
             Some(Value::Null) => Js::Null,
@@ -36,12 +36,12 @@ impl Js {
     }
 
     /// A number.
-    pub fn num(n: f64) -> Js {
+    pub(crate) fn num(n: f64) -> Js {
         Js::Num(n)
     }
 
     /// `===`
-    pub fn strict_eq(&self, other: &Js) -> bool {
+    pub(crate) fn strict_eq(&self, other: &Js) -> bool {
         match (self, other) {
             (Js::Undefined, Js::Undefined) | (Js::Null, Js::Null) => true,
             (Js::Bool(a), Js::Bool(b)) => a == b,
@@ -52,22 +52,22 @@ impl Js {
     }
 
     /// `typeof v === "string" && v.length > 0`
-    pub fn is_nonempty_str(&self) -> bool {
+    pub(crate) fn is_nonempty_str(&self) -> bool {
         matches!(self, Js::Str(s) if !s.is_empty())
     }
 
     /// `v === null`
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(self, Js::Null)
     }
 
     /// `v === undefined`
-    pub fn is_undefined(&self) -> bool {
+    pub(crate) fn is_undefined(&self) -> bool {
         matches!(self, Js::Undefined)
     }
 
     /// `${v}` / `String(v)`.
-    pub fn template(&self) -> String {
+    pub(crate) fn template(&self) -> String {
         match self {
             Js::Undefined => "undefined".into(),
             Js::Null => "null".into(),
@@ -84,7 +84,7 @@ impl Js {
 
     /// A key under which `Set` membership (SameValueZero) of primitives
     /// matches; objects get no key (a fresh object is never a member).
-    pub fn set_key(&self) -> Option<String> {
+    pub(crate) fn set_key(&self) -> Option<String> {
         Some(match self {
             Js::Undefined => "u".into(),
             Js::Null => "z".into(),
@@ -98,7 +98,7 @@ impl Js {
 
 /// `JSON.stringify(v)` as a template string would show it (`undefined` for
 /// an absent field).
-pub fn stringify(v: Option<&Value<'_>>) -> String {
+pub(crate) fn stringify(v: Option<&Value<'_>>) -> String {
     match v {
         None => "undefined".into(),
         Some(v) => v.to_json(),

@@ -24,7 +24,7 @@ fn check_of_rule(rule: LoadRule) -> CheckId {
 }
 
 /// The check a loader refusal corresponds to.
-pub fn classify_refusal(e: &LoadError) -> CheckId {
+pub(crate) fn classify_refusal(e: &LoadError) -> CheckId {
     let m = e.message.as_str();
     match e.kind {
         LoadErrorKind::Io | LoadErrorKind::NotFound | LoadErrorKind::Limit => return CheckId::Log1,
@@ -55,7 +55,7 @@ pub fn classify_refusal(e: &LoadError) -> CheckId {
 /// V-MTR-3 beside a V-SURF-4 refusal: a replace whose range is not on the
 /// surface is also a range the token meter cannot price (the meter prices the
 /// loader's surface, so the loader's refusal is the meter's replay error).
-pub fn replace_range_refusal(e: &LoadError) -> Option<String> {
+pub(crate) fn replace_range_refusal(e: &LoadError) -> Option<String> {
     if let Some(rule) = e.rule
         && !matches!(rule, LoadRule::Surface("R10" | "R11" | "R12"))
     {

@@ -70,7 +70,7 @@ fn replay_check(message: &str) -> CheckId {
 
 impl MeterTrace {
     /// Fold one event into the meter and the projections.
-    pub fn observe(&mut self, ev: &Event<'_>, folded: &Folded<'_>, at: At, sink: &mut Sink) {
+    pub(crate) fn observe(&mut self, ev: &Event<'_>, folded: &Folded<'_>, at: At, sink: &mut Sink) {
         if !self.replay_stopped {
             self.meter.event(ev, folded);
             match self.meter.error() {
@@ -157,7 +157,7 @@ impl MeterTrace {
     /// projections take a usage sample or disarm their claim. Neither can
     /// fail on chunks the loader describes (only a missing or null usage
     /// throws), so there is nothing to report.
-    pub fn chunks_taken(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+    pub(crate) fn chunks_taken(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
         if !self.replay_stopped {
             self.meter.chunks(run, folded);
         }
@@ -175,7 +175,7 @@ impl MeterTrace {
 
     /// After the pass: compare `measure()` with the projections (V-MTR-5);
     /// returns a note when the replay could not be completed.
-    pub fn finish(self, log: &LoadedLog, sink: &mut Sink) -> Option<String> {
+    pub(crate) fn finish(self, log: &LoadedLog, sink: &mut Sink) -> Option<String> {
         if self.replay_stopped || self.projections_failed {
             return self.note;
         }

@@ -21,7 +21,7 @@
 //! package is exactly the reference's ([`Report::reference_violations`]).
 //! The companions' own wording is kept for those checks.
 //!
-//! The verdict rule is documented on [`check`]: error-severity findings are
+//! The verdict rule is documented on `check`: error-severity findings are
 //! violations, warnings are not (unless denied).
 //!
 //! The token meter ([`crate::meter::Meter`], the reference's `measure()`)
@@ -37,7 +37,7 @@
 //! assert_eq!(report.verdict(false), Verdict::Clean);
 //! ```
 
-pub mod check;
+mod check;
 mod commands;
 mod compaction;
 pub(crate) mod js;
@@ -49,7 +49,7 @@ mod session;
 use std::collections::HashSet;
 
 pub use check::{CheckId, REFERENCE_COMPANIONS, Severity};
-pub use load::classify_refusal;
+use load::classify_refusal;
 
 use crate::event::Event;
 use crate::log::{
@@ -90,16 +90,7 @@ pub enum Verdict {
     Refused,
 }
 
-impl Verdict {
-    /// `clean`, `violations` or `refused`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Clean => "clean",
-            Verdict::Violations => "violations",
-            Verdict::Refused => "refused",
-        }
-    }
-}
+impl Verdict {}
 
 /// One entry of the reference's `violations` list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,7 +248,7 @@ pub(crate) struct Sink {
 
 impl Sink {
     /// A finding for `at`, not yet recorded (for deferred findings).
-    pub fn make(&mut self, check: CheckId, at: At, message: impl Into<String>) -> Finding {
+    fn make(&mut self, check: CheckId, at: At, message: impl Into<String>) -> Finding {
         self.next += 1;
         Finding {
             check,
@@ -272,13 +263,13 @@ impl Sink {
     }
 
     /// Record a finding for `at`.
-    pub fn emit(&mut self, check: CheckId, at: At, message: impl Into<String>) {
+    fn emit(&mut self, check: CheckId, at: At, message: impl Into<String>) {
         let f = self.make(check, at, message);
         self.push(f);
     }
 
     /// Record a finding about the whole log (no event).
-    pub fn emit_log(&mut self, check: CheckId, message: impl Into<String>) {
+    fn emit_log(&mut self, check: CheckId, message: impl Into<String>) {
         self.next += 1;
         let f = Finding {
             check,
@@ -295,7 +286,7 @@ impl Sink {
 
     /// Record a finding made earlier. An identical finding for the same
     /// event is recorded once.
-    pub fn push(&mut self, f: Finding) {
+    fn push(&mut self, f: Finding) {
         let dup = self
             .findings
             .iter()
@@ -335,7 +326,7 @@ impl Verifier {
     }
 
     /// A verifier whose findings name `file`.
-    pub fn with_options(file: impl Into<String>, options: VerifyOptions) -> Verifier {
+    fn with_options(file: impl Into<String>, options: VerifyOptions) -> Verifier {
         Verifier {
             sink: Sink {
                 file: file.into(),

@@ -112,7 +112,7 @@ pub(crate) struct Provenance {
 
 impl Provenance {
     /// Check one event.
-    pub fn observe(&mut self, ev: &Event<'_>, folded: &Folded<'_>, at: At, sink: &mut Sink) {
+    pub(crate) fn observe(&mut self, ev: &Event<'_>, folded: &Folded<'_>, at: At, sink: &mut Sink) {
         let replace = match folded.applied.map(|a| a.op) {
             Some(SurfaceOp::Replace(op)) => Some(op),
             _ => None,
@@ -165,12 +165,12 @@ impl Provenance {
 
     /// Whether chunks may pass unseen: no `compaction/prune` waits for its
     /// replacement (a chunk next would be a V-PRV-9 finding).
-    pub fn takes_chunks(&self) -> bool {
+    pub(crate) fn takes_chunks(&self) -> bool {
         self.prune.is_none()
     }
 
     /// End-of-log checks.
-    pub fn finish(&mut self, sink: &mut Sink) {
+    pub(crate) fn finish(&mut self, sink: &mut Sink) {
         if let Some(p) = self.prune.take() {
             sink.emit(
                 CheckId::Prv9,
@@ -257,7 +257,12 @@ impl Provenance {
     /// V-PRV-10, content half: each pruned replacement's content is what the
     /// pruner (with `cfg`) makes of the original, and pruning it again
     /// leaves it unchanged. Re-reads the two nodes of every pair.
-    pub fn check_prune_contents(&mut self, log: &LoadedLog, cfg: &PruneConfig, sink: &mut Sink) {
+    pub(crate) fn check_prune_contents(
+        &mut self,
+        log: &LoadedLog,
+        cfg: &PruneConfig,
+        sink: &mut Sink,
+    ) {
         let mut file = None;
         for pair in std::mem::take(&mut self.pruned) {
             let read = log

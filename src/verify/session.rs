@@ -37,7 +37,7 @@ impl Default for SessionTrace {
 
 impl SessionTrace {
     /// Validate one event and apply its transition.
-    pub fn observe(&mut self, ev: &Event<'_>, at: At, sink: &mut Sink) {
+    pub(crate) fn observe(&mut self, ev: &Event<'_>, at: At, sink: &mut Sink) {
         monotonic_seq(self, ev, at, sink);
         let d = ev.data();
         let turn = Js::of(d.get("turn"));
@@ -126,7 +126,7 @@ impl SessionTrace {
 impl SessionTrace {
     /// Whether chunks from `seq0` on labelled `turn`/`step` pass every
     /// check: their seqs follow and they name the open turn and step.
-    pub fn takes_chunks(&self, seq0: u64, turn: f64, step: f64) -> bool {
+    pub(crate) fn takes_chunks(&self, seq0: u64, turn: f64, step: f64) -> bool {
         self.last_seq.is_none_or(|l| seq0 > l)
             && self.open_turn.strict_eq(&Js::num(turn))
             && self.open_step.strict_eq(&Js::num(step))
@@ -134,7 +134,7 @@ impl SessionTrace {
 
     /// The transition of chunks up to `last_seq` (checked by
     /// [`Self::takes_chunks`]).
-    pub fn chunks_taken(&mut self, last_seq: u64) {
+    pub(crate) fn chunks_taken(&mut self, last_seq: u64) {
         self.last_seq = Some(last_seq);
     }
 }

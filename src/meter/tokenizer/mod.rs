@@ -53,7 +53,8 @@ pub enum Encoding {
 
 impl Encoding {
     /// Every encoding, in the order `--tokenizer` lists them.
-    pub const ALL: [Encoding; 3] = [Encoding::O200k, Encoding::Cl100k, Encoding::DeepSeekV4];
+    #[cfg(test)]
+    const ALL: [Encoding; 3] = [Encoding::O200k, Encoding::Cl100k, Encoding::DeepSeekV4];
 
     /// `"o200k"` / `"cl100k"` / `"deepseek-v4"`.
     pub fn name(self) -> &'static str {
@@ -83,7 +84,7 @@ impl Encoding {
 
     /// Build the encoding's tables now (they are built once per process, on
     /// first use), e.g. to keep that out of a timing.
-    pub fn load(self) {
+    pub(crate) fn load(self) {
         match self {
             Encoding::O200k => std::sync::LazyLock::force(&tiktoken::O200K).touch(),
             Encoding::Cl100k => std::sync::LazyLock::force(&tiktoken::CL100K).touch(),
@@ -249,7 +250,7 @@ impl Counter {
 
     /// Whether counts are of the provider's rendered request (DeepSeek's
     /// chat encoding) rather than of the texts alone.
-    pub fn renders_requests(&self) -> bool {
+    fn renders_requests(&self) -> bool {
         self.chat.is_some()
     }
 
@@ -263,7 +264,7 @@ impl Counter {
     }
 
     /// Tokens of a content-block list (the text the heuristic prices).
-    pub fn count_blocks(&mut self, content: Option<&Value<'_>>) -> u64 {
+    pub(crate) fn count_blocks(&mut self, content: Option<&Value<'_>>) -> u64 {
         let mut texts = Texts::default();
         texts.push_blocks(content);
         self.count_texts(&texts)
@@ -271,7 +272,7 @@ impl Counter {
 
     /// Tokens of one content block (what [`Counter::count_blocks`] adds for
     /// it: the sum over a list equals the list's count).
-    pub fn count_block(&mut self, block: &Value<'_>) -> u64 {
+    pub(crate) fn count_block(&mut self, block: &Value<'_>) -> u64 {
         let mut texts = Texts::default();
         texts.push_block(block);
         self.count_texts(&texts)
@@ -279,7 +280,7 @@ impl Counter {
 
     /// The system prompt's tokens: with DeepSeek's encoding, the request's
     /// start and the prompt (see docs/tokenizers.md); else the text's.
-    pub fn count_system(&mut self, system: &str) -> u64 {
+    pub(crate) fn count_system(&mut self, system: &str) -> u64 {
         match &mut self.chat {
             Some(c) => {
                 let parts = c.system(system);
@@ -291,7 +292,7 @@ impl Counter {
 
     /// The tools' tokens: with DeepSeek's encoding, its tool section after
     /// `system` (see docs/tokenizers.md); else `JSON.stringify(tools)`'s.
-    pub fn count_tools(&mut self, system: &str, tools: &Value<'_>) -> u64 {
+    pub(crate) fn count_tools(&mut self, system: &str, tools: &Value<'_>) -> u64 {
         match &mut self.chat {
             Some(c) => {
                 let Worker { engine, .. } = &mut self.worker;
@@ -305,7 +306,7 @@ impl Counter {
     /// One derived message's tokens: with DeepSeek's encoding, its part of
     /// the rendered request, after the messages counted before it
     /// (see docs/tokenizers.md); else its content blocks' ([`Counter::count_blocks`]).
-    pub fn count_message(&mut self, message: &Value<'_>) -> u64 {
+    pub(crate) fn count_message(&mut self, message: &Value<'_>) -> u64 {
         match &mut self.chat {
             Some(c) => {
                 let Worker { engine, .. } = &mut self.worker;

@@ -237,11 +237,7 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         Ok(r) => r,
         Err(refused) => return Ok(refused),
     };
-    let status = if errors.is_empty() {
-        Status::Ok
-    } else {
-        Status::InvalidLog
-    };
+    let status = Status::of_refusals(errors.len());
     let cross = (!single && reports.len() > 1 && args.cross_session_lifetime > 0)
         .then_some(args.cross_session_lifetime);
     if let Some(lt) = cross {

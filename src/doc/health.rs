@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::error::LogRefusal;
 use super::{Document, SchemaVersion};
-use crate::health::{self, Cost as Spent, SessionHealth, Summary as Totals, Thresholds as Limits};
+use crate::health::{Cost, SessionHealth, Severity, Summary as Totals, Thresholds};
 
 /// Per session, what hurts it (findings with kind, severity, seqs and
 /// cost), and the home-wide summary.
@@ -32,25 +32,6 @@ impl Document for Health<'_> {
     const TITLE: &'static str = "dsh health --json";
 }
 
-/// A severity.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Worth a look.
-    Warn,
-    /// Something went wrong.
-    Error,
-}
-
-impl From<health::Severity> for Severity {
-    fn from(s: health::Severity) -> Severity {
-        match s {
-            health::Severity::Warn => Severity::Warn,
-            health::Severity::Error => Severity::Error,
-        }
-    }
-}
-
 /// A kind of finding (docs/health.md).
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -70,33 +51,6 @@ pub enum Kind {
     StaleLock,
     /// A turn that never ended.
     AbandonedTurn,
-}
-
-/// What it cost: tokens (provider-reported where requests are counted;
-/// DSH's heuristic for content paid again; uncached input for a broken
-/// cache prefix), the USD of the priced part, and how many parts have no
-/// price.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Cost {
-    /// Tokens.
-    #[schemars(range(min = 0))]
-    pub tokens: f64,
-    /// USD of the priced part.
-    #[serde(rename = "costUsd")]
-    pub usd: f64,
-    /// Parts with no price.
-    pub unpriced: u64,
-}
-
-impl From<&Spent> for Cost {
-    fn from(c: &Spent) -> Cost {
-        Cost {
-            tokens: c.tokens,
-            usd: c.usd,
-            unpriced: c.unpriced,
-        }
-    }
 }
 
 /// One session.
@@ -190,25 +144,6 @@ pub struct ProjectSummary<'a> {
     pub cost: Cost,
 }
 
-/// The thresholds of the detectors.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Thresholds {
-    /// `compaction-loop`: this many landed compactions …
-    pub loop_compactions: u64,
-    /// … within this many agent requests.
-    pub loop_requests: u64,
-    /// `lost-context-reread`: only re-read results of at least this many
-    /// tokens (DSH's heuristic).
-    pub reread_min_tokens: u64,
-    /// `cache-churn`: more prefix breaks than this.
-    pub churn_breaks: u64,
-    /// `abandoned-turn`: a turn still open at the end of the log counts
-    /// when the log has been idle this long (ms).
-    #[schemars(with = "u64")]
-    pub idle_ms: i64,
-}
-
 impl<'a> Session<'a> {
     /// One session's health.
     pub fn of(s: &'a SessionHealth) -> Session<'a> {
@@ -216,17 +151,17 @@ impl<'a> Session<'a> {
             file: &s.file,
             session: &s.session,
             project: s.project.as_deref(),
-            worst: s.worst().map(Severity::from),
-            cost: (&s.cost()).into(),
+            worst: s.worst(),
+            cost: s.cost(),
             findings: s
                 .findings
                 .iter()
                 .map(|f| Finding {
                     kind: f.kind.as_str(),
-                    severity: f.severity.into(),
+                    severity: f.severity,
                     seqs: &f.seqs,
                     message: &f.message,
-                    cost: (&f.cost).into(),
+                    cost: f.cost,
                 })
                 .collect(),
         }
@@ -241,7 +176,7 @@ impl<'a> Summary<'a> {
             with_findings: s.with_findings,
             findings: s.findings,
             errors: s.errors,
-            cost: (&s.cost).into(),
+            cost: s.cost,
             kinds: s
                 .kinds
                 .iter()
@@ -250,7 +185,7 @@ impl<'a> Summary<'a> {
                     findings: k.findings,
                     errors: k.errors,
                     sessions: k.sessions,
-                    cost: (&k.cost).into(),
+                    cost: k.cost,
                 })
                 .collect(),
             projects: s
@@ -261,21 +196,9 @@ impl<'a> Summary<'a> {
                     sessions: p.sessions,
                     with_findings: p.with_findings,
                     findings: p.findings,
-                    cost: (&p.cost).into(),
+                    cost: p.cost,
                 })
                 .collect(),
-        }
-    }
-}
-
-impl From<&Limits> for Thresholds {
-    fn from(t: &Limits) -> Thresholds {
-        Thresholds {
-            loop_compactions: t.loop_compactions,
-            loop_requests: t.loop_requests,
-            reread_min_tokens: t.reread_min_tokens,
-            churn_breaks: t.churn_breaks,
-            idle_ms: t.idle_ms,
         }
     }
 }

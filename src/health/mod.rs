@@ -95,7 +95,10 @@ impl FindingKind {
 }
 
 /// How much a finding matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Worth a look.
     Warn,
@@ -114,14 +117,16 @@ impl Severity {
 }
 
 /// What a finding cost.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct Cost {
     /// Tokens: provider-reported where requests are counted (the
     /// summariser's, an abandoned turn's, an overflow's failed attempt),
     /// DSH's heuristic for content paid again (a re-read result), uncached
     /// input for a broken cache prefix.
+    #[schemars(range(min = 0))]
     pub tokens: f64,
     /// USD of the priced part.
+    #[serde(rename = "costUsd")]
     pub usd: f64,
     /// Parts with no price (no entry for their model at their date, or a
     /// time the log does not record).
@@ -154,7 +159,8 @@ pub struct Finding {
 
 /// The thresholds (flags of `dsh health`, these defaults documented in
 /// docs/health.md).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Thresholds {
     /// `compaction-loop`: this many landed compactions …
     pub loop_compactions: u64,
@@ -167,6 +173,7 @@ pub struct Thresholds {
     pub churn_breaks: u64,
     /// `abandoned-turn`: a turn still open at the end of the log counts
     /// when the log has been idle this long (ms) at [`HealthOptions::now`].
+    #[schemars(with = "u64")]
     pub idle_ms: i64,
 }
 

@@ -151,8 +151,8 @@ fn print_json(
             .map(|r| LogRefusal::of(&r.error, &r.file, true))
             .collect(),
         summary: doc::Summary::of(summary),
-        thresholds: thresholds.into(),
-        fail_on: args.fail_on.map(|f| f.severity().into()),
+        thresholds: *thresholds,
+        fail_on: args.fail_on.map(|f| f.severity()),
         schema_version: dsh::doc::SchemaVersion,
     })?;
     Ok(())

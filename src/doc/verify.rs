@@ -6,7 +6,9 @@ use serde::Serialize;
 
 use super::error::LogRefusal;
 use super::{Document, SchemaVersion};
-use crate::verify::{self, CheckId, Finding as Found, REFERENCE_COMPANIONS, Report};
+use crate::verify::{
+    self, CheckId, Finding as Found, REFERENCE_COMPANIONS, Report, Severity, Verdict,
+};
 
 /// The audit of one log against every documented invariant; a refused log
 /// is reported with verdict "refused".
@@ -127,47 +129,6 @@ pub enum RefusedVerdict {
     Refused,
 }
 
-/// A verdict over many logs.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// No finding that counts.
-    Clean,
-    /// At least one finding that counts.
-    Violations,
-    /// At least one log refused.
-    Refused,
-}
-
-impl From<verify::Verdict> for Verdict {
-    fn from(v: verify::Verdict) -> Verdict {
-        match v {
-            verify::Verdict::Clean => Verdict::Clean,
-            verify::Verdict::Violations => Verdict::Violations,
-            verify::Verdict::Refused => Verdict::Refused,
-        }
-    }
-}
-
-/// A severity.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The reference rejects the log, or its invariant companion reports it.
-    Error,
-    /// A property the reference design relies on but does not enforce.
-    Warning,
-}
-
-impl From<verify::Severity> for Severity {
-    fn from(s: verify::Severity) -> Severity {
-        match s {
-            verify::Severity::Error => Severity::Error,
-            verify::Severity::Warning => Severity::Warning,
-        }
-    }
-}
-
 /// The reference's report of one invariant package.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Violation {
@@ -206,7 +167,7 @@ impl<'a> From<&'a Found> for Finding<'a> {
     fn from(f: &'a Found) -> Finding<'a> {
         Finding {
             check: f.check.as_str(),
-            severity: f.severity.into(),
+            severity: f.severity,
             section: f.check.section(),
             package: f.check.package(),
             file: &f.file,
@@ -387,7 +348,7 @@ impl Checks {
                 .iter()
                 .map(|c| Check {
                     check: c.as_str(),
-                    severity: c.severity().into(),
+                    severity: c.severity(),
                     section: c.section(),
                     package: c.package(),
                     title: c.title(),

@@ -80,7 +80,8 @@ pub struct Finding {
 }
 
 /// A log's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// No finding that counts.
     Clean,

@@ -141,7 +141,8 @@ pub enum AppendTarget {
 }
 
 /// Which lifecycle the appended events belong to (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Lifecycle {
     /// A new lifecycle, as a resuming harness starts it: the first batch
     /// begins with [`Appender::lifecycle_prefix`] (crash-repair closers of an

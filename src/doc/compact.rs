@@ -4,7 +4,6 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::prune::LifecycleName;
 use super::{Document, SchemaVersion, shape};
 use crate::append::Lifecycle;
 use crate::compact::outcome::Ending;
@@ -71,7 +70,7 @@ pub struct Run<'a> {
     #[schemars(with = "ModeName")]
     pub mode: &'static str,
     /// Whether the write continues the log's lifecycle or starts a new one.
-    pub lifecycle: LifecycleName,
+    pub lifecycle: Lifecycle,
     /// How it ended.
     pub outcome: OutcomeName,
     /// The summarisation target, PROVIDER/MODEL.
@@ -324,7 +323,7 @@ impl<'a> Run<'a> {
         let window = plan.summarizer_capacity.map_or(0.0, |c| c.context_window);
         Run {
             mode: r.mode.name(),
-            lifecycle: lifecycle.into(),
+            lifecycle,
             outcome: r.outcome.into(),
             route: format!("{}/{}", plan.target.0, plan.target.1),
             routed_target: plan.routed.as_ref().map(|(p, m)| format!("{p}/{m}")),

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::view::EncodingName;
 use super::{Document, SchemaVersion, shape};
 use crate::OwnedEvent;
 use crate::append::Lifecycle;
@@ -32,7 +31,7 @@ pub struct Prune<'a> {
     pub write: Write<'a>,
     /// Whether the write continues the log's lifecycle or starts a new
     /// one, as a resuming harness does.
-    pub lifecycle: LifecycleName,
+    pub lifecycle: Lifecycle,
     /// The surface's price by the DSH heuristic, before and after.
     pub surface_tokens: SurfaceTokens,
     /// Whether the log's final turn is open (after crash repair).
@@ -133,25 +132,6 @@ pub struct Write<'a> {
     pub appended: Events<'a>,
 }
 
-/// Which lifecycle the write is in.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum LifecycleName {
-    /// The live lifecycle continues inside the open final turn.
-    Continue,
-    /// A new lifecycle, as a resuming harness starts it.
-    Resume,
-}
-
-impl From<Lifecycle> for LifecycleName {
-    fn from(l: Lifecycle) -> LifecycleName {
-        match l {
-            Lifecycle::Continue => LifecycleName::Continue,
-            Lifecycle::Resume => LifecycleName::Resume,
-        }
-    }
-}
-
 /// The surface's price, before and after.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SurfaceTokens {
@@ -167,7 +147,7 @@ pub struct SurfaceTokens {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Tokenizer {
     /// The encoding.
-    pub encoding: EncodingName,
+    pub encoding: Encoding,
     /// The surface's tokens before.
     pub before: u64,
     /// After.
@@ -270,11 +250,7 @@ impl SurfaceTokens {
 impl From<&BpeSavings> for Tokenizer {
     fn from(b: &BpeSavings) -> Tokenizer {
         Tokenizer {
-            encoding: match b.encoding {
-                Encoding::O200k => EncodingName::O200k,
-                Encoding::Cl100k => EncodingName::Cl100k,
-                Encoding::DeepSeekV4 => EncodingName::DeepseekV4,
-            },
+            encoding: b.encoding,
             before: b.surface_before,
             after: b.surface_after(),
             saved: b.saved(),

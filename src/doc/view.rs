@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::{Document, SchemaVersion};
 use crate::hidden_prefix::ProviderCount;
+use crate::meter::NodeTokens;
 use crate::meter::tokenizer::Encoding;
 use crate::survival::Survival;
 use crate::view::{Replacement, Row, SurfaceEntry, View as Aligned};
@@ -49,7 +50,7 @@ pub struct View<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct Tokenizer {
     /// The encoding.
-    pub encoding: EncodingName,
+    pub encoding: Encoding,
     /// The estimated hidden prefix of a placeholder log, if it hides one.
     pub hidden_prefix_tokens: Option<u64>,
     /// Surface tokens (the sum of `nodes`).
@@ -68,48 +69,14 @@ pub struct Tokenizer {
     pub total_tokens: u64,
 }
 
-/// A tokenizer's encoding.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub enum EncodingName {
-    /// OpenAI's o200k.
-    #[serde(rename = "o200k")]
-    O200k,
-    /// OpenAI's cl100k.
-    #[serde(rename = "cl100k")]
-    Cl100k,
-    /// DeepSeek V4's, the request rendered as DeepSeek does.
-    #[serde(rename = "deepseek-v4")]
-    DeepseekV4,
-}
-
-/// One surface node's tokens.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct NodeTokens {
-    /// Its seq.
-    pub seq: u64,
-    /// Its tokens.
-    pub tokens: u64,
-}
-
 impl From<&ProviderCount> for Tokenizer {
     fn from(p: &ProviderCount) -> Tokenizer {
         let c = &p.counts;
         Tokenizer {
-            encoding: match c.encoding {
-                Encoding::O200k => EncodingName::O200k,
-                Encoding::Cl100k => EncodingName::Cl100k,
-                Encoding::DeepSeekV4 => EncodingName::DeepseekV4,
-            },
+            encoding: c.encoding,
             hidden_prefix_tokens: p.hidden,
             message_tokens: c.message_tokens,
-            nodes: c
-                .nodes
-                .iter()
-                .map(|n| NodeTokens {
-                    seq: n.seq,
-                    tokens: n.tokens,
-                })
-                .collect(),
+            nodes: c.nodes.clone(),
             request_tokens: p.total(),
             system_tokens: c.system_tokens,
             text_bytes: c.text_bytes,

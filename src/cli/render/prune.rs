@@ -47,7 +47,7 @@ pub fn report_json<'p>(
             base_seq: plan.base_seq,
             appended: Events::Shared(appended),
         },
-        lifecycle: o.lifecycle.into(),
+        lifecycle: o.lifecycle,
         surface_tokens: SurfaceTokens::of(plan),
         open_turn: o.turn_open,
         file_turn_open: o.file_turn_open,

@@ -64,7 +64,8 @@ impl Tokens {
 }
 
 /// Four rates, USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Rates {
     /// Uncached input ("cache miss").
     pub input: f64,
@@ -77,6 +78,7 @@ pub struct Rates {
     /// `None` where no such write exists or its price is not known. Only
     /// `dsh cache`'s predictions split writes by TTL: a session log's
     /// `cacheWriteTokens` does not say which TTL they were written with.
+    #[serde(rename = "cacheWrite1h")]
     pub cache_write_1h: Option<f64>,
     /// Output (reasoning included).
     pub output: f64,
@@ -94,7 +96,8 @@ impl Rates {
 }
 
 /// Where an entry comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum Origin {
     /// dsh's table (this module).
     BuiltIn,

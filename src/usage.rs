@@ -184,7 +184,8 @@ impl UsageFold {
 }
 
 /// How [`group`] groups requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     /// By calendar day at the offset.
     Day,

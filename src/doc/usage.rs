@@ -16,7 +16,7 @@ use crate::usage::{Group, GroupBy, Report, Sums};
 #[serde(rename_all = "camelCase")]
 pub struct Usage<'a> {
     /// What the groups are.
-    pub group_by: By,
+    pub group_by: GroupBy,
     /// The time zone days, weeks and months are counted in.
     pub tz: String,
     /// The groups, in order: periods by time, others by cost then key;
@@ -36,34 +36,6 @@ pub struct Usage<'a> {
 impl Document for Usage<'_> {
     const NAME: &'static str = "usage";
     const TITLE: &'static str = "dsh usage --json";
-}
-
-/// A grouping.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum By {
-    /// Calendar days.
-    Day,
-    /// Weeks, labelled with their Monday.
-    Week,
-    /// Calendar months.
-    Month,
-    /// Sessions.
-    Session,
-    /// Projects (the header's `cwd`).
-    Project,
-}
-
-impl From<GroupBy> for By {
-    fn from(b: GroupBy) -> By {
-        match b {
-            GroupBy::Day => By::Day,
-            GroupBy::Week => By::Week,
-            GroupBy::Month => By::Month,
-            GroupBy::Session => By::Session,
-            GroupBy::Project => By::Project,
-        }
-    }
 }
 
 /// One group's sums.
@@ -220,7 +192,7 @@ impl<'a> Usage<'a> {
         logs: Vec<LogRefusal>,
     ) -> Usage<'a> {
         Usage {
-            group_by: by.into(),
+            group_by: by,
             tz,
             groups: rep
                 .groups
@@ -281,16 +253,16 @@ pub struct PriceRow<'a> {
     pub from_ms: Option<i64>,
     /// The rates (off-peak aside).
     #[serde(flatten)]
-    pub rates: RatesDoc,
+    pub rates: Rates,
     /// The off-peak rates, if any.
-    pub off_peak: Option<RatesDoc>,
+    pub off_peak: Option<Rates>,
     /// When offPeak is set, which hours the other rates apply in:
     /// `deepseek` (V4 peak hours: weekdays 01:00–04:00 and 06:00–10:00
     /// UTC) or `night` (the 2025 night discount: offPeak applies daily
     /// 16:30–00:30 UTC); null without offPeak.
     pub peak_windows: Option<PeakWindows>,
     /// Where the entry comes from.
-    pub origin: OriginName,
+    pub origin: Origin,
     /// The page or file it was read from.
     pub source: &'a str,
     /// When the source was read (YYYY-MM-DD); null for a config entry that
@@ -300,36 +272,6 @@ pub struct PriceRow<'a> {
     /// page (false: read in third-party summaries, or the effective date
     /// is assumed).
     pub confirmed: bool,
-}
-
-/// Rates, USD per million tokens.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RatesDoc {
-    /// Uncached input.
-    pub input: f64,
-    /// Cache hits.
-    pub cache_hit: f64,
-    /// Cache writes.
-    pub cache_write: f64,
-    /// Anthropic's 1-hour cache writes (USD per million tokens); null
-    /// where none exist or the rate is not known.
-    #[serde(rename = "cacheWrite1h")]
-    pub cache_write_1h: Option<f64>,
-    /// Output.
-    pub output: f64,
-}
-
-impl From<&Rates> for RatesDoc {
-    fn from(r: &Rates) -> RatesDoc {
-        RatesDoc {
-            input: r.input,
-            cache_hit: r.cache_hit,
-            cache_write: r.cache_write,
-            cache_write_1h: r.cache_write_1h,
-            output: r.output,
-        }
-    }
 }
 
 /// Which hours an entry's standard rates apply in.
@@ -342,16 +284,6 @@ pub enum PeakWindows {
     Night,
 }
 
-/// Where a price entry comes from.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum OriginName {
-    /// dsh's own table.
-    BuiltIn,
-    /// The user's configuration.
-    Config,
-}
-
 impl<'a> PriceRow<'a> {
     /// The row of one entry.
     fn of(p: &'a Price) -> PriceRow<'a> {
@@ -360,16 +292,13 @@ impl<'a> PriceRow<'a> {
             model: &p.model,
             from: p.from_ms.map(crate::civil::rfc3339),
             from_ms: p.from_ms,
-            rates: (&p.rates).into(),
-            off_peak: p.off_peak.as_ref().map(RatesDoc::from),
+            rates: p.rates,
+            off_peak: p.off_peak,
             peak_windows: p.off_peak.map(|_| match p.windows {
                 Windows::Peak => PeakWindows::Deepseek,
                 Windows::Night => PeakWindows::Night,
             }),
-            origin: match p.origin {
-                Origin::BuiltIn => OriginName::BuiltIn,
-                Origin::Config => OriginName::Config,
-            },
+            origin: p.origin,
             source: &p.source,
             read: p.read.as_deref(),
             confirmed: p.confirmed,

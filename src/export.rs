@@ -41,18 +41,23 @@ use crate::sessions::{Extra, Refused, ScanOptions, Session};
 use crate::usage::{Caller, session_sums};
 
 /// A column's type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub enum ColumnType {
     /// UTF-8 text.
+    #[serde(rename = "string")]
     Str,
     /// 64-bit integer.
+    #[serde(rename = "int64")]
     Int,
     /// 64-bit float (token counts are JavaScript numbers, as logged).
+    #[serde(rename = "float64")]
     Float,
     /// Boolean.
+    #[serde(rename = "bool")]
     Bool,
     /// An instant: epoch milliseconds, UTC (Parquet `TIMESTAMP(MILLIS)`,
     /// RFC 3339 text in CSV and JSON Lines).
+    #[serde(rename = "timestamp")]
     Time,
 }
 
@@ -60,11 +65,13 @@ impl ColumnType {}
 
 /// One column: a stable snake-case name and its type. Every column may be
 /// null.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Column {
-    /// Name.
+    /// Its snake-case name.
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"))]
     pub name: &'static str,
-    /// Type.
+    /// Its type.
+    #[serde(rename = "type")]
     pub ty: ColumnType,
 }
 
@@ -791,7 +798,8 @@ impl From<std::io::Error> for ExportError {
 }
 
 /// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Comma-separated values, a header row, RFC 4180 quoting.
     Csv,

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::error::LogRefusal;
 use super::{Document, SchemaVersion};
-use crate::export::{Column as ColumnSpec, ColumnType, Format, TableSpec};
+use crate::export::{Column, Format, TableSpec};
 use crate::fleet::{self, Change};
 
 /// What an export wrote (or, with --dry-run, would write): one file per
@@ -16,7 +16,7 @@ pub struct Export<'a> {
     /// The directory written (as given).
     pub out: String,
     /// The files' format.
-    pub format: FormatName,
+    pub format: Format,
     /// Whether nothing was written.
     pub dry_run: bool,
     /// Logs exported (read, with --incremental).
@@ -39,28 +39,6 @@ impl Document for Export<'_> {
     const TITLE: &'static str = "dsh export --json";
 }
 
-/// A file format.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum FormatName {
-    /// Apache Parquet.
-    Parquet,
-    /// CSV.
-    Csv,
-    /// JSON Lines.
-    Jsonl,
-}
-
-impl From<Format> for FormatName {
-    fn from(f: Format) -> FormatName {
-        match f {
-            Format::Parquet => FormatName::Parquet,
-            Format::Csv => FormatName::Csv,
-            Format::Jsonl => FormatName::Jsonl,
-        }
-    }
-}
-
 /// One table's file.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Table {
@@ -73,7 +51,7 @@ pub struct Table {
     pub rows: u64,
     /// Its columns, in order.
     #[schemars(length(min = 1))]
-    pub columns: Vec<Column>,
+    pub columns: &'static [Column],
 }
 
 /// The tables.
@@ -94,48 +72,6 @@ pub enum TableName {
     Findings,
 }
 
-/// One column.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Column {
-    /// Its snake-case name.
-    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"))]
-    pub name: &'static str,
-    /// Its type.
-    #[serde(rename = "type")]
-    pub ty: ColumnTypeName,
-}
-
-/// A column's type.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ColumnTypeName {
-    /// UTF-8 text.
-    String,
-    /// 64-bit integer.
-    Int64,
-    /// 64-bit float.
-    Float64,
-    /// Boolean.
-    Bool,
-    /// An instant.
-    Timestamp,
-}
-
-impl From<&ColumnSpec> for Column {
-    fn from(c: &ColumnSpec) -> Column {
-        Column {
-            name: c.name,
-            ty: match c.ty {
-                ColumnType::Str => ColumnTypeName::String,
-                ColumnType::Int => ColumnTypeName::Int64,
-                ColumnType::Float => ColumnTypeName::Float64,
-                ColumnType::Bool => ColumnTypeName::Bool,
-                ColumnType::Time => ColumnTypeName::Timestamp,
-            },
-        }
-    }
-}
-
 impl Table {
     /// The file of table `spec` at `path`, with `rows` rows.
     pub fn of(spec: &TableSpec, path: String, rows: u64) -> Table {
@@ -143,7 +79,7 @@ impl Table {
             name: spec.name,
             path,
             rows,
-            columns: spec.columns.iter().map(Column::from).collect(),
+            columns: spec.columns,
         }
     }
 }

@@ -32,7 +32,7 @@ pub fn report(
         });
         ctx.print_doc(&doc::Export {
             out: out.display().to_string(),
-            format: format.into(),
+            format,
             dry_run,
             logs,
             tables,

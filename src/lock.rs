@@ -66,7 +66,8 @@ impl LockStatus {
 }
 
 /// The lock state of a whole log (session-log §10.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum LockState {
     /// No bracket marker, or the latest one is a `compaction/end`.
     Free,

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::error::{Kind, Refusal, Stage};
+use super::error::Refused;
 use super::{Document, SchemaVersion};
 use crate::cache::{
     self, Block as LibBlock, BreakEven as LibBreakEven, CacheReport, CauseCosts, Idle as LibIdle,
@@ -81,27 +81,6 @@ pub struct Logged<'a> {
     pub report: Report<'a>,
     /// The hidden prefix estimate (--tokenizer deepseek-v4), else null.
     pub hidden_prefix: Option<Hidden>,
-}
-
-/// A log the loader refused, named by file.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Refused {
-    /// The log as given.
-    pub file: String,
-    /// What is wrong.
-    pub error: String,
-    /// The class of the refusal.
-    pub kind: Kind,
-    /// Reading the log.
-    pub stage: Stage,
-    /// The line of the log (1-based) at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub line: Option<u64>,
-    /// The event at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seq: Option<u64>,
 }
 
 /// The counts and totals of many logs.
@@ -740,15 +719,7 @@ impl<'a> Cache<'a> {
             })));
         }
         for (file, e) in errors {
-            let r = Refusal::load(e);
-            logs.push(Entry::Refused(Refused {
-                file: file.clone(),
-                error: r.error,
-                kind: r.kind.unwrap_or(Kind::Other),
-                stage: Stage::Load,
-                line: r.line,
-                seq: r.seq,
-            }));
+            logs.push(Entry::Refused(Refused::of(file.clone(), e)));
         }
         let costs = cache::cause_costs(reports, prices);
         Cache::Many(Box::new(Many {

@@ -126,6 +126,42 @@ impl Refusal {
     }
 }
 
+/// A log the loader refused, named first (`locks`, `cache` with many logs).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Refused {
+    /// The log as given on the command line (`-` for standard input).
+    pub file: String,
+    /// What is wrong.
+    pub error: String,
+    /// The class of the refusal.
+    pub kind: Kind,
+    /// Where it happened: reading the log.
+    pub stage: Stage,
+    /// The line of the log (1-based) at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub line: Option<u64>,
+    /// The event at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub seq: Option<u64>,
+}
+
+impl Refused {
+    /// Log `file` refused with `e`.
+    pub fn of(file: String, e: &LoadError) -> Refused {
+        let r = Refusal::load(e);
+        Refused {
+            file,
+            error: r.error,
+            kind: r.kind.unwrap_or(Kind::Other),
+            stage: Stage::Load,
+            line: r.line,
+            seq: r.seq,
+        }
+    }
+}
+
 /// A refused log inside a document that reports per log (`verify`,
 /// `sessions`, `health` with many logs): the refusal's keys without
 /// `schema_version` and `hint`, and always the log's `file`.

@@ -4,11 +4,10 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::error::{Kind, Refusal, Stage};
+use super::error::Refused;
 use super::{Document, SchemaVersion, shape};
 use crate::json::{OwnedValue, Value};
 use crate::lock::{Bracket as Found, LockReport, LockState, LockStatus};
-use crate::log::LoadError;
 
 /// The compaction locks of one or many logs (with no LOG: every session
 /// under $DSH_HOME). No clock reading unless asked: `ageMs` and `now` only
@@ -52,7 +51,7 @@ pub struct LogLocks {
     /// The session id of the log's header.
     pub session: String,
     /// The log's lock state.
-    pub state: State,
+    pub state: LockState,
     /// The seq of the newest compaction/start or compaction/end, or null.
     #[schemars(with = "Option<u64>")]
     pub last_bracket_seq: Option<u64>,
@@ -73,49 +72,6 @@ pub struct LogLocks {
     /// (`dsh repair`); null when the end is whole. Writers refuse such a
     /// log.
     pub damage: Option<String>,
-}
-
-/// A log the loader refused.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Refused {
-    /// The log as given on the command line (`-` for standard input).
-    pub file: String,
-    /// What is wrong.
-    pub error: String,
-    /// The class of the refusal.
-    pub kind: Kind,
-    /// Where it happened: reading the log.
-    pub stage: Stage,
-    /// The line of the log (1-based) at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub line: Option<u64>,
-    /// The event at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seq: Option<u64>,
-}
-
-/// A lock state.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    /// No bracket marker, or the latest one is a compaction/end.
-    Free,
-    /// The latest marker is a start, and a newer session/end-seed exists.
-    Stale,
-    /// The latest marker is a start with no newer session/end-seed.
-    Busy,
-}
-
-impl From<LockState> for State {
-    fn from(s: LockState) -> State {
-        match s {
-            LockState::Free => State::Free,
-            LockState::Stale => State::Stale,
-            LockState::Busy => State::Busy,
-        }
-    }
 }
 
 /// A compaction/start and what became of it.
@@ -270,7 +226,7 @@ impl LogLocks {
         LogLocks {
             file,
             session,
-            state: r.state.into(),
+            state: r.state,
             last_bracket_seq: r.last_bracket_seq,
             last_end_seed_seq: r.last_end_seed_seq,
             last_seq: r.last_seq,
@@ -284,22 +240,6 @@ impl LogLocks {
                 })
                 .collect(),
             damage,
-        }
-    }
-}
-
-impl Refused {
-    /// Log `file` refused with `e`: the same keys as a refused log of
-    /// `measure`, `file` first.
-    pub fn of(file: String, e: &LoadError) -> Refused {
-        let r = Refusal::load(e);
-        Refused {
-            file,
-            error: r.error,
-            kind: r.kind.unwrap_or(Kind::Other),
-            stage: Stage::Load,
-            line: r.line,
-            seq: r.seq,
         }
     }
 }
@@ -350,7 +290,7 @@ pub struct Released {
     /// The session id of the log's header.
     pub session: String,
     /// The lock state after the run (before it, for a dry run).
-    pub state: State,
+    pub state: LockState,
     /// The busy compaction/start.
     pub bracket: Bracket,
     /// The events appended (or that would be): the crash-repair closers of
@@ -382,7 +322,7 @@ pub struct NothingToRelease {
     /// Always false.
     pub released: False,
     /// The lock state (free or stale).
-    pub state: State,
+    pub state: LockState,
     /// Always null: no busy compaction/start.
     pub bracket: (),
     /// Always empty.

@@ -5,7 +5,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::append::{AppendTarget, Appender};
-use dsh::doc::locks::{Entry, Locks, LogLocks, Refused, Release, Released, True};
+use dsh::doc::error::Refused;
+use dsh::doc::locks::{Entry, Locks, LogLocks, Release, Released, True};
 use dsh::lock::{LockReport, LockScan, LockState, LockStatus};
 
 use crate::cli::ctx::Ctx;

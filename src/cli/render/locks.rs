@@ -248,7 +248,7 @@ pub fn print_nothing_to_release(
             file,
             session,
             released: False,
-            state: state.into(),
+            state,
             bracket: (),
             appended: [],
             schema_version: SchemaVersion,
@@ -277,7 +277,7 @@ pub fn released(
     Released {
         file: file.to_string(),
         session: session.to_string(),
-        state: state.into(),
+        state,
         bracket: Bracket::of(b, now),
         appended: appended.iter().map(|e| e.value.clone()).collect(),
         out: None,

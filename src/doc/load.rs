@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{Document, SchemaVersion, shape};
 use crate::json::OwnedValue;
-use crate::log::{Container, LoadedLog};
+use crate::log::{Container, LoadedLog, TornTail};
 
 /// What reading one log produced: the validated header, event counts,
 /// closers and the tolerances applied.
@@ -29,7 +29,7 @@ pub struct Load<'a> {
     /// Events per type (stored and closers).
     pub event_types: &'a BTreeMap<String, u64>,
     /// The container: plain JSONL or a Zstandard artifact.
-    pub container: ContainerName,
+    pub container: Container,
     /// A fragment after the last complete line, ignored.
     pub torn_tail: Option<TornTail>,
     /// Lines dropped by a tolerance (`--lenient`).
@@ -84,34 +84,6 @@ pub struct Header<'a> {
     pub agent_preset: Option<&'a str>,
 }
 
-/// A container's name.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub enum ContainerName {
-    /// Plain JSON Lines.
-    Jsonl,
-    /// A multi-frame Zstandard artifact.
-    Zstd,
-}
-
-impl From<Option<Container>> for ContainerName {
-    fn from(c: Option<Container>) -> Self {
-        match c {
-            Some(Container::Zstd) => ContainerName::Zstd,
-            _ => ContainerName::Jsonl,
-        }
-    }
-}
-
-/// A torn tail: where it starts, how long it is.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct TornTail {
-    /// Its byte offset.
-    pub offset: u64,
-    /// Its length in bytes.
-    pub bytes: u64,
-}
-
 /// Lines dropped by a tolerance.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Dropped<'a> {
@@ -144,11 +116,8 @@ impl<'a> Load<'a> {
             events: log.event_count(),
             end_seed_appended: log.end_seed_appended(),
             event_types: &log.event_types,
-            container: Some(log.container).into(),
-            torn_tail: log.torn.map(|t| TornTail {
-                offset: t.offset,
-                bytes: t.len,
-            }),
+            container: log.container,
+            torn_tail: log.torn,
             dropped: log.dropped.as_ref().map(|d| Dropped {
                 line: d.line,
                 lines: d.lines,

@@ -25,22 +25,12 @@ pub struct Pack {
     /// The bytes written.
     pub written_bytes: u64,
     /// What the input was.
-    pub input: Input,
+    pub input: Container,
     /// Whether nothing was written.
     pub dry_run: bool,
     /// Version of this document's shape; bumped on a breaking change.
     #[serde(rename = "schema_version")]
     pub schema_version: SchemaVersion,
-}
-
-/// The input's container.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Input {
-    /// Plain JSON Lines.
-    Jsonl,
-    /// A Zstandard artifact.
-    Zstd,
 }
 
 impl Pack {
@@ -53,10 +43,7 @@ impl Pack {
             frames: done.frames,
             plain_bytes: done.plain_bytes,
             written_bytes: done.written_bytes,
-            input: match done.input {
-                Some(Container::Zstd) => Input::Zstd,
-                _ => Input::Jsonl,
-            },
+            input: done.input.unwrap_or(Container::Plain),
             dry_run,
             schema_version: SchemaVersion,
         }

@@ -15,9 +15,11 @@ use super::error::{LoadError, LoadErrorKind};
 use super::source::{LogSource, ZSTD_MAGIC};
 
 /// Which container the log uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Container {
     /// One JSON text per `\n`-terminated line.
+    #[serde(rename = "jsonl")]
     Plain,
     /// Concatenated Zstandard frames; frame 1 holds the header line.
     Zstd,
@@ -65,11 +67,12 @@ pub struct CutFrame {
 }
 
 /// Bytes after the last complete line, ignored as a torn write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct TornTail {
     /// Logical offset where the fragment starts.
     pub offset: u64,
     /// Its length in bytes.
+    #[serde(rename = "bytes")]
     pub len: u64,
 }
 

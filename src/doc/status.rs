@@ -5,7 +5,8 @@ use serde::Serialize;
 
 use super::{Document, SchemaVersion};
 use crate::price::{PriceTable, Priced};
-use crate::status::{Forecast as Forecasting, Snapshot, cache::Entry};
+use crate::status::cache::{Entry, Fresh};
+use crate::status::{Forecast as Forecasting, Snapshot};
 
 /// One session's pressure, the tokens left before its compaction
 /// threshold, its cost and today's cost over the home, for a prompt or a
@@ -40,7 +41,7 @@ pub struct Statusline<'a> {
     /// The zone today is in.
     pub tz: String,
     /// Where the figures came from.
-    pub source: Source,
+    pub source: Fresh,
     /// The line as printed without --json.
     pub line: String,
     /// Version of this document's shape; bumped on a breaking change.
@@ -83,31 +84,6 @@ pub struct Today {
     pub unpriced_requests: u64,
 }
 
-/// Where the figures came from: `cached` (the log had not changed since
-/// the cached read), `followed` (it grew by streamed chunks only) or
-/// `read` (it was read whole).
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// Unchanged since the cached read.
-    Cached,
-    /// Grown by streamed chunks only.
-    Followed,
-    /// Read whole.
-    Read,
-}
-
-impl From<crate::status::cache::Fresh> for Source {
-    fn from(f: crate::status::cache::Fresh) -> Source {
-        use crate::status::cache::Fresh;
-        match f {
-            Fresh::Cached => Source::Cached,
-            Fresh::Followed => Source::Followed,
-            Fresh::Read => Source::Read,
-        }
-    }
-}
-
 /// A pressure as a percentage with two decimals.
 fn percent(p: Option<f64>) -> Option<f64> {
     p.map(|p| (p * 100.0).round() / 100.0)
@@ -120,7 +96,7 @@ impl<'a> Statusline<'a> {
         e: &'a Entry,
         today: Today,
         tz: String,
-        source: Source,
+        source: Fresh,
         line: String,
     ) -> Statusline<'a> {
         Statusline {

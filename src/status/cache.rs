@@ -119,7 +119,8 @@ impl Entry {
 }
 
 /// How an entry was had.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Fresh {
     /// From the cache: the log had not changed.
     Cached,

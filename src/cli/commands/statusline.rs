@@ -154,7 +154,7 @@ pub fn run(ctx: &mut Ctx, args: &StatuslineArgs) -> Result<Status> {
             &e,
             today,
             zone.to_string(),
-            fresh.into(),
+            fresh,
             line,
         );
         ctx.print_doc(&doc)?;

@@ -29,7 +29,8 @@ use crate::sessions::Session;
 use crate::usage::{Sums, session_sums};
 
 /// How a session hangs from its parent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Relation {
     /// No parent.
     Root,

@@ -7,6 +7,7 @@ use super::error::LogRefusal;
 use super::{Document, SchemaVersion};
 use crate::civil::rfc3339;
 use crate::sessions::{Refused as RefusedLog, Session};
+use crate::tree::Relation;
 use crate::usage::Sums;
 
 /// Every session of a DSH home (or of the LOGs / directories given): one
@@ -276,8 +277,7 @@ pub struct TreeNode<'a> {
     /// The parent its header names.
     pub parent: Option<&'a str>,
     /// How it hangs under its parent.
-    #[schemars(with = "Relation")]
-    pub relation: &'static str,
+    pub relation: Relation,
     /// Its title.
     pub title: Option<&'a str>,
     /// Its own requests and cost.
@@ -286,22 +286,6 @@ pub struct TreeNode<'a> {
     pub subtree: SubtreeSums,
     /// The sessions under it.
     pub children: Vec<TreeNode<'a>>,
-}
-
-/// How a session hangs under its parent.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Relation {
-    /// No parent.
-    Root,
-    /// A fork: began as a copy of the parent's log.
-    Fork,
-    /// A delegated subagent (header `origin: subagent`).
-    Subagent,
-    /// Names a parent, neither of the above.
-    Child,
-    /// Names a parent that is not among the sessions (or a cycle).
-    Orphan,
 }
 
 /// Requests and cost.
@@ -367,7 +351,7 @@ impl<'a> TreeNode<'a> {
             file: &s.file,
             session: &s.id,
             parent: s.parent.as_deref(),
-            relation: n.relation.as_str(),
+            relation: n.relation,
             title: s.title.as_deref(),
             own: (&n.own).into(),
             subtree: SubtreeSums {

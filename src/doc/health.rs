@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::error::LogRefusal;
 use super::{Document, SchemaVersion};
-use crate::health::{Cost, SessionHealth, Severity, Summary as Totals, Thresholds};
+use crate::health::{Cost, FindingKind, SessionHealth, Severity, Summary as Totals, Thresholds};
 
 /// Per session, what hurts it (findings with kind, severity, seqs and
 /// cost), and the home-wide summary.
@@ -32,27 +32,6 @@ impl Document for Health<'_> {
     const TITLE: &'static str = "dsh health --json";
 }
 
-/// A kind of finding (docs/health.md).
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// Compactions again and again, or one that did not get below the
-    /// threshold.
-    CompactionLoop,
-    /// A read or command repeated after its earlier result was shadowed.
-    LostContextReread,
-    /// A failed or empty summary.
-    SummaryFailure,
-    /// A context-window overflow.
-    Overflow,
-    /// Header changes breaking the prompt-cache prefix.
-    CacheChurn,
-    /// A compaction lock left behind or held.
-    StaleLock,
-    /// A turn that never ended.
-    AbandonedTurn,
-}
-
 /// One session.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Session<'a> {
@@ -74,8 +53,7 @@ pub struct Session<'a> {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Finding<'a> {
     /// Its kind.
-    #[schemars(with = "Kind")]
-    pub kind: &'static str,
+    pub kind: FindingKind,
     /// Its severity.
     pub severity: Severity,
     /// The events that show it, in log order.
@@ -111,8 +89,7 @@ pub struct Summary<'a> {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct KindSummary {
     /// The kind.
-    #[schemars(with = "Kind")]
-    pub kind: &'static str,
+    pub kind: FindingKind,
     /// Its findings.
     #[schemars(range(min = 1))]
     pub findings: u64,
@@ -157,7 +134,7 @@ impl<'a> Session<'a> {
                 .findings
                 .iter()
                 .map(|f| Finding {
-                    kind: f.kind.as_str(),
+                    kind: f.kind,
                     severity: f.severity,
                     seqs: &f.seqs,
                     message: &f.message,
@@ -181,7 +158,7 @@ impl<'a> Summary<'a> {
                 .kinds
                 .iter()
                 .map(|k| KindSummary {
-                    kind: k.kind.as_str(),
+                    kind: k.kind,
                     findings: k.findings,
                     errors: k.errors,
                     sessions: k.sessions,

@@ -49,7 +49,10 @@ use crate::price::PriceTable;
 use crate::sessions::{self, Extra, Refused, ScanOptions, Session};
 
 /// What a finding is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum FindingKind {
     /// Compactions again and again, or one that did not get below the
     /// threshold.

@@ -146,10 +146,12 @@ pub struct Price {
 }
 
 /// Which hours an entry's `rates` (not its `off_peak` rates) apply in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Windows {
     /// DeepSeek V4's peak hours (`deepseek_peak`), from mid-2026.
     #[default]
+    #[serde(rename = "deepseek")]
     Peak,
     /// DeepSeek's 2025 night discount: the discount (`off_peak`) applies
     /// daily 16:30–00:30 UTC (`deepseek_night`), the standard rates the

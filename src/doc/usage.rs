@@ -260,7 +260,7 @@ pub struct PriceRow<'a> {
     /// `deepseek` (V4 peak hours: weekdays 01:00–04:00 and 06:00–10:00
     /// UTC) or `night` (the 2025 night discount: offPeak applies daily
     /// 16:30–00:30 UTC); null without offPeak.
-    pub peak_windows: Option<PeakWindows>,
+    pub peak_windows: Option<Windows>,
     /// Where the entry comes from.
     pub origin: Origin,
     /// The page or file it was read from.
@@ -274,16 +274,6 @@ pub struct PriceRow<'a> {
     pub confirmed: bool,
 }
 
-/// Which hours an entry's standard rates apply in.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum PeakWindows {
-    /// DeepSeek V4's peak hours.
-    Deepseek,
-    /// The 2025 night discount.
-    Night,
-}
-
 impl<'a> PriceRow<'a> {
     /// The row of one entry.
     fn of(p: &'a Price) -> PriceRow<'a> {
@@ -294,10 +284,7 @@ impl<'a> PriceRow<'a> {
             from_ms: p.from_ms,
             rates: p.rates,
             off_peak: p.off_peak,
-            peak_windows: p.off_peak.map(|_| match p.windows {
-                Windows::Peak => PeakWindows::Deepseek,
-                Windows::Night => PeakWindows::Night,
-            }),
+            peak_windows: p.off_peak.map(|_| p.windows),
             origin: p.origin,
             source: &p.source,
             read: p.read.as_deref(),

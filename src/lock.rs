@@ -41,7 +41,8 @@ use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
 
 /// How one `compaction/start` ended up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum LockStatus {
     /// Closed by a `compaction/end` (see [`Bracket::error`] for failures).
     Matched,

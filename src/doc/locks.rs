@@ -105,7 +105,7 @@ pub struct Bracket {
     #[schemars(with = "f64", extend("exclusiveMinimum" = 0))]
     pub clock_skew_ms: Option<f64>,
     /// What became of it.
-    pub status: Status,
+    pub status: LockStatus,
     /// How a matched bracket ended; null for the others.
     pub outcome: Option<Outcome>,
     /// The compaction/end's seq, or null.
@@ -125,20 +125,6 @@ pub struct Bracket {
     /// The checkpoint it landed, or null.
     #[schemars(with = "Option<u64>")]
     pub checkpoint_seq: Option<u64>,
-}
-
-/// What became of a compaction/start.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Closed by a compaction/end (ok or failed).
-    Matched,
-    /// Unmatched, but a later session/end-seed shows its process ended.
-    Stale,
-    /// Unmatched after the newest session/end-seed: a live lock.
-    Busy,
-    /// Superseded by another start (an anomaly).
-    Orphaned,
 }
 
 /// How a matched bracket ended.
@@ -192,12 +178,7 @@ impl Bracket {
             time: b.time,
             age_ms: age.map(|a| a.max(0.0)),
             clock_skew_ms: age.filter(|a| *a < 0.0).map(|a| -a),
-            status: match b.status {
-                LockStatus::Matched => Status::Matched,
-                LockStatus::Stale => Status::Stale,
-                LockStatus::Busy => Status::Busy,
-                LockStatus::Orphaned => Status::Orphaned,
-            },
+            status: b.status,
             outcome: match b.status {
                 LockStatus::Matched if b.error.is_some() => Some(Outcome::Failed),
                 LockStatus::Matched => Some(Outcome::Ok),

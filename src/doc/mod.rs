@@ -116,8 +116,7 @@ fn schema<D: Document>() -> String {
     text
 }
 
-/// Every generated schema: (name, text). The schemas of commands not
-/// converted yet are not here (they are written by hand in `schemas/`).
+/// Every document's schema: (name, text), as committed in `schemas/`.
 pub fn schemas() -> Vec<(&'static str, String)> {
     fn one<D: Document>() -> (&'static str, String) {
         (D::NAME, schema::<D>())
@@ -167,13 +166,17 @@ impl schemars::transform::Transform for Strict {
             if o.contains_key("properties") && !o.contains_key("additionalProperties") {
                 o.insert("additionalProperties".into(), false.into());
             }
-            // A doc comment's lines are one paragraph.
+            // A doc comment's lines are one paragraph; its rustdoc links
+            // (`[`Type::item`]`) are plain code, and Rust's `None` is JSON's.
             if let Some(serde_json::Value::String(d)) = o.get_mut("description") {
                 *d = d
                     .split("\n\n")
                     .map(|p| p.split('\n').collect::<Vec<_>>().join(" "))
                     .collect::<Vec<_>>()
-                    .join("\n\n");
+                    .join("\n\n")
+                    .replace("[`", "`")
+                    .replace("`]", "`")
+                    .replace("`None`", "`null`");
             }
         }
         schemars::transform::transform_subschemas(self, schema);

@@ -79,10 +79,11 @@ fn cerr(message: impl Into<String>) -> ConfigError {
     }
 }
 
-/// `[pruner]`: the tool-result pruner budgets (code points).
+/// `[pruner]`: the tool-result pruner's budgets, in Unicode code points (reference names:
+/// `thresholdChars`, `headChars`, `tailChars`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PrunerConfig {
-    /// Prune when the text exceeds this many code points.
+pub struct PruneConfig {
+    /// Prune when a result's text exceeds this (strictly greater).
     pub threshold_chars: u64,
     /// Leading code points kept.
     pub head_chars: u64,
@@ -90,9 +91,9 @@ pub struct PrunerConfig {
     pub tail_chars: u64,
 }
 
-impl Default for PrunerConfig {
+impl Default for PruneConfig {
     fn default() -> Self {
-        PrunerConfig {
+        PruneConfig {
             threshold_chars: 8192,
             head_chars: 4096,
             tail_chars: 1024,
@@ -136,7 +137,7 @@ pub struct Config {
     /// `[compaction]`.
     pub compaction: PolicyConfig,
     /// `[pruner]`.
-    pub pruner: PrunerConfig,
+    pub pruner: PruneConfig,
     /// `[[routes]]`.
     pub routes: Vec<RouteConfig>,
     /// `[[prices]]`: price entries added to (or replacing) the built-in table.
@@ -403,7 +404,7 @@ fn compaction(t: &Table) -> Result<PolicyConfig, ConfigError> {
 }
 
 /// `resolveConfig` of the tool-result pruner over a `[pruner]` table.
-fn pruner(t: &Table) -> Result<PrunerConfig, ConfigError> {
+fn pruner(t: &Table) -> Result<PruneConfig, ConfigError> {
     const NAME: &str = "ToolResultPruneConfig";
     for k in t.keys() {
         if !["thresholdChars", "headChars", "tailChars"].contains(&k.as_str()) {
@@ -412,7 +413,7 @@ fn pruner(t: &Table) -> Result<PrunerConfig, ConfigError> {
             )));
         }
     }
-    let d = PrunerConfig::default();
+    let d = PruneConfig::default();
     let get = |k: &str, default: u64, positive: bool| -> Result<u64, ConfigError> {
         let Some(v) = t.get(k) else {
             return Ok(default);
@@ -426,7 +427,7 @@ fn pruner(t: &Table) -> Result<PrunerConfig, ConfigError> {
             ))),
         }
     };
-    let p = PrunerConfig {
+    let p = PruneConfig {
         threshold_chars: get("thresholdChars", d.threshold_chars, true)?,
         head_chars: get("headChars", d.head_chars, false)?,
         tail_chars: get("tailChars", d.tail_chars, false)?,
@@ -863,7 +864,7 @@ reasoningEffort = "high"
         assert_eq!(p.retention, Retention::Ratio(0.16));
         assert_eq!(p.budgets(1e6).unwrap().threshold_tokens, 750_000);
         assert_eq!(cfg.policy_for("x", "y").threshold_ratio, 0.8);
-        assert_eq!(cfg.pruner, PrunerConfig::default());
+        assert_eq!(cfg.pruner, PruneConfig::default());
     }
 
     #[test]

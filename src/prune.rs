@@ -37,27 +37,8 @@ pub const PRUNE_MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
 /// Code points in [`PRUNE_MARKER`].
 const MARKER_CHARS: u64 = 39;
 
-/// The pruner's budgets, in Unicode code points (reference names:
-/// `thresholdChars`, `headChars`, `tailChars`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PruneConfig {
-    /// Prune when a result's text exceeds this (strictly greater).
-    pub threshold_chars: u64,
-    /// Leading code points kept.
-    pub head_chars: u64,
-    /// Trailing code points kept.
-    pub tail_chars: u64,
-}
-
-impl Default for PruneConfig {
-    fn default() -> Self {
-        PruneConfig {
-            threshold_chars: 8192,
-            head_chars: 4096,
-            tail_chars: 1024,
-        }
-    }
-}
+/// The pruner's budgets (defined with the configuration that holds them).
+pub use crate::config::PruneConfig;
 
 /// A configuration the reference would refuse (its message, verbatim).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -583,12 +583,7 @@ impl Sim<'_> {
         let logged = self.contexts.get(&(prov.clone(), model.clone())).copied();
         let cap = config.capacity(&prov, &model, self.opts.context_window, logged)?;
         let budgets = policy.budgets(cap.context_window).ok()?;
-        let pc = config.pruner;
-        let pruner = p.pruner.unwrap_or(PruneConfig {
-            threshold_chars: pc.threshold_chars,
-            head_chars: pc.head_chars,
-            tail_chars: pc.tail_chars,
-        });
+        let pruner = p.pruner.unwrap_or(config.pruner);
         Some((
             budgets,
             pruner,

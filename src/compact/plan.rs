@@ -324,7 +324,6 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
         .reasoning_effort
         .clone()
         .or_else(|| route_cfg.and_then(|r| r.reasoning_effort.clone()));
-    let p = config.pruner;
     Ok(Plan {
         mode,
         target,
@@ -338,11 +337,7 @@ pub fn plan(inputs: &PlanInputs, config: &Config, session: &Session) -> Result<P
         key_env,
         reasoning_effort,
         config_path: config.path.clone(),
-        pruner: PruneConfig {
-            threshold_chars: p.threshold_chars,
-            head_chars: p.head_chars,
-            tail_chars: p.tail_chars,
-        },
+        pruner: config.pruner,
     })
 }
 

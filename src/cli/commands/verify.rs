@@ -5,7 +5,6 @@ use std::convert::Infallible;
 use anyhow::Result;
 use dsh::LogSource;
 use dsh::doc::verify as doc;
-use dsh::prune::PruneConfig;
 use dsh::verify::{CheckId, Report, Verdict, VerifyOptions};
 
 use crate::cli::ctx::Ctx;
@@ -136,13 +135,8 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         .filter_map(|t| t.as_ref().ok().cloned())
         .collect();
     let config = load_config(args.config.as_deref())?;
-    let p = config.pruner;
     let options = VerifyOptions {
-        pruner: PruneConfig {
-            threshold_chars: p.threshold_chars,
-            head_chars: p.head_chars,
-            tail_chars: p.tail_chars,
-        },
+        pruner: config.pruner,
     };
     let opts = ctx.load_options();
     let job = |s: &LogSource| Ok::<_, Infallible>(dsh::verify::verify_with(s, &opts, &options));

@@ -16,7 +16,7 @@ use crate::json::OwnedValue;
 use crate::log::{LoadError, LoadOptions, LoadedLog, LogSource};
 use crate::meter::tokenizer::{self, Encoding, TokenCounts};
 use crate::meter::{MeasureError, Measurement};
-use crate::policy::{Budgets, Capacity, CapacitySource, Policy};
+use crate::policy::{Budgets, Capacity, CapacitySource, Policy, PolicyError};
 
 /// The policy resolved for one log.
 #[derive(Debug, Clone)]
@@ -31,6 +31,25 @@ pub struct PolicyReport {
     pub logged_seq: Option<u64>,
 }
 
+/// Why a log has no policy to be measured against.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoPolicy {
+    /// The log names no provider/model and none was given.
+    #[error("no routed target: the log has no request/header (use --route)")]
+    NoRoute,
+    /// The route's context window is neither configured nor logged.
+    #[error("{}", crate::policy::no_capacity_message(.provider, .model))]
+    NoCapacity {
+        /// The routed provider.
+        provider: String,
+        /// The routed model.
+        model: String,
+    },
+    /// The policy's budgets do not fit the window.
+    #[error(transparent)]
+    Budgets(#[from] PolicyError),
+}
+
 /// Everything measured for one log.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -43,7 +62,7 @@ pub struct Report {
     /// The kind of each surface node, in surface order.
     pub node_kinds: Vec<crate::Kind>,
     /// The routed policy, or why there is none.
-    pub policy: Result<PolicyReport, String>,
+    pub policy: Result<PolicyReport, NoPolicy>,
     /// With a tokenizer: its counts and the seconds they took.
     pub tokens: Option<(TokenCounts, f64)>,
     /// With DeepSeek's tokenizer on a log whose system prompt or tools are
@@ -97,22 +116,21 @@ impl<'a> Job<'a> {
         }
     }
 
-    fn policy(&self, log: &LoadedLog, m: &Measurement) -> Result<PolicyReport, String> {
+    fn policy(&self, log: &LoadedLog, m: &Measurement) -> Result<PolicyReport, NoPolicy> {
         let (provider, model) = match self.route.clone().or_else(|| log.headers.route()) {
             Some(r) if !r.0.is_empty() && !r.1.is_empty() => r,
-            _ => {
-                return Err("no routed target: the log has no request/header (use --route)".into());
-            }
+            _ => return Err(NoPolicy::NoRoute),
         };
         let policy = self.config.policy_for(&provider, &model);
         let logged = m.logged_context_window(&provider, &model);
         let capacity = self
             .config
             .capacity(&provider, &model, self.context_window, logged.map(|l| l.0))
-            .ok_or_else(|| crate::policy::no_capacity_message(&provider, &model))?;
-        let budgets = policy
-            .budgets(capacity.context_window)
-            .map_err(|e| e.message)?;
+            .ok_or_else(|| NoPolicy::NoCapacity {
+                provider: provider.clone(),
+                model: model.clone(),
+            })?;
+        let budgets = policy.budgets(capacity.context_window)?;
         Ok(PolicyReport {
             logged_seq: logged
                 .filter(|_| capacity.source == CapacitySource::Logged)

@@ -149,7 +149,7 @@ pub enum PolicyDoc<'a> {
     /// Why there is none.
     Err {
         /// What is missing.
-        error: &'a str,
+        error: String,
     },
 }
 
@@ -274,7 +274,9 @@ impl<'a> Measured<'a> {
             projections: Projections::of(&m.projections),
             policy: match &r.policy {
                 Ok(p) => PolicyDoc::Ok(Box::new(Policy::of(p, m.total_tokens))),
-                Err(error) => PolicyDoc::Err { error },
+                Err(e) => PolicyDoc::Err {
+                    error: e.to_string(),
+                },
             },
             anchor_seq: m.anchor_seq,
             header_seq: m.header_seq,

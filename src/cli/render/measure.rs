@@ -468,7 +468,10 @@ pub fn print_many(
 }
 
 /// The route, window, %, threshold and headroom cells of a measured log.
-pub fn policy_cells(policy: &Result<PolicyReport, String>, total: f64) -> [String; 5] {
+pub fn policy_cells(
+    policy: &Result<PolicyReport, dsh::measure::NoPolicy>,
+    total: f64,
+) -> [String; 5] {
     match policy {
         Ok(p) => {
             let b = &p.budgets;

@@ -105,6 +105,7 @@ per_log=(
     '$DSH --json measure "$L"'
     '$DSH --json measure --fill --at 20 "$L"'
     '$DSH measure --fill --nodes "$L"'
+    '$DSH --json measure --fill --tokenizer deepseek-v4 "$L"'
     "\$DSH --json measure --tokenizer o200k --route $route --context-window 2000 --fail-over \"\$L\""
     "\$DSH --json compact --route $route \"\$COPY\""
     "\$DSH compact -n --route $route \"\$L\""

@@ -55,9 +55,42 @@ use toml::{Table, Value as T};
 
 use crate::json::{OwnedValue, Value, js_number};
 use crate::policy::{
-    Capacity, CapacityInputs, ModelPolicy, Policy, PolicyConfig, Retention, resolve_capacity,
+    Budgets, Capacity, CapacityInputs, CapacitySource, ModelPolicy, Policy, PolicyConfig,
+    PolicyError, Retention, resolve_capacity,
 };
 use crate::provider::Protocol;
+
+/// The policy resolved for one log.
+#[derive(Debug, Clone)]
+pub struct PolicyReport {
+    /// The routed target's compaction policy.
+    pub policy: Policy,
+    /// Its context window and where it came from.
+    pub capacity: Capacity,
+    /// The threshold and retained budgets in that window.
+    pub budgets: Budgets,
+    /// The `request/context` the window was read from, when it was logged.
+    pub logged_seq: Option<u64>,
+}
+
+/// Why a log has no policy to be measured against.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoPolicy {
+    /// The log names no provider/model and none was given.
+    #[error("no routed target: the log has no request/header (use --route)")]
+    NoRoute,
+    /// The route's context window is neither configured nor logged.
+    #[error("{}", crate::policy::no_capacity_message(.provider, .model))]
+    NoCapacity {
+        /// The routed provider.
+        provider: String,
+        /// The routed model.
+        model: String,
+    },
+    /// The policy's budgets do not fit the window.
+    #[error(transparent)]
+    Budgets(#[from] PolicyError),
+}
 
 /// The pruner marker length in code points (`"\n\n[... tool result middle pruned ...]\n\n"`).
 const PRUNE_MARKER_CHARS: u64 = 39;
@@ -764,6 +797,39 @@ impl Config {
             config_route_default,
         };
         resolve_capacity(provider, &inputs)
+    }
+
+    /// The compaction policy of the routed target (`route`, `None` when
+    /// the log names none) in its context window: `flag` and the window
+    /// `logged` for a provider/model (with the seq that logged it) as
+    /// [`Config::capacity`] takes them.
+    pub fn policy_report(
+        &self,
+        route: Option<(String, String)>,
+        flag: Option<u64>,
+        logged: impl Fn(&str, &str) -> Option<(f64, u64)>,
+    ) -> Result<PolicyReport, NoPolicy> {
+        let (provider, model) = match route {
+            Some(r) if !r.0.is_empty() && !r.1.is_empty() => r,
+            _ => return Err(NoPolicy::NoRoute),
+        };
+        let policy = self.policy_for(&provider, &model);
+        let logged = logged(&provider, &model);
+        let capacity = self
+            .capacity(&provider, &model, flag, logged.map(|l| l.0))
+            .ok_or_else(|| NoPolicy::NoCapacity {
+                provider: provider.clone(),
+                model: model.clone(),
+            })?;
+        let budgets = policy.budgets(capacity.context_window)?;
+        Ok(PolicyReport {
+            logged_seq: logged
+                .filter(|_| capacity.source == CapacitySource::Logged)
+                .map(|l| l.1),
+            policy,
+            capacity,
+            budgets,
+        })
     }
 
     /// Capacity facts from the config for a target: (model entry, route default).

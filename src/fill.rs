@@ -41,7 +41,7 @@ use std::collections::HashMap;
 use crate::event::{Event, Kind};
 use crate::heuristic::{price_block, price_blocks};
 use crate::json::Value;
-use crate::log::{Folded, LoadError, LoadOptions, LoadedLog, LogSource};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer};
 
 /// How many of a tool's largest results are kept.
 const LARGEST: usize = 3;
@@ -120,9 +120,19 @@ impl Fill {
 }
 
 /// Tool names by call id, from `tool/call` events and the assistant's
-/// `tool-call` blocks (the first name seen for an id wins).
+/// `tool-call` blocks (the first name seen for an id wins): what [`of`]
+/// needs besides the loaded log, seen while it loads.
 #[derive(Debug, Clone, Default)]
-struct ToolNames(HashMap<String, String>);
+pub(crate) struct ToolNames(HashMap<String, String>);
+
+impl Observer for ToolNames {
+    fn event(&mut self, ev: &Event<'_>, _: &Folded<'_>) {
+        self.observe(ev)
+    }
+
+    /// Chunks name no tools.
+    fn chunks(&mut self, _: &ChunkRun<'_>, _: &Folded<'_>) {}
+}
 
 impl ToolNames {
     /// Learn from the next event (any kind; only calls teach).
@@ -171,16 +181,14 @@ pub fn measure(src: &LogSource, opts: &LoadOptions) -> Result<(LoadedLog, Fill),
         skip_chunk_events: true,
         ..opts.clone()
     };
-    let log = crate::log::load(src, &opts, &mut |ev: &Event<'_>, _: &Folded<'_>| {
-        names.observe(ev)
-    })?;
+    let log = crate::log::load(src, &opts, &mut names)?;
     let fill = of(&log, &names)?;
     Ok((log, fill))
 }
 
 /// Break a loaded log's surface down, with the tool names seen while it
 /// was read. Reads every node's event again.
-fn of(log: &LoadedLog, names: &ToolNames) -> Result<Fill, LoadError> {
+pub(crate) fn of(log: &LoadedLog, names: &ToolNames) -> Result<Fill, LoadError> {
     let mut acc = Acc::default();
     let mut file = None;
     let mut buf = Vec::new();

@@ -10,9 +10,11 @@
 //! blocks from the start) are, which is why [`analyse`] adds it to the
 //! system prompt of every request and keeps the figures without it beside.
 
-use crate::cache::{CacheError, CacheOptions, CacheReport, Totals, analyse as cache_analyse};
+use crate::cache::{
+    Analysis, CacheError, CacheOptions, CacheReport, Totals, analyse as cache_analyse,
+};
 use crate::json::Value;
-use crate::log::{LoadOptions, LogSource};
+use crate::log::{LoadOptions, LoadedLog, LogSource};
 
 /// An offset smaller than this, with only the tools empty, is no sign of
 /// hidden tools (a session may have none).
@@ -128,15 +130,21 @@ fn analyse_once(
     load: &LoadOptions,
     opts: &CacheOptions,
 ) -> Result<(CacheReport, Option<HiddenPrefix>), CacheError> {
-    let mut a = crate::cache::Analysis::new(opts);
+    let mut a = Analysis::new(opts);
     let log = crate::log::load(src, load, &mut a)?;
-    let report = a.finish(&log);
-    let hidden = if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
-        None
-    } else {
-        estimate(placeholders(log.headers.header.as_ref()), &report)
-    };
-    Ok((report, hidden))
+    if opts.hidden_prefix.is_some() || matches!(src, LogSource::Stdin) {
+        return Ok((a.finish(&log), None));
+    }
+    Ok(shown(a, &log))
+}
+
+/// The report of an analysis without a prefix that saw `log` load
+/// ([`crate::log::Tee`]), and the hidden prefix it shows.
+pub(crate) fn shown(a: Analysis, log: &LoadedLog) -> (CacheReport, Option<HiddenPrefix>) {
+    let placeholders = placeholders(log.headers.header.as_ref());
+    let report = a.finish(log);
+    let hidden = estimate(placeholders, &report);
+    (report, hidden)
 }
 
 /// A log's request as it stands, counted in a provider's own tokens: the

@@ -11,44 +11,16 @@
 
 use std::time::Instant;
 
+use crate::cache::{Analysis, CacheOptions};
+pub use crate::config::{NoPolicy, PolicyReport};
+
 use crate::config::Config;
+use crate::event::Event;
+use crate::fill::ToolNames;
 use crate::json::OwnedValue;
-use crate::log::{LoadError, LoadOptions, LoadedLog, LogSource};
+use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer};
 use crate::meter::tokenizer::{self, Encoding, TokenCounts};
 use crate::meter::{MeasureError, Measurement};
-use crate::policy::{Budgets, Capacity, CapacitySource, Policy, PolicyError};
-
-/// The policy resolved for one log.
-#[derive(Debug, Clone)]
-pub struct PolicyReport {
-    /// The routed target's compaction policy.
-    pub policy: Policy,
-    /// Its context window and where it came from.
-    pub capacity: Capacity,
-    /// The threshold and retained budgets in that window.
-    pub budgets: Budgets,
-    /// The `request/context` the window was read from, when it was logged.
-    pub logged_seq: Option<u64>,
-}
-
-/// Why a log has no policy to be measured against.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoPolicy {
-    /// The log names no provider/model and none was given.
-    #[error("no routed target: the log has no request/header (use --route)")]
-    NoRoute,
-    /// The route's context window is neither configured nor logged.
-    #[error("{}", crate::policy::no_capacity_message(.provider, .model))]
-    NoCapacity {
-        /// The routed provider.
-        provider: String,
-        /// The routed model.
-        model: String,
-    },
-    /// The policy's budgets do not fit the window.
-    #[error(transparent)]
-    Budgets(#[from] PolicyError),
-}
 
 /// Everything measured for one log.
 #[derive(Debug, Clone)]
@@ -116,34 +88,28 @@ impl<'a> Job<'a> {
         }
     }
 
-    fn policy(&self, log: &LoadedLog, m: &Measurement) -> Result<PolicyReport, NoPolicy> {
-        let (provider, model) = match self.route.clone().or_else(|| log.headers.route()) {
-            Some(r) if !r.0.is_empty() && !r.1.is_empty() => r,
-            _ => return Err(NoPolicy::NoRoute),
-        };
-        let policy = self.config.policy_for(&provider, &model);
-        let logged = m.logged_context_window(&provider, &model);
-        let capacity = self
-            .config
-            .capacity(&provider, &model, self.context_window, logged.map(|l| l.0))
-            .ok_or_else(|| NoPolicy::NoCapacity {
-                provider: provider.clone(),
-                model: model.clone(),
-            })?;
-        let budgets = policy.budgets(capacity.context_window)?;
-        Ok(PolicyReport {
-            logged_seq: logged
-                .filter(|_| capacity.source == CapacitySource::Logged)
-                .map(|l| l.1),
-            policy,
-            capacity,
-            budgets,
-        })
+    /// What the one reading of `src` feeds besides the meter.
+    fn riders(&self) -> Riders {
+        // DeepSeek's count of a log whose header is placeholders wants the
+        // hidden prefix, estimated from the log's cache analysis (none for
+        // a header given instead of the logged one).
+        let hidden = self.encoding == Some(Encoding::DeepSeekV4) && self.header.is_none();
+        Riders {
+            names: self.fill.then(ToolNames::default),
+            cache: hidden.then(|| {
+                Analysis::new(&CacheOptions {
+                    tokenizer: self.encoding,
+                    ..Default::default()
+                })
+            }),
+        }
     }
 
-    /// Measure one log: its report and the loader's warnings.
+    /// Measure one log: its report and the loader's warnings. The log is
+    /// read once, whatever is asked.
     pub fn run(&self, src: &LogSource) -> Result<(Report, Vec<String>), MeasureError> {
-        let (log, m) = crate::meter::measure(src, &self.opts, self.header.clone())?;
+        let (log, m, riders) =
+            crate::meter::measure_with(src, &self.opts, self.header.clone(), || self.riders())?;
         // `--at` names a seq of this log; past its end there is nothing it
         // could mean (the full log would silently be measured).
         if let Some(at) = self.opts.upto
@@ -161,7 +127,14 @@ impl<'a> Job<'a> {
                 .file(src.display()),
             ));
         }
-        let policy = self.policy(&log, &m);
+        let hidden = riders
+            .cache
+            .and_then(|a| crate::hidden_prefix::shown(a, &log).1)
+            .map(|h| h.tokens);
+        let fill = match riders.names {
+            Some(names) => Some(crate::fill::of(&log, &names)?),
+            None => None,
+        };
         let tokens = match self.encoding {
             None => None,
             Some(enc) => {
@@ -176,23 +149,12 @@ impl<'a> Job<'a> {
                 Some((counts, t0.elapsed().as_secs_f64()))
             }
         };
-        let hidden = match (&tokens, &self.header) {
-            (Some((c, _)), None) if c.encoding == Encoding::DeepSeekV4 => {
-                let opts = crate::cache::CacheOptions {
-                    tokenizer: Some(c.encoding),
-                    ..Default::default()
-                };
-                crate::hidden_prefix::analyse(src, &self.opts, &opts)
-                    .ok()
-                    .and_then(|(_, h)| h)
-                    .map(|h| h.tokens)
-            }
-            _ => None,
-        };
-        let fill = match self.fill {
-            true => Some(crate::fill::measure(src, &self.opts)?.1),
-            false => None,
-        };
+        let route = self.route.clone().or_else(|| log.headers.route());
+        let policy = self
+            .config
+            .policy_report(route, self.context_window, |p, md| {
+                m.logged_context_window(p, md)
+            });
         let report = Report {
             fill,
             file: src.display(),
@@ -205,5 +167,32 @@ impl<'a> Job<'a> {
             at: self.opts.upto,
         };
         Ok((report, log.warnings.clone()))
+    }
+}
+
+/// What one reading of a log feeds besides the meter: the tool names
+/// `--fill` needs, the cache analysis a hidden prefix is estimated from.
+struct Riders {
+    names: Option<ToolNames>,
+    cache: Option<Analysis>,
+}
+
+impl Observer for Riders {
+    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
+        if let Some(n) = &mut self.names {
+            n.event(ev, folded);
+        }
+        if let Some(a) = &mut self.cache {
+            a.event(ev, folded);
+        }
+    }
+
+    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
+        if let Some(n) = &mut self.names {
+            n.chunks(run, folded);
+        }
+        if let Some(a) = &mut self.cache {
+            a.chunks(run, folded);
+        }
     }
 }

@@ -142,6 +142,41 @@ impl Ctx {
         Ok(out)
     }
 
+    /// [`Ctx::resolve_each`] a log a row, in input order: an argument that
+    /// names nothing keeps its place as its error, with the argument.
+    pub fn resolve_rows(
+        &self,
+        args: &[String],
+    ) -> anyhow::Result<Vec<Result<LogSource, (String, LoadError)>>> {
+        let mut rows = Vec::new();
+        for (arg, found) in args.iter().zip(self.resolve_each(args)?) {
+            match found {
+                Ok(found) => rows.extend(found.into_iter().map(Ok)),
+                Err(e) => rows.push(Err((arg.clone(), e))),
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The LOG arguments a command that reads one log or many reads as
+    /// many (with none, or with `all`, the home's sessions among them), or
+    /// `None` when they name one log to read alone: one argument that is
+    /// not a tree of sessions (a directory of them, a project).
+    pub fn as_many(&self, logs: &[String], all: bool) -> anyhow::Result<Option<Vec<String>>> {
+        let all = all || logs.is_empty();
+        if let [one] = logs
+            && !all
+            && !dsh::log::lookup::is_tree(one, self.home.as_deref())
+        {
+            return Ok(None);
+        }
+        let mut inputs = logs.to_vec();
+        if all {
+            inputs.push(self.home_sessions()?.display().to_string());
+        }
+        Ok(Some(inputs))
+    }
+
     /// What "no LOG" means for the commands that read many logs (measure,
     /// verify, locks, …): every session under the DSH home. A home that is
     /// not there is the same one-line usage error (exit 2) for all of them.

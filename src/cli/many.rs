@@ -99,6 +99,30 @@ pub fn sources_of(ctx: &Ctx, paths: &[String]) -> anyhow::Result<Vec<Result<LogS
     Ok(items)
 }
 
+/// A log and what a job made of it, or an item that named no log.
+pub type Ran<T, E, I> = Result<(LogSource, Result<T, E>), I>;
+
+/// Run `job` on the logs among `items`, `jobs` at a time, each result in
+/// its log's place; the other items (arguments that named no readable log)
+/// are kept as they are.
+pub fn run_items<I, T: Send, E: Send>(
+    ctx: &Ctx,
+    items: Vec<Result<LogSource, I>>,
+    jobs: usize,
+    what: &str,
+    job: &(dyn Fn(&LogSource) -> Result<T, E> + Sync),
+) -> Vec<Ran<T, E, I>> {
+    let sources: Vec<LogSource> = items
+        .iter()
+        .filter_map(|i| i.as_ref().ok().cloned())
+        .collect();
+    let mut results = run_many(ctx, &sources, jobs, what, job).into_iter();
+    items
+        .into_iter()
+        .map(|i| i.map(|src| (src, results.next().expect("one result per source"))))
+        .collect()
+}
+
 /// Run `job` on every log the arguments name (see [`sources_of`]), `jobs`
 /// at a time, in input order: each result with its log; an argument that
 /// names nothing readable is its refusal.
@@ -110,17 +134,11 @@ pub fn run_named<T: Send>(
     job: &(dyn Fn(&LogSource) -> Result<T, Refused> + Sync),
 ) -> anyhow::Result<Vec<Result<(LogSource, T), Refused>>> {
     let items = sources_of(ctx, paths)?;
-    let sources: Vec<LogSource> = items
-        .iter()
-        .filter_map(|i| i.as_ref().ok().cloned())
-        .collect();
-    let mut results = run_many(ctx, &sources, jobs, what, job).into_iter();
-    Ok(items
+    Ok(run_items(ctx, items, jobs, what, job)
         .into_iter()
         .map(|i| {
-            let src = i?;
-            let r = results.next().expect("one result per source")?;
-            Ok((src, r))
+            let (src, r) = i?;
+            Ok((src, r?))
         })
         .collect())
 }

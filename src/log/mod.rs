@@ -126,6 +126,14 @@ pub trait Observer {
     }
 }
 
+/// Nobody: sees everything, keeps nothing (no chunk run's events are built
+/// for it).
+impl Observer for () {
+    fn event(&mut self, _: &Event<'_>, _: &Folded<'_>) {}
+
+    fn chunks(&mut self, _: &ChunkRun<'_>, _: &Folded<'_>) {}
+}
+
 impl<F: FnMut(&Event<'_>, &Folded<'_>)> Observer for F {
     fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         self(ev, folded)

@@ -47,7 +47,7 @@ use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
 use crate::log::run::{ChunkFact, ChunkFacts, RowFacts};
 use crate::log::{
-    ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, RunFacts,
+    ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource, Observer, RunFacts, Tee,
 };
 use crate::request_header::{canonical, headers_equal};
 use crate::surface::Surface;
@@ -1086,16 +1086,34 @@ pub fn measure(
     opts: &LoadOptions,
     header_override: Option<OwnedValue>,
 ) -> Result<(LoadedLog, Measurement), MeasureError> {
-    let mut meter = Meter::new(header_override.clone());
-    let log = crate::log::load(source, opts, &mut meter)?;
-    match meter.finish(&log) {
-        Ok(m) => Ok((log, m)),
-        Err(MeterError::NeedsAllChunks { .. }) => {
-            let mut meter = Meter::new(header_override).retaining_all_chunks();
-            let log = crate::log::load(source, opts, &mut meter)?;
-            let m = meter.finish(&log)?;
-            Ok((log, m))
+    let (log, m, ()) = measure_with(source, opts, header_override, || ())?;
+    Ok((log, m))
+}
+
+/// [`measure`], with the observer `fresh` makes fed from the same pass (a
+/// fresh one when the pass is made again, after
+/// [`MeterError::NeedsAllChunks`]), for a caller that wants more of the
+/// log than the meter reads.
+pub(crate) fn measure_with<O: Observer>(
+    source: &LogSource,
+    opts: &LoadOptions,
+    header_override: Option<OwnedValue>,
+    fresh: impl Fn() -> O,
+) -> Result<(LoadedLog, Measurement, O), MeasureError> {
+    // A second pass, when there is one, keeps every chunk.
+    let mut retain = false;
+    loop {
+        let meter = Meter::new(header_override.clone());
+        let mut meter = if retain {
+            meter.retaining_all_chunks()
+        } else {
+            meter
+        };
+        let mut rider = fresh();
+        let log = crate::log::load(source, opts, &mut Tee::new(vec![&mut meter, &mut rider]))?;
+        match meter.finish(&log) {
+            Err(MeterError::NeedsAllChunks { .. }) if !retain => retain = true,
+            m => return Ok((log, m?, rider)),
         }
-        Err(e) => Err(e.into()),
     }
 }

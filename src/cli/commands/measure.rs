@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use dsh::doc::error::LogRefusal;
 use dsh::doc::measure as doc;
 use dsh::json::{OwnedValue, Value};
-use dsh::log::LogSource;
 use dsh::measure::Job;
 use dsh::meter::MeasureError;
 use dsh::meter::tokenizer::Encoding;
@@ -148,17 +147,9 @@ pub fn run(ctx: &mut Ctx, args: &MeasureArgs) -> Result<Status> {
             &config,
         )
     };
-    if args.logs.is_empty() {
-        let mut all = MeasureArgs::clone(args);
-        all.logs = vec![ctx.home_sessions()?.display().to_string()];
-        return run_many(ctx, &all, &job);
-    }
-    let single =
-        args.logs.len() == 1 && !dsh::log::lookup::is_tree(&args.logs[0], ctx.home.as_deref());
-    if single {
-        run_one(ctx, args, &job)
-    } else {
-        run_many(ctx, args, &job)
+    match ctx.as_many(&args.logs, false)? {
+        None => run_one(ctx, args, &job),
+        Some(inputs) => run_many(ctx, args, &job, &inputs),
     }
 }
 
@@ -198,41 +189,31 @@ fn run_one(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
     })
 }
 
-fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>) -> Result<Status> {
-    // Resolve every argument; one that names nothing is a bad row, not a stop.
-    let mut items: Vec<Result<LogSource, (String, dsh::LoadError)>> = Vec::new();
-    for (a, found) in args.logs.iter().zip(ctx.resolve_each(&args.logs)?) {
-        match found {
-            Ok(s) => items.extend(s.into_iter().map(Ok)),
-            Err(e) => items.push(Err((a.clone(), e))),
-        }
-    }
-    let sources: Vec<LogSource> = items
-        .iter()
-        .filter_map(|i| i.as_ref().ok().cloned())
-        .collect();
-    let mut results =
-        many::run_many(ctx, &sources, args.jobs, "measuring", &|s| job.run(s)).into_iter();
-    let logs: Vec<(String, Outcome)> = items
-        .iter()
-        .map(|item| match item {
-            Err((arg, e)) => (arg.clone(), Err(refusal(ctx, e, arg))),
-            Ok(src) => {
+fn run_many(ctx: &mut Ctx, args: &MeasureArgs, job: &Job<'_>, inputs: &[String]) -> Result<Status> {
+    // An argument that names nothing is a bad row, not a stop.
+    let rows = ctx.resolve_rows(inputs)?;
+    let ran = many::run_items(ctx, rows, args.jobs, "measuring", &|s| job.run(s));
+    let logs: Vec<(String, Outcome)> = ran
+        .into_iter()
+        .map(|row| match row {
+            Err((arg, e)) => {
+                let refused = refusal(ctx, &e, &arg);
+                (arg, Err(refused))
+            }
+            Ok((src, r)) => {
                 let file = src.display();
-                let outcome = match results.next().expect("one result per source") {
-                    Ok(x) => Ok(x),
-                    Err(MeasureError::Load(e)) => Err(refusal(ctx, &e, &file)),
-                    Err(MeasureError::Meter(e)) => Err((
+                let outcome = r.map_err(|e| match e {
+                    MeasureError::Load(e) => refusal(ctx, &e, &file),
+                    MeasureError::Meter(e) => (
                         doc::unreplayable(&e, &file),
                         format!("{file}: {e} (seq {})", e.seq()),
-                    )),
-                };
+                    ),
+                });
                 (file, outcome)
             }
         })
         .collect();
-    let dirs: Vec<&Path> = args
-        .logs
+    let dirs: Vec<&Path> = inputs
         .iter()
         .map(Path::new)
         .filter(|p| p.is_dir())

@@ -20,6 +20,7 @@
 //! text, as the API treats it; [`super::super::chat`] adds the real ones.
 
 use super::bpe::{Merges, Sym, merge};
+use super::tiktoken::{is_space, run, space_piece};
 
 /// The third split, with its look-ahead (`\s+(?!\S)`) written as `\s+$`, or
 /// a pattern that takes one character more and gives it back.
@@ -200,18 +201,6 @@ fn is_punct(b: u8) -> bool {
     b.is_ascii_punctuation()
 }
 
-/// `\s` on ASCII (Unicode White_Space: tab to carriage return, space).
-fn is_space(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
-}
-
-fn run(t: &[u8], mut i: usize, f: impl Fn(u8) -> bool) -> usize {
-    while i < t.len() && f(t[i]) {
-        i += 1;
-    }
-    i
-}
-
 /// The third split's match at `i`, found by hand where the text is ASCII
 /// (the segment holds no digits: the first split took them). `None`: ask
 /// the pattern (a byte outside ASCII could extend or change the match, or
@@ -264,17 +253,7 @@ fn ascii_word(t: &[u8], i: usize) -> Option<usize> {
         return None; // a control character: no match, or a letter after it
     }
     // \s*[\r\n]+ | \s+(?!\S) | \s+
-    let w = run(t, i, is_space);
-    if w < t.len() && t[w] >= 0x80 {
-        return None;
-    }
-    if let Some(last) = t[i..w].iter().rposition(|&b| b == b'\r' || b == b'\n') {
-        return Some(i + last + 1);
-    }
-    if w == t.len() {
-        return Some(w);
-    }
-    Some(if w - i >= 2 { w - 1 } else { w })
+    space_piece(t, i)
 }
 
 #[cfg(test)]

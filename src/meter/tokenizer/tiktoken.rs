@@ -120,7 +120,7 @@ fn is_letter(b: u8) -> bool {
 }
 
 /// `\s` on ASCII (Unicode White_Space: tab to carriage return, space).
-fn is_space(b: u8) -> bool {
+pub(super) fn is_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
 }
 
@@ -135,7 +135,7 @@ fn is_punct(b: u8) -> bool {
 }
 
 /// End of the run of bytes from `i` that `f` accepts.
-fn run(t: &[u8], mut i: usize, f: impl Fn(u8) -> bool) -> usize {
+pub(super) fn run(t: &[u8], mut i: usize, f: impl Fn(u8) -> bool) -> usize {
     while i < t.len() && f(t[i]) {
         i += 1;
     }
@@ -160,7 +160,7 @@ fn contraction(t: &[u8], i: usize) -> Option<usize> {
 /// space): `\s*[\r\n]+` (to just after the run's last line break), `\s+$`,
 /// `\s+(?!\S)` (the run but its last character, when that leaves one),
 /// `\s+`.
-fn space_piece(t: &[u8], i: usize) -> Option<usize> {
+pub(super) fn space_piece(t: &[u8], i: usize) -> Option<usize> {
     let w = run(t, i, is_space);
     if w < t.len() && t[w] >= 0x80 {
         return None;

@@ -301,6 +301,21 @@ impl LoadedLog {
         Some(crate::event::owned_event(Kind::SessionEndSeed, seq, v))
     }
 
+    /// Show [`Self::end_seed_event`], if the reference appends one, to `f`
+    /// as a synthetic event on the final surface.
+    pub fn with_end_seed(&self, f: impl FnOnce(&Event<'_>, &Folded<'_>)) {
+        if let Some(es) = self.end_seed_event() {
+            let folded = Folded {
+                applied: None,
+                surface: &self.surface,
+                synthetic: true,
+                canonical_line: None,
+                canonical_offset: None,
+            };
+            f(&es, &folded);
+        }
+    }
+
     /// Read the events of the given surface nodes again (by seq, any order),
     /// returning them in the order asked.
     pub fn node_events(&self, seqs: &[u64]) -> Result<Vec<OwnedEvent>, LoadError> {

@@ -823,17 +823,8 @@ impl Meter {
     /// appends (when it does and the caller did not already feed
     /// `log.end_seed_event()`), then measure (§1.6).
     pub fn finish(mut self, log: &LoadedLog) -> Result<Measurement, MeterError> {
-        if self.consumed < log.session_length()
-            && let Some(es) = log.end_seed_event()
-        {
-            let folded = Folded {
-                applied: None,
-                surface: &log.surface,
-                synthetic: true,
-                canonical_line: None,
-                canonical_offset: None,
-            };
-            self.event(&es, &folded);
+        if self.consumed < log.session_length() {
+            log.with_end_seed(|es, folded| self.event(es, folded));
         }
         self.snapshot(&log.surface)
     }

@@ -355,16 +355,7 @@ impl Verifier {
     /// Check the end-seed marker the reference appends in memory, run the
     /// end-of-log checks and return the report.
     pub fn finish(mut self, log: &LoadedLog) -> Report {
-        if let Some(marker) = log.end_seed_event() {
-            let folded = Folded {
-                applied: None,
-                surface: &log.surface,
-                synthetic: true,
-                canonical_line: None,
-                canonical_offset: None,
-            };
-            self.check_event(&marker, &folded);
-        }
+        log.with_end_seed(|marker, folded| self.check_event(marker, folded));
         if let Some(m) = damaged_end(log) {
             self.sink.emit_log(CheckId::Tail1, m);
         }

@@ -197,13 +197,9 @@ pub fn run(ctx: &mut Ctx, args: &CacheArgs) -> Result<Status> {
         calibrate: args.calibrate,
         hidden_prefix: None,
     };
-    let mut inputs = args.logs.clone();
-    let all = inputs.is_empty();
-    if all {
-        inputs.push(ctx.home_sessions()?.display().to_string());
-    }
-    let single =
-        inputs.len() == 1 && !all && !dsh::log::lookup::is_tree(&inputs[0], ctx.home.as_deref());
+    let many = ctx.as_many(&args.logs, false)?;
+    let single = many.is_none();
+    let inputs = many.unwrap_or_else(|| args.logs.clone());
     // A LOG that names nothing is a refused row of a many-log report, as
     // in verify; alone, it is the refusal.
     let mut sources: Vec<LogSource> = Vec::new();

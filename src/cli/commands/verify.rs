@@ -10,7 +10,7 @@ use dsh::verify::{CheckId, Report, Verdict, VerifyOptions};
 use crate::cli::ctx::Ctx;
 use crate::cli::ctx::load_config;
 use crate::cli::exit::{Status, UsageError};
-use crate::cli::many::run_many;
+use crate::cli::many::run_items;
 use crate::cli::render::{self, verify as show};
 
 /// Audit logs against every check of the compaction spec (all violations).
@@ -115,39 +115,23 @@ pub fn run(ctx: &mut Ctx, args: &VerifyArgs) -> Result<Status> {
         list_checks(ctx, format)?;
         return Ok(Status::Ok);
     }
-    let mut inputs = args.logs.clone();
-    let all = args.all || inputs.is_empty();
-    if all {
-        inputs.push(ctx.home_sessions()?.display().to_string());
-    }
-    let single =
-        inputs.len() == 1 && !all && !dsh::log::lookup::is_tree(&inputs[0], ctx.home.as_deref());
-    // What to audit: each a log, or the report of an argument that did not resolve.
-    let mut targets: Vec<Result<LogSource, Report>> = Vec::new();
-    for (arg, found) in inputs.iter().zip(ctx.resolve_each(&inputs)?) {
-        match found {
-            Ok(found) => targets.extend(found.into_iter().map(Ok)),
-            Err(e) => targets.push(Err(Report::refused(arg.clone(), e))),
-        }
-    }
-    let sources: Vec<LogSource> = targets
-        .iter()
-        .filter_map(|t| t.as_ref().ok().cloned())
-        .collect();
+    let many = ctx.as_many(&args.logs, args.all)?;
+    let single = many.is_none();
+    // What to audit: each a log, or an argument that did not resolve.
+    let rows = ctx.resolve_rows(many.as_deref().unwrap_or(&args.logs))?;
     let config = load_config(args.config.as_deref())?;
     let options = VerifyOptions {
         pruner: config.pruner,
     };
     let opts = ctx.load_options();
     let job = |s: &LogSource| Ok::<_, Infallible>(dsh::verify::verify_with(s, &opts, &options));
-    let mut checked = run_many(ctx, &sources, args.jobs, "verifying", &job).into_iter();
-    let mut next = || match checked.next().expect("one report per source") {
-        Ok(r) => r,
-        Err(never) => match never {},
-    };
-    let reports: Vec<Report> = targets
+    let reports: Vec<Report> = run_items(ctx, rows, args.jobs, "verifying", &job)
         .into_iter()
-        .map(|t| t.map_or_else(|refused| refused, |_| next()))
+        .map(|row| match row {
+            Ok((_, Ok(report))) => report,
+            Ok((_, Err(never))) => match never {},
+            Err((arg, e)) => Report::refused(arg, e),
+        })
         .collect();
 
     let mut status = Status::Ok;

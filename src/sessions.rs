@@ -65,6 +65,9 @@ pub struct Session {
     pub context_window: Option<f64>,
     /// `surface_tokens` as a percentage of `context_window`.
     pub pressure: Option<f64>,
+    /// The compaction threshold in tokens (the config's policy for the
+    /// route, on `context_window`).
+    pub threshold: Option<f64>,
     /// Whether `surface_tokens` is at or over the route's compaction
     /// threshold (the config's policy for the route).
     pub over_threshold: Option<bool>,
@@ -107,6 +110,27 @@ pub struct Refused {
     pub error: Box<LoadError>,
 }
 
+impl Refused {
+    /// A log that could not be opened or read.
+    pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Refused {
+        let file = path.display().to_string();
+        let error = Box::new(LoadError::io(&file, e));
+        Refused {
+            file,
+            size: None,
+            error,
+        }
+    }
+}
+
+/// A token figure as a percentage of a window.
+pub(crate) fn pressure(tokens: Option<f64>, window: Option<f64>) -> Option<f64> {
+    match (tokens, window) {
+        (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
+        _ => None,
+    }
+}
+
 /// How [`scan`] reads.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
@@ -132,11 +156,11 @@ pub trait Extra {
     fn loaded(&mut self, _log: &crate::log::LoadedLog) {}
 }
 
-/// The folds of one pass.
-struct Folds<'x> {
-    meter: Option<Meter>,
-    locks: LockScan,
-    usage: UsageFold,
+/// The folds of one pass (also `dsh report`'s, beside its other readers).
+pub(crate) struct Folds<'x> {
+    pub(crate) meter: Option<Meter>,
+    pub(crate) locks: LockScan,
+    pub(crate) usage: UsageFold,
     turns: u64,
     compactions: u64,
     prunes: u64,
@@ -146,7 +170,7 @@ struct Folds<'x> {
 }
 
 impl<'x> Folds<'x> {
-    fn new(meter: Option<Meter>, extra: Option<&'x mut dyn Extra>) -> Folds<'x> {
+    pub(crate) fn new(meter: Option<Meter>, extra: Option<&'x mut dyn Extra>) -> Folds<'x> {
         Folds {
             extra,
             meter,
@@ -292,19 +316,14 @@ pub(crate) fn scan_with(
             (Some(m.total_tokens), window, None)
         }
     };
-    let pressure = match (surface_tokens, context_window) {
-        (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
+    let pressure = pressure(surface_tokens, context_window);
+    let budgets = match (&route, context_window) {
+        (Some((p, md)), Some(w)) => opts.config.policy_for(p, md).budgets(w).ok(),
         _ => None,
     };
-    let over_threshold = match (&route, surface_tokens, context_window) {
-        (Some((p, md)), Some(t), Some(w)) => opts
-            .config
-            .policy_for(p, md)
-            .budgets(w)
-            .ok()
-            .map(|b| b.over_threshold(t)),
-        _ => None,
-    };
+    let over_threshold = budgets
+        .zip(surface_tokens)
+        .map(|(b, t)| b.over_threshold(t));
     let locks = folds.locks.report();
     let count = |s: LockStatus| locks.brackets.iter().filter(|b| b.status == s).count() as u64;
     let h = &log.header;
@@ -330,6 +349,7 @@ pub(crate) fn scan_with(
         surface_tokens,
         context_window,
         pressure,
+        threshold: budgets.map(|b| b.threshold_tokens as f64),
         over_threshold,
         route,
         compactions: folds.compactions,

@@ -11,7 +11,6 @@
 //! edited in place, and a cache that cannot be read is started afresh.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::civil::Zone;
@@ -21,6 +20,7 @@ use crate::price::PriceTable;
 use crate::sessions::{Refused, ScanOptions};
 
 use super::Snapshot;
+use super::follow::{Seen, look};
 
 /// The cache file's name inside its directory.
 const FILE: &str = "statusline.json";
@@ -69,7 +69,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn of(snap: &Snapshot, stat: &Stat, zone: &Zone, prices: &PriceTable, metered: bool) -> Entry {
+    fn of(snap: &Snapshot, stat: &Seen, zone: &Zone, prices: &PriceTable, metered: bool) -> Entry {
         let cost = snap.cost(prices);
         Entry {
             path: snap.file.clone(),
@@ -98,10 +98,7 @@ impl Entry {
 
     /// The token figure as a percentage of the window.
     pub fn pressure(&self) -> Option<f64> {
-        match (self.tokens, self.window) {
-            (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
-            _ => None,
-        }
+        crate::sessions::pressure(self.tokens, self.window)
     }
 
     /// Tokens left before the threshold (negative when over it).
@@ -130,8 +127,6 @@ pub enum Fresh {
     Read,
 }
 
-impl Fresh {}
-
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Doc {
     version: u32,
@@ -140,22 +135,6 @@ struct Doc {
     /// (left out of today's cost until they change).
     #[serde(default)]
     refused: BTreeMap<String, (String, u64, i64)>,
-}
-
-/// A file's identity and state.
-struct Stat {
-    key: String,
-    size: u64,
-    mtime_ns: i64,
-}
-
-fn stat(path: &Path) -> std::io::Result<Stat> {
-    let m = std::fs::metadata(path)?;
-    Ok(Stat {
-        key: format!("{}:{}", m.dev(), m.ino()),
-        size: m.len(),
-        mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
-    })
 }
 
 /// One of the cache's two files, in memory.
@@ -268,16 +247,12 @@ impl Cache {
         metered: bool,
         how: &Reading<'_>,
     ) -> Result<(Entry, Fresh), Refused> {
-        let refused = |e: std::io::Error| Refused {
-            file: path.display().to_string(),
-            size: None,
-            error: Box::new(crate::log::LoadError::io(&path.display().to_string(), e)),
-        };
-        let st = stat(path).map_err(refused)?;
+        let st = look(path).map_err(|e| Refused::io(path, e))?;
+        let key = st.key();
         let zone = how.zone.to_string();
         let shown = path.display().to_string();
         for part in [&mut self.shown, &mut self.others] {
-            let Some(e) = part.doc.entries.get_mut(&st.key) else {
+            let Some(e) = part.doc.entries.get_mut(&key) else {
                 continue;
             };
             if e.zone != zone || (metered && !e.metered) || e.path != shown {
@@ -318,12 +293,12 @@ impl Cache {
         let mut e = Entry::of(&snap, &st, how.zone, how.prices, metered);
         e.used = self.now_s;
         let part = if metered {
-            self.others.doc.entries.remove(&st.key);
+            self.others.doc.entries.remove(&key);
             &mut self.shown
         } else {
             &mut self.others
         };
-        part.doc.entries.insert(st.key, e.clone());
+        part.doc.entries.insert(key, e.clone());
         part.dirty = true;
         Ok((e, Fresh::Read))
     }
@@ -347,13 +322,14 @@ impl Cache {
             .map(Path::to_path_buf)
             .chain(logs.iter().cloned());
         for p in candidates {
-            let Ok(st) = stat(&p) else { continue };
-            if !seen.insert(st.key.clone()) || st.mtime_ns / 1_000_000 < start_ms {
+            let Ok(st) = look(&p) else { continue };
+            let id = st.key();
+            if !seen.insert(id.clone()) || st.mtime_ns / 1_000_000 < start_ms {
                 continue;
             }
             let path = p.display().to_string();
             let seen_refused = (path.clone(), st.size, st.mtime_ns);
-            if self.others.doc.refused.get(&st.key) == Some(&seen_refused) {
+            if self.others.doc.refused.get(&id) == Some(&seen_refused) {
                 continue;
             }
             match self.entry(&p, false, how) {
@@ -363,7 +339,7 @@ impl Cache {
                     unpriced += u;
                 }
                 Err(_) => {
-                    self.others.doc.refused.insert(st.key, seen_refused);
+                    self.others.doc.refused.insert(id, seen_refused);
                     self.others.dirty = true;
                 }
             }

@@ -24,13 +24,21 @@ use super::Snapshot;
 /// How long a file must stand still before a failed read is reported.
 const SETTLE: Duration = Duration::from_secs(2);
 
-/// What a file looked like.
+/// What a file looked like: its identity (device, inode), length and
+/// modification time (ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Seen {
+pub(super) struct Seen {
     dev: u64,
     ino: u64,
-    size: u64,
-    mtime_ns: i64,
+    pub(super) size: u64,
+    pub(super) mtime_ns: i64,
+}
+
+impl Seen {
+    /// The file's identity as text: `dev:ino`.
+    pub(super) fn key(&self) -> String {
+        format!("{}:{}", self.dev, self.ino)
+    }
 }
 
 /// What one poll found.
@@ -60,7 +68,7 @@ pub struct Follower {
     failed: Option<(Refused, Seen, Instant)>,
 }
 
-fn look(path: &std::path::Path) -> std::io::Result<Seen> {
+pub(super) fn look(path: &std::path::Path) -> std::io::Result<Seen> {
     let m = std::fs::metadata(path)?;
     Ok(Seen {
         dev: m.dev(),
@@ -91,14 +99,7 @@ impl Follower {
     pub fn poll(&mut self, now: Instant) -> Update {
         let seen = match look(&self.path) {
             Ok(s) => s,
-            Err(e) => {
-                let path = self.path.display().to_string();
-                return Update::Failed(Refused {
-                    file: path.clone(),
-                    size: None,
-                    error: Box::new(crate::log::LoadError::io(&path, e)),
-                });
-            }
+            Err(e) => return Update::Failed(Refused::io(&self.path, e)),
         };
         if let Some((r, at, since)) = &self.failed {
             if *at != seen {

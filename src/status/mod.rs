@@ -147,15 +147,6 @@ impl Snapshot {
             ..Collect::default()
         };
         let (s, locks) = sessions::scan_with(src, opts, Some(&mut extra))?;
-        let threshold = match (&s.route, s.context_window) {
-            (Some((p, m)), Some(w)) => opts
-                .config
-                .policy_for(p, m)
-                .budgets(w)
-                .ok()
-                .map(|b| b.threshold_tokens as f64),
-            _ => None,
-        };
         Ok(Snapshot {
             file: s.file,
             session: s.id,
@@ -163,7 +154,7 @@ impl Snapshot {
             route: s.route,
             tokens: s.surface_tokens,
             window: s.context_window,
-            threshold,
+            threshold: s.threshold,
             meter_error: s.meter_error,
             busy: locks.state == crate::lock::LockState::Busy,
             events: s.events,
@@ -193,10 +184,7 @@ impl Snapshot {
 
     /// The token figure as a percentage of the window.
     pub fn pressure(&self) -> Option<f64> {
-        match (self.tokens, self.window) {
-            (Some(t), Some(w)) if w > 0.0 => Some(t / w * 100.0),
-            _ => None,
-        }
+        sessions::pressure(self.tokens, self.window)
     }
 
     /// Tokens left before the threshold (negative when over it).

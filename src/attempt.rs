@@ -77,6 +77,13 @@ impl Reported {
             output_tokens: n("outputTokens"),
         }
     }
+
+    /// The `usage` of an event's data, unless absent or `null`.
+    pub(crate) fn in_data(d: &Value<'_>) -> Option<Reported> {
+        d.get("usage")
+            .filter(|u| !matches!(u, Value::Null))
+            .map(Reported::of)
+    }
 }
 
 /// Where an attempt got to: its last record's seq, time, turn and step.

@@ -345,13 +345,12 @@ impl std::fmt::Display for Breakpoints {
         if self.list.is_empty() {
             return f.write_str("none");
         }
-        for (i, b) in self.list.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{}:{}", b.at.as_str(), b.ttl.as_str())?;
-        }
-        Ok(())
+        let list: Vec<String> = self
+            .list
+            .iter()
+            .map(|b| format!("{}:{}", b.at.as_str(), b.ttl.as_str()))
+            .collect();
+        f.write_str(&list.join(","))
     }
 }
 
@@ -874,6 +873,17 @@ pub struct Rates {
     pub currency: &'static str,
 }
 
+impl Rates {
+    /// What a call with this reported usage cost.
+    pub(crate) fn usage_cost(&self, u: &Reported) -> f64 {
+        (u.input_tokens * self.miss
+            + u.cache_read_tokens * self.hit
+            + u.cache_write_tokens * self.write
+            + u.output_tokens * self.output)
+            / 1e6
+    }
+}
+
 /// Where prices come from: a dated price table. `None` means no known
 /// price, shown as `—`, never guessed.
 pub trait Prices: Sync {
@@ -968,9 +978,7 @@ impl Request {
             (0, 0)
         }
     }
-}
 
-impl Request {
     /// Of the recomputed tokens, those predicted written to the cache
     /// (5-minute, 1-hour): Anthropic's rule only.
     pub(crate) fn recomputed_writes(&self) -> (u64, u64) {
@@ -1026,9 +1034,9 @@ impl CacheReport {
 
     /// What the predicted misses of each cause cost (cache writes at their
     /// rates, the rest at the uncached input rate), per cause key: the sum
-    /// over its priced requests ([`Self::unpriced_by_cause`] counts the
-    /// rest); `None` for a cause none of whose requests has a price.
-    pub(crate) fn miss_cost_by_cause(&self, prices: &dyn Prices) -> HashMap<String, Option<f64>> {
+    /// over its priced requests (`None` for a cause none of whose requests
+    /// has a price), and how many of its requests had no price.
+    pub(crate) fn miss_cost_by_cause(&self, prices: &dyn Prices) -> CauseCosts {
         let mut out: HashMap<String, (f64, usize, usize)> = HashMap::new();
         for q in self.requests.iter().filter(|q| !q.inherited) {
             let e = out.entry(q.cause.key()).or_default();
@@ -1041,20 +1049,10 @@ impl CacheReport {
             }
         }
         out.into_iter()
-            .map(|(k, (c, priced, unpriced))| (k, (priced > 0 || unpriced == 0).then_some(c)))
+            .map(|(k, (c, priced, unpriced))| {
+                (k, ((priced > 0 || unpriced == 0).then_some(c), unpriced))
+            })
             .collect()
-    }
-
-    /// Per cause key: its own requests without a known price (left out of
-    /// [`Self::miss_cost_by_cause`]'s sums); causes with none are absent.
-    fn unpriced_by_cause(&self, prices: &dyn Prices) -> HashMap<String, usize> {
-        let mut out: HashMap<String, usize> = HashMap::new();
-        for q in self.requests.iter().filter(|q| !q.inherited) {
-            if self.request_cost(q, prices).is_none() {
-                *out.entry(q.cause.key()).or_default() += 1;
-            }
-        }
-        out
     }
 }
 
@@ -1219,18 +1217,16 @@ impl CacheReport {
             (w5 as f64 * (rates.write - rates.hit) + w1 as f64 * (w1_rate - rates.hit)) / 1e6;
         let recompute = rest as f64 * (rates.miss - rates.hit) / 1e6 + recompute_write;
         let summary = match &r.summary {
-            None => 0.0,
-            Some(s) => match s.usage {
-                None => 0.0,
-                Some(u) => {
-                    let sr = prices.rates(&s.provider, &s.model, self.time_ms(s.time))?;
-                    (u.input_tokens * sr.miss
-                        + u.cache_read_tokens * sr.hit
-                        + u.cache_write_tokens * sr.write
-                        + u.output_tokens * sr.output)
-                        / 1e6
-                }
-            },
+            Some(SummaryCall {
+                usage: Some(u),
+                provider,
+                model,
+                time,
+                ..
+            }) => prices
+                .rates(provider, model, self.time_ms(*time))?
+                .usage_cost(u),
+            _ => 0.0,
         };
         let cost = recompute + summary;
         let mut saved = 0.0;
@@ -1426,9 +1422,7 @@ pub type CauseCosts = HashMap<String, (Option<f64>, usize)>;
 pub fn cause_costs(reports: &[CacheReport], prices: &dyn Prices) -> CauseCosts {
     let mut out = CauseCosts::new();
     for r in reports {
-        let unpriced = r.unpriced_by_cause(prices);
-        for (k, c) in r.miss_cost_by_cause(prices) {
-            let n = unpriced.get(&k).copied().unwrap_or(0);
+        for (k, (c, n)) in r.miss_cost_by_cause(prices) {
             let e = out.entry(k).or_insert((None, 0));
             e.0 = match (e.0, c) {
                 (Some(a), Some(b)) => Some(a + b),
@@ -1516,36 +1510,24 @@ pub fn cross_session(reports: &mut [CacheReport], lifetime_ms: u64) {
         // end, the output end.
         let p = &reports[r].prefixes[i];
         let n = p.chain.len();
-        if let Some(j) = (1..n)
+        let common = (1..n)
             .rev()
-            .find(|&j| p.lo + j >= 2 && seen.contains(&p.chain[j]))
+            .find(|&j| p.lo + j >= 2 && seen.contains(&p.chain[j]));
+        for key in common
+            .map(|j| p.chain[j])
+            .into_iter()
+            .chain([p.chain[n - 1]])
+            .chain(p.out)
         {
             units.insert(
-                p.chain[j],
+                key,
                 Shared {
                     used: now,
                     session: r,
                 },
             );
         }
-        units.insert(
-            p.chain[n - 1],
-            Shared {
-                used: now,
-                session: r,
-            },
-        );
-        seen.extend(p.chain.iter().copied());
-        if let Some(c) = p.out {
-            units.insert(
-                c,
-                Shared {
-                    used: now,
-                    session: r,
-                },
-            );
-            seen.insert(c);
-        }
+        seen.extend(p.chain.iter().copied().chain(p.out));
     }
 }
 
@@ -1668,10 +1650,7 @@ fn summary_meter(ev: &Event<'_>, t: f64) -> (u64, ReplaceKind, Option<SummaryCal
             provider: s("provider"),
             model: s("model"),
             time: t,
-            usage: d
-                .get("usage")
-                .filter(|u| !matches!(u, Value::Null))
-                .map(Reported::of),
+            usage: Reported::in_data(d),
         }),
     )
 }
@@ -1830,6 +1809,8 @@ impl NodeMirror {
     }
 }
 
+/// The fold itself ([`Collector::new`]: its `Default` is no starting state).
+#[derive(Default)]
 pub(crate) struct Collector {
     opts: CacheOptions,
     mirror: NodeMirror,
@@ -1874,34 +1855,11 @@ impl Collector {
     pub(crate) fn new(opts: &CacheOptions) -> Collector {
         Collector {
             opts: opts.clone(),
-            mirror: NodeMirror::default(),
             counter: opts.tokenizer.map(Counter::new),
-            exact: FxHashMap::default(),
-            blocks: FxHashMap::default(),
-            header: HeaderState::default(),
-            has_header: false,
-            attempts: Attempts::default(),
-            pending: None,
-            attempts_not_sent: 0,
-            inherited_cut: None,
-            prev: None,
-            units: FxHashMap::default(),
-            seen: FxHashSet::default(),
-            anthropic: FxHashMap::default(),
-            changes: Vec::new(),
-            offloads: FxHashMap::default(),
-            offload_version: FxHashMap::default(),
-            end_seed: None,
-            fresh: FxHashSet::default(),
             fresh_min: u64::MAX,
-            meter: None,
-            requests: Vec::new(),
-            prefixes: Vec::new(),
-            contents: FxHashMap::default(),
-            replacements: Vec::new(),
-            live: Vec::new(),
             last_time: f64::NEG_INFINITY,
             times_real: true,
+            ..Collector::default()
         }
     }
 
@@ -2061,21 +2019,17 @@ impl Collector {
                 .unwrap_or_default()
         };
         let (provider, model) = (s("provider"), s("model"));
-        let system = match h.get("system") {
-            Some(Value::Str(text)) => {
-                let t = text.to_lossy();
-                let tokens = match &mut self.counter {
-                    Some(c) => c.count_system(&t),
-                    None => system_tokens(h.get("system")),
-                };
-                Some((hash_str(1, &t), tokens))
-            }
+        let system_text = match h.get("system") {
+            Some(Value::Str(text)) => Some(text.to_lossy()),
             _ => None,
         };
-        let system_text = match h.get("system") {
-            Some(Value::Str(text)) => text.to_lossy().into_owned(),
-            _ => String::new(),
-        };
+        let system = system_text.as_deref().map(|t| {
+            let tokens = match &mut self.counter {
+                Some(c) => c.count_system(t),
+                None => system_tokens(h.get("system")),
+            };
+            (hash_str(1, t), tokens)
+        });
         let tool_list = h
             .get("tools")
             .and_then(|t| t.as_arr())
@@ -2095,7 +2049,7 @@ impl Collector {
         let tools = h.get("tools").map(|t| {
             let json = t.to_json();
             let tokens = match &mut self.counter {
-                Some(c) => c.count_tools(&system_text, t),
+                Some(c) => c.count_tools(system_text.as_deref().unwrap_or_default(), t),
                 None => tools_tokens(Some(t)),
             };
             (hash_str(2, &json), tokens)
@@ -2768,17 +2722,13 @@ impl Collector {
 
     fn fold(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
         // A G2+ event's embedded chunks carry the times G0's chunk events do.
-        for t in ev.stream_times() {
+        let t = ev.time();
+        for t in ev.stream_times().chain([t]) {
             if !(t >= REAL_TIME_MIN && t >= self.last_time) {
                 self.times_real = false;
             }
             self.last_time = t;
         }
-        let t = ev.time();
-        if !(t >= REAL_TIME_MIN && t >= self.last_time) {
-            self.times_real = false;
-        }
-        self.last_time = t;
         // Exact counts and content blocks, node by node, as they join the
         // surface.
         if folded.applied.is_some()
@@ -2878,11 +2828,7 @@ impl Collector {
             })
             .map(|seg| Output { seg, unit: resent });
         if self.has_header {
-            let reported = ev
-                .data()
-                .get("usage")
-                .filter(|u| !matches!(u, Value::Null))
-                .map(Reported::of);
+            let reported = Reported::in_data(ev.data());
             self.request((ev.seq, t, ev.turn(), ev.step()), snap, out, reported, None);
         }
     }
@@ -3059,6 +3005,24 @@ mod tests {
         }
     }
 
+    /// A report of these requests and one replacement.
+    fn report(requests: Vec<Request>, replacement: Replacement) -> CacheReport {
+        CacheReport {
+            file: "f".into(),
+            session: "s".into(),
+            times_real: false,
+            tokenizer: None,
+            deepseek: DeepSeekRule::default(),
+            anthropic: AnthropicRule::default(),
+            requests,
+            replacements: vec![replacement],
+            warnings: Vec::new(),
+            attempts_not_sent: 0,
+            calibrated: None,
+            prefixes: Vec::new(),
+        }
+    }
+
     #[test]
     fn replacement_costs_are_tokens_times_rates_and_break_even_is_where_savings_cover_them() {
         let summary = SummaryCall {
@@ -3073,15 +3037,9 @@ mod tests {
                 output_tokens: 100.0,
             }),
         };
-        let r = CacheReport {
-            file: "f".into(),
-            session: "s".into(),
-            times_real: false,
-            tokenizer: None,
-            deepseek: DeepSeekRule::default(),
-            anthropic: AnthropicRule::default(),
-            requests: (0..4).map(|i| request(i, "m")).collect(),
-            replacements: vec![Replacement {
+        let r = report(
+            (0..4).map(|i| request(i, "m")).collect(),
+            Replacement {
                 seq: 2,
                 kind: ReplaceKind::Compaction,
                 position: 0,
@@ -3094,12 +3052,8 @@ mod tests {
                 saved: vec![(1, 4800), (2, 4800), (3, 4800)],
                 superseded_by: None,
                 break_even_tokens: BreakEven::Unknown,
-            }],
-            warnings: Vec::new(),
-            attempts_not_sent: 0,
-            calibrated: None,
-            prefixes: Vec::new(),
-        };
+            },
+        );
         let c = r.replacement_cost(0, &Fixed).unwrap();
         // 10 000 × (2 − 0.5) / 1e6
         assert!((c.recompute - 0.015).abs() < 1e-12);
@@ -3133,15 +3087,9 @@ mod tests {
             recomputed_5m: 1_000,
             recomputed_1h: 2_000,
         };
-        let mut r = CacheReport {
-            file: "f".into(),
-            session: "s".into(),
-            times_real: false,
-            tokenizer: None,
-            deepseek: DeepSeekRule::default(),
-            anthropic: AnthropicRule::default(),
-            requests: vec![request(0, "m"), q],
-            replacements: vec![Replacement {
+        let mut r = report(
+            vec![request(0, "m"), q],
+            Replacement {
                 seq: 2,
                 kind: ReplaceKind::Prune,
                 position: 0,
@@ -3154,12 +3102,8 @@ mod tests {
                 saved: vec![(1, 5_000)],
                 superseded_by: None,
                 break_even_tokens: BreakEven::Unknown,
-            }],
-            warnings: Vec::new(),
-            attempts_not_sent: 0,
-            calibrated: None,
-            prefixes: Vec::new(),
-        };
+            },
+        );
         let c = r.request_cost(&r.requests[1], &Fixed).unwrap();
         // 2 000 × 0.5 / 1e6
         assert!((c.hit - 0.001).abs() < 1e-12);
@@ -3181,7 +3125,7 @@ mod tests {
         let t = r.totals();
         assert_eq!((t.predicted_write_5m, t.predicted_write_1h), (3_000, 4_000));
         let by = r.miss_cost_by_cause(&Fixed);
-        assert!((by["append"].unwrap() - 0.0255).abs() < 1e-12);
+        assert!((by["append"].0.unwrap() - 0.0255).abs() < 1e-12);
         // Without a 1-hour rate, 1-hour writes have no price.
         struct No1h;
         impl Prices for No1h {

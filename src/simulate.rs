@@ -41,17 +41,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::attempt::{Attempts, CompactionMode, Modes, Outcome, Seen};
+use crate::attempt::{Attempts, CompactionMode, Modes, Outcome, Reported, Seen};
 use crate::cache::{CacheOptions, Prices};
 use crate::compact::summary;
 use crate::config::Config;
 use crate::event::{Event, Kind, OwnedEvent, ReplaceOp, SurfaceOp, owned_event};
 use crate::hidden_prefix::HiddenPrefix;
-use crate::json::{OwnedValue, Value};
+use crate::json::Value;
 use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer};
 use crate::meter::tokenizer::Encoding;
 use crate::meter::{Meter, MeterError};
-use crate::policy::Retention;
+use crate::policy::{Budgets, Policy, Retention};
 use crate::prune::{PruneConfig, PruneError};
 use crate::range::{Region, Selection, select_range};
 use crate::surface::{Applied, Node, NodeBody, NodeFacts, Surface, SurfaceError};
@@ -385,7 +385,7 @@ struct Lane {
     /// The latest recorded `compaction/summary` / `compaction/prune`
     /// (mirror lane): what the next replace is.
     pending: Option<Kind>,
-    summary_usage: Option<OwnedValue>,
+    summary_usage: Option<Reported>,
     /// The recorded bracket open now (mirror lane): its mode.
     bracket: Option<CompactionMode>,
     /// The request in flight: its size and whether it counted as an
@@ -417,7 +417,8 @@ struct Sent {
 /// A lane's request figures, its requests before `cut` (a fork's
 /// inherited seed: the parent's requests) left out.
 fn tally(row: &mut Row, sent: &[Sent], cut: Option<u64>) {
-    let mut mean = 0.0;
+    let (mut mean, mut pressures, mut sized) = (0.0, 0.0, 0);
+    let mut f = ProviderFigures::default();
     for q in sent {
         if cut.is_some_and(|c| q.seq < c) {
             row.inherited_requests += 1;
@@ -435,17 +436,9 @@ fn tally(row: &mut Row, sent: &[Sent], cut: Option<u64>) {
             row.peak_pressure = row.peak_pressure.max(p);
             mean += p;
         }
-    }
-    if row.requests > 0 {
-        row.mean_pressure = mean / row.requests as f64;
-    }
-    let own = sent.iter().filter(|q| cut.is_none_or(|c| q.seq >= c));
-    let sized: Vec<&Sent> = own.filter(|q| q.provider.is_some()).collect();
-    if !sized.is_empty() {
-        let mut f = ProviderFigures::default();
-        let mut pressures = 0.0;
-        for q in &sized {
-            let n = q.provider.unwrap_or(0);
+        // In the provider's tokens, over the requests sized in them.
+        if let Some(n) = q.provider {
+            sized += 1;
             if q.billed {
                 f.billed_input += n;
             }
@@ -455,7 +448,12 @@ fn tally(row: &mut Row, sent: &[Sent], cut: Option<u64>) {
                 pressures += p;
             }
         }
-        f.mean_pressure = pressures / sized.len() as f64;
+    }
+    if row.requests > 0 {
+        row.mean_pressure = mean / row.requests as f64;
+    }
+    if sized > 0 {
+        f.mean_pressure = pressures / sized as f64;
         row.provider = Some(f);
     }
 }
@@ -567,7 +565,9 @@ fn summariser_prompt(shadowed: u64) -> u64 {
 }
 
 impl Sim<'_> {
-    fn policy_for(&self, p: &SimPolicy) -> Option<(crate::policy::Budgets, PruneConfig, u64, u64)> {
+    /// The lane's policy (`p` over the config's for the route), its
+    /// budgets and its pruner.
+    fn policy_for(&self, p: &SimPolicy) -> Option<(Budgets, PruneConfig, Policy)> {
         let (prov, model) = self.route.clone()?;
         if prov.is_empty() || model.is_empty() {
             return None;
@@ -583,13 +583,7 @@ impl Sim<'_> {
         let logged = self.contexts.get(&(prov.clone(), model.clone())).copied();
         let cap = config.capacity(&prov, &model, self.opts.context_window, logged)?;
         let budgets = policy.budgets(cap.context_window).ok()?;
-        let pruner = p.pruner.unwrap_or(config.pruner);
-        Some((
-            budgets,
-            pruner,
-            policy.compaction_retries,
-            policy.max_overflow_retries,
-        ))
+        Some((budgets, p.pruner.unwrap_or(config.pruner), policy))
     }
 
     fn checkpoint_tokens(&self, shadowed: &[u64], shadowed_tokens: u64, cap: u64) -> u64 {
@@ -885,7 +879,7 @@ impl Sim<'_> {
     /// The pre-step hook of one simulated lane (the pressure path).
     fn pre_step(&self, lane: &mut Lane, step_seq: u64) -> Result<(), String> {
         let request = (self.requests, step_seq);
-        let Some((budgets, pruner, retries, _)) = self.policy_for(&lane.policy) else {
+        let Some((budgets, pruner, policy)) = self.policy_for(&lane.policy) else {
             return Ok(());
         };
         let threshold = budgets.threshold_tokens as f64;
@@ -902,7 +896,7 @@ impl Sim<'_> {
                 m0
             };
             if m1 >= threshold {
-                let attempts = retries + 1;
+                let attempts = policy.compaction_retries + 1;
                 let mut now = m1;
                 let mut any = false;
                 for _ in 0..attempts {
@@ -910,7 +904,7 @@ impl Sim<'_> {
                         lane,
                         budgets.retain_tokens,
                         StepKind::Compaction,
-                        budgets_cap(&self.opts.config, &self.route),
+                        policy.max_tokens,
                         request,
                     )? {
                         break;
@@ -936,26 +930,20 @@ impl Sim<'_> {
     /// The overflow path of one simulated lane at a request's sent point:
     /// the request would exceed the window. Returns whether it did.
     fn overflow(&self, lane: &mut Lane, request: (usize, u64)) -> Result<bool, String> {
-        let Some((budgets, pruner, _, overflow_retries)) = self.policy_for(&lane.policy) else {
+        let Some((budgets, pruner, policy)) = self.policy_for(&lane.policy) else {
             return Ok(false);
         };
         let window = budgets.context_window as f64;
         let mut size = self.window_size(lane)?;
         if size > window {
             let mut tries = 0;
-            while size > window && tries < overflow_retries {
+            while size > window && tries < policy.max_overflow_retries {
                 tries += 1;
                 let before_gen = lane.surface.replace_generation;
                 if !lane.policy.no_prune {
                     self.prune(lane, &pruner, request)?;
                 }
-                self.bracket(
-                    lane,
-                    0,
-                    StepKind::Overflow,
-                    budgets_cap(&self.opts.config, &self.route),
-                    request,
-                )?;
+                self.bracket(lane, 0, StepKind::Overflow, policy.max_tokens, request)?;
                 size = self.window_size(lane)?;
                 if lane.surface.replace_generation == before_gen {
                     break;
@@ -1003,11 +991,6 @@ impl Sim<'_> {
         } = lane;
         Some(cache.as_mut()?.prompt_tokens(surface.unwrap_or(own), skip))
     }
-}
-
-fn budgets_cap(config: &Config, route: &Option<(String, String)>) -> u64 {
-    let (p, m) = route.clone().unwrap_or_default();
-    config.policy_for(&p, &m).max_tokens
 }
 
 impl Sim<'_> {
@@ -1074,13 +1057,15 @@ impl Sim<'_> {
     /// tokenizer, which then judges the window).
     fn record_request(&self, lane: &mut Lane, size: (f64, Option<u64>), seq: u64, over: bool) {
         let (size, provider) = size;
-        let window = self
-            .policy_for(&lane.policy)
-            .map(|b| b.0.context_window)
-            .or_else(|| {
-                let r = self.route.clone()?;
-                self.contexts.get(&r).map(|w| *w as u64)
-            });
+        let budgets = self.policy_for(&lane.policy).map(|p| p.0);
+        if let Some(b) = budgets {
+            lane.row.threshold_ratio = Some(b.threshold_ratio);
+            lane.row.retain_tokens = Some(b.retain_tokens);
+        }
+        let window = budgets.map(|b| b.context_window).or_else(|| {
+            let r = self.route.clone()?;
+            self.contexts.get(&r).map(|w| *w as u64)
+        });
         let window = window.filter(|w| *w > 0);
         if window.is_some() {
             lane.row.context_window = window;
@@ -1097,10 +1082,6 @@ impl Sim<'_> {
             provider,
         });
         lane.open = Some((size, over));
-        if let Some((b, _, _, _)) = self.policy_for(&lane.policy) {
-            lane.row.threshold_ratio = Some(b.threshold_ratio);
-            lane.row.retain_tokens = Some(b.retain_tokens);
-        }
     }
 
     /// The attempt in flight ended without its message: a failure. One the
@@ -1131,7 +1112,7 @@ impl Sim<'_> {
         match ev.kind {
             Kind::CompactionSummary => {
                 lane.pending = Some(Kind::CompactionSummary);
-                lane.summary_usage = ev.data().get("usage").map(|u| u.to_owned_value());
+                lane.summary_usage = Reported::in_data(ev.data());
             }
             Kind::CompactionPrune => lane.pending = Some(Kind::CompactionPrune),
             _ => {}
@@ -1167,22 +1148,7 @@ impl Sim<'_> {
                         self.prices
                             .rates(&p, &m, self.times_real.then_some(self.time as i64));
                     let (tin, tout, cost) = match &lane.summary_usage {
-                        Some(u) if !matches!(u, Value::Null) => {
-                            let n = |k: &str| u.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-                            let (i, h, w, o) = (
-                                n("inputTokens"),
-                                n("cacheReadTokens"),
-                                n("cacheWriteTokens"),
-                                n("outputTokens"),
-                            );
-                            (
-                                i + h + w,
-                                o,
-                                rates.map(|r| {
-                                    (i * r.miss + h * r.hit + w * r.write + o * r.output) / 1e6
-                                }),
-                            )
-                        }
+                        Some(u) => (u.prompt(), u.output_tokens, rates.map(|r| r.usage_cost(u))),
                         _ => {
                             let i = summariser_prompt(st) as f64;
                             let o = a.tokens as f64;

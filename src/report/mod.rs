@@ -28,10 +28,11 @@ use crate::cache::{
 use crate::config::Config;
 use crate::event::{Event, Kind};
 use crate::json::Value;
-use crate::lock::{LockReport, LockScan};
-use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LogSource, Observer, RunFacts, Tee};
+use crate::lock::LockReport;
+use crate::log::{LoadError, LoadOptions, LogSource, Observer, Tee};
 use crate::meter::{Meter, MeterError};
 use crate::price::{PriceTable, Priced};
+use crate::sessions::{Extra, Folds};
 use crate::usage::{Caller, UsageFold};
 use crate::verify::{Finding, Verifier};
 use crate::view::{Aligner, ViewOptions};
@@ -108,8 +109,6 @@ pub enum MarkerKind {
     /// A prune pass (`compaction/prune`).
     Prune,
 }
-
-impl MarkerKind {}
 
 /// Where a replacement happened on the per-request axis.
 #[derive(Debug, Clone, PartialEq)]
@@ -315,11 +314,10 @@ impl SessionReport {
     }
 }
 
-/// The observer of the report's own pass.
-struct Folds {
-    meter: Option<Meter>,
-    locks: LockScan,
-    usage: UsageFold,
+/// What the report's own pass collects besides the
+/// [`sessions`](crate::sessions) folds (meter, locks, usage).
+#[derive(Default)]
+struct Own {
     compactions: Vec<Compaction>,
     prunes: Vec<Prune>,
     title: Option<String>,
@@ -343,6 +341,13 @@ fn range_of(d: &Value<'_>) -> Option<(u64, u64)> {
     (s >= 0.0 && e >= 0.0).then_some((s as u64, e as u64))
 }
 
+/// `shadowedSeqs.length` and `shadowedTokenCount` of a replacement.
+fn shadowed_of(d: &Value<'_>) -> (u64, f64) {
+    let nodes = d.get("shadowedSeqs").and_then(|s| s.as_arr());
+    let tokens = d.get("shadowedTokenCount").and_then(|t| t.as_f64());
+    (nodes.map_or(0, |a| a.len() as u64), tokens.unwrap_or(0.0))
+}
+
 fn blocks_text(v: Option<&Value<'_>>) -> String {
     let mut out = String::new();
     if let Some(arr) = v.and_then(|b| b.as_arr()) {
@@ -358,7 +363,7 @@ fn blocks_text(v: Option<&Value<'_>>) -> String {
     out
 }
 
-impl Folds {
+impl Own {
     fn compaction(&mut self, id: &str) -> &mut Compaction {
         let pos = self
             .compactions
@@ -369,6 +374,7 @@ impl Folds {
             None => {
                 self.compactions.push(Compaction {
                     id: id.to_string(),
+                    trigger: "unknown (no compaction/start)".into(),
                     ..Compaction::default()
                 });
                 self.compactions.last_mut().expect("just pushed")
@@ -410,14 +416,7 @@ impl Folds {
                 let c = self.compaction(&id);
                 c.summary_seq = Some(ev.seq);
                 c.range = range_of(d);
-                c.shadowed_nodes = d
-                    .get("shadowedSeqs")
-                    .and_then(|s| s.as_arr())
-                    .map_or(0, |a| a.len() as u64);
-                c.shadowed_tokens = d
-                    .get("shadowedTokenCount")
-                    .and_then(|t| t.as_f64())
-                    .unwrap_or(0.0);
+                (c.shadowed_nodes, c.shadowed_tokens) = shadowed_of(d);
                 c.summary = blocks_text(d.get("summary"));
                 c.summary_chars = c.summary.chars().count() as u64;
                 c.mode = if d
@@ -433,73 +432,37 @@ impl Folds {
                     text(d.get("provider")).unwrap_or_default(),
                     text(d.get("model")).unwrap_or_default()
                 );
-                if c.trigger.is_empty() {
-                    c.trigger = "unknown (no compaction/start)".into();
-                }
             }
             Kind::CompactionEnd => {
                 let id = id_of(d.get("compactionId"));
                 let c = self.compaction(&id);
                 c.end_seq = Some(ev.seq);
-                c.error = match d.get("error") {
-                    None | Some(Value::Null) => None,
-                    Some(e) => Some(e.as_str().map_or_else(|| e.to_json(), |s| s.into_owned())),
-                };
-                if c.trigger.is_empty() {
-                    c.trigger = "unknown (no compaction/start)".into();
-                }
+                c.error = d
+                    .get("error")
+                    .filter(|e| !matches!(e, Value::Null))
+                    .map(|e| id_of(Some(e)));
             }
-            Kind::CompactionPrune => self.prunes.push(Prune {
-                seq: ev.seq,
-                range: range_of(d),
-                shadowed_nodes: d
-                    .get("shadowedSeqs")
-                    .and_then(|s| s.as_arr())
-                    .map_or(0, |a| a.len() as u64),
-                shadowed_tokens: d
-                    .get("shadowedTokenCount")
-                    .and_then(|t| t.as_f64())
-                    .unwrap_or(0.0),
-            }),
+            Kind::CompactionPrune => {
+                let (shadowed_nodes, shadowed_tokens) = shadowed_of(d);
+                self.prunes.push(Prune {
+                    seq: ev.seq,
+                    range: range_of(d),
+                    shadowed_nodes,
+                    shadowed_tokens,
+                });
+            }
             _ => {}
         }
     }
 }
 
-impl Observer for Folds {
-    fn event(&mut self, ev: &Event<'_>, folded: &Folded<'_>) {
-        if let Some(m) = &mut self.meter {
-            m.event(ev, folded);
-        }
-        if folded.synthetic {
-            return;
-        }
-        self.locks.observe(ev);
-        self.usage.observe(ev);
+impl Extra for Own {
+    fn event(&mut self, ev: &Event<'_>) {
         self.observe(ev);
     }
 
-    /// Packed rows whole (to the meter); other chunks as events.
-    fn chunks(&mut self, run: &ChunkRun<'_>, folded: &Folded<'_>) {
-        if !matches!(run.facts, RunFacts::Row(_)) {
-            return run.each_event(folded, |ev, f| self.event(ev, f));
-        }
-        if let Some(m) = &mut self.meter {
-            m.chunks(run, folded);
-        }
-    }
-}
-
-impl Folds {
-    fn new(meter: Meter) -> Folds {
-        Folds {
-            meter: Some(meter),
-            locks: LockScan::new(),
-            usage: UsageFold::default(),
-            compactions: Vec::new(),
-            prunes: Vec::new(),
-            title: None,
-        }
+    fn restart(&mut self) {
+        *self = Own::default();
     }
 }
 
@@ -530,7 +493,8 @@ fn budgets(
 /// ([`Tee`]). The survival figures, which read the replaced spans again,
 /// are then extracted while the rest is finished.
 pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, ReportError> {
-    let mut folds = Folds::new(Meter::new(None));
+    let mut own = Own::default();
+    let mut folds = Folds::new(Some(Meter::new(None)), Some(&mut own));
     let mut cache = Analysis::new(&CacheOptions::default());
     // The same analysis in the provider's tokens, on the same pass.
     let mut theirs = opts.tokenizer.map(|enc| {
@@ -561,13 +525,14 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         let survival = view
             .as_ref()
             .map(|v| s.spawn(|| crate::survival::of_view(&log, v)));
-        let finished = finish_folds(src, &opts.load, &log, &mut folds, cache, verifier);
+        let finished = finish_folds(src, &opts.load, &log, folds.meter.take(), cache, verifier);
         (survival.map(|h| h.join()), finished)
     });
     let (measured, cache, findings) = finished?;
+    let (locks, usage) = (folds.locks.report(), folds.usage);
     let mut warnings: Vec<String> = log.warnings.iter().map(|w| w.to_string()).collect();
     let (view, survival) = side_view(view, survival, &mut warnings);
-    let mut compactions = folds.compactions.clone();
+    let mut compactions = own.compactions;
     for c in &mut compactions {
         if let Some(seq) = c.summary_seq {
             c.survival = survival.as_ref().and_then(|sv| side::survival_of(sv, seq));
@@ -599,19 +564,19 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
             p.provider = sized.get(&p.seq).copied();
         }
     }
-    let markers = markers_of(&points, &compactions, &folds.prunes);
+    let markers = markers_of(&points, &compactions, &own.prunes);
     let costs = cache.miss_cost_by_cause(prices);
     let totals = cache.totals();
     let miss_by_cause = totals
         .by_cause
         .iter()
-        .map(|(k, n, miss, _)| (k.clone(), *n, *miss, costs.get(k).copied().flatten()))
+        .map(|(k, n, miss, _)| (k.clone(), *n, *miss, costs.get(k).and_then(|c| c.0)))
         .collect();
-    let cost = cost_points(folds.usage.clone(), &log, opts);
+    let cost = cost_points(usage, &log, opts);
     Ok(SessionReport {
         file: src.display(),
         session: log.header.id.clone(),
-        title: folds.title.clone(),
+        title: own.title,
         project: log.header.cwd.clone().unwrap_or_default(),
         events: log.stored_events,
         route,
@@ -621,8 +586,8 @@ pub fn build(src: &LogSource, opts: &ReportOptions) -> Result<SessionReport, Rep
         points,
         markers,
         compactions,
-        prunes: folds.prunes.clone(),
-        locks: folds.locks.report(),
+        prunes: own.prunes,
+        locks,
         findings,
         cost,
         cache: totals,
@@ -792,11 +757,11 @@ fn finish_folds(
     src: &LogSource,
     load: &LoadOptions,
     log: &crate::log::LoadedLog,
-    folds: &mut Folds,
+    meter: Option<Meter>,
     cache: Analysis,
     verifier: Verifier,
 ) -> Result<Finished, ReportError> {
-    let mut measured = folds.meter.take().expect("set").finish(log);
+    let mut measured = meter.expect("set").finish(log);
     if let Err(MeterError::NeedsAllChunks { .. }) = measured {
         let mut again = Meter::new(None).retaining_all_chunks();
         let log = crate::log::load(src, load, &mut again)?;

@@ -115,7 +115,13 @@ impl Axis {
     }
 
     /// One value per request, downsampled, at the buckets' x.
-    fn series(&self, v: Vec<Option<f64>>) -> Vec<(f64, Option<f64>)> {
+    /// One value per request (`f` of each point), downsampled onto the axis.
+    fn series(
+        &self,
+        r: &SessionReport,
+        f: impl Fn(&super::Point) -> Option<f64>,
+    ) -> Vec<(f64, Option<f64>)> {
+        let v: Vec<Option<f64>> = r.points.iter().map(f).collect();
         svg::downsample(&v, self.bucket)
             .into_iter()
             .enumerate()
@@ -396,28 +402,13 @@ fn pressure_desc(r: &SessionReport, peak: u64, over: usize) -> String {
 }
 
 fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
-    let heur = axis.series(r.points.iter().map(|p| Some(p.heuristic as f64)).collect());
-    let rep = axis.series(r.points.iter().map(|p| p.reported).collect());
+    let heur = axis.series(r, |p| Some(p.heuristic as f64));
+    let rep = axis.series(r, |p| p.reported);
     // With a tokenizer: the prompt in the provider's own tokens.
-    let theirs = axis.series(
-        r.points
-            .iter()
-            .map(|p| p.provider.map(|t| t as f64))
-            .collect(),
-    );
+    let theirs = axis.series(r, |p| p.provider.map(|t| t as f64));
     let counted = r.tokenizer.map(|e| format!("{e} count"));
-    let thr = axis.series(
-        r.points
-            .iter()
-            .map(|p| p.threshold.map(|t| t as f64))
-            .collect(),
-    );
-    let win = axis.series(
-        r.points
-            .iter()
-            .map(|p| p.window.map(|t| t as f64))
-            .collect(),
-    );
+    let thr = axis.series(r, |p| p.threshold.map(|t| t as f64));
+    let win = axis.series(r, |p| p.window.map(|t| t as f64));
     let peak = r.points.iter().map(|p| p.heuristic).max().unwrap_or(0);
     let over: Vec<&super::Point> = r.over_window().collect();
     let markers = pressure_markers(r, axis, &heur, &win);
@@ -428,42 +419,17 @@ fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
         x: axis.x.clone(),
         unit: Unit::Tokens,
         series: vec![
-            Series {
-                name: "DSH heuristic".into(),
-                class: "s1",
-                style: Style::Solid,
-                points: heur.clone(),
-            },
-            Series {
-                name: "provider-reported prompt".into(),
-                class: "s2",
-                style: Style::Solid,
-                points: rep.clone(),
-            },
-            Series {
-                name: "threshold".into(),
-                class: "s4",
-                style: Style::Step,
-                points: thr.clone(),
-            },
-            Series {
-                name: "window".into(),
-                class: "s5",
-                style: Style::Step,
-                points: win.clone(),
-            },
+            Series::new("DSH heuristic", "s1", Style::Solid, heur.clone()),
+            Series::new("provider-reported prompt", "s2", Style::Solid, rep.clone()),
+            Series::new("threshold", "s4", Style::Step, thr.clone()),
+            Series::new("window", "s5", Style::Step, win.clone()),
         ],
         markers,
     };
     if let Some(name) = &counted {
         chart.series.insert(
             2,
-            Series {
-                name: name.clone(),
-                class: "s3",
-                style: Style::Solid,
-                points: theirs.clone(),
-            },
+            Series::new(name.clone(), "s3", Style::Solid, theirs.clone()),
         );
     }
     let mut items = vec![
@@ -513,20 +479,10 @@ fn pressure(s: &mut String, r: &SessionReport, axis: &Axis) {
 }
 
 fn cache(s: &mut String, r: &SessionReport, axis: &Axis) {
-    let pred = axis.series(
-        r.points
-            .iter()
-            .map(|p| Some(p.predicted_hit as f64))
-            .collect(),
-    );
-    let rep = axis.series(r.points.iter().map(|p| p.reported_hit).collect());
-    let miss = axis.series(
-        r.points
-            .iter()
-            .map(|p| Some(p.predicted_miss as f64))
-            .collect(),
-    );
-    let cost = axis.series(r.points.iter().map(|p| p.miss_cost).collect());
+    let pred = axis.series(r, |p| Some(p.predicted_hit as f64));
+    let rep = axis.series(r, |p| p.reported_hit);
+    let miss = axis.series(r, |p| Some(p.predicted_miss as f64));
+    let cost = axis.series(r, |p| p.miss_cost);
     let chart = Chart {
         id: "chart-cache",
         title: "Prompt cache per request",
@@ -539,24 +495,9 @@ fn cache(s: &mut String, r: &SessionReport, axis: &Axis) {
         x: axis.x.clone(),
         unit: Unit::Tokens,
         series: vec![
-            Series {
-                name: "predicted hit".into(),
-                class: "s3",
-                style: Style::Solid,
-                points: pred.clone(),
-            },
-            Series {
-                name: "reported hit".into(),
-                class: "s2",
-                style: Style::Solid,
-                points: rep.clone(),
-            },
-            Series {
-                name: "predicted miss".into(),
-                class: "s4",
-                style: Style::Dashed,
-                points: miss.clone(),
-            },
+            Series::new("predicted hit", "s3", Style::Solid, pred.clone()),
+            Series::new("reported hit", "s2", Style::Solid, rep.clone()),
+            Series::new("predicted miss", "s4", Style::Dashed, miss.clone()),
         ],
         markers: Vec::new(),
     };
@@ -647,12 +588,12 @@ fn cost_chart(s: &mut String, r: &SessionReport, axis: &Axis, zone: &Zone) {
         ),
         x: axis.x.clone(),
         unit: Unit::Usd,
-        series: vec![Series {
-            name: "cumulative cost".into(),
-            class: "s1",
-            style: Style::Solid,
-            points: cum.clone(),
-        }],
+        series: vec![Series::new(
+            "cumulative cost",
+            "s1",
+            Style::Solid,
+            cum.clone(),
+        )],
         markers: Vec::new(),
     };
     let rows: Vec<Vec<String>> = cum

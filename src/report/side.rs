@@ -5,20 +5,21 @@
 use std::fmt::Write;
 
 use super::markup::{Section, escape};
-use crate::survival::{Breakdown, Category, Survival};
+use crate::survival::{Category, Survival};
 use crate::view::{ModelSide, ReplacementKind, Row, View};
 
 /// Transcript rows shown at most; beyond, the last turns that fit are shown
 /// and the page says so (`dsh view` shows everything).
 const MAX_ROWS: usize = 3000;
 
-/// A compaction's survival in words: `paths 3/10 · commands 0/2 …`.
-fn survival_text(b: &Breakdown) -> String {
+/// Survival in words, from each category's kept and total terms:
+/// `paths 3/10 · commands 0/2 …`.
+fn survival_text(counts: impl Fn(Category) -> (usize, usize)) -> String {
     Category::ALL
         .iter()
-        .map(|c| {
-            let f = b.get(*c);
-            format!("{} {}/{}", c.name(), f.kept, f.total)
+        .map(|&c| {
+            let (kept, total) = counts(c);
+            format!("{} {kept}/{total}", c.name())
         })
         .collect::<Vec<_>>()
         .join(" · ")
@@ -29,7 +30,7 @@ pub(crate) fn survival_of(s: &Survival, summary_seq: u64) -> Option<String> {
     s.compactions
         .iter()
         .find(|c| c.summary_seq == Some(summary_seq))
-        .map(|c| survival_text(&c.categories))
+        .map(|c| survival_text(|k| (c.categories.get(k).kept, c.categories.get(k).total)))
 }
 
 fn kind(k: ReplacementKind) -> &'static str {
@@ -94,14 +95,7 @@ pub(crate) fn section(v: &View, survival: Option<&Survival>) -> Section {
             t.compactions,
             t.all.kept,
             t.all.total,
-            Category::ALL
-                .iter()
-                .map(|c| {
-                    let n = t.get(*c);
-                    format!("{} {}/{}", c.name(), n.kept, n.total)
-                })
-                .collect::<Vec<_>>()
-                .join(" · ")
+            survival_text(|c| (t.get(c).kept, t.get(c).total))
         );
     }
     let rows = &v.rows;

@@ -65,6 +65,23 @@ pub(crate) struct Series {
     pub points: Vec<(f64, Option<f64>)>,
 }
 
+impl Series {
+    /// A series named `name`, of CSS class `class`, drawn as `style`.
+    pub(crate) fn new(
+        name: impl Into<String>,
+        class: &'static str,
+        style: Style,
+        points: Vec<(f64, Option<f64>)>,
+    ) -> Series {
+        Series {
+            name: name.into(),
+            class,
+            style,
+            points,
+        }
+    }
+}
+
 /// The shape of a marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shape {

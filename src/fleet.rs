@@ -152,8 +152,6 @@ pub enum Change {
     Unchanged,
 }
 
-impl Change {}
-
 /// What a run did.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -376,17 +374,20 @@ fn date_of(spec: &TableSpec, row: &Row, session_start: Option<i64>) -> String {
     )
 }
 
+/// A row's cell of column `col`.
+fn cell<'r>(spec: &TableSpec, row: &'r Row, col: &str) -> Option<&'r Cell> {
+    row.get(spec.columns.iter().position(|c| c.name == col)?)
+}
+
 fn cell_time(spec: &TableSpec, row: &Row, col: &str) -> Option<i64> {
-    let i = spec.columns.iter().position(|c| c.name == col)?;
-    match row.get(i)? {
+    match cell(spec, row, col)? {
         Cell::Time(t) => Some(*t),
         _ => None,
     }
 }
 
 fn cell_seq(spec: &TableSpec, row: &Row) -> Option<u64> {
-    let i = spec.columns.iter().position(|c| c.name == "seq")?;
-    match row.get(i)? {
+    match cell(spec, row, "seq")? {
         Cell::Int(n) => Some(*n as u64),
         _ => None,
     }
@@ -399,8 +400,7 @@ fn session_key(spec: &TableSpec, row: &Row) -> Option<String> {
     } else {
         "session_key"
     };
-    let i = spec.columns.iter().position(|c| c.name == col)?;
-    match row.get(i)? {
+    match cell(spec, row, col)? {
         Cell::Str(s) => Some(s.clone()),
         _ => None,
     }

@@ -421,18 +421,14 @@ pub fn group(
                     models: Vec::new(),
                 });
             g.sums.add(r, priced);
-            match g
-                .models
-                .iter_mut()
-                .find(|(p, m, _)| *p == r.provider && *m == r.model)
-            {
-                Some((_, _, ms)) => ms.add(r, priced),
-                None => {
-                    let mut ms = Sums::default();
-                    ms.add(r, priced);
-                    g.models.push((r.provider.clone(), r.model.clone(), ms));
-                }
-            }
+            let models = &mut g.models;
+            let i = (models.iter())
+                .position(|(p, m, _)| *p == r.provider && *m == r.model)
+                .unwrap_or_else(|| {
+                    models.push((r.provider.clone(), r.model.clone(), Sums::default()));
+                    models.len() - 1
+                });
+            models[i].2.add(r, priced);
             per_model
                 .entry((r.provider.clone(), r.model.clone()))
                 .or_default()

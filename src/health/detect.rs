@@ -85,6 +85,7 @@ struct Abandoned {
 }
 
 /// The evidence of one log.
+#[derive(Default)]
 pub(super) struct Fold<'x> {
     inner: Option<&'x mut dyn Extra>,
     attempts: Attempts,
@@ -172,28 +173,7 @@ impl<'x> Fold<'x> {
     pub(super) fn new(inner: Option<&'x mut dyn Extra>) -> Fold<'x> {
         Fold {
             inner,
-            attempts: Attempts::default(),
-            modes: Modes::default(),
-            answered: 0,
-            generation: 0,
-            brackets: Vec::new(),
-            open: None,
-            waiting: None,
-            after: Vec::new(),
-            calls: HashMap::new(),
-            node_target: HashMap::new(),
-            targets: HashMap::new(),
-            pending: HashMap::new(),
-            rereads: Vec::new(),
-            overflows: Vec::new(),
-            header: None,
-            breaks: Vec::new(),
-            break_input: Vec::new(),
-            pending_break: None,
-            turn: None,
-            abandoned: Vec::new(),
-            last_seq: 0,
-            provider: None,
+            ..Fold::default()
         }
     }
 
@@ -488,13 +468,11 @@ impl Extra for Fold<'_> {
     }
 
     fn restart(&mut self) {
-        let inner = self.inner.take();
-        if let Some(x) = inner {
+        let mut inner = self.inner.take();
+        if let Some(x) = &mut inner {
             x.restart();
-            *self = Fold::new(Some(x));
-        } else {
-            *self = Fold::new(None);
         }
+        *self = Fold::new(inner);
     }
 }
 

@@ -38,36 +38,25 @@ fn tokens_cost(
     as_input: f64,
     as_cache_hit: f64,
 ) -> Cost {
-    let Some((p, m)) = route else {
-        return Cost {
-            tokens: as_input,
-            usd: 0.0,
-            unpriced: 1,
+    let usd = route.and_then(|(p, m)| {
+        let price = |t: Tokens| match opts.prices.price(p, m, time, &t) {
+            Priced::Cost { usd, .. } => Some(usd),
+            _ => None,
         };
-    };
-    let price = |t: Tokens| match opts.prices.price(p, m, time, &t) {
-        Priced::Cost { usd, .. } => Some(usd),
-        _ => None,
-    };
-    let full = price(Tokens {
-        input: as_input,
-        ..Tokens::default()
+        let full = price(Tokens {
+            input: as_input,
+            ..Tokens::default()
+        });
+        let hit = price(Tokens {
+            cache_read: as_cache_hit,
+            ..Tokens::default()
+        });
+        Some(full? - hit?)
     });
-    let hit = price(Tokens {
-        cache_read: as_cache_hit,
-        ..Tokens::default()
-    });
-    match (full, hit) {
-        (Some(f), Some(h)) => Cost {
-            tokens: as_input,
-            usd: f - h,
-            unpriced: 0,
-        },
-        _ => Cost {
-            tokens: as_input,
-            usd: 0.0,
-            unpriced: 1,
-        },
+    Cost {
+        tokens: as_input,
+        usd: usd.unwrap_or(0.0),
+        unpriced: u64::from(usd.is_none()),
     }
 }
 

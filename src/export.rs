@@ -752,8 +752,8 @@ impl Format {
         match self {
             Format::Csv => {
                 let mut w = std::io::BufWriter::new(out);
-                let names: Vec<String> = table.columns.iter().map(|c| c.name.into()).collect();
-                w.write_all(csv_record(&names).as_bytes())?;
+                let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+                w.write_all(csv_record_with(&names, csv_guard).as_bytes())?;
                 Ok(Box::new(CsvWriter {
                     out: w,
                     guard: csv_guard,
@@ -780,13 +780,6 @@ pub trait TableWriter {
     fn finish(self: Box<Self>) -> Result<(), ExportError>;
 }
 
-/// One CSV record (RFC 4180: a field with a comma, quote or line break is
-/// quoted), with its line end; a cell a spreadsheet would evaluate is
-/// neutralised ([`csv_record_with`]).
-fn csv_record(fields: &[String]) -> String {
-    csv_record_with(fields, true)
-}
-
 /// Whether a spreadsheet would read this CSV cell as a formula: it starts
 /// with `=`, `+`, `-`, `@`, a tab or a carriage return (OWASP's list) and
 /// is not a plain number (`-3`, `-0.25`, `-1e-7` stay numbers).
@@ -803,7 +796,8 @@ fn plain_number(f: &str) -> bool {
         && f.parse::<f64>().is_ok_and(f64::is_finite)
 }
 
-/// One CSV record of `fields`. With `guard`, a cell a spreadsheet would
+/// One CSV record of `fields` (RFC 4180: a field with a comma, quote or
+/// line break is quoted), with its line end. With `guard`, a cell a spreadsheet would
 /// evaluate (`csv_formula`) gets a leading `'` and is quoted, as OWASP
 /// recommends against CSV injection: `=HYPERLINK(…)` is written
 /// `"'=HYPERLINK(…)"` and shows as text. Without it, every cell is written
@@ -1251,7 +1245,7 @@ mod tests {
     #[test]
     fn csv_quotes() {
         assert_eq!(
-            csv_record(&["a".into(), "b,c".into(), "d\"e".into()]),
+            csv_record_with(&["a", "b,c", "d\"e"], true),
             "a,\"b,c\",\"d\"\"e\"\n"
         );
     }

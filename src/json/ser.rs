@@ -171,6 +171,15 @@ fn push_str_json(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// A narrower number is written as the 64-bit one it widens to.
+macro_rules! widen {
+    ($($($f:ident($t:ty)),* => $to:ident);*) => {$($(
+        fn $f(self, v: $t) -> Result<(), WriteError> {
+            self.$to(v.into())
+        }
+    )*)*};
+}
+
 impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
     type Ok = ();
     type Error = WriteError;
@@ -186,34 +195,18 @@ impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
         self.buf.push_str(if v { "true" } else { "false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), WriteError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), WriteError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), WriteError> {
-        self.serialize_i64(v.into())
-    }
+    widen!(
+        serialize_i8(i8), serialize_i16(i16), serialize_i32(i32) => serialize_i64;
+        serialize_u8(u8), serialize_u16(u16), serialize_u32(u32) => serialize_u64;
+        serialize_f32(f32) => serialize_f64
+    );
     fn serialize_i64(self, v: i64) -> Result<(), WriteError> {
         self.int(v.unsigned_abs(), v < 0);
         Ok(())
     }
-    fn serialize_u8(self, v: u8) -> Result<(), WriteError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), WriteError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), WriteError> {
-        self.serialize_u64(v.into())
-    }
     fn serialize_u64(self, v: u64) -> Result<(), WriteError> {
         self.int(v, false);
         Ok(())
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), WriteError> {
-        self.serialize_f64(v.into())
     }
     fn serialize_f64(self, v: f64) -> Result<(), WriteError> {
         js_number(v, &mut self.buf);

@@ -284,6 +284,35 @@ fn count(t: &Table, key: &str, name: &str, positive: bool) -> Result<Option<u64>
     }
 }
 
+/// `t.key`, a string that must be there and not empty.
+fn nonempty(t: &Table, key: &str, name: &str) -> Result<String, ConfigError> {
+    match t.get(key) {
+        Some(T::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(cerr(format!("{name}.{key} must be a non-empty string"))),
+    }
+}
+
+/// The entries of `[[what]]`, each with its name for messages
+/// (`dsh config: what[i]`), in order: one that is not a table is an error
+/// when it is reached.
+fn tables<'a>(
+    v: &'a T,
+    what: &'a str,
+) -> Result<impl Iterator<Item = Result<(String, &'a Table), ConfigError>>, ConfigError> {
+    let T::Array(a) = v else {
+        return Err(cerr(format!(
+            "dsh config: {what} must be an array of tables ([[{what}]])"
+        )));
+    };
+    Ok(a.iter().enumerate().map(move |(i, entry)| {
+        let name = format!("dsh config: {what}[{i}]");
+        match entry {
+            T::Table(t) => Ok((name, t)),
+            _ => Err(cerr(format!("{name} must be a table"))),
+        }
+    }))
+}
+
 fn string(t: &Table, key: &str, name: &str) -> Result<Option<String>, ConfigError> {
     match t.get(key) {
         None => Ok(None),
@@ -393,12 +422,8 @@ fn compaction(t: &Table) -> Result<PolicyConfig, ConfigError> {
                 let mut keys: Vec<&str> = vec!["provider", "model"];
                 keys.extend(POLICY_KEYS);
                 check_keys(e, &keys, &name)?;
-                let nonempty = |k: &str| match e.get(k) {
-                    Some(T::String(s)) if !s.is_empty() => Ok(s.clone()),
-                    _ => Err(cerr(format!("{name}.{k} must be a non-empty string"))),
-                };
-                let provider = nonempty("provider")?;
-                let model = nonempty("model")?;
+                let provider = nonempty(e, "provider", &name)?;
+                let model = nonempty(e, "model", &name)?;
                 let mut p = policy_fields(e, &name)?;
                 if !seen.insert((provider.clone(), model.clone())) {
                     return Err(cerr(format!(
@@ -476,17 +501,9 @@ fn pruner(t: &Table) -> Result<PruneConfig, ConfigError> {
 }
 
 fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
-    let T::Array(a) = v else {
-        return Err(cerr(
-            "dsh config: routes must be an array of tables ([[routes]])",
-        ));
-    };
     let mut out: Vec<RouteConfig> = Vec::new();
-    for (i, entry) in a.iter().enumerate() {
-        let name = format!("dsh config: routes[{i}]");
-        let T::Table(t) = entry else {
-            return Err(cerr(format!("{name} must be a table")));
-        };
+    for entry in tables(v, "routes")? {
+        let (name, t) = entry?;
         check_keys(
             t,
             &[
@@ -500,10 +517,7 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
             ],
             &name,
         )?;
-        let provider = match t.get("provider") {
-            Some(T::String(s)) if !s.is_empty() => s.clone(),
-            _ => return Err(cerr(format!("{name}.provider must be a non-empty string"))),
-        };
+        let provider = nonempty(t, "provider", &name)?;
         if out.iter().any(|r| r.provider == provider) {
             return Err(cerr(format!(
                 "dsh config: duplicate route for provider {provider}"
@@ -533,10 +547,7 @@ fn routes(v: &T) -> Result<Vec<RouteConfig>, ConfigError> {
                         )));
                     };
                     check_keys(mt, &["id", "contextWindow"], &mname)?;
-                    let id = match mt.get("id") {
-                        Some(T::String(s)) if !s.is_empty() => s.clone(),
-                        _ => return Err(cerr(format!("{mname}.id must be a non-empty string"))),
-                    };
+                    let id = nonempty(mt, "id", &mname)?;
                     if models.iter().any(|x: &RouteModel| x.id == id) {
                         return Err(cerr(format!("{name}: duplicate model {id}")));
                     }
@@ -611,17 +622,9 @@ fn rates_of(t: &Table, name: &str) -> Result<crate::price::Rates, ConfigError> {
 }
 
 fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
-    let T::Array(a) = v else {
-        return Err(cerr(
-            "dsh config: prices must be an array of tables ([[prices]])",
-        ));
-    };
     let mut out: Vec<crate::price::Price> = Vec::new();
-    for (i, entry) in a.iter().enumerate() {
-        let name = format!("dsh config: prices[{i}]");
-        let T::Table(t) = entry else {
-            return Err(cerr(format!("{name} must be a table")));
-        };
+    for entry in tables(v, "prices")? {
+        let (name, t) = entry?;
         check_keys(
             t,
             &[
@@ -638,22 +641,16 @@ fn prices(v: &T) -> Result<Vec<crate::price::Price>, ConfigError> {
             ],
             &name,
         )?;
-        let nonempty = |k: &str| match t.get(k) {
-            Some(T::String(s)) if !s.is_empty() => Ok(s.clone()),
-            _ => Err(cerr(format!("{name}.{k} must be a non-empty string"))),
+        let provider = nonempty(t, "provider", &name)?;
+        let model = nonempty(t, "model", &name)?;
+        let instant = |s: &str| {
+            crate::civil::parse_instant(s, crate::civil::Offset::UTC)
+                .map_err(|e| cerr(format!("{name}.from: {e}")))
         };
-        let provider = nonempty("provider")?;
-        let model = nonempty("model")?;
         let from_ms = match t.get("from") {
             None => None,
-            Some(T::String(s)) => Some(
-                crate::civil::parse_instant(s, crate::civil::Offset::UTC)
-                    .map_err(|e| cerr(format!("{name}.from: {e}")))?,
-            ),
-            Some(T::Datetime(d)) => Some(
-                crate::civil::parse_instant(&d.to_string(), crate::civil::Offset::UTC)
-                    .map_err(|e| cerr(format!("{name}.from: {e}")))?,
-            ),
+            Some(T::String(s)) => Some(instant(s)?),
+            Some(T::Datetime(d)) => Some(instant(&d.to_string())?),
             Some(_) => {
                 return Err(cerr(format!(
                     "{name}.from must be a date such as \"2026-04-26\""

@@ -61,8 +61,6 @@ pub enum ColumnType {
     Time,
 }
 
-impl ColumnType {}
-
 /// One column: a stable snake-case name and its type. Every column may be
 /// null.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -96,166 +94,75 @@ use ColumnType::{Bool, Float, Int, Str, Time};
 /// (`HOME:LOG` for a session, `HOME:LOG#SEQ` for a request, prune or lock,
 /// `HOME:LOG#cSEQ` for a compaction, `HOME:LOG#KIND@SEQ` for a finding);
 /// the others carry `session_key`, the session row's `key`, to join on.
+#[rustfmt::skip] // a table: several columns to a line, not one
 pub const TABLES: [TableSpec; 6] = [
     TableSpec {
         name: "sessions",
         columns: &[
-            c("home", Str),
-            c("log", Str),
-            c("key", Str),
-            c("session", Str),
-            c("file", Str),
-            c("project", Str),
-            c("parent", Str),
-            c("fork_of", Str),
-            c("title", Str),
-            c("started", Time),
-            c("last_activity", Time),
-            c("turns", Int),
-            c("events", Int),
-            c("size_bytes", Int),
-            c("generation", Int),
-            c("provider", Str),
-            c("model", Str),
-            c("surface_tokens", Float),
-            c("context_window", Float),
-            c("pressure_percent", Float),
-            c("over_threshold", Bool),
-            c("compactions", Int),
-            c("prunes", Int),
-            c("lock", Str),
-            c("busy_locks", Int),
-            c("stale_locks", Int),
-            c("requests", Int),
-            c("agent_requests", Int),
-            c("summariser_requests", Int),
-            c("inherited_requests", Int),
-            c("input_tokens", Float),
-            c("cache_read_tokens", Float),
-            c("cache_write_tokens", Float),
-            c("output_tokens", Float),
-            c("reasoning_tokens", Float),
-            c("cost_usd", Float),
-            c("agent_cost_usd", Float),
-            c("summariser_cost_usd", Float),
-            c("unpriced_requests", Int),
-            c("findings", Int),
+            c("home", Str), c("log", Str), c("key", Str), c("session", Str), c("file", Str),
+            c("project", Str), c("parent", Str), c("fork_of", Str), c("title", Str),
+            c("started", Time), c("last_activity", Time), c("turns", Int), c("events", Int),
+            c("size_bytes", Int), c("generation", Int), c("provider", Str), c("model", Str),
+            c("surface_tokens", Float), c("context_window", Float), c("pressure_percent", Float),
+            c("over_threshold", Bool), c("compactions", Int), c("prunes", Int), c("lock", Str),
+            c("busy_locks", Int), c("stale_locks", Int), c("requests", Int),
+            c("agent_requests", Int), c("summariser_requests", Int), c("inherited_requests", Int),
+            c("input_tokens", Float), c("cache_read_tokens", Float),
+            c("cache_write_tokens", Float), c("output_tokens", Float),
+            c("reasoning_tokens", Float), c("cost_usd", Float), c("agent_cost_usd", Float),
+            c("summariser_cost_usd", Float), c("unpriced_requests", Int), c("findings", Int),
             c("meter_error", Str),
         ],
     },
     TableSpec {
         name: "requests",
         columns: &[
-            c("home", Str),
-            c("log", Str),
-            c("key", Str),
-            c("session_key", Str),
-            c("session", Str),
-            c("seq", Int),
-            c("caller", Str),
-            c("turn", Int),
-            c("step", Int),
-            c("time", Time),
-            c("provider", Str),
-            c("model", Str),
-            c("input_tokens", Float),
-            c("cache_read_tokens", Float),
-            c("cache_write_tokens", Float),
-            c("output_tokens", Float),
-            c("reasoning_tokens", Float),
-            c("cost_usd", Float),
-            c("price_confirmed", Bool),
-            c("surface_tokens", Float),
-            c("pressure_percent", Float),
-            c("tokenizer", Str),
-            c("provider_prompt_tokens", Float),
+            c("home", Str), c("log", Str), c("key", Str), c("session_key", Str), c("session", Str),
+            c("seq", Int), c("caller", Str), c("turn", Int), c("step", Int), c("time", Time),
+            c("provider", Str), c("model", Str), c("input_tokens", Float),
+            c("cache_read_tokens", Float), c("cache_write_tokens", Float),
+            c("output_tokens", Float), c("reasoning_tokens", Float), c("cost_usd", Float),
+            c("price_confirmed", Bool), c("surface_tokens", Float), c("pressure_percent", Float),
+            c("tokenizer", Str), c("provider_prompt_tokens", Float),
             c("provider_pressure_percent", Float),
         ],
     },
     TableSpec {
         name: "compactions",
         columns: &[
-            c("home", Str),
-            c("log", Str),
-            c("key", Str),
-            c("session_key", Str),
-            c("session", Str),
-            c("compaction_id", Str),
-            c("start_seq", Int),
-            c("end_seq", Int),
-            c("summary_seq", Int),
-            c("checkpoint_seq", Int),
-            c("time", Time),
-            c("turn", Int),
-            c("mode", Str),
-            c("status", Str),
-            c("shadowed_start", Int),
-            c("shadowed_end", Int),
-            c("shadowed_nodes", Int),
-            c("shadowed_tokens", Float),
-            c("summary_tokens", Float),
-            c("summariser_provider", Str),
-            c("summariser_model", Str),
-            c("summariser_input_tokens", Float),
-            c("summariser_output_tokens", Float),
-            c("summariser_cost_usd", Float),
-            c("error", Str),
+            c("home", Str), c("log", Str), c("key", Str), c("session_key", Str), c("session", Str),
+            c("compaction_id", Str), c("start_seq", Int), c("end_seq", Int), c("summary_seq", Int),
+            c("checkpoint_seq", Int), c("time", Time), c("turn", Int), c("mode", Str),
+            c("status", Str), c("shadowed_start", Int), c("shadowed_end", Int),
+            c("shadowed_nodes", Int), c("shadowed_tokens", Float), c("summary_tokens", Float),
+            c("summariser_provider", Str), c("summariser_model", Str),
+            c("summariser_input_tokens", Float), c("summariser_output_tokens", Float),
+            c("summariser_cost_usd", Float), c("error", Str),
         ],
     },
     TableSpec {
         name: "prunes",
         columns: &[
-            c("home", Str),
-            c("log", Str),
-            c("key", Str),
-            c("session_key", Str),
-            c("session", Str),
-            c("seq", Int),
-            c("time", Time),
-            c("turn", Int),
-            c("shadowed_start", Int),
-            c("shadowed_end", Int),
-            c("shadowed_nodes", Int),
-            c("shadowed_tokens", Float),
+            c("home", Str), c("log", Str), c("key", Str), c("session_key", Str), c("session", Str),
+            c("seq", Int), c("time", Time), c("turn", Int), c("shadowed_start", Int),
+            c("shadowed_end", Int), c("shadowed_nodes", Int), c("shadowed_tokens", Float),
         ],
     },
     TableSpec {
         name: "locks",
         columns: &[
-            c("home", Str),
-            c("log", Str),
-            c("key", Str),
-            c("session_key", Str),
-            c("session", Str),
-            c("start_seq", Int),
-            c("compaction_id", Str),
-            c("time", Time),
-            c("turn", Int),
-            c("status", Str),
-            c("end_seq", Int),
-            c("error", Str),
-            c("end_seed_seq", Int),
-            c("superseded_by", Int),
-            c("summary_seq", Int),
-            c("checkpoint_seq", Int),
+            c("home", Str), c("log", Str), c("key", Str), c("session_key", Str), c("session", Str),
+            c("start_seq", Int), c("compaction_id", Str), c("time", Time), c("turn", Int),
+            c("status", Str), c("end_seq", Int), c("error", Str), c("end_seed_seq", Int),
+            c("superseded_by", Int), c("summary_seq", Int), c("checkpoint_seq", Int),
         ],
     },
     TableSpec {
         name: "findings",
         columns: &[
-            c("home", Str),
-            c("log", Str),
-            c("key", Str),
-            c("session_key", Str),
-            c("session", Str),
-            c("project", Str),
-            c("kind", Str),
-            c("severity", Str),
-            c("first_seq", Int),
-            c("seqs", Str),
-            c("message", Str),
-            c("tokens", Float),
-            c("cost_usd", Float),
+            c("home", Str), c("log", Str), c("key", Str), c("session_key", Str), c("session", Str),
+            c("project", Str), c("kind", Str), c("severity", Str), c("first_seq", Int),
+            c("seqs", Str), c("message", Str), c("tokens", Float), c("cost_usd", Float),
             c("unpriced", Int),
         ],
     },
@@ -845,8 +752,8 @@ impl Format {
         match self {
             Format::Csv => {
                 let mut w = std::io::BufWriter::new(out);
-                let names: Vec<String> = table.columns.iter().map(|c| c.name.into()).collect();
-                w.write_all(csv_record(&names).as_bytes())?;
+                let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+                w.write_all(csv_record_with(&names, csv_guard).as_bytes())?;
                 Ok(Box::new(CsvWriter {
                     out: w,
                     guard: csv_guard,
@@ -873,13 +780,6 @@ pub trait TableWriter {
     fn finish(self: Box<Self>) -> Result<(), ExportError>;
 }
 
-/// One CSV record (RFC 4180: a field with a comma, quote or line break is
-/// quoted), with its line end; a cell a spreadsheet would evaluate is
-/// neutralised ([`csv_record_with`]).
-fn csv_record(fields: &[String]) -> String {
-    csv_record_with(fields, true)
-}
-
 /// Whether a spreadsheet would read this CSV cell as a formula: it starts
 /// with `=`, `+`, `-`, `@`, a tab or a carriage return (OWASP's list) and
 /// is not a plain number (`-3`, `-0.25`, `-1e-7` stay numbers).
@@ -896,7 +796,8 @@ fn plain_number(f: &str) -> bool {
         && f.parse::<f64>().is_ok_and(f64::is_finite)
 }
 
-/// One CSV record of `fields`. With `guard`, a cell a spreadsheet would
+/// One CSV record of `fields` (RFC 4180: a field with a comma, quote or
+/// line break is quoted), with its line end. With `guard`, a cell a spreadsheet would
 /// evaluate (`csv_formula`) gets a leading `'` and is quoted, as OWASP
 /// recommends against CSV injection: `=HYPERLINK(…)` is written
 /// `"'=HYPERLINK(…)"` and shows as text. Without it, every cell is written
@@ -1344,7 +1245,7 @@ mod tests {
     #[test]
     fn csv_quotes() {
         assert_eq!(
-            csv_record(&["a".into(), "b,c".into(), "d\"e".into()]),
+            csv_record_with(&["a", "b,c", "d\"e"], true),
             "a,\"b,c\",\"d\"\"e\"\n"
         );
     }

@@ -233,7 +233,11 @@ pub struct PriceTable {
     endpoints: Vec<(String, String)>,
 }
 
-const DEEPSEEK_PAGE: &str = "https://api-docs.deepseek.com/quick_start/pricing";
+/// DeepSeek's pricing page, as read on 2026-12-03.
+const DEEPSEEK_PAGE: (&str, &str) = (
+    "https://api-docs.deepseek.com/quick_start/pricing",
+    "2026-12-03",
+);
 const ANTHROPIC_PAGE: &str = "https://platform.claude.com/docs/en/docs/about-claude/pricing";
 
 fn at(s: &str) -> Option<i64> {
@@ -267,25 +271,21 @@ fn anthropic(input: f64, output: f64) -> Rates {
     }
 }
 
-/// One built-in entry before it is a [`Price`]: what was read, where and
-/// when, and whether on the provider's own page.
-struct Row<'a> {
-    provider: &'a str,
-    models: &'a [&'a str],
-    from: &'a str,
+/// One built-in DeepSeek entry before it is a [`Price`]: what was read,
+/// where and when, and whether on the provider's own page. [`row`] makes
+/// one with no off-peak rates, unconfirmed; [`Row::off_peak`],
+/// [`Row::night`] and [`Row::confirmed`] say otherwise.
+struct Row {
+    models: &'static [&'static str],
+    from: &'static str,
     rates: Rates,
     off_peak: Option<Rates>,
     windows: Windows,
-    source: &'a str,
-    read: &'a str,
+    /// The page and when it was read.
+    source: (&'static str, &'static str),
     confirmed: bool,
 }
 
-/// DeepSeek's price history as dsh knows it, one row per change (docs/prices.md gives the
-/// reading behind each row and what stays unknown). `from` is when the
-/// row took effect (UTC); a row applies until the next row of the same
-/// model.
-const DS: &str = "deepseek-official";
 const LEGACY: &[&str] = &["deepseek-chat", "deepseek-reasoner"];
 const FLASH: &[&str] = &[
     "deepseek-v4-flash",
@@ -293,217 +293,128 @@ const FLASH: &[&str] = &[
     "deepseek-reasoner",
     "deepseek-v4-flash-vision-exp",
 ];
-const FLAT: Windows = Windows::Peak;
+const V4_FLASH: &[&str] = &["deepseek-v4-flash", "deepseek-v4-flash-vision-exp"];
+const PRO: &[&str] = &["deepseek-v4-pro"];
 
-#[allow(clippy::too_many_arguments)]
 const fn row(
     models: &'static [&'static str],
     from: &'static str,
     rates: Rates,
-    off_peak: Option<Rates>,
-    windows: Windows,
-    source: &'static str,
-    read: &'static str,
-    confirmed: bool,
-) -> Row<'static> {
+    source: (&'static str, &'static str),
+) -> Row {
     Row {
-        provider: DS,
         models,
         from,
         rates,
-        off_peak,
-        windows,
+        off_peak: None,
+        windows: Windows::Peak,
         source,
-        read,
-        confirmed,
+        confirmed: false,
     }
 }
 
-const DEEPSEEK_ROWS: &[Row<'static>] = &[
+impl Row {
+    /// `rates` in DeepSeek's peak hours, `off` outside them.
+    const fn off_peak(self, off: Rates) -> Row {
+        Row {
+            off_peak: Some(off),
+            windows: Windows::Peak,
+            ..self
+        }
+    }
+    /// `night` in the 2025 night-discount hours, `rates` outside them.
+    const fn night(self, night: Rates) -> Row {
+        Row {
+            off_peak: Some(night),
+            windows: Windows::Night,
+            ..self
+        }
+    }
+    /// Figures and date read on DeepSeek's own page.
+    const fn confirmed(self) -> Row {
+        Row {
+            confirmed: true,
+            ..self
+        }
+    }
+}
+
+/// DeepSeek's price history as dsh knows it, one row per change (docs/prices.md gives the
+/// reading behind each row and what stays unknown). `from` is when the
+/// row took effect (UTC); a row applies until the next row of the same
+/// model.
+#[rustfmt::skip] // a table: each row on a line or two, not ten
+const DEEPSEEK_ROWS: &[Row] = &[
     // V3 (deepseek-chat) after its launch promotion, R1
     // (deepseek-reasoner) from its launch: the figures are the
     // official page's "standard price" (stored copy of 2025-09); the
     // start dates are the launches', read in news coverage.
-    row(
-        &["deepseek-chat"],
-        "2025-02-08T16:00Z",
-        rates(0.07, 0.27, 1.10),
-        None,
-        FLAT,
-        DEEPSEEK_PAGE_2025,
-        "2026-12-05",
-        false,
-    ),
-    row(
-        &["deepseek-reasoner"],
-        "2025-01-20",
-        rates(0.14, 0.55, 2.19),
-        None,
-        FLAT,
-        DEEPSEEK_PAGE_2025,
-        "2026-12-05",
-        false,
-    ),
+    row(&["deepseek-chat"], "2025-02-08T16:00Z", rates(0.07, 0.27, 1.10), DEEPSEEK_PAGE_2025),
+    row(&["deepseek-reasoner"], "2025-01-20", rates(0.14, 0.55, 2.19), DEEPSEEK_PAGE_2025),
     // The night discount, 16:30–00:30 UTC daily: V3 50% off, R1 75% off,
     // both 0.035 / 0.135 / 0.55 (official page); from the night of
     // 2025-02-26 (news coverage).
-    row(
-        &["deepseek-chat"],
-        "2025-02-26T16:30Z",
-        rates(0.07, 0.27, 1.10),
-        Some(rates(0.035, 0.135, 0.55)),
-        Windows::Night,
-        DEEPSEEK_PAGE_2025,
-        "2026-12-05",
-        false,
-    ),
-    row(
-        &["deepseek-reasoner"],
-        "2025-02-26T16:30Z",
-        rates(0.14, 0.55, 2.19),
-        Some(rates(0.035, 0.135, 0.55)),
-        Windows::Night,
-        DEEPSEEK_PAGE_2025,
-        "2026-12-05",
-        false,
-    ),
+    row(&["deepseek-chat"], "2025-02-26T16:30Z", rates(0.07, 0.27, 1.10), DEEPSEEK_PAGE_2025)
+        .night(rates(0.035, 0.135, 0.55)),
+    row(&["deepseek-reasoner"], "2025-02-26T16:30Z", rates(0.14, 0.55, 2.19), DEEPSEEK_PAGE_2025)
+        .night(rates(0.035, 0.135, 0.55)),
     // V3.1: one price for both names and no night discount "starting
     // from 16:00 UTC on Sept 5th, 2025" (official page, figures and time).
-    row(
-        LEGACY,
-        "2025-09-05T16:00Z",
-        rates(0.07, 0.56, 1.68),
-        None,
-        FLAT,
-        DEEPSEEK_PAGE_2025,
-        "2026-12-05",
-        true,
-    ),
+    row(LEGACY, "2025-09-05T16:00Z", rates(0.07, 0.56, 1.68), DEEPSEEK_PAGE_2025).confirmed(),
     // V3.2-Exp: "API prices drop 50%+, effective immediately" on
     // 2025-09-29 (the hour is not known: the day's start is used).
-    row(
-        LEGACY,
-        "2025-09-29",
-        rates(0.028, 0.28, 0.42),
-        None,
-        FLAT,
-        V32_NEWS,
-        "2026-12-05",
-        false,
-    ),
+    row(LEGACY, "2025-09-29", rates(0.028, 0.28, 0.42), V32_NEWS),
     // V4 preview, 2026-04-24: the legacy names map to V4-Flash; Pro at
     // its launch list price.
-    row(
-        FLASH,
-        "2026-04-24",
-        rates(0.028, 0.14, 0.28),
-        None,
-        FLAT,
-        V4_SUMMARY,
-        "2026-12-05",
-        false,
-    ),
-    row(
-        &["deepseek-v4-pro"],
-        "2026-04-24",
-        rates(0.145, 1.74, 3.48),
-        None,
-        FLAT,
-        V4_SUMMARY,
-        "2026-12-05",
-        false,
-    ),
+    row(FLASH, "2026-04-24", rates(0.028, 0.14, 0.28), V4_SUMMARY),
+    row(PRO, "2026-04-24", rates(0.145, 1.74, 3.48), V4_SUMMARY),
     // 2026-04-26 12:15 UTC: every cache-hit price cut to a tenth of
     // launch; Pro at 75% off (made permanent on 2026-05-22; when the
     // discount began, within those two days, is not known).
-    row(
-        FLASH,
-        "2026-04-26T12:15Z",
-        rates(0.0028, 0.14, 0.28),
-        None,
-        FLAT,
-        V4_SUMMARY,
-        "2026-12-05",
-        false,
-    ),
-    row(
-        &["deepseek-v4-pro"],
-        "2026-04-26T12:15Z",
-        rates(0.003_625, 0.435, 0.87),
-        None,
-        FLAT,
-        V4_SUMMARY,
-        "2026-12-05",
-        false,
-    ),
+    row(FLASH, "2026-04-26T12:15Z", rates(0.0028, 0.14, 0.28), V4_SUMMARY),
+    row(PRO, "2026-04-26T12:15Z", rates(0.003_625, 0.435, 0.87), V4_SUMMARY),
     // V4 official, "mid-July" 2026: peak hours (09:00–12:00 and
     // 14:00–18:00 Beijing) at twice the unchanged off-peak price. The
     // day is not known: the legacy names' retirement (2026-07-24
     // 15:59 UTC) is used; the USD peak figures are the CNY notice's
     // doubling applied to the USD off-peak ones.
-    row(
-        &["deepseek-v4-flash", "deepseek-v4-flash-vision-exp"],
-        "2026-07-24T16:00Z",
-        rates(0.0056, 0.28, 0.56),
-        Some(rates(0.0028, 0.14, 0.28)),
-        Windows::Peak,
-        V4_PEAK_NEWS,
-        "2026-12-05",
-        false,
-    ),
-    row(
-        &["deepseek-v4-pro"],
-        "2026-07-24T16:00Z",
-        rates(0.007_25, 0.87, 1.74),
-        Some(rates(0.003_625, 0.435, 0.87)),
-        Windows::Peak,
-        V4_PEAK_NEWS,
-        "2026-12-05",
-        false,
-    ),
+    row(V4_FLASH, "2026-07-24T16:00Z", rates(0.0056, 0.28, 0.56), V4_PEAK_NEWS)
+        .off_peak(rates(0.0028, 0.14, 0.28)),
+    row(PRO, "2026-07-24T16:00Z", rates(0.007_25, 0.87, 1.74), V4_PEAK_NEWS)
+        .off_peak(rates(0.003_625, 0.435, 0.87)),
     // The page as read 2026-12-03 (DeepSeek-V4.1-Flash-1017,
     // DeepSeek-V4-Pro-0813), peak / off-peak: flash 0.006 / 0.30 / 1.20
     // and 0.003 / 0.15 / 0.60, pro 0.044 / 1.32 / 3.96 and 0.022 / 0.66
     // / 1.98; the legacy Flash names billed at Flash prices. No
     // effective date on the page: the Flash version's 2026-10-17 is
     // assumed.
-    row(
-        &[
-            "deepseek-flash",
-            "deepseek-v4-flash",
-            "deepseek-v4-flash-vision-exp",
-        ],
-        "2026-10-17",
-        rates(0.006, 0.30, 1.20),
-        Some(rates(0.003, 0.15, 0.60)),
-        Windows::Peak,
-        DEEPSEEK_PAGE,
-        "2026-12-03",
-        false,
-    ),
-    row(
-        &["deepseek-v4-pro"],
-        "2026-10-17",
-        rates(0.044, 1.32, 3.96),
-        Some(rates(0.022, 0.66, 1.98)),
-        Windows::Peak,
-        DEEPSEEK_PAGE,
-        "2026-12-03",
-        false,
-    ),
+    row(&["deepseek-flash", "deepseek-v4-flash", "deepseek-v4-flash-vision-exp"], "2026-10-17",
+        rates(0.006, 0.30, 1.20), DEEPSEEK_PAGE).off_peak(rates(0.003, 0.15, 0.60)),
+    row(PRO, "2026-10-17", rates(0.044, 1.32, 3.96), DEEPSEEK_PAGE)
+        .off_peak(rates(0.022, 0.66, 1.98)),
 ];
 
 /// A stored copy of DeepSeek's pricing page from September 2025 (the V3.1
 /// table, the standard and night prices in force before it).
-const DEEPSEEK_PAGE_2025: &str =
-    "https://api-docs.deepseek.com/quick_start/pricing (stored copy, 2025-09)";
+const DEEPSEEK_PAGE_2025: (&str, &str) = (
+    "https://api-docs.deepseek.com/quick_start/pricing (stored copy, 2025-09)",
+    "2026-12-05",
+);
 /// Coverage of the V3.2-Exp announcement quoting DeepSeek's API news.
-const V32_NEWS: &str =
-    "https://skywork.ai/blog/?p=10736; https://benchlm.ai/blog/posts/deepseek-api-pricing";
+const V32_NEWS: (&str, &str) = (
+    "https://skywork.ai/blog/?p=10736; https://benchlm.ai/blog/posts/deepseek-api-pricing",
+    "2026-12-05",
+);
 /// Summaries of the V4 pricing page (April–May 2026).
-const V4_SUMMARY: &str = "https://tokenmix.ai/blog/deepseek-api-pricing; https://nerova.ai/costs-roi/deepseek-v4-pricing-explained-2026; https://dev.to/super_jarvis_76aa3fc6035d/deepseek-v4-price-pro-vs-flash-api-costs-4lba";
+const V4_SUMMARY: (&str, &str) = (
+    "https://tokenmix.ai/blog/deepseek-api-pricing; https://nerova.ai/costs-roi/deepseek-v4-pricing-explained-2026; https://dev.to/super_jarvis_76aa3fc6035d/deepseek-v4-price-pro-vs-flash-api-costs-4lba",
+    "2026-12-05",
+);
 /// Coverage of DeepSeek's 2026-06-29 notice of peak pricing.
-const V4_PEAK_NEWS: &str = "https://en.5iter.com/keji/76653.html; https://yangtzeer.com/?p=5149; https://ai-tldr.dev/releases/deepseek-v4-peak-off-peak-pricing/";
+const V4_PEAK_NEWS: (&str, &str) = (
+    "https://en.5iter.com/keji/76653.html; https://yangtzeer.com/?p=5149; https://ai-tldr.dev/releases/deepseek-v4-peak-off-peak-pricing/",
+    "2026-12-05",
+);
 
 /// Where each built-in provider's requests go: providers whose base URL
 /// has the same host share prices ([`PriceTable::entry`]). `deepseek` is
@@ -537,14 +448,14 @@ impl PriceTable {
         for r in DEEPSEEK_ROWS {
             for m in r.models {
                 e.push(Price {
-                    provider: r.provider.into(),
+                    provider: "deepseek-official".into(),
                     model: (*m).into(),
                     from_ms: at(r.from),
                     rates: r.rates,
                     off_peak: r.off_peak,
                     windows: r.windows,
-                    source: r.source.into(),
-                    read: Some(r.read.into()),
+                    source: r.source.0.into(),
+                    read: Some(r.source.1.into()),
                     origin: Origin::BuiltIn,
                     confirmed: r.confirmed,
                 });

@@ -11,6 +11,7 @@ use dsh::json::Value;
 use dsh::log::{LoadOptions, LoadedLog, LogSource, Observer};
 
 use super::exit::Status;
+use super::render::outln;
 
 /// Shared command context.
 pub struct Ctx {
@@ -27,7 +28,7 @@ pub struct Ctx {
     /// Standard output: every command prints through it.
     pub out: super::render::Out,
     /// The subcommand being run (`surface`, …), for hints.
-    pub command: &'static str,
+    pub command: String,
     /// Whether long human output may go through a pager.
     pub paging: bool,
     /// Standard input copied to a temporary file, kept until the run ends.
@@ -52,7 +53,7 @@ impl Ctx {
             stderr_tty: std::io::stderr().is_terminal(),
             out,
             limits: dsh::log::Limits::default(),
-            command: "COMMAND",
+            command: "COMMAND".into(),
             paging: false,
             spooled: Vec::new(),
         }
@@ -269,6 +270,26 @@ impl Ctx {
         Status::InvalidLog
     }
 
+    /// Each refused log's error on stderr, then `N log(s) refused to
+    /// load{and} (reasons on stderr)` on stdout when there were some.
+    pub fn say_refused(
+        &self,
+        refused: &[dsh::sessions::Refused],
+        and: &str,
+    ) -> std::io::Result<()> {
+        for r in refused {
+            self.say_load_error(&r.error);
+        }
+        if !refused.is_empty() {
+            outln!(
+                self.out,
+                "{} log(s) refused to load{and} (reasons on stderr)",
+                refused.len()
+            )?;
+        }
+        Ok(())
+    }
+
     /// One line on stderr: the error tag and [`Self::describe_load_error`].
     pub fn say_load_error(&self, e: &LoadError) {
         eprintln!(
@@ -294,7 +315,7 @@ impl Ctx {
             .file
             .as_ref()
             .map_or_else(|| "FILE".to_string(), |p| p.display().to_string());
-        h.render(&file, self.command)
+        h.render(&file, &self.command)
     }
 }
 

@@ -135,38 +135,6 @@ pub enum Command {
     Completions(commands::completions::CompletionsArgs),
 }
 
-impl Command {
-    /// The subcommand's name as typed.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Command::Surface(_) => "surface",
-            Command::Messages(_) => "messages",
-            Command::Header(_) => "header",
-            Command::Measure(_) => "measure",
-            Command::Events(_) => "events",
-            Command::View(_) => "view",
-            Command::Load(_) => "load",
-            Command::Prune(_) => "prune",
-            Command::Compact(_) => "compact",
-            Command::Verify(_) => "verify",
-            Command::Locks(_) => "locks",
-            Command::Repair(_) => "repair",
-            Command::Sessions(_) => "sessions",
-            Command::Usage(_) => "usage",
-            Command::Export(_) => "export",
-            Command::Health(_) => "health",
-            Command::Pack(_) => "pack",
-            Command::Cache(_) => "cache",
-            Command::Simulate(_) => "simulate",
-            Command::Unpack(_) => "unpack",
-            Command::Report(_) => "report",
-            Command::Statusline(_) => "statusline",
-            Command::Watch(_) => "watch",
-            Command::Completions(_) => "completions",
-        }
-    }
-}
-
 /// The command line as clap sees it, for parsing, help and completions:
 /// the global options, which do nothing for `completions`, are hidden from
 /// its help and from the completion scripts' suggestions after it.
@@ -186,8 +154,8 @@ pub fn command() -> clap::Command {
 pub fn run() -> ExitCode {
     let parsed = help::fit_all_examples(command())
         .try_get_matches()
-        .and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         Err(e) => {
             let argv: Vec<String> = std::env::args_os()
@@ -219,7 +187,7 @@ pub fn run() -> ExitCode {
         ctx.limits.max_decompressed = n;
     }
     ctx.paging = !cli.no_pager && !cli.json;
-    ctx.command = cli.command.name();
+    ctx.command = matches.subcommand_name().unwrap_or_default().into();
     let result = match &cli.command {
         Command::Surface(a) => commands::surface::run(&mut ctx, a),
         Command::Messages(a) => commands::messages::run(&mut ctx, a),

@@ -171,6 +171,15 @@ fn push_str_json(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// A narrower number is written as the 64-bit one it widens to.
+macro_rules! widen {
+    ($($($f:ident($t:ty)),* => $to:ident);*) => {$($(
+        fn $f(self, v: $t) -> Result<(), WriteError> {
+            self.$to(v.into())
+        }
+    )*)*};
+}
+
 impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
     type Ok = ();
     type Error = WriteError;
@@ -186,34 +195,18 @@ impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
         self.buf.push_str(if v { "true" } else { "false" });
         Ok(())
     }
-    fn serialize_i8(self, v: i8) -> Result<(), WriteError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), WriteError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), WriteError> {
-        self.serialize_i64(v.into())
-    }
+    widen!(
+        serialize_i8(i8), serialize_i16(i16), serialize_i32(i32) => serialize_i64;
+        serialize_u8(u8), serialize_u16(u16), serialize_u32(u32) => serialize_u64;
+        serialize_f32(f32) => serialize_f64
+    );
     fn serialize_i64(self, v: i64) -> Result<(), WriteError> {
         self.int(v.unsigned_abs(), v < 0);
         Ok(())
     }
-    fn serialize_u8(self, v: u8) -> Result<(), WriteError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), WriteError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), WriteError> {
-        self.serialize_u64(v.into())
-    }
     fn serialize_u64(self, v: u64) -> Result<(), WriteError> {
         self.int(v, false);
         Ok(())
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), WriteError> {
-        self.serialize_f64(v.into())
     }
     fn serialize_f64(self, v: f64) -> Result<(), WriteError> {
         js_number(v, &mut self.buf);
@@ -284,12 +277,7 @@ impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'s, W>, WriteError> {
-        self.buf.push('[');
-        Ok(Compound {
-            s: self,
-            first: true,
-            close: "]",
-        })
+        Ok(Compound::open(self, None, '['))
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'s, W>, WriteError> {
         self.serialize_seq(Some(len))
@@ -308,22 +296,10 @@ impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'s, W>, WriteError> {
-        self.buf.push('{');
-        push_str_json(&mut self.buf, variant);
-        self.buf.push_str(":[");
-        Ok(Compound {
-            s: self,
-            first: true,
-            close: "]}",
-        })
+        Ok(Compound::open(self, Some(variant), '['))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'s, W>, WriteError> {
-        self.buf.push('{');
-        Ok(Compound {
-            s: self,
-            first: true,
-            close: "}",
-        })
+        Ok(Compound::open(self, None, '{'))
     }
     fn serialize_struct(
         self,
@@ -339,14 +315,7 @@ impl<'s, W: Write> ser::Serializer for &'s mut Serializer<W> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'s, W>, WriteError> {
-        self.buf.push('{');
-        push_str_json(&mut self.buf, variant);
-        self.buf.push_str(":{");
-        Ok(Compound {
-            s: self,
-            first: true,
-            close: "}}",
-        })
+        Ok(Compound::open(self, Some(variant), '{'))
     }
 }
 
@@ -357,7 +326,28 @@ struct Compound<'s, W: Write> {
     close: &'static str,
 }
 
-impl<W: Write> Compound<'_, W> {
+impl<'s, W: Write> Compound<'s, W> {
+    /// Open an array (`[`) or an object (`{`), inside `{"variant":…}` for
+    /// an enum's variant.
+    fn open(s: &'s mut Serializer<W>, variant: Option<&str>, open: char) -> Self {
+        if let Some(v) = variant {
+            s.buf.push('{');
+            push_str_json(&mut s.buf, v);
+            s.buf.push(':');
+        }
+        s.buf.push(open);
+        let close = match (open, variant) {
+            ('[', None) => "]",
+            ('[', Some(_)) => "]}",
+            (_, None) => "}",
+            (_, Some(_)) => "}}",
+        };
+        Compound {
+            s,
+            first: true,
+            close,
+        }
+    }
     fn comma(&mut self) {
         if !std::mem::take(&mut self.first) {
             self.s.buf.push(',');
@@ -387,45 +377,46 @@ impl<W: Write> ser::SerializeSeq for Compound<'_, W> {
     }
 }
 
-impl<W: Write> ser::SerializeTuple for Compound<'_, W> {
-    type Ok = ();
-    type Error = WriteError;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), WriteError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), WriteError> {
-        Compound::end(self)
-    }
+/// Tuples of every kind are arrays: their elements are a sequence's.
+macro_rules! like_seq {
+    ($($t:ident :: $f:ident),*) => {$(
+        impl<W: Write> ser::$t for Compound<'_, W> {
+            type Ok = ();
+            type Error = WriteError;
+            fn $f<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), WriteError> {
+                ser::SerializeSeq::serialize_element(self, value)
+            }
+            fn end(self) -> Result<(), WriteError> {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
-
-impl<W: Write> ser::SerializeTupleStruct for Compound<'_, W> {
-    type Ok = ();
-    type Error = WriteError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), WriteError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), WriteError> {
-        Compound::end(self)
-    }
-}
-
-impl<W: Write> ser::SerializeTupleVariant for Compound<'_, W> {
-    type Ok = ();
-    type Error = WriteError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), WriteError> {
-        ser::SerializeSeq::serialize_element(self, value)
-    }
-    fn end(self) -> Result<(), WriteError> {
-        Compound::end(self)
-    }
-}
+like_seq!(
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl<W: Write> ser::SerializeMap for Compound<'_, W> {
     type Ok = ();
     type Error = WriteError;
+    /// A key is written as any value is (a log's key may be [`RAW`] text,
+    /// already quoted), with nothing handed on meanwhile, and must have
+    /// come out a string.
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), WriteError> {
         self.comma();
-        key.serialize(KeySerializer(&mut *self.s))?;
+        let out = self.s.out.take();
+        let start = self.s.buf.len();
+        let written = key.serialize(&mut *self.s);
+        self.s.out = out;
+        written?;
+        if !self.s.buf[start..].starts_with('"') {
+            let what = self.s.buf.split_off(start);
+            return Err(WriteError::Shape(format!(
+                "a map key must be a string, not {what}"
+            )));
+        }
         self.s.buf.push(':');
         Ok(())
     }
@@ -467,132 +458,6 @@ impl<W: Write> ser::SerializeStructVariant for Compound<'_, W> {
     }
     fn end(self) -> Result<(), WriteError> {
         Compound::end(self)
-    }
-}
-
-/// A map key: a string (a log's key may be [`RAW`] text, already quoted).
-struct KeySerializer<'s, W: Write>(&'s mut Serializer<W>);
-
-impl<W: Write> KeySerializer<'_, W> {
-    fn no<T>(what: &str) -> Result<T, WriteError> {
-        Err(WriteError::Shape(format!(
-            "a map key must be a string, not {what}"
-        )))
-    }
-}
-
-macro_rules! key_not {
-    ($($f:ident: $t:ty),*) => {$(
-        fn $f(self, _v: $t) -> Result<(), WriteError> {
-            Self::no(stringify!($t))
-        }
-    )*};
-}
-
-impl<W: Write> ser::Serializer for KeySerializer<'_, W> {
-    type Ok = ();
-    type Error = WriteError;
-    type SerializeSeq = ser::Impossible<(), WriteError>;
-    type SerializeTuple = ser::Impossible<(), WriteError>;
-    type SerializeTupleStruct = ser::Impossible<(), WriteError>;
-    type SerializeTupleVariant = ser::Impossible<(), WriteError>;
-    type SerializeMap = ser::Impossible<(), WriteError>;
-    type SerializeStruct = ser::Impossible<(), WriteError>;
-    type SerializeStructVariant = ser::Impossible<(), WriteError>;
-
-    fn serialize_str(self, v: &str) -> Result<(), WriteError> {
-        if std::mem::take(&mut self.0.raw) {
-            self.0.buf.push_str(v);
-        } else {
-            push_str_json(&mut self.0.buf, v);
-        }
-        Ok(())
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        name: &'static str,
-        value: &T,
-    ) -> Result<(), WriteError> {
-        self.0.raw = name == RAW;
-        let r = value.serialize(KeySerializer(&mut *self.0));
-        self.0.raw = false;
-        r
-    }
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Result<(), WriteError> {
-        self.serialize_str(variant)
-    }
-    fn serialize_char(self, v: char) -> Result<(), WriteError> {
-        self.serialize_str(v.encode_utf8(&mut [0; 4]))
-    }
-    key_not!(serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32,
-        serialize_i64: i64, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
-        serialize_u64: u64, serialize_f32: f32, serialize_f64: f64, serialize_bytes: &[u8]);
-    fn serialize_none(self) -> Result<(), WriteError> {
-        Self::no("null")
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _value: &T) -> Result<(), WriteError> {
-        Self::no("an option")
-    }
-    fn serialize_unit(self) -> Result<(), WriteError> {
-        Self::no("null")
-    }
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), WriteError> {
-        Self::no("null")
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Result<(), WriteError> {
-        Self::no("an enum")
-    }
-    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, WriteError> {
-        Self::no("an array")
-    }
-    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, WriteError> {
-        Self::no("an array")
-    }
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleStruct, WriteError> {
-        Self::no("an array")
-    }
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeTupleVariant, WriteError> {
-        Self::no("an array")
-    }
-    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, WriteError> {
-        Self::no("an object")
-    }
-    fn serialize_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStruct, WriteError> {
-        Self::no("an object")
-    }
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Result<Self::SerializeStructVariant, WriteError> {
-        Self::no("an object")
     }
 }
 
@@ -685,6 +550,34 @@ mod tests {
             let v = Value::parse(text).unwrap();
             assert_eq!(to_string(&v), v.to_json(), "{text}");
         }
+    }
+
+    #[test]
+    fn variants_are_written_as_serde_json_writes_them() {
+        #[derive(serde::Serialize)]
+        enum E {
+            A(u8, u8),
+            B { x: u8 },
+            C(u8),
+            D,
+        }
+        let all = [E::A(1, 2), E::B { x: 3 }, E::C(4), E::D];
+        assert_eq!(
+            to_string(&all),
+            r#"[{"A":[1,2]},{"B":{"x":3}},{"C":4},"D"]"#
+        );
+    }
+
+    #[test]
+    fn map_keys_must_be_strings() {
+        let mut out = Vec::new();
+        let err = to_writer(&mut out, &std::collections::BTreeMap::from([(3, 4)])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not a JSON document: a map key must be a string, not 3"
+        );
+        let keyed = std::collections::BTreeMap::from([('k', 4)]);
+        assert_eq!(to_string(&keyed), r#"{"k":4}"#);
     }
 
     #[test]

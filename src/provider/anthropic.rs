@@ -64,6 +64,7 @@ fn user_blocks(blocks: &[Value<'_>]) -> (Vec<OwnedValue>, Vec<OwnedValue>) {
 fn assistant_blocks(blocks: &[Value<'_>]) -> Vec<OwnedValue> {
     let mut out = Vec::new();
     for b in blocks {
+        let field = |k: &str| b.get(k).map_or(Value::str(""), |x| x.to_owned_value());
         let ty = b.get("type").and_then(|t| t.as_str()).unwrap_or_default();
         match &*ty {
             "reasoning" => {
@@ -71,12 +72,7 @@ fn assistant_blocks(blocks: &[Value<'_>]) -> Vec<OwnedValue> {
                     out.push(
                         Value::obj()
                             .with("type", "thinking".into())
-                            .with(
-                                "thinking",
-                                b.get("text")
-                                    .map(|t| t.to_owned_value())
-                                    .unwrap_or(Value::str("")),
-                            )
+                            .with("thinking", field("text"))
                             .with("signature", sig.to_owned_value()),
                     );
                 }
@@ -97,18 +93,8 @@ fn assistant_blocks(blocks: &[Value<'_>]) -> Vec<OwnedValue> {
                 out.push(
                     Value::obj()
                         .with("type", "tool_use".into())
-                        .with(
-                            "id",
-                            b.get("id")
-                                .map(|x| x.to_owned_value())
-                                .unwrap_or(Value::str("")),
-                        )
-                        .with(
-                            "name",
-                            b.get("name")
-                                .map(|x| x.to_owned_value())
-                                .unwrap_or(Value::str("")),
-                        )
+                        .with("id", field("id"))
+                        .with("name", field("name"))
                         .with("input", input),
                 );
             }
@@ -303,6 +289,7 @@ impl StreamDecoder for Decoder {
             }
             "content_block_start" => {
                 let cb = v.get("content_block").cloned().unwrap_or(Value::Null);
+                let text = |k: &str| cb.get(k).and_then(|x| x.as_str()).map(|x| x.into_owned());
                 let kind = cb.get("type").and_then(|t| t.as_str()).unwrap_or_default();
                 let block_type = match &*kind {
                     "text" => "text",
@@ -326,14 +313,8 @@ impl StreamDecoder for Decoder {
                     }),
                     _ => self.asm.push(Chunk::ToolCallDelta {
                         index,
-                        id: cb
-                            .get("id")
-                            .and_then(|x| x.as_str())
-                            .map(|x| x.into_owned()),
-                        name: cb
-                            .get("name")
-                            .and_then(|x| x.as_str())
-                            .map(|x| x.into_owned()),
+                        id: text("id"),
+                        name: text("name"),
                         arguments: Vec::new(),
                     }),
                 }

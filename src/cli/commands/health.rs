@@ -273,15 +273,6 @@ fn print_text(
             "cost: a + marks costs with parts that have no price (no entry for their model at their date); their tokens are counted"
         )?;
     }
-    for r in refused {
-        ctx.say_load_error(&r.error);
-    }
-    if !refused.is_empty() {
-        outln!(
-            o,
-            "{} log(s) refused to load (reasons on stderr)",
-            refused.len()
-        )?;
-    }
+    ctx.say_refused(refused, "")?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use dsh::usage::{GroupBy, SessionRequests, Window};
 use crate::cli::ctx::Ctx;
 use crate::cli::exit::{Status, UsageError};
 use crate::cli::many;
-use crate::cli::render::{outln, usage as show};
+use crate::cli::render::usage as show;
 
 /// Token usage and cost, by day, week, month, session or project.
 ///
@@ -169,15 +169,6 @@ pub fn run(ctx: &mut Ctx, args: &UsageArgs) -> Result<Status> {
         return Ok(status);
     }
     show::print_table(ctx, &rep, by, args.breakdown)?;
-    if !refused.is_empty() {
-        for r in &refused {
-            ctx.say_load_error(&r.error);
-        }
-        outln!(
-            ctx.out,
-            "{} log(s) refused to load (reasons on stderr)",
-            refused.len()
-        )?;
-    }
+    ctx.say_refused(&refused, "")?;
     Ok(status)
 }

@@ -65,15 +65,6 @@ pub fn report(
             path(spec.name).display()
         )?;
     }
-    for r in refused {
-        ctx.say_load_error(&r.error);
-    }
-    if !refused.is_empty() {
-        outln!(
-            ctx.out,
-            "{} log(s) refused to load and left out (reasons on stderr)",
-            refused.len()
-        )?;
-    }
+    ctx.say_refused(refused, " and left out")?;
     Ok(())
 }

@@ -54,10 +54,7 @@ pub fn detail(b: &dsh::lock::Bracket) -> String {
     match b.status {
         LockStatus::Matched => match &b.error {
             Some(e) => {
-                let text = e
-                    .as_jstr()
-                    .map(|s| s.to_lossy().into_owned())
-                    .unwrap_or_else(|| e.to_json());
+                let text = super::text_or_json(e);
                 let stage = if b.summary_seq.is_some() {
                     " (after the summary: commit stage)"
                 } else {
@@ -108,11 +105,7 @@ pub fn add_rows(
             continue;
         }
         added += 1;
-        let id = b
-            .compaction_id
-            .as_jstr()
-            .map(|s| s.to_lossy().into_owned())
-            .unwrap_or_else(|| b.compaction_id.to_json());
+        let id = super::text_or_json(&b.compaction_id);
         let tone = match b.status {
             LockStatus::Busy => Some(Tone::Bad),
             LockStatus::Stale | LockStatus::Orphaned => Some(Tone::Warn),
@@ -163,11 +156,7 @@ pub fn release_plan(
     now: f64,
     dry_run: bool,
 ) -> String {
-    let id = b
-        .compaction_id
-        .as_jstr()
-        .map(|s| s.to_lossy().into_owned())
-        .unwrap_or_else(|| b.compaction_id.to_json());
+    let id = super::text_or_json(&b.compaction_id);
     let closers = prefix
         .iter()
         .filter(|e| e.kind != dsh::Kind::SessionEndSeed)

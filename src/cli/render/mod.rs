@@ -259,6 +259,14 @@ pub fn progress(enabled: bool, len: usize, what: &str) -> indicatif::ProgressBar
     pb
 }
 
+/// A log's value as text: a string's own text, anything else its JSON
+/// (an id or owner of the wrong type stays recognisable).
+pub fn text_or_json(v: &dsh::json::Value<'_>) -> String {
+    v.as_jstr()
+        .map(|s| s.to_lossy().into_owned())
+        .unwrap_or_else(|| v.to_json())
+}
+
 /// USD for a table, one rule everywhere: four decimals, thousands
 /// separated; a cost that rounds to nothing but is not zero is `<0.0001`;
 /// `—` when unknown. (`--json` carries every cost unrounded.)

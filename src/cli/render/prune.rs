@@ -95,11 +95,7 @@ pub fn print_readable(
     head.extend(names.iter().map(String::as_str));
     let mut t = super::table(&head);
     for (i, p) in plan.pruned.iter().enumerate() {
-        let call = p
-            .call_id
-            .as_jstr()
-            .map(|s| s.to_lossy().into_owned())
-            .unwrap_or_else(|| p.call_id.to_json());
+        let call = super::text_or_json(&p.call_id);
         let mut row = vec![
             p.original_seq.to_string(),
             p.replacement_seq.to_string(),

@@ -578,7 +578,8 @@ impl Segment {
 }
 
 /// The content block of a segment the first change falls in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "part", rename_all = "lowercase")]
 pub enum Block {
     /// The system prompt part of the header.
     System,
@@ -589,16 +590,21 @@ pub enum Block {
         tool: Option<String>,
     },
     /// A content block of a node's message.
+    #[serde(rename_all = "camelCase")]
     Content {
         /// Its index in the message's `content`.
+        #[schemars(with = "u64")]
         index: usize,
         /// Its `type` (`text`, `reasoning`, `tool-call`, `tool-result`,
         /// `image`, …).
+        #[serde(rename = "type")]
         kind: String,
         /// For a `tool-call`: its index among the message's tool calls.
+        #[schemars(with = "Option<u64>")]
         tool_call: Option<usize>,
         /// For a `tool-result`: the index of the first differing item of its
         /// `content`.
+        #[schemars(with = "Option<u64>")]
         result_content: Option<usize>,
     },
 }

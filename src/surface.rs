@@ -71,8 +71,9 @@ pub struct Node {
     pub(crate) text_units: Option<u64>,
 }
 
-/// One replace op as applied (`foldSurface(...).replacements`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One replace op as applied (`foldSurface(...).replacements`): the range
+/// of raw seqs it shadows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Replacement {
     /// The replacing event.
     pub seq: u64,
@@ -81,6 +82,7 @@ pub struct Replacement {
     /// End node seq.
     pub end: u64,
     /// Nodes removed, in surface order.
+    #[serde(rename = "shadowedSeqs")]
     pub shadowed: Vec<u64>,
 }
 
@@ -486,31 +488,6 @@ impl Surface {
         self.known
             .0
             .extend(known.0.iter().map(|(&seq, &key)| (seq, key)));
-    }
-
-    /// The oracle's `surface` shape: `{"nodes": [seq…], "replaceGeneration",
-    /// "replacements": [{"seq","start","end","shadowedSeqs"}]}`.
-    pub fn to_json(&self) -> crate::json::OwnedValue {
-        Value::obj()
-            .with("nodes", self.seqs().into())
-            .with("replaceGeneration", self.replace_generation.into())
-            .with("replacements", self.replacements_json())
-    }
-
-    /// The `replacements` member of [`Self::to_json`].
-    fn replacements_json(&self) -> crate::json::OwnedValue {
-        Value::Arr(
-            self.replacements
-                .iter()
-                .map(|r| {
-                    Value::obj()
-                        .with("seq", r.seq.into())
-                        .with("start", r.start.into())
-                        .with("end", r.end.into())
-                        .with("shadowedSeqs", r.shadowed.clone().into())
-                })
-                .collect(),
-        )
     }
 
     /// The R16 fingerprint of a node's event, read again if it is not in

@@ -5,10 +5,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::error::Refused;
+use super::surface::NodeType;
 use super::{Document, SchemaVersion};
 use crate::cache::{
-    self, Block as LibBlock, BreakEven as LibBreakEven, CacheReport, CauseCosts, Idle as LibIdle,
-    Prices, RequestCost, Segment,
+    self, Block, BreakEven as LibBreakEven, CacheReport, CauseCosts, Idle as LibIdle, Prices,
+    RequestCost, Segment,
 };
 use crate::hidden_prefix::HiddenPrefix;
 use crate::log::LoadError;
@@ -258,7 +259,7 @@ pub struct FirstChanged<'a> {
     #[schemars(extend("enum" = ["route", "system", "tools", "node", "end"]))]
     pub segment: &'static str,
     /// The content block the change begins in; null past every segment.
-    pub block: Option<Block<'a>>,
+    pub block: Option<&'a Block>,
     /// Token index of the block's start.
     pub block_tokens: u64,
     /// A node: its seq.
@@ -271,34 +272,8 @@ pub struct FirstChanged<'a> {
     pub position: Option<u64>,
     /// A node: its event type.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    pub kind: Option<&'static str>,
-}
-
-/// A content block.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(tag = "part", rename_all = "lowercase")]
-pub enum Block<'a> {
-    /// The system prompt.
-    System,
-    /// The tool schemas.
-    Tools {
-        /// The first differing tool's name.
-        tool: Option<&'a str>,
-    },
-    /// A node's content block.
-    #[serde(rename_all = "camelCase")]
-    Content {
-        /// Its index in the message's content.
-        index: u64,
-        /// Its type.
-        #[serde(rename = "type")]
-        kind: &'a str,
-        /// A tool call: its index among the message's tool calls.
-        tool_call: Option<u64>,
-        /// A tool result: the first differing item of its content.
-        result_content: Option<u64>,
-    },
+    #[schemars(with = "NodeType")]
+    pub kind: Option<NodeType>,
 }
 
 /// A cause.
@@ -835,45 +810,18 @@ impl<'a> FirstChanged<'a> {
                 seq,
                 position,
                 kind,
-            } => Some((*seq, *position as u64, kind_name(*kind))),
+            } => Some((*seq, *position as u64, NodeType::from(*kind))),
             _ => None,
         };
         FirstChanged {
             tokens: p.tokens,
             segment: p.segment.as_str(),
-            block: p.block.as_ref().map(|b| match b {
-                LibBlock::System => Block::System,
-                LibBlock::Tools { tool } => Block::Tools {
-                    tool: tool.as_deref(),
-                },
-                LibBlock::Content {
-                    index,
-                    kind,
-                    tool_call,
-                    result_content,
-                } => Block::Content {
-                    index: *index as u64,
-                    kind,
-                    tool_call: tool_call.map(|x| x as u64),
-                    result_content: result_content.map(|x| x as u64),
-                },
-            }),
+            block: p.block.as_ref(),
             block_tokens: p.block_tokens,
             seq: node.map(|n| n.0),
             position: node.map(|n| n.1),
             kind: node.map(|n| n.2),
         }
-    }
-}
-
-/// A node's event type as `firstChanged.type` names it.
-fn kind_name(k: crate::Kind) -> &'static str {
-    match k {
-        crate::Kind::UserMessage => "user/message",
-        crate::Kind::AssistantMessage => "assistant/message",
-        crate::Kind::ToolResult => "tool/result",
-        crate::Kind::SystemMessage => "system/message",
-        _ => "other",
     }
 }
 

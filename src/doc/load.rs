@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{Document, SchemaVersion, shape};
 use crate::json::OwnedValue;
-use crate::log::{Container, LoadedLog, TornTail};
+use crate::log::{Container, DroppedRegion, LoadedLog, SessionHeader, TornTail};
 
 /// What reading one log produced: the validated header, event counts,
 /// closers and the tolerances applied.
@@ -15,7 +15,7 @@ use crate::log::{Container, LoadedLog, TornTail};
 #[serde(rename_all = "camelCase")]
 pub struct Load<'a> {
     /// The header line as validated.
-    pub header: Header<'a>,
+    pub header: &'a SessionHeader,
     /// Events stored in the file (closers not counted).
     pub stored_events: u64,
     /// The synthetic closers of an open final turn (in memory, never
@@ -33,7 +33,7 @@ pub struct Load<'a> {
     /// A fragment after the last complete line, ignored.
     pub torn_tail: Option<TornTail>,
     /// Lines dropped by a tolerance (`--lenient`).
-    pub dropped: Option<Dropped<'a>>,
+    pub dropped: Option<&'a DroppedRegion>,
     /// Tolerances used and other notes.
     pub warnings: &'a [String],
     /// The log as given on the command line (`-` for standard input).
@@ -50,67 +50,12 @@ impl Document for Load<'_> {
     const TITLE: &'static str = "dsh load --json";
 }
 
-/// The header line's fields.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Header<'a> {
-    /// The format generation.
-    pub version: u64,
-    /// The session id.
-    pub id: &'a str,
-    /// When the session was created (milliseconds since the epoch).
-    pub created_at: f64,
-    /// The working directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    pub cwd: Option<&'a str>,
-    /// The session this one was forked from.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    pub parent_session: Option<&'a str>,
-    /// Events copied from the parent.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seed_length: Option<u64>,
-    /// What started the session.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    pub origin: Option<&'a str>,
-    /// How deep in a delegation the session runs.
-    pub delegation_depth: u64,
-    /// The agent preset.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    pub agent_preset: Option<&'a str>,
-}
-
-/// Lines dropped by a tolerance.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Dropped<'a> {
-    /// The first line dropped.
-    pub line: u64,
-    /// How many.
-    pub lines: u64,
-    /// Why.
-    pub reason: &'a str,
-}
-
 impl<'a> Load<'a> {
     /// The document of a loaded log named `file` on the command line.
     pub fn of(log: &'a LoadedLog, file: String) -> Load<'a> {
         let h = &log.header;
         Load {
-            header: Header {
-                version: h.version,
-                id: &h.id,
-                created_at: h.created_at as f64,
-                cwd: h.cwd.as_deref(),
-                parent_session: h.parent_session.as_deref(),
-                seed_length: h.seed_length,
-                origin: h.origin.as_deref(),
-                delegation_depth: h.delegation_depth,
-                agent_preset: h.agent_preset.as_deref(),
-            },
+            header: h,
             stored_events: log.stored_events,
             closers: log.closers.iter().map(|c| &c.value).collect(),
             events: log.event_count(),
@@ -118,11 +63,7 @@ impl<'a> Load<'a> {
             event_types: &log.event_types,
             container: log.container,
             torn_tail: log.torn,
-            dropped: log.dropped.as_ref().map(|d| Dropped {
-                line: d.line,
-                lines: d.lines,
-                reason: &d.reason,
-            }),
+            dropped: log.dropped.as_ref(),
             warnings: &log.warnings,
             file,
             session: &h.id,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::{Document, SchemaVersion};
 use crate::event::Kind;
 use crate::log::LoadedLog;
-use crate::surface::{Node, Replacement as Replaced};
+use crate::surface::{Node, Replacement};
 
 /// The current surface of one log: the nodes the model sees, in order.
 /// The first three keys are the reference's (`Surface::to_json`).
@@ -19,7 +19,7 @@ pub struct Surface<'a> {
     /// How many replacements the surface has seen.
     pub replace_generation: u64,
     /// Every replacement in effect: the range of raw seqs it shadows.
-    pub replacements: Vec<Replacement<'a>>,
+    pub replacements: &'a [Replacement],
     /// One entry per node.
     #[schemars(with = "Vec<Position>")]
     pub positions: Positions<'a>,
@@ -41,20 +41,6 @@ impl Document for Surface<'_> {
     const TITLE: &'static str = "dsh surface --json";
 }
 
-/// A replacement in effect.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Replacement<'a> {
-    /// The replacing event.
-    pub seq: u64,
-    /// The first raw seq it shadows.
-    pub start: u64,
-    /// The last raw seq it shadows.
-    pub end: u64,
-    /// The seqs it shadows.
-    pub shadowed_seqs: &'a [u64],
-}
-
 /// A node of the surface.
 #[derive(Debug, Serialize, JsonSchema)]
 struct Position {
@@ -73,7 +59,7 @@ struct Position {
 
 /// The type of a node's event.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-enum NodeType {
+pub enum NodeType {
     /// A user message.
     #[serde(rename = "user/message")]
     UserMessage,
@@ -102,8 +88,6 @@ impl From<Kind> for NodeType {
         }
     }
 }
-
-impl NodeType {}
 
 /// The nodes' seqs, written as they are read (a surface may have many
 /// thousand nodes: nothing is collected first).
@@ -137,24 +121,13 @@ impl<'a> Surface<'a> {
         Surface {
             nodes: Seqs(&s.nodes),
             replace_generation: s.replace_generation,
-            replacements: s.replacements.iter().map(Replacement::of).collect(),
+            replacements: &s.replacements,
             positions: Positions(&s.nodes),
             version: log.header.version,
             content_generation: log.content_generation,
             file,
             session: &log.header.id,
             schema_version: SchemaVersion,
-        }
-    }
-}
-
-impl<'a> Replacement<'a> {
-    fn of(r: &'a Replaced) -> Replacement<'a> {
-        Replacement {
-            seq: r.seq,
-            start: r.start,
-            end: r.end,
-            shadowed_seqs: &r.shadowed,
         }
     }
 }

@@ -146,13 +146,14 @@ impl Cost {
 }
 
 /// One finding.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Finding {
     /// What.
     pub kind: FindingKind,
     /// How bad.
     pub severity: Severity,
     /// The events that show it, in log order.
+    #[schemars(length(min = 1))]
     pub seqs: Vec<u64>,
     /// One sentence.
     pub message: String,
@@ -271,37 +272,44 @@ pub fn scan_with(
 }
 
 /// One kind's share of a summary.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct KindSummary {
     /// The kind.
     pub kind: FindingKind,
     /// Findings of it.
+    #[schemars(range(min = 1))]
     pub findings: u64,
     /// Of them, errors.
     pub errors: u64,
     /// Sessions with at least one.
+    #[schemars(range(min = 1))]
     pub sessions: u64,
     /// What they cost.
     pub cost: Cost,
 }
 
 /// One project's share of a summary.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ProjectSummary {
     /// The project (`None`: sessions without a `cwd`).
     pub project: Option<String>,
     /// Sessions read.
+    #[schemars(range(min = 1))]
     pub sessions: u64,
     /// Sessions with a finding.
+    #[schemars(range(min = 1))]
     pub with_findings: u64,
     /// Findings.
+    #[schemars(range(min = 1))]
     pub findings: u64,
     /// What they cost.
     pub cost: Cost,
 }
 
 /// Many sessions rolled up.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Summary {
     /// Sessions read.
     pub sessions: u64,

@@ -5,33 +5,50 @@ use crate::json::{OwnedValue, Value};
 use super::error::{Hint, LoadError};
 use crate::generation::Generation;
 
-/// The validated session header line.
-#[derive(Debug, Clone)]
+/// The validated session header line (`dsh load --json`'s `header`: the
+/// fields the format defines, absent ones left out).
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionHeader {
     /// The header object as read (unknown keys kept for display only).
+    #[serde(skip)]
     pub value: OwnedValue,
     /// Format generation, as the header's `version` number.
     pub version: u64,
     /// Format generation.
+    #[serde(skip)]
     pub generation: Generation,
     /// Session id.
     pub id: String,
     /// Creation time, ms since the epoch.
+    #[schemars(with = "f64")]
     pub created_at: i64,
     /// Working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub cwd: Option<String>,
     /// Parent session id (fork / subagent lineage).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub parent_session: Option<String>,
     /// Number of inherited events (fork seed; G0 and G1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub seed_length: Option<u64>,
     /// Whether the log holds a fork's inherited prefix, cut by its last
     /// `session/end-seed {inherited:true}` (G2 and later).
+    #[serde(skip)]
     pub is_seeded: Option<bool>,
-    /// 0 for top-level sessions.
-    pub delegation_depth: u64,
-    /// `"subagent"` when created as a subagent child.
+    /// What started the session: `"subagent"` when created as a subagent
+    /// child.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub origin: Option<String>,
+    /// How deep in a delegation the session runs: 0 for top-level sessions.
+    pub delegation_depth: u64,
     /// Agent preset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub agent_preset: Option<String>,
 }
 

@@ -153,14 +153,14 @@ pub struct SystemPrompt {
 }
 
 /// Lines dropped after a damaged line that no committed `turn/end` follows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct DroppedRegion {
     /// First dropped line.
     pub line: u64,
-    /// Why the region ends the committed prefix.
-    pub reason: String,
     /// How many complete lines were dropped.
     pub lines: u64,
+    /// Why the region ends the committed prefix.
+    pub reason: String,
 }
 
 /// A loaded log: everything but the events themselves.

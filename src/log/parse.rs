@@ -741,7 +741,9 @@ mod tests {
                 &mut |_: &crate::event::Event<'_>, _: &crate::log::Folded<'_>| {},
             )
             .unwrap();
-            (l.surface.to_json().to_json(), l.event_count())
+            let n = l.event_count();
+            let s = l.surface;
+            ((s.seqs(), s.replace_generation, s.replacements), n)
         };
         let reading = |src: &LogSource| {
             let (reader, _) = LineReader::open(src, Limits::default()).unwrap();

@@ -53,7 +53,12 @@ fn corpus_surface_derive_header_match_the_reference() {
                 )),
                 (Ok(log), None) => {
                     let actual = match cmd {
-                        "surface" => log.surface.to_json(),
+                        "surface" => {
+                            let doc = dsh::doc::surface::Surface::of(log, String::new());
+                            Value::parse(&dsh::doc::to_string(&doc))
+                                .unwrap()
+                                .into_owned()
+                        }
                         "derive" => messages_json(log),
                         _ => log.headers.to_json(),
                     };

@@ -150,7 +150,7 @@ fn print_json(
             .iter()
             .map(|r| LogRefusal::of(&r.error, &r.file, true))
             .collect(),
-        summary: doc::Summary::of(summary),
+        summary,
         thresholds: *thresholds,
         fail_on: args.fail_on.map(|f| f.severity()),
         schema_version: dsh::doc::SchemaVersion,

@@ -49,15 +49,20 @@ const PROCESSED_CODES: [&str; 4] = [
 const OVERFLOW_CODE: &str = "CONTEXT_WINDOW_EXCEEDED";
 
 /// What the provider reported for a request (`assistant/message.usage`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Reported {
-    /// `inputTokens` (uncached input).
+    /// Uncached input tokens.
+    #[schemars(with = "u64")]
     pub input_tokens: f64,
-    /// `cacheReadTokens`.
+    /// Tokens read from the cache.
+    #[schemars(with = "u64")]
     pub cache_read_tokens: f64,
-    /// `cacheWriteTokens`.
+    /// Tokens written to the cache.
+    #[schemars(with = "u64")]
     pub cache_write_tokens: f64,
-    /// `outputTokens`.
+    /// Output tokens.
+    #[schemars(with = "u64")]
     pub output_tokens: f64,
 }
 

@@ -628,20 +628,24 @@ pub struct Position {
 
 pub use crate::attempt::Reported;
 
-/// The idle gap before a request.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The idle gap before a request (`--json`: null, `"unknown"` or the gap).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Idle {
+    /// Normalised times: the gap cannot be known.
+    Unknown,
     /// The first request, or no lifetime to compare with.
+    #[serde(untagged)]
     None,
     /// Real times: the gap in ms and whether it exceeds the lifetime.
+    #[serde(untagged)]
     Gap {
         /// Milliseconds since the previous request.
+        #[serde(rename = "gapMs")]
         ms: u64,
         /// Beyond the cache lifetime.
         expired: bool,
     },
-    /// Normalised times: the gap cannot be known.
-    Unknown,
 }
 
 /// A model attempt that failed after the provider received it.
@@ -802,20 +806,26 @@ impl SummaryCall {
     }
 }
 
-/// When a replacement paid for itself.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// When a replacement paid for itself (`--json`: the request, a sentence,
+/// or null).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub enum BreakEven {
+    /// Not paid back by the end of the log.
+    #[serde(rename = "not paid back by the end of the log")]
+    NotPaidBack,
     /// At this request (index), after this many requests counted from the
     /// first one after the replacement (1 = that request itself).
+    #[serde(untagged)]
     At {
         /// Request index.
+        #[schemars(with = "u64")]
         request: usize,
         /// Requests from the replacement's next request, inclusive.
+        #[schemars(with = "u64")]
         after: usize,
     },
-    /// Not paid back by the end of the log.
-    NotPaidBack,
     /// Cannot be computed (no request after it, or no prices).
+    #[serde(untagged)]
     Unknown,
 }
 

@@ -114,7 +114,8 @@ fn cerr(message: impl Into<String>) -> ConfigError {
 
 /// `[pruner]`: the tool-result pruner's budgets, in Unicode code points (reference names:
 /// `thresholdChars`, `headChars`, `tailChars`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PruneConfig {
     /// Prune when a result's text exceeds this (strictly greater).
     pub threshold_chars: u64,

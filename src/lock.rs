@@ -128,7 +128,7 @@ impl Bracket {
 }
 
 /// A bracket rule the log breaks (compaction invariant, §7.4 V-CMP-2…7).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Anomaly {
     /// The event where it shows.
     pub seq: u64,

@@ -17,11 +17,14 @@ use crate::event::{Event, Kind};
 use crate::json::{OwnedValue, Value};
 
 /// One `request/header` event: where and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct HeaderEvent {
     /// Its seq.
     pub seq: u64,
-    /// `initial`, `resume`, `change` (as logged).
+    /// Why the header was sent again: `initial`, `resume`, `change` (as
+    /// logged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub reason: Option<String>,
 }
 

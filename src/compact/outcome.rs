@@ -10,15 +10,17 @@ use crate::cancel::Cancel;
 use crate::provider::{HttpSummarizer, Progress};
 
 /// A run refused before its first byte: nothing written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Refusal {
-    /// Its class: `unreachable`, or the failure's kind (`unsendable`, `toolarge`).
-    pub kind: String,
     /// What is wrong.
     pub message: String,
+    /// Its class: `config`, `unreachable`, or the failure's kind
+    /// (`unsendable`, `toolarge`).
+    pub kind: String,
     /// What to do, one line.
     pub hint: String,
     /// The failure the rehearsal met, when it was one.
+    #[serde(skip)]
     pub failure: Option<FailureKind>,
 }
 

@@ -8,8 +8,7 @@ use super::error::Refused;
 use super::surface::NodeType;
 use super::{Document, SchemaVersion};
 use crate::cache::{
-    self, Block, BreakEven as LibBreakEven, CacheReport, CauseCosts, Idle as LibIdle, Prices,
-    RequestCost, Segment,
+    self, Block, BreakEven, CacheReport, CauseCosts, Idle, Prices, RequestCost, Segment,
 };
 use crate::hidden_prefix::HiddenPrefix;
 use crate::log::LoadError;
@@ -237,9 +236,9 @@ pub struct Request<'a> {
     /// What the request's prompt costs as predicted (USD); null when no price is known.
     pub predicted_cost: Option<Cost>,
     /// The usage the provider reported, if any.
-    pub reported: Option<Reported>,
+    pub reported: Option<Reported<'a>>,
     /// null: no gap to judge; "unknown": normalised times; else the gap.
-    pub idle: Option<Idle>,
+    pub idle: Idle,
 }
 
 /// A failure code.
@@ -376,58 +375,22 @@ impl From<RequestCost> for Cost {
 /// The usage the provider reported.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Reported {
-    /// Uncached input tokens.
-    #[schemars(with = "u64")]
-    pub input_tokens: f64,
-    /// Tokens read from the cache.
-    #[schemars(with = "u64")]
-    pub cache_read_tokens: f64,
-    /// Tokens written to the cache.
-    #[schemars(with = "u64")]
-    pub cache_write_tokens: f64,
-    /// Output tokens.
-    #[schemars(with = "u64")]
-    pub output_tokens: f64,
+pub struct Reported<'a> {
+    /// The usage.
+    #[serde(flatten)]
+    pub usage: &'a cache::Reported,
     /// The three input figures summed.
     #[schemars(with = "u64")]
     pub prompt_tokens: f64,
 }
 
-impl From<&cache::Reported> for Reported {
-    fn from(u: &cache::Reported) -> Reported {
+impl<'a> Reported<'a> {
+    fn of(usage: &'a cache::Reported) -> Self {
         Reported {
-            input_tokens: u.input_tokens,
-            cache_read_tokens: u.cache_read_tokens,
-            cache_write_tokens: u.cache_write_tokens,
-            output_tokens: u.output_tokens,
-            prompt_tokens: u.prompt(),
+            usage,
+            prompt_tokens: usage.prompt(),
         }
     }
-}
-
-/// An idle gap.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum Idle {
-    /// The log's times are normalised.
-    Unknown(Unknown),
-    /// The gap and whether it outlived --lifetime.
-    #[serde(rename_all = "camelCase")]
-    Gap {
-        /// Milliseconds since the previous request.
-        gap_ms: u64,
-        /// Beyond the cache lifetime.
-        expired: bool,
-    },
-}
-
-/// `"unknown"`.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Unknown {
-    /// Not known.
-    Unknown,
 }
 
 /// One replacement.
@@ -466,7 +429,7 @@ pub struct Replacement<'a> {
     /// A later replacement that shadows it.
     pub superseded_by: Option<u64>,
     /// When the saved tokens pay back the recomputed ones.
-    pub break_even: Option<BreakEven>,
+    pub break_even: BreakEven,
     /// Its cost (USD), or null without prices.
     pub cost: Option<ReplacementCost>,
 }
@@ -481,44 +444,10 @@ pub struct SummaryCall<'a> {
     /// The model.
     pub model: &'a str,
     /// Its reported usage.
-    pub usage: Option<Reported>,
+    pub usage: Option<Reported<'a>>,
     /// Prompt + output tokens.
     #[schemars(with = "u64")]
     pub tokens: f64,
-}
-
-/// When a replacement pays back.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(untagged)]
-pub enum BreakEven {
-    /// At a request.
-    At {
-        /// Its index.
-        request: u64,
-        /// Requests counted from the replacement's next one.
-        after: u64,
-    },
-    /// Never.
-    Never(Never),
-}
-
-/// `"not paid back by the end of the log"`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub enum Never {
-    /// Not paid back.
-    #[serde(rename = "not paid back by the end of the log")]
-    NotPaidBack,
-}
-
-fn break_even(b: LibBreakEven) -> Option<BreakEven> {
-    match b {
-        LibBreakEven::At { request, after } => Some(BreakEven::At {
-            request: request as u64,
-            after: after as u64,
-        }),
-        LibBreakEven::NotPaidBack => Some(BreakEven::Never(Never::NotPaidBack)),
-        LibBreakEven::Unknown => None,
-    }
 }
 
 /// A replacement's cost.
@@ -536,7 +465,7 @@ pub struct ReplacementCost {
     /// The saved tokens at the hit rate.
     pub saved: f64,
     /// When it pays back in money.
-    pub break_even: Option<BreakEven>,
+    pub break_even: BreakEven,
     /// The currency.
     pub currency: &'static str,
 }
@@ -790,15 +719,8 @@ impl<'a> Request<'a> {
             },
             predicted_miss: q.predicted_miss(),
             predicted_cost: r.request_cost(q, prices).map(Cost::from),
-            reported: q.reported.as_ref().map(Reported::from),
-            idle: match q.idle {
-                LibIdle::None => None,
-                LibIdle::Unknown => Some(Idle::Unknown(Unknown::Unknown)),
-                LibIdle::Gap { ms, expired } => Some(Idle::Gap {
-                    gap_ms: ms,
-                    expired,
-                }),
-            },
+            reported: q.reported.as_ref().map(Reported::of),
+            idle: q.idle,
         }
     }
 }
@@ -873,19 +795,19 @@ impl<'a> Replacement<'a> {
                 seq: s.seq,
                 provider: &s.provider,
                 model: &s.model,
-                usage: s.usage.as_ref().map(Reported::from),
+                usage: s.usage.as_ref().map(Reported::of),
                 tokens: s.tokens(),
             }),
             saved_tokens: x.saved_tokens(),
             saved_requests: x.saved.len() as u64,
             superseded_by: x.superseded_by,
-            break_even: break_even(x.break_even_tokens),
+            break_even: x.break_even_tokens,
             cost: r.replacement_cost(i, prices).map(|c| ReplacementCost {
                 recompute: c.recompute,
                 recompute_write: c.recompute_write,
                 summary: c.summary,
                 saved: c.saved,
-                break_even: break_even(c.break_even),
+                break_even: c.break_even,
                 currency: c.currency,
             }),
         }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Document, SchemaVersion, shape};
 use crate::append::Lifecycle;
-use crate::compact::outcome::Ending;
+use crate::compact::outcome::{Ending, Refusal};
 use crate::compact::plan::{Plan, Problem};
 use crate::compact::{BracketReport, Failure, Outcome, Report, Unsaved};
 use crate::json::OwnedValue;
@@ -36,31 +36,14 @@ pub struct Refused<'a> {
     /// The log as given on the command line (`-` for standard input).
     pub file: &'a str,
     /// Always false: nothing was written.
-    #[schemars(with = "False")]
+    #[schemars(with = "super::locks::False")]
     pub written: bool,
     /// Why, and what to do.
-    pub error: Refusal<'a>,
+    pub error: &'a Refusal,
     /// Version of this document's shape; bumped on a breaking change.
     #[serde(rename = "schema_version")]
     pub schema_version: SchemaVersion,
 }
-
-/// Why a run refused, and what to do.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub struct Refusal<'a> {
-    /// What is wrong.
-    pub message: &'a str,
-    /// Its class (config, unreachable, unsendable, toolarge).
-    pub kind: &'a str,
-    /// What to do, one line.
-    pub hint: &'a str,
-}
-
-/// `false`.
-#[derive(JsonSchema)]
-#[schemars(extend("const" = false))]
-#[allow(dead_code)]
-struct False(bool);
 
 /// A run, dry or real, done or failed.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -377,16 +360,6 @@ impl<'a> Run<'a> {
             file,
             session,
             schema_version: SchemaVersion,
-        }
-    }
-}
-
-impl<'a> From<&'a crate::compact::outcome::Refusal> for Refusal<'a> {
-    fn from(r: &'a crate::compact::outcome::Refusal) -> Refusal<'a> {
-        Refusal {
-            message: &r.message,
-            kind: &r.kind,
-            hint: &r.hint,
         }
     }
 }

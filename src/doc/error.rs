@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Document, SchemaVersion};
-use crate::log::{LoadError, LoadErrorKind};
+use crate::log::{LoadError, LoadErrorKind, Location};
 
 /// What any `dsh COMMAND --json` prints instead of its document when it
 /// cannot do its work: a refused or unreadable log, a replay error, a usage
@@ -29,14 +29,9 @@ pub struct Refusal {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub file: Option<String>,
-    /// The line of the log (1-based) at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub line: Option<u64>,
-    /// The event at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seq: Option<u64>,
+    /// Where: the line of the log (1-based) and the event at fault.
+    #[serde(flatten)]
+    pub at: Location,
     /// Version of this document's shape; bumped on a breaking change.
     #[serde(rename = "schema_version")]
     pub schema_version: SchemaVersion,
@@ -91,8 +86,7 @@ impl Refusal {
             kind: None,
             stage: None,
             file: None,
-            line: None,
-            seq: None,
+            at: Location::default(),
             schema_version: SchemaVersion,
             hint: None,
         }
@@ -113,8 +107,7 @@ impl Refusal {
             kind: Some(kind),
             stage: Some(Stage::Load),
             file: e.file.as_ref().map(|f| f.display().to_string()),
-            line: e.at.line,
-            seq: e.at.seq,
+            at: e.at,
             ..Refusal::message(e.message())
         }
     }
@@ -137,14 +130,9 @@ pub struct Refused {
     pub kind: Kind,
     /// Where it happened: reading the log.
     pub stage: Stage,
-    /// The line of the log (1-based) at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub line: Option<u64>,
-    /// The event at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seq: Option<u64>,
+    /// Where: the line of the log (1-based) and the event at fault.
+    #[serde(flatten)]
+    pub at: Location,
 }
 
 impl Refused {
@@ -156,8 +144,7 @@ impl Refused {
             error: r.error,
             kind: r.kind.unwrap_or(Kind::Other),
             stage: Stage::Load,
-            line: r.line,
-            seq: r.seq,
+            at: r.at,
         }
     }
 }
@@ -178,14 +165,9 @@ pub struct LogRefusal {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub file: Option<String>,
-    /// The line of the log (1-based) at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub line: Option<u64>,
-    /// The event at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "u64")]
-    pub seq: Option<u64>,
+    /// Where: the line of the log (1-based) and the event at fault.
+    #[serde(flatten)]
+    pub at: Location,
     /// The log, when the error did not name it (the same key as `file`,
     /// written after the location).
     #[serde(rename = "file", skip_serializing_if = "Option::is_none")]
@@ -221,8 +203,7 @@ impl LogRefusal {
                 Some(_) if replace => Some(file.to_string()),
                 f => f,
             },
-            line: r.line,
-            seq: r.seq,
+            at: r.at,
             file_after: (!named).then(|| file.to_string()),
         }
     }

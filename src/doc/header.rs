@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::{Document, SchemaVersion, shape};
 use crate::json::OwnedValue;
 use crate::log::{LoadedLog, SystemPrompt};
+use crate::request_header::HeaderEvent;
 
 /// The folded request header and the latest route / context window of one
 /// log.
@@ -19,7 +20,7 @@ pub struct Header<'a> {
     /// Its seq.
     pub header_seq: Option<u64>,
     /// Every request/header event: its seq and reason.
-    pub header_events: Vec<HeaderEvent<'a>>,
+    pub header_events: &'a [HeaderEvent],
     /// The latest request/context (provider, model, contextWindow), or null.
     #[schemars(with = "Option<shape::Object>")]
     pub context: Option<&'a OwnedValue>,
@@ -47,17 +48,6 @@ impl Document for Header<'_> {
     const TITLE: &'static str = "dsh header --json";
 }
 
-/// A request/header event.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct HeaderEvent<'a> {
-    /// Its seq.
-    pub seq: u64,
-    /// Why the header was sent again (`initial`, …).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "String")]
-    pub reason: Option<&'a str>,
-}
-
 /// The system prompt of a generation-3 log.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SystemMessage<'a> {
@@ -77,14 +67,7 @@ impl<'a> Header<'a> {
         Header {
             header: h.header.as_ref(),
             header_seq: h.header_seq,
-            header_events: h
-                .events
-                .iter()
-                .map(|e| HeaderEvent {
-                    seq: e.seq,
-                    reason: e.reason.as_deref(),
-                })
-                .collect(),
+            header_events: &h.events,
             context: h.context.as_ref(),
             context_seq: h.context_seq,
             session_header: &log.header.value,

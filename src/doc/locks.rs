@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::error::Refused;
 use super::{Document, SchemaVersion, shape};
 use crate::json::{OwnedValue, Value};
-use crate::lock::{Bracket as Found, LockReport, LockState, LockStatus};
+use crate::lock::{Anomaly, Bracket as Found, LockReport, LockState, LockStatus};
 
 /// The compaction locks of one or many logs (with no LOG: every session
 /// under $DSH_HOME). No clock reading unless asked: `ageMs` and `now` only
@@ -137,15 +137,6 @@ pub enum Outcome {
     Failed,
 }
 
-/// A bracket anomaly.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Anomaly {
-    /// Where.
-    pub seq: u64,
-    /// What.
-    pub message: String,
-}
-
 /// The counts over every log.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Summary {
@@ -212,14 +203,7 @@ impl LogLocks {
             last_end_seed_seq: r.last_end_seed_seq,
             last_seq: r.last_seq,
             brackets: r.brackets.iter().map(|b| Bracket::of(b, now)).collect(),
-            anomalies: r
-                .anomalies
-                .iter()
-                .map(|a| Anomaly {
-                    seq: a.seq,
-                    message: a.message.clone(),
-                })
-                .collect(),
+            anomalies: r.anomalies.clone(),
             damage,
         }
     }

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::error::{Kind, LogRefusal, Refusal, Stage};
 use super::{Document, SchemaVersion};
+use crate::log::Location;
 use crate::measure::{PolicyReport, Report};
 use crate::meter::tokenizer::TokenCounts;
 use crate::meter::{Measurement, MeterError, NodeTokens};
@@ -398,7 +399,7 @@ pub fn replay_refusal(e: &MeterError, file: &str) -> Refusal {
         kind: Some(Kind::Replay),
         stage: Some(Stage::Measure),
         file: Some(file.to_string()),
-        seq: Some(e.seq()),
+        at: seq(e),
         ..Refusal::message(e.to_string())
     }
 }
@@ -410,8 +411,15 @@ pub fn unreplayable(e: &MeterError, file: &str) -> LogRefusal {
         kind: Kind::Replay,
         stage: Stage::Measure,
         file: Some(file.to_string()),
+        at: seq(e),
+        file_after: None,
+    }
+}
+
+/// Where a replay failed: at an event.
+fn seq(e: &MeterError) -> Location {
+    Location {
         line: None,
         seq: Some(e.seq()),
-        file_after: None,
     }
 }

@@ -9,9 +9,8 @@ use serde::Serialize;
 use super::{Document, SchemaVersion, shape};
 use crate::OwnedEvent;
 use crate::append::Lifecycle;
-use crate::json::OwnedValue;
 use crate::meter::tokenizer::Encoding;
-use crate::prune::{PruneConfig, PrunePlan};
+use crate::prune::{PruneConfig, PrunePlan, PrunedResult};
 use crate::prune_write::BpeSavings;
 
 /// What prune appended (or, with --dry-run, would append): the reference's
@@ -76,7 +75,7 @@ impl Document for Prune<'_> {
 #[serde(rename_all = "camelCase")]
 pub struct Reported<'a> {
     /// The budgets used.
-    pub config: Config,
+    pub config: PruneConfig,
     /// The session length before pruning (seq of the first event).
     pub base_seq: u64,
     /// The events, in order: pairs of compaction/prune + tool/result.
@@ -89,33 +88,13 @@ pub struct Reported<'a> {
     pub lifecycle_events: Events<'a>,
 }
 
-/// The budgets of a prune.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Config {
-    /// Tool results longer than this (code points) are pruned.
-    pub threshold_chars: u64,
-    /// Code points kept from the start.
-    pub head_chars: u64,
-    /// Code points kept from the end.
-    pub tail_chars: u64,
-}
-
-/// One rewritten tool result.
+/// One rewritten tool result, with its prices.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pruned<'a> {
-    /// The tool result rewritten.
-    pub original_seq: u64,
-    /// The tool/result that replaces it.
-    pub replacement_seq: u64,
-    /// Its call id, as logged.
-    #[schemars(with = "String")]
-    pub call_id: &'a OwnedValue,
-    /// Code points before.
-    pub chars_before: u64,
-    /// Code points after.
-    pub chars_after: u64,
+    /// The result rewritten.
+    #[serde(flatten)]
+    pub result: &'a PrunedResult,
     /// Its price (DSH heuristic) before.
     pub tokens_before: u64,
     /// Its price after.
@@ -204,28 +183,15 @@ impl<'a> Reported<'a> {
     /// The reference's result of `plan` (its events `appended`), after the
     /// lifecycle events `prefix`.
     pub fn of(plan: &'a PrunePlan, appended: Events<'a>, prefix: &'a [OwnedEvent]) -> Self {
-        let PruneConfig {
-            threshold_chars,
-            head_chars,
-            tail_chars,
-        } = plan.config;
         Reported {
-            config: Config {
-                threshold_chars,
-                head_chars,
-                tail_chars,
-            },
+            config: plan.config,
             base_seq: plan.base_seq,
             appended,
             pruned: plan
                 .pruned
                 .iter()
                 .map(|p| Pruned {
-                    original_seq: p.original_seq,
-                    replacement_seq: p.replacement_seq,
-                    call_id: &p.call_id,
-                    chars_before: p.chars_before,
-                    chars_after: p.chars_after,
+                    result: p,
                     tokens_before: p.tokens_before,
                     tokens_after: p.tokens_after,
                 })

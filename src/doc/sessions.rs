@@ -142,6 +142,14 @@ pub struct Route<'a> {
     pub model: &'a str,
 }
 
+impl<'a> Route<'a> {
+    /// The route of a (provider, model), if any.
+    pub(super) fn of(r: &'a Option<(String, String)>) -> Option<Route<'a>> {
+        r.as_ref()
+            .map(|(provider, model)| Route { provider, model })
+    }
+}
+
 /// A session's compaction lock.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Lock {
@@ -211,12 +219,9 @@ impl<'a> Row<'a> {
             size_bytes: s.size,
             surface_tokens: s.surface_tokens,
             context_window: s.context_window,
-            pressure_percent: s.pressure.map(|p| (p * 100.0).round() / 100.0),
+            pressure_percent: super::status::percent(s.pressure),
             over_threshold: s.over_threshold,
-            route: s
-                .route
-                .as_ref()
-                .map(|(provider, model)| Route { provider, model }),
+            route: Route::of(&s.route),
             compactions: s.compactions,
             prunes: s.prunes,
             lock: Lock {

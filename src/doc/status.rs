@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::sessions::Route;
 use super::{Document, SchemaVersion};
 use crate::price::{PriceTable, Priced};
 use crate::status::cache::{Entry, Fresh};
@@ -54,22 +55,6 @@ impl Document for Statusline<'_> {
     const TITLE: &'static str = "dsh statusline --json";
 }
 
-/// A provider and model.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Route<'a> {
-    /// The provider.
-    pub provider: &'a str,
-    /// The model.
-    pub model: &'a str,
-}
-
-impl<'a> Route<'a> {
-    fn of(r: &'a Option<(String, String)>) -> Option<Route<'a>> {
-        r.as_ref()
-            .map(|(provider, model)| Route { provider, model })
-    }
-}
-
 /// Today's cost.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -85,7 +70,7 @@ pub struct Today {
 }
 
 /// A pressure as a percentage with two decimals.
-fn percent(p: Option<f64>) -> Option<f64> {
+pub(super) fn percent(p: Option<f64>) -> Option<f64> {
     p.map(|p| (p * 100.0).round() / 100.0)
 }
 

@@ -5,15 +5,17 @@ use std::path::{Path, PathBuf};
 
 /// Where in a log a problem sits: 1-based physical line and, when known, the
 /// event seq.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Location {
     /// 1-based line in the (decompressed) file; the header is line 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub line: Option<u64>,
     /// Event seq, when the problem belongs to one event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
     pub seq: Option<u64>,
 }
-
-impl Location {}
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -52,7 +52,7 @@ fn open_session(
 
 /// A refusal before the first byte, printed; its status.
 fn refuse(ctx: &Ctx, file: &str, r: &outcome::Refusal) -> anyhow::Result<Status> {
-    render::print_refusal(ctx, file, r.into())?;
+    render::print_refusal(ctx, file, r)?;
     Ok(r.failure.map_or(Status::Usage, failure_status))
 }
 

@@ -1,7 +1,6 @@
 //! `dsh simulate`: replay a recorded session under other compaction policies.
 
 use anyhow::Result;
-use dsh::doc::error::{Kind, Refusal, Stage};
 use dsh::doc::simulate::Simulate;
 use dsh::policy::Retention;
 use dsh::prune::PruneConfig;
@@ -182,13 +181,7 @@ pub fn run(ctx: &mut Ctx, args: &SimulateArgs) -> Result<Status> {
                 let file = src.display();
                 eprintln!("{} {file}: {e} (seq {})", render::error_tag(), e.seq());
                 if ctx.json {
-                    ctx.print_doc(&Refusal {
-                        kind: Some(Kind::Replay),
-                        stage: Some(Stage::Measure),
-                        file: Some(file),
-                        seq: Some(e.seq()),
-                        ..Refusal::message(e.to_string())
-                    })?;
+                    ctx.print_doc(&dsh::doc::measure::replay_refusal(&e, &file))?;
                 }
                 return Ok(Status::InvalidLog);
             }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dsh::OwnedEvent;
 use dsh::append::{Blocker, Lifecycle};
-use dsh::compact::outcome::Ending;
+use dsh::compact::outcome::{Ending, Refusal};
 use dsh::compact::plan::{Plan, Problem};
 use dsh::compact::{self, BracketReport, Failure, Mode, Outcome, Report, Session, Unsaved};
 use dsh::doc::compact as doc;
@@ -17,7 +17,7 @@ use crate::cli::render::{Out, error_tag, outln, warning_tag};
 
 /// A refusal before anything was written: with --json its document; the
 /// message and a one-line hint on stderr.
-pub fn print_refusal(ctx: &Ctx, file: &str, error: doc::Refusal<'_>) -> std::io::Result<()> {
+pub fn print_refusal(ctx: &Ctx, file: &str, error: &Refusal) -> std::io::Result<()> {
     if ctx.json {
         ctx.print_doc(&doc::Compact::Refused(doc::Refused {
             file,

@@ -80,9 +80,11 @@ pub struct CacheOptions {
 /// are not modelled (the interval is not published). Hits are rounded down
 /// to whole `block`s: every `cacheReadTokens` in the recorded DeepSeek logs
 /// is a multiple of 128.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct DeepSeekRule {
-    /// Storage granularity in tokens (1 for none).
+    /// Storage granularity in tokens (1 for none): hits are whole multiples
+    /// of it (--block).
     pub block: u64,
     /// Persist detected common prefixes as units.
     pub common_prefix_units: bool,

@@ -8,7 +8,8 @@ use super::error::Refused;
 use super::surface::NodeType;
 use super::{Document, SchemaVersion};
 use crate::cache::{
-    self, Block, BreakEven, CacheReport, CauseCosts, Idle, Prices, RequestCost, Segment,
+    self, Block, BreakEven, CacheReport, CauseCosts, DeepSeekRule, Idle, Prices, RequestCost,
+    Segment,
 };
 use crate::hidden_prefix::HiddenPrefix;
 use crate::log::LoadError;
@@ -125,7 +126,7 @@ pub struct Report<'a> {
     /// --tokenizer, or null for the heuristic.
     pub tokenizer: Option<Encoding>,
     /// The cache rules applied.
-    pub rule: Rule,
+    pub rule: Rule<'a>,
     /// One entry per model request.
     pub requests: Vec<Request<'a>>,
     /// One entry per replacement (compaction, prune).
@@ -138,21 +139,11 @@ pub struct Report<'a> {
 
 /// The cache rules.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Rule {
+pub struct Rule<'a> {
     /// DeepSeek's prefix units.
-    pub deepseek: DeepSeekRule,
+    pub deepseek: &'a DeepSeekRule,
     /// Anthropic's breakpoints.
     pub anthropic: AnthropicRule,
-}
-
-/// DeepSeek's rule.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeepSeekRule {
-    /// Hits are whole multiples of this (--block).
-    pub block: u64,
-    /// Whether detected common prefixes are units.
-    pub common_prefix_units: bool,
 }
 
 /// Anthropic's rule.
@@ -655,10 +646,7 @@ impl<'a> Report<'a> {
             calibrated: r.calibrated,
             tokenizer: r.tokenizer,
             rule: Rule {
-                deepseek: DeepSeekRule {
-                    block: r.deepseek.block,
-                    common_prefix_units: r.deepseek.common_prefix_units,
-                },
+                deepseek: &r.deepseek,
                 anthropic: AnthropicRule {
                     breakpoints: a.breakpoints.to_string(),
                     layout: (a.breakpoints.list().iter())

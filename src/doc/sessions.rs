@@ -6,6 +6,7 @@ use serde::Serialize;
 use super::error::LogRefusal;
 use super::{Document, SchemaVersion};
 use crate::civil::rfc3339;
+use crate::lock::LockState;
 use crate::sessions::{Refused as RefusedLog, Session};
 use crate::tree::Relation;
 use crate::usage::Sums;
@@ -154,24 +155,11 @@ impl<'a> Route<'a> {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Lock {
     /// Its state.
-    #[schemars(with = "LockName")]
-    pub state: &'static str,
+    pub state: LockState,
     /// Busy locks.
     pub busy: u64,
     /// Stale locks.
     pub stale: u64,
-}
-
-/// A lock's state.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum LockName {
-    /// No lock.
-    Free,
-    /// A lock nobody holds.
-    Stale,
-    /// A lock held.
-    Busy,
 }
 
 /// Totals over the sessions listed.
@@ -225,7 +213,7 @@ impl<'a> Row<'a> {
             compactions: s.compactions,
             prunes: s.prunes,
             lock: Lock {
-                state: s.lock.as_str(),
+                state: s.lock,
                 busy: s.busy_locks,
                 stale: s.stale_locks,
             },

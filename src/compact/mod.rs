@@ -50,10 +50,12 @@ use crate::range::{self, Decline, Region, Selection};
 pub use session::{OpenError, Session};
 pub use unsaved::{Unsaved, keep_unsaved, save_unsaved, unsaved_text};
 
-/// Which semantics to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which semantics to run (a report's: the one that ran, never `Auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Manual when no turn is open, otherwise pressure.
+    #[serde(skip)]
     Auto,
     /// `compactNow` (§2.7).
     Manual,

@@ -8,10 +8,10 @@ use super::{Document, SchemaVersion, shape};
 use crate::append::Lifecycle;
 use crate::compact::outcome::{Ending, Refusal};
 use crate::compact::plan::{Plan, Problem};
-use crate::compact::{BracketReport, Failure, Outcome, Report, Unsaved};
+use crate::compact::{BracketReport, Failure, Mode, Outcome, Report, Unsaved};
 use crate::json::OwnedValue;
 use crate::policy::Retention;
-use crate::provider::{WireRequest, redact_url};
+use crate::provider::{Protocol, WireRequest, redact_url};
 use crate::prune::PrunedResult;
 
 /// What a compaction did (or, with --dry-run, would do), also when it
@@ -50,8 +50,7 @@ pub struct Refused<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct Run<'a> {
     /// The semantics that ran.
-    #[schemars(with = "ModeName")]
-    pub mode: &'static str,
+    pub mode: Mode,
     /// Whether the write continues the log's lifecycle or starts a new one.
     pub lifecycle: Lifecycle,
     /// How it ended.
@@ -132,30 +131,6 @@ pub struct Run<'a> {
     pub schema_version: SchemaVersion,
 }
 
-/// The semantics of a run.
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum ModeName {
-    /// No open turn (compactNow).
-    Manual,
-    /// Over the threshold.
-    Pressure,
-    /// Context overflow.
-    Overflow,
-}
-
-/// A wire protocol.
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum ProtocolName {
-    /// DeepSeek chat completions.
-    Deepseek,
-    /// Anthropic-compatible Messages.
-    Anthropic,
-}
-
 /// How a run ended.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -209,8 +184,7 @@ pub struct Policy<'a> {
 #[serde(rename_all = "camelCase")]
 pub struct Summarizer<'a> {
     /// Its wire protocol.
-    #[schemars(with = "ProtocolName")]
-    pub kind: &'static str,
+    pub kind: Protocol,
     /// Its base URL, userinfo redacted.
     #[serde(rename = "baseURL")]
     pub base_url: String,
@@ -305,7 +279,7 @@ impl<'a> Run<'a> {
     ) -> Run<'a> {
         let window = plan.summarizer_capacity.map_or(0.0, |c| c.context_window);
         Run {
-            mode: r.mode.name(),
+            mode: r.mode,
             lifecycle,
             outcome: r.outcome.into(),
             route: format!("{}/{}", plan.target.0, plan.target.1),
@@ -317,7 +291,7 @@ impl<'a> Run<'a> {
             retain_tokens: plan.budgets.map_or(0, |b| b.retain_tokens),
             policy: Policy::of(&plan.policy),
             summarizer: Summarizer {
-                kind: plan.protocol.as_str(),
+                kind: plan.protocol,
                 base_url: redact_url(&plan.base_url),
                 api_key_env: &plan.key_env,
                 reasoning_effort: plan.reasoning_effort.as_deref(),

@@ -9,7 +9,8 @@ use crate::log::LoadedLog;
 use crate::surface::{Node, Replacement};
 
 /// The current surface of one log: the nodes the model sees, in order.
-/// The first three keys are the reference's (`Surface::to_json`).
+/// The first three keys are the reference's `surface` shape (`nodes`,
+/// `replaceGeneration`, `replacements`).
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Surface<'a> {

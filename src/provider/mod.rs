@@ -129,24 +129,16 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
-/// The wire protocol a route speaks (a config route's `kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The wire protocol a route speaks (a config route's `kind`, spelt
+/// `deepseek` / `anthropic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// DeepSeek chat completions (`POST {base}/chat/completions`).
     #[default]
     DeepSeek,
     /// Anthropic-compatible Messages (`POST {base}/v1/messages`).
     Anthropic,
-}
-
-impl Protocol {
-    /// The config spelling (`"deepseek"` / `"anthropic"`).
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Protocol::DeepSeek => "deepseek",
-            Protocol::Anthropic => "anthropic",
-        }
-    }
 }
 
 /// Where and how to reach a provider.

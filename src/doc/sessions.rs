@@ -143,6 +143,11 @@ pub struct Route<'a> {
     pub model: &'a str,
 }
 
+/// A pressure as a percentage with two decimals.
+pub(super) fn percent(p: Option<f64>) -> Option<f64> {
+    p.map(|p| (p * 100.0).round() / 100.0)
+}
+
 impl<'a> Route<'a> {
     /// The route of a (provider, model), if any.
     pub(super) fn of(r: &'a Option<(String, String)>) -> Option<Route<'a>> {
@@ -207,7 +212,7 @@ impl<'a> Row<'a> {
             size_bytes: s.size,
             surface_tokens: s.surface_tokens,
             context_window: s.context_window,
-            pressure_percent: super::status::percent(s.pressure),
+            pressure_percent: percent(s.pressure),
             over_threshold: s.over_threshold,
             route: Route::of(&s.route),
             compactions: s.compactions,

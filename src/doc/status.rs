@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::sessions::Route;
+use super::sessions::{Route, percent};
 use super::{Document, SchemaVersion};
 use crate::price::{PriceTable, Priced};
 use crate::status::cache::{Entry, Fresh};
@@ -67,11 +67,6 @@ pub struct Today {
     pub cost_usd: f64,
     /// Today's requests without a price.
     pub unpriced_requests: u64,
-}
-
-/// A pressure as a percentage with two decimals.
-pub(super) fn percent(p: Option<f64>) -> Option<f64> {
-    p.map(|p| (p * 100.0).round() / 100.0)
 }
 
 impl<'a> Statusline<'a> {

@@ -32,10 +32,6 @@ pub fn bar(fraction: f64, width: usize) -> String {
     format!("[{}{}]", "█".repeat(filled), "░".repeat(width - filled))
 }
 
-pub fn kind_name(k: dsh::Kind) -> &'static str {
-    render::kind_name(k)
-}
-
 pub fn print_report(o: &Out, r: &Report, nodes: bool) -> std::io::Result<()> {
     let m = &r.m;
     outln!(o, "session {}  ({})", r.session, r.file)?;
@@ -353,7 +349,7 @@ pub fn print_nodes(
         let mut row = vec![
             i.to_string(),
             n.seq.to_string(),
-            kind_name(*k).to_string(),
+            render::kind_name(*k).to_string(),
             fmt_u(n.tokens),
         ];
         if let Some(b) = bpe {

@@ -82,6 +82,7 @@ pub struct CacheOptions {
 /// is a multiple of 128.
 #[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(description = "DeepSeek's prefix units as the analysis modelled them.")]
 pub struct DeepSeekRule {
     /// Storage granularity in tokens (1 for none): hits are whole multiples
     /// of it (--block).

@@ -47,7 +47,8 @@ use crate::log::{ChunkRun, Folded, LoadError, LoadOptions, LoadedLog, LogSource,
 const LARGEST: usize = 3;
 
 /// One tool's share.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ToolFill {
     /// The tool's name (`(unknown)` when no call names it).
     pub name: String,
@@ -59,8 +60,18 @@ pub struct ToolFill {
     pub call_tokens: u64,
     /// Calls on the surface.
     pub calls: u64,
-    /// Its largest results: (seq, tokens), largest first, at most `LARGEST`.
-    pub largest: Vec<(u64, u64)>,
+    /// Its largest results, largest first (at most 3).
+    #[schemars(length(max = 3))]
+    pub largest: Vec<ResultTokens>,
+}
+
+/// A tool result on the surface and its price.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ResultTokens {
+    /// Its seq.
+    pub seq: u64,
+    /// Its price (the whole node).
+    pub tokens: u64,
 }
 
 /// The surface by what fills it. Every field is in DSH heuristic tokens.
@@ -234,8 +245,12 @@ impl Acc {
                 let t = self.tool(&name);
                 t.result_tokens += tokens;
                 t.results += 1;
-                t.largest.push((ev.seq, tokens));
-                t.largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                t.largest.push(ResultTokens {
+                    seq: ev.seq,
+                    tokens,
+                });
+                t.largest
+                    .sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.seq.cmp(&b.seq)));
                 t.largest.truncate(LARGEST);
                 tokens
             }

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::error::{Kind, LogRefusal, Refusal, Stage};
 use super::{Document, SchemaVersion};
+use crate::fill::ToolFill;
 use crate::log::Location;
 use crate::measure::{PolicyReport, Report};
 use crate::meter::tokenizer::TokenCounts;
@@ -105,7 +106,7 @@ pub struct Measured<'a> {
     /// With --fill: where the tokens go.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Fill")]
-    pub fill: Option<Fill>,
+    pub fill: Option<Fill<'a>>,
 }
 
 /// The reference's measure() object (the reference's keys and values).
@@ -211,7 +212,7 @@ pub struct Tokenizer<'a> {
 /// surfaceTokens).
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Fill {
+pub struct Fill<'a> {
     /// = surfaceTokens.
     pub total_tokens: u64,
     /// user + context + assistant.
@@ -235,32 +236,13 @@ pub struct Fill {
     /// Tool calls.
     pub tool_call_tokens: u64,
     /// Per tool name, largest share first.
-    pub tools: Vec<ToolFill>,
+    pub tools: &'a [ToolFill],
     /// Surface nodes.
     pub nodes: u64,
     /// Nodes whose recorded price is not the sum of their blocks.
     pub adjusted_nodes: u64,
     /// Their recorded prices less their blocks' sums.
     pub adjustment_tokens: i64,
-}
-
-/// One tool's share.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolFill {
-    /// The tool's name.
-    pub name: String,
-    /// Its results' tokens.
-    pub result_tokens: u64,
-    /// Its results.
-    pub results: u64,
-    /// Its calls' tokens.
-    pub call_tokens: u64,
-    /// Its calls.
-    pub calls: u64,
-    /// Its largest results, largest first.
-    #[schemars(length(max = 3))]
-    pub largest: Vec<NodeTokens>,
 }
 
 impl<'a> Measured<'a> {
@@ -345,9 +327,9 @@ impl<'a> Policy<'a> {
     }
 }
 
-impl Fill {
+impl<'a> Fill<'a> {
     /// The document of a fill.
-    fn of(f: &crate::fill::Fill) -> Fill {
+    fn of(f: &'a crate::fill::Fill) -> Fill<'a> {
         Fill {
             total_tokens: f.total(),
             conversation_tokens: f.conversation(),
@@ -360,22 +342,7 @@ impl Fill {
             other_tokens: f.other,
             tool_result_tokens: f.tool_results(),
             tool_call_tokens: f.tool_calls(),
-            tools: f
-                .tools
-                .iter()
-                .map(|t| ToolFill {
-                    name: t.name.clone(),
-                    result_tokens: t.result_tokens,
-                    results: t.results,
-                    call_tokens: t.call_tokens,
-                    calls: t.calls,
-                    largest: t
-                        .largest
-                        .iter()
-                        .map(|&(seq, tokens)| NodeTokens { seq, tokens })
-                        .collect(),
-                })
-                .collect(),
+            tools: &f.tools,
             nodes: f.nodes,
             adjusted_nodes: f.adjusted_nodes,
             adjustment_tokens: f.adjustment,

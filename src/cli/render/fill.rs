@@ -59,7 +59,7 @@ pub fn print(o: &Out, f: &Fill) -> std::io::Result<()> {
             let largest: Vec<String> = tool
                 .largest
                 .iter()
-                .map(|(seq, tokens)| format!("{seq}: {}", super::num(*tokens)))
+                .map(|l| format!("{}: {}", l.seq, super::num(l.tokens)))
                 .collect();
             row(
                 format!("tool results: {}", tool.name),
